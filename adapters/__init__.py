@@ -1,0 +1,1 @@
+"""Everything that talks to a site. Never imports the gateway."""

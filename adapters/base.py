@@ -1,0 +1,112 @@
+"""The adapter interface: what the gateway asks of every site, in plain data.
+
+Adapters take explicit arguments and never read the gateway's settings, files or
+database. Results use the gateway's state vocabulary (as plain strings) and keep
+the scheduler's own raw state and reason beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal, Protocol
+
+OutputStream = Literal["stdout", "stderr"]
+
+
+class NativeState(StrEnum):
+    """A scheduler job's state, mapped onto the gateway's vocabulary."""
+
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    # The scheduler said something we have no mapping for; never treated as final.
+    UNKNOWN = "UNKNOWN"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (NativeState.COMPLETED, NativeState.FAILED, NativeState.CANCELLED)
+
+
+@dataclass(frozen=True)
+class Resources:
+    nodes: int = 1
+    ranks: int = 1
+    ranks_per_node: int | None = None
+    threads_per_rank: int = 1
+    memory_mb: int | None = None
+    walltime_seconds: int = 3600
+
+
+@dataclass(frozen=True)
+class MpiRequest:
+    launcher: Literal["none", "mpirun", "srun"] = "none"
+    flavor: str | None = None
+
+
+@dataclass(frozen=True)
+class SubmitRequest:
+    """Everything a site needs to run one attempt. Strings are data, never shell code."""
+
+    tag: str
+    workdir: str
+    argv: Sequence[str] | None = None
+    script: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    resources: Resources = Resources()
+    mpi: MpiRequest = MpiRequest()
+    partition: str | None = None
+    account: str | None = None
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """What the scheduler says about one job."""
+
+    native_id: str
+    state: NativeState
+    raw_state: str
+    reason: str | None = None
+    exit_code: int | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class OutputChunk:
+    data: bytes
+    offset: int
+    # Size of the whole file when read; None when it does not exist (yet).
+    size: int | None
+
+
+class Adapter(Protocol):
+    """A site's scheduler, as the gateway sees it."""
+
+    kind: str
+
+    def submit(self, request: SubmitRequest) -> str:
+        """Submit and return the scheduler's job id. Raises SubmitRejected or SiteUnavailable."""
+        ...
+
+    def find_by_tag(self, tag: str, workdir: str) -> str | None:
+        """The id of a job already submitted with this tag, if any (crash recovery)."""
+        ...
+
+    def status(self, native_ids: Sequence[str]) -> Mapping[str, JobStatus]:
+        """Status of many jobs in one round trip; ids the site cannot find are omitted."""
+        ...
+
+    def cancel(self, native_id: str) -> None:
+        """Ask the scheduler to cancel; idempotent."""
+        ...
+
+    def read_output(
+        self, workdir: str, stream: OutputStream, offset: int, limit: int
+    ) -> OutputChunk:
+        """Up to `limit` bytes of the job's stdout or stderr from `offset`."""
+        ...

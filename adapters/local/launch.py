@@ -1,0 +1,106 @@
+"""From a SubmitRequest to the exact argv and environment the runner executes. Pure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.base import SubmitRequest
+from adapters.errors import SubmitRejected
+from adapters.local.records import LaunchPlan
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SHELL = "/bin/sh"
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Site settings that shape every job's launch."""
+
+    mpiexec: str | None
+    path: str
+    home: str
+    lang: str
+    kill_grace_seconds: float
+
+
+def program_argv(request: SubmitRequest, script_path: Path) -> list[str]:
+    """The user's program, before any MPI launcher. Never a shell command line."""
+    if (request.argv is None) == (request.script is None):
+        raise SubmitRejected("a job needs exactly one of argv or script")
+    if request.script is not None:
+        _check_text("script", request.script)
+        # A script without "#!" is a POSIX shell script; it is the user's own program,
+        # run as a file, so no string of ours is ever parsed by that shell.
+        if request.script.startswith("#!"):
+            return [str(script_path)]
+        return [SHELL, str(script_path)]
+    argv = list(request.argv or [])
+    if not argv or not argv[0]:
+        raise SubmitRejected("argv must name a program")
+    for arg in argv:
+        _check_text("argument", arg)
+    return argv
+
+
+def launch_argv(request: SubmitRequest, program: list[str], mpiexec: str | None) -> list[str]:
+    """Prefix the program with the MPI launcher the request asks for."""
+    launcher = request.mpi.launcher
+    if launcher == "none":
+        return program
+    if launcher == "srun":
+        raise SubmitRejected(
+            "the local site has no Slurm: mpi.launcher 'srun' is not available here; "
+            "use 'mpirun' (the site's mpiexec) or a Slurm site"
+        )
+    if launcher != "mpirun":
+        raise SubmitRejected(f"unknown MPI launcher {launcher!r}")
+    if mpiexec is None:
+        raise SubmitRejected("the local site has no MPI launcher configured (mpiexec)")
+    if request.resources.ranks < 1:
+        raise SubmitRejected("ranks must be at least 1")
+    return [mpiexec, "-n", str(request.resources.ranks), *program]
+
+
+def job_environment(request: SubmitRequest, workdir: Path, config: LaunchConfig) -> dict[str, str]:
+    """A clean environment: basics, then the user's values, then gridgate's own variables."""
+    env = {"PATH": config.path, "HOME": config.home, "LANG": config.lang}
+    # OMP_NUM_THREADS follows the requested threads per rank; a user value overrides it.
+    env["OMP_NUM_THREADS"] = str(request.resources.threads_per_rank)
+    for name, value in request.env.items():
+        if not ENV_NAME.match(name):
+            raise SubmitRejected(f"environment variable name {name!r} is not valid")
+        _check_text(f"environment variable {name}", value)
+        env[name] = value
+    env["GRIDGATE_JOB_TAG"] = request.tag
+    env["GRIDGATE_WORKDIR"] = str(workdir)
+    return env
+
+
+def build_plan(
+    request: SubmitRequest, native_id: str, workdir: Path, script_path: Path, config: LaunchConfig
+) -> LaunchPlan:
+    """Validate the request and fix everything the runner needs."""
+    _check_text("tag", request.tag)
+    if not request.tag:
+        raise SubmitRejected("the job tag is empty")
+    if request.resources.walltime_seconds <= 0:
+        raise SubmitRejected("walltime must be positive")
+    if request.resources.threads_per_rank < 1:
+        raise SubmitRejected("threads_per_rank must be at least 1")
+    argv = launch_argv(request, program_argv(request, script_path), config.mpiexec)
+    return LaunchPlan(
+        tag=request.tag,
+        native_id=native_id,
+        argv=tuple(argv),
+        env=job_environment(request, workdir, config),
+        walltime_seconds=float(request.resources.walltime_seconds),
+        kill_grace_seconds=config.kill_grace_seconds,
+    )
+
+
+def _check_text(what: str, value: str) -> None:
+    # execve takes C strings: a NUL would silently cut the value short.
+    if "\x00" in value:
+        raise SubmitRejected(f"{what} contains a NUL character")

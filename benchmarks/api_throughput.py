@@ -1,0 +1,147 @@
+"""API throughput on PostgreSQL with the worker paused (prints JSON; not a test).
+
+Measures accepted submissions per second and GET /api/v1/jobs/{id} requests per
+second with p50/p99 latency at 1, 16 and 64 concurrent clients, each beside the
+same server's /api/v1/health measured in the same run. Load comes from `wrk`
+(installed from apt when missing) so the client costs little CPU on a 2-core box.
+
+    .venv/bin/python benchmarks/api_throughput.py [--seconds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import func, select  # noqa: E402
+
+from gateway.auth.tokens import issue_access_token  # noqa: E402
+from gateway.db.engine import transaction  # noqa: E402
+from gateway.db.models import Job  # noqa: E402
+from gateway.runtime import build_runtime  # noqa: E402
+from gateway.services.accounts import create_local_user  # noqa: E402
+from gateway.settings import Settings  # noqa: E402
+from tests.pg import start_postgres  # noqa: E402
+from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402
+
+CONCURRENCY = (1, 16, 64)
+TARGETS = {"submit_per_s_min": 300, "get_vs_health_min": 0.5, "get_p99_ms_at_16_max": 25}
+SPEC = {"name": "bench", "executable": "/bin/true", "labels": {"bench": "api"}}
+
+
+def ensure_wrk() -> str:
+    path = shutil.which("wrk")
+    if path:
+        return path
+    subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "wrk"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return shutil.which("wrk") or "wrk"
+
+
+def wrk(binary: str, url: str, clients: int, seconds: float, *, method: str = "GET",
+        body: str = "", token: str = "") -> dict[str, Any]:
+    env = {**os.environ, "WRK_METHOD": method, "WRK_BODY": body, "WRK_TOKEN": token}
+    out = subprocess.run(
+        [binary, "-t", str(min(clients, 2)), "-c", str(clients), "-d", f"{max(1, round(seconds))}s",
+         "--timeout", "10s", "-s", str(ROOT / "benchmarks" / "request.lua"), url],
+        env=env, capture_output=True, text=True, check=True).stdout
+    summary: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    secs = summary["duration_us"] / 1e6
+    return {
+        "requests": summary["requests"],
+        "per_s": round(summary["requests"] / secs, 1),
+        "p50_ms": round(summary["p50_us"] / 1000, 2),
+        "p99_ms": round(summary["p99_us"] / 1000, 2),
+        "errors": summary["socket_errors"] + summary["non_2xx"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+    binary = ensure_wrk()
+    with tempfile.TemporaryDirectory(prefix="gridgate-bench-") as tmp:
+        base = Path(tmp)
+        pg = start_postgres(base / "pg")
+        gateway = None
+        try:
+            db_url = pg.create_database("bench")
+            settings = Settings(data_dir=base / "data", database_url=db_url,
+                                public_url="http://127.0.0.1", run_worker=False)
+            runtime = build_runtime(settings)
+            with transaction(runtime.sessions) as session:
+                user_id = create_local_user(session, "bench", "bench-password-1").id
+            token = issue_access_token(settings, runtime.keys, subject=user_id,
+                                       client_id="bench", scope="jobs:read jobs:write",
+                                       username="bench").token
+            port = free_port()
+            gateway = GatewayProcess({
+                "GRIDGATE_DATA_DIR": str(settings.data_dir), "GRIDGATE_DATABASE_URL": db_url,
+                "GRIDGATE_PUBLIC_URL": settings.public_url, "GRIDGATE_PORT": str(port),
+                "GRIDGATE_RUN_WORKER": "false",
+            }, base / "gateway.log", args=("--log-level", "warning"))
+            gateway.start()
+            url = gateway.url
+            body = json.dumps(SPEC)
+            import httpx
+
+            job_id = httpx.post(f"{url}/api/v1/jobs", content=body, timeout=10, headers={
+                "Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+            ).json()["id"]
+            wrk(binary, f"{url}/api/v1/health", 4, 1)  # warm up pools and code paths
+            results: dict[str, dict[str, Any]] = {"submit": {}, "get_job": {}, "health": {}}
+            for clients in CONCURRENCY:
+                results["health"][str(clients)] = wrk(binary, f"{url}/api/v1/health",
+                                                      clients, args.seconds)
+                results["get_job"][str(clients)] = wrk(binary, f"{url}/api/v1/jobs/{job_id}",
+                                                       clients, args.seconds, token=token)
+                results["submit"][str(clients)] = wrk(binary, f"{url}/api/v1/jobs", clients,
+                                                      args.seconds, method="POST", body=body,
+                                                      token=token)
+            with runtime.sessions() as session:
+                stored = session.scalar(select(func.count()).select_from(Job)) or 0
+            runtime.close()
+        finally:
+            if gateway is not None:
+                gateway.stop()
+            pg.stop()
+    posted = sum(r["requests"] - r["errors"] for r in results["submit"].values()) + 1
+    ratios = {c: round(results["get_job"][c]["per_s"] / results["health"][c]["per_s"], 3)
+              for c in results["health"]}
+    best_submit = max(r["per_s"] for r in results["submit"].values())
+    report = {
+        "benchmark": "api_throughput",
+        "database": "postgresql",
+        "seconds_per_point": args.seconds,
+        "cpus": os.cpu_count(),
+        "results": results,
+        "jobs_stored": stored,
+        "jobs_accepted_by_api": posted,
+        "ratios": {"get_job_vs_health": ratios},
+        "targets": TARGETS,
+        "met": {
+            "submit_per_s": best_submit >= TARGETS["submit_per_s_min"],
+            "get_vs_health": all(r >= TARGETS["get_vs_health_min"] for r in ratios.values()),
+            "get_p99_at_16": results["get_job"]["16"]["p99_ms"]
+            <= TARGETS["get_p99_ms_at_16_max"],
+            "no_lost_submissions": stored == posted,
+        },
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

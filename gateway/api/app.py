@@ -1,0 +1,57 @@
+"""The FastAPI application factory. Nothing connects before the app starts."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from gateway import __version__
+from gateway.api import problems
+from gateway.api.middleware import BodyLimit, RequestMetrics
+from gateway.api.routes import jobs, oauth, sites, system
+from gateway.runtime import Runtime, build_runtime
+from gateway.settings import Settings
+
+
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
+    """The gateway app. Given a runtime it uses it (tests); else builds one from settings.
+    With `settings.run_worker` the worker runs in a background thread of this process."""
+    settings = settings or (runtime.settings if runtime else Settings())
+    runtime = runtime or build_runtime(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        stop = threading.Event()
+        thread = None
+        if settings.run_worker:
+            from gateway.worker.loop import Worker
+
+            worker = Worker(runtime)
+            thread = threading.Thread(target=worker.run, args=(stop,), name="gridgate-worker",
+                                      daemon=True)
+            thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            if thread is not None:
+                thread.join(timeout=30)
+
+    app = FastAPI(
+        title="gridgate",
+        version=__version__,
+        description="Federated HPC job gateway. Errors are RFC 9457 problem details.",
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    problems.install(app)
+    app.include_router(jobs.router)
+    app.include_router(sites.router)
+    app.include_router(system.router)
+    app.include_router(oauth.router)
+    app.add_middleware(RequestMetrics, metrics=runtime.metrics)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    return app

@@ -1,0 +1,91 @@
+"""Pure ASGI middleware: body size cap and request metrics (cheap on the hot path)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.metrics import Metrics
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _send_413(send: Send, limit: int) -> None:
+    body = json.dumps({
+        "type": "about:blank", "title": "Content Too Large", "status": 413,
+        "detail": f"The request body is larger than the limit of {limit} bytes.",
+    }).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/problem+json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    """Refuse request bodies over `limit` bytes, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await _send_413(send, self.limit)
+                return
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                raise _BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _BodyTooLarge:
+            if not started:
+                await _send_413(send, self.limit)
+
+
+class RequestMetrics:
+    """Count requests by route template and status, and time them."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+        start = time.perf_counter()
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            route: Any = scope.get("route")
+            template = getattr(route, "path", None) or "unmatched"
+            self.metrics.http_requests.labels(scope["method"], template, str(status)).inc()
+            self.metrics.http_latency.labels(template).observe(time.perf_counter() - start)

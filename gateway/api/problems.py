@@ -1,0 +1,80 @@
+"""RFC 9457 problem details: every error the API returns goes through here."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from gateway.domain import errors
+
+PROBLEM_JSON = "application/problem+json"
+
+_STATUS: dict[type[errors.GatewayError], int] = {
+    errors.NotFound: 404,
+    errors.Invalid: 422,
+    errors.Conflict: 409,
+    errors.Unauthenticated: 401,
+    errors.Forbidden: 403,
+    errors.Unavailable: 503,
+    errors.TooLarge: 413,
+}
+
+
+def problem(
+    status: int, detail: str, *, title: str | None = None, instance: str | None = None,
+    headers: dict[str, str] | None = None, **extra: Any,
+) -> JSONResponse:
+    """A problem+json response."""
+    body: dict[str, Any] = {
+        "type": "about:blank",
+        "title": title or HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+    }
+    if instance:
+        body["instance"] = instance
+    body.update(extra)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> str:
+    # Drop the "body" prefix and pydantic's internal validator names: people want
+    # "resources.walltime", not "body.resources.walltime.function-before[...]".
+    parts = [str(p) for p in loc if p != "body" and "[" not in str(p)]
+    return ".".join(parts) or "body"
+
+
+def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    fields = [
+        {"field": _field(err.get("loc", ())), "message": str(err.get("msg", ""))}
+        for err in exc.errors()
+    ]
+    summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+    return problem(422, f"The request is invalid: {summary}", title="Invalid request",
+                   instance=request.url.path, errors=fields)
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every error into problem details."""
+
+    @app.exception_handler(errors.GatewayError)
+    async def _gateway(request: Request, exc: errors.GatewayError) -> JSONResponse:
+        status = next((s for cls, s in _STATUS.items() if isinstance(exc, cls)), 500)
+        headers = {"WWW-Authenticate": 'Bearer realm="gridgate"'} if status == 401 else None
+        return problem(status, exc.detail, title=exc.title, instance=request.url.path,
+                       headers=headers, **exc.extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _validation(request, exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
+        return problem(exc.status_code, detail, instance=request.url.path,
+                       headers=getattr(exc, "headers", None))

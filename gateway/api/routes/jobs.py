@@ -1,0 +1,161 @@
+"""/api/v1/jobs: submit, list, show, cancel, events, output."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import StreamingResponse
+from sqlalchemy import select
+
+from adapters.base import OutputChunk
+from gateway.api.deps import JobsReader, JobsWriter, ReaderDep, RuntimeDep, SessionDep
+from gateway.api.schemas import EventList, EventOut, JobList, JobOut
+from gateway.db.models import Attempt, Job
+from gateway.domain.errors import Invalid, Unavailable
+from gateway.domain.jobspec import JobSpec
+from gateway.domain.states import JobState
+from gateway.runtime import Runtime
+from gateway.services import jobs as job_service
+from gateway.services.jobs import JobFilter
+
+router = APIRouter(prefix="/api/v1", tags=["jobs"])
+
+OUTPUT_CHUNK = 256 * 1024
+FOLLOW_POLL_SECONDS = 0.5
+
+
+@router.post("/jobs", status_code=202, response_model=JobOut)
+def submit_job(
+    spec: JobSpec,
+    principal: JobsWriter,
+    session: SessionDep,
+    runtime: RuntimeDep,
+    response: Response,
+    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+) -> JobOut:
+    """Accept a job; the worker stages and submits it. Returns at once with its id."""
+    view, created = job_service.submit(session, runtime.sites, principal, spec, idempotency_key)
+    session.commit()
+    response.headers["Location"] = f"/api/v1/jobs/{view.job.id}"
+    if not created:
+        response.headers["Idempotent-Replayed"] = "true"
+    return JobOut.of(view)
+
+
+def _label_pairs(labels: list[str]) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in labels:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise Invalid(f"Label filter {item!r} must look like key=value.", field="label")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+@router.get("/jobs", response_model=JobList)
+def list_jobs(
+    principal: JobsReader,
+    session: ReaderDep,
+    state: JobState | None = None,
+    site: str | None = None,
+    project: str | None = None,
+    label: Annotated[list[str], Query()] = [],  # noqa: B006  (FastAPI copies defaults)
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: str | None = None,
+) -> JobList:
+    """Your jobs, newest first; follow `next_cursor` for the next page."""
+    filters = JobFilter(state=state, site=site, project=project, labels=_label_pairs(label))
+    page = job_service.list_jobs(session, principal, filters, limit=limit, cursor=cursor)
+    return JobList(items=[JobOut.of(v) for v in page.jobs], next_cursor=page.next_cursor)
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut)
+def get_job(job_id: str, principal: JobsReader, session: ReaderDep) -> JobOut:
+    view, attempts = job_service.job_detail(session, principal, job_id)
+    return JobOut.of(view, attempts)
+
+
+@router.post("/jobs/{job_id}/cancel", status_code=202, response_model=JobOut)
+def cancel_job(job_id: str, principal: JobsWriter, session: SessionDep) -> JobOut:
+    """Cancel a job. Queued or running jobs end CANCELLED once the site confirms."""
+    view = job_service.cancel(session, principal, job_id)
+    session.commit()
+    return JobOut.of(view)
+
+
+@router.get("/jobs/{job_id}/events", response_model=EventList)
+def job_events(job_id: str, principal: JobsReader, session: ReaderDep) -> EventList:
+    return EventList(items=[EventOut.of(e) for e in job_service.events(session, principal,
+                                                                       job_id)])
+
+
+def _latest_attempt(runtime: Runtime, job_id: str) -> tuple[str, Attempt | None]:
+    with runtime.readers() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        attempt = session.scalar(select(Attempt).where(Attempt.job_id == job_id)
+                                 .order_by(Attempt.number.desc()).limit(1))
+        return job.state, attempt
+
+
+def _read(runtime: Runtime, attempt: Attempt | None, stream: Literal["stdout", "stderr"],
+          offset: int, limit: int) -> OutputChunk:
+    if attempt is None:
+        return OutputChunk(b"", offset, None)
+    adapter = runtime.sites.get(attempt.site_name).adapter
+    try:
+        return adapter.read_output(attempt.workdir, stream, offset, limit)
+    except Exception as exc:  # an adapter failure must reach the user as 503, not 500
+        raise Unavailable(f"Could not read {stream} from site '{attempt.site_name}': {exc}. "
+                          "Try again later.") from exc
+
+
+@router.get("/jobs/{job_id}/output/{stream}", response_class=Response,
+            responses={200: {"content": {"text/plain": {}}}})
+def job_output(
+    job_id: str,
+    stream: Literal["stdout", "stderr"],
+    principal: JobsReader,
+    session: ReaderDep,
+    runtime: RuntimeDep,
+    offset: Annotated[int | None, Query(ge=0)] = None,
+    tail: Annotated[int | None, Query(ge=0, le=64 * 1024 * 1024)] = None,
+    limit: Annotated[int, Query(ge=1, le=64 * 1024 * 1024)] = 8 * 1024 * 1024,
+    follow: bool = False,
+) -> Response:
+    """The job's stdout or stderr: from `offset`, or the last `tail` bytes; with `follow`
+    the response streams until the job is final and everything was sent."""
+    if offset is not None and tail is not None:
+        raise Invalid("Give 'offset' or 'tail', not both.", field="tail")
+    job_service.get_job(session, principal, job_id)  # ownership check: 404 for others
+    session.close()
+    _, attempt = _latest_attempt(runtime, job_id)
+    start = offset or 0
+    if tail is not None:
+        size = _read(runtime, attempt, stream, 0, 0).size or 0
+        start = max(0, size - tail)
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+    if not follow:
+        chunk = _read(runtime, attempt, stream, start, limit)
+        headers["X-Output-Size"] = str(chunk.size or 0)
+        return Response(chunk.data, media_type="text/plain; charset=utf-8", headers=headers)
+    return StreamingResponse(_follow(runtime, job_id, stream, start),
+                             media_type="text/plain; charset=utf-8", headers=headers)
+
+
+def _follow(runtime: Runtime, job_id: str, stream: Literal["stdout", "stderr"],
+            offset: int) -> Iterator[bytes]:
+    while True:
+        state, attempt = _latest_attempt(runtime, job_id)
+        chunk = _read(runtime, attempt, stream, offset, OUTPUT_CHUNK)
+        if chunk.data:
+            offset += len(chunk.data)
+            yield chunk.data
+            continue
+        # Only stop once the job is final AND a read after that saw nothing new.
+        if JobState(state).is_final:
+            return
+        time.sleep(FOLLOW_POLL_SECONDS)

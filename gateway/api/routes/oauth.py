@@ -1,0 +1,225 @@
+"""The built-in authorization server's HTTP endpoints (at the root, not under /api/v1).
+
+Errors here follow RFC 6749 §5.2 (`{"error", "error_description"}`), not problem details:
+OAuth clients expect that format. The grant logic is Authlib's (gateway.auth.server);
+this module turns Starlette requests into `OAuthRequest`s and runs them in a worker
+thread, because Authlib is synchronous and argon2 and the database block.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from gateway.api.deps import RuntimeDep, SessionDep
+from gateway.auth.server import (
+    DEVICE_AUTHORIZATION_PATH,
+    JWKS_PATH,
+    METADATA_PATH,
+    REVOCATION_PATH,
+    TOKEN_PATH,
+    VERIFICATION_PATH,
+    DeviceApprovalError,
+    GatewayAuthorizationServer,
+    OAuthRequest,
+    decide_device_code,
+    pending_device_code,
+    server_metadata,
+)
+from gateway.runtime import Runtime
+from gateway.services.accounts import verify_password
+
+router = APIRouter(tags=["oauth"])
+
+MAX_FORM_BYTES = 16 * 1024
+CSRF_COOKIE = "gridgate_device_csrf"
+_NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+_PAGE_HEADERS = {
+    **_NO_STORE,
+    # The approval page must never be framed (clickjacking) nor run injected script.
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+_templates = Environment(
+    loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
+    autoescape=select_autoescape(["html"], default_for_string=True, default=True),
+)
+
+
+class _FormError(Exception):
+    def __init__(self, description: str) -> None:
+        super().__init__(description)
+        self.description = description
+
+
+def oauth_error(error: str, description: str, status: int = 400) -> JSONResponse:
+    """An RFC 6749 §5.2 error response."""
+    return JSONResponse({"error": error, "error_description": description},
+                        status_code=status, headers=_NO_STORE)
+
+
+async def _read_form(request: Request) -> dict[str, str]:
+    """URL-encoded form parameters; each at most once, empty ones treated as absent."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    body = await request.body()
+    if not body:
+        return {}
+    if ctype != "application/x-www-form-urlencoded":
+        raise _FormError("Send the parameters as application/x-www-form-urlencoded.")
+    if len(body) > MAX_FORM_BYTES:
+        raise _FormError("The request body is too large.")
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _FormError("The request body is not valid UTF-8 form data.") from exc
+    form: dict[str, str] = {}
+    for key, value in pairs:
+        if key in form:
+            raise _FormError(f"The parameter '{key}' is repeated.")
+        form[key] = value
+    # RFC 6749 §3.1: a parameter without a value is treated as omitted.
+    return {k: v for k, v in form.items() if v != ""}
+
+
+def _to_response(result: tuple[int, Any, Any]) -> JSONResponse:
+    status, body, headers = result
+    extra = {k: v for k, v in (headers or []) if k.lower() != "content-type"}
+    return JSONResponse(body, status_code=status, headers={**_NO_STORE, **extra})
+
+
+async def _run(
+    request: Request,
+    runtime: Runtime,
+    session: Session,
+    path: str,
+    call: Callable[[GatewayAuthorizationServer, OAuthRequest], tuple[int, Any, Any]],
+) -> Response:
+    try:
+        form = await _read_form(request)
+    except _FormError as exc:
+        return oauth_error("invalid_request", exc.description)
+
+    def work() -> Response:
+        server = GatewayAuthorizationServer(runtime.settings, runtime.keys, session)
+        oauth_request = OAuthRequest(request.method, server.url(path), form, request.headers)
+        result = call(server, oauth_request)
+        # Commit errors too: a poll records its time, a replayed refresh token revokes.
+        session.commit()
+        return _to_response(result)
+
+    return await run_in_threadpool(work)
+
+
+@router.get(METADATA_PATH)
+def authorization_server_metadata(runtime: RuntimeDep) -> JSONResponse:
+    """RFC 8414 metadata of the built-in authorization server."""
+    return JSONResponse(server_metadata(runtime.settings),
+                        headers={"Cache-Control": "public, max-age=300"})
+
+
+@router.get(JWKS_PATH)
+def jwks(runtime: RuntimeDep) -> JSONResponse:
+    """The public keys that verify this gateway's access tokens."""
+    return JSONResponse(runtime.keys.jwks(), headers={"Cache-Control": "public, max-age=300"})
+
+
+@router.post(TOKEN_PATH)
+async def token(request: Request, runtime: RuntimeDep, session: SessionDep) -> Response:
+    """Token endpoint: device_code, client_credentials and refresh_token grants."""
+    return await _run(request, runtime, session, TOKEN_PATH,
+                      lambda server, req: server.create_token_response(req))
+
+
+@router.post(DEVICE_AUTHORIZATION_PATH)
+async def device_authorization(request: Request, runtime: RuntimeDep,
+                               session: SessionDep) -> Response:
+    """RFC 8628 §3.1-3.2: a device code, a user code and where to enter it."""
+    return await _run(request, runtime, session, DEVICE_AUTHORIZATION_PATH,
+                      lambda server, req: server.create_endpoint_response(
+                          "device_authorization", req))
+
+
+@router.post(REVOCATION_PATH)
+async def revoke(request: Request, runtime: RuntimeDep, session: SessionDep) -> Response:
+    """RFC 7009 token revocation (refresh tokens; unknown tokens are answered 200)."""
+    return await _run(request, runtime, session, REVOCATION_PATH,
+                      lambda server, req: server.create_endpoint_response("revocation", req))
+
+
+# ---------------------------------------------------------------- verification page
+
+
+def _page(runtime: Runtime, status: int = 200, *, csrf: str | None = None,
+          **context: Any) -> HTMLResponse:
+    """Render device.html; a fresh CSRF token goes in the form and in a strict cookie."""
+    token = csrf or secrets.token_urlsafe(32)
+    html = _templates.get_template("device.html").render(
+        action=VERIFICATION_PATH, csrf_token=token, **context)
+    response = HTMLResponse(html, status_code=status, headers=_PAGE_HEADERS)
+    response.set_cookie(
+        CSRF_COOKIE, token, httponly=True, samesite="strict", path=VERIFICATION_PATH,
+        secure=runtime.settings.public_url.startswith("https://"),
+        max_age=runtime.settings.device_code_ttl_seconds,
+    )
+    return response
+
+
+@router.get(VERIFICATION_PATH, response_class=HTMLResponse)
+def device_page(runtime: RuntimeDep, user_code: str = "") -> HTMLResponse:
+    """The page where a person enters the user code and approves the login."""
+    return _page(runtime, state="form", user_code=user_code[:32])
+
+
+@router.post(VERIFICATION_PATH, response_class=HTMLResponse)
+async def device_decision(request: Request, runtime: RuntimeDep,
+                          session: SessionDep) -> HTMLResponse:
+    """Approve or deny a device login with a local username and password."""
+    try:
+        form = await _read_form(request)
+    except _FormError as exc:
+        return _page(runtime, 400, state="form", error=exc.description)
+    user_code = form.get("user_code", "")[:32]
+    username = form.get("username", "")[:64]
+    cookie = request.cookies.get(CSRF_COOKIE, "")
+    sent = form.get("csrf_token", "")
+    if not cookie or not secrets.compare_digest(cookie.encode(), sent.encode()):
+        return _page(runtime, 403, state="form", user_code=user_code, username=username,
+                     error="This form expired or was sent from another site. "
+                           "Please enter the code again.")
+    approve = form.get("action") == "approve"
+    if form.get("action") not in ("approve", "deny"):
+        return _page(runtime, 400, state="form", user_code=user_code, username=username,
+                     error="Choose Approve or Deny.")
+
+    def work() -> HTMLResponse:
+        try:
+            row = pending_device_code(session, user_code)
+        except DeviceApprovalError as exc:
+            return _page(runtime, 400, state="form", user_code=user_code,
+                         username=username, error=str(exc))
+        user = verify_password(session, username, form.get("password", ""))
+        if user is None:
+            session.commit()  # a password rehash, if any
+            return _page(runtime, 400, state="form", user_code=user_code,
+                         username=username, error="Wrong username or password.")
+        if user.disabled:
+            return _page(runtime, 403, state="form", user_code=user_code, username=username,
+                         error="This account is disabled; ask a gateway administrator.")
+        decide_device_code(row, user, approve)
+        session.commit()
+        return _page(runtime, state="approved" if approve else "denied",
+                     username=user.username, user_code=row.user_code)
+
+    return await run_in_threadpool(work)

@@ -1,0 +1,33 @@
+"""/api/v1/sites: what the gateway can submit to."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from sqlalchemy import select
+
+from gateway.api.deps import ReaderDep, RuntimeDep, SitesReader
+from gateway.api.schemas import SiteList, SiteOut
+from gateway.db.models import Site
+
+router = APIRouter(prefix="/api/v1", tags=["sites"])
+
+
+@router.get("/sites", response_model=SiteList)
+def list_sites(_: SitesReader, session: ReaderDep, runtime: RuntimeDep) -> SiteList:
+    rows = {row.name: row for row in session.scalars(select(Site))}
+    items = []
+    for entry in runtime.sites:
+        row = rows.get(entry.name)
+        shape = entry.shape
+        items.append(SiteOut(
+            name=entry.name, kind=entry.kind, description=entry.description,
+            enabled=bool(row and row.enabled), drained=bool(row and row.drained),
+            status=row.status if row else "unknown",
+            status_reason=row.status_reason if row else None,
+            max_nodes=shape.max_nodes, cores_per_node=shape.cores_per_node,
+            memory_mb_per_node=shape.memory_mb_per_node,
+            max_walltime_seconds=shape.max_walltime_seconds,
+            mpi_launchers=sorted(shape.mpi_launchers), mpi_flavors=sorted(shape.mpi_flavors),
+            max_jobs=entry.max_jobs,
+        ))
+    return SiteList(items=items)

@@ -1,0 +1,128 @@
+"""Bearer token -> Principal: verify, find (or create) the user, remember the answer.
+
+The answer for a token is cached in a bounded LRU so that repeated requests with the
+same token cost neither an RSA verification nor a database query. An entry lives until
+the token expires but at most `max_cache_seconds` (30 s), which bounds how long a
+disabled user can go on using a token they already hold.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+import httpx
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from gateway.auth.keys import SigningKeys
+from gateway.auth.principal import Principal
+from gateway.auth.verify import TokenVerifier, VerifiedToken
+from gateway.db.models import User
+from gateway.domain.errors import Unauthenticated
+from gateway.services.accounts import DEFAULT_ROLES, LOCAL_ISSUER, ensure_user, find_user
+from gateway.settings import Settings
+
+
+class Authenticator:
+    """Turns an access token into the `Principal` every service call carries."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        sessions: sessionmaker[Session],
+        keys: SigningKeys,
+        *,
+        http: httpx.Client | None = None,
+        cache_size: int = 10_000,
+        max_cache_seconds: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self._sessions = sessions
+        self._clock = clock
+        self.verifier = TokenVerifier(settings, keys, http=http, clock=clock)
+        self._cache: OrderedDict[str, tuple[float, Principal]] = OrderedDict()
+        self._cache_size = cache_size
+        self._max_age = max_cache_seconds
+        self._lock = threading.Lock()
+
+    def cached(self, token: str) -> Principal | None:
+        """The remembered answer for `token`, without I/O; None when it must be verified."""
+        now = self._clock()
+        with self._lock:
+            hit = self._cache.get(token)
+            if hit is not None:
+                if hit[0] > now:
+                    self._cache.move_to_end(token)
+                    return hit[1]
+                del self._cache[token]
+        return None
+
+    def authenticate(self, token: str) -> Principal:
+        """The caller behind `token`, or `Unauthenticated` with a message a person can act on."""
+        hit = self.cached(token)
+        if hit is not None:
+            return hit
+        now = self._clock()
+        verified = self.verifier.verify(token)
+        principal = self._principal(verified)
+        until = min(verified.expires_at, now + self._max_age)
+        with self._lock:
+            self._cache[token] = (until, principal)
+            self._cache.move_to_end(token)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return principal
+
+    def close(self) -> None:
+        """Release the JWKS HTTP client."""
+        self.verifier.close()
+
+    def forget(self) -> None:
+        """Drop every cached answer (e.g. after disabling a user)."""
+        with self._lock:
+            self._cache.clear()
+
+    def _principal(self, token: VerifiedToken) -> Principal:
+        with self._sessions() as session:
+            user = self._user(session, token)
+            if user.disabled:
+                raise Unauthenticated(
+                    f"The account {user.username or user.subject!r} is disabled; "
+                    "ask a gateway administrator."
+                )
+            return Principal(
+                user_id=user.id,
+                issuer=user.issuer,
+                subject=user.subject,
+                username=user.username or user.display_name,
+                scopes=token.scopes,
+                roles=frozenset(user.roles or DEFAULT_ROLES),
+            )
+
+    def _user(self, session: Session, token: VerifiedToken) -> User:
+        if token.builtin:
+            # Our own tokens carry the gateway user id as `sub`.
+            user = session.get(User, token.subject)
+            if user is None or user.issuer != LOCAL_ISSUER:
+                raise Unauthenticated("The account this token was issued to no longer exists; "
+                                      "run 'gridgate login' again.")
+            return user
+        user = find_user(session, token.issuer, token.subject)
+        if user is not None:
+            return user
+        try:
+            user = ensure_user(session, token.issuer, token.subject,
+                               username=token.username, display_name=token.display_name)
+            session.commit()
+            return user
+        except IntegrityError:
+            # Another request created the same user (or took the project name) first.
+            session.rollback()
+            user = find_user(session, token.issuer, token.subject)
+            if user is None:
+                raise
+            return user

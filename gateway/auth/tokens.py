@@ -1,0 +1,125 @@
+"""Tokens the built-in issuer hands out: RS256 JWT access tokens, opaque refresh tokens.
+
+Refresh tokens are random strings; only their sha256 is stored. Each use rotates the
+token (the old one is revoked). Presenting an already revoked token is treated as theft
+(RFC 9700 §4.14.2): every live refresh token of that user for that client is revoked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from gateway.auth.keys import SigningKeys
+from gateway.db.models import RefreshToken
+from gateway.settings import Settings
+
+ACCESS_TOKEN_TYP = "at+jwt"  # noqa: S105 (a media type, not a secret)
+
+
+@dataclass(frozen=True)
+class AccessToken:
+    token: str
+    expires_in: int
+    jti: str
+
+
+def hash_token(token: str) -> str:
+    """The hex sha256 under which an opaque token is stored."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def issue_access_token(
+    settings: Settings,
+    keys: SigningKeys,
+    *,
+    subject: str,
+    client_id: str,
+    scope: str,
+    username: str | None = None,
+    now: float | None = None,
+) -> AccessToken:
+    """Sign an RFC 9068 access token for `subject` (a gateway user id)."""
+    issued = int(now if now is not None else time.time())
+    ttl = settings.access_token_ttl_seconds
+    jti = uuid.uuid4().hex
+    claims: dict[str, object] = {
+        "iss": settings.public_url,
+        "aud": settings.audience,
+        "sub": subject,
+        "client_id": client_id,
+        "scope": scope,
+        "iat": issued,
+        "nbf": issued,
+        "exp": issued + ttl,
+        "jti": jti,
+    }
+    if username:
+        claims["username"] = username
+    return AccessToken(keys.sign(claims, typ=ACCESS_TOKEN_TYP), ttl, jti)
+
+
+def issue_refresh_token(
+    session: Session, settings: Settings, *, user_id: str, client_id: str, scope: str
+) -> str:
+    """Create and store (hashed) a new refresh token; returns the plaintext once."""
+    token = secrets.token_urlsafe(32)
+    now = datetime.now(UTC)
+    session.add(RefreshToken(
+        token_hash=hash_token(token),
+        client_id=client_id,
+        user_id=user_id,
+        scope=scope,
+        issued_at=now,
+        expires_at=now + timedelta(seconds=settings.refresh_token_ttl_seconds),
+    ))
+    session.flush()
+    return token
+
+
+def find_refresh_token(session: Session, token: str) -> RefreshToken | None:
+    """The stored row for `token`, live or not."""
+    return session.get(RefreshToken, hash_token(token))
+
+
+def is_usable(row: RefreshToken, now: datetime | None = None) -> bool:
+    """Not revoked and not expired."""
+    return row.revoked_at is None and row.expires_at > (now or datetime.now(UTC))
+
+
+def revoke_refresh_token(session: Session, row: RefreshToken) -> None:
+    """Revoke one refresh token (idempotent)."""
+    if row.revoked_at is None:
+        row.revoked_at = datetime.now(UTC)
+        session.flush()
+
+
+def revoke_refresh_family(session: Session, *, user_id: str, client_id: str) -> int:
+    """Revoke every live refresh token of `user_id` at `client_id`; returns how many."""
+    result = session.execute(
+        update(RefreshToken)
+        .where(RefreshToken.user_id == user_id, RefreshToken.client_id == client_id,
+               RefreshToken.revoked_at.is_(None))
+        .values(revoked_at=datetime.now(UTC))
+        .execution_options(synchronize_session="fetch")
+    )
+    session.flush()
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def live_refresh_tokens(session: Session, user_id: str) -> list[RefreshToken]:
+    """A user's refresh tokens that can still be used."""
+    now = datetime.now(UTC)
+    rows = session.scalars(
+        select(RefreshToken).where(RefreshToken.user_id == user_id,
+                                   RefreshToken.revoked_at.is_(None),
+                                   RefreshToken.expires_at > now)
+    )
+    return list(rows)

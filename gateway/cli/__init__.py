@@ -1,0 +1,1 @@
+"""The `gridgate` command line (Typer + rich): a client of the REST API, plus serve/worker/admin."""

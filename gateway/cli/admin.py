@@ -1,0 +1,103 @@
+"""`gridgate admin ...`: account administration on the gateway host.
+
+These commands open the gateway's database directly (like `serve`), with the same
+GRIDGATE_* settings, so run them where the gateway runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from gateway.cli import errors, render
+
+DEFAULT_CLIENT_SCOPES = ["jobs:read", "jobs:write", "sites:read"]
+
+
+def _read_password(from_stdin: bool) -> str:
+    if from_stdin:
+        line = sys.stdin.readline()
+        password = line[:-1] if line.endswith("\n") else line
+        if not password:
+            raise errors.fail("error: no password on standard input.", errors.USAGE)
+        return password
+    first = typer.prompt("Password", hide_input=True)
+    second = typer.prompt("Repeat password", hide_input=True)
+    if first != second:
+        raise errors.fail("error: the passwords differ.", errors.USAGE)
+    return str(first)
+
+
+def user_add(
+    name: Annotated[str, typer.Argument(help="Username (lowercase letters, digits, _ . -).")],
+    role: Annotated[list[str] | None, typer.Option(
+        "--role", "-r", help="Role (repeatable): researcher, site-admin, auditor, admin.")]
+    = None,
+    password_stdin: Annotated[bool, typer.Option(
+        "--password-stdin", help="Read the password from the first line of stdin.")] = False,
+) -> None:
+    """Create a local user who logs in with a password on the device-login page."""
+    from gateway.db.engine import transaction
+    from gateway.runtime import build_runtime
+    from gateway.services.accounts import DEFAULT_ROLES, create_local_user
+    from gateway.settings import Settings
+
+    password = _read_password(password_stdin)
+    runtime = build_runtime(Settings())
+    try:
+        with transaction(runtime.sessions) as session:
+            user = create_local_user(session, name, password, role or list(DEFAULT_ROLES))
+            roles = ", ".join(user.roles)
+            user_id = user.id
+    finally:
+        runtime.close()
+    render.stderr_console().print(f"Created user {name} (id {user_id}, roles: {roles}).")
+
+
+def client_create(
+    name: Annotated[str, typer.Argument(help="A name for the client (e.g. the pipeline).")],
+    scope: Annotated[list[str] | None, typer.Option(
+        "--scope", "-s", help=f"Scope (repeatable); default: {' '.join(DEFAULT_CLIENT_SCOPES)}.")]
+    = None,
+    user: Annotated[str | None, typer.Option(
+        help="Act as this existing local user (default: a new service user).")] = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print {client_id, client_secret, ...} as JSON.")] = False,
+) -> None:
+    """Create a client-credentials client for automation; prints its secret once."""
+    from sqlalchemy import select
+
+    from gateway.db.engine import transaction
+    from gateway.db.models import User
+    from gateway.domain.errors import NotFound
+    from gateway.runtime import build_runtime
+    from gateway.services.accounts import create_client
+    from gateway.settings import Settings
+
+    settings = Settings()
+    runtime = build_runtime(settings)
+    try:
+        with transaction(runtime.sessions) as session:
+            user_id = None
+            if user is not None:
+                user_id = session.scalar(select(User.id).where(User.username == user))
+                if user_id is None:
+                    raise NotFound(f"No local user named '{user}'.")
+            client, secret = create_client(session, name, scope or DEFAULT_CLIENT_SCOPES,
+                                           ["client_credentials"], user_id)
+            info = {"client_id": client.client_id, "client_secret": secret, "name": name,
+                    "scopes": list(client.scopes), "user_id": client.user_id,
+                    "gateway": settings.public_url}
+    finally:
+        runtime.close()
+    if json_out:
+        render.print_json(info)
+        return
+    out = render.stdout_console()
+    out.print(f"Client ID:     {info['client_id']}")
+    out.print(f"Client secret: {info['client_secret']}")
+    render.stderr_console().print(
+        "The secret is shown only once; store it safely. Log in with:\n"
+        f"  GRIDGATE_CLIENT_SECRET=... gridgate login --client-id {info['client_id']}")

@@ -1,0 +1,243 @@
+"""Job commands: submit, list, show, events, logs, cancel, wait."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, BinaryIO
+
+import typer
+
+from gateway.cli import errors, render
+from gateway.cli.spec import SpecFlags, build_spec, load_spec_file, pairs
+from gateway.cli.state import state
+from gateway.cli.waiting import job_exit_code, wait_for
+from gateway.client.api import GatewayClient, Stream
+from gateway.client.models import Output
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON instead of a table.")]
+JobArg = Annotated[str, typer.Argument(metavar="JOB", help="Job id.")]
+TimeoutOpt = Annotated[float | None, typer.Option(
+    "--timeout", min=0, help="Give up waiting after this many seconds (exit 124).")]
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def submit(
+    ctx: typer.Context,
+    words: Annotated[list[str] | None, typer.Argument(
+        metavar="[SPEC] [-- ARGS...]",
+        help="A job spec file (.yaml/.yml/.json), then arguments that replace its 'args'. "
+             "With --exe or --file, every word is an argument of the program.")] = None,
+    file: Annotated[Path | None, typer.Option(
+        "--file", "-f", help="The job spec file (when the words are all program args).")]
+    = None,
+    name: Annotated[str | None, typer.Option(help="Job name.")] = None,
+    exe: Annotated[str | None, typer.Option("--exe", help="Program to run.")] = None,
+    ranks: Annotated[int | None, typer.Option(help="MPI ranks (processes).")] = None,
+    nodes: Annotated[int | None, typer.Option(help="Nodes.")] = None,
+    walltime: Annotated[str | None, typer.Option(
+        help="Time limit: seconds or [D-][HH:]MM:SS.")] = None,
+    mpi: Annotated[str | None, typer.Option(
+        help="MPI launcher[:flavor], e.g. mpirun:mpich, srun, none.")] = None,
+    site: Annotated[str | None, typer.Option(help="Site name, or 'auto'.")] = None,
+    project: Annotated[str | None, typer.Option(help="Project to charge.")] = None,
+    env: Annotated[list[str] | None, typer.Option(
+        "--env", "-e", help="Environment variable K=V (repeatable).")] = None,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", "-l", help="Label k=v (repeatable).")] = None,
+    wait: Annotated[bool, typer.Option(
+        "--wait", "-w", help="Wait for the job to end; exit like `gridgate wait`.")] = False,
+    timeout: TimeoutOpt = None,
+    idempotency_key: Annotated[str | None, typer.Option(
+        help="Retrying with the same key and body returns the same job, never a second one.")]
+    = None,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="Print only the job id on stdout.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Submit a job from a spec file and/or flags.
+
+    \b
+      gridgate submit job.yaml
+      gridgate submit job.yaml --ranks 4 -- input.dat
+      gridgate submit --name hello --exe echo -- hello world
+    """
+    words = list(words or [])
+    spec_path = file
+    if spec_path is None and exe is None and words:
+        spec_path = Path(words.pop(0))
+        if spec_path.suffix.lower() not in SPEC_SUFFIXES and not spec_path.is_file():
+            raise errors.fail(f"error: {spec_path} is not a job spec file (.yaml/.yml/.json); "
+                              "to run a program give --exe PROGRAM.", errors.USAGE)
+    if spec_path is None and exe is None:
+        raise errors.fail("error: give a job spec file, or --exe PROGRAM (see --help).",
+                          errors.USAGE)
+    base = load_spec_file(spec_path) if spec_path is not None else {}
+    flags = SpecFlags(name=name, executable=exe, args=words if words or exe else None,
+                      ranks=ranks, nodes=nodes, walltime=walltime, mpi=mpi, site=site,
+                      project=project, env=env or [], labels=label or [])
+    spec = build_spec(base, flags)
+    with state(ctx).client() as client:
+        job = client.submit(spec, idempotency_key=idempotency_key)
+        if json_out and not wait:
+            render.print_json(job)
+        elif quiet:
+            print(job["id"], flush=True)
+        elif not json_out:
+            print(f"Submitted job {job['id']} ({job['state']})", flush=True)
+        if wait:
+            final = wait_for(client, job["id"], timeout=timeout)
+            if json_out:
+                render.print_json(client.get_job(job["id"]))
+            raise typer.Exit(job_exit_code(final))
+
+
+def list_jobs(
+    ctx: typer.Context,
+    state_filter: Annotated[str | None, typer.Option(
+        "--state", help="Only jobs in this state (e.g. RUNNING, FAILED).")] = None,
+    site: Annotated[str | None, typer.Option(help="Only jobs at this site.")] = None,
+    project: Annotated[str | None, typer.Option(help="Only jobs of this project.")] = None,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", "-l", help="Only jobs with label k=v (repeatable: all must match).")]
+    = None,
+    limit: Annotated[int, typer.Option(min=1, max=500, help="Jobs per page.")] = 50,
+    all_pages: Annotated[bool, typer.Option(
+        "--all", help="Follow the cursor through every page.")] = False,
+    cursor: Annotated[str | None, typer.Option(help="Start at this page cursor.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List your jobs, newest first."""
+    labels = pairs(label or [], "--label")
+    state_value = state_filter.upper() if state_filter else None
+    with state(ctx).client() as client:
+        if all_pages:
+            jobs = list(client.iter_jobs(state=state_value, site=site, project=project,
+                                         labels=labels, page_size=limit))
+            if json_out:
+                render.print_json({"items": jobs, "next_cursor": None})
+                return
+            next_cursor = None
+        else:
+            page = client.list_jobs(state=state_value, site=site, project=project,
+                                    labels=labels, limit=limit, cursor=cursor)
+            if json_out:
+                render.print_json(page)
+                return
+            jobs, next_cursor = page["items"], page.get("next_cursor")
+    console = render.stdout_console()
+    if not jobs:
+        render.stderr_console().print("No jobs.")
+        return
+    console.print(render.jobs_table(jobs))
+    if next_cursor:
+        render.stderr_console().print(
+            f"More jobs: --cursor {next_cursor} (or --all for every page).")
+
+
+def show(ctx: typer.Context, job_id: JobArg, json_out: JsonOpt = False) -> None:
+    """Show one job and its attempts."""
+    with state(ctx).client() as client:
+        job = client.get_job(job_id)
+    if json_out:
+        render.print_json(job)
+        return
+    console = render.stdout_console()
+    console.print(render.job_details(job))
+    attempts = render.attempts_table(job)
+    if attempts is not None:
+        console.print()
+        console.print(attempts)
+
+
+def events(ctx: typer.Context, job_id: JobArg, json_out: JsonOpt = False) -> None:
+    """Show a job's history: every state change, with when, who and why."""
+    with state(ctx).client() as client:
+        items = client.events(job_id)
+    if json_out:
+        render.print_json({"items": items})
+        return
+    render.stdout_console().print(render.events_table(items))
+
+
+def tail_lines(client: GatewayClient, job_id: str, stream: Stream, lines: int) -> Output:
+    """The last `lines` lines of a stream (fetching more bytes until there are enough)."""
+    want = max(4096, lines * 256)
+    cap = 64 * 1024 * 1024
+    while True:
+        out = client.output(job_id, stream, tail=want)
+        chunks = out.data.splitlines(keepends=True)
+        # One more line than asked, unless we hold the whole file: the first may be cut.
+        if len(chunks) > lines or out.offset == 0 or want >= cap:
+            data = b"".join(chunks[-lines:]) if lines else b""
+            return Output(data, out.offset + len(out.data) - len(data), out.size)
+        want = min(cap, want * 4)
+
+
+def logs(
+    ctx: typer.Context,
+    job_id: JobArg,
+    stderr: Annotated[bool, typer.Option("--stderr", help="Show stderr, not stdout.")] = False,
+    tail: Annotated[int | None, typer.Option(
+        "--tail", "-n", min=0, help="Only the last N lines.")] = None,
+    follow: Annotated[bool, typer.Option(
+        "--follow", "-f", help="Keep printing output until the job ends.")] = False,
+) -> None:
+    """Print a job's stdout (or stderr), as bytes, exactly as the job wrote it."""
+    stream: Stream = "stderr" if stderr else "stdout"
+    out: BinaryIO = sys.stdout.buffer
+    with state(ctx).client() as client:
+        offset = 0
+        if tail is not None:
+            first = tail_lines(client, job_id, stream, tail)
+            out.write(first.data)
+            out.flush()
+            offset = first.offset + len(first.data)
+        elif not follow:
+            while True:
+                chunk = client.output(job_id, stream, offset=offset)
+                out.write(chunk.data)
+                offset += len(chunk.data)
+                # The API caps one read; keep going until we have all there is.
+                if not chunk.data or offset >= chunk.size:
+                    break
+        if follow:
+            for data in client.follow(job_id, stream, offset=offset):
+                out.write(data)
+                out.flush()
+    out.flush()
+
+
+def cancel(ctx: typer.Context, job_id: JobArg, json_out: JsonOpt = False) -> None:
+    """Cancel a job (it ends CANCELLED once its site confirms)."""
+    with state(ctx).client() as client:
+        job = client.cancel(job_id)
+    if json_out:
+        render.print_json(job)
+        return
+    render.stderr_console().print(f"Cancel requested for job {job['id']} (now {job['state']}).")
+
+
+def wait(
+    ctx: typer.Context,
+    job_id: JobArg,
+    timeout: TimeoutOpt = None,
+    interval: Annotated[float, typer.Option(
+        min=0.1, help="Seconds between polls (at most).")] = 2.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Wait for a job to end; the exit code mirrors the job.
+
+    \b
+    0    COMPLETED
+    N    FAILED with exit code N (a job killed by signal k: 128+k)
+    1    FAILED without an exit code of its own
+    130  CANCELLED
+    124  --timeout passed first
+    """
+    with state(ctx).client() as client:
+        job = wait_for(client, job_id, timeout=timeout, poll_seconds=interval, quiet=json_out)
+    if json_out:
+        render.print_json(job)
+    raise typer.Exit(job_exit_code(job))
+

@@ -1,0 +1,124 @@
+"""The `gridgate` command: a client of the REST API, plus the gateway's own server commands.
+
+Exit codes are listed in `gateway.cli.errors`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from gateway import __version__
+from gateway.cli import admin, auth, jobs, render, server
+from gateway.cli.errors import GatewayGroup
+from gateway.cli.state import CliState, state
+from gateway.client.api import DEFAULT_GATEWAY_URL
+from gateway.client.credentials import normalize_url
+
+HELP = """Submit and follow HPC jobs through a gridgate gateway.
+
+\b
+  gridgate login                   log in (open the URL, enter the code)
+  gridgate submit job.yaml --wait  submit a job and wait for it
+  gridgate list                    your jobs, newest first
+  gridgate logs JOB -f             follow a job's output
+
+\b
+Exit codes: 0 ok, 1 failure, 2 usage, 3 gateway unreachable,
+4 not logged in or session expired, 5 request refused, 6 not found;
+`wait` mirrors the job (its exit code, 130 cancelled, 124 timeout).
+"""
+
+app = typer.Typer(
+    cls=GatewayGroup,
+    help=HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    # Locals can hold tokens and secrets: never print them in a traceback.
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+admin_app = typer.Typer(help="Administer accounts on the gateway host (opens the database).",
+                        no_args_is_help=True)
+admin_user = typer.Typer(help="Local users.", no_args_is_help=True)
+admin_client = typer.Typer(help="OAuth clients for automation.", no_args_is_help=True)
+db_app = typer.Typer(help="The gateway's database (on the gateway host).", no_args_is_help=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"gridgate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    gateway: Annotated[str, typer.Option(
+        "--gateway", envvar="GRIDGATE_URL", metavar="URL",
+        help="The gateway's base URL.")] = DEFAULT_GATEWAY_URL,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Show the version.")] = False,
+) -> None:
+    ctx.obj = CliState(normalize_url(gateway))
+
+
+def sites(ctx: typer.Context, json_out: jobs.JsonOpt = False) -> None:
+    """List the sites jobs can run at, and their status."""
+    with state(ctx).client() as client:
+        items = client.sites()
+    if json_out:
+        render.print_json({"items": items})
+        return
+    render.stdout_console().print(render.sites_table(items))
+
+
+def health(ctx: typer.Context, json_out: jobs.JsonOpt = False) -> None:
+    """Check that the gateway is up and reaches its database (no login needed)."""
+    with state(ctx).client(authenticated=False) as client:
+        info = client.health()
+    if json_out:
+        render.print_json(info)
+        return
+    render.stdout_console().print(
+        f"{state(ctx).gateway}: {info.get('status')} (database {info.get('database')}, "
+        f"version {info.get('version')})")
+
+
+def schema(ctx: typer.Context) -> None:
+    """Print the JSON Schema of a job spec."""
+    with state(ctx).client(authenticated=False) as client:
+        render.print_json(client.job_spec_schema())
+
+
+app.command("serve")(server.serve)
+app.command("worker")(server.worker)
+app.command("login")(auth.login)
+app.command("logout")(auth.logout)
+app.command("submit")(jobs.submit)
+app.command("list")(jobs.list_jobs)
+app.command("show")(jobs.show)
+app.command("events")(jobs.events)
+app.command("logs")(jobs.logs)
+app.command("cancel")(jobs.cancel)
+app.command("wait")(jobs.wait)
+app.command("sites")(sites)
+app.command("health")(health)
+app.command("schema")(schema)
+admin_user.command("add")(admin.user_add)
+admin_client.command("create")(admin.client_create)
+admin_app.add_typer(admin_user, name="user")
+admin_app.add_typer(admin_client, name="client")
+db_app.command("upgrade")(server.db_upgrade)
+app.add_typer(admin_app, name="admin")
+app.add_typer(db_app, name="db")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="gridgate")
+
+
+if __name__ == "__main__":
+    main()

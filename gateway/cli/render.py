@@ -1,0 +1,152 @@
+"""How the CLI shows API objects: raw JSON for programs, rich tables for people.
+
+Every string that came from the gateway is shown as text, never as rich markup.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gateway.client.models import Event, Job, Site
+
+STATE_STYLES = {
+    "ACCEPTED": "cyan", "STAGING_IN": "cyan", "QUEUED": "yellow", "RUNNING": "blue",
+    "STAGING_OUT": "blue", "COMPLETED": "green", "FAILED": "red", "CANCELLED": "magenta",
+}
+
+
+def stdout_console() -> Console:
+    # Built per call so tests that swap sys.stdout (CliRunner) are honoured.
+    return Console(file=sys.stdout, highlight=False, markup=False)
+
+
+def stderr_console() -> Console:
+    # soft_wrap: messages stay one line, whatever the terminal width.
+    return Console(file=sys.stderr, stderr=True, highlight=False, markup=False,
+                   soft_wrap=True)
+
+
+def print_json(data: Any) -> None:
+    """The API's JSON, as received, on stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def when(value: str | None) -> str:
+    """An API timestamp in local time, to the second; '-' when absent."""
+    if not value:
+        return "-"
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)  # the API's naive times are UTC
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def state_text(state: str) -> Text:
+    return Text(state, style=STATE_STYLES.get(state, ""))
+
+
+def _text(value: object) -> Text:
+    return Text("-" if value is None or value == "" else str(value))
+
+
+def jobs_table(jobs: Sequence[Job]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("ID", "NAME", "STATE", "SITE", "EXIT", "PROJECT", "CREATED"):
+        table.add_column(column, no_wrap=column in ("ID", "STATE", "CREATED"))
+    for job in jobs:
+        table.add_row(_text(job["id"]), _text(job["name"]), state_text(job["state"]),
+                      _text(job.get("site")), _text(job.get("exit_code")),
+                      _text(job.get("project")), _text(when(job.get("created_at"))))
+    return table
+
+
+def job_details(job: Job) -> Table:
+    """A two-column view of one job, then its attempts."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    spec = job.get("spec") or {}
+    resources = spec.get("resources") or {}
+    program = spec.get("executable") or "(script)"
+    rows: list[tuple[str, Text]] = [
+        ("ID", _text(job["id"])),
+        ("Name", _text(job["name"])),
+        ("State", state_text(job["state"])),
+        ("Reason", _text(job.get("state_reason"))),
+        ("Raw state", _text(job.get("raw_state"))),
+        ("Exit code", _text(job.get("exit_code"))),
+        ("Site", _text(job.get("site"))),
+        ("Owner", _text(job.get("owner"))),
+        ("Project", _text(job.get("project"))),
+        ("Program", Text(" ".join([str(program), *map(str, spec.get("args") or [])]))),
+        ("Resources", Text(f"{resources.get('nodes', 1)} node(s), "
+                           f"{resources.get('ranks', 1)} rank(s), walltime "
+                           f"{resources.get('walltime', '-')} s")),
+        ("Labels", _text(", ".join(f"{k}={v}" for k, v in (job.get("labels") or {}).items()))),
+        ("Cancel requested", _text("yes" if job.get("cancel_requested") else "no")),
+        ("Created", _text(when(job.get("created_at")))),
+        ("Started", _text(when(job.get("started_at")))),
+        ("Finished", _text(when(job.get("finished_at")))),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def attempts_table(job: Job) -> Table | None:
+    attempts = job.get("attempts") or []
+    if not attempts:
+        return None
+    table = Table(title="Attempts", title_justify="left", box=None, pad_edge=False,
+                  header_style="bold")
+    for column in ("#", "SITE", "NATIVE ID", "STATE", "RAW", "EXIT", "SUBMITTED", "ENDED",
+                   "REASON"):
+        table.add_column(column)
+    for a in attempts:
+        table.add_row(_text(a["number"]), _text(a["site"]), _text(a.get("native_id")),
+                      state_text(a["state"]), _text(a.get("raw_state")),
+                      _text(a.get("exit_code")), _text(when(a.get("submitted_at"))),
+                      _text(when(a.get("ended_at"))), _text(a.get("reason")))
+    return table
+
+
+def events_table(events: Sequence[Event]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("AT", "FROM", "TO", "ACTOR", "RAW", "REASON"):
+        table.add_column(column, no_wrap=column in ("AT", "FROM", "TO"))
+    for e in events:
+        table.add_row(_text(when(e["at"])), _text(e.get("from_state")),
+                      state_text(e["to_state"]), _text(e.get("actor")),
+                      _text(e.get("raw_state")), _text(e.get("reason")))
+    return table
+
+
+def sites_table(sites: Sequence[Site]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("NAME", "KIND", "STATUS", "ENABLED", "DRAINED", "NODES", "CORES/NODE",
+                   "DESCRIPTION"):
+        table.add_column(column)
+    for s in sites:
+        status = Text(str(s.get("status", "-")),
+                      style={"ok": "green", "up": "green", "down": "red"}.get(
+                          str(s.get("status")), ""))
+        if s.get("status_reason"):
+            status.append(f" ({s['status_reason']})")
+        table.add_row(_text(s.get("name")), _text(s.get("kind")), status,
+                      _text("yes" if s.get("enabled") else "no"),
+                      _text("yes" if s.get("drained") else "no"),
+                      _text(s.get("max_nodes")), _text(s.get("cores_per_node")),
+                      _text(s.get("description")))
+    return table

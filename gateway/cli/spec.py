@@ -1,0 +1,116 @@
+"""Build a job request from a spec file (YAML or JSON) and command-line flags.
+
+Flags override the file. The gateway validates the result; the CLI only checks
+what it must parse itself (KEY=VALUE pairs, the --mpi value).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.client.errors import ClientError
+
+MPI_LAUNCHERS = ("none", "mpirun", "srun")
+
+
+@dataclass
+class SpecFlags:
+    """Everything `gridgate submit` accepts besides the spec file."""
+
+    name: str | None = None
+    executable: str | None = None
+    args: Sequence[str] | None = None
+    ranks: int | None = None
+    nodes: int | None = None
+    walltime: str | None = None
+    mpi: str | None = None
+    site: str | None = None
+    project: str | None = None
+    env: Sequence[str] = field(default_factory=list)
+    labels: Sequence[str] = field(default_factory=list)
+
+
+def load_spec_file(path: Path) -> dict[str, Any]:
+    """A job spec from a .json file, or YAML (any other suffix)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ClientError(f"Cannot read the job spec {path}: {exc.strerror or exc}.") from exc
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ClientError(f"The job spec {path} is not valid "
+                          f"{'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {exc}") \
+            from exc
+    if not isinstance(data, dict):
+        raise ClientError(f"The job spec {path} must be a mapping of fields "
+                          "(name, executable, args, resources, ...).")
+    return data
+
+
+def pairs(items: Sequence[str], what: str) -> dict[str, str]:
+    """`["K=V", ...]` as a dict; the value may itself contain '='."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ClientError(f"{what} {item!r} must look like KEY=VALUE.")
+        out[key] = value
+    return out
+
+
+def parse_mpi(value: str) -> dict[str, str]:
+    """`LAUNCHER[:FLAVOR]` (e.g. `mpirun:mpich`), or a bare flavor meaning mpirun."""
+    launcher, _, flavor = value.partition(":")
+    if launcher not in MPI_LAUNCHERS:
+        if flavor:
+            raise ClientError(f"--mpi {value!r}: the launcher must be one of "
+                              f"{', '.join(MPI_LAUNCHERS)}.")
+        launcher, flavor = "mpirun", launcher
+    mpi = {"launcher": launcher}
+    if flavor:
+        mpi["flavor"] = flavor
+    return mpi
+
+
+def _walltime(value: str) -> str | int:
+    return int(value) if value.strip().isdigit() else value
+
+
+def build_spec(base: dict[str, Any] | None, flags: SpecFlags) -> dict[str, Any]:
+    """The request body: `base` (from a file, possibly empty) with `flags` applied."""
+    spec: dict[str, Any] = dict(base or {})
+    if flags.executable is not None:
+        spec["executable"] = flags.executable
+        spec.pop("script", None)
+    if flags.args is not None:
+        spec["args"] = list(flags.args)
+    if flags.name is not None:
+        spec["name"] = flags.name
+    elif "name" not in spec and spec.get("executable"):
+        spec["name"] = Path(str(spec["executable"])).name
+    for key, value in (("site", flags.site), ("project", flags.project)):
+        if value is not None:
+            spec[key] = value
+    resources = dict(spec.get("resources") or {})
+    if flags.ranks is not None:
+        resources["ranks"] = flags.ranks
+    if flags.nodes is not None:
+        resources["nodes"] = flags.nodes
+    if flags.walltime is not None:
+        resources["walltime"] = _walltime(flags.walltime)
+    if resources:
+        spec["resources"] = resources
+    if flags.mpi is not None:
+        spec["mpi"] = parse_mpi(flags.mpi)
+    if flags.env:
+        spec["environment"] = {**(spec.get("environment") or {}), **pairs(flags.env, "--env")}
+    if flags.labels:
+        spec["labels"] = {**(spec.get("labels") or {}), **pairs(flags.labels, "--label")}
+    return spec

@@ -1,0 +1,284 @@
+"""`GatewayClient`: a typed httpx client of the gateway's REST API (/api/v1)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any, Literal, cast
+
+import httpx
+from pydantic import BaseModel
+
+from gateway import __version__
+from gateway.client.errors import (
+    AuthenticationRequired,
+    ClientError,
+    GatewayUnreachable,
+    problem_error,
+    transport_reason,
+)
+from gateway.client.models import Event, Health, Job, JobPage, Output, Site, is_final
+
+DEFAULT_GATEWAY_URL = "http://127.0.0.1:8642"
+API_PREFIX = "/api/v1"
+
+Stream = Literal["stdout", "stderr"]
+# Returns a bearer token, or None to send the request without one. It may raise
+# AuthenticationRequired (not logged in, or the session expired).
+TokenProvider = Callable[[], str | None]
+
+
+class _BearerAuth(httpx.Auth):
+    """Asks the provider for a token on every request, so refreshes happen in time."""
+
+    def __init__(self, provider: TokenProvider) -> None:
+        self.provider = provider
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        token = self.provider()
+        if token:
+            request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+
+class GatewayClient:
+    """The REST API as methods. Errors are `gateway.client.errors.ClientError`s.
+
+    `transport` is the test seam: any `httpx.BaseTransport` (a real gateway is used
+    otherwise, at `base_url`).
+    """
+
+    def __init__(self, base_url: str = DEFAULT_GATEWAY_URL,
+                 token_provider: TokenProvider | None = None, *,
+                 transport: httpx.BaseTransport | None = None,
+                 timeout: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.base_url + API_PREFIX,
+            auth=_BearerAuth(token_provider) if token_provider else None,
+            transport=transport,
+            timeout=timeout,
+            headers={"User-Agent": f"gridgate-client/{__version__}",
+                     "Accept": "application/json, application/problem+json"},
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> GatewayClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- jobs ---------------------------------------------------------------------------
+
+    def submit(self, spec: Mapping[str, Any] | BaseModel, *,
+               idempotency_key: str | None = None) -> Job:
+        """POST /jobs: accept a job (202). The same key and body return the same job."""
+        body = (spec.model_dump(mode="json", exclude_unset=True)
+                if isinstance(spec, BaseModel) else dict(spec))
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return cast(Job, self._json("POST", "/jobs", json=body, headers=headers))
+
+    def list_jobs(self, *, state: str | None = None, site: str | None = None,
+                  project: str | None = None, labels: Mapping[str, str] | None = None,
+                  limit: int = 50, cursor: str | None = None) -> JobPage:
+        """GET /jobs: one page of your jobs, newest first."""
+        params: list[tuple[str, str | int]] = [("limit", limit)]
+        for key, value in (("state", state), ("site", site), ("project", project),
+                           ("cursor", cursor)):
+            if value is not None:
+                params.append((key, value))
+        params += [("label", f"{k}={v}") for k, v in (labels or {}).items()]
+        return cast(JobPage, self._json("GET", "/jobs", params=params))
+
+    def iter_jobs(self, *, state: str | None = None, site: str | None = None,
+                  project: str | None = None, labels: Mapping[str, str] | None = None,
+                  page_size: int = 100) -> Iterator[Job]:
+        """Every matching job, following `next_cursor` page by page."""
+        cursor: str | None = None
+        while True:
+            page = self.list_jobs(state=state, site=site, project=project, labels=labels,
+                                  limit=page_size, cursor=cursor)
+            yield from page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    def get_job(self, job_id: str) -> Job:
+        """GET /jobs/{id}, with its attempts."""
+        return cast(Job, self._json("GET", f"/jobs/{_segment(job_id)}"))
+
+    def cancel(self, job_id: str) -> Job:
+        """POST /jobs/{id}/cancel (202); the job ends CANCELLED once the site confirms."""
+        return cast(Job, self._json("POST", f"/jobs/{_segment(job_id)}/cancel"))
+
+    def events(self, job_id: str) -> list[Event]:
+        """GET /jobs/{id}/events: every state change, oldest first."""
+        body = self._json("GET", f"/jobs/{_segment(job_id)}/events")
+        return cast(list[Event], body["items"])
+
+    def output(self, job_id: str, stream: Stream = "stdout", *, offset: int | None = None,
+               tail: int | None = None) -> Output:
+        """GET /jobs/{id}/output/{stream}: from `offset`, or the last `tail` bytes."""
+        params: dict[str, int] = {}
+        if offset is not None:
+            params["offset"] = offset
+        if tail is not None:
+            params["tail"] = tail
+        response = self._request("GET", f"/jobs/{_segment(job_id)}/output/{stream}",
+                                 params=params)
+        data = response.content
+        size = _int_header(response, "X-Output-Size", (offset or 0) + len(data))
+        if offset is not None:
+            start = offset
+        else:  # a tail ends at the size reported with it; no parameters: from 0
+            start = max(0, size - len(data)) if tail is not None else 0
+        return Output(data=data, offset=start, size=size)
+
+    def follow(self, job_id: str, stream: Stream = "stdout", *, offset: int = 0,
+               tail: int | None = None, reconnects: int = 5) -> Iterator[bytes]:
+        """Stream the job's output as it is written, until the job is final and all
+        output was sent. A dropped connection is resumed from the last byte received."""
+        path = f"/jobs/{_segment(job_id)}/output/{stream}"
+        position = offset
+        if tail is not None:
+            first = self.output(job_id, stream, tail=tail)
+            if first.data:
+                yield first.data
+            position = first.offset + len(first.data)
+        failures = 0
+        while True:
+            try:
+                with self._stream("GET", path, params={"follow": "true", "offset": position}) \
+                        as response:
+                    for chunk in response.iter_bytes():
+                        position += len(chunk)
+                        failures = 0
+                        yield chunk
+                return
+            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+                failures += 1
+                if failures > reconnects:
+                    raise GatewayUnreachable(self.base_url, transport_reason(exc)) from exc
+                time.sleep(min(2.0 ** failures / 4, 5.0))
+
+    def wait(self, job_id: str, *, poll_seconds: float = 1.0, timeout: float | None = None,
+             on_update: Callable[[Job], None] | None = None) -> Job:
+        """Poll until the job is final (or `timeout` seconds pass); returns the last view."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = min(0.2, poll_seconds)
+        while True:
+            job = self.get_job(job_id)
+            if on_update is not None:
+                on_update(job)
+            if is_final(job) or (deadline is not None and time.monotonic() >= deadline):
+                return job
+            time.sleep(delay)
+            # Start quick (short jobs end fast), back off to poll_seconds.
+            delay = min(poll_seconds, delay * 2)
+
+    # -- sites and system ---------------------------------------------------------------
+
+    def sites(self) -> list[Site]:
+        """GET /sites."""
+        return cast(list[Site], self._json("GET", "/sites")["items"])
+
+    def health(self) -> Health:
+        """GET /health (no token needed)."""
+        return cast(Health, self._json("GET", "/health", auth=None))
+
+    def job_spec_schema(self) -> dict[str, Any]:
+        """GET /schemas/job-spec: the JSON Schema of a job request."""
+        return cast(dict[str, Any], self._json("GET", "/schemas/job-spec", auth=None))
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._request(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ClientError(f"The gateway sent a response that is not JSON for {path}.") \
+                from exc
+
+    def _request(self, method: str, path: str, *, auth: Any = httpx.USE_CLIENT_DEFAULT,
+                 **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, auth=auth, **kwargs)
+        except httpx.TransportError as exc:
+            raise GatewayUnreachable(self.base_url, transport_reason(exc)) from exc
+        _raise_for_problem(response)
+        return response
+
+    def _stream(self, method: str, path: str, **kwargs: Any) -> _StreamContext:
+        return _StreamContext(self, method, path, kwargs)
+
+
+class _StreamContext:
+    """`with` a streaming response whose errors are already mapped."""
+
+    def __init__(self, client: GatewayClient, method: str, path: str,
+                 kwargs: dict[str, Any]) -> None:
+        self._client = client
+        self._method = method
+        self._path = path
+        self._kwargs = kwargs
+        self._response: httpx.Response | None = None
+
+    def __enter__(self) -> httpx.Response:
+        http = self._client._http
+        request = http.build_request(self._method, self._path, timeout=httpx.Timeout(
+            http.timeout.connect, read=None, write=http.timeout.write, pool=http.timeout.pool),
+            **self._kwargs)
+        try:
+            response = http.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise GatewayUnreachable(self._client.base_url, transport_reason(exc)) from exc
+        self._response = response
+        if response.is_error:
+            response.read()
+            response.close()
+            _raise_for_problem(response)
+        return response
+
+    def __exit__(self, *exc: object) -> None:
+        if self._response is not None:
+            self._response.close()
+
+
+def _raise_for_problem(response: httpx.Response) -> None:
+    if response.is_success:
+        return
+    if not response.is_error:
+        # 1xx/3xx are not expected from this API; treat as a problem too.
+        raise problem_error(response.status_code, None, response.text)
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = None
+    if response.status_code == 401:
+        detail = body.get("detail") if isinstance(body, dict) else None
+        text = "The gateway did not accept your token"
+        if isinstance(detail, str) and detail:
+            text += f": {detail}"
+        if "gridgate login" not in text:
+            text += "; run 'gridgate login'"
+        raise AuthenticationRequired(text if text.endswith(".") else text + ".")
+    raise problem_error(response.status_code, body, response.text)
+
+
+def _segment(value: str) -> str:
+    # A job id is one path segment: never let user input add or climb segments.
+    if not value or "/" in value or value in (".", ".."):
+        raise ClientError(f"{value!r} is not a job id.")
+    return value
+
+
+def _int_header(response: httpx.Response, name: str, default: int) -> int:
+    try:
+        return int(response.headers[name])
+    except (KeyError, ValueError):
+        return default
+

@@ -1,0 +1,210 @@
+"""ORM models. Every change here ships with an Alembic revision."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from gateway.db.base import Base, utcnow
+
+
+class User(Base):
+    """A person or service principal, identified by (issuer, subject)."""
+
+    __tablename__ = "users"
+    __table_args__ = (UniqueConstraint("issuer", "subject"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(512))
+    subject: Mapped[str] = mapped_column(String(255))
+    # Local (built-in issuer) users log in with a username and password.
+    username: Mapped[str | None] = mapped_column(String(64), unique=True)
+    password_hash: Mapped[str | None] = mapped_column(String(255))
+    display_name: Mapped[str | None] = mapped_column(String(255))
+    roles: Mapped[list[str]] = mapped_column(JSON, default=list)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Project(Base):
+    """Who pays: jobs are charged to a project."""
+
+    __tablename__ = "projects"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    # The user whose personal project this is, if any.
+    personal_owner_id: Mapped[str | None] = mapped_column(
+        ForeignKey("users.id"), unique=True, default=None
+    )
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Membership(Base):
+    __tablename__ = "memberships"
+
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    # "member" submits and sees own jobs; "manager" also sees the project's jobs.
+    role: Mapped[str] = mapped_column(String(16), default="member")
+
+
+class Site(Base):
+    """A cluster the gateway can submit to. `config` is the validated site config."""
+
+    __tablename__ = "sites"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    drained: Mapped[bool] = mapped_column(Boolean, default=False)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="unknown")
+    status_reason: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Job(Base):
+    """A user's request and where it stands."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        Index("ix_jobs_owner_created", "owner_id", "created_at", "id"),
+        Index("ix_jobs_state_site", "state", "site_name"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(ForeignKey("users.id"))
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16))
+    state_reason: Mapped[str | None] = mapped_column(Text)
+    raw_state: Mapped[str | None] = mapped_column(String(64))
+    site_name: Mapped[str | None] = mapped_column(ForeignKey("sites.name"))
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    labels: Mapped[list[JobLabel]] = relationship(lazy="raise", cascade="all, delete-orphan")
+
+
+class JobLabel(Base):
+    __tablename__ = "job_labels"
+    __table_args__ = (Index("ix_job_labels_key_value", "key", "value"),)
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(255))
+
+
+class Attempt(Base):
+    """One submission of a job to one site."""
+
+    __tablename__ = "attempts"
+    __table_args__ = (
+        UniqueConstraint("job_id", "number"),
+        Index("ix_attempts_site_state", "site_name", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    site_name: Mapped[str] = mapped_column(ForeignKey("sites.name"))
+    # The scheduler job carries this tag, so a lost submit reply can be adopted later.
+    tag: Mapped[str] = mapped_column(String(64))
+    native_id: Mapped[str | None] = mapped_column(String(64))
+    # SUBMITTING until the scheduler's id is recorded, then the attempt's job state.
+    state: Mapped[str] = mapped_column(String(16))
+    raw_state: Mapped[str | None] = mapped_column(String(64))
+    reason: Mapped[str | None] = mapped_column(Text)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    workdir: Mapped[str] = mapped_column(Text)
+    lease_until: Mapped[datetime | None] = mapped_column(default=None)
+    cancel_sent_at: Mapped[datetime | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    submitted_at: Mapped[datetime | None] = mapped_column(default=None)
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    ended_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class Event(Base):
+    """Append-only history: every state change of a job, with who and why."""
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+    from_state: Mapped[str | None] = mapped_column(String(16))
+    to_state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    actor: Mapped[str] = mapped_column(String(255))
+    raw_state: Mapped[str | None] = mapped_column(String(64))
+
+
+class IdempotencyKey(Base):
+    """Remembers which job a client's `Idempotency-Key` created, and for which body."""
+
+    __tablename__ = "idempotency_keys"
+
+    owner_id: Mapped[str] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class OAuthClient(Base):
+    """A client of the built-in authorization server (the CLI, or an automation)."""
+
+    __tablename__ = "oauth_clients"
+
+    client_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # None for public clients (the CLI), which use the device flow.
+    secret_hash: Mapped[str | None] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(255))
+    grant_types: Mapped[list[str]] = mapped_column(JSON, default=list)
+    scopes: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # Client-credentials tokens act as this user.
+    user_id: Mapped[str | None] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class DeviceCode(Base):
+    """A pending RFC 8628 device authorization."""
+
+    __tablename__ = "device_codes"
+
+    # sha256 of the device code: a database leak does not leak live codes.
+    device_code_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_code: Mapped[str] = mapped_column(String(16), unique=True)
+    client_id: Mapped[str] = mapped_column(ForeignKey("oauth_clients.client_id"))
+    scope: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[datetime] = mapped_column()
+    interval: Mapped[int] = mapped_column(Integer)
+    last_polled_at: Mapped[datetime | None] = mapped_column(default=None)
+    # pending -> approved | denied -> used
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    user_id: Mapped[str | None] = mapped_column(ForeignKey("users.id"))
+
+
+class RefreshToken(Base):
+    """A refresh token (stored hashed), rotated on every use."""
+
+    __tablename__ = "refresh_tokens"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    client_id: Mapped[str] = mapped_column(ForeignKey("oauth_clients.client_id"))
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), index=True)
+    scope: Mapped[str] = mapped_column(Text)
+    issued_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)

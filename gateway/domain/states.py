@@ -1,0 +1,51 @@
+"""Job states: an ordered lifecycle whose final states are final."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class JobState(StrEnum):
+    """Where a job is in its life. Order matters: a job never moves backwards."""
+
+    ACCEPTED = "ACCEPTED"
+    STAGING_IN = "STAGING_IN"
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    STAGING_OUT = "STAGING_OUT"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_STATES
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+FINAL_STATES = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED})
+ACTIVE_STATES = frozenset(set(JobState) - FINAL_STATES)
+_RANK = {state: i for i, state in enumerate(JobState)}
+# All finals share one rank: any of them may follow any non-final state.
+for _final in FINAL_STATES:
+    _RANK[_final] = len(JobState)
+
+
+def can_transition(current: JobState, target: JobState) -> bool:
+    """True when `target` lies strictly ahead of `current` (finals are terminal)."""
+    if current.is_final:
+        return False
+    return target.rank > current.rank
+
+
+class Reason:
+    """Reasons shared by the worker, adapters' results and the API."""
+
+    TIMEOUT = "TIMEOUT"
+    CANCELLED_BY_USER = "cancelled by user"
+    NON_ZERO_EXIT = "NonZeroExitCode"
+    SUBMIT_REJECTED = "SUBMIT_REJECTED"
+    LOST = "LOST"

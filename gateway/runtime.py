@@ -1,0 +1,68 @@
+"""The long-lived objects one gateway process shares: built once, passed explicitly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from gateway.db.engine import make_engine, make_session_factory, transaction
+from gateway.metrics import Metrics
+from gateway.settings import Settings
+
+if TYPE_CHECKING:
+    from gateway.auth.authenticator import Authenticator
+    from gateway.auth.keys import SigningKeys
+    from gateway.services.sites import SiteRegistry
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
+    # For requests that only read: autocommit on PostgreSQL (no BEGIN/ROLLBACK trips).
+    readers: sessionmaker[Session]
+    keys: SigningKeys
+    authenticator: Authenticator
+    sites: SiteRegistry
+    metrics: Metrics
+
+    def close(self) -> None:
+        self.authenticator.close()
+        self.engine.dispose()
+
+
+def build_runtime(settings: Settings, *, migrate: bool = True) -> Runtime:
+    """Open the database (migrating it to head), load keys and sites."""
+    from gateway.auth.authenticator import Authenticator
+    from gateway.auth.keys import SigningKeys
+    from gateway.db.migrate import upgrade_database
+    from gateway.services.accounts import ensure_cli_client
+    from gateway.services.sites import SiteRegistry
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    engine = make_engine(settings.resolved_database_url)
+    if migrate:
+        upgrade_database(engine)
+    sessions = make_session_factory(engine)
+    readers = make_session_factory(engine, read_only=True)
+    keys = SigningKeys.load_or_create(settings.resolved_signing_key_path)
+    sites = SiteRegistry.from_settings(settings)
+    for attempt in range(2):
+        # Processes starting together may race to insert the same rows: the loser
+        # finds them on its second pass.
+        try:
+            sites.sync(sessions)
+            with transaction(sessions) as session:
+                ensure_cli_client(session)
+            break
+        except IntegrityError:
+            if attempt:
+                raise
+    authenticator = Authenticator(settings, sessions, keys)
+    return Runtime(settings, engine, sessions, readers, keys, authenticator, sites,
+                   Metrics(readers))

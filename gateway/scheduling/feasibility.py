@@ -1,0 +1,57 @@
+"""Can a site ever run this job? Pure: a spec and a site's shape in, a reason out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.domain.jobspec import JobSpec, MpiLauncher
+
+
+@dataclass(frozen=True)
+class SiteShape:
+    """The largest job a site can run, from its configuration."""
+
+    name: str
+    max_nodes: int
+    cores_per_node: int
+    memory_mb_per_node: int | None
+    max_walltime_seconds: int
+    mpi_launchers: frozenset[str]
+    mpi_flavors: frozenset[str]
+
+
+def unfit_reason(spec: JobSpec, site: SiteShape) -> str | None:
+    """Why `site` can never run `spec`, or None when it can."""
+    res = spec.resources
+    if res.nodes > site.max_nodes:
+        return f"needs {res.nodes} nodes; site '{site.name}' has at most {site.max_nodes}"
+    cores = res.max_ranks_per_node * res.threads_per_rank
+    if cores > site.cores_per_node:
+        return (
+            f"needs {cores} cores on one node ({res.max_ranks_per_node} ranks x "
+            f"{res.threads_per_rank} threads); site '{site.name}' has "
+            f"{site.cores_per_node} per node"
+        )
+    if res.ranks > res.nodes * site.cores_per_node // res.threads_per_rank:
+        return (
+            f"{res.ranks} ranks x {res.threads_per_rank} threads do not fit on {res.nodes} "
+            f"node(s) of {site.cores_per_node} cores at site '{site.name}'"
+        )
+    if site.memory_mb_per_node is not None and (res.memory_mb or 0) > site.memory_mb_per_node:
+        return (
+            f"needs {res.memory_mb} MiB per node; site '{site.name}' has "
+            f"{site.memory_mb_per_node} MiB"
+        )
+    if res.walltime > site.max_walltime_seconds:
+        return (
+            f"walltime {res.walltime} s exceeds site '{site.name}' limit of "
+            f"{site.max_walltime_seconds} s"
+        )
+    launcher = spec.mpi.launcher
+    if launcher != MpiLauncher.NONE and launcher.value not in site.mpi_launchers:
+        return f"MPI launcher '{launcher.value}' is not available at site '{site.name}'"
+    if spec.mpi.flavor is not None and spec.mpi.flavor not in site.mpi_flavors:
+        have = ", ".join(sorted(site.mpi_flavors)) or "none"
+        return (f"MPI flavor '{spec.mpi.flavor}' is not available at site '{site.name}' "
+                f"(has: {have})")
+    return None

@@ -1,0 +1,128 @@
+"""The sites this gateway can submit to: their shape, their adapter, their rows."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from adapters.base import Adapter
+from gateway.db.engine import transaction
+from gateway.db.models import Site
+from gateway.domain.errors import Invalid
+from gateway.scheduling.feasibility import SiteShape
+from gateway.settings import Settings
+
+LOCAL_SITE = "local"
+
+
+@dataclass(frozen=True)
+class SiteEntry:
+    """One configured site."""
+
+    name: str
+    kind: str
+    description: str
+    shape: SiteShape
+    max_jobs: int
+    adapter: Adapter
+    workdir_root: str
+
+    def workdir(self, tag: str) -> str:
+        """The directory an attempt with this tag runs in."""
+        return f"{self.workdir_root.rstrip('/')}/{tag}"
+
+
+def find_mpiexec(configured: str | None) -> str | None:
+    """The local MPI launcher: configured, else next to this Python (PyPI mpich), else PATH."""
+    if configured:
+        return configured
+    beside = Path(sys.executable).parent / "mpiexec"
+    if beside.exists():
+        return str(beside)
+    return shutil.which("mpiexec")
+
+
+def _memory_mb() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return None
+
+
+def local_site(settings: Settings) -> SiteEntry:
+    """The embedded site: jobs run as processes on the gateway host."""
+    from adapters.local.adapter import LocalAdapter
+
+    mpiexec = find_mpiexec(settings.local_mpiexec)
+    shape = SiteShape(
+        name=LOCAL_SITE,
+        max_nodes=1,
+        cores_per_node=os.cpu_count() or 1,
+        memory_mb_per_node=_memory_mb(),
+        max_walltime_seconds=7 * 24 * 3600,
+        mpi_launchers=frozenset({"mpirun"} if mpiexec else set()),
+        mpi_flavors=frozenset({"mpich"} if mpiexec else set()),
+    )
+    jobs_root = settings.jobs_dir
+    jobs_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return SiteEntry(
+        name=LOCAL_SITE,
+        kind="local",
+        description="Processes on the gateway host",
+        shape=shape,
+        max_jobs=settings.local_site_max_jobs,
+        # The gateway's own environment comes first on PATH, so `python3` in a local job
+        # is the interpreter that has mpi4py (the embedded site shares one machine).
+        adapter=LocalAdapter(jobs_root, mpiexec,
+                             path=f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"),
+        workdir_root=str(jobs_root),
+    )
+
+
+class SiteRegistry:
+    """Name -> configured site. Enabled/drained flags live in the database."""
+
+    def __init__(self, entries: list[SiteEntry]) -> None:
+        self._entries = {entry.name: entry for entry in entries}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SiteRegistry:
+        entries = [local_site(settings)] if settings.local_site_enabled else []
+        return cls(entries)
+
+    def __iter__(self) -> Iterator[SiteEntry]:
+        return iter(self._entries.values())
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def get(self, name: str) -> SiteEntry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            known = ", ".join(self.names()) or "none"
+            raise Invalid(f"Unknown site '{name}'. Known sites: {known}.", field="site") from None
+
+    def sync(self, sessions: sessionmaker[Session]) -> None:
+        """Make sure every configured site has a row; keep admins' enabled/drained flags."""
+        with transaction(sessions) as session:
+            existing = {s.name: s for s in session.scalars(select(Site))}
+            for entry in self:
+                row = existing.get(entry.name)
+                config = {"description": entry.description, "max_jobs": entry.max_jobs}
+                if row is None:
+                    session.add(Site(name=entry.name, kind=entry.kind, config=config,
+                                     status="up"))
+                else:
+                    row.kind, row.config = entry.kind, config

@@ -1,0 +1,50 @@
+"""The one place a job changes state: monotonic, finals final, every change an event."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from gateway.db.base import utcnow
+from gateway.db.models import Event, Job
+from gateway.domain.states import JobState, can_transition
+
+
+def advance(
+    session: Session,
+    job: Job,
+    target: JobState,
+    *,
+    actor: str,
+    reason: str | None = None,
+    raw_state: str | None = None,
+    at: datetime | None = None,
+) -> bool:
+    """Move `job` to `target` and record the event; False (and nothing written) if that
+    would move it backwards or out of a final state. The caller holds the row lock."""
+    current = JobState(job.state)
+    if not can_transition(current, target):
+        return False
+    now = at or utcnow()
+    job.state = target.value
+    job.state_reason = reason
+    if raw_state is not None:
+        job.raw_state = raw_state
+    job.updated_at = now
+    if target is JobState.RUNNING and job.started_at is None:
+        job.started_at = now
+    if target.is_final:
+        job.finished_at = now
+    session.add(
+        Event(
+            job_id=job.id,
+            at=now,
+            from_state=current.value,
+            to_state=target.value,
+            reason=reason,
+            actor=actor,
+            raw_state=raw_state,
+        )
+    )
+    return True

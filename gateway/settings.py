@@ -1,0 +1,80 @@
+"""Gateway settings: one pydantic-settings class, every field overridable by `GRIDGATE_*`.
+
+The embedded default needs no configuration at all: a SQLite file and a signing key
+in the user data directory, the built-in token issuer, and the local site.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+import platformdirs
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ExternalIssuer(BaseModel):
+    """A third-party OpenID provider whose access tokens the gateway accepts."""
+
+    issuer: str
+    audience: str
+    jwks_url: str
+    # Scopes granted when the token carries none of ours (e.g. a bare OIDC token).
+    default_scopes: list[str] = Field(default_factory=list)
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("gridgate"))
+
+
+class Settings(BaseSettings):
+    """Everything the gateway reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix="GRIDGATE_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    database_url: str | None = None
+    # Public base URL of this gateway; also the `iss` of the tokens it issues.
+    public_url: str = "http://127.0.0.1:8642"
+    host: str = "127.0.0.1"
+    port: int = 8642
+    audience: str = "gridgate"
+    signing_key_path: Path | None = None
+    access_token_ttl_seconds: int = 3600
+    refresh_token_ttl_seconds: int = 30 * 24 * 3600
+    device_code_ttl_seconds: int = 600
+    device_poll_interval_seconds: int = 5
+    external_issuers: list[ExternalIssuer] = Field(default_factory=list)
+    jwks_refresh_cooldown_seconds: float = 30.0
+    token_leeway_seconds: int = 30
+
+    local_site_enabled: bool = True
+    local_site_max_jobs: int = 64
+    # Launcher used for MPI jobs on the local site; None means `mpiexec` next to
+    # the running interpreter (the PyPI `mpich` wheel), then on PATH.
+    local_mpiexec: str | None = None
+    site_configs_dir: Path | None = None
+
+    run_worker: bool = True
+    worker_poll_seconds: float = 1.0
+    # How long a submission may stay unconfirmed before another worker recovers it.
+    submit_lease_seconds: float = 60.0
+    max_body_bytes: int = 1024 * 1024
+
+    @cached_property
+    def resolved_database_url(self) -> str:
+        """The SQLAlchemy URL, defaulting to a SQLite file in the data dir."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'gridgate.db'}"
+
+    @property
+    def resolved_signing_key_path(self) -> Path:
+        """Where the built-in issuer's RS256 private key lives (created 0600)."""
+        return self.signing_key_path or self.data_dir / "signing-key.pem"
+
+    @property
+    def jobs_dir(self) -> Path:
+        """Root of the local site's per-job directories."""
+        return self.data_dir / "jobs"

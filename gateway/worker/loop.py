@@ -1,0 +1,312 @@
+"""The worker: submits accepted jobs, follows active ones, applies cancels.
+
+Any number of workers may run against one PostgreSQL database. A job is claimed by
+moving it out of ACCEPTED under a row lock (`FOR UPDATE SKIP LOCKED`), and its
+attempt stays SUBMITTING, under a lease, until the site's job id is committed. If a
+worker dies inside that window, another one recovers the attempt after the lease:
+it first asks the site for a job carrying the attempt's tag and adopts it, and
+submits again only if there is none. Nothing is lost, nothing runs twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from adapters.base import JobStatus, NativeState
+from adapters.errors import AdapterError, SubmitRejected
+from gateway.db.base import utcnow
+from gateway.db.engine import transaction
+from gateway.db.models import Attempt, Job, Site
+from gateway.domain.jobspec import JobSpec
+from gateway.domain.states import JobState, Reason
+from gateway.runtime import Runtime, build_runtime
+from gateway.services.sites import SiteEntry
+from gateway.services.transitions import advance
+from gateway.settings import Settings
+from gateway.worker.requests import build_submit_request
+
+log = logging.getLogger(__name__)
+
+SUBMITTING = "SUBMITTING"
+LIVE_ATTEMPT_STATES = (SUBMITTING, JobState.QUEUED.value, JobState.RUNNING.value)
+CLAIM_BATCH = 50
+
+_FINAL_TARGET = {
+    NativeState.COMPLETED: JobState.COMPLETED,
+    NativeState.FAILED: JobState.FAILED,
+    NativeState.CANCELLED: JobState.CANCELLED,
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An attempt this worker holds the lease on and must get submitted."""
+
+    attempt_id: int
+    job_id: str
+    tag: str
+    workdir: str
+    spec: JobSpec
+    recovering: bool
+
+
+class Worker:
+    """One worker process's loop over every site."""
+
+    def __init__(self, runtime: Runtime, worker_id: str | None = None) -> None:
+        self.rt = runtime
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.actor = f"worker {self.id}"
+        self._site_status: dict[str, tuple[str, str | None]] = {}
+
+    @property
+    def lease(self) -> timedelta:
+        return timedelta(seconds=self.rt.settings.submit_lease_seconds)
+
+    def run(self, stop: threading.Event) -> None:
+        """Cycle until `stop` is set; sleep between cycles only when there was nothing to do."""
+        log.info("worker %s started", self.id)
+        while not stop.is_set():
+            try:
+                busy = self.run_once()
+            except Exception:  # the loop must outlive any one bad cycle
+                log.exception("worker cycle failed")
+                busy = False
+            if not busy:
+                stop.wait(self.rt.settings.worker_poll_seconds)
+
+    def run_once(self) -> bool:
+        """One cycle over all sites. True when it submitted something (go again now)."""
+        busy = False
+        for site in self.rt.sites:
+            try:
+                busy |= self._submit_claims(site, self._recover_claims(site))
+                busy |= self._submit_claims(site, self._claim_accepted(site))
+                self._send_cancels(site)
+                self._poll(site)
+                self._mark_site(site, "up", None)
+            except AdapterError as exc:
+                if not exc.transient:
+                    raise
+                log.warning("site %s unavailable: %s", site.name, exc)
+                self._mark_site(site, "down", exc.message)
+        return busy
+
+    # --- submission -------------------------------------------------------------------
+
+    def _claim_accepted(self, site: SiteEntry) -> list[Claim]:
+        now = utcnow()
+        with transaction(self.rt.sessions) as session:
+            # Locking the site row serializes claimers per site, so max_jobs holds.
+            row = session.get(Site, site.name, with_for_update=True)
+            if row is None or not row.enabled or row.drained:
+                return []
+            live = session.scalar(select(func.count()).select_from(Attempt).where(
+                Attempt.site_name == site.name, Attempt.state.in_(LIVE_ATTEMPT_STATES))) or 0
+            free = min(site.max_jobs - live, CLAIM_BATCH)
+            if free <= 0:
+                return []
+            jobs = session.scalars(
+                select(Job)
+                .where(Job.state == JobState.ACCEPTED.value, Job.site_name == site.name)
+                .order_by(Job.created_at, Job.id)
+                .limit(free)
+                .with_for_update(skip_locked=True)
+            ).all()
+            claims = []
+            for job in jobs:
+                number = 1 + (session.scalar(
+                    select(func.max(Attempt.number)).where(Attempt.job_id == job.id)) or 0)
+                tag = f"gw-{job.id}" if number == 1 else f"gw-{job.id}.{number}"
+                attempt = Attempt(job_id=job.id, number=number, site_name=site.name, tag=tag,
+                                  state=SUBMITTING, workdir=site.workdir(tag),
+                                  lease_until=now + self.lease, created_at=now)
+                session.add(attempt)
+                advance(session, job, JobState.STAGING_IN, actor=self.actor,
+                        reason=f"preparing job directory at site '{site.name}'")
+                session.flush()
+                claims.append(Claim(attempt.id, job.id, tag, attempt.workdir,
+                                    JobSpec.model_validate(job.spec), recovering=False))
+            return claims
+
+    def _recover_claims(self, site: SiteEntry) -> list[Claim]:
+        """Attempts whose submitting worker vanished: take over their lease."""
+        now = utcnow()
+        with transaction(self.rt.sessions) as session:
+            stale = session.execute(
+                select(Attempt, Job)
+                .join(Job, Job.id == Attempt.job_id)
+                .where(Attempt.site_name == site.name, Attempt.state == SUBMITTING,
+                       Attempt.lease_until < now)
+                .order_by(Attempt.id)
+                .limit(CLAIM_BATCH)
+                .with_for_update(of=Attempt, skip_locked=True)
+            ).all()
+            claims = []
+            for attempt, job in stale:
+                attempt.lease_until = now + self.lease
+                claims.append(Claim(attempt.id, job.id, attempt.tag, attempt.workdir,
+                                    JobSpec.model_validate(job.spec), recovering=True))
+            return claims
+
+    def _submit_claims(self, site: SiteEntry, claims: Sequence[Claim]) -> bool:
+        for claim in claims:
+            self._submit_one(site, claim)
+        return bool(claims)
+
+    def _submit_one(self, site: SiteEntry, claim: Claim) -> None:
+        native_id = None
+        if claim.recovering:
+            # The earlier submit may have reached the scheduler: adopt, never duplicate.
+            native_id = site.adapter.find_by_tag(claim.tag, claim.workdir)
+            if native_id:
+                log.info("adopted %s as %s at %s", claim.tag, native_id, site.name)
+        if native_id is None:
+            request = build_submit_request(claim.spec, claim.tag, claim.workdir)
+            try:
+                native_id = site.adapter.submit(request)
+            except SubmitRejected as exc:
+                self._record_rejection(site, claim, exc.message)
+                return
+            # Transient errors propagate: the lease stays and a later cycle recovers it.
+        self.rt.metrics.submissions.labels(site.name, "submitted").inc()
+        now = utcnow()
+        with transaction(self.rt.sessions) as session:
+            attempt = session.get(Attempt, claim.attempt_id, with_for_update=True)
+            assert attempt is not None
+            if attempt.state != SUBMITTING:
+                return  # another worker recovered and recorded it meanwhile
+            attempt.native_id = native_id
+            attempt.state = JobState.QUEUED.value
+            attempt.submitted_at = now
+            attempt.lease_until = None
+            job = session.get(Job, claim.job_id, with_for_update=True)
+            assert job is not None
+            if advance(session, job, JobState.QUEUED, actor=self.actor, at=now,
+                       reason=f"submitted to site '{site.name}' as job {native_id}"):
+                self.rt.metrics.transitions.labels(JobState.QUEUED.value).inc()
+
+    def _record_rejection(self, site: SiteEntry, claim: Claim, message: str) -> None:
+        self.rt.metrics.submissions.labels(site.name, "rejected").inc()
+        with transaction(self.rt.sessions) as session:
+            attempt = session.get(Attempt, claim.attempt_id, with_for_update=True)
+            assert attempt is not None
+            if attempt.state != SUBMITTING:
+                return
+            attempt.state = JobState.FAILED.value
+            attempt.reason = message
+            attempt.lease_until = None
+            attempt.ended_at = utcnow()
+            job = session.get(Job, claim.job_id, with_for_update=True)
+            assert job is not None
+            advance(session, job, JobState.FAILED, actor=self.actor,
+                    reason=f"{Reason.SUBMIT_REJECTED}: {message}")
+
+    # --- cancels ----------------------------------------------------------------------
+
+    def _send_cancels(self, site: SiteEntry) -> None:
+        with self.rt.sessions() as session:
+            pending = session.execute(
+                select(Attempt.id, Attempt.native_id)
+                .join(Job, Job.id == Attempt.job_id)
+                .where(Attempt.site_name == site.name, Job.cancel_requested.is_(True),
+                       Attempt.native_id.is_not(None), Attempt.cancel_sent_at.is_(None),
+                       Attempt.state.in_(LIVE_ATTEMPT_STATES))
+            ).all()
+        for attempt_id, native_id in pending:
+            assert native_id is not None
+            site.adapter.cancel(native_id)
+            with transaction(self.rt.sessions) as session:
+                session.execute(update(Attempt).where(Attempt.id == attempt_id)
+                                .values(cancel_sent_at=utcnow()))
+
+    # --- status -----------------------------------------------------------------------
+
+    def _poll(self, site: SiteEntry) -> None:
+        """One status call for every active attempt of the site; write only what changed."""
+        with self.rt.sessions() as session:
+            active = session.execute(
+                select(Attempt.id, Attempt.native_id, Attempt.state, Attempt.raw_state)
+                .where(Attempt.site_name == site.name, Attempt.native_id.is_not(None),
+                       Attempt.state.in_((JobState.QUEUED.value, JobState.RUNNING.value)))
+            ).all()
+        if not active:
+            return
+        statuses = site.adapter.status([row.native_id for row in active if row.native_id])
+        self.rt.metrics.status_calls.labels(site.name).inc()
+        changed = sorted(
+            (row.id, statuses[row.native_id]) for row in active
+            if row.native_id in statuses
+            and (statuses[row.native_id].state.value, statuses[row.native_id].raw_state)
+            != (row.state, row.raw_state)
+        )
+        if not changed:
+            return
+        with transaction(self.rt.sessions) as session:
+            for attempt_id, status in changed:  # id order: workers lock in the same order
+                attempt = session.get(Attempt, attempt_id, with_for_update=True)
+                assert attempt is not None
+                job = session.get(Job, attempt.job_id, with_for_update=True)
+                assert job is not None
+                self._apply(session, job, attempt, status)
+
+    def _apply(self, session: Session, job: Job, attempt: Attempt, status: JobStatus) -> None:
+        if JobState(attempt.state).is_final:
+            return
+        attempt.raw_state = status.raw_state
+        job.raw_state = status.raw_state
+        if status.started_at and attempt.started_at is None:
+            attempt.started_at = status.started_at
+        if status.state is NativeState.UNKNOWN:
+            log.warning("job %s: unknown scheduler state %r", job.id, status.raw_state)
+            return
+        if status.state is NativeState.QUEUED:
+            attempt.reason = status.reason
+            return
+        if status.state is NativeState.RUNNING:
+            attempt.state = JobState.RUNNING.value
+            if advance(session, job, JobState.RUNNING, actor=self.actor, raw_state=status.raw_state,
+                       at=status.started_at, reason=status.reason):
+                self.rt.metrics.transitions.labels(JobState.RUNNING.value).inc()
+            return
+        target = _FINAL_TARGET[status.state]
+        attempt.state = target.value
+        attempt.exit_code = status.exit_code
+        attempt.reason = status.reason
+        attempt.ended_at = status.ended_at or utcnow()
+        job.exit_code = status.exit_code
+        reason = status.reason
+        if target is JobState.CANCELLED and job.cancel_requested:
+            reason = Reason.CANCELLED_BY_USER
+        elif reason is None and status.exit_code:
+            reason = f"exit code {status.exit_code}"
+        if advance(session, job, target, actor=self.actor, raw_state=status.raw_state,
+                   at=attempt.ended_at, reason=reason):
+            self.rt.metrics.transitions.labels(target.value).inc()
+
+    def _mark_site(self, site: SiteEntry, status: str, reason: str | None) -> None:
+        if self._site_status.get(site.name) == (status, reason):
+            return
+        with transaction(self.rt.sessions) as session:
+            session.execute(update(Site).where(Site.name == site.name)
+                            .values(status=status, status_reason=reason))
+        self._site_status[site.name] = (status, reason)
+
+
+def run_worker(settings: Settings, stop: threading.Event) -> None:
+    """Run one standalone worker until `stop` is set (what `gridgate worker` calls)."""
+    runtime = build_runtime(settings)
+    try:
+        Worker(runtime).run(stop)
+    finally:
+        runtime.close()

@@ -1,0 +1,34 @@
+"""Run `gridgate` in-process (typer's CliRunner) against a live gateway."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner, Result
+
+from gateway.cli.main import app
+from tests.client.live import LiveGateway
+
+
+class Cli:
+    """Runs `gridgate ...` in-process with a given gateway and config dir."""
+
+    def __init__(self, gateway: LiveGateway, config_dir: Path) -> None:
+        self.gateway = gateway
+        self.env = {"GRIDGATE_URL": gateway.url, "GRIDGATE_CONFIG_DIR": str(config_dir),
+                    **gateway.server_env}
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | None = None, code: int | None = 0) -> Result:
+        result = self.runner.invoke(app, list(args), env=self.env, input=input)
+        if code is not None:
+            assert result.exit_code == code, (
+                f"gridgate {' '.join(args)} exited {result.exit_code}, expected {code}\n"
+                f"stdout: {result.stdout}\nstderr: {result.stderr}\n{result.exception!r}")
+        return result
+
+    def json(self, *args: str, code: int = 0) -> Any:
+        """The command's `--json` output, parsed."""
+        return json.loads(self(*args, "--json", code=code).stdout)

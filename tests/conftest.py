@@ -1,0 +1,134 @@
+"""Shared fixtures: every database-facing test runs on SQLite and on a real PostgreSQL.
+
+PostgreSQL is started once per session by tests/pg.py (or taken from
+GRIDGATE_TEST_PG_URL, an admin URL of a server the caller runs).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from gateway.api.app import create_app
+from gateway.auth.principal import Principal
+from gateway.auth.tokens import issue_access_token
+from gateway.db.engine import transaction
+from gateway.runtime import Runtime, build_runtime
+from gateway.services.accounts import create_local_user
+from gateway.settings import Settings
+
+ALL_SCOPES = "jobs:read jobs:write sites:read"
+
+
+class _PgDatabases:
+    """Creates and drops throwaway databases on one server."""
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = admin_url
+        self._engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+
+    def create(self) -> str:
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        with self._engine.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        return make_url(self.admin_url).set(database=name).render_as_string(hide_password=False)
+
+    def drop(self, url: str) -> None:
+        name = make_url(url).database
+        with self._engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def pg_databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_PgDatabases]:
+    url = os.environ.get("GRIDGATE_TEST_PG_URL")
+    if url:
+        yield _PgDatabases(url)
+        return
+    from tests.pg import start_postgres
+
+    server = start_postgres(tmp_path_factory.mktemp("pg"))
+    try:
+        yield _PgDatabases(server.admin_url)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database of each kind."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'gridgate.db'}"
+        return
+    databases: _PgDatabases = request.getfixturevalue("pg_databases")
+    url = databases.create()
+    try:
+        yield url
+    finally:
+        databases.drop(url)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        database_url=database_url,
+        run_worker=False,
+        worker_poll_seconds=0.1,
+        submit_lease_seconds=5,
+        public_url="http://gateway.test",
+    )
+
+
+@pytest.fixture
+def runtime(settings: Settings) -> Iterator[Runtime]:
+    rt = build_runtime(settings)
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+@dataclass(frozen=True)
+class TestUser:
+    principal: Principal
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+MakeUser = Callable[..., TestUser]
+
+
+@pytest.fixture
+def make_user(runtime: Runtime) -> MakeUser:
+    """Create a local user and a signed access token for it."""
+
+    def make(username: str | None = None, roles: tuple[str, ...] = ("researcher",),
+             scope: str = ALL_SCOPES) -> TestUser:
+        name = username or f"u{uuid.uuid4().hex[:8]}"
+        with transaction(runtime.sessions) as session:
+            user = create_local_user(session, name, "correct horse battery", roles)
+            user_id = user.id
+        token = issue_access_token(runtime.settings, runtime.keys, subject=user_id,
+                                   client_id="tests", scope=scope, username=name).token
+        return TestUser(runtime.authenticator.authenticate(token), token)
+
+    return make
+
+
+@pytest.fixture
+def client(runtime: Runtime) -> Iterator[TestClient]:
+    """The app in-process (no worker thread: tests drive the worker themselves)."""
+    with TestClient(create_app(runtime=runtime)) as c:
+        yield c

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# The one test command: `bash tests/run.sh [pytest args...]`.
+#
+# On a fresh Debian 12 machine (as root, or with passwordless sudo) it installs what the
+# suite needs: PostgreSQL server binaries, Node.js + npm, Python >= 3.11 with venv (apt);
+# the project and its dev extras into .venv (pip); the third-party OpenID provider in
+# tests/oidc (npm ci). Then: ruff, mypy --strict, pytest. Steps whose result is already
+# present are skipped, so a developer with everything installed needs no root.
+#
+# The suite starts its own PostgreSQL (tests/pg.py); set GRIDGATE_TEST_PG_URL to use an
+# existing server instead.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO=$(pwd)
+VENV="$REPO/.venv"
+OIDC_DIR="$REPO/tests/oidc"
+POLICY_RC=/usr/sbin/policy-rc.d
+STARTED=$SECONDS
+
+say() { printf '==> %s\n' "$*"; }
+die() { printf 'tests/run.sh: error: %s\n' "$*" >&2; exit 1; }
+
+# --- cleanup: stop what this script started (by PID) ------------------------------
+CREATED_POLICY_RC=0
+CHILD_PID=""
+
+stop_child() {
+    [[ -n "$CHILD_PID" ]] || return 0
+    if kill -0 "$CHILD_PID" 2>/dev/null; then
+        # SIGINT lets pytest run its fixture teardown (servers it started stop cleanly).
+        kill -INT "$CHILD_PID" 2>/dev/null || true
+        for _ in $(seq 1 300); do
+            kill -0 "$CHILD_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$CHILD_PID" 2>/dev/null || true
+    fi
+    wait "$CHILD_PID" 2>/dev/null || true
+    CHILD_PID=""
+}
+
+cleanup() {
+    stop_child
+    if [[ $CREATED_POLICY_RC == 1 ]]; then
+        as_root rm -f "$POLICY_RC" || true
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# Run "$@" in the background and wait, so a signal to this script reaches the trap at
+# once (bash defers traps while a foreground child runs). The subshell un-ignores
+# SIGINT, which bash ignores in background children of a non-interactive shell.
+run_child() {
+    ( trap - INT QUIT; exec "$@" ) <&0 &
+    CHILD_PID=$!
+    local rc=0
+    wait "$CHILD_PID" || rc=$?
+    CHILD_PID=""
+    return "$rc"
+}
+
+as_root() {
+    if [[ $EUID -eq 0 ]]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+        sudo -n "$@"
+    else
+        die "root is needed to run: $* (install the missing packages, or rerun as root)"
+    fi
+}
+
+sha() { sha256sum "$@" | cut -d' ' -f1; }
+
+# --- what is missing ----------------------------------------------------------------
+pg_bindir() {
+    local dir candidates=()
+    if [[ -n "${GRIDGATE_PG_BINDIR:-}" ]]; then candidates+=("$GRIDGATE_PG_BINDIR"); fi
+    # libpq-dev ships pg_config without the server, so look for the binaries themselves.
+    if command -v pg_config >/dev/null 2>&1; then
+        candidates+=("$(pg_config --bindir 2>/dev/null || true)")
+    fi
+    while IFS= read -r dir; do candidates+=("$dir"); done < <(
+        find /usr/lib/postgresql -mindepth 2 -maxdepth 2 -name bin -type d 2>/dev/null \
+            | sort -t/ -k5,5nr
+    )
+    if command -v postgres >/dev/null 2>&1; then
+        candidates+=("$(dirname "$(readlink -f "$(command -v postgres)")")")
+    fi
+    for dir in "${candidates[@]}"; do
+        if [[ -n "$dir" && -x "$dir/initdb" && -x "$dir/postgres" ]]; then
+            printf '%s\n' "$dir"
+            return 0
+        fi
+    done
+    return 1
+}
+
+find_python() {
+    local py
+    for py in python3.13 python3.12 python3.11 python3; do
+        if command -v "$py" >/dev/null 2>&1 \
+            && "$py" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' \
+                >/dev/null 2>&1; then
+            command -v "$py"
+            return 0
+        fi
+    done
+    return 1
+}
+
+venv_ok() { [[ -x "$VENV/bin/python" ]] && "$VENV/bin/python" -c 'import sys' 2>/dev/null; }
+
+needs_node() { [[ -f "$OIDC_DIR/package.json" ]]; }
+
+# --- system packages (apt) ----------------------------------------------------------
+apt_packages=()
+pg_bindir >/dev/null || apt_packages+=(postgresql)
+if needs_node; then
+    command -v node >/dev/null 2>&1 || apt_packages+=(nodejs)
+    command -v npm >/dev/null 2>&1 || apt_packages+=(npm)
+fi
+# The device-login page is tested in a real (headless) browser.
+[[ -x /usr/bin/chromium ]] || apt_packages+=(chromium)
+fc-list 2>/dev/null | grep -q . || apt_packages+=(fonts-dejavu-core)
+if ! venv_ok && ! find_python >/dev/null; then
+    apt_packages+=(python3 python3-venv)
+fi
+
+if ((${#apt_packages[@]})); then
+    command -v apt-get >/dev/null 2>&1 || die "missing ${apt_packages[*]} and no apt-get"
+    say "installing ${apt_packages[*]} (apt)"
+    if [[ ! -e $POLICY_RC ]]; then
+        # Packages must not start daemons: the suite starts its own PostgreSQL.
+        printf '#!/bin/sh\nexit 101\n' | as_root tee "$POLICY_RC" >/dev/null
+        as_root chmod 0755 "$POLICY_RC"
+        CREATED_POLICY_RC=1
+    fi
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
+    if [[ $CREATED_POLICY_RC == 1 ]]; then
+        as_root rm -f "$POLICY_RC"
+        CREATED_POLICY_RC=0
+    fi
+fi
+
+PG_BINDIR=$(pg_bindir) || die "PostgreSQL server binaries not found even after installing"
+export GRIDGATE_PG_BINDIR="$PG_BINDIR"
+say "PostgreSQL: $("$PG_BINDIR/postgres" --version)"
+
+# --- Python: venv + project with dev extras -----------------------------------------
+if ! venv_ok; then
+    PYTHON=$(find_python) || die "no python3 >= 3.11 with the venv module"
+    say "creating .venv ($("$PYTHON" --version))"
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+
+deps_stamp="$VENV/.gridgate-deps"
+deps_key="$(sha "$REPO/pyproject.toml") $("$VENV/bin/python" -c 'import sys; print(sys.version)')"
+if [[ ! -f $deps_stamp || "$(cat "$deps_stamp")" != "$deps_key" ]] \
+    || ! "$VENV/bin/python" -c 'import importlib.metadata as m; m.version("gridgate")' \
+        2>/dev/null; then
+    say "installing gridgate[dev] into .venv (pip)"
+    PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/pip" install -q -e "$REPO[dev]"
+    printf '%s' "$deps_key" >"$deps_stamp"
+fi
+
+# --- Node: the third-party OpenID provider ------------------------------------------
+# oidc-provider 9 needs Node >= 22 (URL.parse; it warns below 22), while Debian 12 ships
+# Node 18. When the system node is older, fetch a pinned Node from the npm registry
+# (the node-linux-<arch> packages carry the official binaries) into .tmp/ and put it
+# first on PATH for npm and for the tests.
+NODE_PIN=22.23.3
+if needs_node; then
+    node_min=${GRIDGATE_NODE_MIN_MAJOR:-$(
+        cd "$OIDC_DIR" && node -p '/(\d+)/.exec((require("./package.json").engines || {}).node || "22")[1]'
+    )}
+    node_major=$(node -p 'process.versions.node.split(".")[0]')
+    if ((node_major < node_min)); then
+        case "$(uname -m)" in
+            x86_64) node_arch=x64 ;;
+            aarch64 | arm64) node_arch=arm64 ;;
+            *) die "node $(node --version) is older than $node_min and $(uname -m) has no fallback" ;;
+        esac
+        local_node="$REPO/.tmp/node-$NODE_PIN"
+        if [[ ! -x "$local_node/bin/node" ]]; then
+            say "fetching node $NODE_PIN (system node $(node --version) < $node_min; npm registry)"
+            node_tmp=$(mktemp -d)
+            (cd "$node_tmp" && npm pack "node-linux-$node_arch@$NODE_PIN" --silent >/dev/null)
+            tar -xzf "$node_tmp"/node-linux-*.tgz -C "$node_tmp"
+            mkdir -p "$REPO/.tmp"
+            rm -rf "$local_node"
+            mv "$node_tmp/package" "$local_node"
+            # Only bin/node is used; headers and docs are half of the unpacked size.
+            rm -rf "$local_node/include" "$local_node/share"
+            rm -rf "$node_tmp"
+        fi
+        export PATH="$local_node/bin:$PATH"
+    fi
+    say "Node.js: $(node --version)"
+fi
+
+if [[ -f "$OIDC_DIR/package-lock.json" ]]; then
+    npm_stamp="$OIDC_DIR/node_modules/.gridgate-lock"
+    npm_key="$(sha "$OIDC_DIR/package-lock.json") $(node --version)"
+    if [[ ! -f $npm_stamp || "$(cat "$npm_stamp")" != "$npm_key" ]]; then
+        say "installing tests/oidc node modules (npm ci, node $(node --version))"
+        (cd "$OIDC_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+        printf '%s' "$npm_key" >"$npm_stamp"
+    fi
+elif needs_node; then
+    say "tests/oidc has no package-lock.json; skipping npm ci"
+fi
+
+# --- lint, types, tests -------------------------------------------------------------
+say "ruff check"
+"$VENV/bin/ruff" check --quiet .
+
+say "mypy --strict"
+"$VENV/bin/mypy"
+
+say "pytest"
+rc=0
+run_child "$VENV/bin/pytest" -q "$@" || rc=$?
+if ((rc == 5)); then
+    die "pytest collected no tests (exit 5)"
+fi
+if ((rc != 0)); then
+    say "FAILED (pytest exit $rc) after $((SECONDS - STARTED))s"
+    exit "$rc"
+fi
+say "all passed in $((SECONDS - STARTED))s"
