@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from gateway.db.engine import make_engine, make_session_factory, transaction
+from gateway.db.engine import make_engine, make_reader_engine, make_session_factory, transaction
 from gateway.metrics import Metrics
 from gateway.settings import Settings
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 class Runtime:
     settings: Settings
     engine: Engine
+    reader_engine: Engine
     sessions: sessionmaker[Session]
     # For requests that only read: autocommit on PostgreSQL (no BEGIN/ROLLBACK trips).
     readers: sessionmaker[Session]
@@ -31,9 +32,14 @@ class Runtime:
     sites: SiteRegistry
     metrics: Metrics
 
+    def reading(self) -> Connection:
+        """A connection for a request that only reads (use as a context manager)."""
+        return self.reader_engine.connect()
+
     def close(self) -> None:
         self.authenticator.close()
         self.engine.dispose()
+        self.reader_engine.dispose()
 
 
 def build_runtime(settings: Settings, *, migrate: bool = True) -> Runtime:
@@ -49,7 +55,8 @@ def build_runtime(settings: Settings, *, migrate: bool = True) -> Runtime:
     if migrate:
         upgrade_database(engine)
     sessions = make_session_factory(engine)
-    readers = make_session_factory(engine, read_only=True)
+    reader_engine = make_reader_engine(engine)
+    readers = make_session_factory(reader_engine)
     keys = SigningKeys.load_or_create(settings.resolved_signing_key_path)
     sites = SiteRegistry.from_settings(settings)
     for attempt in range(2):
@@ -64,5 +71,5 @@ def build_runtime(settings: Settings, *, migrate: bool = True) -> Runtime:
             if attempt:
                 raise
     authenticator = Authenticator(settings, sessions, keys)
-    return Runtime(settings, engine, sessions, readers, keys, authenticator, sites,
+    return Runtime(settings, engine, reader_engine, sessions, readers, keys, authenticator, sites,
                    Metrics(readers))

@@ -39,6 +39,8 @@ class Settings(BaseSettings):
     public_url: str = "http://127.0.0.1:8642"
     host: str = "127.0.0.1"
     port: int = 8642
+    # Set by `serve --processes N` for its children: bind with SO_REUSEPORT.
+    reuse_port: bool = False
     audience: str = "gridgate"
     signing_key_path: Path | None = None
     access_token_ttl_seconds: int = 3600
@@ -61,6 +63,8 @@ class Settings(BaseSettings):
     # How long a submission may stay unconfirmed before another worker recovers it.
     submit_lease_seconds: float = 60.0
     max_body_bytes: int = 1024 * 1024
+    # Threads serving synchronous API routes (database work) in one process.
+    api_threads: int = 8
 
     @cached_property
     def resolved_database_url(self) -> str:

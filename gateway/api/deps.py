@@ -1,4 +1,9 @@
-"""FastAPI dependencies, as `Annotated` aliases the routes use directly."""
+"""FastAPI dependencies, as `Annotated` aliases the routes use directly.
+
+Dependencies that do no I/O are `async def` and take the bare `Request`: FastAPI runs
+sync ones on the thread pool, and every hop there, like every extra node in the
+dependency graph, costs more than the work itself on the hottest routes.
+"""
 
 from __future__ import annotations
 
@@ -13,36 +18,30 @@ from gateway.auth.principal import Principal
 from gateway.domain.errors import Forbidden, Unauthenticated
 from gateway.runtime import Runtime
 
-# Dependencies that do no I/O are `async def`: FastAPI runs sync ones on the thread
-# pool, and each hop there costs more than the work itself.
+
+def runtime_of(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
 
 
 async def get_runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.runtime
-    return runtime
+    return runtime_of(request)
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-async def get_session(runtime: RuntimeDep) -> AsyncIterator[Session]:
+async def get_session(request: Request) -> AsyncIterator[Session]:
     """One session per request; the route commits, anything else rolls back. Creating
     and closing a committed session does no I/O, so this runs on the event loop."""
-    with runtime.sessions() as session:
-        yield session
-
-
-async def get_reader(runtime: RuntimeDep) -> AsyncIterator[Session]:
-    """A session for a request that only reads."""
-    with runtime.readers() as session:
+    with runtime_of(request).sessions() as session:
         yield session
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
-ReaderDep = Annotated[Session, Depends(get_reader)]
 
 
-async def bearer_token(request: Request) -> str:
+def bearer_token(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -53,23 +52,24 @@ async def bearer_token(request: Request) -> str:
     return token.strip()
 
 
-async def get_principal(
-    runtime: RuntimeDep, token: Annotated[str, Depends(bearer_token)]
-) -> Principal:
+async def authenticate(request: Request) -> Principal:
     """The caller; a cache hit costs no I/O, a miss verifies on the thread pool."""
-    principal = runtime.authenticator.cached(token)
+    authenticator = runtime_of(request).authenticator
+    token = bearer_token(request)
+    principal = authenticator.cached(token)
     if principal is None:
-        principal = await run_in_threadpool(runtime.authenticator.authenticate, token)
+        principal = await run_in_threadpool(authenticator.authenticate, token)
     return principal
 
 
-CurrentPrincipal = Annotated[Principal, Depends(get_principal)]
+CurrentPrincipal = Annotated[Principal, Depends(authenticate)]
 
 
-def require_scope(scope: str) -> Callable[[Principal], Awaitable[Principal]]:
+def require_scope(scope: str) -> Callable[[Request], Awaitable[Principal]]:
     """A dependency that admits only tokens carrying `scope`."""
 
-    async def check(principal: CurrentPrincipal) -> Principal:
+    async def check(request: Request) -> Principal:
+        principal = await authenticate(request)
         if scope not in principal.scopes:
             raise Forbidden(f"This needs the '{scope}' scope; the token has: "
                             f"{' '.join(sorted(principal.scopes)) or 'none'}.")

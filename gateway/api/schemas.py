@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from fastapi import Response
 from pydantic import BaseModel
-
-from gateway.db.models import Attempt, Event
-from gateway.services.jobs import JobView
 
 
 class AttemptOut(BaseModel):
@@ -24,11 +23,11 @@ class AttemptOut(BaseModel):
     ended_at: datetime | None
 
     @classmethod
-    def of(cls, attempt: Attempt) -> AttemptOut:
-        return cls(number=attempt.number, site=attempt.site_name, native_id=attempt.native_id,
-                   state=attempt.state, raw_state=attempt.raw_state, reason=attempt.reason,
-                   exit_code=attempt.exit_code, submitted_at=attempt.submitted_at,
-                   started_at=attempt.started_at, ended_at=attempt.ended_at)
+    def from_row(cls, row: Mapping[Any, Any]) -> AttemptOut:
+        return cls(number=row["number"], site=row["site_name"], native_id=row["native_id"],
+                   state=row["state"], raw_state=row["raw_state"], reason=row["reason"],
+                   exit_code=row["exit_code"], submitted_at=row["submitted_at"],
+                   started_at=row["started_at"], ended_at=row["ended_at"])
 
 
 class JobOut(BaseModel):
@@ -51,16 +50,18 @@ class JobOut(BaseModel):
     attempts: list[AttemptOut] | None = None
 
     @classmethod
-    def of(cls, view: JobView, attempts: list[Attempt] | None = None) -> JobOut:
-        job = view.job
+    def from_row(cls, row: Mapping[Any, Any],
+                 attempts: Sequence[Mapping[Any, Any]] | None = None) -> JobOut:
+        """From a job_queries row (job columns + project_name + owner_name)."""
         return cls(
-            id=job.id, name=job.name, owner=view.owner, project=view.project, state=job.state,
-            state_reason=job.state_reason, raw_state=job.raw_state, site=job.site_name,
-            exit_code=job.exit_code, cancel_requested=job.cancel_requested,
-            created_at=job.created_at, updated_at=job.updated_at, started_at=job.started_at,
-            finished_at=job.finished_at, labels=dict(job.spec.get("labels") or {}),
-            spec=job.spec,
-            attempts=None if attempts is None else [AttemptOut.of(a) for a in attempts],
+            id=row["id"], name=row["name"], owner=row["owner_name"],
+            project=row["project_name"], state=row["state"], state_reason=row["state_reason"],
+            raw_state=row["raw_state"], site=row["site_name"], exit_code=row["exit_code"],
+            cancel_requested=row["cancel_requested"], created_at=row["created_at"],
+            updated_at=row["updated_at"], started_at=row["started_at"],
+            finished_at=row["finished_at"], labels=dict(row["spec"].get("labels") or {}),
+            spec=row["spec"],
+            attempts=None if attempts is None else [AttemptOut.from_row(a) for a in attempts],
         )
 
 
@@ -79,10 +80,10 @@ class EventOut(BaseModel):
     raw_state: str | None
 
     @classmethod
-    def of(cls, event: Event) -> EventOut:
-        return cls(id=event.id, at=event.at, from_state=event.from_state,
-                   to_state=event.to_state, reason=event.reason, actor=event.actor,
-                   raw_state=event.raw_state)
+    def from_row(cls, row: Mapping[Any, Any]) -> EventOut:
+        return cls(id=row["id"], at=row["at"], from_state=row["from_state"],
+                   to_state=row["to_state"], reason=row["reason"], actor=row["actor"],
+                   raw_state=row["raw_state"])
 
 
 class EventList(BaseModel):
@@ -114,3 +115,11 @@ class Health(BaseModel):
     status: str
     database: str
     version: str
+
+
+def json_response(model: BaseModel, status: int = 200,
+                  headers: dict[str, str] | None = None) -> Response:
+    """The model as JSON, serialized once. Routes still declare `response_model` for
+    the OpenAPI document; returning a Response skips FastAPI's second validation."""
+    return Response(model.model_dump_json(), status_code=status, headers=headers,
+                    media_type="application/json")

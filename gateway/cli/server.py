@@ -6,7 +6,12 @@ the client commands start fast (only the settings class is imported up front).
 
 from __future__ import annotations
 
+import ctypes
+import os
 import signal
+import socket
+import subprocess
+import sys
 import threading
 from types import FrameType
 from typing import Annotated, Any
@@ -35,21 +40,70 @@ def serve(
     worker: Annotated[bool | None, typer.Option(
         "--worker/--no-worker", help="Run the job worker in this process "
         "(default: $GRIDGATE_RUN_WORKER or yes).")] = None,
+    workers: Annotated[int, typer.Option(
+        "--processes", min=1, help="Server processes sharing the port; each also runs a "
+        "job worker unless --no-worker (safe: workers never submit a job twice).")] = 1,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Run the gateway (REST API, OAuth server and, by default, the worker)."""
     import uvicorn
 
     from gateway.api.app import create_app
+    from gateway.runtime import build_runtime
 
     settings = _settings(host=host, port=port, run_worker=worker)
-    app = create_app(settings)
     render.stderr_console().print(
         f"gridgate serving on http://{settings.host}:{settings.port} "
         f"(public URL {settings.public_url}, data in {settings.data_dir}, "
-        f"worker {'on' if settings.run_worker else 'off'})")
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level,
-                timeout_graceful_shutdown=10)
+        f"worker {'on' if settings.run_worker else 'off'}, {workers} process(es))")
+    if workers == 1:
+        app = create_app(settings)
+        if settings.reuse_port:
+            server = uvicorn.Server(uvicorn.Config(app, log_level=log_level,
+                                                   timeout_graceful_shutdown=10))
+            server.run(sockets=[_reuse_port_socket(settings.host, settings.port)])
+        else:
+            uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level,
+                        timeout_graceful_shutdown=10)
+        return
+    # Migrate, create the signing key and register sites once, before the children
+    # start. Each child binds its own SO_REUSEPORT socket, so the kernel spreads
+    # connections evenly (one shared socket lets the busiest process take them all).
+    build_runtime(settings).close()
+    env = {**os.environ, "GRIDGATE_HOST": settings.host, "GRIDGATE_PORT": str(settings.port),
+           "GRIDGATE_PUBLIC_URL": settings.public_url, "GRIDGATE_REUSE_PORT": "true",
+           "GRIDGATE_RUN_WORKER": "true" if settings.run_worker else "false"}
+    children = [subprocess.Popen([sys.executable, "-m", "gateway.cli.main", "serve",
+                                  "--log-level", log_level], env=env,
+                                 preexec_fn=_die_with_parent)
+                for _ in range(workers)]
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    codes = [child.wait() for child in children]
+    raise typer.Exit(next((c for c in codes if c not in (0, -signal.SIGTERM, -signal.SIGINT)),
+                          0))
+
+
+def _reuse_port_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    return sock
+
+
+def _die_with_parent() -> None:
+    """In a child: receive SIGTERM when the parent dies, however it dies."""
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM))
 
 
 def worker() -> None:

@@ -52,12 +52,18 @@ def is_postgres(engine: Engine) -> bool:
     return engine.dialect.name == "postgresql"
 
 
-def make_session_factory(engine: Engine, *, read_only: bool = False) -> sessionmaker[Session]:
-    """Sessions for `engine`. `read_only` ones run in autocommit on PostgreSQL, for
-    requests whose reads need no common snapshot (one statement each)."""
-    if read_only and is_postgres(engine):
-        engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def make_reader_engine(engine: Engine) -> Engine:
+    """An engine for requests that only read, one statement each: on PostgreSQL a pool
+    of its own in autocommit (no BEGIN/ROLLBACK round trips, no per-checkout
+    isolation switching); elsewhere the engine itself."""
+    if not is_postgres(engine):
+        return engine
+    return make_engine(engine.url.render_as_string(hide_password=False),
+                       isolation_level="AUTOCOMMIT")
 
 
 @contextmanager

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,20 @@ from gateway.scheduling.feasibility import SiteShape
 from gateway.settings import Settings
 
 LOCAL_SITE = "local"
+# Enabled/drained flags change rarely; submissions may see them this many seconds late.
+ADMISSION_TTL_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Whether a site takes new jobs, from its row."""
+
+    enabled: bool
+    drained: bool
+
+    @property
+    def accepting(self) -> bool:
+        return self.enabled and not self.drained
 
 
 @dataclass(frozen=True)
@@ -95,6 +110,7 @@ class SiteRegistry:
 
     def __init__(self, entries: list[SiteEntry]) -> None:
         self._entries = {entry.name: entry for entry in entries}
+        self._admission: tuple[float, dict[str, Admission]] = (0.0, {})
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SiteRegistry:
@@ -113,6 +129,17 @@ class SiteRegistry:
         except KeyError:
             known = ", ".join(self.names()) or "none"
             raise Invalid(f"Unknown site '{name}'. Known sites: {known}.", field="site") from None
+
+    def admission(self, session: Session) -> Mapping[str, Admission]:
+        """Each site's enabled/drained flags, read at most every ADMISSION_TTL_SECONDS."""
+        expires, value = self._admission
+        now = time.monotonic()
+        if now < expires:
+            return value
+        rows = session.execute(select(Site.name, Site.enabled, Site.drained)).all()
+        value = {name: Admission(enabled, drained) for name, enabled, drained in rows}
+        self._admission = (now + ADMISSION_TTL_SECONDS, value)
+        return value
 
     def sync(self, sessions: sessionmaker[Session]) -> None:
         """Make sure every configured site has a row; keep admins' enabled/drained flags."""

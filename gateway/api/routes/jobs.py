@@ -11,15 +11,16 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy import select
 
 from adapters.base import OutputChunk
-from gateway.api.deps import JobsReader, JobsWriter, ReaderDep, RuntimeDep, SessionDep
-from gateway.api.schemas import EventList, EventOut, JobList, JobOut
+from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
+from gateway.api.schemas import EventList, EventOut, JobList, JobOut, json_response
 from gateway.db.models import Attempt, Job
 from gateway.domain.errors import Invalid, Unavailable
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState
 from gateway.runtime import Runtime
+from gateway.services import job_queries
 from gateway.services import jobs as job_service
-from gateway.services.jobs import JobFilter
+from gateway.services.job_queries import JobFilter
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 
@@ -33,16 +34,15 @@ def submit_job(
     principal: JobsWriter,
     session: SessionDep,
     runtime: RuntimeDep,
-    response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
-) -> JobOut:
+) -> Response:
     """Accept a job; the worker stages and submits it. Returns at once with its id."""
-    view, created = job_service.submit(session, runtime.sites, principal, spec, idempotency_key)
+    row, created = job_service.submit(session, runtime.sites, principal, spec, idempotency_key)
     session.commit()
-    response.headers["Location"] = f"/api/v1/jobs/{view.job.id}"
+    headers = {"Location": f"/api/v1/jobs/{row['id']}"}
     if not created:
-        response.headers["Idempotent-Replayed"] = "true"
-    return JobOut.of(view)
+        headers["Idempotent-Replayed"] = "true"
+    return json_response(JobOut.from_row(row), 202, headers)
 
 
 def _label_pairs(labels: list[str]) -> tuple[tuple[str, str], ...]:
@@ -58,38 +58,42 @@ def _label_pairs(labels: list[str]) -> tuple[tuple[str, str], ...]:
 @router.get("/jobs", response_model=JobList)
 def list_jobs(
     principal: JobsReader,
-    session: ReaderDep,
+    runtime: RuntimeDep,
     state: JobState | None = None,
     site: str | None = None,
     project: str | None = None,
     label: Annotated[list[str], Query()] = [],  # noqa: B006  (FastAPI copies defaults)
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: str | None = None,
-) -> JobList:
+) -> Response:
     """Your jobs, newest first; follow `next_cursor` for the next page."""
     filters = JobFilter(state=state, site=site, project=project, labels=_label_pairs(label))
-    page = job_service.list_jobs(session, principal, filters, limit=limit, cursor=cursor)
-    return JobList(items=[JobOut.of(v) for v in page.jobs], next_cursor=page.next_cursor)
+    with runtime.reading() as conn:
+        page = job_queries.list_jobs(conn, principal, filters, limit=limit, cursor=cursor)
+    return json_response(JobList(items=[JobOut.from_row(row) for row in page.jobs],
+                                 next_cursor=page.next_cursor))
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut)
-def get_job(job_id: str, principal: JobsReader, session: ReaderDep) -> JobOut:
-    view, attempts = job_service.job_detail(session, principal, job_id)
-    return JobOut.of(view, attempts)
+def get_job(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> Response:
+    with runtime.reading() as conn:
+        row, attempts = job_queries.job_detail(conn, principal, job_id)
+    return json_response(JobOut.from_row(row, attempts))
 
 
 @router.post("/jobs/{job_id}/cancel", status_code=202, response_model=JobOut)
-def cancel_job(job_id: str, principal: JobsWriter, session: SessionDep) -> JobOut:
+def cancel_job(job_id: str, principal: JobsWriter, session: SessionDep) -> Response:
     """Cancel a job. Queued or running jobs end CANCELLED once the site confirms."""
-    view = job_service.cancel(session, principal, job_id)
+    row = job_service.cancel(session, principal, job_id)
     session.commit()
-    return JobOut.of(view)
+    return json_response(JobOut.from_row(row), 202)
 
 
 @router.get("/jobs/{job_id}/events", response_model=EventList)
-def job_events(job_id: str, principal: JobsReader, session: ReaderDep) -> EventList:
-    return EventList(items=[EventOut.of(e) for e in job_service.events(session, principal,
-                                                                       job_id)])
+def job_events(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> EventList:
+    with runtime.reading() as conn:
+        rows = job_queries.events(conn, principal, job_id)
+    return EventList(items=[EventOut.from_row(row) for row in rows])
 
 
 def _latest_attempt(runtime: Runtime, job_id: str) -> tuple[str, Attempt | None]:
@@ -119,7 +123,6 @@ def job_output(
     job_id: str,
     stream: Literal["stdout", "stderr"],
     principal: JobsReader,
-    session: ReaderDep,
     runtime: RuntimeDep,
     offset: Annotated[int | None, Query(ge=0)] = None,
     tail: Annotated[int | None, Query(ge=0, le=64 * 1024 * 1024)] = None,
@@ -130,8 +133,8 @@ def job_output(
     the response streams until the job is final and everything was sent."""
     if offset is not None and tail is not None:
         raise Invalid("Give 'offset' or 'tail', not both.", field="tail")
-    job_service.get_job(session, principal, job_id)  # ownership check: 404 for others
-    session.close()
+    with runtime.reading() as conn:
+        job_queries.ensure_visible(conn, principal, job_id)  # 404 for others' jobs
     _, attempt = _latest_attempt(runtime, job_id)
     start = offset or 0
     if tail is not None:

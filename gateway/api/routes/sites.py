@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from sqlalchemy import select
 
-from gateway.api.deps import ReaderDep, RuntimeDep, SitesReader
+from gateway.api.deps import RuntimeDep, SitesReader
 from gateway.api.schemas import SiteList, SiteOut
 from gateway.db.models import Site
 
@@ -13,8 +13,9 @@ router = APIRouter(prefix="/api/v1", tags=["sites"])
 
 
 @router.get("/sites", response_model=SiteList)
-def list_sites(_: SitesReader, session: ReaderDep, runtime: RuntimeDep) -> SiteList:
-    rows = {row.name: row for row in session.scalars(select(Site))}
+def list_sites(_: SitesReader, runtime: RuntimeDep) -> SiteList:
+    with runtime.readers() as session:
+        rows = {row.name: row for row in session.scalars(select(Site))}
     items = []
     for entry in runtime.sites:
         row = rows.get(entry.name)

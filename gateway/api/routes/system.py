@@ -21,8 +21,8 @@ router = APIRouter(tags=["system"])
 def health(runtime: RuntimeDep, response: Response) -> Health:
     """Up, and able to reach its database."""
     try:
-        with runtime.readers() as session:
-            session.execute(text("SELECT 1"))
+        with runtime.reading() as conn:
+            conn.execute(text("SELECT 1"))
         database = "ok"
     except Exception as exc:  # any database failure means "degraded", never a 500
         database = f"error: {type(exc).__name__}"

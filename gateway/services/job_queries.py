@@ -1,0 +1,154 @@
+"""Read side of jobs: what the API shows, as Core rows on a plain Connection.
+
+These are the hottest requests. Going around the ORM session halves their cost, and
+GET /jobs/{id}'s statement is built once, with bind parameters.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Connection,
+    Select,
+    and_,
+    bindparam,
+    func,
+    or_,
+    select,
+    true,
+)
+
+from gateway.auth.principal import Principal
+from gateway.db.models import Attempt, Event, Job, JobLabel, Project, User
+from gateway.domain.errors import Invalid, NotFound
+from gateway.domain.states import JobState
+
+READ_ALL_ROLES = ("auditor", "admin")
+_jobs, _projects, _users = Job.__table__, Project.__table__, User.__table__
+_attempts, _labels, _events = Attempt.__table__, JobLabel.__table__, Event.__table__
+JobRow = Mapping[Any, Any]
+
+_OWNER_NAME = func.coalesce(_users.c.username, _users.c.subject)
+_JOB_VIEW = (
+    select(*_jobs.c, _projects.c.name.label("project_name"), _OWNER_NAME.label("owner_name"))
+    .join(_projects, _projects.c.id == _jobs.c.project_id)
+    .join(_users, _users.c.id == _jobs.c.owner_id)
+)
+_ATTEMPT_PREFIX = "attempt_"
+_DETAIL = (
+    _JOB_VIEW.add_columns(*(c.label(_ATTEMPT_PREFIX + c.name) for c in _attempts.c))
+    .outerjoin(_attempts, _attempts.c.job_id == _jobs.c.id)
+    .where(_jobs.c.id == bindparam("job_id"),
+           or_(bindparam("see_all", type_=Boolean), _jobs.c.owner_id == bindparam("owner_id")))
+    .order_by(_attempts.c.number)
+)
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    state: JobState | None = None
+    site: str | None = None
+    project: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class JobPage:
+    jobs: Sequence[JobRow]
+    next_cursor: str | None
+
+
+def sees_all(principal: Principal) -> bool:
+    """Auditors and admins read every job; everyone else only their own."""
+    return any(principal.has_role(role) for role in READ_ALL_ROLES)
+
+
+def visible_to(principal: Principal) -> ColumnElement[bool]:
+    return true() if sees_all(principal) else _jobs.c.owner_id == principal.user_id
+
+
+def _check_id(job_id: str) -> None:
+    try:
+        uuid.UUID(job_id)
+    except ValueError:
+        raise NotFound(f"No job with id '{job_id}'.") from None
+
+
+def job_detail(conn: Connection, principal: Principal, job_id: str
+               ) -> tuple[JobRow, Sequence[JobRow]]:
+    """The job and its attempts in one round trip; NotFound for other users' jobs."""
+    _check_id(job_id)
+    rows = conn.execute(_DETAIL, {"job_id": job_id, "see_all": sees_all(principal),
+                                     "owner_id": principal.user_id}).mappings().all()
+    if not rows:
+        raise NotFound(f"No job with id '{job_id}'.")
+    cut = len(_ATTEMPT_PREFIX)
+    attempts = [{k[cut:]: v for k, v in row.items() if k.startswith(_ATTEMPT_PREFIX)}
+                for row in rows if row[_ATTEMPT_PREFIX + "id"] is not None]
+    return rows[0], attempts
+
+
+def _encode_cursor(row: JobRow) -> str:
+    raw = json.dumps([row["created_at"].isoformat(), row["id"]]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created, job_id = json.loads(raw)
+        return datetime.fromisoformat(created), str(job_id)
+    except (ValueError, TypeError) as exc:
+        raise Invalid("The cursor is not one this API returned; start again without it.",
+                      field="cursor") from exc
+
+
+def list_jobs(conn: Connection, principal: Principal, filters: JobFilter, *, limit: int,
+              cursor: str | None) -> JobPage:
+    """The principal's jobs, newest first, one page at a time (keyset pagination)."""
+    query: Select[Any] = _JOB_VIEW.where(visible_to(principal))
+    jobs = _jobs.c
+    if filters.state is not None:
+        query = query.where(jobs.state == filters.state.value)
+    if filters.site is not None:
+        query = query.where(jobs.site_name == filters.site)
+    if filters.project is not None:
+        query = query.where(_projects.c.name == filters.project)
+    for key, value in filters.labels:
+        query = query.where(
+            select(_labels.c.job_id)
+            .where(_labels.c.job_id == jobs.id, _labels.c.key == key, _labels.c.value == value)
+            .exists()
+        )
+    if cursor:
+        created, job_id = _decode_cursor(cursor)
+        query = query.where(or_(jobs.created_at < created,
+                                and_(jobs.created_at == created, jobs.id < job_id)))
+    rows = conn.execute(query.order_by(jobs.created_at.desc(), jobs.id.desc())
+                        .limit(limit + 1)).mappings().all()
+    next_cursor = _encode_cursor(rows[limit - 1]) if len(rows) > limit else None
+    return JobPage(rows[:limit], next_cursor)
+
+
+def events(conn: Connection, principal: Principal, job_id: str) -> Sequence[JobRow]:
+    """The job's history, oldest first."""
+    ensure_visible(conn, principal, job_id)
+    return conn.execute(select(_events).where(_events.c.job_id == job_id)
+                        .order_by(_events.c.id)).mappings().all()
+
+
+def ensure_visible(conn: Connection, principal: Principal, job_id: str) -> None:
+    """NotFound unless the principal may see this job."""
+    _check_id(job_id)
+    found = conn.execute(select(_jobs.c.id).where(_jobs.c.id == job_id, visible_to(principal)))
+    if found.first() is None:
+        raise NotFound(f"No job with id '{job_id}'.")
