@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+import uuid
 from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gateway.domain import errors
 
 PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger(__name__)
 
 _STATUS: dict[type[errors.GatewayError], int] = {
     errors.NotFound: 404,
@@ -72,6 +76,22 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         return _validation(request, exc)
+
+    @app.exception_handler(OperationalError)
+    async def _database(request: Request, exc: OperationalError) -> JSONResponse:
+        log.error("database unavailable: %s", exc)
+        return problem(503, "The gateway's database is unavailable; try again shortly.",
+                       title="Service unavailable", instance=request.url.path,
+                       headers={"Retry-After": "5"})
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        incident = uuid.uuid4().hex[:12]
+        log.exception("unexpected error %s on %s %s", incident, request.method,
+                      request.url.path)
+        return problem(500, f"Something went wrong on our side (incident {incident}); "
+                       "it has been logged. Try again, or report the incident id.",
+                       instance=request.url.path, incident=incident)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
