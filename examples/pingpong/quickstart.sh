@@ -73,7 +73,8 @@ cleanup() {
         done
         kill -KILL "$gateway_pid" 2>/dev/null || true
     fi
-    [ -n "$gateway_pid" ] && wait "$gateway_pid" 2>/dev/null
+    # uvicorn re-raises SIGTERM after its graceful shutdown: 143 here is a clean stop.
+    if [ -n "$gateway_pid" ]; then wait "$gateway_pid" 2>/dev/null || true; fi
     rm -rf "$work"
     exit "$status"
 }
