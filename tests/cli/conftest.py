@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import Cli
-from tests.client.live import LiveGateway, serve_gateway
+from tests.client.live import LiveGateway, gateway_on
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
-    with serve_gateway(tmp_path_factory.mktemp("gateway")) as gw:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[LiveGateway]:
+    with gateway_on(request, tmp_path_factory.mktemp("gateway")) as gw:
         yield gw
 
 

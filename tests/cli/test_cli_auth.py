@@ -193,6 +193,7 @@ def test_admin_client_create_for_a_user(gateway: LiveGateway, tmp_path: Path) ->
 def test_db_upgrade(tmp_path: Path, gateway: LiveGateway) -> None:
     cli = Cli(gateway, tmp_path)
     cli.env["GRIDGATE_DATA_DIR"] = str(tmp_path / "fresh")
+    cli.env.pop("GRIDGATE_DATABASE_URL", None)  # the embedded default: SQLite in the data dir
     result = cli("db", "upgrade")
     assert "up to date" in result.stderr
     assert (tmp_path / "fresh" / "gridgate.db").exists()

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import uvicorn
 
 from gateway.api.app import create_app
@@ -36,7 +37,8 @@ class LiveGateway:
     def server_env(self) -> dict[str, str]:
         """The environment of a command that runs on the gateway host (admin, db)."""
         return {"GRIDGATE_DATA_DIR": str(self.settings.data_dir),
-                "GRIDGATE_PUBLIC_URL": self.settings.public_url}
+                "GRIDGATE_PUBLIC_URL": self.settings.public_url,
+                "GRIDGATE_DATABASE_URL": self.settings.resolved_database_url}
 
     def new_client(self, name: str = "tests") -> tuple[str, str]:
         """A client-credentials client with the usual scopes: (client_id, secret)."""
@@ -93,3 +95,19 @@ def serve_gateway(data_dir: Path, **overrides: object) -> Iterator[LiveGateway]:
 def read_json(path: Path) -> dict[str, object]:
     data: dict[str, object] = json.loads(path.read_text())
     return data
+
+
+@contextmanager
+def gateway_on(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[LiveGateway]:
+    """A live gateway on the database kind named by `request.param` (sqlite|postgresql)."""
+    overrides: dict[str, object] = {}
+    if request.param == "postgresql":
+        databases = request.getfixturevalue("pg_databases")
+        url = databases.create()
+        overrides["database_url"] = url
+    try:
+        with serve_gateway(data_dir, **overrides) as gw:
+            yield gw
+    finally:
+        if "database_url" in overrides:
+            databases.drop(str(overrides["database_url"]))
