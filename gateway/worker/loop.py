@@ -23,7 +23,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from adapters.base import JobStatus, NativeState
-from adapters.errors import AdapterError, SubmitRejected
+from adapters.errors import AdapterError, SubmitRejected, UnknownJob
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job, Site
@@ -96,10 +96,12 @@ class Worker:
                 self._poll(site)
                 self._mark_site(site, "up", None)
             except AdapterError as exc:
-                if not exc.transient:
-                    raise
-                log.warning("site %s unavailable: %s", site.name, exc)
-                self._mark_site(site, "down", exc.message)
+                # One site's trouble never stops the cycle for the others.
+                if exc.transient:
+                    log.warning("site %s unavailable: %s", site.name, exc)
+                    self._mark_site(site, "down", exc.message)
+                else:
+                    log.error("site %s: %s", site.name, exc)
         return busy
 
     # --- submission -------------------------------------------------------------------
@@ -225,7 +227,12 @@ class Worker:
             ).all()
         for attempt_id, native_id in pending:
             assert native_id is not None
-            site.adapter.cancel(native_id)
+            try:
+                site.adapter.cancel(native_id)
+            except UnknownJob:
+                # Gone already; its final state comes from the status poll.
+                log.warning("cancel of %s at %s: the site does not know it", native_id,
+                            site.name)
             with transaction(self.rt.sessions) as session:
                 session.execute(update(Attempt).where(Attempt.id == attempt_id)
                                 .values(cancel_sent_at=utcnow()))
