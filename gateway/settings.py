@@ -57,6 +57,8 @@ class Settings(BaseSettings):
     # the running interpreter (the PyPI `mpich` wheel), then on PATH.
     local_mpiexec: str | None = None
     site_configs_dir: Path | None = None
+    # Where `secret:NAME` key references in site configs resolve.
+    secrets_dir: Path | None = None
 
     run_worker: bool = True
     worker_poll_seconds: float = 1.0

@@ -1,0 +1,204 @@
+"""Field types of a site config, each with a validator whose message says what to write."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable
+from typing import Annotated, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
+
+from gateway.domain.jobspec import parse_walltime
+from gateway.siteconfig.keys import no_private_key
+
+UNLIMITED = "UNLIMITED"
+
+
+Loc = tuple[int | str, ...]
+
+
+class FieldIssues(ValueError):
+    """Problems found by a cross-field check, each for a field below the one validated.
+
+    Pydantic can only blame the model a validator belongs to; this carries the sub-field
+    so the error report names `ssh.host_keys`, not just the whole config.
+    """
+
+    def __init__(self, issues: list[tuple[Loc, str]]) -> None:
+        super().__init__("; ".join(f"{'.'.join(map(str, loc))}: {message}"
+                                   for loc, message in issues))
+        self.issues = issues
+
+
+def _pattern_check(pattern: str, what: str, example: str) -> Callable[[str], str]:
+    regex = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not regex.match(value):
+            raise ValueError(f"{value!r} is not a valid {what}: {example}")
+        return value
+
+    return check
+
+
+def _field(pattern: str, description: str) -> Any:
+    return Field(description=description, json_schema_extra={"pattern": pattern})
+
+
+SITE_NAME_RE = r"^[a-z][a-z0-9-]{0,31}$"
+_PARTITION_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+_FLAVOR_RE = r"^[a-z0-9][a-z0-9._-]{0,31}$"
+_COMMAND_RE = r"^[a-z][a-z0-9_-]{0,31}$"
+_LOCAL_USER_RE = r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$"
+_GATEWAY_USER_RE = r"^[^\s]{1,255}$"
+_RUNTIME_RE = r"^[a-z][a-z0-9._-]{0,31}$"
+_ACCOUNT_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+SiteName = Annotated[
+    str, AfterValidator(no_private_key),
+    AfterValidator(_pattern_check(
+        SITE_NAME_RE, "site name",
+        "use 1-32 lowercase letters, digits or '-', starting with a letter")),
+    _field(SITE_NAME_RE, "The site's name; also its file name: site-configs/<name>.yaml."),
+]
+PartitionName = Annotated[
+    str, AfterValidator(no_private_key),
+    AfterValidator(_pattern_check(
+        _PARTITION_RE, "partition or queue name",
+        "use letters, digits, '.', '_' or '-' (e.g. batch, all.q)")),
+    _field(_PARTITION_RE,
+           "The scheduler's partition (Slurm) or queue (Grid Engine, PBS, LSF)."),
+]
+FlavorName = Annotated[
+    str, AfterValidator(no_private_key),
+    AfterValidator(_pattern_check(
+        _FLAVOR_RE, "MPI flavor name",
+        "use lowercase letters, digits, '.', '_' or '-' (e.g. mpich, openmpi)")),
+    _field(_FLAVOR_RE, "The name jobs ask for in `mpi.flavor`, e.g. mpich or openmpi."),
+]
+PeName = Annotated[
+    str, AfterValidator(no_private_key),
+    AfterValidator(_pattern_check(
+        _PARTITION_RE, "parallel environment name",
+        "use letters, digits, '.', '_' or '-' (e.g. mpi)")),
+    _field(_PARTITION_RE,
+           "Grid Engine parallel environment for MPI jobs (`qsub -pe NAME SLOTS`)."),
+]
+CommandName = Annotated[
+    str, AfterValidator(no_private_key),
+    AfterValidator(_pattern_check(_COMMAND_RE, "command name",
+                                  "use the scheduler command's name, e.g. sbatch")),
+    _field(_COMMAND_RE, "A scheduler command, e.g. sbatch or qsub."),
+]
+LocalUser = Annotated[
+    str, AfterValidator(no_private_key),
+    AfterValidator(_pattern_check(
+        _LOCAL_USER_RE, "Unix account name",
+        "use 1-32 letters, digits, '_', '.' or '-', starting with a letter or '_'")),
+    _field(_LOCAL_USER_RE, "A Unix account on the site."),
+]
+GatewayUser = Annotated[
+    str, AfterValidator(no_private_key),
+    AfterValidator(_pattern_check(_GATEWAY_USER_RE, "gateway user name",
+                                  "use the gateway username, without spaces")),
+    _field(_GATEWAY_USER_RE, "A gateway user, by gateway username."),
+]
+RuntimeName = Annotated[
+    str, AfterValidator(no_private_key),
+    AfterValidator(_pattern_check(
+        _RUNTIME_RE, "container runtime name",
+        "use a lowercase name such as apptainer, singularity or podman")),
+    _field(_RUNTIME_RE, "A container runtime installed on the site's compute nodes."),
+]
+SchedulerAccount = Annotated[
+    str, AfterValidator(no_private_key),
+    AfterValidator(_pattern_check(_ACCOUNT_RE, "scheduler account",
+                                  "use letters, digits, '.', '_' or '-' (e.g. proj123)")),
+    _field(_ACCOUNT_RE, "A scheduler account or project name."),
+]
+
+
+def _check_time_zone(value: str) -> str:
+    if value == "UTC":
+        return value  # also where the system has no time zone database
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"{value!r} is not a known time zone: use an IANA name such as UTC "
+                         "or Europe/Berlin") from None
+    return value
+
+
+TimeZone = Annotated[str, AfterValidator(no_private_key), AfterValidator(_check_time_zone)]
+
+_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+
+
+def check_host(value: str) -> str:
+    """A DNS name or an IP address, nothing else (no user, no port)."""
+    if "@" in value:
+        raise ValueError(f"{value!r} has a user part: give the host only; the Unix account "
+                         "comes from `accounts`")
+    try:
+        ipaddress.ip_address(value)
+        return value
+    except ValueError:
+        pass
+    if value.count(":") == 1 and value.rsplit(":", 1)[1].isdigit():
+        raise ValueError(f"{value!r} has a port: put the port in `port`")
+    labels = value.rstrip(".").split(".")
+    if not value or len(value) > 253 or not all(_HOST_LABEL.match(label) for label in labels):
+        raise ValueError(f"{value!r} is not a host name or IP address (e.g. login.example.org "
+                         "or 10.123.0.10)")
+    return value
+
+
+Host = Annotated[str, AfterValidator(no_private_key), AfterValidator(check_host),
+                 Field(description="Host name or IP address of the site's login node.")]
+Port = Annotated[int, Field(ge=1, le=65535, description="TCP port of sshd.")]
+
+
+def _walltime_in(value: Any) -> int | None:
+    if isinstance(value, str) and value.strip().upper() in (UNLIMITED, "INFINITE"):
+        return None
+    try:
+        return parse_walltime(value)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (e.g. 3600, 12:00:00, 2-00:00:00 or UNLIMITED)") from None
+
+
+def _walltime_out(value: int | None) -> int | str:
+    return UNLIMITED if value is None else value
+
+
+Walltime = Annotated[
+    int | None,
+    BeforeValidator(_walltime_in, json_schema_input_type=int | str),
+    PlainSerializer(_walltime_out, return_type=int | str),
+    Field(description="Longest run allowed: seconds, `[D-][HH:]MM:SS`, or UNLIMITED."),
+]
+
+
+def _one_line(value: str) -> str:
+    if "\n" in value or "\r" in value or "\0" in value:
+        raise ValueError("write one line per list item (no line breaks)")
+    return value
+
+
+SetupLine = Annotated[
+    str, AfterValidator(no_private_key), AfterValidator(_one_line),
+    Field(description="One line of shell run before the MPI launcher. TRUSTED admin input: it "
+                      "runs verbatim in every job's batch script; never put user data here."),
+]
+
+
+def _argv_item(value: str) -> str:
+    _one_line(value)
+    if not value:
+        raise ValueError("an argument cannot be empty")
+    return value
+
+
+ArgvItem = Annotated[str, AfterValidator(no_private_key), AfterValidator(_argv_item)]

@@ -1,0 +1,34 @@
+"""A site config's shape: the largest job it can ever run, for the feasibility check."""
+
+from __future__ import annotations
+
+from gateway.scheduling.feasibility import SiteShape
+from gateway.siteconfig.model import MpiLauncherKind, SiteConfig
+
+# What an UNLIMITED partition walltime counts as: longer than any job will ask for.
+UNLIMITED_WALLTIME_SECONDS = 10 * 365 * 24 * 3600
+
+
+def site_shape(config: SiteConfig) -> SiteShape:
+    """Maxima over all partitions (nodes, cores, memory, walltime), launchers and flavors.
+
+    Each maximum may come from a different partition: this answers "can this site ever
+    run the job", and the scheduler (or a later per-partition check) has the last word.
+    `mpiexec` is the MPI standard's name for a library's own launcher, which jobs ask for
+    as `mpirun`, so a site with either offers `mpirun`.
+    """
+    parts = config.partitions
+    launchers = {launcher.value for flavor in config.mpi_flavors for launcher in flavor.launchers}
+    if MpiLauncherKind.MPIEXEC.value in launchers:
+        launchers.add(MpiLauncherKind.MPIRUN.value)
+    return SiteShape(
+        name=config.name,
+        max_nodes=max(p.max_nodes for p in parts),
+        cores_per_node=max(p.cores_per_node for p in parts),
+        memory_mb_per_node=max(p.memory_mb_per_node for p in parts),
+        max_walltime_seconds=max(
+            UNLIMITED_WALLTIME_SECONDS if p.max_walltime is None else p.max_walltime
+            for p in parts),
+        mpi_launchers=frozenset(launchers),
+        mpi_flavors=frozenset(flavor.name for flavor in config.mpi_flavors),
+    )
