@@ -123,6 +123,9 @@ if needs_node; then
     command -v node >/dev/null 2>&1 || apt_packages+=(nodejs)
     command -v npm >/dev/null 2>&1 || apt_packages+=(npm)
 fi
+# Real sshd (and the OpenSSH client as a baseline) for the SSH transport tests.
+[[ -x /usr/sbin/sshd ]] || apt_packages+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || apt_packages+=(openssh-client)
 # The device-login page is tested in a real (headless) browser.
 [[ -x /usr/bin/chromium ]] || apt_packages+=(chromium)
 fc-list 2>/dev/null | grep -q . || apt_packages+=(fonts-dejavu-core)

@@ -96,12 +96,11 @@ class Worker:
                 self._poll(site)
                 self._mark_site(site, "up", None)
             except AdapterError as exc:
-                # One site's trouble never stops the cycle for the others.
-                if exc.transient:
-                    log.warning("site %s unavailable: %s", site.name, exc)
-                    self._mark_site(site, "down", exc.message)
-                else:
-                    log.error("site %s: %s", site.name, exc)
+                # One site's trouble never stops the cycle for the others. Final errors
+                # (a changed host key, a refused login) keep the site down until fixed.
+                log.log(logging.WARNING if exc.transient else logging.ERROR,
+                        "site %s unavailable: %s", site.name, exc)
+                self._mark_site(site, "down", exc.message)
         return busy
 
     # --- submission -------------------------------------------------------------------

@@ -1,0 +1,21 @@
+"""Sites over SSH: pinned host keys, key auth, one pooled connection per account.
+
+`SshTarget` (plain data) says where and as whom; `SshTransport` is the `Transport`;
+`SshTransportPool` shares transports per (host, port, user) and breakers per site.
+Only `adapters.ssh.transport` imports paramiko.
+"""
+
+from adapters.ssh.breaker import Backoff, BreakerState, CircuitBreaker
+from adapters.ssh.hostkeys import HostKey
+from adapters.ssh.target import SshTarget
+from adapters.ssh.transport import SshTransport, SshTransportPool
+
+__all__ = [
+    "Backoff",
+    "BreakerState",
+    "CircuitBreaker",
+    "HostKey",
+    "SshTarget",
+    "SshTransport",
+    "SshTransportPool",
+]
