@@ -25,6 +25,9 @@ from gateway.runtime import Runtime, build_runtime
 from gateway.services.accounts import create_local_user
 from gateway.settings import Settings
 
+# The live multi-site testbed (`testbed` session fixture): tests/testbed/fixture.py.
+pytest_plugins = ["tests.testbed.fixture"]
+
 ALL_SCOPES = "jobs:read jobs:write sites:read"
 
 

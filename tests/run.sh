@@ -173,6 +173,12 @@ if [[ ! -f $deps_stamp || "$(cat "$deps_stamp")" != "$deps_key" ]] \
     printf '%s' "$deps_key" >"$deps_stamp"
 fi
 
+# --- the multi-site testbed's packages (Slurm + slurmdbd, Grid Engine, MPI, sshd) ----
+if ! "$VENV/bin/python" -m gateway.testbed.install --check >/dev/null; then
+    say "installing the testbed's packages (apt)"
+    as_root "$VENV/bin/python" -m gateway.testbed.install
+fi
+
 # --- Node: the third-party OpenID provider ------------------------------------------
 # oidc-provider 9 needs Node >= 22 (URL.parse; it warns below 22), while Debian 12 ships
 # Node 18. When the system node is older, fetch a pinned Node from the npm registry

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from gateway import __version__
-from gateway.cli import admin, auth, jobs, render, server, site
+from gateway.cli import admin, auth, jobs, render, server, site, testbed
 from gateway.cli.errors import GatewayGroup
 from gateway.cli.state import CliState, state
 from gateway.client.api import DEFAULT_GATEWAY_URL
@@ -114,6 +114,7 @@ db_app.command("upgrade")(server.db_upgrade)
 app.add_typer(admin_app, name="admin")
 app.add_typer(db_app, name="db")
 app.add_typer(site.site_app, name="site")
+app.add_typer(testbed.testbed_app, name="testbed")
 
 
 def main() -> None:

@@ -1,0 +1,90 @@
+"""Where a testbed lives: its prefix (names), its subnet (addresses) and its state dir.
+
+Two testbeds with different prefixes and subnets can run side by side on one machine
+(two test runs, a developer's and CI's). Everything a testbed creates is named from
+its prefix: network namespaces `<prefix>-<site>`, the bridge `<prefix>-br`, veth pairs
+`<prefix>-v<N>`, the state dir `/run/gridgate-testbed/<prefix>`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_PREFIX = "gwtb"
+DEFAULT_SUBNET = "10.123.0.0/24"
+STATE_ROOT = Path("/run/gridgate-testbed")
+PREFIX_ENV = "GRIDGATE_TESTBED_PREFIX"
+SUBNET_ENV = "GRIDGATE_TESTBED_SUBNET"
+TEMPLATES_ENV = "GRIDGATE_TESTBED_SITE_CONFIGS"
+# Interface names are at most 15 bytes: "<prefix>-br" and "<prefix>-v<N>" must fit.
+_PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
+# Site N gets host address FIRST_SITE_HOST + N; the bridge (root namespace) gets .1.
+FIRST_SITE_HOST = 10
+
+
+class TestbedError(RuntimeError):
+    """The testbed cannot do what was asked; the message says why and what to do."""
+
+    __test__ = False  # not a pytest test class, despite its name
+
+
+@dataclass(frozen=True)
+class TestbedConfig:
+    """The names and addresses of one testbed."""
+
+    __test__ = False  # not a pytest test class, despite its name
+
+    prefix: str
+    subnet: ipaddress.IPv4Network
+    state_root: Path = STATE_ROOT
+
+    def __post_init__(self) -> None:
+        if not _PREFIX_RE.match(self.prefix):
+            raise TestbedError(
+                f"invalid testbed prefix {self.prefix!r}: use 1-8 lowercase letters or "
+                "digits, starting with a letter")
+        if self.subnet.prefixlen > 27:
+            raise TestbedError(f"subnet {self.subnet} is too small: use a /27 or larger")
+        if not self.subnet.is_private:
+            raise TestbedError(f"subnet {self.subnet} is not a private range")
+
+    @classmethod
+    def from_env(cls, prefix: str | None = None, subnet: str | None = None) -> TestbedConfig:
+        """Explicit values first, then GRIDGATE_TESTBED_PREFIX/_SUBNET, then the defaults."""
+        raw_prefix = prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX
+        raw_subnet = subnet or os.environ.get(SUBNET_ENV) or DEFAULT_SUBNET
+        try:
+            net = ipaddress.IPv4Network(raw_subnet, strict=False)
+        except ValueError as exc:
+            raise TestbedError(f"invalid testbed subnet {raw_subnet!r}: {exc}") from exc
+        return cls(prefix=raw_prefix, subnet=net)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.state_root / self.prefix
+
+    @property
+    def bridge(self) -> str:
+        return f"{self.prefix}-br"
+
+    @property
+    def bridge_ip(self) -> ipaddress.IPv4Address:
+        return self.subnet.network_address + 1
+
+    def netns(self, site: str) -> str:
+        return f"{self.prefix}-{site}"
+
+    def veth(self, index: int) -> str:
+        """The root-namespace end of site `index`'s veth pair (the other end is eth0)."""
+        return f"{self.prefix}-v{index}"
+
+    def veth_peer(self, index: int) -> str:
+        """The temporary name of the site end before it moves into the namespace."""
+        return f"{self.prefix}-p{index}"
+
+    def site_ip(self, index: int) -> ipaddress.IPv4Address:
+        return self.subnet.network_address + FIRST_SITE_HOST + index

@@ -1,0 +1,167 @@
+"""The testbed's network: one bridge in the root namespace, one namespace + veth per site.
+
+Sites have no default route: they reach each other and the root namespace over the
+bridge, and nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from gateway.testbed.config import TestbedConfig, TestbedError
+from gateway.testbed.sites import SiteId
+
+NETNS_DIR = Path("/run/netns")
+
+
+def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run `ip ARGS`; on failure raise TestbedError with ip's message."""
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise TestbedError(f"ip {' '.join(args)}: {proc.stderr.strip() or proc.returncode}")
+    return proc
+
+
+def _ip_json(*args: str) -> list[dict[str, Any]]:
+    out = ip("-j", *args).stdout.strip()
+    data = json.loads(out) if out else []
+    return data if isinstance(data, list) else []
+
+
+def link_exists(name: str) -> bool:
+    return Path("/sys/class/net", name).exists()
+
+
+def netns_exists(name: str) -> bool:
+    return (NETNS_DIR / name).exists()
+
+
+def netns_path(name: str) -> Path:
+    return NETNS_DIR / name
+
+
+def check_subnet_free(config: TestbedConfig) -> None:
+    """Refuse a subnet that overlaps any address or route this machine already has."""
+    for link in _ip_json("-4", "addr", "show"):
+        if link.get("ifname") == config.bridge:
+            continue
+        for info in link.get("addr_info", []):
+            net = ipaddress.IPv4Network(f"{info['local']}/{info['prefixlen']}", strict=False)
+            if net.overlaps(config.subnet):
+                raise TestbedError(
+                    f"subnet {config.subnet} overlaps {net} on {link.get('ifname')}: choose "
+                    "another with --subnet or GRIDGATE_TESTBED_SUBNET")
+    for route in _ip_json("-4", "route", "show", "table", "all"):
+        dst = route.get("dst", "default")
+        if dst == "default" or route.get("dev") == config.bridge or route.get("type") in (
+                "local", "broadcast"):
+            continue
+        net = ipaddress.IPv4Network(dst if "/" in dst else f"{dst}/32", strict=False)
+        if net.overlaps(config.subnet):
+            raise TestbedError(
+                f"subnet {config.subnet} overlaps the route {dst} (dev {route.get('dev')}): "
+                "choose another with --subnet or GRIDGATE_TESTBED_SUBNET")
+
+
+def bridge_subnet(config: TestbedConfig) -> ipaddress.IPv4Interface | None:
+    """The address on this testbed's bridge, or None when the bridge does not exist."""
+    if not link_exists(config.bridge):
+        return None
+    for link in _ip_json("-4", "addr", "show", "dev", config.bridge):
+        for info in link.get("addr_info", []):
+            return ipaddress.IPv4Interface(f"{info['local']}/{info['prefixlen']}")
+    return None
+
+
+def ensure_bridge(config: TestbedConfig) -> None:
+    """Create the bridge with the subnet's first address, or check the existing one."""
+    want = ipaddress.IPv4Interface(f"{config.bridge_ip}/{config.subnet.prefixlen}")
+    if link_exists(config.bridge):
+        have = bridge_subnet(config)
+        if have != want:
+            raise TestbedError(
+                f"bridge {config.bridge} exists with address {have}, not {want}: a testbed "
+                f"with prefix {config.prefix!r} is up on another subnet; run "
+                "`gridgate testbed down` first or pick another prefix")
+        ip("link", "set", config.bridge, "up")
+        return
+    check_subnet_free(config)
+    ip("link", "add", config.bridge, "type", "bridge")
+    ip("addr", "add", str(want), "dev", config.bridge)
+    ip("link", "set", config.bridge, "up")
+
+
+def remove_bridge(config: TestbedConfig) -> None:
+    if link_exists(config.bridge):
+        ip("link", "del", config.bridge)
+
+
+def site_address_ok(config: TestbedConfig, site: SiteId) -> bool:
+    """Whether the site's namespace has eth0 up with its address, linked to the bridge."""
+    ns = config.netns(site.name)
+    if not netns_exists(ns) or not link_exists(config.veth(site.index)):
+        return False
+    want = str(config.site_ip(site.index))
+    proc = ip("-n", ns, "-j", "-4", "addr", "show", "dev", "eth0", check=False)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return False
+    return any(info.get("local") == want
+               for link in json.loads(proc.stdout) for info in link.get("addr_info", []))
+
+
+def create_site_net(config: TestbedConfig, site: SiteId) -> None:
+    """A fresh namespace with eth0 (the site's address) plugged into the bridge."""
+    remove_site_net(config, site)
+    ns, veth, peer = config.netns(site.name), config.veth(site.index), config.veth_peer(site.index)
+    addr = f"{config.site_ip(site.index)}/{config.subnet.prefixlen}"
+    ip("netns", "add", ns)
+    ip("link", "add", veth, "type", "veth", "peer", "name", peer)
+    ip("link", "set", peer, "netns", ns)
+    ip("-n", ns, "link", "set", peer, "name", "eth0")
+    ip("-n", ns, "addr", "add", addr, "dev", "eth0")
+    ip("-n", ns, "link", "set", "eth0", "up")
+    ip("-n", ns, "link", "set", "lo", "up")
+    ip("link", "set", veth, "master", config.bridge, "up")
+
+
+def remove_site_net(config: TestbedConfig, site: SiteId) -> None:
+    """Delete the site's veth pair and namespace (each only if present)."""
+    for name in (config.veth(site.index), config.veth_peer(site.index)):
+        if link_exists(name):
+            ip("link", "del", name)
+    ns = config.netns(site.name)
+    if netns_exists(ns):
+        ip("netns", "del", ns)
+
+
+def release_netns_dir() -> None:
+    """Unmount and remove /run/netns once no namespace is left in it.
+
+    `ip netns add` bind-mounts /run/netns on itself the first time; with the last
+    namespace gone, this leaves the machine as it was (iproute2 remakes it when needed).
+    """
+    if not NETNS_DIR.is_dir() or any(NETNS_DIR.iterdir()):
+        return
+    mountinfo = Path("/proc/self/mountinfo").read_text().splitlines()
+    if any(line.split()[4] == str(NETNS_DIR) for line in mountinfo if line.strip()):
+        subprocess.run(["umount", str(NETNS_DIR)], check=False, capture_output=True)
+    with contextlib.suppress(OSError):
+        NETNS_DIR.rmdir()
+
+
+def testbed_links(config: TestbedConfig) -> list[str]:
+    """Every interface in the root namespace named with this testbed's prefix."""
+    root = Path("/sys/class/net")
+    return sorted(p.name for p in root.iterdir() if p.name.startswith(f"{config.prefix}-"))
+
+
+def testbed_netns(config: TestbedConfig) -> list[str]:
+    """Every named network namespace with this testbed's prefix."""
+    if not NETNS_DIR.is_dir():
+        return []
+    return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(f"{config.prefix}-"))
