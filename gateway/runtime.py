@@ -38,6 +38,7 @@ class Runtime:
 
     def close(self) -> None:
         self.authenticator.close()
+        self.sites.close()
         self.engine.dispose()
         self.reader_engine.dispose()
 

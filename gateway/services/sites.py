@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,6 +20,9 @@ from gateway.db.models import Site
 from gateway.domain.errors import Invalid
 from gateway.scheduling.feasibility import SiteShape
 from gateway.settings import Settings
+
+if TYPE_CHECKING:
+    from adapters.ssh import SshTransportPool
 
 LOCAL_SITE = "local"
 # Enabled/drained flags change rarely; submissions may see them this many seconds late.
@@ -108,14 +112,40 @@ def local_site(settings: Settings) -> SiteEntry:
 class SiteRegistry:
     """Name -> configured site. Enabled/drained flags live in the database."""
 
-    def __init__(self, entries: list[SiteEntry]) -> None:
+    def __init__(self, entries: list[SiteEntry], *,
+                 initially_drained: set[str] | None = None) -> None:
         self._entries = {entry.name: entry for entry in entries}
+        self._initially_drained = initially_drained or set()
+        self._pool: SshTransportPool | None = None
         self._admission: tuple[float, dict[str, Admission]] = (0.0, {})
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SiteRegistry:
+        """The local site (unless disabled) and every reachable site configured in
+        `settings.site_configs_dir`; descriptive (seed) configs are never connected."""
         entries = [local_site(settings)] if settings.local_site_enabled else []
-        return cls(entries)
+        drained: set[str] = set()
+        pool = None
+        if settings.site_configs_dir is not None:
+            from adapters.ssh import SshTransportPool
+            from gateway.services.remote_sites import remote_site
+            from gateway.siteconfig import SiteState, load_site_configs
+
+            pool = SshTransportPool()
+            for config in load_site_configs(settings.site_configs_dir):
+                if config.descriptive:
+                    continue
+                entries.append(remote_site(config, settings, pool))
+                if config.state == SiteState.DRAINED:
+                    drained.add(config.name)
+        registry = cls(entries, initially_drained=drained)
+        registry._pool = pool
+        return registry
+
+    def close(self) -> None:
+        """Close the SSH connections of remote sites."""
+        if self._pool is not None:
+            self._pool.close()
 
     def __iter__(self) -> Iterator[SiteEntry]:
         return iter(self._entries.values())
@@ -149,7 +179,9 @@ class SiteRegistry:
                 row = existing.get(entry.name)
                 config = {"description": entry.description, "max_jobs": entry.max_jobs}
                 if row is None:
+                    # A config's `state: drained` applies once; admins' flags win after.
                     session.add(Site(name=entry.name, kind=entry.kind, config=config,
-                                     status="up"))
+                                     status="up",
+                                     drained=entry.name in self._initially_drained))
                 else:
                     row.kind, row.config = entry.kind, config

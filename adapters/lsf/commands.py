@@ -1,0 +1,13 @@
+"""Where the IBM Spectrum LSF client commands are on a site."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LsfCommands:
+    bsub: str = "bsub"
+    bjobs: str = "bjobs"
+    bkill: str = "bkill"
+    bqueues: str = "bqueues"

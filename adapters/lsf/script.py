@@ -1,0 +1,64 @@
+"""The LSF batch script and the bsub options that shape the job. Pure."""
+
+from __future__ import annotations
+
+from adapters.base import SubmitRequest
+from adapters.scheduler_script import (
+    ceil_minutes,
+    check_request,
+    directive_lines,
+    mpi_launch,
+    ranks_per_node,
+    render,
+)
+from adapters.scheduler_types import DialectConfig, JobLayout
+
+PREFIX = "#BSUB"
+
+
+def job_options(
+    request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, memory: bool
+) -> list[list[str]]:
+    """bsub options the gateway decides; on the command line they override `#BSUB` lines.
+
+    `-n` counts slots (ranks x threads), `span[ptile=]` puts a node's share on each node,
+    `-W` is in minutes. `memory`: send `rusage[mem=]` per slot, in the unit the site's
+    LSF_UNIT_FOR_LIMITS sets (MB assumed).
+    """
+    check_request(request)
+    res = request.resources
+    slots = res.ranks * res.threads_per_rank
+    per_node = ranks_per_node(res) * res.threads_per_rank
+    options = [
+        ["-J", request.tag],
+        ["-cwd", layout.workdir],
+        ["-o", layout.stdout],
+        ["-e", layout.stderr],
+        ["-W", str(ceil_minutes(res.walltime_seconds))],
+        ["-n", str(slots)],
+    ]
+    if res.nodes > 1 or res.ranks_per_node is not None:
+        options.append(["-R", f"span[ptile={per_node}]"])
+    if memory and res.memory_mb is not None:
+        options.append(["-R", f"rusage[mem={-(-res.memory_mb // per_node)}]"])
+    queue = request.partition or config.default_queue
+    if queue:
+        options.append(["-q", queue])
+    account = request.account or config.default_account
+    if account:
+        options.append(["-P", account])
+    return options
+
+
+def render_script(
+    request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, memory: bool
+) -> str:
+    options = job_options(request, layout, config, memory=memory)
+    launch, setup = mpi_launch(request, config)
+    return render(
+        request, layout, config,
+        directives=directive_lines(PREFIX, options),
+        directive_prefix=PREFIX,
+        launch=launch,
+        launch_setup=setup,
+    )

@@ -1,0 +1,74 @@
+"""The PBS batch script and the qsub options that shape the job. Pure."""
+
+from __future__ import annotations
+
+from adapters.base import SubmitRequest
+from adapters.scheduler_script import (
+    check_request,
+    directive_lines,
+    hms,
+    mpi_launch,
+    ranks_per_node,
+    render,
+)
+from adapters.scheduler_types import DialectConfig, JobLayout
+
+PREFIX = "#PBS"
+# qsub reads `host:path` in -o/-e values and comma lists in -l values.
+PATH_SYNTAX = ":,"
+
+
+def select(request: SubmitRequest) -> str:
+    """One chunk per node: its CPUs, MPI ranks, threads and memory (pbs_resources(7B))."""
+    res = request.resources
+    per_node = ranks_per_node(res)
+    chunk = (f"{res.nodes}:ncpus={per_node * res.threads_per_rank}:mpiprocs={per_node}"
+             f":ompthreads={res.threads_per_rank}")
+    if res.memory_mb is not None:
+        chunk += f":mem={res.memory_mb}mb"
+    return chunk
+
+
+def job_options(
+    request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, keep_files: str | None
+) -> list[list[str]]:
+    """qsub options the gateway decides, one option and its value per item; on the command
+    line they override `#PBS` lines of a user script. PBS has no working-directory option:
+    the script's `cd` puts the job there."""
+    check_request(request, path_forbidden=PATH_SYNTAX)
+    res = request.resources
+    options = [
+        ["-N", request.tag],
+        ["-o", layout.stdout],
+        ["-e", layout.stderr],
+        ["-j", "n"],
+        ["-S", config.shell],
+        ["-l", f"walltime={hms(res.walltime_seconds)}"],
+        ["-l", f"select={select(request)}"],
+    ]
+    if res.nodes > 1:
+        options.append(["-l", "place=scatter"])
+    if keep_files:
+        # "d": write output straight to its destination, so it can be read while running.
+        options.append(["-k", keep_files])
+    queue = request.partition or config.default_queue
+    if queue:
+        options.append(["-q", queue])
+    account = request.account or config.default_account
+    if account:
+        options.append(["-A", account])
+    return options
+
+
+def render_script(
+    request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, keep_files: str | None
+) -> str:
+    options = job_options(request, layout, config, keep_files=keep_files)
+    launch, setup = mpi_launch(request, config)
+    return render(
+        request, layout, config,
+        directives=directive_lines(PREFIX, options),
+        directive_prefix=PREFIX,
+        launch=launch,
+        launch_setup=setup,
+    )

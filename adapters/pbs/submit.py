@@ -1,0 +1,29 @@
+"""qsub with the script on stdin. Pure. qsub prints the job id, e.g. `123.pbsserver`."""
+
+from __future__ import annotations
+
+import re
+
+from adapters.errors import SiteUnavailable
+from adapters.scheduler_text import lines, submit_failed, text
+from adapters.transport import CommandResult
+
+JOB_ID = re.compile(r"^\d+(?:\[\d*\])?(?:\.[A-Za-z0-9._-]+)?$")
+# Messages meaning the server could not be reached: the job was probably not taken.
+TRANSIENT = (
+    "cannot connect to server",
+    "Connection refused",
+    "pbs_iff",
+    "Server not available",
+    "communication failure",
+    "Premature end of message",
+)
+
+
+def parse_submit(result: CommandResult) -> str:
+    if result.exit_status != 0:
+        raise submit_failed(result, TRANSIENT)
+    for line in lines(result.stdout):
+        if JOB_ID.match(line):
+            return line
+    raise SiteUnavailable(f"qsub printed no job id: {text(result.stdout)!r}")

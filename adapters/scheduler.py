@@ -1,0 +1,232 @@
+"""`BatchAdapter`: the gateway's `Adapter` for any batch scheduler reached through a `Transport`.
+
+The adapter does the I/O: it creates the job directory, stores the user's script, runs
+the commands a `SchedulerDialect` builds (Slurm, Grid Engine, PBS, LSF) and hands their
+results back to the dialect's parsers. It holds no scheduler knowledge of its own except
+the gateway's rules that apply to all of them:
+
+- completion is never inferred from a job's absence in the queue: a job the status query
+  no longer lists (or lists as finished, when the dialect says only accounting knows how a
+  job ended) is looked up in accounting, and a job found nowhere is left out of the answer;
+- a job the gateway cancelled and that then ended by a signal is CANCELLED, and one that
+  vanished without any record after our cancel (Grid Engine keeps no accounting record of a
+  job deleted while pending) is CANCELLED too. Cancels are remembered in memory and, when
+  `state_dir` is set, as marker files on the site so a restarted gateway knows them as well.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping, Sequence
+
+from adapters.base import JobStatus, NativeState, OutputChunk, OutputStream, SubmitRequest
+from adapters.errors import AdapterError, SiteUnavailable
+from adapters.scheduler_text import message
+from adapters.scheduler_types import (
+    JobLayout,
+    QueueInfo,
+    SchedulerDialect,
+    StartEstimate,
+)
+from adapters.transport import CommandResult, Transport
+
+log = logging.getLogger(__name__)
+
+VANISHED_AFTER_CANCEL = (
+    "cancelled before it ran; the scheduler keeps no record of jobs deleted while pending"
+)
+_MARKER_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+# A shell's exit code from 128 up means "killed by a signal".
+_SIGNAL_EXIT = 128
+
+
+class BatchAdapter:
+    """Runs jobs on a batch scheduler over `transport`, speaking `dialect`."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        dialect: SchedulerDialect,
+        *,
+        command_timeout: float = 60.0,
+        submit_timeout: float = 120.0,
+        state_dir: str | None = None,
+    ) -> None:
+        """`state_dir`: a directory on the site (created 0700) for the gateway's own
+        markers, e.g. `<scratch root>/.gridgate`; without it cancels are remembered in
+        memory only."""
+        self.kind = dialect.kind
+        self.transport = transport
+        self.dialect = dialect
+        self.command_timeout = command_timeout
+        self.submit_timeout = submit_timeout
+        self.state_dir = state_dir.rstrip("/") if state_dir else None
+        self._cancelled: set[str] = set()
+        self._state_dir_ready = False
+        self._lock = threading.Lock()
+
+    # -- submit ---------------------------------------------------------------------------
+
+    def render_script(self, request: SubmitRequest) -> str:
+        """The batch script `submit` would send (for display and site checks)."""
+        return self.dialect.render_script(request, JobLayout.of(request.workdir))
+
+    def submit(self, request: SubmitRequest) -> str:
+        """Create the job directory, store the user's script, submit; returns the job id.
+
+        A timeout or a lost answer raises SiteUnavailable: the job may exist, and the
+        gateway's recovery finds it by its tag before it submits again.
+        """
+        layout = JobLayout.of(request.workdir)
+        # Built first: an invalid request is refused before anything touches the site.
+        command = self.dialect.submit_command(request, layout)
+        self._mkdir(layout.workdir, layout.control_dir)
+        if request.script is not None:
+            self.transport.put_bytes(request.script.encode(), layout.user_script, mode=0o700)
+        result = self.transport.run(command.argv, stdin=command.stdin, timeout=self.submit_timeout)
+        return self.dialect.parse_submit(result)
+
+    def estimate_start(self, request: SubmitRequest) -> StartEstimate | None:
+        """The scheduler's guess of when this request would start (Slurm `--test-only`)."""
+        command = self.dialect.estimate_command(request, JobLayout.of(request.workdir))
+        if command is None:
+            return None
+        result = self.transport.run(command.argv, stdin=command.stdin, timeout=self.command_timeout)
+        return self.dialect.parse_estimate(result)
+
+    def find_by_tag(self, tag: str, workdir: str) -> str | None:
+        """The id of a job named `tag` (queue first, then accounting), if one exists."""
+        for argv in self.dialect.find_commands(tag):
+            found = self.dialect.parse_find(self._run(argv), tag)
+            if found is not None:
+                return found
+        return None
+
+    # -- status ---------------------------------------------------------------------------
+
+    def status(self, native_ids: Sequence[str]) -> Mapping[str, JobStatus]:
+        """Status of many jobs: one queue query, then accounting for those it cannot settle."""
+        ids = list(dict.fromkeys(native_ids))
+        if not ids:
+            return {}
+        found = self.dialect.parse_status(self._run(self.dialect.status_command(ids)), ids)
+        unsettled = [
+            i for i in ids
+            if i not in found
+            or (found[i].state.is_final and not self.dialect.status_reports_final)
+        ]
+        accounting_answered = True
+        if unsettled:
+            # Accounting is the authority on how a job ended; the queue's own final state
+            # is kept only while accounting has no record yet (or cannot be asked: the
+            # other jobs' news should not wait for slurmdbd).
+            try:
+                found.update(self.accounting(unsettled))
+            except SiteUnavailable as exc:
+                accounting_answered = False
+                log.warning("%s accounting unavailable, jobs %s stay unsettled: %s",
+                            self.kind, ", ".join(unsettled), exc.message)
+        for native_id in ids:
+            status = found.get(native_id)
+            if status is None:
+                # Found nowhere, and accounting did answer: only a cancel explains that.
+                if accounting_answered and self._cancel_requested(native_id):
+                    found[native_id] = JobStatus(
+                        native_id, NativeState.CANCELLED, "cancelled", VANISHED_AFTER_CANCEL
+                    )
+            elif _killed(status) and self._cancel_requested(native_id):
+                found[native_id] = JobStatus(
+                    native_id, NativeState.CANCELLED, status.raw_state,
+                    f"cancelled ({status.reason})" if status.reason else "cancelled",
+                    status.exit_code, status.started_at, status.ended_at,
+                )
+        return {i: found[i] for i in ids if i in found}
+
+    def accounting(self, native_ids: Sequence[str]) -> Mapping[str, JobStatus]:
+        """Final statuses from the scheduler's accounting; jobs without a record are left out."""
+        ids = list(dict.fromkeys(native_ids))
+        records: dict[str, JobStatus] = {}
+        for argv in self.dialect.accounting_commands(ids):
+            records.update(self.dialect.parse_accounting(self._run(argv)))
+        return {i: records[i] for i in ids if i in records}
+
+    # -- cancel ---------------------------------------------------------------------------
+
+    def cancel(self, native_id: str) -> None:
+        """Ask the scheduler to cancel; idempotent. Raises UnknownJob for an unknown id."""
+        self._remember_cancel(native_id)
+        self.dialect.parse_cancel(self._run(self.dialect.cancel_command(native_id)), native_id)
+
+    def _remember_cancel(self, native_id: str) -> None:
+        with self._lock:
+            self._cancelled.add(native_id)
+        if self.state_dir is None:
+            return
+        # Written before the cancel command: a crash in between leaves a marker that only
+        # matters if the job then vanishes, which it does only because it was cancelled.
+        self._ensure_state_dir()
+        self.transport.put_bytes(f"{native_id}\n".encode(), self._marker(native_id))
+
+    def _cancel_requested(self, native_id: str) -> bool:
+        with self._lock:
+            if native_id in self._cancelled:
+                return True
+        if self.state_dir is None:
+            return False
+        _, size = self.transport.read_bytes(self._marker(native_id), 0, 0)
+        if size is None:
+            return False
+        with self._lock:
+            self._cancelled.add(native_id)
+        return True
+
+    def _marker(self, native_id: str) -> str:
+        return f"{self.state_dir}/cancel-{_MARKER_SAFE.sub('_', native_id)}"
+
+    def _ensure_state_dir(self) -> None:
+        if self._state_dir_ready or self.state_dir is None:
+            return
+        self._mkdir(self.state_dir)
+        self._state_dir_ready = True
+
+    # -- output and queues ----------------------------------------------------------------
+
+    def read_output(
+        self, workdir: str, stream: OutputStream, offset: int, limit: int
+    ) -> OutputChunk:
+        """Up to `limit` bytes of the job's stdout or stderr from `offset`."""
+        if stream not in ("stdout", "stderr"):
+            raise AdapterError(f"unknown output stream {stream!r}")
+        if offset < 0 or limit < 0:
+            raise AdapterError("offset and limit must not be negative")
+        if not workdir.startswith("/") or "/../" in f"{workdir}/":
+            raise AdapterError(f"job directory {workdir!r} is not an absolute path")
+        layout = JobLayout.of(workdir)
+        path = layout.stdout if stream == "stdout" else layout.stderr
+        data, size = self.transport.read_bytes(path, offset, limit)
+        return OutputChunk(data, offset, size)
+
+    def queues(self) -> list[QueueInfo]:
+        """Partitions or queues, their limits and load."""
+        return self.dialect.parse_queues(self._run(self.dialect.queues_command()))
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _run(self, argv: Sequence[str]) -> CommandResult:
+        return self.transport.run(argv, timeout=self.command_timeout)
+
+    def _mkdir(self, *paths: str) -> None:
+        # -m applies to the directories this call creates; parents come from the site's
+        # scratch root, which the site config owns.
+        result = self._run(["mkdir", "-p", "-m", "700", "--", *paths])
+        if result.exit_status != 0:
+            raise SiteUnavailable(f"cannot create {' '.join(paths)} on the site: {message(result)}")
+
+
+def _killed(status: JobStatus) -> bool:
+    """Ended by a signal rather than by itself or by its time limit."""
+    if status.state is not NativeState.FAILED or status.reason == "TIMEOUT":
+        return False
+    return status.exit_code is None or status.exit_code >= _SIGNAL_EXIT

@@ -1,0 +1,222 @@
+"""Building blocks of batch scripts, shared by every dialect. Pure.
+
+A rendered script is: `#!<shell>`, the dialect's directive lines, the directive lines of
+the user's own script (copied, so its `#SBATCH`/`#$`/`#PBS`/`#BSUB` options still apply;
+the options that matter to the gateway are also given on the command line, which
+overrides them), the environment, the site's setup lines, `cd`, and one `exec` line.
+
+Every value taken from a `SubmitRequest` that reaches a script line (names, paths,
+arguments, environment values) goes through `shlex.quote`: it is data, never shell code.
+Only site-config text (setup lines, MPI setup) is written as is: the site admin wrote it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+
+from adapters.base import Resources, SubmitRequest
+from adapters.errors import SubmitRejected
+from adapters.scheduler_types import DialectConfig, JobLayout, MpiFlavor
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Job names every scheduler accepts as they are (PBS: first character alphanumeric; SGE
+# refuses / : @ \ * ?; Slurm's --name lists split on commas). Gateway tags are `gw-<uuid>[.N]`.
+TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_text(what: str, value: str, *, one_line: bool = False) -> None:
+    """Refuse values no command line or script line can carry faithfully."""
+    if "\x00" in value:
+        raise SubmitRejected(f"{what} contains a NUL character")
+    if one_line and ("\n" in value or "\r" in value):
+        raise SubmitRejected(f"{what} contains a line break")
+
+
+def check_request(request: SubmitRequest, *, path_forbidden: str = "") -> None:
+    """Validate what every dialect relies on. `path_forbidden`: characters the scheduler
+    reads as syntax in output paths (SGE and PBS take `host:path` and comma lists)."""
+    if not TAG.match(request.tag):
+        raise SubmitRejected(
+            f"job tag {request.tag!r} is not a valid scheduler job name "
+            "(letters, digits, '.', '_', '-'; at most 128)"
+        )
+    check_text("working directory", request.workdir, one_line=True)
+    if not request.workdir.startswith("/") or "/../" in f"{request.workdir}/":
+        raise SubmitRejected(f"working directory {request.workdir!r} is not an absolute path")
+    bad = sorted({c for c in request.workdir if c in path_forbidden})
+    if bad:
+        raise SubmitRejected(
+            f"working directory {request.workdir!r} contains {' '.join(bad)}, which this "
+            "scheduler reads as syntax in output paths"
+        )
+    if (request.argv is None) == (request.script is None):
+        raise SubmitRejected("a job needs exactly one of argv or script")
+    if request.argv is not None:
+        if not request.argv or not request.argv[0]:
+            raise SubmitRejected("argv must name a program")
+        if request.argv[0].startswith("-"):
+            # `exec -x` would be read as an option by some shells (dash has no `--`).
+            raise SubmitRejected(f"program name {request.argv[0]!r} must not start with '-'")
+        for arg in request.argv:
+            check_text("argument", arg)
+    if request.script is not None:
+        check_text("script", request.script)
+    for name, value in request.env.items():
+        if not ENV_NAME.match(name):
+            raise SubmitRejected(f"environment variable name {name!r} is not valid")
+        check_text(f"environment variable {name}", value)
+    res = request.resources
+    if res.walltime_seconds <= 0:
+        raise SubmitRejected("walltime must be positive")
+    if res.nodes < 1 or res.ranks < 1 or res.threads_per_rank < 1:
+        raise SubmitRejected("nodes, ranks and threads per rank must be at least 1")
+    if res.ranks_per_node is not None and res.ranks_per_node < 1:
+        raise SubmitRejected("ranks per node must be at least 1")
+    if res.memory_mb is not None and res.memory_mb < 1:
+        raise SubmitRejected("memory must be at least 1 MB")
+    for what, chosen in (("partition", request.partition), ("account", request.account)):
+        if chosen is not None:
+            check_text(what, chosen, one_line=True)
+            if not chosen or chosen.startswith("-"):
+                raise SubmitRejected(f"{what} {chosen!r} is not valid")
+
+
+def hms(seconds: int) -> str:
+    """`H:MM:SS` with as many hours as needed (SGE h_rt, PBS walltime)."""
+    minutes, secs = divmod(max(seconds, 0), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def ceil_minutes(seconds: int) -> int:
+    """Whole minutes, rounded up (LSF -W; a job never gets less than it asked for)."""
+    return max(1, -(-seconds // 60))
+
+
+def ranks_per_node(res: Resources) -> int:
+    """Ranks on the busiest node."""
+    if res.ranks_per_node is not None:
+        return res.ranks_per_node
+    return -(-res.ranks // res.nodes)
+
+
+def quote_argv(argv: Sequence[str]) -> str:
+    """One shell command line whose words are exactly `argv`."""
+    return " ".join(shlex.quote(arg) for arg in argv)
+
+
+# Words a scheduler's directive parser reads as they are (no quoting rules to rely on).
+_PLAIN_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./\[\]-]+$")
+
+
+def directive_lines(prefix: str, options: Sequence[Sequence[str]]) -> list[str]:
+    """The options as directive lines (`#SBATCH --x=y`), so the script says what the job
+    asked for. An option with a word that would need quoting is left out: directive
+    parsers differ on quotes, and every option is also given on the command line."""
+    return [" ".join([prefix, *option]) for option in options
+            if all(_PLAIN_WORD.match(word) for word in option)]
+
+
+def user_directives(script: str | None, prefix: str) -> list[str]:
+    """The user's own directive lines, from the leading comment block of their script.
+
+    Schedulers stop reading directives at the first command, so only that block counts.
+    The lines start with `#`: to the shell they stay comments.
+    """
+    if not script:
+        return []
+    found = []
+    for number, line in enumerate(script.splitlines()):
+        stripped = line.strip()
+        if number == 0 and stripped.startswith("#!"):
+            continue
+        if stripped and not stripped.startswith("#"):
+            break
+        if stripped.startswith(prefix) and (len(stripped) == len(prefix) or
+                                             stripped[len(prefix)].isspace()):
+            found.append(stripped)
+    return found
+
+
+def program_argv(request: SubmitRequest, layout: JobLayout, shell: str) -> list[str]:
+    """The user's argv, or their stored script (run by `shell` unless it starts with `#!`)."""
+    if request.script is not None:
+        if request.script.startswith("#!"):
+            return [layout.user_script]
+        return [shell, layout.user_script]
+    return list(request.argv or [])
+
+
+def _flavor(request: SubmitRequest, config: DialectConfig) -> MpiFlavor | None:
+    flavor = config.flavor(request.mpi.flavor)
+    if flavor is None and request.mpi.flavor is not None:
+        offered = ", ".join(f.name for f in config.mpi_flavors) or "none"
+        raise SubmitRejected(
+            f"MPI flavor {request.mpi.flavor!r} is not available at this site (offered: {offered})"
+        )
+    return flavor
+
+
+def mpi_launch(
+    request: SubmitRequest, config: DialectConfig, *, srun: str | None = None
+) -> tuple[list[str], list[str]]:
+    """The launcher words before the program, and the flavor's setup lines.
+
+    `srun` is the Slurm binary; other schedulers pass None and `srun` jobs are refused.
+    """
+    launcher = request.mpi.launcher
+    res = request.resources
+    if launcher == "none":
+        return [], []
+    flavor = _flavor(request, config)
+    setup = list(flavor.setup) if flavor else []
+    if launcher == "mpirun":
+        words = list(flavor.mpirun) if flavor else ["mpirun"]
+        words += ["-n", str(res.ranks)]
+        if res.ranks_per_node is not None and flavor and flavor.ranks_per_node_args:
+            words += [a.replace("{n}", str(res.ranks_per_node)) for a in flavor.ranks_per_node_args]
+        return words, setup
+    if launcher == "srun":
+        if srun is None:
+            raise SubmitRejected(
+                "mpi.launcher 'srun' needs a Slurm site; use 'mpirun' with this scheduler"
+            )
+        words = [srun]
+        if flavor and flavor.srun_mpi:
+            words.append(f"--mpi={flavor.srun_mpi}")
+        if res.threads_per_rank > 1:
+            # srun no longer inherits --cpus-per-task from the allocation (Slurm 22.05).
+            words.append(f"--cpus-per-task={res.threads_per_rank}")
+        return words, setup
+    raise SubmitRejected(f"unknown MPI launcher {launcher!r}")
+
+
+def render(
+    request: SubmitRequest,
+    layout: JobLayout,
+    config: DialectConfig,
+    *,
+    directives: Sequence[str],
+    directive_prefix: str,
+    launch: Sequence[str] = (),
+    launch_setup: Sequence[str] = (),
+) -> str:
+    """The whole batch script (see the module docstring for its shape)."""
+    lines = [f"#!{config.shell}", *directives]
+    lines += user_directives(request.script, directive_prefix)
+    lines.append(f"# gridgate job {request.tag}: values from the request below are quoted data.")
+    env = {
+        "OMP_NUM_THREADS": str(request.resources.threads_per_rank),
+        **dict(request.env),
+        "GRIDGATE_JOB_TAG": request.tag,
+        "GRIDGATE_WORKDIR": layout.workdir,
+    }
+    lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
+    lines += list(config.setup)
+    lines += list(launch_setup)
+    lines.append(f"cd {shlex.quote(layout.workdir)} || exit 1")
+    program = program_argv(request, layout, config.shell)
+    lines.append("exec " + quote_argv([*launch, *program]))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,96 @@
+"""The Grid Engine batch script and the qsub options that shape the job. Pure."""
+
+from __future__ import annotations
+
+from adapters.base import SubmitRequest
+from adapters.errors import SubmitRejected
+from adapters.scheduler_script import (
+    check_request,
+    directive_lines,
+    mpi_launch,
+    ranks_per_node,
+    render,
+)
+from adapters.scheduler_types import DialectConfig, JobLayout
+
+PREFIX = "#$"
+# qsub reads `host:path` and comma lists in -o/-e/-wd values.
+PATH_SYNTAX = ":,"
+
+
+def slots(request: SubmitRequest) -> int:
+    """Grid Engine slots: one per core, ranks times threads."""
+    return request.resources.ranks * request.resources.threads_per_rank
+
+
+def job_options(
+    request: SubmitRequest,
+    layout: JobLayout,
+    config: DialectConfig,
+    *,
+    parallel_environment: str | None,
+    memory_resource: str | None,
+    verify: str | None,
+) -> list[list[str]]:
+    """qsub options the gateway decides, one option and its values per item. On the command
+    line they override `#$` lines of a user script (sge_submit(1): the command line is
+    processed last)."""
+    check_request(request, path_forbidden=PATH_SYNTAX)
+    res = request.resources
+    options = [
+        ["-N", request.tag],
+        ["-wd", layout.workdir],
+        ["-o", layout.stdout],
+        ["-e", layout.stderr],
+        ["-j", "n"],
+        ["-S", config.shell],
+        # Seconds, not H:MM:SS: qacct's category field keeps it readable (accounting(5) is
+        # colon separated).
+        ["-l", f"h_rt={res.walltime_seconds}"],
+    ]
+    if verify:
+        # "e": refuse at submission a job that could not run even in an empty cluster,
+        # instead of letting it wait forever.
+        options.append(["-w", verify])
+    queue = request.partition or config.default_queue
+    if queue:
+        options.append(["-q", queue])
+    account = request.account or config.default_account
+    if account:
+        options.append(["-A", account])
+    total = slots(request)
+    if total > 1 or res.nodes > 1:
+        if not parallel_environment:
+            raise SubmitRejected(
+                f"this Grid Engine site has no parallel environment for a job of {total} "
+                f"slots on {res.nodes} node(s)"
+            )
+        options.append(["-pe", parallel_environment, str(total)])
+    if res.memory_mb is not None and memory_resource:
+        # Consumables are per slot.
+        per_node = ranks_per_node(res) * res.threads_per_rank
+        options.append(["-l", f"{memory_resource}={-(-res.memory_mb // per_node)}M"])
+    return options
+
+
+def render_script(
+    request: SubmitRequest,
+    layout: JobLayout,
+    config: DialectConfig,
+    *,
+    parallel_environment: str | None,
+    memory_resource: str | None,
+    verify: str | None,
+) -> str:
+    options = job_options(
+        request, layout, config, parallel_environment=parallel_environment,
+        memory_resource=memory_resource, verify=verify,
+    )
+    launch, setup = mpi_launch(request, config)
+    return render(
+        request, layout, config,
+        directives=directive_lines(PREFIX, options),
+        directive_prefix=PREFIX,
+        launch=launch,
+        launch_setup=setup,
+    )

@@ -1,0 +1,85 @@
+"""qstat -xml -u '*': pending and running jobs of all users, one call for every job. Pure.
+
+Format: Son of Grid Engine 8.1.9, source/clients/qstat/qstat_xml.c: a `job_info` root
+holding `queue_info` (running jobs) and `job_info` (pending jobs), each with `job_list`
+elements carrying JB_job_number, JB_name, JB_owner, state, JAT_start_time (running) or
+JB_submission_time (pending), queue_name and slots. Times are the qmaster's local time
+as `%Y-%m-%dT%H:%M:%S` (sge_ctimeXML). A finished job is not listed: qacct knows it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from xml.etree.ElementTree import Element
+
+from defusedxml import ElementTree
+from defusedxml.common import DefusedXmlException
+
+from adapters.base import JobStatus
+from adapters.errors import SiteUnavailable
+from adapters.scheduler_text import query_failed, text, timestamp
+from adapters.sge.commands import SgeCommands
+from adapters.sge.states import native_state
+from adapters.transport import CommandResult
+
+JOB_ID = re.compile(r"^\d+$")
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    native_id: str
+    name: str
+    owner: str
+    state: str
+    started_at: datetime | None
+
+
+def status_command(commands: SgeCommands) -> tuple[str, ...]:
+    # '*' is an argument, never a glob: argv elements are quoted on the site.
+    return (commands.qstat, "-xml", "-u", "*")
+
+
+def _child(element: Element, tag: str) -> str:
+    found = element.find(tag)
+    return (found.text or "").strip() if found is not None else ""
+
+
+def parse_jobs(result: CommandResult, tz: tzinfo) -> list[QueuedJob]:
+    """Every job qstat listed, running and pending."""
+    if result.exit_status != 0:
+        raise query_failed(result)
+    try:
+        root = ElementTree.fromstring(result.stdout)
+    except (ElementTree.ParseError, DefusedXmlException) as exc:
+        raise SiteUnavailable(f"qstat -xml printed unreadable XML ({exc}): "
+                              f"{text(result.stdout)[:200]!r}") from exc
+    jobs = []
+    for item in root.iter("job_list"):
+        native_id = _child(item, "JB_job_number")
+        if not JOB_ID.match(native_id):
+            continue
+        jobs.append(QueuedJob(
+            native_id=native_id,
+            name=_child(item, "JB_name"),
+            owner=_child(item, "JB_owner"),
+            state=_child(item, "state"),
+            started_at=timestamp(_child(item, "JAT_start_time"), tz),
+        ))
+    return jobs
+
+
+def parse_status(
+    result: CommandResult, native_ids: Sequence[str], tz: tzinfo
+) -> dict[str, JobStatus]:
+    wanted = set(native_ids)
+    found: dict[str, JobStatus] = {}
+    for job in parse_jobs(result, tz):
+        if job.native_id in wanted:
+            state, reason = native_state(job.state)
+            found[job.native_id] = JobStatus(
+                job.native_id, state, job.state, reason, started_at=job.started_at
+            )
+    return found

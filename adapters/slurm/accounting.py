@@ -1,0 +1,83 @@
+"""sacct: how jobs ended, from slurmdbd. Pure.
+
+`sacct -P` text, not `--json`: 22.05's JSON reports wrong exit codes (TESTBED-NOTES,
+gotcha 5). `-X` keeps the allocation line only: its ExitCode is the batch script's.
+With `--jobs` the time window starts at the Epoch (sacct(1), DEFAULT TIME WINDOW); a
+lookup by name needs an explicit `--starttime`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import tzinfo
+
+from adapters.base import JobStatus, NativeState
+from adapters.scheduler_text import integer, lines, no_value, query_failed, signal_exit, timestamp
+from adapters.slurm.commands import SlurmCommands
+from adapters.slurm.states import native_state
+from adapters.slurm.status import valid_ids
+from adapters.transport import CommandResult
+
+FIELDS = "JobID,State,ExitCode,Start,End,Reason,JobName"
+_COLUMNS = FIELDS.count(",") + 1
+
+
+def accounting_command(commands: SlurmCommands, native_ids: Sequence[str]) -> tuple[str, ...]:
+    ids = valid_ids(native_ids) or ["0"]
+    return commands.with_epoch_times(
+        commands.sacct, "--parsable2", "--noheader", "--allocations", "--allusers",
+        f"--jobs={','.join(ids)}", f"--format={FIELDS}",
+    )
+
+
+def find_command(commands: SlurmCommands, tag: str, lookback_days: int) -> tuple[str, ...]:
+    """Jobs of any user named `tag` that were active in the last `lookback_days` days."""
+    return commands.with_epoch_times(
+        commands.sacct, "--parsable2", "--noheader", "--allocations", "--allusers",
+        f"--name={tag}", f"--starttime=now-{lookback_days}days", f"--format={FIELDS}",
+    )
+
+
+def exit_code(value: str) -> tuple[int | None, int]:
+    """sacct's `code:signal` as a shell exit code (128 + signal when killed), and the signal."""
+    code, _, sig = value.partition(":")
+    number, signal = integer(code), integer(sig) or 0
+    if signal:
+        return signal_exit(signal), signal
+    return number, 0
+
+
+def row_status(fields: list[str], tz: tzinfo) -> JobStatus:
+    native_id, raw_state, exit_field, start, end, reason = fields[:6]
+    state, final_reason = native_state(raw_state)
+    code, signal = exit_code(exit_field)
+    if state is NativeState.QUEUED:
+        why = None if no_value(reason) else reason
+    elif state is NativeState.FAILED and final_reason == "NonZeroExitCode" and signal:
+        why = f"killed by signal {signal}"
+    else:
+        why = final_reason if state.is_final else None
+    if state is not NativeState.COMPLETED and code == 0 and not signal:
+        # Cancelled or timed-out allocations show 0:0 (seen on the testbed): no exit status.
+        code = None
+    return JobStatus(
+        native_id=native_id,
+        state=state,
+        raw_state=raw_state,
+        reason=why,
+        exit_code=code if state.is_final else None,
+        started_at=timestamp(start, tz),
+        ended_at=timestamp(end, tz) if state.is_final else None,
+    )
+
+
+def parse_accounting(result: CommandResult, tz: tzinfo) -> dict[str, JobStatus]:
+    """One status per job id sacct printed (the last line wins for a requeued job)."""
+    if result.exit_status != 0:
+        raise query_failed(result)
+    found: dict[str, JobStatus] = {}
+    for line in lines(result.stdout):
+        fields = line.split("|", _COLUMNS - 1)
+        if len(fields) == _COLUMNS:
+            found[fields[0]] = row_status(fields, tz)
+    return found

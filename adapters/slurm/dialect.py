@@ -1,0 +1,112 @@
+"""`SlurmDialect`: the Slurm commands as a `SchedulerDialect` (see adapters.scheduler_types)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from adapters.base import JobStatus, SubmitRequest
+from adapters.scheduler_text import choose_job, lines, query_failed
+from adapters.scheduler_types import (
+    DialectConfig,
+    JobLayout,
+    QueueInfo,
+    StartEstimate,
+    SubmitCommand,
+)
+from adapters.slurm import accounting, cancel, queues, status, submit
+from adapters.slurm.commands import SlurmCommands
+from adapters.slurm.script import render_script
+from adapters.slurm.states import native_state
+from adapters.transport import CommandResult
+
+if TYPE_CHECKING:
+    from adapters.scheduler_types import SchedulerDialect
+
+
+class SlurmDialect:
+    """Slurm through sbatch, squeue, sacct, scancel and sinfo.
+
+    `tag_lookback_days`: how far back sacct searches for a job by its tag (crash recovery
+    looks for jobs submitted minutes ago; a few days is plenty).
+    """
+
+    kind = "slurm"
+    # squeue's final states carry no exit code: sacct decides how a job ended.
+    status_reports_final = False
+
+    def __init__(
+        self,
+        config: DialectConfig = DialectConfig(),
+        commands: SlurmCommands = SlurmCommands(),
+        *,
+        tag_lookback_days: int = 7,
+    ) -> None:
+        self.config = config
+        self.commands = commands
+        self.tag_lookback_days = tag_lookback_days
+
+    def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
+        return render_script(request, layout, self.config, srun=self.commands.srun)
+
+    def submit_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand:
+        return submit.submit_command(self.commands, request, layout, self.config)
+
+    def parse_submit(self, result: CommandResult) -> str:
+        return submit.parse_submit(result)
+
+    def status_command(self, native_ids: Sequence[str]) -> tuple[str, ...]:
+        return status.status_command(self.commands, native_ids)
+
+    def parse_status(
+        self, result: CommandResult, native_ids: Sequence[str]
+    ) -> dict[str, JobStatus]:
+        return status.parse_status(result, native_ids, self.config.timezone)
+
+    def accounting_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
+        ids = status.valid_ids(native_ids)
+        return [accounting.accounting_command(self.commands, ids)] if ids else []
+
+    def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
+        return accounting.parse_accounting(result, self.config.timezone)
+
+    def cancel_command(self, native_id: str) -> tuple[str, ...]:
+        return cancel.cancel_command(self.commands, native_id)
+
+    def parse_cancel(self, result: CommandResult, native_id: str) -> None:
+        cancel.parse_cancel(result, native_id)
+
+    def find_commands(self, tag: str) -> list[tuple[str, ...]]:
+        return [
+            status.find_command(self.commands, tag),
+            accounting.find_command(self.commands, tag, self.tag_lookback_days),
+        ]
+
+    def parse_find(self, result: CommandResult, tag: str) -> str | None:
+        """Both lookups print the id first, the state second and the name last."""
+        if result.exit_status != 0:
+            raise query_failed(result)
+        found = []
+        for line in lines(result.stdout):
+            fields = line.split("|")
+            if len(fields) >= 3 and fields[-1] == tag and status.JOB_ID.match(fields[0]):
+                state, _ = native_state(fields[1])
+                found.append((fields[0], state.is_final))
+        return choose_job(found)
+
+    def queues_command(self) -> tuple[str, ...]:
+        return queues.queues_command(self.commands)
+
+    def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
+        return queues.parse_queues(result)
+
+    def estimate_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand:
+        return submit.estimate_command(self.commands, request, layout, self.config)
+
+    def parse_estimate(self, result: CommandResult) -> StartEstimate | None:
+        return submit.parse_estimate(result, self.config)
+
+
+if TYPE_CHECKING:
+    def _conforms(dialect: SlurmDialect) -> SchedulerDialect:
+        return dialect

@@ -1,0 +1,63 @@
+"""The Slurm batch script and the sbatch options that shape the job. Pure."""
+
+from __future__ import annotations
+
+from adapters.base import SubmitRequest
+from adapters.scheduler_script import check_request, directive_lines, mpi_launch, render
+from adapters.scheduler_types import DialectConfig, JobLayout
+
+PREFIX = "#SBATCH"
+
+
+def slurm_time(seconds: int) -> str:
+    """sbatch --time as `D-HH:MM:SS` (Slurm rounds seconds up to whole minutes)."""
+    minutes, secs = divmod(max(seconds, 1), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+
+
+def job_options(request: SubmitRequest, layout: JobLayout, config: DialectConfig) -> list[str]:
+    """The options the gateway decides. Given on the sbatch command line, where they
+    override any `#SBATCH` line of a user script; `--opt=value` so no value reads as an option.
+    """
+    check_request(request)
+    res = request.resources
+    options = [
+        f"--job-name={request.tag}",
+        f"--comment={request.tag}",
+        f"--chdir={layout.workdir}",
+        f"--output={layout.stdout}",
+        f"--error={layout.stderr}",
+        f"--time={slurm_time(res.walltime_seconds)}",
+        f"--nodes={res.nodes}",
+        f"--ntasks={res.ranks}",
+    ]
+    if res.ranks_per_node is not None:
+        options.append(f"--ntasks-per-node={res.ranks_per_node}")
+    options.append(f"--cpus-per-task={res.threads_per_rank}")
+    if res.memory_mb is not None:
+        options.append(f"--mem={res.memory_mb}M")
+    partition = request.partition or config.default_queue
+    if partition:
+        options.append(f"--partition={partition}")
+    account = request.account or config.default_account
+    if account:
+        options.append(f"--account={account}")
+    return options
+
+
+def render_script(
+    request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, srun: str
+) -> str:
+    """The batch script: the same options as directives (a self-describing script), the
+    user's own #SBATCH lines, then environment, cd and the launch."""
+    options = job_options(request, layout, config)
+    launch, setup = mpi_launch(request, config, srun=srun)
+    return render(
+        request, layout, config,
+        directives=directive_lines(PREFIX, [[option] for option in options]),
+        directive_prefix=PREFIX,
+        launch=launch,
+        launch_setup=setup,
+    )

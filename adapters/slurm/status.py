@@ -1,0 +1,78 @@
+"""squeue: the state of jobs slurmctld still holds, many ids in one call. Pure.
+
+Format `%i|%T|%r|%S|%j` (id, extended state, reason, start time, name; the name last
+so a `|` in it cannot shift the other fields). `--states=all` also lists jobs that just
+ended; their final word still comes from sacct (see `adapters.scheduler`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import tzinfo
+
+from adapters.base import JobStatus, NativeState
+from adapters.scheduler_text import lines, no_value, query_failed, text, timestamp
+from adapters.slurm.commands import SlurmCommands
+from adapters.slurm.states import native_state
+from adapters.transport import CommandResult
+
+FORMAT = "%i|%T|%r|%S|%j"
+# Job ids as squeue and sacct print them (plain, array task `7_3`, het component `7+1`).
+JOB_ID = re.compile(r"^\d+(?:_\d+|\+\d+)?$")
+# squeue -j with one id Slurm no longer knows fails instead of printing nothing (22.05).
+_PURGED = "Invalid job id specified"
+
+
+def valid_ids(native_ids: Sequence[str]) -> list[str]:
+    """Only ids Slurm could have issued: anything else is never put on a command line."""
+    return [i for i in native_ids if JOB_ID.match(i)]
+
+
+def status_command(commands: SlurmCommands, native_ids: Sequence[str]) -> tuple[str, ...]:
+    ids = valid_ids(native_ids) or ["0"]
+    return commands.with_epoch_times(
+        commands.squeue, "--noheader", "--states=all", f"--jobs={','.join(ids)}",
+        f"--format={FORMAT}",
+    )
+
+
+def find_command(commands: SlurmCommands, tag: str) -> tuple[str, ...]:
+    """Jobs slurmctld holds with this name, of any user and state."""
+    return commands.with_epoch_times(
+        commands.squeue, "--noheader", "--states=all", f"--name={tag}", f"--format={FORMAT}",
+    )
+
+
+def row_status(fields: list[str], tz: tzinfo) -> JobStatus:
+    native_id, raw_state, reason, start = fields[0], fields[1], fields[2], fields[3]
+    state, final_reason = native_state(raw_state)
+    started = None
+    if state is not NativeState.QUEUED:
+        # For a pending job %S is the expected start, not a start.
+        started = timestamp(start, tz)
+    if state is NativeState.QUEUED:
+        why = None if no_value(reason) else reason
+    elif state.is_final:
+        why = final_reason
+    else:
+        why = None
+    exit_code = 0 if state is NativeState.COMPLETED else None
+    return JobStatus(native_id, state, raw_state, why, exit_code, started)
+
+
+def parse_status(
+    result: CommandResult, native_ids: Sequence[str], tz: tzinfo
+) -> dict[str, JobStatus]:
+    """Statuses of the requested ids squeue listed."""
+    if result.exit_status != 0:
+        if _PURGED in text(result.stderr):
+            return {}
+        raise query_failed(result)
+    wanted = set(native_ids)
+    found: dict[str, JobStatus] = {}
+    for line in lines(result.stdout):
+        fields = line.split("|", 4)
+        if len(fields) == 5 and fields[0] in wanted:
+            found[fields[0]] = row_status(fields, tz)
+    return found
