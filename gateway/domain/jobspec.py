@@ -132,6 +132,8 @@ class JobSpec(Strict):
     resources: Resources = Resources()
     mpi: Mpi = Mpi()
     site: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")] = "auto"
+    partition: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] | None = (
+        Field(default=None, description="Partition (Slurm) or queue; default: the site's."))
     labels: Annotated[dict[str, Annotated[str, Field(max_length=255)]], Field(max_length=64)] = {}
 
     @field_validator("name", "executable")

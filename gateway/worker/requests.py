@@ -24,4 +24,5 @@ def build_submit_request(spec: JobSpec, tag: str, workdir: str) -> SubmitRequest
             walltime_seconds=res.walltime,
         ),
         mpi=MpiRequest(launcher=spec.mpi.launcher.value, flavor=spec.mpi.flavor),
+        partition=spec.partition,
     )
