@@ -1,6 +1,7 @@
 """qacct -j: the accounting record of a finished job. Pure.
 
-Format (qacct(1) with -j; seen from Debian's gridengine 8.1.9 qacct): records separated by
+Format (qacct(1) with -j, and -m for master tasks only; seen from Debian's gridengine
+8.1.9 qacct and on the testbed): records separated by
 a line of `=`, one `key value` per line (qname, hostname, owner, jobname, jobnumber,
 qsub_time, start_time, end_time, granted_pe, slots, failed, exit_status, ru_wallclock,
 ..., category). `failed` is "N : description" (sge_status(5)), exit_status follows shell
@@ -26,12 +27,15 @@ _H_RT = re.compile(r"(?:^|[\s,])h_rt=([^\s,]+)")
 
 
 def accounting_command(commands: SgeCommands, native_id: str) -> tuple[str, ...]:
-    return (commands.qacct, "-j", native_id)
+    """`-m`: master tasks only. A PE whose accounting_summary is false also writes one record
+    per slave task, and a slave's record (often the last to end) would hide the job's own
+    exit status (seen with Debian's 8.1.9 qacct)."""
+    return (commands.qacct, "-m", "-j", native_id)
 
 
 def find_command(commands: SgeCommands, tag: str) -> tuple[str, ...]:
     """qacct -j also takes a job name."""
-    return (commands.qacct, "-j", tag)
+    return (commands.qacct, "-m", "-j", tag)
 
 
 def parse_records(result: CommandResult) -> list[dict[str, str]]:

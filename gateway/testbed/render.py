@@ -130,6 +130,8 @@ JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 # Slurm otherwise waits ~3 s before starting a batch job.
 SchedulerParameters=batch_sched_delay=0
+# Refuse at submission a job no partition could ever run (else it pends forever).
+EnforcePartLimits=ALL
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides

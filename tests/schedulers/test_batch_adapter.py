@@ -197,7 +197,7 @@ def test_pending_job_cancelled_then_vanished_is_cancelled() -> None:
     adapter = sge(t)
     adapter.cancel("12")
     t.expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
-    t.expect(("qacct", "-j", "12"), load("sge", "real_qacct_deleted_pending.txt"))
+    t.expect(("qacct", "-m", "-j", "12"), load("sge", "real_qacct_deleted_pending.txt"))
     status = adapter.status(["12"])["12"]
     assert (status.state, status.reason) == (NativeState.CANCELLED, VANISHED_AFTER_CANCEL)
     t.assert_done()
@@ -208,13 +208,13 @@ def test_no_conclusion_from_absence_while_accounting_is_down() -> None:
     adapter = sge(t)
     adapter.cancel("12")
     t.expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
-    t.expect(("qacct", "-j", "12"), Recording(2, b"", b"error: can't open accounting file\n"))
+    t.expect(("qacct", "-m", "-j", "12"), Recording(2, b"", b"error: can't open accounting file\n"))
     assert adapter.status(["12"]) == {}
 
 
 def test_a_vanished_job_nobody_cancelled_stays_unanswered() -> None:
     t = ReplayTransport().expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
-    t.expect(("qacct", "-j", "12"), load("sge", "real_qacct_deleted_pending.txt"))
+    t.expect(("qacct", "-m", "-j", "12"), load("sge", "real_qacct_deleted_pending.txt"))
     assert sge(t).status(["12"]) == {}
 
 
@@ -226,7 +226,7 @@ def test_cancel_marker_survives_a_gateway_restart() -> None:
     assert "/scratch/gw/.gridgate/cancel-12" in t.files
     # A new adapter (a restarted gateway) knows nothing in memory, but finds the marker.
     t.expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
-    t.expect(("qacct", "-j", "12"), load("sge", "real_qacct_deleted_pending.txt"))
+    t.expect(("qacct", "-m", "-j", "12"), load("sge", "real_qacct_deleted_pending.txt"))
     restarted = sge(t, state_dir="/scratch/gw/.gridgate")
     assert restarted.status(["12"])["12"].state is NativeState.CANCELLED
     t.assert_done()
@@ -234,7 +234,7 @@ def test_cancel_marker_survives_a_gateway_restart() -> None:
 
 def test_running_job_killed_after_our_cancel_is_cancelled_else_failed() -> None:
     t = ReplayTransport().expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
-    t.expect(("qacct", "-j", "10"), load("sge", "real_qacct_qdel_running.txt"))
+    t.expect(("qacct", "-m", "-j", "10"), load("sge", "real_qacct_qdel_running.txt"))
     killed = sge(t).status(["10"])["10"]
     assert (killed.state, killed.reason) == (NativeState.FAILED, "killed by signal 9")
 
@@ -242,7 +242,7 @@ def test_running_job_killed_after_our_cancel_is_cancelled_else_failed() -> None:
     adapter = sge(t)
     adapter.cancel("10")
     t.expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
-    t.expect(("qacct", "-j", "10"), load("sge", "real_qacct_qdel_running.txt"))
+    t.expect(("qacct", "-m", "-j", "10"), load("sge", "real_qacct_qdel_running.txt"))
     cancelled = adapter.status(["10"])["10"]
     assert (cancelled.state, cancelled.exit_code) == (NativeState.CANCELLED, 137)
     assert cancelled.reason == "cancelled (killed by signal 9)"
@@ -253,7 +253,7 @@ def test_a_timeout_stays_a_timeout_even_after_a_cancel() -> None:
     adapter = sge(t)
     adapter.cancel("11")
     t.expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
-    t.expect(("qacct", "-j", "11"), load("sge", "real_qacct_h_rt.txt"))
+    t.expect(("qacct", "-m", "-j", "11"), load("sge", "real_qacct_h_rt.txt"))
     assert adapter.status(["11"])["11"].reason == "TIMEOUT"
 
 
@@ -265,7 +265,7 @@ def test_sge_submit_status_flow() -> None:
     adapter = sge(t)
     assert adapter.submit(req) == "8"
     # 8 left the queue between the two calls: it is not in this listing, qacct decides.
-    t.expect(("qacct", "-j", "8"), load("sge", "real_qacct_completed.txt"))
+    t.expect(("qacct", "-m", "-j", "8"), load("sge", "real_qacct_completed.txt"))
     found = adapter.status(["8", "10", "12"])
     assert found["8"].state is NativeState.COMPLETED
     assert (found["10"].state, found["12"].state) == (NativeState.RUNNING, NativeState.QUEUED)

@@ -5,7 +5,8 @@ Fixtures (fixtures/sge/): `real_*` were recorded from the testbed's Grid Engine 
 8.1.9 `qacct -j` reading accounting records built per accounting(5) (cases the testbed run
 did not produce); the others are derived from Son of Grid Engine's qstat_xml.c, the
 message formats in the 8.1.9 binaries, qstat(1), sge_status(5) and TESTBED-NOTES.md. Each
-file's header says which.
+file's header says which. (The real qacct answers were recorded before the dialect added
+`-m`, which prints the same for a job with a single record.)
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def test_every_documented_state_is_mapped() -> None:
 
 def test_qacct_one_command_per_job() -> None:
     assert dialect().accounting_commands(["7", "8", "x"]) == [
-        ("qacct", "-j", "7"), ("qacct", "-j", "8")]
+        ("qacct", "-m", "-j", "7"), ("qacct", "-m", "-j", "8")]
 
 
 def test_qacct_completed_failed_and_killed() -> None:
@@ -170,7 +171,7 @@ def test_find_by_tag_in_queue_then_accounting() -> None:
     d = dialect()
     name = "gw-rec20540-0000-4000-8000-000000000001"
     qstat, qacct = d.find_commands(name)
-    assert qacct == ("qacct", "-j", name)
+    assert qacct == ("qacct", "-m", "-j", name)
     assert d.parse_find(result("sge", "qstat_xml.txt", qstat), TAG) == "7"
     assert d.parse_find(result("sge", "qstat_xml.txt", qstat), "gw-none") is None
     assert d.parse_find(result("sge", "real_qacct_by_name.txt", qacct), name) == "8"
