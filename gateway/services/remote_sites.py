@@ -74,6 +74,22 @@ def _target(config: SiteConfig, account: Account, settings: Settings) -> SshTarg
                      connect_timeout=ssh.connect_timeout_seconds)
 
 
+def build_adapter(config: SiteConfig, settings: Settings, pool: SshTransportPool,
+                  account: Account) -> BatchAdapter:
+    """A BatchAdapter speaking `config`'s scheduler as `account`, over a pooled transport.
+
+    Nothing connects yet: the first command opens the connection.
+    """
+    ssh = config.ssh
+    if ssh is None or config.scratch_root is None:
+        raise Invalid(f"Site '{config.name}' has no ssh section or scratch_root: the gateway "
+                      "cannot reach it.", field="ssh")
+    transport = pool.get(_target(config, account, settings))
+    return BatchAdapter(transport, _dialect(config),
+                        command_timeout=ssh.command_timeout_seconds,
+                        state_dir=f"{config.scratch_root.rstrip('/')}/.gridgate")
+
+
 def remote_site(config: SiteConfig, settings: Settings, pool: SshTransportPool) -> SiteEntry:
     """The SiteEntry for a reachable (non-descriptive) remote site config."""
     if config.name == LOCAL_SITE:
@@ -84,13 +100,8 @@ def remote_site(config: SiteConfig, settings: Settings, pool: SshTransportPool) 
     if accounts.mode != AccountMode.COMMUNITY or accounts.community is None:
         raise Invalid(f"Site '{config.name}' uses mapped accounts, which this gateway cannot "
                       "drive yet; use a community account.", field="accounts.mode")
-    ssh = config.ssh
-    assert ssh is not None
-    transport = pool.get(_target(config, accounts.community, settings))
+    adapter = build_adapter(config, settings, pool, accounts.community)
     scratch = config.scratch_root.rstrip("/")
-    adapter = BatchAdapter(transport, _dialect(config),
-                           command_timeout=ssh.command_timeout_seconds,
-                           state_dir=f"{scratch}/.gridgate")
     return SiteEntry(name=config.name, kind=config.scheduler.kind.value,
                      description=config.description, shape=site_shape(config),
                      max_jobs=config.max_concurrent_jobs, adapter=adapter,
