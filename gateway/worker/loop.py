@@ -90,11 +90,15 @@ class Worker:
         busy = False
         for site in self.rt.sites:
             try:
-                busy |= self._submit_claims(site, self._recover_claims(site))
-                busy |= self._submit_claims(site, self._claim_accepted(site))
-                self._send_cancels(site)
-                self._poll(site)
-                self._mark_site(site, "up", None)
+                recovered = self._submit_claims(site, self._recover_claims(site))
+                submitted = self._submit_claims(site, self._claim_accepted(site))
+                busy |= recovered | submitted
+                cancelled = self._send_cancels(site)
+                polled = self._poll(site)
+                # Up only when this cycle reached the site: an idle cycle proves nothing,
+                # and must not clear a final error (a changed host key) it never retried.
+                if recovered or submitted or cancelled or polled:
+                    self._mark_site(site, "up", None)
             except AdapterError as exc:
                 # One site's trouble never stops the cycle for the others. Final errors
                 # (a changed host key, a refused login) keep the site down until fixed.
@@ -180,6 +184,7 @@ class Worker:
                 self._record_rejection(site, claim, exc.message)
                 return
             # Transient errors propagate: the lease stays and a later cycle recovers it.
+            _fault_after_submit()
         self.rt.metrics.submissions.labels(site.name, "submitted").inc()
         now = utcnow()
         with transaction(self.rt.sessions) as session:
@@ -215,7 +220,8 @@ class Worker:
 
     # --- cancels ----------------------------------------------------------------------
 
-    def _send_cancels(self, site: SiteEntry) -> None:
+    def _send_cancels(self, site: SiteEntry) -> bool:
+        """Send the cancels not sent yet; True when there were any."""
         with self.rt.sessions() as session:
             pending = session.execute(
                 select(Attempt.id, Attempt.native_id)
@@ -235,11 +241,14 @@ class Worker:
             with transaction(self.rt.sessions) as session:
                 session.execute(update(Attempt).where(Attempt.id == attempt_id)
                                 .values(cancel_sent_at=utcnow()))
+        return bool(pending)
 
     # --- status -----------------------------------------------------------------------
 
-    def _poll(self, site: SiteEntry) -> None:
-        """One status call for every active attempt of the site; write only what changed."""
+    def _poll(self, site: SiteEntry) -> bool:
+        """One status call for every active attempt of the site; write only what changed.
+
+        True when the site was asked (it had active attempts)."""
         with self.rt.sessions() as session:
             active = session.execute(
                 select(Attempt.id, Attempt.native_id, Attempt.state, Attempt.raw_state)
@@ -247,7 +256,7 @@ class Worker:
                        Attempt.state.in_((JobState.QUEUED.value, JobState.RUNNING.value)))
             ).all()
         if not active:
-            return
+            return False
         statuses = site.adapter.status([row.native_id for row in active if row.native_id])
         self.rt.metrics.status_calls.labels(site.name).inc()
         changed = sorted(
@@ -257,7 +266,7 @@ class Worker:
             != (row.state, row.raw_state)
         )
         if not changed:
-            return
+            return True
         with transaction(self.rt.sessions) as session:
             for attempt_id, status in changed:  # id order: workers lock in the same order
                 attempt = session.get(Attempt, attempt_id, with_for_update=True)
@@ -265,6 +274,7 @@ class Worker:
                 job = session.get(Job, attempt.job_id, with_for_update=True)
                 assert job is not None
                 self._apply(session, job, attempt, status)
+        return True
 
     def _apply(self, session: Session, job: Job, attempt: Attempt, status: JobStatus) -> None:
         if JobState(attempt.state).is_final:
@@ -307,6 +317,16 @@ class Worker:
             session.execute(update(Site).where(Site.name == site.name)
                             .values(status=status, status_reason=reason))
         self._site_status[site.name] = (status, reason)
+
+
+FAULT_AFTER_SUBMIT_ENV = "GRIDGATE_FAULT_AFTER_SUBMIT"
+
+
+def _fault_after_submit() -> None:
+    """Test-only crash point (off unless the env says `exit`): die like `kill -9` after
+    the scheduler took the job and before its id is committed, to prove recovery adopts it."""
+    if os.environ.get(FAULT_AFTER_SUBMIT_ENV) == "exit":
+        os._exit(137)
 
 
 def run_worker(settings: Settings, stop: threading.Event) -> None:
