@@ -38,6 +38,9 @@ VANISHED_AFTER_CANCEL = (
     "cancelled before it ran; the scheduler keeps no record of jobs deleted while pending"
 )
 _MARKER_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+# The exit status of a submit whose job directories could not be created (sbatch, qsub
+# and bsub exit 0, 1 or 2, never this).
+_MKDIR_FAILED = 97
 # A shell's exit code from 128 up means "killed by a signal".
 _SIGNAL_EXIT = 128
 
@@ -82,10 +85,16 @@ class BatchAdapter:
         layout = JobLayout.of(request.workdir)
         # Built first: an invalid request is refused before anything touches the site.
         command = self.dialect.submit_command(request, layout)
-        self._mkdir(layout.workdir, layout.control_dir)
+        argv: Sequence[str] = command.argv
         if request.script is not None:
+            self._mkdir(layout.workdir, layout.control_dir)
             self.transport.put_bytes(request.script.encode(), layout.user_script, mode=0o700)
-        result = self.transport.run(command.argv, stdin=command.stdin, timeout=self.submit_timeout)
+        else:
+            # Nothing to store first: create the directories in the submit's own round trip.
+            argv = _after_mkdir(layout.workdir, layout.control_dir, command.argv)
+        result = self.transport.run(argv, stdin=command.stdin, timeout=self.submit_timeout)
+        if result.exit_status == _MKDIR_FAILED:
+            raise SiteUnavailable(f"cannot create {layout.workdir} on the site: {message(result)}")
         return self.dialect.parse_submit(result)
 
     def estimate_start(self, request: SubmitRequest) -> StartEstimate | None:
@@ -223,6 +232,13 @@ class BatchAdapter:
         result = self._run(["mkdir", "-p", "-m", "700", "--", *paths])
         if result.exit_status != 0:
             raise SiteUnavailable(f"cannot create {' '.join(paths)} on the site: {message(result)}")
+
+
+def _after_mkdir(workdir: str, control_dir: str, argv: Sequence[str]) -> tuple[str, ...]:
+    """argv, run by `sh` once both directories exist (created 0700), else exit
+    _MKDIR_FAILED. Paths and words stay positional parameters, never shell code."""
+    script = f'mkdir -p -m 700 -- "$1" "$2" || exit {_MKDIR_FAILED}; shift 2; exec "$@"'
+    return ("sh", "-c", script, "gridgate-submit", workdir, control_dir, *argv)
 
 
 def _killed(status: JobStatus) -> bool:

@@ -90,6 +90,15 @@ def summary(samples: Sequence[float]) -> dict[str, Any]:
     }
 
 
+def command_name(argv: Sequence[str]) -> str:
+    """What a command runs: `sbatch` for `env VAR=... sbatch`, `mkdir+sbatch` for the
+    adapter's `sh -c 'mkdir ... && exec "$@"' gridgate-submit DIR DIR sbatch ...`."""
+    if "gridgate-submit" in argv[:4]:
+        return "mkdir+" + command_name(argv[argv.index("gridgate-submit") + 3:])
+    words = [w for w in argv if w != "env" and "=" not in w] or list(argv)
+    return words[0].rsplit("/", 1)[-1]
+
+
 class CountingTransport:
     """A Transport that counts the calls it passes on (to see what one poll costs)."""
 
@@ -100,9 +109,7 @@ class CountingTransport:
 
     def run(self, argv: Sequence[str], *, stdin: bytes | None = None,
             timeout: float = 60.0) -> CommandResult:
-        # The dialect prefixes `env VAR=...`: name the command that follows.
-        words = [w for w in argv if w != "env" and "=" not in w] or list(argv)
-        self.runs.append(words[0].rsplit("/", 1)[-1])
+        self.runs.append(command_name(argv))
         return self.inner.run(argv, stdin=stdin, timeout=timeout)
 
     def put_bytes(self, data: bytes, path: str, *, mode: int = 0o600) -> None:

@@ -149,10 +149,12 @@ class ReplyLost:
     def run(self, argv: Sequence[str], *, stdin: bytes | None = None,
             timeout: float = 60.0) -> CommandResult:
         result = self.inner.run(argv, stdin=stdin, timeout=timeout)
-        if os.path.basename(argv[0]) in self.SUBMITTERS:
+        # argv jobs are submitted as `sh -c 'mkdir ...; exec "$@"' ... sbatch ...`.
+        submitter = next((w for w in argv if os.path.basename(w) in self.SUBMITTERS), None)
+        if submitter is not None:
             self.submits += 1
             if self.submits == 1:
-                raise SiteUnavailable(f"`{argv[0]}` timed out; its answer was lost")
+                raise SiteUnavailable(f"`{submitter}` timed out; its answer was lost")
         return result
 
     def put_bytes(self, data: bytes, path: str, *, mode: int = 0o600) -> None:

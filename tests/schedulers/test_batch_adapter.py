@@ -11,6 +11,7 @@ it asks, in which order, and what it concludes.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +23,8 @@ from adapters.scheduler import VANISHED_AFTER_CANCEL, BatchAdapter
 from adapters.scheduler_types import JobLayout
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmDialect
-from adapters.transport import CommandTimeout
+from adapters.slurm.commands import SlurmCommands
+from adapters.transport import CommandTimeout, LocalTransport
 from tests.schedulers.recorded import OK, Recording, ReplayTransport, load
 
 PREFIX = "gw-0b7e4c1a-1111-4c1a-9a3e-0000000000"
@@ -31,6 +33,8 @@ WORKDIR = f"/scratch/gw/{TAG}"
 LAYOUT = JobLayout.of(WORKDIR)
 MKDIR = ("mkdir", "-p", "-m", "700", "--", WORKDIR, f"{WORKDIR}/.gridgate")
 SCRIPT = "#!/bin/sh\n#SBATCH --gres=gpu:1\necho hello\n"
+ONE_TRIP = ("sh", "-c", 'mkdir -p -m 700 -- "$1" "$2" || exit 97; shift 2; exec "$@"',
+            "gridgate-submit")
 
 
 def request(**changes: object) -> SubmitRequest:
@@ -299,9 +303,10 @@ def test_lsf_submit_and_status() -> None:
     req = request(tag=f"{PREFIX}01", workdir=f"/scratch/gw/{PREFIX}01", script=None,
                   argv=["true"])
     layout = JobLayout.of(req.workdir)
-    t = ReplayTransport().expect(("mkdir", "-p", "-m", "700", "--", layout.workdir,
-                                  layout.control_dir))
-    t.expect(d.submit_command(req, layout).argv, load("lsf", "bsub_ok.txt"))
+    # No script to store: the directories are made in the submit's own round trip.
+    t = ReplayTransport().expect(
+        (*ONE_TRIP, layout.workdir, layout.control_dir, *d.submit_command(req, layout).argv),
+        load("lsf", "bsub_ok.txt"))
     t.expect(d.status_command(["2001", "2003"]), load("lsf", "bjobs_jobs.txt"))
     adapter = BatchAdapter(t, d)
     assert adapter.submit(req) == "2001"
@@ -310,3 +315,35 @@ def test_lsf_submit_and_status() -> None:
     assert (found["2001"].state, found["2003"].state) == (NativeState.RUNNING,
                                                           NativeState.COMPLETED)
     t.assert_done()
+
+
+def test_one_trip_submit_runs_in_a_real_shell(tmp_path: Path) -> None:
+    """The mkdir-then-exec wrapper, run by a real `sh`: hostile paths and words stay data."""
+    workdir = tmp_path / "scratch" / "gw-x; touch pwned $(id) 'q"
+    dialect = SlurmDialect(commands=SlurmCommands(sbatch=str(_fake_sbatch(tmp_path))))
+    adapter = BatchAdapter(LocalTransport(), dialect)
+    req = request(workdir=str(workdir), script=None, argv=["echo", "$(id)", "; rm -rf /"])
+    assert adapter.submit(req) == "42"
+    assert workdir.is_dir() and (workdir.stat().st_mode & 0o777) == 0o700
+    assert (workdir / ".gridgate").is_dir()
+    assert not list(tmp_path.glob("**/pwned")) and not Path("pwned").exists()
+    # sbatch saw the batch script on stdin, its options intact.
+    assert f"--chdir={workdir}" in (tmp_path / "sbatch.args").read_text().split("\0")
+    assert b"$(id)" in (tmp_path / "sbatch.stdin").read_bytes()
+
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    with pytest.raises(SiteUnavailable, match=r"cannot create .* on the site: .*Not a directory"):
+        adapter.submit(request(workdir=str(blocked / "job"), script=None, argv=["true"]))
+
+
+def _fake_sbatch(tmp_path: Path) -> Path:
+    """An `sbatch` that records its argv and stdin and prints a job id, as --parsable does."""
+    fake = tmp_path / "sbatch"
+    fake.write_text(f"""#!/bin/sh
+printf '%s\\0' "$@" > {tmp_path}/sbatch.args
+cat > {tmp_path}/sbatch.stdin
+echo 42
+""")
+    fake.chmod(0o755)
+    return fake
