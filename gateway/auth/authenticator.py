@@ -101,6 +101,7 @@ class Authenticator:
                 username=user.username or user.display_name,
                 scopes=token.scopes,
                 roles=frozenset(user.roles or DEFAULT_ROLES),
+                account_name=user.username,
             )
 
     def _user(self, session: Session, token: VerifiedToken) -> User:

@@ -18,6 +18,9 @@ class Principal:
     username: str | None = None
     scopes: frozenset[str] = field(default_factory=frozenset)
     roles: frozenset[str] = field(default_factory=frozenset)
+    # The user row's unique gateway username, nothing else: mapped sites key accounts on
+    # it (`username` above may fall back to a self-chosen display name).
+    account_name: str | None = None
 
     @property
     def display(self) -> str:

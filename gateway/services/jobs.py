@@ -63,12 +63,14 @@ def _resolve_project(conn: Connection, principal: Principal, name: str | None
     return row.id, row.name
 
 
-def _choose_site(session: Session, registry: SiteRegistry, spec: JobSpec) -> str:
+def _choose_site(session: Session, registry: SiteRegistry, spec: JobSpec,
+                 username: str | None) -> str:
     admission = registry.admission(session)
     if spec.site != "auto":
         entry = registry.get(spec.site)
         if not admission.get(entry.name, Admission(False, False)).enabled:
             raise Invalid(f"Site '{entry.name}' is disabled.", field="site")
+        entry.adapter_for(username)  # NoAccount (422) on a mapped site without one
         reason = unfit_reason(spec, entry.shape)
         if reason:
             raise Invalid(f"No site can run this job: {reason}.", field="resources")
@@ -77,6 +79,9 @@ def _choose_site(session: Session, registry: SiteRegistry, spec: JobSpec) -> str
     for entry in registry:
         if not admission.get(entry.name, Admission(False, False)).accepting:
             reasons.append(f"site '{entry.name}' is not accepting jobs")
+            continue
+        if not entry.serves(username):
+            reasons.append(f"site '{entry.name}' has no account for you")
             continue
         reason = unfit_reason(spec, entry.shape)
         if reason is None:
@@ -104,7 +109,7 @@ def submit(
     # ORM's bookkeeping costs more than the statements themselves.
     conn = session.connection()
     project_id, project_name = _resolve_project(conn, principal, spec.project)
-    site = _choose_site(session, registry, spec)
+    site = _choose_site(session, registry, spec, principal.account_name)
     now = utcnow()
     job = {
         "id": str(uuid.uuid4()), "owner_id": principal.user_id, "project_id": project_id,

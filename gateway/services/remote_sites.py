@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
+from adapters.base import Adapter
 from adapters.scheduler import BatchAdapter
 from adapters.scheduler_types import DialectConfig, MpiFlavor, SchedulerDialect
 from adapters.sge.commands import SgeCommands
@@ -78,7 +79,9 @@ def build_adapter(config: SiteConfig, settings: Settings, pool: SshTransportPool
                   account: Account) -> BatchAdapter:
     """A BatchAdapter speaking `config`'s scheduler as `account`, over a pooled transport.
 
-    Nothing connects yet: the first command opens the connection.
+    Nothing connects yet: the first command opens the connection. The gateway's markers
+    live in a directory of the account's own under the scratch root, so accounts of a
+    mapped site never share one.
     """
     ssh = config.ssh
     if ssh is None or config.scratch_root is None:
@@ -87,7 +90,13 @@ def build_adapter(config: SiteConfig, settings: Settings, pool: SshTransportPool
     transport = pool.get(_target(config, account, settings))
     return BatchAdapter(transport, _dialect(config),
                         command_timeout=ssh.command_timeout_seconds,
-                        state_dir=f"{config.scratch_root.rstrip('/')}/.gridgate")
+                        state_dir=_state_dir(config, config.scratch_root, account))
+
+
+def _state_dir(config: SiteConfig, scratch_root: str, account: Account) -> str:
+    community = config.accounts is not None and config.accounts.mode == AccountMode.COMMUNITY
+    name = ".gridgate" if community else f".gridgate-{account.user}"
+    return f"{scratch_root.rstrip('/')}/{name}"
 
 
 def remote_site(config: SiteConfig, settings: Settings, pool: SshTransportPool) -> SiteEntry:
@@ -97,12 +106,19 @@ def remote_site(config: SiteConfig, settings: Settings, pool: SshTransportPool) 
                       "site.", field="name")
     accounts = config.accounts
     assert accounts is not None and config.scratch_root is not None
-    if accounts.mode != AccountMode.COMMUNITY or accounts.community is None:
-        raise Invalid(f"Site '{config.name}' uses mapped accounts, which this gateway cannot "
-                      "drive yet; use a community account.", field="accounts.mode")
-    adapter = build_adapter(config, settings, pool, accounts.community)
-    scratch = config.scratch_root.rstrip("/")
+    mapped: dict[str, Adapter] | None = None
+    if accounts.mode == AccountMode.COMMUNITY:
+        assert accounts.community is not None  # the schema requires it in this mode
+        adapter: Adapter = build_adapter(config, settings, pool, accounts.community)
+    else:
+        # Each mapped user acts through their own account: a job runs under that Unix
+        # uid, and the site's own permissions keep users apart.
+        mapped = {user: build_adapter(config, settings, pool, account)
+                  for user, account in accounts.mapped.items()}
+        adapter = next(iter(mapped.values()))
+    # Job directories sit side by side under the scratch root (sticky and world-writable
+    # on a mapped site), each created 0700 by the account that runs the job.
     return SiteEntry(name=config.name, kind=config.scheduler.kind.value,
                      description=config.description, shape=site_shape(config),
                      max_jobs=config.max_concurrent_jobs, adapter=adapter,
-                     workdir_root=scratch)
+                     workdir_root=config.scratch_root.rstrip("/"), mapped=mapped)

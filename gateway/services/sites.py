@@ -50,12 +50,41 @@ class SiteEntry:
     description: str
     shape: SiteShape
     max_jobs: int
+    # The community account's adapter (or the gateway's own, for the local site); on a
+    # mapped site, the first mapped account's, used only for site-wide questions.
     adapter: Adapter
     workdir_root: str
+    # Mapped sites: gateway username -> the adapter that acts as that user's own account.
+    mapped: Mapping[str, Adapter] | None = None
 
     def workdir(self, tag: str) -> str:
         """The directory an attempt with this tag runs in."""
         return f"{self.workdir_root.rstrip('/')}/{tag}"
+
+    def serves(self, username: str | None) -> bool:
+        """Whether this user's jobs can run here (always, unless the site maps accounts)."""
+        return self.mapped is None or (username is not None and username in self.mapped)
+
+    def adapter_for(self, username: str | None) -> Adapter:
+        """The adapter that runs, follows and reads this user's jobs.
+
+        Raises NoAccount on a mapped site where the user has no account."""
+        if self.mapped is None:
+            return self.adapter
+        adapter = self.mapped.get(username or "")
+        if adapter is None:
+            raise NoAccount(self.name, username)
+        return adapter
+
+
+class NoAccount(Invalid):
+    """A mapped site has no account for this gateway user."""
+
+    def __init__(self, site: str, username: str | None) -> None:
+        who = f"gateway user '{username}'" if username else "users without a gateway username"
+        super().__init__(f"Site '{site}' runs jobs under each user's own account and has none "
+                         f"for {who}; ask the site's administrators to map you, or choose "
+                         "another site.", field="site")
 
 
 def find_mpiexec(configured: str | None) -> str | None:

@@ -22,15 +22,15 @@ from datetime import timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from adapters.base import JobStatus, NativeState
+from adapters.base import Adapter, JobStatus, NativeState
 from adapters.errors import AdapterError, SubmitRejected, UnknownJob
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
-from gateway.db.models import Attempt, Job, Site
+from gateway.db.models import Attempt, Job, Site, User
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState, Reason
 from gateway.runtime import Runtime, build_runtime
-from gateway.services.sites import SiteEntry
+from gateway.services.sites import NoAccount, SiteEntry
 from gateway.services.transitions import advance
 from gateway.settings import Settings
 from gateway.worker.requests import build_submit_request
@@ -58,6 +58,7 @@ class Claim:
     workdir: str
     spec: JobSpec
     recovering: bool
+    owner: str | None  # the owner's gateway username: picks the account on mapped sites
 
 
 class Worker:
@@ -121,15 +122,16 @@ class Worker:
             free = min(site.max_jobs - live, CLAIM_BATCH)
             if free <= 0:
                 return []
-            jobs = session.scalars(
-                select(Job)
+            jobs = session.execute(
+                select(Job, User.username)
+                .join(User, User.id == Job.owner_id)
                 .where(Job.state == JobState.ACCEPTED.value, Job.site_name == site.name)
                 .order_by(Job.created_at, Job.id)
                 .limit(free)
-                .with_for_update(skip_locked=True)
+                .with_for_update(of=Job, skip_locked=True)
             ).all()
             claims = []
-            for job in jobs:
+            for job, owner in jobs:
                 number = 1 + (session.scalar(
                     select(func.max(Attempt.number)).where(Attempt.job_id == job.id)) or 0)
                 tag = f"gw-{job.id}" if number == 1 else f"gw-{job.id}.{number}"
@@ -141,7 +143,8 @@ class Worker:
                         reason=f"preparing job directory at site '{site.name}'")
                 session.flush()
                 claims.append(Claim(attempt.id, job.id, tag, attempt.workdir,
-                                    JobSpec.model_validate(job.spec), recovering=False))
+                                    JobSpec.model_validate(job.spec), recovering=False,
+                                    owner=owner))
             return claims
 
     def _recover_claims(self, site: SiteEntry) -> list[Claim]:
@@ -149,8 +152,9 @@ class Worker:
         now = utcnow()
         with transaction(self.rt.sessions) as session:
             stale = session.execute(
-                select(Attempt, Job)
+                select(Attempt, Job, User.username)
                 .join(Job, Job.id == Attempt.job_id)
+                .join(User, User.id == Job.owner_id)
                 .where(Attempt.site_name == site.name, Attempt.state == SUBMITTING,
                        Attempt.lease_until < now)
                 .order_by(Attempt.id)
@@ -158,10 +162,11 @@ class Worker:
                 .with_for_update(of=Attempt, skip_locked=True)
             ).all()
             claims = []
-            for attempt, job in stale:
+            for attempt, job, owner in stale:
                 attempt.lease_until = now + self.lease
                 claims.append(Claim(attempt.id, job.id, attempt.tag, attempt.workdir,
-                                    JobSpec.model_validate(job.spec), recovering=True))
+                                    JobSpec.model_validate(job.spec), recovering=True,
+                                    owner=owner))
             return claims
 
     def _submit_claims(self, site: SiteEntry, claims: Sequence[Claim]) -> bool:
@@ -170,16 +175,21 @@ class Worker:
         return bool(claims)
 
     def _submit_one(self, site: SiteEntry, claim: Claim) -> None:
+        try:
+            adapter = site.adapter_for(claim.owner)
+        except NoAccount as exc:  # the site's mapping changed since the job was accepted
+            self._record_rejection(site, claim, exc.detail)
+            return
         native_id = None
         if claim.recovering:
             # The earlier submit may have reached the scheduler: adopt, never duplicate.
-            native_id = site.adapter.find_by_tag(claim.tag, claim.workdir)
+            native_id = adapter.find_by_tag(claim.tag, claim.workdir)
             if native_id:
                 log.info("adopted %s as %s at %s", claim.tag, native_id, site.name)
         if native_id is None:
             request = build_submit_request(claim.spec, claim.tag, claim.workdir)
             try:
-                native_id = site.adapter.submit(request)
+                native_id = adapter.submit(request)
             except SubmitRejected as exc:
                 self._record_rejection(site, claim, exc.message)
                 return
@@ -224,16 +234,20 @@ class Worker:
         """Send the cancels not sent yet; True when there were any."""
         with self.rt.sessions() as session:
             pending = session.execute(
-                select(Attempt.id, Attempt.native_id)
+                select(Attempt.id, Attempt.native_id, User.username)
                 .join(Job, Job.id == Attempt.job_id)
+                .join(User, User.id == Job.owner_id)
                 .where(Attempt.site_name == site.name, Job.cancel_requested.is_(True),
                        Attempt.native_id.is_not(None), Attempt.cancel_sent_at.is_(None),
                        Attempt.state.in_(LIVE_ATTEMPT_STATES))
             ).all()
-        for attempt_id, native_id in pending:
+        for attempt_id, native_id, owner in pending:
             assert native_id is not None
             try:
-                site.adapter.cancel(native_id)
+                site.adapter_for(owner).cancel(native_id)
+            except NoAccount as exc:
+                log.error("cannot cancel %s at %s: %s", native_id, site.name, exc.detail)
+                continue
             except UnknownJob:
                 # Gone already; its final state comes from the status poll.
                 log.warning("cancel of %s at %s: the site does not know it", native_id,
@@ -246,19 +260,34 @@ class Worker:
     # --- status -----------------------------------------------------------------------
 
     def _poll(self, site: SiteEntry) -> bool:
-        """One status call for every active attempt of the site; write only what changed.
+        """One status call for every active attempt of the site (one per account on a
+        site that maps accounts); write only what changed.
 
         True when the site was asked (it had active attempts)."""
         with self.rt.sessions() as session:
             active = session.execute(
-                select(Attempt.id, Attempt.native_id, Attempt.state, Attempt.raw_state)
+                select(Attempt.id, Attempt.native_id, Attempt.state, Attempt.raw_state,
+                       User.username)
+                .join(Job, Job.id == Attempt.job_id)
+                .join(User, User.id == Job.owner_id)
                 .where(Attempt.site_name == site.name, Attempt.native_id.is_not(None),
                        Attempt.state.in_((JobState.QUEUED.value, JobState.RUNNING.value)))
             ).all()
         if not active:
             return False
-        statuses = site.adapter.status([row.native_id for row in active if row.native_id])
-        self.rt.metrics.status_calls.labels(site.name).inc()
+        ids_by_adapter: dict[int, tuple[Adapter, list[str]]] = {}
+        for row in active:
+            try:
+                adapter = site.adapter_for(row.username)
+            except NoAccount as exc:
+                log.error("job %s at %s cannot be followed: %s", row.native_id, site.name,
+                          exc.detail)
+                continue
+            ids_by_adapter.setdefault(id(adapter), (adapter, []))[1].append(row.native_id)
+        statuses: dict[str, JobStatus] = {}
+        for adapter, native_ids in ids_by_adapter.values():
+            statuses.update(adapter.status(native_ids))
+            self.rt.metrics.status_calls.labels(site.name).inc()
         changed = sorted(
             (row.id, statuses[row.native_id]) for row in active
             if row.native_id in statuses

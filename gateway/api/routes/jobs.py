@@ -13,7 +13,7 @@ from sqlalchemy import select
 from adapters.base import OutputChunk
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
 from gateway.api.schemas import EventList, EventOut, JobList, JobOut, json_response
-from gateway.db.models import Attempt, Job
+from gateway.db.models import Attempt, Job, User
 from gateway.domain.errors import Invalid, Unavailable
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState
@@ -96,20 +96,23 @@ def job_events(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> Event
     return EventList(items=[EventOut.from_row(row) for row in rows])
 
 
-def _latest_attempt(runtime: Runtime, job_id: str) -> tuple[str, Attempt | None]:
+def _latest_attempt(runtime: Runtime, job_id: str) -> tuple[str, Attempt | None, str | None]:
+    """The job's state, its newest attempt and its owner's gateway username."""
     with runtime.readers() as session:
         job = session.get(Job, job_id)
         assert job is not None
         attempt = session.scalar(select(Attempt).where(Attempt.job_id == job_id)
                                  .order_by(Attempt.number.desc()).limit(1))
-        return job.state, attempt
+        owner = session.scalar(select(User.username).where(User.id == job.owner_id))
+        return job.state, attempt, owner
 
 
-def _read(runtime: Runtime, attempt: Attempt | None, stream: Literal["stdout", "stderr"],
-          offset: int, limit: int) -> OutputChunk:
+def _read(runtime: Runtime, owner: str | None, attempt: Attempt | None,
+          stream: Literal["stdout", "stderr"], offset: int, limit: int) -> OutputChunk:
     if attempt is None:
         return OutputChunk(b"", offset, None)
-    adapter = runtime.sites.get(attempt.site_name).adapter
+    # Read as the account that ran the job: on a mapped site only it can open the files.
+    adapter = runtime.sites.get(attempt.site_name).adapter_for(owner)
     try:
         return adapter.read_output(attempt.workdir, stream, offset, limit)
     except Exception as exc:  # an adapter failure must reach the user as 503, not 500
@@ -135,14 +138,14 @@ def job_output(
         raise Invalid("Give 'offset' or 'tail', not both.", field="tail")
     with runtime.reading() as conn:
         job_queries.ensure_visible(conn, principal, job_id)  # 404 for others' jobs
-    _, attempt = _latest_attempt(runtime, job_id)
+    _, attempt, owner = _latest_attempt(runtime, job_id)
     start = offset or 0
     if tail is not None:
-        size = _read(runtime, attempt, stream, 0, 0).size or 0
+        size = _read(runtime, owner, attempt, stream, 0, 0).size or 0
         start = max(0, size - tail)
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
     if not follow:
-        chunk = _read(runtime, attempt, stream, start, limit)
+        chunk = _read(runtime, owner, attempt, stream, start, limit)
         headers["X-Output-Size"] = str(chunk.size or 0)
         return Response(chunk.data, media_type="text/plain; charset=utf-8", headers=headers)
     return StreamingResponse(_follow(runtime, job_id, stream, start),
@@ -152,8 +155,8 @@ def job_output(
 def _follow(runtime: Runtime, job_id: str, stream: Literal["stdout", "stderr"],
             offset: int) -> Iterator[bytes]:
     while True:
-        state, attempt = _latest_attempt(runtime, job_id)
-        chunk = _read(runtime, attempt, stream, offset, OUTPUT_CHUNK)
+        state, attempt, owner = _latest_attempt(runtime, job_id)
+        chunk = _read(runtime, owner, attempt, stream, offset, OUTPUT_CHUNK)
         if chunk.data:
             offset += len(chunk.data)
             yield chunk.data

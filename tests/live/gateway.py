@@ -1,0 +1,115 @@
+"""A gateway in the test process over the live testbed's site configs, driven through its
+REST API, with the worker cycled by hand so a test decides when work happens."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from gateway.api.app import create_app
+from gateway.auth.tokens import issue_access_token
+from gateway.db.engine import transaction
+from gateway.db.models import User
+from gateway.runtime import Runtime, build_runtime
+from gateway.services.accounts import create_local_user
+from gateway.settings import Settings
+from gateway.testbed.state import TestbedInfo
+from gateway.worker.loop import Worker
+from tests.conftest import ALL_SCOPES
+
+FINAL = ("COMPLETED", "FAILED", "CANCELLED")
+
+
+class LiveGateway:
+    """One gateway (SQLite, built-in issuer) whose sites are testbed sites."""
+
+    def __init__(self, runtime: Runtime, client: TestClient) -> None:
+        self.runtime = runtime
+        self.client = client
+        self.worker = Worker(runtime)
+        self._owners: dict[str, dict[str, str]] = {}
+
+    def token(self, username: str | None = None) -> dict[str, str]:
+        """Headers for the local user `username` (made on first use), or a new user."""
+        name = username or f"live{time.monotonic_ns() % 10**9}"
+        with transaction(self.runtime.sessions) as session:
+            user_id = session.scalar(select(User.id).where(User.username == name))
+            if user_id is None:
+                user_id = create_local_user(session, name, "correct horse battery").id
+        token = issue_access_token(self.runtime.settings, self.runtime.keys, subject=user_id,
+                                   client_id="tests", scope=ALL_SCOPES, username=name).token
+        return {"Authorization": f"Bearer {token}"}
+
+    def submit(self, headers: dict[str, str], spec: dict[str, Any]) -> str:
+        """POST the spec as the user of `headers`; the job's id (later calls read it as
+        that user)."""
+        r = self.client.post("/api/v1/jobs", headers=headers, json=spec)
+        assert r.status_code == 202, r.text
+        job_id: str = r.json()["id"]
+        self._owners[job_id] = headers
+        return job_id
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        r = self.client.get(f"/api/v1/jobs/{job_id}", headers=self._owners[job_id])
+        assert r.status_code == 200, r.text
+        job: dict[str, Any] = r.json()
+        return job
+
+    def cancel(self, job_id: str) -> None:
+        r = self.client.post(f"/api/v1/jobs/{job_id}/cancel", headers=self._owners[job_id])
+        assert r.status_code == 202, r.text
+
+    def until(self, job_ids: Sequence[str], done: Callable[[dict[str, Any]], bool],
+              deadline: float = 240) -> dict[str, dict[str, Any]]:
+        """Cycle the worker until `done` holds for every job; the jobs as the API shows them."""
+        end = time.monotonic() + deadline
+        while True:
+            self.worker.run_once()
+            jobs = {i: self.job(i) for i in job_ids}
+            if all(done(j) for j in jobs.values()):
+                return jobs
+            if time.monotonic() > end:
+                raise AssertionError(f"jobs not there after {deadline:.0f}s: {jobs}")
+            time.sleep(0.5)
+
+    def until_final(self, job_id: str, deadline: float = 240) -> dict[str, Any]:
+        """Cycle the worker until the job is final; the job."""
+        return self.until([job_id], lambda j: j["state"] in FINAL, deadline)[job_id]
+
+    def output(self, job_id: str, stream: str = "stdout") -> str:
+        r = self.client.get(f"/api/v1/jobs/{job_id}/output/{stream}",
+                            headers=self._owners[job_id])
+        assert r.status_code == 200, r.text
+        text: str = r.text
+        return text
+
+    def sites(self) -> dict[str, dict[str, Any]]:
+        r = self.client.get("/api/v1/sites", headers=self.token())
+        assert r.status_code == 200, r.text
+        return {s["name"]: s for s in r.json()["items"]}
+
+
+@contextmanager
+def live_gateway(testbed: TestbedInfo, sites: Sequence[str], base: Path
+                 ) -> Iterator[LiveGateway]:
+    """A LiveGateway over `sites` of the running testbed, with its state under `base`."""
+    configs = base / "site-configs"
+    configs.mkdir(parents=True)
+    for name in sites:
+        shutil.copy(Path(testbed.site_configs) / f"{name}.yaml", configs)
+    settings = Settings(data_dir=base / "data", database_url=f"sqlite:///{base / 'gw.db'}",
+                        site_configs_dir=configs, run_worker=False,
+                        public_url="http://gateway.test")
+    runtime = build_runtime(settings)
+    try:
+        with TestClient(create_app(runtime=runtime)) as client:
+            yield LiveGateway(runtime, client)
+    finally:
+        runtime.close()
