@@ -68,6 +68,14 @@ class Settings(BaseSettings):
     # Threads serving synchronous API routes (database work) in one process.
     api_threads: int = 8
 
+    # The gateway store (uploads): bytes per user over open + complete uploads,
+    # the largest single file, the largest chunk one PUT may carry (chunk PUTs are
+    # exempt from max_body_bytes), and how long an upload may sit idle unfinished.
+    store_quota_bytes: int = 50 * 1024**3
+    upload_max_bytes: int = 20 * 1024**3
+    upload_chunk_max_bytes: int = 64 * 1024**2
+    upload_ttl_seconds: int = 24 * 3600
+
     @cached_property
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL, defaulting to a SQLite file in the data dir."""
@@ -79,6 +87,11 @@ class Settings(BaseSettings):
     def resolved_signing_key_path(self) -> Path:
         """Where the built-in issuer's RS256 private key lives (created 0600)."""
         return self.signing_key_path or self.data_dir / "signing-key.pem"
+
+    @property
+    def store_dir(self) -> Path:
+        """Root of the gateway store: `uploads/` (partial) and `blobs/` (by sha256)."""
+        return self.data_dir / "store"
 
     @property
     def jobs_dir(self) -> Path:

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from gateway import __version__
 from gateway.api import problems
 from gateway.api.middleware import BodyLimit, RequestMetrics
-from gateway.api.routes import jobs, oauth, sites, system
+from gateway.api.routes import jobs, oauth, sites, system, uploads
 from gateway.runtime import Runtime, build_runtime
 from gateway.settings import Settings
 
@@ -61,9 +61,10 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.state.runtime = runtime
     problems.install(app)
     app.include_router(jobs.router)
+    app.include_router(uploads.router)
     app.include_router(sites.router)
     app.include_router(system.router)
     app.include_router(oauth.router)
     app.add_middleware(RequestMetrics, metrics=runtime.metrics)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, exempt=uploads.is_chunk_put)
     return app

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,13 +28,15 @@ async def _send_413(send: Send, limit: int) -> None:
 
 
 class BodyLimit:
-    """Refuse request bodies over `limit` bytes, declared or streamed."""
+    """Refuse request bodies over `limit` bytes, declared or streamed. Requests for which
+    `exempt(scope)` is true (upload chunks, which stream to disk) enforce their own."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app: ASGIApp, limit: int,
+                 exempt: Callable[[Scope], bool] | None = None) -> None:
+        self.app, self.limit, self.exempt = app, limit, exempt
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or (self.exempt is not None and self.exempt(scope)):
             await self.app(scope, receive, send)
             return
         for name, value in scope["headers"]:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from gateway import __version__
-from gateway.cli import admin, auth, jobs, render, server, site, testbed
+from gateway.cli import admin, auth, jobs, render, server, site, testbed, uploads
 from gateway.cli.errors import GatewayGroup
 from gateway.cli.state import CliState, state
 from gateway.client.api import DEFAULT_GATEWAY_URL
@@ -103,6 +103,9 @@ app.command("events")(jobs.events)
 app.command("logs")(jobs.logs)
 app.command("cancel")(jobs.cancel)
 app.command("wait")(jobs.wait)
+app.command("upload")(uploads.upload)
+app.command("uploads")(uploads.list_uploads)
+app.command("upload-delete")(uploads.delete)
 app.command("sites")(sites)
 app.command("health")(health)
 app.command("schema")(schema)

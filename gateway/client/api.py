@@ -18,6 +18,7 @@ from gateway.client.errors import (
     transport_reason,
 )
 from gateway.client.models import Event, Health, Job, JobPage, Output, Site, is_final
+from gateway.client.upload_models import Upload
 
 DEFAULT_GATEWAY_URL = "http://127.0.0.1:8642"
 API_PREFIX = "/api/v1"
@@ -178,6 +179,41 @@ class GatewayClient:
             time.sleep(delay)
             # Start quick (short jobs end fast), back off to poll_seconds.
             delay = min(poll_seconds, delay * 2)
+
+    # -- uploads (gateway.client.uploads.upload_file drives these) ----------------------
+
+    def create_upload(self, name: str, size: int, sha256: str | None = None) -> Upload:
+        """POST /uploads: start an upload of `size` bytes (413 over a limit or quota)."""
+        body: dict[str, Any] = {"name": name, "size": size}
+        if sha256 is not None:
+            body["sha256"] = sha256
+        return cast(Upload, self._json("POST", "/uploads", json=body))
+
+    def get_upload(self, upload_id: str) -> Upload:
+        """GET /uploads/{id}; its `offset` is where to resume."""
+        return cast(Upload, self._json("GET", f"/uploads/{_segment(upload_id)}"))
+
+    def list_uploads(self) -> list[Upload]:
+        """GET /uploads: your uploads, newest first."""
+        return cast(list[Upload], self._json("GET", "/uploads")["items"])
+
+    def put_chunk(self, upload_id: str, data: bytes, start: int, total: int) -> Upload:
+        """PUT one chunk at byte `start` of a `total`-byte file. A ConflictError's
+        `problem["offset"]` says where the gateway wants the next chunk to start."""
+        headers = {"Content-Range": f"bytes {start}-{start + len(data) - 1}/{total}",
+                   "Content-Type": "application/octet-stream"}
+        return cast(Upload, self._json("PUT", f"/uploads/{_segment(upload_id)}",
+                                       content=data, headers=headers))
+
+    def complete_upload(self, upload_id: str, sha256: str | None = None) -> Upload:
+        """POST /uploads/{id}/complete: the gateway verifies size and sha256."""
+        body = {"sha256": sha256} if sha256 is not None else {}
+        return cast(Upload, self._json("POST", f"/uploads/{_segment(upload_id)}/complete",
+                                       json=body))
+
+    def delete_upload(self, upload_id: str) -> None:
+        """DELETE /uploads/{id}."""
+        self._request("DELETE", f"/uploads/{_segment(upload_id)}")
 
     # -- sites and system ---------------------------------------------------------------
 

@@ -5,7 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from gateway.db.base import Base, utcnow
@@ -208,3 +218,31 @@ class RefreshToken(Base):
     issued_at: Mapped[datetime] = mapped_column(default=utcnow)
     expires_at: Mapped[datetime] = mapped_column()
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class Upload(Base):
+    """A file a user sends to the gateway store in chunks, finalized by its sha256.
+
+    While `open`, the bytes live in `uploads/<id>.part`; once `complete`, the content
+    is the blob `blobs/<sha256[:2]>/<sha256>` (shared by every upload of that content).
+    """
+
+    __tablename__ = "uploads"
+    __table_args__ = (
+        Index("ix_uploads_owner_state", "owner_id", "state"),
+        Index("ix_uploads_state_expires", "state", "expires_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(ForeignKey("users.id"))
+    name: Mapped[str] = mapped_column(String(255))
+    size: Mapped[int] = mapped_column(BigInteger)
+    # What the client promised at creation; finalizing needs it (given then, or now).
+    expected_sha256: Mapped[str | None] = mapped_column(String(64), default=None)
+    bytes_received: Mapped[int] = mapped_column(BigInteger, default=0)
+    # open | complete | expired
+    state: Mapped[str] = mapped_column(String(16), default="open")
+    sha256: Mapped[str | None] = mapped_column(String(64), index=True, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
+    completed_at: Mapped[datetime | None] = mapped_column(default=None)

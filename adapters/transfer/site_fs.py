@@ -1,0 +1,90 @@
+"""The site-side file commands staging needs, as argv over a Transport (no shell strings).
+
+GNU coreutils on the site is assumed (stat -c, sha256sum, mv -T, ln -T), as on every
+Linux cluster. A command that fails raises `SiteCommandFailed` with its stderr.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from adapters.errors import AdapterError
+from adapters.transport import Transport
+
+# A command of ours on a file: long enough for sha256sum of a few GiB on a slow disk.
+HASH_TIMEOUT = 600.0
+COMMAND_TIMEOUT = 60.0
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# The directory maker: umask 077 so every directory it creates (parents too) is 0700.
+# The path is "$1", data, never part of the script.
+_MKDIR_SCRIPT = 'umask 077 && mkdir -p -- "$1"'
+
+
+class SiteCommandFailed(AdapterError):
+    """A file command on the site exited non-zero."""
+
+    transient = False
+
+
+def _run(transport: Transport, argv: list[str], timeout: float = COMMAND_TIMEOUT) -> str:
+    result = transport.run(argv, timeout=timeout)
+    if result.exit_status != 0:
+        err = result.stderr.decode("utf-8", "replace").strip()[-500:]
+        raise SiteCommandFailed(f"`{' '.join(argv[:2])} ...` failed on the site "
+                                f"(exit {result.exit_status}): {err}")
+    return result.stdout.decode("utf-8", "replace")
+
+
+def is_sha256(text: str) -> bool:
+    return bool(_SHA256.match(text))
+
+
+def make_private_dir(transport: Transport, path: str) -> None:
+    """Create `path` and missing parents, each new one 0700."""
+    _run(transport, ["sh", "-c", _MKDIR_SCRIPT, "gridgate-mkdir", path])
+
+
+def file_size(transport: Transport, path: str) -> int | None:
+    """Size of the regular file `path` (symlinks not followed), None if it is missing."""
+    result = transport.run(["stat", "-c", "%F %s", "--", path], timeout=COMMAND_TIMEOUT)
+    if result.exit_status != 0:
+        return None
+    kind, _, size = result.stdout.decode().strip().rpartition(" ")
+    if kind != "regular file" and kind != "regular empty file":
+        raise SiteCommandFailed(f"{path} on the site is a {kind}, not a regular file")
+    return int(size)
+
+
+def sha256_of(transport: Transport, path: str) -> str:
+    """sha256 of `path`, computed on the site."""
+    out = _run(transport, ["sha256sum", "--", path], timeout=HASH_TIMEOUT)
+    digest = out.split(" ", 1)[0].lstrip("\\")
+    if not is_sha256(digest):
+        raise SiteCommandFailed(f"sha256sum on the site printed {out[:100]!r}")
+    return digest
+
+
+def remove(transport: Transport, path: str) -> None:
+    _run(transport, ["rm", "-f", "--", path])
+
+
+def rename(transport: Transport, src: str, dest: str) -> None:
+    """Atomic rename in one directory (rename(2)); replaces `dest` if it is a file."""
+    _run(transport, ["mv", "-f", "-T", "--", src, dest])
+
+
+def place_copy(transport: Transport, src: str, dest: str) -> None:
+    """`dest` becomes a hard link to `src` (a copy where linking is impossible), made
+    under the partial name and renamed, so `dest` never shows a half-made copy."""
+    tmp = partial_name(dest)
+    result = transport.run(["ln", "-f", "-T", "--", src, tmp], timeout=COMMAND_TIMEOUT)
+    if result.exit_status != 0:
+        _run(transport, ["cp", "-f", "-T", "--", src, tmp], timeout=HASH_TIMEOUT)
+    rename(transport, tmp, dest)
+
+
+def partial_name(dest: str) -> str:
+    """Where `dest` is written before it is verified: `.<name>.gw-partial` beside it."""
+    directory, name = posixpath.split(dest)
+    return posixpath.join(directory, f".{name}.gw-partial")

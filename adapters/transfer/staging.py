@@ -1,0 +1,234 @@
+"""Put a file on a site, verified and atomically, resuming after dropped connections.
+
+    stage_file(transport, "/store/ab12...", sha256, size, "/scratch/job-7/in/data.h5",
+               cache_dir="/scratch/.gridgate-cache")
+
+1. Cache hit: `<cache_dir>/<sha256>` exists with the right size and its sha256, computed
+   on the site, matches: it is hard-linked (or copied) into place. Zero bytes sent.
+2. Otherwise the bytes go to a partial name (`.<sha256>.gw-partial` in the cache, or
+   `.<name>.gw-partial` beside the destination without a cache). A partial left by an
+   earlier, interrupted attempt is continued from its current size; a dropped connection
+   during this call is retried the same way (`max_resumes` times).
+3. Size and `sha256sum` are checked on the site. A mismatch deletes the partial and sends
+   the whole file again (`max_resends` times), then fails with StagingFailed.
+4. Atomic rename into place (`mv -f -T`, rename(2)). The final name never shows unverified
+   bytes. New directories are 0700.
+
+Two stagings of the same content to the same site at once share the cache's partial
+name; the loser's verification fails and it resends, so callers should serialise per
+(site, sha256).
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from dataclasses import dataclass
+
+from adapters.errors import AdapterError, SiteUnavailable
+from adapters.transfer import site_fs
+from adapters.transfer.sources import LocalFile, SiteFile, Source
+from adapters.transport import FileTransport, Progress
+
+log = logging.getLogger("adapters.transfer")
+
+MAX_RESUMES = 5
+MAX_RESENDS = 2
+_FILE_MODE = 0o600
+
+
+class StagingFailed(AdapterError):
+    """The bytes could not be placed verified (e.g. the content kept mismatching)."""
+
+    transient = False
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What one staging did: bytes sent over the network, whether the cache served it,
+    how many times it resumed after a dropped connection or resent after a mismatch."""
+
+    dest: str
+    bytes_sent: int
+    cached: bool
+    resumes: int = 0
+    resends: int = 0
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """The content expected at the destination."""
+
+    sha256: str
+    size: int
+
+
+def stage_file(
+    transport: FileTransport,
+    local_path: str,
+    sha256: str,
+    size: int,
+    dest_path: str,
+    cache_dir: str | None = None,
+    progress: Progress | None = None,
+    *,
+    max_resumes: int = MAX_RESUMES,
+    max_resends: int = MAX_RESENDS,
+) -> StageResult:
+    """Place the gateway-local file `local_path` at `dest_path` on the site (see module)."""
+    return stage(transport, LocalFile(local_path), StagedFile(sha256.lower(), size), dest_path,
+                 cache_dir=cache_dir, progress=progress, max_resumes=max_resumes,
+                 max_resends=max_resends)
+
+
+def copy_site_to_site(
+    src_transport: FileTransport,
+    src_path: str,
+    dst_transport: FileTransport,
+    dest_path: str,
+    *,
+    sha256: str | None = None,
+    size: int | None = None,
+    cache_dir: str | None = None,
+    progress: Progress | None = None,
+    max_resumes: int = MAX_RESUMES,
+    max_resends: int = MAX_RESENDS,
+) -> StageResult:
+    """Copy `src_path` at one site to `dest_path` at another, streamed through the gateway.
+
+    Without `sha256`/`size` they are taken on the source site (sha256sum there) first, so
+    the destination is verified against the source's content.
+    """
+    if size is None:
+        size = site_fs.file_size(src_transport, src_path)
+        if size is None:
+            raise StagingFailed(f"{src_path} does not exist at the source site")
+    if sha256 is None:
+        sha256 = site_fs.sha256_of(src_transport, src_path)
+    return stage(dst_transport, SiteFile(src_transport, src_path),
+                 StagedFile(sha256.lower(), size), dest_path, cache_dir=cache_dir,
+                 progress=progress, max_resumes=max_resumes, max_resends=max_resends)
+
+
+def stage(
+    transport: FileTransport,
+    source: Source,
+    expected: StagedFile,
+    dest_path: str,
+    *,
+    cache_dir: str | None = None,
+    progress: Progress | None = None,
+    max_resumes: int = MAX_RESUMES,
+    max_resends: int = MAX_RESENDS,
+) -> StageResult:
+    """Place `source` (which must hash to `expected`) at `dest_path` (see module)."""
+    if not site_fs.is_sha256(expected.sha256):
+        raise ValueError(f"not a sha256 hex digest: {expected.sha256!r}")
+    if expected.size < 0:
+        raise ValueError("size must be >= 0")
+    if not posixpath.isabs(dest_path) or posixpath.basename(dest_path) in ("", ".", ".."):
+        raise ValueError(f"dest_path must be an absolute file path, not {dest_path!r}")
+    site_fs.make_private_dir(transport, posixpath.dirname(dest_path))
+    if cache_dir is None:
+        sender = _Sender(transport, source, expected, site_fs.partial_name(dest_path),
+                         progress, max_resumes, max_resends)
+        sender.send_verified()
+        site_fs.rename(transport, sender.partial, dest_path)
+        return sender.result(dest_path, cached=False)
+
+    site_fs.make_private_dir(transport, cache_dir)
+    entry = posixpath.join(cache_dir, expected.sha256)
+    if _cache_holds(transport, entry, expected):
+        site_fs.place_copy(transport, entry, dest_path)
+        return StageResult(dest=dest_path, bytes_sent=0, cached=True)
+    sender = _Sender(transport, source, expected, site_fs.partial_name(entry), progress,
+                     max_resumes, max_resends)
+    sender.send_verified()
+    site_fs.rename(transport, sender.partial, entry)
+    site_fs.place_copy(transport, entry, dest_path)
+    return sender.result(dest_path, cached=False)
+
+
+def _cache_holds(transport: FileTransport, entry: str, expected: StagedFile) -> bool:
+    """Whether the cache entry is there and intact. Re-hashed on the site every time: a
+    job may have changed its hard-linked copy in place; that entry is dropped."""
+    if site_fs.file_size(transport, entry) != expected.size:
+        return False
+    if site_fs.sha256_of(transport, entry) == expected.sha256:
+        return True
+    log.warning("cache entry %s no longer matches its sha256; dropping it", entry)
+    site_fs.remove(transport, entry)
+    return False
+
+
+class _Sender:
+    """Sends one source to one partial file until the site verifies it."""
+
+    def __init__(self, transport: FileTransport, source: Source, expected: StagedFile,
+                 partial: str, progress: Progress | None, max_resumes: int,
+                 max_resends: int) -> None:
+        self.transport, self.source, self.expected = transport, source, expected
+        self.partial, self.progress = partial, progress
+        self.max_resumes, self.max_resends = max_resumes, max_resends
+        self.sent = self.resumes = self.resends = 0
+
+    def result(self, dest: str, *, cached: bool) -> StageResult:
+        return StageResult(dest=dest, bytes_sent=self.sent, cached=cached,
+                           resumes=self.resumes, resends=self.resends)
+
+    def send_verified(self) -> None:
+        while True:
+            self._send_rest()
+            actual = site_fs.sha256_of(self.transport, self.partial)
+            if actual == self.expected.sha256:
+                return
+            site_fs.remove(self.transport, self.partial)
+            if self.resends >= self.max_resends:
+                raise StagingFailed(
+                    f"{self.source.describe()} arrived with sha256 {actual}, not "
+                    f"{self.expected.sha256}, {self.resends + 1} times; gave up")
+            self.resends += 1
+            log.warning("sha256 mismatch on %s (got %s); resending", self.partial, actual)
+
+    def _send_rest(self) -> None:
+        """Bring the partial file to full size (checked on the site), resuming after
+        dropped connections or short writes, at most `max_resumes` times."""
+        size, attempts = self.expected.size, 0
+        while True:
+            have = site_fs.file_size(self.transport, self.partial)
+            if have is not None and have > size:
+                site_fs.remove(self.transport, self.partial)
+                have = None
+            if have == size:
+                return
+            if attempts > self.max_resumes:
+                raise StagingFailed(f"{self.partial} stays at {have} of {size} bytes after "
+                                    f"{attempts} attempts")
+            if attempts:
+                self.resumes += 1
+            attempts += 1
+            offset = have or 0
+            try:
+                self._send_from(offset)
+            except SiteUnavailable as exc:
+                if attempts > self.max_resumes:
+                    raise
+                log.info("staging to %s interrupted (%s); resuming", self.partial, exc)
+
+    def _send_from(self, offset: int) -> None:
+        before = self.sent
+        progress = self.progress
+
+        def counted(done: int) -> None:
+            self.sent = before + done
+            if progress is not None:
+                progress(offset + done)
+
+        with self.source.open_at(offset) as stream:
+            written = self.transport.upload(
+                stream, self.partial, offset=offset, length=self.expected.size - offset,
+                mode=_FILE_MODE, progress=counted)
+        self.sent = before + written
+        if offset + written != self.expected.size:
+            raise StagingFailed(f"{self.source.describe()} ended after {offset + written} "
+                                f"bytes; {self.expected.size} were expected")

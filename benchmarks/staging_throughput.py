@@ -1,0 +1,176 @@
+"""Staging throughput: gridgate's SFTP path vs OpenSSH scp, in the same run (prints JSON).
+
+Brings up its own testbed (needs root) and moves one file (1 GiB by default, random
+bytes on the gateway's tmpfs) four ways, interleaved, `--runs` times each:
+
+1. client -> site: `SshTransport.upload` (raw transfer) and `stage_file` (transfer plus
+   `sha256sum` on the site and the atomic rename), vs `scp FILE site:` (OpenSSH, pinned
+   known_hosts, StrictHostKeyChecking=yes, its default cipher).
+2. site -> site through the gateway: `copy_site_to_site` roadrunner -> galaxy (streamed,
+   verified on galaxy; the sha256 is given, as the worker knows it), vs `scp -3`.
+
+MB/s is 10^6 bytes per wall second. CPU s/GiB is this side's CPU (user + sys of this
+process, or of the scp/ssh children); the sites' sshd run on the same 2 cores and are
+not counted for either. The file's sha256 is computed once before (an upload to the
+gateway is finalized by its sha256, so the worker has it).
+
+    sudo .venv/bin/python benchmarks/staging_throughput.py [--size 1GiB] [--runs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import secrets
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from adapters.ssh import SshTarget, SshTransport  # noqa: E402
+from adapters.transfer import copy_site_to_site, stage_file  # noqa: E402
+from gateway.testbed.state import SiteInfo, TestbedInfo  # noqa: E402
+from tests.testbed.fixture import running_testbed, session_config, ssh  # noqa: E402
+
+ACCOUNT = "gwcomm"
+TARGET_UPLOAD_OVER_SCP = 1.0
+TARGET_SITE_TO_SITE_OVER_SCP3 = 1.0
+GIB = 1 << 30
+
+
+def parse_size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = text.strip().lower().removesuffix("ib").removesuffix("b")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def transport_for(site: SiteInfo) -> SshTransport:
+    return SshTransport(SshTarget(host=site.ip, port=site.ssh_port, user=ACCOUNT,
+                                  host_keys=(site.host_key,), key_path=site.key(ACCOUNT),
+                                  site=f"{site.name}-bench"))
+
+
+def scp_options(tb: TestbedInfo, *sites: SiteInfo) -> list[str]:
+    options = ["-F", "none", "-o", "StrictHostKeyChecking=yes",
+               "-o", f"UserKnownHostsFile={tb.known_hosts}",
+               "-o", "GlobalKnownHostsFile=/dev/null", "-o", "BatchMode=yes",
+               "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR"]
+    for site in sites:
+        options += ["-i", site.key(ACCOUNT)]
+    return options
+
+
+def measure(size: int, what: Callable[[], Any], children: bool = False) -> dict[str, float]:
+    """Wall MB/s and CPU s/GiB of one call (this process's, or its children's, CPU)."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    r0, t0 = resource.getrusage(who), time.perf_counter()
+    what()
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(who)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return {"wall_s": round(wall, 3), "mb_per_s": round(size / wall / 1e6, 1),
+            "cpu_s_per_gib": round(cpu / (size / GIB), 3)}
+
+
+def summary(samples: list[dict[str, float]]) -> dict[str, Any]:
+    rates = [s["mb_per_s"] for s in samples]
+    return {"mb_per_s_median": round(statistics.median(rates), 1),
+            "mb_per_s_min": min(rates), "mb_per_s_max": max(rates),
+            "cpu_s_per_gib_median": round(statistics.median(s["cpu_s_per_gib"]
+                                                            for s in samples), 3),
+            "runs": samples}
+
+
+def bench(tb: TestbedInfo, size: int, runs: int) -> dict[str, Any]:
+    rr, galaxy = tb.sites["roadrunner"], tb.sites["galaxy"]
+    local = Path("/dev/shm") / f"gw-bench-{secrets.token_hex(4)}"
+    digest = hashlib.sha256()
+    with open(local, "wb") as out:
+        left = size
+        while left:
+            block = os.urandom(min(left, 8 << 20))
+            digest.update(block)
+            out.write(block)
+            left -= len(block)
+    sha = digest.hexdigest()
+    base = f"{rr.scratch_root}/gw-bench-{secrets.token_hex(4)}"
+    gbase = f"{galaxy.scratch_root}/gw-bench-{secrets.token_hex(4)}"
+    ssh(rr, ACCOUNT, ["mkdir", "-p", "-m", "0700", base])
+    ssh(galaxy, ACCOUNT, ["mkdir", "-p", "-m", "0700", gbase])
+    t_rr, t_galaxy = transport_for(rr), transport_for(galaxy)
+    t_rr.run(["true"])
+    t_galaxy.run(["true"])
+    figures: dict[str, list[dict[str, float]]] = {
+        k: [] for k in ("upload_raw", "stage_file", "scp", "site_to_site", "scp_3")}
+    opts_rr = scp_options(tb, rr)
+    opts_both = scp_options(tb, rr, galaxy)
+    src_on_rr = f"{base}/scp.bin"
+    try:
+        # Warm-up (first writes allocate the sites' page cache), not reported.
+        t_rr.upload(str(local), f"{base}/warm.bin")
+        for run in range(runs):
+            figures["scp"].append(measure(size, lambda: subprocess.run(
+                ["scp", "-q", *opts_rr, str(local), f"{ACCOUNT}@{rr.ip}:{base}/scp.bin"],
+                check=True), children=True))
+            figures["upload_raw"].append(measure(
+                size, lambda: t_rr.upload(str(local), f"{base}/raw.bin")))
+            figures["stage_file"].append(measure(size, lambda r=run: stage_file(
+                t_rr, str(local), sha, size, f"{base}/staged-{r}.bin")))
+            figures["scp_3"].append(measure(size, lambda: subprocess.run(
+                ["scp", "-q", "-3", *opts_both, f"{ACCOUNT}@{rr.ip}:{src_on_rr}",
+                 f"{ACCOUNT}@{galaxy.ip}:{gbase}/scp3.bin"], check=True), children=True))
+            figures["site_to_site"].append(measure(size, lambda r=run: copy_site_to_site(
+                t_rr, src_on_rr, t_galaxy, f"{gbase}/copy-{r}.bin", sha256=sha, size=size)))
+    finally:
+        t_rr.close()
+        t_galaxy.close()
+        local.unlink()
+        ssh(rr, ACCOUNT, ["rm", "-rf", base], check=False)
+        ssh(galaxy, ACCOUNT, ["rm", "-rf", gbase], check=False)
+    result = {k: summary(v) for k, v in figures.items()}
+    med = {k: v["mb_per_s_median"] for k, v in result.items()}
+    ratios = {
+        "upload_raw_over_scp": round(med["upload_raw"] / med["scp"], 3),
+        "stage_file_verified_over_scp": round(med["stage_file"] / med["scp"], 3),
+        "site_to_site_verified_over_scp_3": round(med["site_to_site"] / med["scp_3"], 3),
+    }
+    return {
+        "benchmark": "staging_throughput", "bytes": size, "runs": runs,
+        "cpu_count": os.cpu_count(), "sites": ["roadrunner", "galaxy"],
+        "gateway": {"client_to_site_raw_upload": result["upload_raw"],
+                    "client_to_site_stage_file_verified": result["stage_file"],
+                    "site_to_site_verified": result["site_to_site"]},
+        "baselines": {"scp": result["scp"], "scp_3": result["scp_3"]},
+        "ratios": ratios,
+        "targets": {"upload_over_scp_min": TARGET_UPLOAD_OVER_SCP,
+                    "site_to_site_over_scp_3_min": TARGET_SITE_TO_SITE_OVER_SCP3},
+        "met": {"client_to_site_raw": ratios["upload_raw_over_scp"] >= TARGET_UPLOAD_OVER_SCP,
+                "client_to_site_verified":
+                    ratios["stage_file_verified_over_scp"] >= TARGET_UPLOAD_OVER_SCP,
+                "site_to_site_verified": ratios["site_to_site_verified_over_scp_3"]
+                    >= TARGET_SITE_TO_SITE_OVER_SCP3},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--size", default="1GiB", help="bytes, or e.g. 200MiB, 1GiB")
+    parser.add_argument("--runs", type=int, default=2)
+    args = parser.parse_args()
+    with running_testbed(session_config()) as tb:
+        print(json.dumps(bench(tb, parse_size(args.size), args.runs), indent=2))
+
+
+if __name__ == "__main__":
+    main()

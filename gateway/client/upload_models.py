@@ -1,0 +1,18 @@
+"""The uploads API's JSON documents, as TypedDicts (raw, what `--json` prints)."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class Upload(TypedDict):
+    id: str
+    name: str
+    size: int
+    # Bytes the gateway holds: where the next chunk starts.
+    offset: int
+    state: str  # open | complete | expired
+    sha256: str | None
+    created_at: str
+    expires_at: str | None
+    completed_at: str | None
