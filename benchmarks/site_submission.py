@@ -12,9 +12,11 @@ Brings up its own testbed (needs root) and measures on `roadrunner` (Slurm 22.05
 3. a burst of 200 submissions: the gateway (POST all, until all have native ids) vs raw
    `sbatch --parsable` 200 times over one persistent (pooled) SshTransport.
 
-The gateway runs in this process: the app through Starlette's TestClient (no sockets) and
-one Worker thread polling every GRIDGATE_WORKER_POLL_SECONDS (0.05 here; the worker wakes on
-that interval when idle). The local site is disabled; only roadrunner is configured.
+The gateway runs as deployed, in two processes over one PostgreSQL database: the API
+(`gridgate serve` with the worker off, reached over HTTP on loopback) and one Worker
+thread in this process, polling every GRIDGATE_WORKER_POLL_SECONDS (0.05 here; the worker
+wakes on that interval when idle), whose transport the benchmark can count. The local
+site is disabled; only roadrunner is configured.
 Jobs are `sleep 600`; the site has 2 cores, so all but two pend. All are cancelled with
 `scancel -u gwcomm` after each phase.
 
@@ -41,19 +43,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fastapi.testclient import TestClient  # noqa: E402
+import httpx  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 
 from adapters.ssh import SshTarget, SshTransport  # noqa: E402
 from adapters.transport import CommandResult, Transport  # noqa: E402
-from gateway.api.app import create_app  # noqa: E402
 from gateway.db.models import Attempt  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from gateway.testbed.state import SiteInfo  # noqa: E402
 from gateway.worker.loop import LIVE_ATTEMPT_STATES, Worker  # noqa: E402
 from tests.conftest import ALL_SCOPES  # noqa: E402
+from tests.pg import start_postgres  # noqa: E402
 from tests.testbed.fixture import running_testbed, ssh_argv, unique_config  # noqa: E402
+from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402
 
 SITE = "roadrunner"
 ACCOUNT = "gwcomm"
@@ -146,23 +149,32 @@ def wait_until(what: str, done: Callable[[], bool], timeout: float, step: float 
         time.sleep(step)
 
 
-# --- the in-process gateway --------------------------------------------------------------
+# --- the gateway -------------------------------------------------------------------------
 
 class Gateway:
-    """Runtime + app (TestClient) + one worker thread we can stop and restart."""
+    """The API server process, and here a Runtime with one worker thread we can stop and
+    restart (both over the same database, signing key and site configs)."""
 
-    def __init__(self, base: Path, site_configs: Path) -> None:
+    def __init__(self, base: Path, site_configs: Path, database_url: str) -> None:
         configs = base / "site-configs"
         configs.mkdir()
         shutil.copy(site_configs / f"{SITE}.yaml", configs)
+        env = {"GRIDGATE_DATA_DIR": str(base / "data"),
+               "GRIDGATE_DATABASE_URL": database_url,
+               "GRIDGATE_SITE_CONFIGS_DIR": str(configs),
+               "GRIDGATE_LOCAL_SITE_ENABLED": "false",
+               "GRIDGATE_RUN_WORKER": "false",
+               "GRIDGATE_PUBLIC_URL": "http://gateway.test"}
         self.settings = Settings(data_dir=base / "data",
-                                 database_url=f"sqlite:///{base / 'gw.db'}",
+                                 database_url=env["GRIDGATE_DATABASE_URL"],
                                  site_configs_dir=configs, local_site_enabled=False,
                                  run_worker=False, worker_poll_seconds=POLL_SECONDS,
-                                 public_url="http://gateway.test")
-        self.runtime: Runtime = build_runtime(self.settings)
-        self.client = TestClient(create_app(runtime=self.runtime))
-        self.client.__enter__()
+                                 public_url=env["GRIDGATE_PUBLIC_URL"])
+        self.runtime: Runtime = build_runtime(self.settings)  # migrates, makes the key
+        self.server = GatewayProcess({**env, "GRIDGATE_PORT": str(free_port())},
+                                     base / "server.log")
+        self.server.start()
+        self.client = httpx.Client(base_url=self.server.url, timeout=60)
         self.headers = self._token()
         self.worker = Worker(self.runtime)
         self._stop = threading.Event()
@@ -213,7 +225,8 @@ class Gateway:
 
     def close(self) -> None:
         self.stop_worker()
-        self.client.__exit__(None, None, None)
+        self.client.close()
+        self.server.stop()
         self.runtime.close()
 
 
@@ -392,13 +405,14 @@ def main() -> None:
     result: dict[str, Any] = {"benchmark": "site_submission", "site": SITE,
                               "scheduler": "slurm 22.05 (testbed, 1 node, 2 cores)",
                               "cpu_count": os.cpu_count(),
-                              "gateway": {"mode": "in-process (TestClient + worker thread)",
-                                          "database": "sqlite",
+                              "gateway": {"mode": "API process (HTTP, loopback) + worker thread",
+                                          "database": "postgresql (private, started here)",
                                           "worker_poll_seconds": POLL_SECONDS}}
+    pg = start_postgres(base / "pg")
     try:
         with running_testbed(unique_config()) as info:
             site = info.sites[SITE]
-            gateway = Gateway(base, Path(info.site_configs))
+            gateway = Gateway(base, Path(info.site_configs), pg.create_database("bench"))
             poller = site_transport(site)
             try:
                 gateway.start_worker()
@@ -421,6 +435,7 @@ def main() -> None:
                     poller.close()
                     gateway.close()
     finally:
+        pg.stop()
         shutil.rmtree(base, ignore_errors=True)
     result["met"] = {k: result[k]["met"] for k in ("latency", "many_active", "burst")}
     print(json.dumps(result, indent=2))

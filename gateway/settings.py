@@ -62,6 +62,9 @@ class Settings(BaseSettings):
 
     run_worker: bool = True
     worker_poll_seconds: float = 1.0
+    # Submissions to one site in flight at once (each its own channel on the pooled
+    # connection; the scheduler serialises what it must).
+    worker_submit_threads: int = 4
     # How long a submission may stay unconfirmed before another worker recovers it.
     submit_lease_seconds: float = 60.0
     max_body_bytes: int = 1024 * 1024

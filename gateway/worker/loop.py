@@ -16,6 +16,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -170,8 +171,18 @@ class Worker:
             return claims
 
     def _submit_claims(self, site: SiteEntry, claims: Sequence[Claim]) -> bool:
-        for claim in claims:
-            self._submit_one(site, claim)
+        """Submit the claims, a few at once: a submission is mostly waiting on the site's
+        scheduler, and the pooled connection carries one channel per command. The first
+        error is raised once all have finished (the others keep their leases)."""
+        threads = min(self.rt.settings.worker_submit_threads, len(claims))
+        if threads <= 1:
+            for claim in claims:
+                self._submit_one(site, claim)
+        else:
+            with ThreadPoolExecutor(threads, thread_name_prefix=f"submit-{site.name}") as pool:
+                futures = [pool.submit(self._submit_one, site, claim) for claim in claims]
+            for future in futures:
+                future.result()
         return bool(claims)
 
     def _submit_one(self, site: SiteEntry, claim: Claim) -> None:
