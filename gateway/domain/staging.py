@@ -111,8 +111,8 @@ def parse_source(value: str) -> InputSource:
 
 
 def duplicate_dest(dests: Sequence[str]) -> tuple[int, int] | None:
-    """(i, j) when inputs[j].dest repeats inputs[i].dest, or one lies inside the other
-    (a file cannot also be a directory); None when all are distinct."""
+    """(i, j), i < j, when inputs[j].dest repeats inputs[i].dest, or one lies inside the
+    other (a file cannot also be a directory); None when all are distinct."""
     seen: dict[str, int] = {}
     for j, dest in enumerate(dests):
         if dest in seen:
@@ -122,6 +122,7 @@ def duplicate_dest(dests: Sequence[str]) -> tuple[int, int] | None:
         parent = posixpath.dirname(dest)
         while parent:
             if parent in seen:
-                return seen[parent], j
+                i = seen[parent]
+                return min(i, j), max(i, j)
             parent = posixpath.dirname(parent)
     return None
