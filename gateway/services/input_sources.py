@@ -70,23 +70,32 @@ def site_input(session: Session, registry: SiteRegistry, owner_id: str,
         files = entry.adapter_for(username).files
     except NoAccount as exc:
         raise InputUnavailable(exc.detail) from None
+    root = site_fs.real_path(files, entry.workdir_root) or entry.workdir_root.rstrip("/")
+    own = _own_tags(session, owner_id, entry.name)
     real = site_fs.real_path(files, source.path)
-    if real is None:
+    # On the gateway's own host, whether a file exists is not the user's business either.
+    if real is None and not (entry.name == LOCAL_SITE and not _in_own_dir(source.path, root,
+                                                                          own)):
         raise InputUnavailable(f"site://{entry.name}{source.path} does not exist (or is not "
                                "readable by your account there)")
-    root = site_fs.real_path(files, entry.workdir_root) or entry.workdir_root.rstrip("/")
-    inside_root = real == root or real.startswith(root + "/")
-    if inside_root or entry.name == LOCAL_SITE:
-        first = real[len(root) + 1:].split("/", 1)[0] if inside_root else ""
-        if not inside_root or first not in _own_tags(session, owner_id, entry.name):
-            raise InputUnavailable(
-                f"site://{entry.name}{source.path} is not in one of your own job directories "
-                f"at site '{entry.name}'; the gateway reads nothing else of its own area there")
+    inside_root = real is not None and (real == root or real.startswith(root + "/"))
+    if real is None or ((inside_root or entry.name == LOCAL_SITE)
+                        and not _in_own_dir(real, root, own)):
+        raise InputUnavailable(
+            f"site://{entry.name}{source.path} is not in one of your own job directories "
+            f"at site '{entry.name}'; the gateway reads nothing else of its own area there")
     size = site_fs.file_size(files, real)
     if size is None:
         raise InputUnavailable(f"site://{entry.name}{source.path} vanished while staging")
     return ResolvedInput(SiteFile(files, real),
                          StagedFile(site_fs.sha256_of(files, real), size))
+
+
+def _in_own_dir(path: str, root: str, own_tags: set[str]) -> bool:
+    if not path.startswith(root + "/"):
+        return False
+    first, slash, rest = path[len(root) + 1:].partition("/")
+    return bool(slash and rest) and first in own_tags
 
 
 def _own_tags(session: Session, owner_id: str, site: str) -> set[str]:
