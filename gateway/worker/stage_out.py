@@ -4,7 +4,9 @@
    keep those an output glob matches (`gateway.domain.output_globs`).
 2. A matched symlink is resolved on the site: one whose target lies outside the job
    directory (/etc/passwd, another job's directory) is refused, never followed or read;
-   one that stays inside stands for its target, which is what gets hashed and fetched.
+   one that stays inside and names a regular file stands for it (that file is what gets
+   hashed and fetched). Refusals are listed in the final event's reason; the job is not
+   failed for them.
 3. Per-job limits on count and bytes; sha256 of each file computed on the site.
 4. `keep`: recorded as they are on the site. `fetch`: downloaded into the gateway store,
    hashed while written, and stored only when the sha256 matches the site's.
@@ -53,14 +55,15 @@ class CollectedOutput:
 @dataclass(frozen=True)
 class Collected:
     outputs: list[CollectedOutput]
-    refused: list[str]  # "path -> target" of symlinks pointing outside the job directory
+    # "path -> target" of symlinks not followed: out of the job directory, or not to a file
+    refused: list[str]
 
     def describe(self) -> str:
         total = sum(o.size for o in self.outputs)
         text = f"collected {len(self.outputs)} output(s), {human_bytes(total)}"
         if self.refused:
             text += (f"; refused {len(self.refused)} symlink(s) pointing outside the job "
-                     f"directory: {', '.join(self.refused[:5])}")
+                     f"directory or not to a regular file: {', '.join(self.refused[:5])}")
         return text
 
 
@@ -90,8 +93,12 @@ def collect(files: FileTransport, workdir: str, globs: list[str], mode: OutputsM
             if target is None or not target.startswith(root + "/"):
                 refused.append(f"{path} -> {target or 'nothing'}")
                 continue
-            real_size = site_fs.file_size(files, target)
+            try:
+                real_size = site_fs.file_size(files, target)
+            except site_fs.SiteCommandFailed:  # a directory, a device...
+                real_size = None
             if real_size is None:
+                refused.append(f"{path} -> {target} (not a regular file)")
                 continue
             site_path, size = target, real_size
         matched.append(_Match(path, site_path, size))

@@ -140,12 +140,13 @@ def test_symlinks_out_of_the_job_directory_are_refused_at_stage_out(
     job_id = submit(client, user, {
         **sh(f"mkdir out && echo fine > out/ok.txt && ln -s /etc/passwd out/passwd && "
              f"ln -s '{other_dir}' out/neighbour && ln -s '{other_dir}/secret.txt' "
-             "out/secret.txt && ln -s ok.txt out/alias.txt"),
+             "out/secret.txt && ln -s ok.txt out/alias.txt && ln -s . out/here"),
         "outputs": ["out/*", "out/neighbour/*"]})
     job = run_until(worker, client, user, job_id)
     assert job["state"] == "COMPLETED", job
-    assert "refused 3 symlink(s)" in job["state_reason"]
-    assert "out/passwd -> /etc/passwd" in job["state_reason"]
+    assert "refused 4 symlink(s)" in job["state_reason"]
+    assert "out/passwd -> /etc/passwd," in job["state_reason"]
+    assert "out/here -> " in job["state_reason"]  # inside, but a directory
     listed = client.get(f"/api/v1/jobs/{job_id}/files", headers=user.headers).json()["items"]
     assert [f["path"] for f in listed] == ["out/alias.txt", "out/ok.txt"]
     assert {f["sha256"] for f in listed} == {hashlib.sha256(b"fine\n").hexdigest()}
