@@ -13,6 +13,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal, Protocol
 
+from adapters.transport import FileTransport
+
 OutputStream = Literal["stdout", "stderr"]
 
 
@@ -88,6 +90,11 @@ class Adapter(Protocol):
     """A site's scheduler, as the gateway sees it."""
 
     kind: str
+
+    @property
+    def files(self) -> FileTransport:
+        """Moves files to and from the site as this adapter's account (staging)."""
+        ...
 
     def submit(self, request: SubmitRequest) -> str:
         """Submit and return the scheduler's job id. Raises SubmitRejected or SiteUnavailable."""

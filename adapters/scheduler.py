@@ -20,6 +20,7 @@ import logging
 import re
 import threading
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from adapters.base import JobStatus, NativeState, OutputChunk, OutputStream, SubmitRequest
 from adapters.errors import AdapterError, SiteUnavailable
@@ -30,7 +31,7 @@ from adapters.scheduler_types import (
     SchedulerDialect,
     StartEstimate,
 )
-from adapters.transport import CommandResult, Transport
+from adapters.transport import CommandResult, FileTransport, Transport
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,13 @@ class BatchAdapter:
         self._cancelled: set[str] = set()
         self._state_dir_ready = False
         self._lock = threading.Lock()
+
+    @property
+    def files(self) -> FileTransport:
+        """The transport, when it can stream files (SSH and local ones do)."""
+        if not (hasattr(self.transport, "upload") and hasattr(self.transport, "download")):
+            raise AdapterError(f"the {self.kind} site's transport cannot move files")
+        return cast(FileTransport, self.transport)
 
     # -- submit ---------------------------------------------------------------------------
 

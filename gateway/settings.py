@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     worker_submit_threads: int = 4
     # How long a submission may stay unconfirmed before another worker recovers it.
     submit_lease_seconds: float = 60.0
+    # A worker staging a job's files holds it this long, renewed between files.
+    staging_lease_seconds: float = 300.0
     max_body_bytes: int = 1024 * 1024
     # Threads serving synchronous API routes (database work) in one process.
     api_threads: int = 8
@@ -78,6 +80,17 @@ class Settings(BaseSettings):
     upload_max_bytes: int = 20 * 1024**3
     upload_chunk_max_bytes: int = 64 * 1024**2
     upload_ttl_seconds: int = 24 * 3600
+
+    # Staging, per job: total bytes and number of files of its inputs (checked at
+    # submission for uploads, while staging for the others) and of its outputs.
+    job_input_max_bytes: int = 100 * 1024**3
+    job_input_max_files: int = 1000
+    job_output_max_bytes: int = 100 * 1024**3
+    job_output_max_files: int = 10_000
+    # https:// inputs: the largest file fetched, and how many redirects are followed.
+    https_input_max_bytes: int = 10 * 1024**3
+    https_max_redirects: int = 5
+    https_timeout_seconds: float = 60.0
 
     @cached_property
     def resolved_database_url(self) -> str:

@@ -42,6 +42,7 @@ from adapters.local.launch import LaunchConfig, build_plan
 from adapters.local.ownership import claim_job, record_outcome
 from adapters.local.procs import job_processes, signal_processes
 from adapters.local.records import ChildRecord, Claim, LaunchPlan, Outcome, utcnow
+from adapters.transport import FileTransport, LocalTransport
 
 INDEX_DIR = ".index"
 NATIVE_ID = re.compile(r"^local-[0-9a-f]{24}$")
@@ -94,10 +95,16 @@ class LocalAdapter:
             kill_grace_seconds=kill_grace_seconds,
         )
         self._runner_start_timeout = runner_start_timeout
+        self._files = LocalTransport(label="the local site")
 
     @property
     def jobs_root(self) -> Path:
         return self._root
+
+    @property
+    def files(self) -> FileTransport:
+        """Files on this machine, moved by coreutils and plain file I/O."""
+        return self._files
 
     # -- submit -------------------------------------------------------------------
 

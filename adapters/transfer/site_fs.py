@@ -65,6 +65,15 @@ def sha256_of(transport: Transport, path: str) -> str:
     return digest
 
 
+def real_path(transport: Transport, path: str) -> str | None:
+    """`path` with every symlink resolved on the site; None when it does not exist."""
+    result = transport.run(["realpath", "-e", "-z", "--", path], timeout=COMMAND_TIMEOUT)
+    if result.exit_status != 0:
+        return None
+    real = result.stdout.decode("utf-8", "surrogateescape").removesuffix("\0")
+    return real if posixpath.isabs(real) and "\0" not in real else None
+
+
 def remove(transport: Transport, path: str) -> None:
     _run(transport, ["rm", "-f", "--", path])
 

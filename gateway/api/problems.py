@@ -49,8 +49,16 @@ def problem(
 def _field(loc: tuple[Any, ...] | list[Any]) -> str:
     # Drop the "body" prefix and pydantic's internal validator names: people want
     # "resources.walltime", not "body.resources.walltime.function-before[...]".
-    parts = [str(p) for p in loc if p != "body" and "[" not in str(p)]
-    return ".".join(parts) or "body"
+    # List positions read as they would in code: "inputs[1].dest".
+    text = ""
+    for part in loc:
+        if part == "body" or "[" in str(part):
+            continue
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "body"
 
 
 def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

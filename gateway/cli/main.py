@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from gateway import __version__
-from gateway.cli import admin, auth, jobs, render, server, site, testbed, uploads
+from gateway.cli import admin, auth, fetch, jobs, render, server, site, testbed, uploads
 from gateway.cli.errors import GatewayGroup
 from gateway.cli.state import CliState, state
 from gateway.client.api import DEFAULT_GATEWAY_URL
@@ -23,6 +23,7 @@ HELP = """Submit and follow HPC jobs through a gridgate gateway.
   gridgate submit job.yaml --wait  submit a job and wait for it
   gridgate list                    your jobs, newest first
   gridgate logs JOB -f             follow a job's output
+  gridgate fetch JOB -o results/   download a job's outputs, verified
 
 \b
 Exit codes: 0 ok, 1 failure, 2 usage, 3 gateway unreachable,
@@ -103,6 +104,7 @@ app.command("events")(jobs.events)
 app.command("logs")(jobs.logs)
 app.command("cancel")(jobs.cancel)
 app.command("wait")(jobs.wait)
+app.command("fetch")(fetch.fetch)
 app.command("upload")(uploads.upload)
 app.command("uploads")(uploads.list_uploads)
 app.command("upload-delete")(uploads.delete)

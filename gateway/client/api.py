@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, Literal, cast
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
@@ -18,7 +19,7 @@ from gateway.client.errors import (
     transport_reason,
 )
 from gateway.client.models import Event, Health, Job, JobPage, Output, Site, is_final
-from gateway.client.upload_models import Upload
+from gateway.client.upload_models import JobFile, Upload
 
 DEFAULT_GATEWAY_URL = "http://127.0.0.1:8642"
 API_PREFIX = "/api/v1"
@@ -179,6 +180,20 @@ class GatewayClient:
             time.sleep(delay)
             # Start quick (short jobs end fast), back off to poll_seconds.
             delay = min(poll_seconds, delay * 2)
+
+    # -- job files (gateway.client.downloads.fetch_outputs drives these) -----------------
+
+    def job_files(self, job_id: str) -> list[JobFile]:
+        """GET /jobs/{id}/files: the job's collected outputs."""
+        return cast(list[JobFile], self._json("GET", f"/jobs/{_segment(job_id)}/files")["items"])
+
+    def open_job_file(self, job_id: str, path: str, *, offset: int = 0) -> _StreamContext:
+        """GET /jobs/{id}/files/{path} from byte `offset` (a Range): use with `with`, then
+        iterate the response's bytes."""
+        quoted = "/".join(quote(part, safe="") for part in path.split("/"))
+        headers = {"Range": f"bytes={offset}-"} if offset else {}
+        return self._stream("GET", f"/jobs/{_segment(job_id)}/files/{quoted}",
+                            headers=headers)
 
     # -- uploads (gateway.client.uploads.upload_file drives these) ----------------------
 

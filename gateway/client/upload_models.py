@@ -16,3 +16,13 @@ class Upload(TypedDict):
     created_at: str
     expires_at: str | None
     completed_at: str | None
+
+
+class JobFile(TypedDict):
+    """One collected output of a job (GET /jobs/{id}/files)."""
+
+    path: str
+    size: int
+    sha256: str
+    location: str  # gateway (fetched into the store) | site (kept in the job directory)
+    site: str

@@ -138,6 +138,9 @@ class Attempt(Base):
     exit_code: Mapped[int | None] = mapped_column(Integer)
     workdir: Mapped[str] = mapped_column(Text)
     lease_until: Mapped[datetime | None] = mapped_column(default=None)
+    # The worker holding the lease (submitting, staging in or staging out): a worker
+    # renews it between transfers and submits only while it still holds it.
+    lease_owner: Mapped[str | None] = mapped_column(String(255), default=None)
     cancel_sent_at: Mapped[datetime | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     submitted_at: Mapped[datetime | None] = mapped_column(default=None)
@@ -246,3 +249,24 @@ class Upload(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     expires_at: Mapped[datetime] = mapped_column()
     completed_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class JobOutput(Base):
+    """A file a job left that matched its output globs, with its size and sha256.
+
+    `location` says where the bytes are: `gateway` (the blob `sha256` in the gateway
+    store, fetched and verified) or `site` (kept at `site_path` in the job directory).
+    """
+
+    __tablename__ = "job_outputs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    # Relative to the job directory, as matched.
+    path: Mapped[str] = mapped_column(Text)
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    location: Mapped[str] = mapped_column(String(16))
+    site_name: Mapped[str] = mapped_column(ForeignKey("sites.name"))
+    site_path: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -10,7 +10,9 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gateway.domain.staging import OutputsMode, check_job_path, parse_source
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 LABEL_KEY = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._/-]{0,62}[A-Za-z0-9])?$")
@@ -114,6 +116,34 @@ class Mpi(Strict):
     )
 
 
+def _output_glob(value: str) -> str:
+    return check_job_path(value, glob=True)
+
+
+OutputGlob = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_output_glob)]
+
+
+class Input(Strict):
+    """One file to place in the job directory before the job is submitted."""
+
+    source: Annotated[str, Field(min_length=1, max_length=8192, description=(
+        "upload:<upload id> (a complete upload of yours), site://NAME/ABSOLUTE/PATH (a file "
+        "at a federated site, copied site to site) or an https:// URL."))]
+    dest: Annotated[str, Field(min_length=1, max_length=4096, description=(
+        "Path relative to the job directory; no absolute paths, '..' or NUL bytes."))]
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str) -> str:
+        parse_source(value)
+        return value
+
+    @field_validator("dest")
+    @classmethod
+    def _dest(cls, value: str) -> str:
+        return check_job_path(value)
+
+
 class JobSpec(Strict):
     """A job request. Exactly one of `executable` or `script`."""
 
@@ -135,6 +165,15 @@ class JobSpec(Strict):
     partition: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] | None = (
         Field(default=None, description="Partition (Slurm) or queue; default: the site's."))
     labels: Annotated[dict[str, Annotated[str, Field(max_length=255)]], Field(max_length=64)] = {}
+    inputs: Annotated[list[Input], Field(max_length=10_000, description=(
+        "Files staged into the job directory (STAGING_IN) before submission."))] = []
+    outputs: Annotated[list[OutputGlob], Field(
+        max_length=256, description=(
+            "Globs relative to the job directory ('*' and '?' within a name, '**' for any "
+            "depth) collected after the run (STAGING_OUT)."))] = []
+    outputs_mode: OutputsMode = Field(default=OutputsMode.FETCH, description=(
+        "fetch: copy matched outputs into the gateway store (verified) to download them "
+        "from the API; keep: leave them on the site and only list them."))
 
     @field_validator("name", "executable")
     @classmethod

@@ -26,6 +26,7 @@ from gateway.domain.errors import Conflict, Forbidden, Invalid
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState, Reason
 from gateway.scheduling.feasibility import unfit_reason
+from gateway.services.job_inputs import StagingLimits, check_inputs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
 from gateway.services.sites import Admission, SiteRegistry
 from gateway.services.transitions import advance
@@ -97,9 +98,10 @@ def submit(
     principal: Principal,
     spec: JobSpec,
     idempotency_key: str | None = None,
+    limits: StagingLimits | None = None,
 ) -> tuple[JobRow, bool]:
     """Accept a job. Returns (job row, created); a replayed Idempotency-Key returns the
-    original job with created=False."""
+    original job with created=False. Inputs are checked against `limits` (if given)."""
     digest = request_hash(spec) if idempotency_key else ""
     if idempotency_key:
         replay = _replayed(session, principal, idempotency_key, digest)
@@ -110,6 +112,9 @@ def submit(
     conn = session.connection()
     project_id, project_name = _resolve_project(conn, principal, spec.project)
     site = _choose_site(session, registry, spec, principal.account_name)
+    if spec.inputs:
+        check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,
+                     spec)
     now = utcnow()
     job = {
         "id": str(uuid.uuid4()), "owner_id": principal.user_id, "project_id": project_id,

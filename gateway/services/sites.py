@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from adapters.ssh import SshTransportPool
 
 LOCAL_SITE = "local"
+CACHE_DIR = ".gridgate-cache"
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 # Enabled/drained flags change rarely; submissions may see them this many seconds late.
 ADMISSION_TTL_SECONDS = 2.0
 
@@ -60,6 +63,14 @@ class SiteEntry:
     def workdir(self, tag: str) -> str:
         """The directory an attempt with this tag runs in."""
         return f"{self.workdir_root.rstrip('/')}/{tag}"
+
+    def cache_dir(self, username: str | None) -> str:
+        """The staging cache (content by sha256) beside the job directories, so cached
+        files hard-link into them; one per account on a site that maps accounts."""
+        root = self.workdir_root.rstrip("/")
+        if self.mapped is None:
+            return f"{root}/{CACHE_DIR}"
+        return f"{root}/{CACHE_DIR}-{_SAFE_NAME.sub('_', username or '')}"
 
     def serves(self, username: str | None) -> bool:
         """Whether this user's jobs can run here (always, unless the site maps accounts)."""

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from gateway.db.models import Upload
+from gateway.db.models import JobOutput, Upload
 from gateway.domain.errors import Conflict, Invalid, NotFound, TooLarge
 from gateway.settings import Settings
 from gateway.store import hashing
@@ -241,7 +241,10 @@ def delete_upload(session: Session, store: BlobStore, owner_id: str, upload_id: 
     if sha is not None:
         others = session.scalar(select(func.count()).select_from(Upload).where(
             or_(Upload.sha256 == sha, Upload.expected_sha256 == sha)))
-        if not others:
+        # Fetched job outputs share the store's blobs by content.
+        outputs = session.scalar(select(func.count()).select_from(JobOutput).where(
+            JobOutput.sha256 == sha, JobOutput.location == "gateway"))
+        if not others and not outputs:
             store.remove_blob(sha)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import uuid
 from pathlib import Path
 from typing import BinaryIO
 
@@ -81,7 +82,9 @@ class BlobStore:
     def promote_part(self, upload_id: str, sha256: str) -> Path:
         """Make the (verified) part file the blob `sha256`, atomically; returns its path.
         Content already stored is kept and the part dropped (deduplication)."""
-        part = self.part_path(upload_id)
+        return self._promote(self.part_path(upload_id), sha256)
+
+    def _promote(self, part: Path, sha256: str) -> Path:
         target = self.blob_path(sha256)
         with part.open("rb+") as f:
             os.fsync(f.fileno())
@@ -92,8 +95,25 @@ class BlobStore:
             # Same filesystem: the rename is atomic, the blob appears whole or not at all.
             os.replace(part, target)
             fsync_dir(target.parent)
-        fsync_dir(self.uploads_dir)
+        fsync_dir(part.parent)
         return target
+
+    # -- incoming files (fetched outputs, https inputs) ---------------------------------
+
+    @property
+    def incoming_dir(self) -> Path:
+        return self.root / "incoming"
+
+    def new_incoming(self) -> Path:
+        """A fresh, private temporary name to write a fetched file under."""
+        private_dir(self.incoming_dir, self.root)
+        return self.incoming_dir / f"{uuid.uuid4()}.part"
+
+    def promote_file(self, path: Path, sha256: str) -> Path:
+        """Make the verified file `path` (under `incoming_dir`) the blob `sha256`."""
+        if path.parent != self.incoming_dir:
+            raise ValueError(f"{path} is not an incoming file of this store")
+        return self._promote(path, sha256)
 
     # -- blobs (what the worker stages from) --------------------------------------------
 

@@ -6,6 +6,13 @@ attempt stays SUBMITTING, under a lease, until the site's job id is committed. I
 worker dies inside that window, another one recovers the attempt after the lease:
 it first asks the site for a job carrying the attempt's tag and adopts it, and
 submits again only if there is none. Nothing is lost, nothing runs twice.
+
+Jobs with inputs are staged (gateway.worker.stage_in) inside the same lease, renewed
+between files; a worker submits only while it still holds the lease, so a worker that
+took over an expired one never races the first into a second submission. Jobs with
+output globs pass through STAGING_OUT (gateway.worker.stage_out) after their run ended
+COMPLETED or FAILED (a failed run's outputs help to find out why); that step is leased
+the same way, and only the worker holding the lease records the outcome.
 """
 
 from __future__ import annotations
@@ -20,21 +27,26 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from adapters.base import Adapter, JobStatus, NativeState
 from adapters.errors import AdapterError, SubmitRejected, UnknownJob
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
-from gateway.db.models import Attempt, Job, Site, User
+from gateway.db.models import Attempt, Job, JobOutput, Site, User
+from gateway.domain.errors import GatewayError
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState, Reason
 from gateway.runtime import Runtime, build_runtime
+from gateway.services.job_inputs import StagingLimits
 from gateway.services.sites import NoAccount, SiteEntry
 from gateway.services.transitions import advance
 from gateway.settings import Settings
+from gateway.store import BlobStore
 from gateway.worker.requests import build_submit_request
+from gateway.worker.stage_in import StageInJob, StageInSummary, stage_in
+from gateway.worker.stage_out import Collected, collect
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +72,8 @@ class Claim:
     spec: JobSpec
     recovering: bool
     owner: str | None  # the owner's gateway username: picks the account on mapped sites
+    owner_id: str
+
 
 
 class Worker:
@@ -74,6 +88,10 @@ class Worker:
     @property
     def lease(self) -> timedelta:
         return timedelta(seconds=self.rt.settings.submit_lease_seconds)
+
+    @property
+    def staging_lease(self) -> timedelta:
+        return timedelta(seconds=self.rt.settings.staging_lease_seconds)
 
     def run(self, stop: threading.Event) -> None:
         """Cycle until `stop` is set; sleep between cycles only when there was nothing to do."""
@@ -97,9 +115,11 @@ class Worker:
                 busy |= recovered | submitted
                 cancelled = self._send_cancels(site)
                 polled = self._poll(site)
+                staged_out = self._stage_outs(site)
+                busy |= staged_out
                 # Up only when this cycle reached the site: an idle cycle proves nothing,
                 # and must not clear a final error (a changed host key) it never retried.
-                if recovered or submitted or cancelled or polled:
+                if recovered or submitted or cancelled or polled or staged_out:
                     self._mark_site(site, "up", None)
             except AdapterError as exc:
                 # One site's trouble never stops the cycle for the others. Final errors
@@ -124,7 +144,7 @@ class Worker:
             if free <= 0:
                 return []
             jobs = session.execute(
-                select(Job, User.username)
+                select(Job, User.username, User.id)
                 .join(User, User.id == Job.owner_id)
                 .where(Job.state == JobState.ACCEPTED.value, Job.site_name == site.name)
                 .order_by(Job.created_at, Job.id)
@@ -132,20 +152,22 @@ class Worker:
                 .with_for_update(of=Job, skip_locked=True)
             ).all()
             claims = []
-            for job, owner in jobs:
+            for job, owner, owner_id in jobs:
                 number = 1 + (session.scalar(
                     select(func.max(Attempt.number)).where(Attempt.job_id == job.id)) or 0)
                 tag = f"gw-{job.id}" if number == 1 else f"gw-{job.id}.{number}"
                 attempt = Attempt(job_id=job.id, number=number, site_name=site.name, tag=tag,
                                   state=SUBMITTING, workdir=site.workdir(tag),
-                                  lease_until=now + self.lease, created_at=now)
+                                  lease_until=now + self.lease, lease_owner=self.id,
+                                  created_at=now)
                 session.add(attempt)
-                advance(session, job, JobState.STAGING_IN, actor=self.actor,
-                        reason=f"preparing job directory at site '{site.name}'")
+                spec = JobSpec.model_validate(job.spec)
+                reason = (f"staging {len(spec.inputs)} input(s) to site '{site.name}'"
+                          if spec.inputs else f"preparing job directory at site '{site.name}'")
+                advance(session, job, JobState.STAGING_IN, actor=self.actor, reason=reason)
                 session.flush()
-                claims.append(Claim(attempt.id, job.id, tag, attempt.workdir,
-                                    JobSpec.model_validate(job.spec), recovering=False,
-                                    owner=owner))
+                claims.append(Claim(attempt.id, job.id, tag, attempt.workdir, spec,
+                                    recovering=False, owner=owner, owner_id=owner_id))
             return claims
 
     def _recover_claims(self, site: SiteEntry) -> list[Claim]:
@@ -153,7 +175,7 @@ class Worker:
         now = utcnow()
         with transaction(self.rt.sessions) as session:
             stale = session.execute(
-                select(Attempt, Job, User.username)
+                select(Attempt, Job, User.username, User.id)
                 .join(Job, Job.id == Attempt.job_id)
                 .join(User, User.id == Job.owner_id)
                 .where(Attempt.site_name == site.name, Attempt.state == SUBMITTING,
@@ -163,11 +185,12 @@ class Worker:
                 .with_for_update(of=Attempt, skip_locked=True)
             ).all()
             claims = []
-            for attempt, job, owner in stale:
+            for attempt, job, owner, owner_id in stale:
                 attempt.lease_until = now + self.lease
+                attempt.lease_owner = self.id
                 claims.append(Claim(attempt.id, job.id, attempt.tag, attempt.workdir,
                                     JobSpec.model_validate(job.spec), recovering=True,
-                                    owner=owner))
+                                    owner=owner, owner_id=owner_id))
             return claims
 
     def _submit_claims(self, site: SiteEntry, claims: Sequence[Claim]) -> bool:
@@ -189,7 +212,7 @@ class Worker:
         try:
             adapter = site.adapter_for(claim.owner)
         except NoAccount as exc:  # the site's mapping changed since the job was accepted
-            self._record_rejection(site, claim, exc.detail)
+            self._record_rejection(site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.detail}")
             return
         native_id = None
         if claim.recovering:
@@ -197,12 +220,17 @@ class Worker:
             native_id = adapter.find_by_tag(claim.tag, claim.workdir)
             if native_id:
                 log.info("adopted %s as %s at %s", claim.tag, native_id, site.name)
+        staged: StageInSummary | None = None
+        if native_id is None and claim.spec.inputs:
+            staged = self._stage_in(site, adapter, claim)
+            if staged is None:
+                return
         if native_id is None:
             request = build_submit_request(claim.spec, claim.tag, claim.workdir)
             try:
                 native_id = adapter.submit(request)
             except SubmitRejected as exc:
-                self._record_rejection(site, claim, exc.message)
+                self._record_rejection(site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.message}")
                 return
             # Transient errors propagate: the lease stays and a later cycle recovers it.
             _fault_after_submit()
@@ -219,11 +247,52 @@ class Worker:
             attempt.lease_until = None
             job = session.get(Job, claim.job_id, with_for_update=True)
             assert job is not None
-            if advance(session, job, JobState.QUEUED, actor=self.actor, at=now,
-                       reason=f"submitted to site '{site.name}' as job {native_id}"):
+            reason = f"submitted to site '{site.name}' as job {native_id}"
+            if staged is not None:
+                reason += f" ({staged.describe()})"
+            if advance(session, job, JobState.QUEUED, actor=self.actor, at=now, reason=reason):
                 self.rt.metrics.transitions.labels(JobState.QUEUED.value).inc()
 
-    def _record_rejection(self, site: SiteEntry, claim: Claim, message: str) -> None:
+    def _stage_in(self, site: SiteEntry, adapter: Adapter, claim: Claim
+                  ) -> StageInSummary | None:
+        """Stage the claim's inputs under a renewed lease. None when there is nothing to
+        submit now: the job failed (recorded), the lease was lost, or the site is down."""
+        if not self._renew(claim.attempt_id):
+            return None
+        job = StageInJob(claim.job_id, claim.owner_id, claim.owner, claim.workdir, claim.spec)
+        try:
+            staged = stage_in(self.rt, site, adapter, job,
+                              lambda: self._renew(claim.attempt_id))
+        except GatewayError as exc:
+            self._record_rejection(site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.detail}")
+            return None
+        except AdapterError as exc:
+            if exc.transient:
+                # The lease runs out and this or another worker stages again, continuing
+                # from what reached the site.
+                log.warning("job %s: staging interrupted at %s: %s", claim.job_id,
+                            site.name, exc.message)
+                return None
+            self._record_rejection(site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.message}")
+            return None
+        # Submit only while still holding the lease: whoever took it over submits instead.
+        if staged is None or not self._renew(claim.attempt_id):
+            log.warning("job %s: lease lost while staging; not submitting", claim.job_id)
+            return None
+        return staged
+
+    def _renew(self, attempt_id: int) -> bool:
+        """Extend this worker's lease on the attempt; False when it no longer holds it."""
+        with transaction(self.rt.sessions) as session:
+            result = session.execute(
+                update(Attempt)
+                .where(Attempt.id == attempt_id, Attempt.lease_owner == self.id,
+                       Attempt.lease_until.is_not(None))
+                .values(lease_until=utcnow() + self.staging_lease)
+                .execution_options(synchronize_session=False))
+            return bool(getattr(result, "rowcount", 0) == 1)
+
+    def _record_rejection(self, site: SiteEntry, claim: Claim, reason: str) -> None:
         self.rt.metrics.submissions.labels(site.name, "rejected").inc()
         with transaction(self.rt.sessions) as session:
             attempt = session.get(Attempt, claim.attempt_id, with_for_update=True)
@@ -231,13 +300,12 @@ class Worker:
             if attempt.state != SUBMITTING:
                 return
             attempt.state = JobState.FAILED.value
-            attempt.reason = message
+            attempt.reason = reason
             attempt.lease_until = None
             attempt.ended_at = utcnow()
             job = session.get(Job, claim.job_id, with_for_update=True)
             assert job is not None
-            advance(session, job, JobState.FAILED, actor=self.actor,
-                    reason=f"{Reason.SUBMIT_REJECTED}: {message}")
+            advance(session, job, JobState.FAILED, actor=self.actor, reason=reason)
 
     # --- cancels ----------------------------------------------------------------------
 
@@ -346,9 +414,103 @@ class Worker:
             reason = Reason.CANCELLED_BY_USER
         elif reason is None and status.exit_code:
             reason = f"exit code {status.exit_code}"
+        if target is not JobState.CANCELLED and job.spec.get("outputs"):
+            # Collect the outputs first (a failed run's too); _stage_outs finishes the job.
+            attempt.lease_until = attempt.lease_owner = None
+            if advance(session, job, JobState.STAGING_OUT, actor=self.actor,
+                       raw_state=status.raw_state, at=attempt.ended_at,
+                       reason=f"run ended {target.value}" + (f" ({reason})" if reason else "")
+                       + "; collecting outputs"):
+                self.rt.metrics.transitions.labels(JobState.STAGING_OUT.value).inc()
+            return
         if advance(session, job, target, actor=self.actor, raw_state=status.raw_state,
                    at=attempt.ended_at, reason=reason):
             self.rt.metrics.transitions.labels(target.value).inc()
+
+    # --- stage-out --------------------------------------------------------------------
+
+    def _stage_outs(self, site: SiteEntry) -> bool:
+        """Collect the outputs of runs that ended; True when there were any."""
+        claimed = self._claim_stage_outs(site)
+        for attempt_id, job_id, workdir, spec, owner in claimed:
+            self._stage_out_one(site, attempt_id, job_id, workdir, spec, owner)
+        return bool(claimed)
+
+    def _claim_stage_outs(self, site: SiteEntry
+                          ) -> list[tuple[int, str, str, JobSpec, str | None]]:
+        now = utcnow()
+        with transaction(self.rt.sessions) as session:
+            rows = session.execute(
+                select(Attempt, Job.spec, User.username)
+                .join(Job, Job.id == Attempt.job_id)
+                .join(User, User.id == Job.owner_id)
+                .where(Attempt.site_name == site.name,
+                       Job.state == JobState.STAGING_OUT.value,
+                       Attempt.state.in_((JobState.COMPLETED.value, JobState.FAILED.value)),
+                       or_(Attempt.lease_until.is_(None), Attempt.lease_until < now))
+                .order_by(Attempt.id)
+                .limit(CLAIM_BATCH)
+                .with_for_update(of=Attempt, skip_locked=True)
+            ).all()
+            claimed = []
+            for attempt, spec, owner in rows:
+                attempt.lease_until = now + self.staging_lease
+                attempt.lease_owner = self.id
+                claimed.append((attempt.id, attempt.job_id, attempt.workdir,
+                                JobSpec.model_validate(spec), owner))
+            return claimed
+
+    def _stage_out_one(self, site: SiteEntry, attempt_id: int, job_id: str, workdir: str,
+                       spec: JobSpec, owner: str | None) -> None:
+        collected: Collected | None = None
+        failure = None
+        try:
+            files = site.adapter_for(owner).files
+            collected = collect(files, workdir, spec.outputs, spec.outputs_mode,
+                                StagingLimits.from_settings(self.rt.settings),
+                                BlobStore(self.rt.settings.store_dir),
+                                lambda: self._renew(attempt_id))
+            if collected is None:
+                return  # lease lost: whoever holds it now finishes the job
+        except GatewayError as exc:
+            failure = exc.detail
+        except AdapterError as exc:
+            if exc.transient:
+                log.warning("job %s: stage-out interrupted at %s: %s", job_id, site.name,
+                            exc.message)
+                return  # the lease runs out and a later cycle collects again
+            failure = exc.message
+        self._finish_stage_out(site, attempt_id, job_id, collected, failure)
+
+    def _finish_stage_out(self, site: SiteEntry, attempt_id: int, job_id: str,
+                          collected: Collected | None, failure: str | None) -> None:
+        with transaction(self.rt.sessions) as session:
+            attempt = session.get(Attempt, attempt_id, with_for_update=True)
+            assert attempt is not None
+            if attempt.lease_owner != self.id or attempt.lease_until is None:
+                return  # another worker took over
+            job = session.get(Job, job_id, with_for_update=True)
+            assert job is not None
+            attempt.lease_until = attempt.lease_owner = None
+            run_reason = attempt.reason or (
+                f"exit code {attempt.exit_code}" if attempt.exit_code else None)
+            session.execute(delete(JobOutput).where(JobOutput.job_id == job_id))
+            if collected is not None:
+                now = utcnow()
+                session.add_all(JobOutput(job_id=job_id, path=o.path, size=o.size,
+                                          sha256=o.sha256, location=o.location,
+                                          site_name=site.name, site_path=o.site_path,
+                                          created_at=now) for o in collected.outputs)
+            if failure is not None:
+                target = JobState.FAILED
+                note = f"{Reason.STAGE_OUT_FAILED}: {failure}"
+            else:
+                assert collected is not None
+                target = JobState(attempt.state)
+                note = collected.describe()
+            reason = f"{run_reason}; {note}" if run_reason else note
+            if advance(session, job, target, actor=self.actor, reason=reason):
+                self.rt.metrics.transitions.labels(target.value).inc()
 
     def _mark_site(self, site: SiteEntry, status: str, reason: str | None) -> None:
         if self._site_status.get(site.name) == (status, reason):

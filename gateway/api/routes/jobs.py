@@ -20,6 +20,7 @@ from gateway.domain.states import JobState
 from gateway.runtime import Runtime
 from gateway.services import job_queries
 from gateway.services import jobs as job_service
+from gateway.services.job_inputs import StagingLimits
 from gateway.services.job_queries import JobFilter
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
@@ -37,7 +38,8 @@ def submit_job(
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> Response:
     """Accept a job; the worker stages and submits it. Returns at once with its id."""
-    row, created = job_service.submit(session, runtime.sites, principal, spec, idempotency_key)
+    row, created = job_service.submit(session, runtime.sites, principal, spec, idempotency_key,
+                                      StagingLimits.from_settings(runtime.settings))
     session.commit()
     headers = {"Location": f"/api/v1/jobs/{row['id']}"}
     if not created:

@@ -1,0 +1,127 @@
+"""/api/v1/jobs/{id}/files: a job's collected outputs, listed and downloaded.
+
+    GET /jobs/{id}/files          path, size, sha256 and location of each output
+    GET /jobs/{id}/files/{path}   the bytes: Range (one range) supported, served as an
+                                  attachment with nosniff; `Repr-Digest` carries the
+                                  sha256 of the whole file (RFC 9530)
+
+Fetched outputs come from the gateway store; kept ones are streamed from the site
+through the gateway. Another user's job is 404, as on every job route.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from collections.abc import Iterator
+from typing import IO
+from urllib.parse import quote
+
+from fastapi import APIRouter, Header, Request, Response
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
+
+from adapters.transfer import SiteFile
+from gateway.api.deps import JobsReader, RuntimeDep
+from gateway.api.problems import problem
+from gateway.api.ranges import Unsatisfiable, parse_range
+from gateway.domain.errors import Unavailable
+from gateway.runtime import Runtime
+from gateway.services import job_files
+from gateway.services.job_files import OutputRow
+from gateway.store import BlobStore
+
+router = APIRouter(prefix="/api/v1", tags=["jobs"])
+
+SEND_BLOCK = 256 * 1024
+
+
+class JobFileOut(BaseModel):
+    path: str
+    size: int
+    sha256: str
+    # "gateway": fetched into the gateway store; "site": kept in the job directory.
+    location: str
+    site: str
+
+
+class JobFileList(BaseModel):
+    items: list[JobFileOut]
+
+
+@router.get("/jobs/{job_id}/files", response_model=JobFileList)
+def list_files(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> JobFileList:
+    """The job's outputs (matched by its output globs after the run), by path."""
+    with runtime.reading() as conn:
+        rows = job_files.list_outputs(conn, principal, job_id)
+    return JobFileList(items=[JobFileOut(path=r["path"], size=r["size"], sha256=r["sha256"],
+                                         location=r["location"], site=r["site_name"])
+                              for r in rows])
+
+
+@router.get("/jobs/{job_id}/files/{path:path}", response_class=Response,
+            responses={200: {"content": {"application/octet-stream": {}}},
+                       206: {"description": "Partial content (Range)"},
+                       416: {"description": "Range not satisfiable"}})
+def download_file(job_id: str, path: str, principal: JobsReader, runtime: RuntimeDep,
+                  request: Request, range_: str | None = Header(None, alias="Range")
+                  ) -> Response:
+    """One output's bytes (all, or one `Range`)."""
+    with runtime.reading() as conn:
+        row = job_files.get_output(conn, principal, job_id, path)
+        owner = job_files.owner_username(conn, job_id)
+    size = int(row["size"])
+    headers = {
+        "Content-Disposition": _attachment(path),
+        "X-Content-Type-Options": "nosniff",
+        "Accept-Ranges": "bytes",
+        "ETag": f'"{row["sha256"]}"',
+        "Repr-Digest": f"sha-256=:{base64.b64encode(bytes.fromhex(row['sha256'])).decode()}:",
+        "Cache-Control": "private, no-store",
+    }
+    try:
+        wanted = parse_range(range_, size)
+    except Unsatisfiable:
+        return problem(416, f"The range {range_!r} lies outside the file's {size} bytes.",
+                       instance=request.url.path, headers={"Content-Range": f"bytes */{size}"})
+    start, end = wanted or (0, size)
+    status = 200
+    if wanted is not None:
+        status = 206
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+    headers["Content-Length"] = str(end - start)
+    stream = _open(runtime, row, owner, start)
+    return StreamingResponse(_send(stream, end - start), status_code=status,
+                             media_type="application/octet-stream", headers=headers)
+
+
+def _attachment(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\;' else "_"
+                       for c in name)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+def _open(runtime: Runtime, row: OutputRow, owner: str | None,
+          offset: int) -> contextlib.AbstractContextManager[IO[bytes]]:
+    if row["location"] == "gateway":
+        blob = BlobStore(runtime.settings.store_dir).open_blob(row["sha256"])
+        blob.seek(offset)
+        return blob
+    try:
+        files = runtime.sites.get(row["site_name"]).adapter_for(owner).files
+    except Exception as exc:  # any failure reaching the site is a 503 for the user
+        raise Unavailable(f"Cannot reach site '{row['site_name']}' for this output: {exc}. "
+                          "Try again later.") from exc
+    return SiteFile(files, row["site_path"]).open_at(offset)
+
+
+def _send(stream: contextlib.AbstractContextManager[IO[bytes]], length: int) -> Iterator[bytes]:
+    with stream as src:
+        left = length
+        while left > 0:
+            block = src.read(min(SEND_BLOCK, left))
+            if not block:
+                return
+            left -= len(block)
+            yield block

@@ -1,0 +1,73 @@
+"""`gridgate fetch JOB [PATTERN] -o DIR`: download a job's outputs, verified."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from gateway.cli import render
+from gateway.cli.jobs import JobArg, JsonOpt
+from gateway.cli.state import state
+from gateway.client.downloads import download_file, select_files
+from gateway.client.errors import ClientError
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                    TransferSpeedColumn(), TimeRemainingColumn(),
+                    console=render.stderr_console(), transient=True)
+
+
+def _advance(progress: Progress, task: TaskID, done: int) -> None:
+    progress.update(task, completed=done)
+
+
+def fetch(
+    ctx: typer.Context,
+    job_id: JobArg,
+    pattern: Annotated[str | None, typer.Argument(
+        metavar="[PATTERN]", help="Only outputs whose path (or name) matches this glob.")]
+    = None,
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", metavar="DIR", help="Directory to write into (paths kept).")]
+    = Path("."),
+    json_out: JsonOpt = False,
+) -> None:
+    """Download a job's collected outputs into DIR and verify each sha256.
+
+    An interrupted fetch continues where it stopped when run again. Outputs the job
+    keeps on its site are streamed from there through the gateway.
+    """
+    with state(ctx).client() as client:
+        files = select_files(client.job_files(job_id), pattern)
+        if not files:
+            what = f"matching {pattern!r}" if pattern else "at all"
+            raise ClientError(f"Job {job_id} has no collected outputs {what} (outputs are "
+                              "collected when the run ends, by the spec's output globs).")
+        written: list[dict[str, Any]] = []
+        with _progress() as progress:
+            for item in files:
+                task = progress.add_task(item["path"], total=item["size"])
+                target = download_file(client, job_id, item, output,
+                                       on_done=partial(_advance, progress, task))
+                progress.remove_task(task)
+                written.append({**item, "file": str(target), "verified": True})
+    if json_out:
+        render.print_json({"items": written})
+        return
+    for entry in written:
+        print(entry["file"])
+    render.stderr_console().print(
+        f"Fetched {len(written)} file(s) of job {job_id}, sha256 verified.")

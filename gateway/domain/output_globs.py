@@ -1,0 +1,45 @@
+"""Output globs matched against the paths a job left: pure, shell-like.
+
+A pattern is split on '/'; each name is matched with `fnmatch` ('*', '?', '[...]');
+'**' matches any number of names (zero included), so 'out/**' is everything in out/.
+As in a shell, a name starting with '.' is matched only by a pattern name that starts
+with '.' too, so '*' never collects hidden files such as the gateway's control
+directory or partial transfers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from fnmatch import fnmatchcase
+from functools import cache
+
+
+def matches(pattern: str, path: str) -> bool:
+    """True when relative `path` matches `pattern`."""
+    return _match(tuple(pattern.split("/")), tuple(path.split("/")))
+
+
+def select(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
+    """The paths any pattern matches, sorted, each once."""
+    return sorted(p for p in set(paths) if any(matches(g, p) for g in patterns))
+
+
+@cache
+def _match(pattern: tuple[str, ...], names: tuple[str, ...]) -> bool:
+    if not pattern:
+        return not names
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        # Zero names, or one more (never a hidden one) and try again.
+        if _match(rest, names):
+            return True
+        return bool(names) and not names[0].startswith(".") and _match(pattern, names[1:])
+    if not names:
+        return False
+    return _name_matches(head, names[0]) and _match(rest, names[1:])
+
+
+def _name_matches(pattern: str, name: str) -> bool:
+    if name.startswith(".") and not pattern.startswith("."):
+        return False
+    return fnmatchcase(name, pattern)

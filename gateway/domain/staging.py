@@ -1,0 +1,128 @@
+"""Staging in the job spec: where inputs come from, where they land, which outputs return.
+
+Pure rules, no I/O. Every path a user gives is relative to the job directory and is
+checked here once: no absolute paths, no `..`, no NUL or control characters, no empty
+or `.` segments, nothing in the gateway's own control directory.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from urllib.parse import urlsplit
+
+# The gateway's control files live here in every job directory (adapters' layouts).
+CONTROL_DIR = ".gridgate"
+MAX_PATH_CHARS = 4096
+MAX_SEGMENT_CHARS = 255
+_SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+class OutputsMode(StrEnum):
+    """What happens to matched outputs after the run."""
+
+    FETCH = "fetch"  # copied into the gateway store, verified, served by the API
+    KEEP = "keep"  # left in the job directory on the site; listed with size and sha256
+
+
+def check_job_path(value: str, *, glob: bool = False) -> str:
+    """`value` if it is a safe path relative to the job directory, else ValueError."""
+    what = "a glob" if glob else "a path"
+    if not value:
+        raise ValueError(f"must be {what} relative to the job directory, not empty")
+    if "\x00" in value:
+        raise ValueError("must not contain NUL bytes")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError("must not contain control characters")
+    if len(value) > MAX_PATH_CHARS:
+        raise ValueError(f"must be at most {MAX_PATH_CHARS} characters")
+    if value.startswith("/"):
+        raise ValueError(f"must be {what} relative to the job directory, not absolute")
+    segments = value.split("/")
+    for segment in segments:
+        if segment == "..":
+            raise ValueError("must not contain '..' segments")
+        if segment in ("", "."):
+            raise ValueError("must not contain empty or '.' segments (no '//', './' or "
+                             "trailing '/')")
+        if len(segment) > MAX_SEGMENT_CHARS:
+            raise ValueError(f"each name must be at most {MAX_SEGMENT_CHARS} characters")
+    if segments[0] == CONTROL_DIR:
+        raise ValueError(f"must not point into the gateway's control directory {CONTROL_DIR}/")
+    return value
+
+
+class SourceKind(StrEnum):
+    UPLOAD = "upload"
+    SITE = "site"
+    HTTPS = "https"
+
+
+@dataclass(frozen=True)
+class InputSource:
+    """A parsed `source`: an upload id, a file at a federated site, or an https URL."""
+
+    kind: SourceKind
+    upload_id: str | None = None
+    site: str | None = None
+    path: str | None = None
+    url: str | None = None
+
+
+def parse_source(value: str) -> InputSource:
+    """The source behind `upload:<id>`, `site://NAME/ABSOLUTE/PATH` or `https://...`;
+    ValueError (saying what is accepted) for anything else."""
+    if "\x00" in value or any(ord(c) < 32 for c in value):
+        raise ValueError("must not contain NUL bytes or control characters")
+    if value.startswith("upload:"):
+        upload_id = value.removeprefix("upload:")
+        try:
+            canonical = str(uuid.UUID(upload_id))
+        except ValueError:
+            raise ValueError("upload:<id> needs the id 'gridgate upload' printed") from None
+        if canonical != upload_id.lower():
+            raise ValueError("upload:<id> needs the id 'gridgate upload' printed")
+        return InputSource(SourceKind.UPLOAD, upload_id=canonical)
+    if value.startswith("site://"):
+        name, slash, path = value.removeprefix("site://").partition("/")
+        if not _SITE_NAME.match(name):
+            raise ValueError("site://NAME/PATH needs a site name (lowercase letters, digits, "
+                             "'-' and '_')")
+        path = "/" + path
+        if not slash or path == "/":
+            raise ValueError("site://NAME/PATH needs the absolute path of a file at the site")
+        if path.endswith("/") or any(s in ("..", ".", "") for s in path[1:].split("/")):
+            raise ValueError("site://NAME/PATH must be a plain absolute file path (no '..', "
+                             "'.', '//' or trailing '/')")
+        return InputSource(SourceKind.SITE, site=name, path=path)
+    parts = urlsplit(value)
+    if parts.scheme.lower() == "https":
+        if not parts.hostname:
+            raise ValueError("https URL needs a host")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("https URL must not carry credentials")
+        return InputSource(SourceKind.HTTPS, url=value)
+    raise ValueError("source must be upload:<id>, site://NAME/ABSOLUTE/PATH or an https:// "
+                     "URL")
+
+
+def duplicate_dest(dests: Sequence[str]) -> tuple[int, int] | None:
+    """(i, j), i < j, when inputs[j].dest repeats inputs[i].dest, or one lies inside the
+    other (a file cannot also be a directory); None when all are distinct."""
+    seen: dict[str, int] = {}
+    for j, dest in enumerate(dests):
+        if dest in seen:
+            return seen[dest], j
+        seen[dest] = j
+    for j, dest in enumerate(dests):
+        parent = posixpath.dirname(dest)
+        while parent:
+            if parent in seen:
+                i = seen[parent]
+                return min(i, j), max(i, j)
+            parent = posixpath.dirname(parent)
+    return None

@@ -1,0 +1,107 @@
+"""Stage-in: put every input of a claimed job into its directory on the site.
+
+Each input goes through `adapters.transfer.stage` with the site's FileTransport and the
+site's cache (`SiteEntry.cache_dir`): written under a partial name, size and sha256
+verified on the site, renamed atomically, continued from the partial file's size after
+an interruption. Nothing about the transfer itself is kept in the database: it is
+derivable from the site (cache entries, partial files), so a worker that takes over an
+expired lease simply stages again, and finished inputs cost one sha256sum each.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from adapters.base import Adapter
+from adapters.transfer import StageResult, site_fs, stage
+from gateway.domain.jobspec import JobSpec
+from gateway.domain.staging import SourceKind, parse_source
+from gateway.runtime import Runtime
+from gateway.services.input_sources import (
+    InputUnavailable,
+    ResolvedInput,
+    site_input,
+    upload_input,
+)
+from gateway.services.job_inputs import StagingLimits
+from gateway.services.sites import SiteEntry
+from gateway.services.uploads import human_bytes
+from gateway.store import BlobStore
+from gateway.worker.keyed_locks import KeyedLocks
+
+log = logging.getLogger(__name__)
+
+# Serialises stagings of one content to one site in this process (see adapters.transfer).
+STAGING_LOCKS = KeyedLocks()
+
+
+@dataclass(frozen=True)
+class StageInJob:
+    """What stage-in needs to know about the job."""
+
+    job_id: str
+    owner_id: str
+    owner: str | None
+    workdir: str
+    spec: JobSpec
+
+
+@dataclass(frozen=True)
+class StageInSummary:
+    files: int
+    bytes_sent: int
+    cached: int
+
+    def describe(self) -> str:
+        return (f"staged {self.files} input(s), {human_bytes(self.bytes_sent)} sent, "
+                f"{self.cached} from the site's cache")
+
+
+def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
+             keep_lease: Callable[[], bool]) -> StageInSummary | None:
+    """Stage the job's inputs into its (0700) directory. None when `keep_lease` said the
+    lease was lost (another worker took the job over: stop, do not submit).
+
+    Raises InputUnavailable or a final AdapterError when the job cannot be staged, and
+    SiteUnavailable (transient) when trying again later may work."""
+    files = adapter.files
+    site_fs.make_private_dir(files, job.workdir)
+    resolved = [_resolve(rt, job, item.source) for item in job.spec.inputs]
+    limits = StagingLimits.from_settings(rt.settings)
+    total = sum(r.expected.size for r in resolved)
+    if total > limits.input_max_bytes:
+        raise InputUnavailable(
+            f"the inputs total {human_bytes(total)}, over the per-job limit of "
+            f"{human_bytes(limits.input_max_bytes)} (job_input_max_bytes) by "
+            f"{human_bytes(total - limits.input_max_bytes)}")
+    results: list[StageResult] = []
+    cache_dir = site.cache_dir(job.owner)
+    for item, source in zip(job.spec.inputs, resolved, strict=True):
+        if not keep_lease():
+            return None
+        with STAGING_LOCKS.hold((site.name, source.expected.sha256)):
+            results.append(stage(files, source.source, source.expected,
+                                 f"{job.workdir.rstrip('/')}/{item.dest}", cache_dir=cache_dir))
+        log.info("job %s: staged %s to %s", job.job_id, item.source, item.dest)
+    return StageInSummary(len(results), sum(r.bytes_sent for r in results),
+                          sum(r.cached for r in results))
+
+
+def _resolve(rt: Runtime, job: StageInJob, text: str) -> ResolvedInput:
+    source = parse_source(text)
+    store = BlobStore(rt.settings.store_dir)
+    with rt.sessions() as session:
+        if source.kind is SourceKind.UPLOAD:
+            assert source.upload_id is not None
+            return upload_input(session, store, job.owner_id, source.upload_id)
+        if source.kind is SourceKind.SITE:
+            return site_input(session, rt.sites, job.owner_id, job.owner, source)
+    from gateway.services.https_fetch import https_input
+
+    assert source.url is not None
+    return https_input(rt.settings, store, source.url)
+
+
+__all__ = ["STAGING_LOCKS", "StageInJob", "StageInSummary", "stage_in"]

@@ -1,0 +1,171 @@
+"""Stage-out: collect a finished run's outputs, keep them listed or fetch them.
+
+1. List regular files and symlinks in the job directory (GNU find, NUL-separated) and
+   keep those an output glob matches (`gateway.domain.output_globs`).
+2. A matched symlink is resolved on the site: one whose target lies outside the job
+   directory (/etc/passwd, another job's directory) is refused, never followed or read;
+   one that stays inside and names a regular file stands for it (that file is what gets
+   hashed and fetched). Refusals are listed in the final event's reason; the job is not
+   failed for them.
+3. Per-job limits on count and bytes; sha256 of each file computed on the site.
+4. `keep`: recorded as they are on the site. `fetch`: downloaded into the gateway store,
+   hashed while written, and stored only when the sha256 matches the site's.
+
+Nothing here writes the database: the worker records the result and the final state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.transfer import site_fs
+from adapters.transfer.listing import list_tree, sha256_many
+from adapters.transport import FileTransport
+from gateway.domain import output_globs
+from gateway.domain.errors import GatewayError
+from gateway.domain.staging import CONTROL_DIR, OutputsMode
+from gateway.services.job_inputs import StagingLimits
+from gateway.services.uploads import human_bytes
+from gateway.store import BlobStore
+
+log = logging.getLogger(__name__)
+
+GATEWAY, SITE = "gateway", "site"
+
+
+class StageOutFailed(GatewayError):
+    """The outputs could not be collected as the spec asks."""
+
+    title = "Stage-out failed"
+
+
+@dataclass(frozen=True)
+class CollectedOutput:
+    path: str  # relative to the job directory, as matched
+    size: int
+    sha256: str
+    location: str  # GATEWAY or SITE
+    site_path: str  # the regular file on the site it was read from
+
+
+@dataclass(frozen=True)
+class Collected:
+    outputs: list[CollectedOutput]
+    # "path -> target" of symlinks not followed: out of the job directory, or not to a file
+    refused: list[str]
+
+    def describe(self) -> str:
+        total = sum(o.size for o in self.outputs)
+        text = f"collected {len(self.outputs)} output(s), {human_bytes(total)}"
+        if self.refused:
+            text += (f"; refused {len(self.refused)} symlink(s) pointing outside the job "
+                     f"directory or not to a regular file: {', '.join(self.refused[:5])}")
+        return text
+
+
+@dataclass(frozen=True)
+class _Match:
+    path: str
+    site_path: str
+    size: int
+
+
+def collect(files: FileTransport, workdir: str, globs: list[str], mode: OutputsMode,
+            limits: StagingLimits, store: BlobStore,
+            keep_lease: Callable[[], bool]) -> Collected | None:
+    """Collect the outputs (see module). None when the lease was lost meanwhile."""
+    root = site_fs.real_path(files, workdir)
+    if root is None:
+        raise StageOutFailed(f"the job directory {workdir} is gone from the site")
+    listed = {e.path: e for e in list_tree(files, root)
+              if e.path.split("/", 1)[0] != CONTROL_DIR}
+    matched, refused = [], []
+    for path in output_globs.select(globs, listed):
+        entry = listed[path]
+        site_path = f"{root}/{path}"
+        size = entry.size
+        if entry.is_symlink:
+            target = site_fs.real_path(files, site_path)
+            if target is None or not target.startswith(root + "/"):
+                refused.append(f"{path} -> {target or 'nothing'}")
+                continue
+            try:
+                real_size = site_fs.file_size(files, target)
+            except site_fs.SiteCommandFailed:  # a directory, a device...
+                real_size = None
+            if real_size is None:
+                refused.append(f"{path} -> {target} (not a regular file)")
+                continue
+            site_path, size = target, real_size
+        matched.append(_Match(path, site_path, size))
+    _check_limits(matched, limits)
+    digests = sha256_many(files, [m.site_path for m in matched])
+    outputs = []
+    for m, sha in zip(matched, digests, strict=True):
+        if mode is OutputsMode.FETCH:
+            if not keep_lease():
+                return None
+            _fetch(files, m, sha, store)
+        outputs.append(CollectedOutput(m.path, m.size, sha,
+                                       GATEWAY if mode is OutputsMode.FETCH else SITE,
+                                       m.site_path))
+    return Collected(outputs, refused)
+
+
+def _check_limits(matched: list[_Match], limits: StagingLimits) -> None:
+    if len(matched) > limits.output_max_files:
+        raise StageOutFailed(
+            f"{len(matched)} files match the output globs, over the per-job limit of "
+            f"{limits.output_max_files} (job_output_max_files) by "
+            f"{len(matched) - limits.output_max_files}")
+    total = sum(m.size for m in matched)
+    if total > limits.output_max_bytes:
+        raise StageOutFailed(
+            f"the matched outputs total {human_bytes(total)}, over the per-job limit of "
+            f"{human_bytes(limits.output_max_bytes)} (job_output_max_bytes) by "
+            f"{human_bytes(total - limits.output_max_bytes)}")
+
+
+class _HashingSink:
+    """A writable stream that hashes and counts what passes through to `out`."""
+
+    def __init__(self, out: Path) -> None:
+        self._file = out.open("wb")
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self._file.write(data)
+        self.digest.update(data)
+        self.size += len(data)
+        return len(data)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _fetch(files: FileTransport, m: _Match, sha256: str, store: BlobStore) -> None:
+    """Download into the store; kept only if it hashes to the site's sha256."""
+    if store.has_blob(sha256):
+        return
+    tmp = store.new_incoming()
+    sink = _HashingSink(tmp)
+    try:
+        try:
+            files.download(m.site_path, sink)  # type: ignore[arg-type]
+        finally:
+            sink.close()
+        got = sink.digest.hexdigest()
+        if got != sha256 or sink.size != m.size:
+            raise StageOutFailed(f"{m.path} arrived with sha256 {got} ({sink.size} bytes); "
+                                 f"the site has {sha256} ({m.size} bytes)")
+        store.promote_file(tmp, sha256)
+    finally:
+        tmp.unlink(missing_ok=True)
