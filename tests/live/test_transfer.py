@@ -8,6 +8,7 @@ import secrets
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,3 +116,44 @@ def test_site_to_site_copy_roadrunner_to_galaxy(testbed: TestbedInfo,
                               f"{job_dir(galaxy)}/in/results.bin", sha256=digest, size=size,
                               cache_dir=cache)
     assert (again.bytes_sent, again.cached) == (0, True)
+
+
+class CorruptsFirstWrite:
+    """The real transport, except that right after the first upload completes one byte of
+    the written file is changed on the site (as a faulty disk or a meddling process
+    would), before the gateway verifies it."""
+
+    def __init__(self, inner: SshTransport) -> None:
+        self.inner = inner
+        self.corrupted: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def upload(self, source: Any, path: str, **kwargs: Any) -> int:
+        written = self.inner.upload(source, path, **kwargs)
+        if not self.corrupted:
+            self.corrupted.append(path)
+            # Flip the file's 1001st byte to "X" (dd with conv=notrunc keeps the size).
+            result = self.inner.run(["sh", "-c", 'printf X | dd of="$1" bs=1 seek=1000 '
+                                     'conv=notrunc status=none', "corrupt", path])
+            assert result.exit_status == 0, result
+        return written
+
+
+def test_corruption_between_write_and_verify_is_detected_and_resent(
+        testbed: TestbedInfo, transports: dict[str, SshTransport]) -> None:
+    site = testbed.sites["roadrunner"]
+    data = os.urandom(3 * MIB + 5)
+    source = Path("/dev/shm") / f"gw-corrupt-{secrets.token_hex(4)}"
+    source.write_bytes(data)
+    try:
+        transport = CorruptsFirstWrite(transports["roadrunner"])
+        dest = f"{job_dir(site)}/in/data.bin"
+        digest = hashlib.sha256(data).hexdigest()
+        result = stage_file(transport, str(source), digest, len(data), dest)
+    finally:
+        source.unlink()
+    assert transport.corrupted, "the fault was never injected"
+    assert result.resends == 1 and result.bytes_sent == 2 * len(data), result
+    assert sha256_of(transports["roadrunner"], dest) == digest
