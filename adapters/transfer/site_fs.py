@@ -1,7 +1,8 @@
 """The site-side file commands staging needs, as argv over a Transport (no shell strings).
 
 GNU coreutils on the site is assumed (stat -c, sha256sum, mv -T, ln -T), as on every
-Linux cluster. A command that fails raises `SiteCommandFailed` with its stderr.
+Linux cluster; OpenSSL hashes where present. A command that fails raises
+`SiteCommandFailed` with its stderr.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from adapters.transport import Transport
 HASH_TIMEOUT = 600.0
 COMMAND_TIMEOUT = 60.0
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# The hasher: OpenSSL where the site has it (it uses the CPU's SHA extensions: 1 GiB in
+# 0.9 s on the testbed, where Debian's coreutils sha256sum takes 4.5 s), else sha256sum.
+# Both print "<hex> ..."; the path is "$1" (absolute, so never taken for an option).
+_HASH_SCRIPT = ('if command -v openssl >/dev/null 2>&1; then exec openssl dgst -sha256 -r "$1"; '
+                'else exec sha256sum -- "$1"; fi')
 # The directory maker: umask 077 so every directory it creates (parents too) is 0700.
 # The path is "$1", data, never part of the script.
 _MKDIR_SCRIPT = 'umask 077 && mkdir -p -- "$1"'
@@ -57,11 +63,14 @@ def file_size(transport: Transport, path: str) -> int | None:
 
 
 def sha256_of(transport: Transport, path: str) -> str:
-    """sha256 of `path`, computed on the site."""
-    out = _run(transport, ["sha256sum", "--", path], timeout=HASH_TIMEOUT)
+    """sha256 of the file at the absolute `path`, computed on the site."""
+    if not posixpath.isabs(path):
+        raise ValueError(f"not an absolute path: {path!r}")
+    out = _run(transport, ["sh", "-c", _HASH_SCRIPT, "gridgate-hash", path],
+               timeout=HASH_TIMEOUT)
     digest = out.split(" ", 1)[0].lstrip("\\")
     if not is_sha256(digest):
-        raise SiteCommandFailed(f"sha256sum on the site printed {out[:100]!r}")
+        raise SiteCommandFailed(f"hashing {path} on the site printed {out[:100]!r}")
     return digest
 
 

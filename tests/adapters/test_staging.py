@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 import stat
 from pathlib import Path
 
 import pytest
 
-from adapters.transfer import StagingFailed, copy_site_to_site, stage_file
+from adapters.transfer import StagingFailed, copy_site_to_site, site_fs, stage_file
 from adapters.transfer.site_fs import partial_name
 from adapters.transport import (
     ConnectionFailed,
@@ -52,7 +53,7 @@ class DroppingTransport(LocalTransport):
 
 class CorruptingTransport(LocalTransport):
     """Flips a byte of the file after each of its first `times` uploads (before verify);
-    records whether the final name existed whenever sha256sum ran."""
+    records whether the final name existed whenever the site's hasher ran."""
 
     def __init__(self, times: int, final: Path) -> None:
         super().__init__()
@@ -74,7 +75,7 @@ class CorruptingTransport(LocalTransport):
         return written
 
     def run(self, argv, *, stdin=None, timeout=60.0):  # type: ignore[no-untyped-def]
-        if argv[0] == "sha256sum":
+        if "gridgate-hash" in argv:
             self.final_seen_before_verify.append(self.final.exists())
         return super().run(argv, stdin=stdin, timeout=timeout)
 
@@ -230,3 +231,19 @@ def test_local_upload_offset_cuts_stale_tail_and_download_ranges(tmp_path: Path)
         t.download(str(tmp_path / "missing"), io.BytesIO())
     with pytest.raises(FileTransferError):
         t.upload(io.BytesIO(b"x"), str(tmp_path / "missing"), offset=3)
+
+
+def test_site_hash_uses_openssl_or_sha256sum_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    content: tuple[Path, str]) -> None:
+    """The hasher gives the same digest through OpenSSL and, where the site has none,
+    through coreutils' sha256sum (PATH without openssl)."""
+    src, digest = content
+    assert site_fs.sha256_of(LocalTransport(), str(src)) == digest
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "sha256sum"):
+        (bin_dir / tool).symlink_to(shutil.which(tool) or tool)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert site_fs.sha256_of(LocalTransport(), str(src)) == digest
+    with pytest.raises(ValueError, match="absolute"):
+        site_fs.sha256_of(LocalTransport(), "relative/path")
