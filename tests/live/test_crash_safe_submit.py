@@ -231,9 +231,12 @@ def test_gateway_killed_after_submit_adopts_on_restart(
     log = tmp_path / "gateway.log"
 
     # Each crashing worker adopts what the one before it left at the scheduler, then
-    # dies right after its own first submit returned, before the commit.
+    # dies right after its own first submit returned, before the commit. It submits one
+    # job at a time so that the count below is exact (with concurrent submits a crash
+    # leaves several such jobs, recovered the same way: the restart below runs that way).
     for crash in range(CRASHES):
-        crashing = GatewayProcess(process_env(runtime.settings, **{FAULT_AFTER_SUBMIT_ENV: "exit"}),
+        crashing = GatewayProcess(process_env(runtime.settings, **{
+            FAULT_AFTER_SUBMIT_ENV: "exit", "GRIDGATE_WORKER_SUBMIT_THREADS": "1"}),
                                   log, worker_only=True)
         crashing.start()
         assert crashing.proc is not None
@@ -249,6 +252,19 @@ def test_gateway_killed_after_submit_adopts_on_restart(
         # Exactly one of the uncommitted attempts reached the scheduler.
         assert sorted(len(scheduler_jobs(site, a.tag)) for a in pending) == (
             [0] * (len(pending) - 1) + [1])
+
+    # One more crash, now with the remaining submits in flight at once: it adopts the job
+    # the last crash left, and dies leaving one or more new ones uncommitted.
+    crashing = GatewayProcess(process_env(runtime.settings, **{FAULT_AFTER_SUBMIT_ENV: "exit"}),
+                              log, worker_only=True)
+    crashing.start()
+    assert crashing.proc is not None and crashing.proc.wait(timeout=120) == 137
+    attempts = [a for found in attempts_of(runtime, job_ids).values() for a in found]
+    pending = [a for a in attempts if a.state == SUBMITTING]
+    reached = [len(scheduler_jobs(site, a.tag)) for a in pending]
+    # (Whether its adoption committed before a concurrent submit returned is a race.)
+    assert len(pending) in (JOBS - CRASHES, JOBS - CRASHES + 1)
+    assert set(reached) <= {0, 1} and any(reached)  # never two jobs for one tag
 
     serving = GatewayProcess(process_env(runtime.settings, GRIDGATE_PORT=str(free_port())), log)
     serving.start()
