@@ -603,8 +603,11 @@ class SshTransport:
                     if pending is not None and (chan.closed or chan.send_ready()):
                         pending = self._send_some(chan, pending)
                         busy = True
-                    finished = (chan.closed and not chan.recv_ready()
-                                and not chan.recv_stderr_ready())
+                    # Done once both streams are drained and the channel is closed, or
+                    # has sent EOF and its exit status (nothing may follow them).
+                    finished = (not chan.recv_ready() and not chan.recv_stderr_ready()
+                                and (chan.closed or (bool(chan.eof_received)
+                                                     and chan.exit_status_ready())))
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 chan.close()
                 raise ConnectionFailed(
@@ -629,8 +632,13 @@ class SshTransport:
                     f"`{shown(argv)}` on {self.target.label} did not finish within "
                     f"{deadline.seconds:g} s; its remote process group was killed"
                 )
-            # Poll only while stdin waits for the server's window; else sleep until data.
-            select.select([wakeup], [], [], min(remaining, 0.005 if pending else 1.0))
+            if chan.eof_received and pending is None:
+                # After EOF the channel's pipe stays readable: wait for the exit status
+                # (or the close) itself instead of spinning on select.
+                chan.status_event.wait(min(remaining, 1.0))
+            else:
+                # Poll only while stdin waits for the server's window; else sleep until data.
+                select.select([wakeup], [], [], min(remaining, 0.005 if pending else 1.0))
 
     @staticmethod
     def _send_some(chan: paramiko.Channel, pending: memoryview) -> memoryview | None:

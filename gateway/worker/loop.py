@@ -151,10 +151,17 @@ class Worker:
                 .limit(free)
                 .with_for_update(of=Job, skip_locked=True)
             ).all()
-            claims = []
+            if not jobs:
+                return []
+            # One query and one flush for the whole batch, not one of each per job.
+            last_numbers: dict[str, int] = {
+                job_id: number for job_id, number in session.execute(
+                    select(Attempt.job_id, func.max(Attempt.number))
+                    .where(Attempt.job_id.in_([job.id for job, _, _ in jobs]))
+                    .group_by(Attempt.job_id))}
+            made = []
             for job, owner, owner_id in jobs:
-                number = 1 + (session.scalar(
-                    select(func.max(Attempt.number)).where(Attempt.job_id == job.id)) or 0)
+                number = 1 + last_numbers.get(job.id, 0)
                 tag = f"gw-{job.id}" if number == 1 else f"gw-{job.id}.{number}"
                 attempt = Attempt(job_id=job.id, number=number, site_name=site.name, tag=tag,
                                   state=SUBMITTING, workdir=site.workdir(tag),
@@ -165,10 +172,11 @@ class Worker:
                 reason = (f"staging {len(spec.inputs)} input(s) to site '{site.name}'"
                           if spec.inputs else f"preparing job directory at site '{site.name}'")
                 advance(session, job, JobState.STAGING_IN, actor=self.actor, reason=reason)
-                session.flush()
-                claims.append(Claim(attempt.id, job.id, tag, attempt.workdir, spec,
-                                    recovering=False, owner=owner, owner_id=owner_id))
-            return claims
+                made.append((attempt, job.id, spec, owner, owner_id))
+            session.flush()
+            return [Claim(attempt.id, job_id, attempt.tag, attempt.workdir, spec,
+                          recovering=False, owner=owner, owner_id=owner_id)
+                    for attempt, job_id, spec, owner, owner_id in made]
 
     def _recover_claims(self, site: SiteEntry) -> list[Claim]:
         """Attempts whose submitting worker vanished: take over their lease."""
