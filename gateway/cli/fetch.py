@@ -7,27 +7,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
+from rich.progress import Progress, TaskID
 
 from gateway.cli import render
 from gateway.cli.jobs import JobArg, JsonOpt
 from gateway.cli.state import state
 from gateway.client.downloads import download_file, select_files
 from gateway.client.errors import ClientError
-
-
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                    TransferSpeedColumn(), TimeRemainingColumn(),
-                    console=render.stderr_console(), transient=True)
 
 
 def _advance(progress: Progress, task: TaskID, done: int) -> None:
@@ -57,7 +43,7 @@ def fetch(
             raise ClientError(f"Job {job_id} has no collected outputs {what} (outputs are "
                               "collected when the run ends, by the spec's output globs).")
         written: list[dict[str, Any]] = []
-        with _progress() as progress:
+        with render.transfer_progress() as progress:
             for item in files:
                 task = progress.add_task(item["path"], total=item["size"])
                 target = download_file(client, job_id, item, output,

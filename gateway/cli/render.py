@@ -12,6 +12,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -32,6 +40,13 @@ def stderr_console() -> Console:
     # soft_wrap: messages stay one line, whatever the terminal width.
     return Console(file=sys.stderr, stderr=True, highlight=False, markup=False,
                    soft_wrap=True)
+
+
+def transfer_progress() -> Progress:
+    """Progress bars (bytes, speed, time left) on stderr for uploads and downloads."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                    TransferSpeedColumn(), TimeRemainingColumn(),
+                    console=stderr_console(), transient=True)
 
 
 def print_json(data: Any) -> None:

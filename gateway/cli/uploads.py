@@ -7,14 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
@@ -23,12 +15,6 @@ from gateway.cli.jobs import JsonOpt
 from gateway.cli.state import state
 from gateway.client.upload_models import Upload
 from gateway.client.uploads import CHUNK_BYTES, file_sha256, upload_file
-
-
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                    TransferSpeedColumn(), TimeRemainingColumn(),
-                    console=render.stderr_console(), transient=True)
 
 
 def upload(
@@ -49,7 +35,7 @@ def upload(
     holds (run the command again). Prints the upload id, for job inputs.
     """
     size = file.stat().st_size
-    with _progress() as progress:
+    with render.transfer_progress() as progress:
         hashing = progress.add_task(f"checksum {file.name}", total=size)
         sha = file_sha256(file, lambda n: progress.advance(hashing, n))
         progress.remove_task(hashing)
