@@ -21,6 +21,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,7 @@ from gateway.runtime import Runtime, build_runtime
 from gateway.services.job_inputs import StagingLimits
 from gateway.services.sites import NoAccount, SiteEntry
 from gateway.services.transitions import advance
+from gateway.services.uploads import expire_uploads
 from gateway.settings import Settings
 from gateway.store import BlobStore
 from gateway.worker.requests import build_submit_request
@@ -53,6 +55,7 @@ log = logging.getLogger(__name__)
 SUBMITTING = "SUBMITTING"
 LIVE_ATTEMPT_STATES = (SUBMITTING, JobState.QUEUED.value, JobState.RUNNING.value)
 CLAIM_BATCH = 50
+UPLOAD_EXPIRY_SECONDS = 60.0
 
 _FINAL_TARGET = {
     NativeState.COMPLETED: JobState.COMPLETED,
@@ -84,6 +87,7 @@ class Worker:
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.actor = f"worker {self.id}"
         self._site_status: dict[str, tuple[str, str | None]] = {}
+        self._next_expiry = 0.0
 
     @property
     def lease(self) -> timedelta:
@@ -107,6 +111,7 @@ class Worker:
 
     def run_once(self) -> bool:
         """One cycle over all sites. True when it submitted something (go again now)."""
+        self._expire_uploads()
         busy = False
         for site in self.rt.sites:
             try:
@@ -128,6 +133,17 @@ class Worker:
                         "site %s unavailable: %s", site.name, exc)
                 self._mark_site(site, "down", exc.message)
         return busy
+
+    def _expire_uploads(self) -> None:
+        """Expire unfinished uploads idle past their time, at most once a minute."""
+        now = time.monotonic()
+        if now < self._next_expiry:
+            return
+        self._next_expiry = now + UPLOAD_EXPIRY_SECONDS
+        with transaction(self.rt.sessions) as session:
+            expired = expire_uploads(session, BlobStore(self.rt.settings.store_dir), utcnow())
+        if expired:
+            log.info("expired %d unfinished upload(s)", expired)
 
     # --- submission -------------------------------------------------------------------
 

@@ -12,13 +12,16 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
+from gateway.db.models import Upload
 from gateway.runtime import Runtime
 from gateway.services.uploads import expire_uploads
 from gateway.settings import Settings
 from gateway.store import BlobStore, hashing
+from gateway.worker.loop import Worker
 from tests.conftest import MakeUser, TestUser
 
 MiB = 1024 * 1024
@@ -315,3 +318,24 @@ def test_part_files_are_private(client: TestClient, make_user: MakeUser,
     part = BlobStore(settings.store_dir).part_path(str(up["id"]))
     assert stat.S_IMODE(part.stat().st_mode) == 0o600
     assert os.path.dirname(part) == str(Path(settings.store_dir) / "uploads")
+
+
+def test_the_worker_expires_idle_uploads(client: TestClient, make_user: MakeUser,
+                                         runtime: Runtime) -> None:
+    user = make_user()
+    data = payload(MiB, seed=8)
+    stale = create(client, user, data)
+    assert put(client, user, stale["id"], data, 0, MiB // 2).status_code == 200
+    part = BlobStore(runtime.settings.store_dir).part_path(str(stale["id"]))
+    assert part.exists()
+    worker = Worker(runtime)
+    worker.run_once()  # not idle long enough yet
+    assert client.get(f"/api/v1/uploads/{stale['id']}",
+                      headers=user.headers).json()["state"] == "open"
+    with transaction(runtime.sessions) as session:  # as if idle past its time
+        session.execute(update(Upload).where(Upload.id == stale["id"])
+                        .values(expires_at=utcnow() - timedelta(seconds=1)))
+    Worker(runtime).run_once()  # a fresh worker sweeps on its first cycle
+    assert client.get(f"/api/v1/uploads/{stale['id']}",
+                      headers=user.headers).json()["state"] == "expired"
+    assert not part.exists()
