@@ -13,6 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal, Protocol
 
+from adapters.errors import AdapterError
 from adapters.transport import FileTransport
 
 OutputStream = Literal["stdout", "stderr"]
@@ -116,4 +117,12 @@ class Adapter(Protocol):
         self, workdir: str, stream: OutputStream, offset: int, limit: int
     ) -> OutputChunk:
         """Up to `limit` bytes of the job's stdout or stderr from `offset`."""
+        ...
+
+
+class BatchSubmitter(Adapter, Protocol):
+    """An adapter that also submits many plain jobs (no user script) in one go."""
+
+    def submit_many(self, requests: Sequence[SubmitRequest]) -> list[str | AdapterError]:
+        """For each request its job id, or the error that stopped it (see BatchAdapter)."""
         ...

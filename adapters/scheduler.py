@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 from adapters.base import JobStatus, NativeState, OutputChunk, OutputStream, SubmitRequest
+from adapters.batch_submit import MKDIR_FAILED, BatchItem, batch_script, parse_batch, script_bytes
 from adapters.errors import AdapterError, SiteUnavailable
 from adapters.scheduler_text import message
 from adapters.scheduler_types import (
@@ -39,9 +40,8 @@ VANISHED_AFTER_CANCEL = (
     "cancelled before it ran; the scheduler keeps no record of jobs deleted while pending"
 )
 _MARKER_SAFE = re.compile(r"[^A-Za-z0-9._-]")
-# The exit status of a submit whose job directories could not be created (sbatch, qsub
-# and bsub exit 0, 1 or 2, never this).
-_MKDIR_FAILED = 97
+# One batch submission command stays well below the 128 KiB a single argument may have.
+BATCH_SCRIPT_BYTES = 64 << 10
 # A shell's exit code from 128 up means "killed by a signal".
 _SIGNAL_EXIT = 128
 
@@ -101,9 +101,57 @@ class BatchAdapter:
             # Nothing to store first: create the directories in the submit's own round trip.
             argv = _after_mkdir(layout.workdir, layout.control_dir, command.argv)
         result = self.transport.run(argv, stdin=command.stdin, timeout=self.submit_timeout)
-        if result.exit_status == _MKDIR_FAILED:
+        if result.exit_status == MKDIR_FAILED:
             raise SiteUnavailable(f"cannot create {layout.workdir} on the site: {message(result)}")
         return self.dialect.parse_submit(result)
+
+    def submit_many(self, requests: Sequence[SubmitRequest],
+                    max_script_bytes: int = BATCH_SCRIPT_BYTES) -> list[str | AdapterError]:
+        """Submit jobs without a user script, as few remote commands as the size limit
+        allows; for each request its job id, or the error that stopped it (SubmitRejected
+        when refused; a transient SiteUnavailable when its answer is missing: the job may
+        exist, and recovery finds it by its tag). A failed command raises for all."""
+        outcomes: list[str | AdapterError | None] = [None] * len(requests)
+        batch: list[tuple[int, BatchItem]] = []
+        size = 0
+        for index, request in enumerate(requests):
+            if request.script is not None:
+                raise ValueError("submit_many takes jobs without a user script")
+            layout = JobLayout.of(request.workdir)
+            try:
+                command = self.dialect.submit_command(request, layout)
+            except AdapterError as exc:  # refused before anything touches the site
+                outcomes[index] = exc
+                continue
+            item = BatchItem(layout.workdir, layout.control_dir, command.argv, command.stdin)
+            item_bytes = script_bytes(item)
+            if batch and size + item_bytes > max_script_bytes:
+                self._run_batch(batch, outcomes)
+                batch, size = [], 0
+            batch.append((index, item))
+            size += item_bytes
+        if batch:
+            self._run_batch(batch, outcomes)
+        return [o if o is not None else SiteUnavailable("no answer for this submission")
+                for o in outcomes]
+
+    def _run_batch(self, batch: Sequence[tuple[int, BatchItem]],
+                   outcomes: list[str | AdapterError | None]) -> None:
+        items = [item for _, item in batch]
+        result = self.transport.run(["sh", "-c", batch_script(items)],
+                                    timeout=self.submit_timeout * max(1, len(items) // 10))
+        answers = parse_batch(result.stdout, [item.argv for item in items])
+        for position, (index, item) in enumerate(batch):
+            answer = answers.get(position)
+            if answer is None:
+                continue  # left None: no answer
+            try:
+                if answer.exit_status == MKDIR_FAILED:
+                    raise SiteUnavailable(
+                        f"cannot create {item.workdir} on the site: {message(answer)}")
+                outcomes[index] = self.dialect.parse_submit(answer)
+            except AdapterError as exc:
+                outcomes[index] = exc
 
     def estimate_start(self, request: SubmitRequest) -> StartEstimate | None:
         """The scheduler's guess of when this request would start (Slurm `--test-only`)."""
@@ -244,8 +292,8 @@ class BatchAdapter:
 
 def _after_mkdir(workdir: str, control_dir: str, argv: Sequence[str]) -> tuple[str, ...]:
     """argv, run by `sh` once both directories exist (created 0700), else exit
-    _MKDIR_FAILED. Paths and words stay positional parameters, never shell code."""
-    script = f'mkdir -p -m 700 -- "$1" "$2" || exit {_MKDIR_FAILED}; shift 2; exec "$@"'
+    MKDIR_FAILED. Paths and words stay positional parameters, never shell code."""
+    script = f'mkdir -p -m 700 -- "$1" "$2" || exit {MKDIR_FAILED}; shift 2; exec "$@"'
     return ("sh", "-c", script, "gridgate-submit", workdir, control_dir, *argv)
 
 

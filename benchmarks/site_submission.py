@@ -98,6 +98,8 @@ def summary(samples: Sequence[float]) -> dict[str, Any]:
 def command_name(argv: Sequence[str]) -> str:
     """What a command runs: `sbatch` for `env VAR=... sbatch`, `mkdir+sbatch` for the
     adapter's `sh -c 'mkdir ... && exec "$@"' gridgate-submit DIR DIR sbatch ...`."""
+    if tuple(argv[:2]) == ("sh", "-c") and "gw-submit" in argv[2]:
+        return "batch-submit"
     if "gridgate-submit" in argv[:4]:
         return "mkdir+" + command_name(argv[argv.index("gridgate-submit") + 3:])
     words = [w for w in argv if w != "env" and "=" not in w] or list(argv)

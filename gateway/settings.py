@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     # Submissions to one site in flight at once (each its own channel on the pooled
     # connection; the scheduler serialises what it must).
     worker_submit_threads: int = 4
+    # Plain jobs (no script to store, no inputs) sent to one site in one command; 1: none.
+    worker_submit_batch: int = 10
     # How long a submission may stay unconfirmed before another worker recovers it.
     submit_lease_seconds: float = 60.0
     # A worker staging a job's files holds it this long, renewed between files.

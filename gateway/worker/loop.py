@@ -23,15 +23,17 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
+from typing import cast
 
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from adapters.base import Adapter, JobStatus, NativeState
+from adapters.base import Adapter, BatchSubmitter, JobStatus, NativeState
 from adapters.errors import AdapterError, SubmitRejected, UnknownJob
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
@@ -218,19 +220,73 @@ class Worker:
             return claims
 
     def _submit_claims(self, site: SiteEntry, claims: Sequence[Claim]) -> bool:
-        """Submit the claims, a few at once: a submission is mostly waiting on the site's
-        scheduler, and the pooled connection carries one channel per command. The first
-        error is raised once all have finished (the others keep their leases)."""
-        threads = min(self.rt.settings.worker_submit_threads, len(claims))
+        """Submit the claims, several at once: plain jobs in batches (one remote command
+        each) where the site's adapter takes them, the rest one by one, a few units in
+        parallel (a submission mostly waits on the site; the pooled connection carries
+        one channel per command). The first error is raised once all units have finished
+        (claims not recorded keep their leases and are recovered by tag)."""
+        units: list[Callable[[], None]] = []
+        singles: list[Claim] = []
+        batches: dict[int, tuple[BatchSubmitter, list[Claim]]] = {}
+        size = self.rt.settings.worker_submit_batch
+        for claim in claims:
+            adapter = self._batch_adapter(site, claim) if size > 1 else None
+            if adapter is None:
+                singles.append(claim)
+            else:
+                batches.setdefault(id(adapter), (adapter, []))[1].append(claim)
+        for adapter, group in batches.values():
+            if len(group) == 1:
+                singles.extend(group)
+                continue
+            for at in range(0, len(group), size):
+                chunk = group[at:at + size]
+                units.append(partial(self._submit_batch, site, adapter, chunk))
+        units.extend(partial(self._submit_one, site, claim) for claim in singles)
+        threads = min(self.rt.settings.worker_submit_threads, len(units))
         if threads <= 1:
-            for claim in claims:
-                self._submit_one(site, claim)
+            for unit in units:
+                unit()
         else:
             with ThreadPoolExecutor(threads, thread_name_prefix=f"submit-{site.name}") as pool:
-                futures = [pool.submit(self._submit_one, site, claim) for claim in claims]
+                futures = [pool.submit(unit) for unit in units]
             for future in futures:
                 future.result()
         return bool(claims)
+
+    @staticmethod
+    def _batch_adapter(site: SiteEntry, claim: Claim) -> BatchSubmitter | None:
+        """The adapter that can take this claim in a batch: a plain job (no script to
+        store, no inputs to stage, not a recovery) on a site that submits in batches."""
+        if claim.recovering or claim.spec.inputs or claim.spec.executable is None:
+            return None
+        try:
+            adapter = site.adapter_for(claim.owner)
+        except NoAccount:
+            return None  # the single path records the refusal
+        # Looked up on the class: an isinstance() check against the protocol would
+        # evaluate every property of the adapter (`files` may raise).
+        if not callable(getattr(type(adapter), "submit_many", None)):
+            return None
+        return cast(BatchSubmitter, adapter)
+
+    def _submit_batch(self, site: SiteEntry, adapter: BatchSubmitter,
+                      claims: Sequence[Claim]) -> None:
+        requests = [build_submit_request(c.spec, c.tag, c.workdir) for c in claims]
+        outcomes = adapter.submit_many(requests)
+        # Transient errors of the command propagate: every lease stays, recovery by tag.
+        _fault_after_submit()
+        placed = []
+        for claim, outcome in zip(claims, outcomes, strict=True):
+            if isinstance(outcome, str):
+                placed.append((claim, outcome, None))
+            elif outcome.transient:
+                log.warning("job %s at %s: no answer to its submission (%s); it is "
+                            "recovered by its tag", claim.job_id, site.name, outcome.message)
+            else:
+                self._record_rejection(site, claim,
+                                       f"{Reason.SUBMIT_REJECTED}: {outcome.message}")
+        self._record_submitted(site, placed)
 
     def _submit_one(self, site: SiteEntry, claim: Claim) -> None:
         try:
@@ -258,24 +314,39 @@ class Worker:
                 return
             # Transient errors propagate: the lease stays and a later cycle recovers it.
             _fault_after_submit()
-        self.rt.metrics.submissions.labels(site.name, "submitted").inc()
+        self._record_submitted(site, [(claim, native_id, staged)])
+
+    def _record_submitted(self, site: SiteEntry,
+                          placed: Sequence[tuple[Claim, str, StageInSummary | None]]) -> None:
+        """Commit the site's job ids and move the jobs to QUEUED, in one transaction."""
+        if not placed:
+            return
+        self.rt.metrics.submissions.labels(site.name, "submitted").inc(len(placed))
         now = utcnow()
         with transaction(self.rt.sessions) as session:
-            attempt = session.get(Attempt, claim.attempt_id, with_for_update=True)
-            assert attempt is not None
-            if attempt.state != SUBMITTING:
-                return  # another worker recovered and recorded it meanwhile
-            attempt.native_id = native_id
-            attempt.state = JobState.QUEUED.value
-            attempt.submitted_at = now
-            attempt.lease_until = None
-            job = session.get(Job, claim.job_id, with_for_update=True)
-            assert job is not None
-            reason = f"submitted to site '{site.name}' as job {native_id}"
-            if staged is not None:
-                reason += f" ({staged.describe()})"
-            if advance(session, job, JobState.QUEUED, actor=self.actor, at=now, reason=reason):
-                self.rt.metrics.transitions.labels(JobState.QUEUED.value).inc()
+            # All rows in two statements, locked in id order (attempts before jobs, as
+            # everywhere), so concurrent recorders never deadlock.
+            attempts = {a.id: a for a in session.scalars(
+                select(Attempt).where(Attempt.id.in_([c.attempt_id for c, _, _ in placed]))
+                .order_by(Attempt.id).with_for_update())}
+            jobs = {j.id: j for j in session.scalars(
+                select(Job).where(Job.id.in_([c.job_id for c, _, _ in placed]))
+                .order_by(Job.id).with_for_update())}
+            for claim, native_id, staged in placed:
+                attempt = attempts[claim.attempt_id]
+                if attempt.state != SUBMITTING:
+                    continue  # another worker recovered and recorded it meanwhile
+                attempt.native_id = native_id
+                attempt.state = JobState.QUEUED.value
+                attempt.submitted_at = now
+                attempt.lease_until = None
+                job = jobs[claim.job_id]
+                reason = f"submitted to site '{site.name}' as job {native_id}"
+                if staged is not None:
+                    reason += f" ({staged.describe()})"
+                if advance(session, job, JobState.QUEUED, actor=self.actor, at=now,
+                           reason=reason):
+                    self.rt.metrics.transitions.labels(JobState.QUEUED.value).inc()
 
     def _stage_in(self, site: SiteEntry, adapter: Adapter, claim: Claim
                   ) -> StageInSummary | None:
@@ -400,12 +471,16 @@ class Worker:
         if not changed:
             return True
         with transaction(self.rt.sessions) as session:
-            for attempt_id, status in changed:  # id order: workers lock in the same order
-                attempt = session.get(Attempt, attempt_id, with_for_update=True)
-                assert attempt is not None
-                job = session.get(Job, attempt.job_id, with_for_update=True)
-                assert job is not None
-                self._apply(session, job, attempt, status)
+            # Two statements for all rows, locked in id order, attempts before jobs.
+            attempts = {a.id: a for a in session.scalars(
+                select(Attempt).where(Attempt.id.in_([i for i, _ in changed]))
+                .order_by(Attempt.id).with_for_update())}
+            jobs = {j.id: j for j in session.scalars(
+                select(Job).where(Job.id.in_({a.job_id for a in attempts.values()}))
+                .order_by(Job.id).with_for_update())}
+            for attempt_id, status in changed:
+                attempt = attempts[attempt_id]
+                self._apply(session, jobs[attempt.job_id], attempt, status)
         return True
 
     def _apply(self, session: Session, job: Job, attempt: Attempt, status: JobStatus) -> None:

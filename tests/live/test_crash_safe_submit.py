@@ -232,11 +232,12 @@ def test_gateway_killed_after_submit_adopts_on_restart(
 
     # Each crashing worker adopts what the one before it left at the scheduler, then
     # dies right after its own first submit returned, before the commit. It submits one
-    # job at a time so that the count below is exact (with concurrent submits a crash
-    # leaves several such jobs, recovered the same way: the restart below runs that way).
+    # job at a time so that the count below is exact (with batched or concurrent submits
+    # a crash leaves several such jobs, recovered the same way, as tested below).
     for crash in range(CRASHES):
         crashing = GatewayProcess(process_env(runtime.settings, **{
-            FAULT_AFTER_SUBMIT_ENV: "exit", "GRIDGATE_WORKER_SUBMIT_THREADS": "1"}),
+            FAULT_AFTER_SUBMIT_ENV: "exit", "GRIDGATE_WORKER_SUBMIT_THREADS": "1",
+            "GRIDGATE_WORKER_SUBMIT_BATCH": "1"}),
                                   log, worker_only=True)
         crashing.start()
         assert crashing.proc is not None

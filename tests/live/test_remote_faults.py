@@ -81,6 +81,54 @@ def test_unknown_partition_fails_with_the_schedulers_message(gw: LiveGateway) ->
     assert "nosuch" in said["galaxy"] and "queue" in said["galaxy"].lower(), said
 
 
+def test_a_burst_goes_in_one_command_per_site_and_a_refusal_stays_alone(
+        gw: LiveGateway) -> None:
+    """Several plain jobs accepted at once reach each site in one batch command; the one
+    the scheduler refuses fails with its own words, the others run."""
+    ids: dict[str, list[str]] = {}
+    for site, user in SITES.items():
+        headers = gw.token(user)
+        ids[site] = [gw.submit(headers, {
+            "name": f"burst {n}; echo $(id)", "site": site, "executable": "/bin/echo",
+            "args": [f"job {n}", "$(id)"], "resources": {"walltime": 60}}) for n in range(4)]
+        ids[site].insert(2, gw.submit(headers, _sleep_job(site, 1, 60, partition="nosuch")))
+    commands: list[str] = []
+    for site in SITES:
+        adapter: Any = gw.runtime.sites.get(site).adapter_for(SITES[site])
+        inner = adapter.transport
+
+        def spy(argv: Any, *, _inner: Any = inner, **kw: Any) -> Any:
+            commands.append(" ".join(argv[:3]))
+            return _inner.run(argv, **kw)
+        adapter.transport = _Spy(inner, spy)
+    try:
+        gw.worker.run_once()
+    finally:
+        for site in SITES:
+            adapter = gw.runtime.sites.get(site).adapter_for(SITES[site])
+            adapter.transport = adapter.transport.inner
+    assert sum("gw-submit" in c for c in commands) == len(SITES), commands
+    everything = [job_id for site_ids in ids.values() for job_id in site_ids]
+    jobs = gw.until(everything, lambda j: j["state"] in FINAL, deadline=180)
+    for site, site_ids in ids.items():
+        refused = jobs[site_ids.pop(2)]
+        assert refused["state"] == "FAILED", refused
+        assert refused["state_reason"].startswith("SUBMIT_REJECTED: "), refused
+        for n, job_id in enumerate(site_ids):
+            assert jobs[job_id]["state"] == "COMPLETED", (site, jobs[job_id])
+            assert gw.output(job_id) == f"job {n} $(id)\n"
+
+
+class _Spy:
+    """The transport, with `run` going through `spy` first."""
+
+    def __init__(self, inner: Any, spy: Any) -> None:
+        self.inner, self.run = inner, spy
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def test_cancel_of_a_queued_and_of_a_running_job(gw: LiveGateway) -> None:
     # A two-core job fills each one-node, two-core site; a one-core job then has to wait.
     fillers = _on_every_site(gw, 600, 900,

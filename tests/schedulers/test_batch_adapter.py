@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from adapters.base import Adapter, NativeState, Resources, SubmitRequest
+from adapters.batch_submit import parse_batch
 from adapters.errors import AdapterError, SiteUnavailable, SubmitRejected
 from adapters.lsf import LsfDialect
 from adapters.pbs import PbsDialect
@@ -347,3 +348,53 @@ echo 42
 """)
     fake.chmod(0o755)
     return fake
+
+
+def test_submit_many_runs_a_batch_in_a_real_shell(tmp_path: Path) -> None:
+    """Several jobs in one remote command, through a real `sh`: each gets its own id or
+    its own refusal, hostile text stays data, and a job whose directory cannot be made
+    fails alone."""
+    fake = tmp_path / "sbatch"
+    fake.write_text(f"""#!/bin/sh
+script=$(cat)
+case "$*" in *--partition=nope*) echo "sbatch: error: invalid partition" >&2; exit 1;; esac
+n=$(($(cat {tmp_path}/n 2>/dev/null || echo 100) + 1)); echo $n > {tmp_path}/n
+printf '%s' "$script" > {tmp_path}/script-$n
+echo "sbatch: warning: a line before the id"
+echo $n
+""")
+    fake.chmod(0o755)
+    adapter = BatchAdapter(LocalTransport(),
+                           SlurmDialect(commands=SlurmCommands(sbatch=str(fake))))
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    hostile = ["echo", "$(touch pwned)", "; rm -rf /", "new\nline"]
+    requests = [
+        request(workdir=str(tmp_path / "gw-a"), script=None, argv=hostile),
+        request(workdir=str(tmp_path / "gw-b"), script=None, argv=["true"], partition="nope"),
+        request(workdir=str(blocked / "gw-c"), script=None, argv=["true"]),
+        request(workdir=str(tmp_path / "gw-d"), script=None, argv=["true"],
+                env={"NOT VALID": "x"}),
+        request(workdir=str(tmp_path / "gw-e x'y"), script=None, argv=["true"]),
+    ]
+    # A small size limit: the five jobs go in several commands.
+    outcomes = adapter.submit_many(requests, max_script_bytes=4096)
+    assert outcomes[0] == "101" and outcomes[4] == "102", outcomes
+    assert isinstance(outcomes[1], SubmitRejected) and "invalid partition" in str(outcomes[1])
+    assert isinstance(outcomes[2], SiteUnavailable) and "Not a directory" in str(outcomes[2])
+    assert isinstance(outcomes[3], SubmitRejected)  # refused before the site
+    assert (tmp_path / "gw-a" / ".gridgate").is_dir()
+    assert (tmp_path / "gw-e x'y").stat().st_mode & 0o777 == 0o700
+    assert "$(touch pwned)" in (tmp_path / "script-101").read_text()
+    assert not list(tmp_path.glob("**/pwned")) and not Path("pwned").exists()
+    with pytest.raises(ValueError):
+        adapter.submit_many([request()])  # a user script must be stored first: not here
+
+
+def test_parse_batch_drops_a_cut_short_record() -> None:
+    argvs = [("sbatch",), ("sbatch",)]
+    whole = b"gw-submit 0 0 2\n42\ngw-submit 1 1 5\nerr\nx\n"
+    found = parse_batch(whole, argvs)
+    assert found[0].stdout == b"42" and found[1].stderr == b"err\nx"
+    assert list(parse_batch(whole[:-3], argvs)) == [0]
+    assert parse_batch(b"garbage", argvs) == {}
