@@ -15,6 +15,7 @@ from gateway.cli.jobs import JsonOpt
 from gateway.cli.state import state
 from gateway.client.upload_models import Upload
 from gateway.client.uploads import CHUNK_BYTES, file_sha256, upload_file
+from gateway.domain.sizes import short_size
 
 
 def upload(
@@ -52,14 +53,6 @@ def upload(
     print(done["id"])
 
 
-def _size(n: int) -> str:
-    value, unit = float(n), "B"
-    for name in ("KiB", "MiB", "GiB", "TiB"):
-        if value < 1024:
-            break
-        value, unit = value / 1024, name
-    return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-
 
 def uploads_table(items: Sequence[Upload]) -> Table:
     """ID, name, size, state (with how much arrived), expiry; `--json` has the rest."""
@@ -71,7 +64,7 @@ def uploads_table(items: Sequence[Upload]) -> Table:
         state = Text(u["state"], style=styles.get(u["state"], ""))
         if u["state"] == "open":
             state.append(f" {u['offset'] * 100 // max(u['size'], 1)}%")
-        table.add_row(Text(u["id"]), Text(u["name"]), Text(_size(u["size"])), state,
+        table.add_row(Text(u["id"]), Text(u["name"]), Text(short_size(u["size"])), state,
                       Text(render.when(u.get("expires_at"))))
     return table
 

@@ -17,9 +17,10 @@ from sqlalchemy.orm import Session
 from gateway.db.models import Upload
 from gateway.domain.errors import Invalid, TooLarge
 from gateway.domain.jobspec import JobSpec
+from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import SourceKind, duplicate_dest, parse_source
 from gateway.services.sites import SiteRegistry
-from gateway.services.uploads import COMPLETE, human_bytes
+from gateway.services.uploads import COMPLETE
 from gateway.settings import Settings
 
 

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models import JobOutput, Upload
 from gateway.domain.errors import Conflict, Invalid, NotFound, TooLarge
+from gateway.domain.sizes import human_bytes
 from gateway.settings import Settings
 from gateway.store import hashing
 from gateway.store.blobs import BlobStore, is_sha256
@@ -65,15 +66,6 @@ class Completion:
     upload: Upload
     mismatch: str | None = None
 
-
-def human_bytes(n: int) -> str:
-    """'1.5 GiB (1610612736 bytes)': exact, and readable."""
-    value, unit = float(n), "bytes"
-    for name in ("KiB", "MiB", "GiB", "TiB"):
-        if value < 1024:
-            break
-        value, unit = value / 1024, name
-    return f"{n} bytes" if unit == "bytes" else f"{value:.1f} {unit} ({n} bytes)"
 
 
 def _check_name(name: str) -> None:

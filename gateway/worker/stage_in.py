@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from adapters.base import Adapter
 from adapters.transfer import StageResult, site_fs, stage
 from gateway.domain.jobspec import JobSpec
+from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import SourceKind, parse_source
 from gateway.runtime import Runtime
 from gateway.services.input_sources import (
@@ -27,7 +28,6 @@ from gateway.services.input_sources import (
 )
 from gateway.services.job_inputs import StagingLimits
 from gateway.services.sites import SiteEntry
-from gateway.services.uploads import human_bytes
 from gateway.store import BlobStore
 from gateway.worker.keyed_locks import KeyedLocks
 

@@ -27,9 +27,9 @@ from adapters.transfer.listing import list_tree, sha256_many
 from adapters.transport import FileTransport
 from gateway.domain import output_globs
 from gateway.domain.errors import GatewayError
+from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import CONTROL_DIR, OutputsMode
 from gateway.services.job_inputs import StagingLimits
-from gateway.services.uploads import human_bytes
 from gateway.store import BlobStore
 
 log = logging.getLogger(__name__)
