@@ -89,6 +89,12 @@ class FileTransport(Transport, Protocol):
     (recorded outputs in tests, counting wrappers) stay valid as they are.
     """
 
+    @property
+    def write_reorder_bytes(self) -> int:
+        """How far an interrupted upload may be out of order: every byte below the
+        file's size minus this many was written (0: the file is always a prefix)."""
+        ...
+
     def upload(
         self, source: LocalSource, path: str, *, offset: int = 0, length: int | None = None,
         mode: int = 0o600, progress: Progress | None = None,
@@ -256,6 +262,8 @@ class LocalTransport:
         self.env = dict(env) if env is not None else None
         self.max_output_bytes = max_output_bytes
         self.label = label
+        # Local uploads write in order: an interrupted one leaves a prefix.
+        self.write_reorder_bytes = 0
 
     def run(
         self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float = 60.0

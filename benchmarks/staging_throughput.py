@@ -3,15 +3,17 @@
 Brings up its own testbed (needs root) and moves one file (1 GiB by default, random
 bytes on the gateway's tmpfs) four ways, interleaved, `--runs` times each:
 
-1. client -> site: `SshTransport.upload` (raw transfer) and `stage_file` (transfer plus
-   `sha256sum` on the site and the atomic rename), vs `scp FILE site:` (OpenSSH, pinned
+1. client -> site: `SshTransport.upload` (raw transfer: SFTP striped over two OpenSSH
+   `ssh` processes, adapters.ssh.bulk) and `stage_file` (transfer plus the sha256 on the
+   site and the atomic rename), vs `scp FILE site:` (OpenSSH, pinned
    known_hosts, StrictHostKeyChecking=yes, its default cipher).
 2. site -> site through the gateway: `copy_site_to_site` roadrunner -> galaxy (streamed,
    verified on galaxy; the sha256 is given, as the worker knows it), vs `scp -3`.
 
 MB/s is 10^6 bytes per wall second. CPU s/GiB is this side's CPU (user + sys of this
-process, or of the scp/ssh children); the sites' sshd run on the same 2 cores and are
-not counted for either. The file's sha256 is computed once before (an upload to the
+process and its children: scp, ssh); the sites' sshd run on the same 2 cores and are
+not counted for either. Each transfer starts after `sync`, and each run starts with a
+different contender. The file's sha256 is computed once before (an upload to the
 gateway is finalized by its sha256, so the worker has it).
 
     sudo .venv/bin/python benchmarks/staging_throughput.py [--size 1GiB] [--runs 2]
@@ -71,14 +73,23 @@ def scp_options(tb: TestbedInfo, *sites: SiteInfo) -> list[str]:
     return options
 
 
-def measure(size: int, what: Callable[[], Any], children: bool = False) -> dict[str, float]:
-    """Wall MB/s and CPU s/GiB of one call (this process's, or its children's, CPU)."""
-    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
-    r0, t0 = resource.getrusage(who), time.perf_counter()
+def _cpu_seconds() -> float:
+    """CPU of this process and of its finished children (scp, ssh)."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def measure(size: int, what: Callable[[], Any]) -> dict[str, float]:
+    """Wall MB/s and CPU s/GiB (this process and its children) of one call.
+
+    Dirty pages are written back first (sync), so one transfer's writeback does not
+    slow the next one's writes on the sites' shared disk.
+    """
+    os.sync()
+    c0, t0 = _cpu_seconds(), time.perf_counter()
     what()
     wall = time.perf_counter() - t0
-    r1 = resource.getrusage(who)
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    cpu = _cpu_seconds() - c0
     return {"wall_s": round(wall, 3), "mb_per_s": round(size / wall / 1e6, 1),
             "cpu_s_per_gib": round(cpu / (size / GIB), 3)}
 
@@ -120,18 +131,26 @@ def bench(tb: TestbedInfo, size: int, runs: int) -> dict[str, Any]:
         # Warm-up (first writes allocate the sites' page cache), not reported.
         t_rr.upload(str(local), f"{base}/warm.bin")
         for run in range(runs):
-            figures["scp"].append(measure(size, lambda: subprocess.run(
-                ["scp", "-q", *opts_rr, str(local), f"{ACCOUNT}@{rr.ip}:{base}/scp.bin"],
-                check=True), children=True))
-            figures["upload_raw"].append(measure(
-                size, lambda: t_rr.upload(str(local), f"{base}/raw.bin")))
-            figures["stage_file"].append(measure(size, lambda r=run: stage_file(
-                t_rr, str(local), sha, size, f"{base}/staged-{r}.bin")))
-            figures["scp_3"].append(measure(size, lambda: subprocess.run(
-                ["scp", "-q", "-3", *opts_both, f"{ACCOUNT}@{rr.ip}:{src_on_rr}",
-                 f"{ACCOUNT}@{galaxy.ip}:{gbase}/scp3.bin"], check=True), children=True))
-            figures["site_to_site"].append(measure(size, lambda r=run: copy_site_to_site(
-                t_rr, src_on_rr, t_galaxy, f"{gbase}/copy-{r}.bin", sha256=sha, size=size)))
+            to_site: dict[str, Callable[[], Any]] = {
+                "scp": lambda: subprocess.run(
+                    ["scp", "-q", *opts_rr, str(local), f"{ACCOUNT}@{rr.ip}:{base}/scp.bin"],
+                    check=True),
+                "upload_raw": lambda: t_rr.upload(str(local), f"{base}/raw.bin"),
+                "stage_file": lambda r=run: stage_file(t_rr, str(local), sha, size,
+                                                       f"{base}/staged-{r}.bin"),
+            }
+            between: dict[str, Callable[[], Any]] = {
+                "scp_3": lambda: subprocess.run(
+                    ["scp", "-q", "-3", *opts_both, f"{ACCOUNT}@{rr.ip}:{src_on_rr}",
+                     f"{ACCOUNT}@{galaxy.ip}:{gbase}/scp3.bin"], check=True),
+                "site_to_site": lambda r=run: copy_site_to_site(
+                    t_rr, src_on_rr, t_galaxy, f"{gbase}/copy-{r}.bin", sha256=sha, size=size),
+            }
+            # Each run starts with a different one, so none always goes first.
+            for group in (to_site, between):
+                names = list(group)
+                for name in names[run % len(names):] + names[:run % len(names)]:
+                    figures[name].append(measure(size, group[name]))
     finally:
         t_rr.close()
         t_galaxy.close()

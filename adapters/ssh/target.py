@@ -34,6 +34,8 @@ class SshTarget:
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     # Concurrent channels on the one connection; sshd's MaxSessions defaults to 10.
     max_sessions: int = 8
+    # Parallel OpenSSH streams for large uploads (adapters.ssh.bulk); 0: paramiko only.
+    bulk_streams: int = 2
 
     def __post_init__(self) -> None:
         if isinstance(self.host_keys, str):
@@ -46,6 +48,8 @@ class SshTarget:
             raise ValueError(f"{self.label}: port {self.port} is out of range")
         if not self.host or not self.user:
             raise ValueError("host and user are required")
+        if self.bulk_streams < 0:
+            raise ValueError(f"{self.label}: bulk_streams must be >= 0")
         if self.connect_timeout <= 0 or self.max_output_bytes <= 0 or self.max_sessions <= 0:
             raise ValueError(
                 f"{self.label}: connect_timeout, max_output_bytes, max_sessions must be > 0"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 import posixpath
 import select
 import socket
@@ -35,6 +36,7 @@ import paramiko
 from paramiko.common import MSG_CHANNEL_CLOSE, MSG_CHANNEL_FAILURE, cMSG_CHANNEL_REQUEST
 
 from adapters.ssh.breaker import CircuitBreaker
+from adapters.ssh.bulk import BulkUnavailable, OpenSshBulk
 from adapters.ssh.hostkeys import fingerprint
 from adapters.ssh.pool import TransportPool
 from adapters.ssh.target import SshTarget
@@ -91,6 +93,9 @@ _READS_IN_FLIGHT = 64
 _READ_WINDOW_BYTES = 32 << 20
 # Uploads hand paramiko this much per write (it splits it into requests, pipelined).
 _WRITE_CHUNK_BYTES = 4 << 20
+# Copies of at least this many bytes go through OpenSSH (adapters.ssh.bulk) when the
+# target allows: starting `ssh` processes costs ~0.1 s, which smaller files don't repay.
+BULK_MIN_BYTES = 32 << 20
 
 
 
@@ -138,6 +143,18 @@ class SshTransport:
         self._closed = False
         # SSH connections this transport has opened (pooling shows as 1 for many commands).
         self.connects = 0
+        self._bulk = (OpenSshBulk(target, streams=target.bulk_streams, timeout=file_timeout)
+                      if target.bulk_streams and OpenSshBulk.usable(target) else None)
+
+    @property
+    def bulk(self) -> OpenSshBulk | None:
+        """The OpenSSH path for large copies, when this target can use it."""
+        return self._bulk
+
+    @property
+    def write_reorder_bytes(self) -> int:
+        """See FileTransport: striped bulk uploads may leave this much unordered."""
+        return self._bulk.reorder_bytes if self._bulk is not None else 0
 
     def __repr__(self) -> str:
         return f"SshTransport({self.target.label}, {self.target.address})"
@@ -216,9 +233,14 @@ class SshTransport:
         """Stream `source` into `path` over SFTP from `offset` (see FileTransport).
 
         Writes are pipelined in 255 KiB requests; the server acknowledges them in order,
-        so after a dropped connection the file holds a prefix of what was sent.
+        so after a dropped connection the file holds a prefix of what was sent. Large
+        copies go through OpenSSH when the target allows (module adapters.ssh.bulk).
         """
         check_read_range(offset, length or 0)
+        if self._bulk is not None and _large(_bytes_to_send(source, offset, length)):
+            with contextlib.suppress(BulkUnavailable):
+                return self._bulk_copy(lambda b: b.upload(
+                    source, path, offset=offset, length=length, mode=mode, progress=progress))
         deadline = _Deadline(self.file_timeout)
         with self._sftp(deadline, f"writing {path}") as (sftp, conn):
             try:
@@ -242,8 +264,14 @@ class SshTransport:
         self, path: str, sink: LocalSink, *, offset: int = 0, length: int | None = None,
         progress: Progress | None = None,
     ) -> int:
-        """Copy `path` from `offset` into `sink` over SFTP, many reads in flight."""
+        """Copy `path` from `offset` into `sink` over SFTP, many reads in flight (large
+        files through OpenSSH when the target allows)."""
         check_read_range(offset, length or 0)
+        if self._bulk is not None and _large(length if length is not None
+                                             else self._remote_size(path, offset)):
+            with contextlib.suppress(BulkUnavailable):
+                return self._bulk_copy(lambda b: b.download(
+                    path, sink, offset=offset, length=length, progress=progress))
         deadline = _Deadline(self.file_timeout)
         with self._sftp(deadline, f"reading {path}") as (sftp, conn):
             try:
@@ -266,12 +294,36 @@ class SshTransport:
             except Exception as exc:
                 raise self._file_error(exc, conn, path, "read") from exc
 
+    def _bulk_copy(self, copy: Callable[[OpenSshBulk], int]) -> int:
+        """Run `copy` on the OpenSSH path; if `ssh` cannot start a session, log why and
+        raise BulkUnavailable (the caller goes on with paramiko)."""
+        assert self._bulk is not None
+        if self._closed:
+            raise self._closed_error()
+        try:
+            return copy(self._bulk)
+        except BulkUnavailable as exc:
+            log.warning("%s: bulk copy through OpenSSH unavailable (%s); using paramiko",
+                        self.target.label, exc)
+            raise
+
+    def _remote_size(self, path: str, offset: int) -> int | None:
+        """Bytes of `path` past `offset` (None if it cannot be read: paramiko says why)."""
+        deadline = _Deadline(self.file_timeout)
+        with self._sftp(deadline, f"reading {path}") as (sftp, _conn):
+            try:
+                return max(0, (sftp.stat(path).st_size or 0) - offset)
+            except OSError:
+                return None
+
     def close(self) -> None:
         with self._state_lock:
             self._closed = True
             conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+        if self._bulk is not None:
+            self._bulk.close()
         if self._owns_jump and self._jump is not None:
             self._jump.close()
 
@@ -282,6 +334,8 @@ class SshTransport:
             conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+        if self._bulk is not None:
+            self._bulk.disconnect()
 
     @property
     def connected(self) -> bool:
@@ -773,6 +827,21 @@ class SshTransportPool(TransportPool[SshTransport]):
     def __init__(self) -> None:
         super().__init__(lambda target, breaker, jump: SshTransport(
             target, breaker=breaker, jump=jump))
+
+
+def _bytes_to_send(source: LocalSource, offset: int, length: int | None) -> int | None:
+    """How much an upload will move, when that can be known beforehand."""
+    if length is not None:
+        return length
+    if isinstance(source, str | os.PathLike):
+        with contextlib.suppress(OSError):
+            return max(0, os.path.getsize(source) - offset)
+    return None
+
+
+def _large(size: int | None) -> bool:
+    """Worth the OpenSSH path (an unknown size is assumed large: streamed copies)."""
+    return size is None or size >= BULK_MIN_BYTES
 
 
 def _reason(exc: BaseException) -> str:

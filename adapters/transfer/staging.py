@@ -7,7 +7,8 @@
    on the site, matches: it is hard-linked (or copied) into place. Zero bytes sent.
 2. Otherwise the bytes go to a partial name (`.<sha256>.gw-partial` in the cache, or
    `.<name>.gw-partial` beside the destination without a cache). A partial left by an
-   earlier, interrupted attempt is continued from its current size; a dropped connection
+   earlier, interrupted attempt is continued from its current size (less the transport's
+   `write_reorder_bytes`, for striped uploads); a dropped connection
    during this call is retried the same way (`max_resumes` times).
 3. Size and `sha256sum` are checked on the site. A mismatch deletes the partial and sends
    the whole file again (`max_resends` times), then fails with StagingFailed.
@@ -207,7 +208,8 @@ class _Sender:
             if attempts:
                 self.resumes += 1
             attempts += 1
-            offset = have or 0
+            # A striped upload may have left holes just below the partial's end.
+            offset = max(0, (have or 0) - self.transport.write_reorder_bytes)
             try:
                 self._send_from(offset)
             except SiteUnavailable as exc:

@@ -1,0 +1,243 @@
+"""Bulk file copies through the OpenSSH client: SFTP carried by `ssh -s ... sftp` processes.
+
+paramiko encrypts and frames every 32 KiB packet in Python (~5 CPU s per GiB here), so
+large files go through OpenSSH's `ssh` instead, which does that in C: the gateway speaks
+SFTP (adapters.ssh.sftp_wire) over a socket pair to each `ssh` process. An upload is
+striped over `streams` such processes (alternate 255 KiB requests), so the site's
+`sshd`s, each of which decrypts and writes on one core, work in parallel. Downloads use
+one process.
+
+Host keys stay pinned: the target's keys are written to a private known_hosts file under
+one alias (`HostKeyAlias`), with StrictHostKeyChecking=yes and no other known_hosts, agent,
+config file, forwarding or password prompts. Only targets with a key file, no passphrase
+and no jump host qualify (`OpenSshBulk.usable`); SshTransport uses paramiko otherwise,
+and also when an `ssh` process cannot start a session (it logs why).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from typing import IO
+
+from adapters.ssh.sftp_wire import (
+    OPEN_CREATE,
+    OPEN_READ,
+    OPEN_TRUNCATE,
+    OPEN_WRITE,
+    SftpError,
+    SftpSession,
+    read_windowed,
+    reorder_bytes,
+    write_striped,
+)
+from adapters.ssh.target import SshTarget
+from adapters.transport import (
+    CommandTimeout,
+    ConnectionFailed,
+    FileTransferError,
+    LocalSink,
+    LocalSource,
+    Progress,
+    TransportError,
+    open_sink,
+    open_source,
+)
+
+log = logging.getLogger("adapters.ssh")
+
+_ALIAS = "gridgate-pinned-site"
+# AES-GCM first: the cheapest cipher for both ssh and the site's sshd (with AES-NI).
+_CIPHERS = "^aes128-gcm@openssh.com,aes256-gcm@openssh.com"
+
+
+class BulkUnavailable(Exception):
+    """`ssh` could not start an SFTP session; the caller uses its other path."""
+
+
+class OpenSshBulk:
+    """Uploads and downloads for one target through OpenSSH `ssh` processes."""
+
+    def __init__(self, target: SshTarget, *, streams: int, timeout: float,
+                 ssh_binary: str = "ssh") -> None:
+        if not self.usable(target, ssh_binary):
+            raise ValueError(f"{target.label}: no OpenSSH bulk path for this target")
+        self.target, self.streams, self.timeout = target, max(1, streams), timeout
+        self._ssh = shutil.which(ssh_binary) or ssh_binary
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self._lock = threading.Lock()
+        self._live: set[subprocess.Popen[bytes]] = set()
+        # SSH connections opened by this path (each `ssh` process is one).
+        self.connects = 0
+
+    @staticmethod
+    def usable(target: SshTarget, ssh_binary: str = "ssh") -> bool:
+        """Whether `target` can go through the OpenSSH client at all."""
+        return (target.key_path is not None and target.key_passphrase is None
+                and target.jump is None and shutil.which(ssh_binary) is not None)
+
+    @property
+    def reorder_bytes(self) -> int:
+        """See FileTransport.write_reorder_bytes."""
+        return reorder_bytes(self.streams)
+
+    # --- copies ----------------------------------------------------------------------
+
+    def upload(self, source: LocalSource, path: str, *, offset: int, length: int | None,
+               mode: int, progress: Progress | None) -> int:
+        """As FileTransport.upload, striped over `streams` sessions."""
+        with self._sessions(self.streams) as sessions, self._errors(path, "write"):
+            first, *others = sessions
+            if offset == 0:
+                handle = first.open(path, OPEN_WRITE | OPEN_CREATE | OPEN_TRUNCATE)
+                first.set_mode(handle, mode)  # before any data: never readable more widely
+            else:
+                handle = first.open(path, OPEN_WRITE)
+                first.truncate(handle, offset)
+            handles = [(first, handle)] + [(s, s.open(path, OPEN_WRITE)) for s in others]
+            with open_source(source, offset) as src:
+                written = write_striped(handles, src, offset, length, progress)
+            for session, h in handles:
+                session.close(h)
+            return written
+
+    def download(self, path: str, sink: LocalSink, *, offset: int, length: int | None,
+                 progress: Progress | None) -> int:
+        """As FileTransport.download, over one session."""
+        with self._sessions(1) as (session,), self._errors(path, "read"):
+            handle = session.open(path, OPEN_READ)
+            size = session.size(handle)
+            end = size if length is None else min(size, offset + length)
+            with open_sink(sink, offset) as out:
+                done = read_windowed(session, handle, offset, end, out.write, progress)
+            session.close(handle)
+            return done
+
+    def disconnect(self) -> None:
+        """End every `ssh` process now (copies in flight fail as on a dropped link)."""
+        with self._lock:
+            live = list(self._live)
+        for proc in live:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+    def close(self) -> None:
+        self.disconnect()
+        with self._lock:
+            directory, self._dir = self._dir, None
+        if directory is not None:
+            directory.cleanup()
+
+    # --- sessions --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _sessions(self, count: int) -> Iterator[list[SftpSession]]:
+        procs: list[tuple[subprocess.Popen[bytes], socket.socket, IO[bytes]]] = []
+        try:
+            # Start every process first: their handshakes overlap.
+            for _ in range(count):
+                procs.append(self._spawn())
+            sessions = []
+            for proc, sock, errors in procs:
+                try:
+                    sessions.append(SftpSession(sock))
+                except (OSError, EOFError, SftpError) as exc:
+                    raise BulkUnavailable(self._why(proc, errors, exc)) from exc
+            yield sessions
+        finally:
+            for proc, sock, errors in procs:
+                sock.close()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                errors.close()
+                with self._lock:
+                    self._live.discard(proc)
+
+    def _spawn(self) -> tuple[subprocess.Popen[bytes], socket.socket, IO[bytes]]:
+        ours, theirs = socket.socketpair()
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed in _sessions)
+        try:
+            fd = theirs.fileno()
+            proc = subprocess.Popen(self.argv(), stdin=fd, stdout=fd, stderr=errors,
+                                    close_fds=True, start_new_session=True)
+        except OSError as exc:
+            ours.close()
+            errors.close()
+            raise BulkUnavailable(f"cannot run {self._ssh}: {exc}") from exc
+        finally:
+            theirs.close()
+        ours.settimeout(self.timeout)
+        with self._lock:
+            self._live.add(proc)
+            self.connects += 1
+        return proc, ours, errors
+
+    def argv(self) -> list[str]:
+        """The `ssh` command line: pinned keys, this key only, nothing else enabled."""
+        t = self.target
+        assert t.key_path is not None  # usable()
+        return [
+            self._ssh, "-F", "none", "-x", "-a", "-T", "-e", "none",
+            "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+            "-o", f"UserKnownHostsFile={self._known_hosts()}",
+            "-o", "GlobalKnownHostsFile=/dev/null", "-o", f"HostKeyAlias={_ALIAS}",
+            "-o", "UpdateHostKeys=no", "-o", "CheckHostIP=no",
+            "-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none", "-i", t.key_path,
+            "-o", "PasswordAuthentication=no", "-o", "KbdInteractiveAuthentication=no",
+            "-o", "ControlMaster=no", "-o", "ControlPath=none",
+            "-o", "ClearAllForwardings=yes", "-o", "LogLevel=ERROR",
+            "-o", f"ConnectTimeout={max(1, round(t.connect_timeout))}",
+            "-o", f"ServerAliveInterval={max(1, round(t.keepalive_seconds))}",
+            "-o", "ServerAliveCountMax=3", "-o", f"Ciphers={_CIPHERS}",
+            "-p", str(t.port), "-l", t.user, "-s", "--", t.host, "sftp",
+        ]
+
+    def _known_hosts(self) -> str:
+        with self._lock:
+            if self._dir is None:
+                self._dir = tempfile.TemporaryDirectory(prefix="gridgate-ssh-")
+                path = os.path.join(self._dir.name, "known_hosts")
+                lines = "".join(f"{_ALIAS} {key.line()}\n" for key in self.target.pinned_keys)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w") as out:
+                    out.write(lines)
+            return os.path.join(self._dir.name, "known_hosts")
+
+    def _why(self, proc: subprocess.Popen[bytes], errors: IO[bytes],
+             exc: BaseException) -> str:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        errors.seek(0)
+        said = errors.read(2000).decode(errors="replace").strip()
+        return (f"ssh to {self.target.label} exited with {proc.returncode}: "
+                f"{said or type(exc).__name__}")
+
+    @contextlib.contextmanager
+    def _errors(self, path: str, action: str) -> Iterator[None]:
+        """Map failures during a copy onto the transport's errors."""
+        try:
+            yield
+        except TransportError:
+            raise
+        except TimeoutError as exc:
+            raise CommandTimeout(f"{action} {path} on {self.target.label}: no progress for "
+                                 f"{self.timeout:.0f} s") from exc
+        except SftpError as exc:
+            if exc.code is not None:  # the server refused: the path, not the link
+                raise FileTransferError(f"cannot {action} {path} on {self.target.label}: "
+                                        f"{exc}", path=path) from exc
+            raise ConnectionFailed(f"SFTP to {self.target.label} broke during {action} "
+                                   f"{path}: {exc}") from exc
+        except (EOFError, OSError) as exc:
+            raise ConnectionFailed(f"connection to {self.target.label} lost during {action} "
+                                   f"{path}: {exc or type(exc).__name__}") from exc

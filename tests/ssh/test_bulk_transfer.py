@@ -1,0 +1,126 @@
+"""Large copies through OpenSSH `ssh` processes (adapters.ssh.bulk) against a real sshd
+on 127.0.0.1: striped uploads, downloads, pinned host keys, a link cut mid-copy."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.errors import SiteUnavailable
+from adapters.ssh import SshTransport
+from adapters.ssh.transport import BULK_MIN_BYTES
+from adapters.transport import HostKeyMismatch
+from tests.ssh.conftest import target_for
+from tests.ssh.sshd import Sshd, keygen
+
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
+    data = os.urandom(BULK_MIN_BYTES + 5 * MIB + 17)
+    path = tmp_path_factory.mktemp("bulk") / "big.bin"
+    path.write_bytes(data)
+    return path, data
+
+
+@pytest.fixture
+def transport(sshd: Sshd) -> Iterator[SshTransport]:
+    t = SshTransport(target_for(sshd))
+    try:
+        yield t
+    finally:
+        t.close()
+
+
+def test_large_files_go_through_openssh_both_ways(transport: SshTransport, remote_dir: Path,
+                                                  big: tuple[Path, bytes],
+                                                  tmp_path: Path) -> None:
+    source, data = big
+    assert transport.bulk is not None and transport.bulk.streams == 2
+    remote = remote_dir / "in.bin"
+    seen: list[int] = []
+    assert transport.upload(str(source), str(remote), mode=0o600, progress=seen.append) \
+        == len(data)
+    assert remote.read_bytes() == data
+    info = remote.stat()
+    assert stat.S_IMODE(info.st_mode) == 0o600
+    assert info.st_uid == pwd.getpwnam("gwtest").pw_uid
+    assert seen == sorted(seen) and seen[-1] == len(data)
+    assert transport.bulk.connects == 2  # two striped streams, one ssh process each
+    back = tmp_path / "back.bin"
+    assert transport.download(str(remote), str(back)) == len(data)
+    assert back.read_bytes() == data
+    assert transport.bulk.connects == 3
+    # A small file stays on the pooled paramiko connection.
+    transport.upload(str(source), str(remote_dir / "small.bin"), length=MIB)
+    assert transport.bulk.connects == 3 and transport.connects == 1
+
+
+def test_upload_at_an_offset_cuts_the_stale_tail_first(transport: SshTransport,
+                                                       remote_dir: Path,
+                                                       big: tuple[Path, bytes]) -> None:
+    source, data = big
+    remote = remote_dir / "partial.bin"
+    have = 4 * MIB + 3  # what an earlier attempt left; the rest is still a bulk copy
+    remote.write_bytes(data[:have] + b"garbage past the offset" * 1000)
+    user = pwd.getpwnam("gwtest")
+    os.chown(remote, user.pw_uid, user.pw_gid)
+    assert transport.upload(str(source), str(remote), offset=have) == len(data) - have
+    assert transport.bulk is not None and transport.bulk.connects == 2
+    assert remote.read_bytes() == data
+
+
+def test_a_wrong_pinned_key_sends_nothing(sshd: Sshd, remote_dir: Path,
+                                          big: tuple[Path, bytes], tmp_path: Path,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    other = keygen(tmp_path / "other_host_key")
+    source, _ = big
+    t = SshTransport(target_for(sshd, host_keys=(other,)))
+    try:
+        with caplog.at_level(logging.WARNING, "adapters.ssh"), \
+                pytest.raises(HostKeyMismatch):
+            t.upload(str(source), str(remote_dir / "never.bin"))
+    finally:
+        t.close()
+    assert "Host key verification failed" in caplog.text  # OpenSSH refused it too
+    assert not (remote_dir / "never.bin").exists()
+
+
+def test_a_cut_link_leaves_every_byte_below_the_reorder_bound(transport: SshTransport,
+                                                              remote_dir: Path,
+                                                              big: tuple[Path, bytes]) -> None:
+    source, data = big
+    remote = remote_dir / "cut.bin"
+    cut: list[int] = []
+
+    def progress(done: int) -> None:
+        if done >= len(data) // 3 and not cut:
+            cut.append(done)
+            transport.disconnect()
+
+    with pytest.raises(SiteUnavailable):
+        transport.upload(str(source), str(remote), progress=progress)
+    assert cut
+    got = remote.read_bytes()
+    assert len(data) // 3 <= len(got) < len(data)
+    safe = max(0, len(got) - transport.write_reorder_bytes)
+    assert got[:safe] == data[:safe]
+
+
+def test_bulk_streams_0_keeps_everything_on_paramiko(sshd: Sshd, remote_dir: Path,
+                                                     big: tuple[Path, bytes]) -> None:
+    source, data = big
+    t = SshTransport(target_for(sshd, bulk_streams=0))
+    try:
+        assert t.bulk is None and t.write_reorder_bytes == 0
+        t.upload(str(source), str(remote_dir / "p.bin"))
+    finally:
+        t.close()
+    assert (remote_dir / "p.bin").read_bytes() == data
