@@ -1,4 +1,6 @@
-"""Staging on the live testbed over the real SSH transport (paramiko SFTP, pinned keys)."""
+"""Staging on the live testbed over the real SSH transport (pinned keys): files of 32 MiB
+and more go through OpenSSH `ssh` processes (adapters.ssh.bulk), smaller ones through
+paramiko."""
 
 from __future__ import annotations
 
@@ -94,6 +96,8 @@ def test_dropped_connection_mid_upload_resumes(testbed: TestbedInfo,
     assert dropped.is_set()
     assert result.resumes >= 1
     assert transport.connects > connects_before  # it reconnected
+    # The cut hit the striped OpenSSH streams; the resumed upload opened new ones.
+    assert transport.bulk is not None and transport.bulk.connects >= 2 * transport.bulk.streams
     assert result.bytes_sent < 1.3 * size, result
     assert sha256_of(transport, dest) == digest
 
