@@ -170,6 +170,9 @@ def cancel(session: Session, principal: Principal, job_id: str) -> JobRow:
     state = JobState(job.state)
     if state.is_final:
         raise Conflict(f"Job {job.id} is already {state.value}; there is nothing to cancel.")
+    if state is JobState.STAGING_OUT:
+        raise Conflict(f"Job {job.id} has finished running; its outputs are being collected "
+                       "and it ends on its own shortly.")
     if state is JobState.ACCEPTED:
         advance(session, job, JobState.CANCELLED, actor=principal.display,
                 reason=Reason.CANCELLED_BY_USER)

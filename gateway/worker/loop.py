@@ -305,6 +305,8 @@ class Worker:
             staged = self._stage_in(site, adapter, claim)
             if staged is None:
                 return
+        if native_id is None and self._cancel_before_submit(claim):
+            return
         if native_id is None:
             request = build_submit_request(claim.spec, claim.tag, claim.workdir)
             try:
@@ -355,9 +357,13 @@ class Worker:
         if not self._renew(claim.attempt_id):
             return None
         job = StageInJob(claim.job_id, claim.owner_id, claim.owner, claim.workdir, claim.spec)
+
+        def proceed() -> bool:
+            # Between inputs: stop on a lost lease, or on a cancel (recorded just after).
+            return self._renew(claim.attempt_id) and not self._cancel_requested(claim.job_id)
+
         try:
-            staged = stage_in(self.rt, site, adapter, job,
-                              lambda: self._renew(claim.attempt_id))
+            staged = stage_in(self.rt, site, adapter, job, proceed)
         except GatewayError as exc:
             self._record_rejection(site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.detail}")
             return None
@@ -370,11 +376,36 @@ class Worker:
                 return None
             self._record_rejection(site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.message}")
             return None
+        if staged is None and self._cancel_before_submit(claim):
+            return None
         # Submit only while still holding the lease: whoever took it over submits instead.
         if staged is None or not self._renew(claim.attempt_id):
             log.warning("job %s: lease lost while staging; not submitting", claim.job_id)
             return None
         return staged
+
+    def _cancel_requested(self, job_id: str) -> bool:
+        with self.rt.sessions() as session:
+            return bool(session.scalar(select(Job.cancel_requested).where(Job.id == job_id)))
+
+    def _cancel_before_submit(self, claim: Claim) -> bool:
+        """A cancel that came while the job was staging in: end it CANCELLED here (nothing
+        reached the scheduler). True when the job was cancelled."""
+        with transaction(self.rt.sessions) as session:
+            attempt = session.get(Attempt, claim.attempt_id, with_for_update=True)
+            job = session.get(Job, claim.job_id, with_for_update=True)
+            assert attempt is not None and job is not None
+            if not job.cancel_requested or attempt.state != SUBMITTING \
+                    or attempt.lease_owner != self.id:
+                return False
+            attempt.state = JobState.CANCELLED.value
+            attempt.reason = Reason.CANCELLED_BY_USER
+            attempt.lease_until = None
+            attempt.ended_at = utcnow()
+            advance(session, job, JobState.CANCELLED, actor=self.actor,
+                    reason=f"{Reason.CANCELLED_BY_USER} while staging in; not submitted")
+        log.info("job %s: cancelled while staging in", claim.job_id)
+        return True
 
     def _renew(self, attempt_id: int) -> bool:
         """Extend this worker's lease on the attempt; False when it no longer holds it."""
