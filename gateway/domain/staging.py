@@ -29,6 +29,10 @@ class OutputsMode(StrEnum):
     KEEP = "keep"  # left in the job directory on the site; listed with size and sha256
 
 
+# Where a collected output's bytes are (JobOutput.location).
+IN_STORE, ON_SITE = "gateway", "site"
+
+
 def check_job_path(value: str, *, glob: bool = False) -> str:
     """`value` if it is a safe path relative to the job directory, else ValueError."""
     what = "a glob" if glob else "a path"

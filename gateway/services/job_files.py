@@ -1,17 +1,23 @@
-"""Read side of job outputs: what the API lists and serves, visible as the job is."""
+"""Job outputs: what the API lists and serves (visible as the job is), and dropping the
+ones fetched into the gateway store."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, delete, select
+from sqlalchemy.orm import Session
 
 from gateway.auth.principal import Principal
 from gateway.db.models import Job as JobModel
 from gateway.db.models import JobOutput, User
-from gateway.domain.errors import NotFound
+from gateway.domain.errors import Conflict, Forbidden, NotFound
+from gateway.domain.staging import IN_STORE
+from gateway.domain.states import JobState
 from gateway.services.job_queries import ensure_visible
+from gateway.services.uploads import remove_unused_blob
+from gateway.store import BlobStore
 
 _outputs = JobOutput.__table__
 OutputRow = Mapping[Any, Any]
@@ -38,3 +44,25 @@ def owner_username(conn: Connection, job_id: str) -> str | None:
     """The job owner's gateway username (picks the account on a mapped site)."""
     return conn.scalar(select(User.username).join(JobModel, JobModel.owner_id == User.id)
                        .where(JobModel.id == job_id))
+
+
+def delete_fetched(session: Session, store: BlobStore, principal: Principal,
+                   job_id: str) -> int:
+    """Drop the job's outputs held in the store (blobs no longer referred to are removed);
+    how many. Only the owner, and only once the job has ended."""
+    ensure_visible(session.connection(), principal, job_id)
+    job = session.get(JobModel, job_id, with_for_update=True)
+    assert job is not None
+    if job.owner_id != principal.user_id:
+        raise Forbidden("Only the job's owner can delete its outputs.")
+    if not JobState(job.state).is_final:
+        raise Conflict(f"Job {job_id} is {job.state}; its outputs can be deleted once it "
+                       "has ended.")
+    digests = list(session.scalars(select(JobOutput.sha256).where(
+        JobOutput.job_id == job_id, JobOutput.location == IN_STORE)))
+    session.execute(delete(JobOutput).where(JobOutput.job_id == job_id,
+                                            JobOutput.location == IN_STORE))
+    session.flush()
+    for sha in set(digests):
+        remove_unused_blob(session, store, sha)
+    return len(digests)

@@ -13,7 +13,8 @@ Decisions (the API documents them too):
   open, same id, same expiry rules): the client sends the file again.
 - An open upload expires `upload_ttl_seconds` after its last accepted chunk.
 - Quota: the declared sizes of the user's open and complete uploads (each counted,
-  even when two hold the same content).
+  even when two hold the same content), plus the outputs of the user's jobs fetched
+  into the store (freed with DELETE /jobs/{id}/files).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from gateway.db.models import JobOutput, Upload
+from gateway.db.models import Job, JobOutput, Upload
 from gateway.domain.errors import Conflict, Invalid, NotFound, TooLarge
 from gateway.domain.sizes import human_bytes
+from gateway.domain.staging import IN_STORE
 from gateway.settings import Settings
 from gateway.store import hashing
 from gateway.store.blobs import BlobStore, is_sha256
@@ -83,10 +85,15 @@ def _check_sha(value: str, field: str) -> str:
 
 
 def store_usage(session: Session, owner_id: str) -> int:
-    """Bytes counted against the user's quota (open and complete uploads)."""
-    total = session.scalar(select(func.coalesce(func.sum(Upload.size), 0)).where(
+    """Bytes counted against the user's quota: open and complete uploads, and the
+    outputs of the user's jobs fetched into the store."""
+    uploads = session.scalar(select(func.coalesce(func.sum(Upload.size), 0)).where(
         Upload.owner_id == owner_id, Upload.state.in_((OPEN, COMPLETE))))
-    return int(total or 0)
+    outputs = session.scalar(
+        select(func.coalesce(func.sum(JobOutput.size), 0))
+        .join(Job, Job.id == JobOutput.job_id)
+        .where(Job.owner_id == owner_id, JobOutput.location == IN_STORE))
+    return int(uploads or 0) + int(outputs or 0)
 
 
 def create_upload(session: Session, store: BlobStore, limits: UploadLimits, owner_id: str,
@@ -231,13 +238,18 @@ def delete_upload(session: Session, store: BlobStore, owner_id: str, upload_id: 
     store.remove_part(upload.id)
     hashing.forget(store.root, upload.id)
     if sha is not None:
-        others = session.scalar(select(func.count()).select_from(Upload).where(
-            or_(Upload.sha256 == sha, Upload.expected_sha256 == sha)))
-        # Fetched job outputs share the store's blobs by content.
-        outputs = session.scalar(select(func.count()).select_from(JobOutput).where(
-            JobOutput.sha256 == sha, JobOutput.location == "gateway"))
-        if not others and not outputs:
-            store.remove_blob(sha)
+        remove_unused_blob(session, store, sha)
+
+
+def remove_unused_blob(session: Session, store: BlobStore, sha: str) -> None:
+    """Remove the blob `sha` unless an upload or a fetched job output still refers to
+    it (they share the store's blobs by content). Call after deleting a referrer."""
+    uploads = session.scalar(select(func.count()).select_from(Upload).where(
+        or_(Upload.sha256 == sha, Upload.expected_sha256 == sha)))
+    outputs = session.scalar(select(func.count()).select_from(JobOutput).where(
+        JobOutput.sha256 == sha, JobOutput.location == IN_STORE))
+    if not uploads and not outputs:
+        store.remove_blob(sha)
 
 
 def expire_uploads(session: Session, store: BlobStore, now: datetime) -> int:

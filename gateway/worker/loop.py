@@ -45,7 +45,7 @@ from gateway.runtime import Runtime, build_runtime
 from gateway.services.job_inputs import StagingLimits
 from gateway.services.sites import NoAccount, SiteEntry
 from gateway.services.transitions import advance
-from gateway.services.uploads import expire_uploads
+from gateway.services.uploads import expire_uploads, store_usage
 from gateway.settings import Settings
 from gateway.store import BlobStore
 from gateway.worker.requests import build_submit_request
@@ -599,7 +599,7 @@ class Worker:
             collected = collect(files, workdir, spec.outputs, spec.outputs_mode,
                                 StagingLimits.from_settings(self.rt.settings),
                                 BlobStore(self.rt.settings.store_dir),
-                                lambda: self._renew(attempt_id))
+                                lambda: self._renew(attempt_id), self._store_left(job_id))
             if collected is None:
                 return  # lease lost: whoever holds it now finishes the job
         except GatewayError as exc:
@@ -611,6 +611,13 @@ class Worker:
                 return  # the lease runs out and a later cycle collects again
             failure = exc.message
         self._finish_stage_out(site, attempt_id, job_id, collected, failure)
+
+    def _store_left(self, job_id: str) -> int:
+        """Bytes the job's owner may still add to the gateway store (their quota)."""
+        with self.rt.sessions() as session:
+            owner_id = session.scalar(select(Job.owner_id).where(Job.id == job_id))
+            assert owner_id is not None
+            return self.rt.settings.store_quota_bytes - store_usage(session, owner_id)
 
     def _finish_stage_out(self, site: SiteEntry, attempt_id: int, job_id: str,
                           collected: Collected | None, failure: str | None) -> None:

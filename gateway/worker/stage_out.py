@@ -7,7 +7,8 @@
    one that stays inside and names a regular file stands for it (that file is what gets
    hashed and fetched). Refusals are listed in the final event's reason; the job is not
    failed for them.
-3. Per-job limits on count and bytes; sha256 of each file computed on the site.
+3. Per-job limits on count and bytes, and for `fetch` the owner's store quota; sha256
+   of each file computed on the site.
 4. `keep`: recorded as they are on the site. `fetch`: downloaded into the gateway store,
    hashed while written, and stored only when the sha256 matches the site's.
 
@@ -28,13 +29,11 @@ from adapters.transport import FileTransport
 from gateway.domain import output_globs
 from gateway.domain.errors import GatewayError
 from gateway.domain.sizes import human_bytes
-from gateway.domain.staging import CONTROL_DIR, OutputsMode
+from gateway.domain.staging import CONTROL_DIR, IN_STORE, ON_SITE, OutputsMode
 from gateway.services.job_inputs import StagingLimits
 from gateway.store import BlobStore
 
 log = logging.getLogger(__name__)
-
-GATEWAY, SITE = "gateway", "site"
 
 
 class StageOutFailed(GatewayError):
@@ -48,7 +47,7 @@ class CollectedOutput:
     path: str  # relative to the job directory, as matched
     size: int
     sha256: str
-    location: str  # GATEWAY or SITE
+    location: str  # IN_STORE or ON_SITE
     site_path: str  # the regular file on the site it was read from
 
 
@@ -76,8 +75,9 @@ class _Match:
 
 def collect(files: FileTransport, workdir: str, globs: list[str], mode: OutputsMode,
             limits: StagingLimits, store: BlobStore,
-            keep_lease: Callable[[], bool]) -> Collected | None:
-    """Collect the outputs (see module). None when the lease was lost meanwhile."""
+            keep_lease: Callable[[], bool], store_left: int) -> Collected | None:
+    """Collect the outputs (see module). None when the lease was lost meanwhile.
+    `store_left`: what the owner's store quota still takes (fetching counts)."""
     root = site_fs.real_path(files, workdir)
     if root is None:
         raise StageOutFailed(f"the job directory {workdir} is gone from the site")
@@ -103,6 +103,8 @@ def collect(files: FileTransport, workdir: str, globs: list[str], mode: OutputsM
             site_path, size = target, real_size
         matched.append(_Match(path, site_path, size))
     _check_limits(matched, limits)
+    if mode is OutputsMode.FETCH:
+        _check_quota(matched, store_left)
     digests = sha256_many(files, [m.site_path for m in matched])
     outputs = []
     for m, sha in zip(matched, digests, strict=True):
@@ -111,7 +113,7 @@ def collect(files: FileTransport, workdir: str, globs: list[str], mode: OutputsM
                 return None
             _fetch(files, m, sha, store)
         outputs.append(CollectedOutput(m.path, m.size, sha,
-                                       GATEWAY if mode is OutputsMode.FETCH else SITE,
+                                       IN_STORE if mode is OutputsMode.FETCH else ON_SITE,
                                        m.site_path))
     return Collected(outputs, refused)
 
@@ -128,6 +130,17 @@ def _check_limits(matched: list[_Match], limits: StagingLimits) -> None:
             f"the matched outputs total {human_bytes(total)}, over the per-job limit of "
             f"{human_bytes(limits.output_max_bytes)} (job_output_max_bytes) by "
             f"{human_bytes(total - limits.output_max_bytes)}")
+
+
+def _check_quota(matched: list[_Match], store_left: int) -> None:
+    total = sum(m.size for m in matched)
+    if total > store_left:
+        raise StageOutFailed(
+            f"fetching the outputs ({human_bytes(total)}) would take the owner's gateway "
+            f"store usage over their quota (store_quota_bytes) by "
+            f"{human_bytes(total - max(0, store_left))}; they are still "
+            "on the site. Free space (DELETE /jobs/{id}/files, 'gridgate upload-delete') "
+            "or use outputs_mode: keep")
 
 
 class _HashingSink:

@@ -4,6 +4,8 @@
     GET /jobs/{id}/files/{path}   the bytes: Range (one range) supported, served as an
                                   attachment with nosniff; `Repr-Digest` carries the
                                   sha256 of the whole file (RFC 9530)
+    DELETE /jobs/{id}/files       drop the outputs fetched into the gateway store (they
+                                  count against the owner's store quota)
 
 Fetched outputs come from the gateway store; kept ones are streamed from the site
 through the gateway. Another user's job is 404, as on every job route.
@@ -22,10 +24,11 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from adapters.transfer import SiteFile
-from gateway.api.deps import JobsReader, RuntimeDep
+from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
 from gateway.api.problems import problem
 from gateway.api.ranges import Unsatisfiable, parse_range
 from gateway.domain.errors import Unavailable
+from gateway.domain.staging import IN_STORE
 from gateway.runtime import Runtime
 from gateway.services import job_files
 from gateway.services.job_files import OutputRow
@@ -57,6 +60,16 @@ def list_files(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> JobFi
     return JobFileList(items=[JobFileOut(path=r["path"], size=r["size"], sha256=r["sha256"],
                                          location=r["location"], site=r["site_name"])
                               for r in rows])
+
+
+@router.delete("/jobs/{job_id}/files", status_code=204, response_class=Response)
+def delete_fetched_files(job_id: str, principal: JobsWriter, session: SessionDep,
+                         runtime: RuntimeDep) -> Response:
+    """Remove the job's outputs held in the gateway store and free their quota (outputs
+    kept on the site stay listed)."""
+    job_files.delete_fetched(session, BlobStore(runtime.settings.store_dir), principal, job_id)
+    session.commit()
+    return Response(status_code=204)
 
 
 @router.get("/jobs/{job_id}/files/{path:path}", response_class=Response,
@@ -104,7 +117,7 @@ def _attachment(path: str) -> str:
 
 def _open(runtime: Runtime, row: OutputRow, owner: str | None,
           offset: int) -> contextlib.AbstractContextManager[IO[bytes]]:
-    if row["location"] == "gateway":
+    if row["location"] == IN_STORE:
         blob = BlobStore(runtime.settings.store_dir).open_blob(row["sha256"])
         blob.seek(offset)
         return blob
