@@ -12,9 +12,9 @@ bytes on the gateway's tmpfs) four ways, interleaved, `--runs` times each:
 
 MB/s is 10^6 bytes per wall second. CPU s/GiB is this side's CPU (user + sys of this
 process and its children: scp, ssh); the sites' sshd run on the same 2 cores and are
-not counted for either. Each transfer starts after `sync`, and each run starts with a
-different contender. The file's sha256 is computed once before (an upload to the
-gateway is finalized by its sha256, so the worker has it).
+not counted for either. Each transfer writes a new file (removed afterwards) and starts
+after `sync`; each run starts with a different contender. The file's sha256 is computed
+once before (an upload to the gateway is finalized by its sha256, so the worker has it).
 
     sudo .venv/bin/python benchmarks/staging_throughput.py [--size 1GiB] [--runs 2]
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import logging
 import os
 import resource
 import secrets
@@ -126,31 +127,38 @@ def bench(tb: TestbedInfo, size: int, runs: int) -> dict[str, Any]:
         k: [] for k in ("upload_raw", "stage_file", "scp", "site_to_site", "scp_3")}
     opts_rr = scp_options(tb, rr)
     opts_both = scp_options(tb, rr, galaxy)
-    src_on_rr = f"{base}/scp.bin"
+    src_on_rr = f"{base}/source.bin"
     try:
-        # Warm-up (first writes allocate the sites' page cache), not reported.
-        t_rr.upload(str(local), f"{base}/warm.bin")
+        # The site-to-site source; also warms up (first writes allocate page cache).
+        t_rr.upload(str(local), src_on_rr)
         for run in range(runs):
-            to_site: dict[str, Callable[[], Any]] = {
-                "scp": lambda: subprocess.run(
+            to_site: dict[str, tuple[Callable[[], Any], str]] = {
+                "scp": (lambda: subprocess.run(
                     ["scp", "-q", *opts_rr, str(local), f"{ACCOUNT}@{rr.ip}:{base}/scp.bin"],
-                    check=True),
-                "upload_raw": lambda: t_rr.upload(str(local), f"{base}/raw.bin"),
-                "stage_file": lambda r=run: stage_file(t_rr, str(local), sha, size,
-                                                       f"{base}/staged-{r}.bin"),
+                    check=True), f"{base}/scp.bin"),
+                "upload_raw": (lambda: t_rr.upload(str(local), f"{base}/raw.bin"),
+                               f"{base}/raw.bin"),
+                "stage_file": (lambda: stage_file(t_rr, str(local), sha, size,
+                                                  f"{base}/staged.bin"), f"{base}/staged.bin"),
             }
-            between: dict[str, Callable[[], Any]] = {
-                "scp_3": lambda: subprocess.run(
+            between: dict[str, tuple[Callable[[], Any], str]] = {
+                "scp_3": (lambda: subprocess.run(
                     ["scp", "-q", "-3", *opts_both, f"{ACCOUNT}@{rr.ip}:{src_on_rr}",
                      f"{ACCOUNT}@{galaxy.ip}:{gbase}/scp3.bin"], check=True),
-                "site_to_site": lambda r=run: copy_site_to_site(
-                    t_rr, src_on_rr, t_galaxy, f"{gbase}/copy-{r}.bin", sha256=sha, size=size),
+                          f"{gbase}/scp3.bin"),
+                "site_to_site": (lambda: copy_site_to_site(
+                    t_rr, src_on_rr, t_galaxy, f"{gbase}/copy.bin", sha256=sha, size=size),
+                                 f"{gbase}/copy.bin"),
             }
-            # Each run starts with a different one, so none always goes first.
-            for group in (to_site, between):
+            # Each run starts with a different one, so none always goes first. Every
+            # transfer writes a new file, removed afterwards (untimed), so none pays
+            # for truncating another's and the sites' disk does not fill up.
+            for group, transport in ((to_site, t_rr), (between, t_galaxy)):
                 names = list(group)
                 for name in names[run % len(names):] + names[:run % len(names)]:
-                    figures[name].append(measure(size, group[name]))
+                    call, written = group[name]
+                    figures[name].append(measure(size, call))
+                    transport.run(["rm", "-f", "--", written])
     finally:
         t_rr.close()
         t_galaxy.close()
@@ -187,6 +195,8 @@ def main() -> None:
     parser.add_argument("--size", default="1GiB", help="bytes, or e.g. 200MiB, 1GiB")
     parser.add_argument("--runs", type=int, default=2)
     args = parser.parse_args()
+    # Resumes, resends and fallbacks show on stderr (the JSON goes to stdout).
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     with running_testbed(session_config()) as tb:
         print(json.dumps(bench(tb, parse_size(args.size), args.runs), indent=2))
 

@@ -266,7 +266,10 @@ def reorder_bytes(streams: int, *, request_bytes: int = REQUEST_BYTES,
                   window: int = WINDOW) -> int:
     """After `write_striped` over `streams` sessions is cut off, every byte below the
     file's size minus this many has been written (the sessions' windows, one request
-    each more, and the last request's own length)."""
+    each more, and the last request's own length). One session's writes land in order:
+    the file is a prefix of what was sent."""
+    if streams <= 1:
+        return 0
     return (streams * (window + 1) + 1) * request_bytes
 
 

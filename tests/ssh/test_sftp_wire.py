@@ -144,4 +144,5 @@ def test_a_server_that_goes_away_mid_copy_is_an_eof(servers: list[Server],
 def test_reorder_bound_covers_every_session_window() -> None:
     # Two sessions of 16 requests each, plus one being read and the last one's length.
     assert reorder_bytes(2, request_bytes=100, window=16) == (2 * 17 + 1) * 100
-    assert reorder_bytes(1, request_bytes=100, window=1) == 300
+    assert reorder_bytes(3, request_bytes=100, window=1) == 700
+    assert reorder_bytes(1, request_bytes=100, window=16) == 0  # in order: a prefix
