@@ -22,9 +22,10 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # Both print "<hex> ..."; the path is "$1" (absolute, so never taken for an option).
 _HASH_SCRIPT = ('if command -v openssl >/dev/null 2>&1; then exec openssl dgst -sha256 -r "$1"; '
                 'else exec sha256sum -- "$1"; fi')
-# The directory maker: umask 077 so every directory it creates (parents too) is 0700.
+# The directory maker: umask 077 so every directory it creates (parents too) is 0700;
+# then what the path is (not following a symlink), its owner and mode, and who we are.
 # The path is "$1", data, never part of the script.
-_MKDIR_SCRIPT = 'umask 077 && mkdir -p -- "$1"'
+_MKDIR_SCRIPT = 'umask 077 && mkdir -p -- "$1" && stat -c "%F|%u|%a" -- "$1" && id -u'
 
 
 class SiteCommandFailed(AdapterError):
@@ -47,8 +48,25 @@ def is_sha256(text: str) -> bool:
 
 
 def make_private_dir(transport: Transport, path: str) -> None:
-    """Create `path` and missing parents, each new one 0700."""
-    _run(transport, ["sh", "-c", _MKDIR_SCRIPT, "gridgate-mkdir", path])
+    """Create `path` and missing parents, each new one 0700. The directory (new or not)
+    must be a real directory of this account that nobody else can write to: otherwise
+    another account (on a shared scratch) could read or replace what is put in it."""
+    out = _run(transport, ["sh", "-c", _MKDIR_SCRIPT, "gridgate-mkdir", path]).splitlines()
+    try:
+        kind, owner, mode = out[0].split("|")
+        me = out[1].strip()
+        writable_by_others = int(mode, 8) & 0o022
+    except (IndexError, ValueError):
+        raise SiteCommandFailed(f"cannot tell who owns {path} on the site: {out!r}") from None
+    if kind != "directory":
+        raise SiteCommandFailed(f"{path} on the site is a {kind}, not a directory; "
+                                "refusing to put files there")
+    if owner != me:
+        raise SiteCommandFailed(f"{path} on the site belongs to uid {owner}, not to this "
+                                f"account (uid {me}); refusing to put files there")
+    if writable_by_others:
+        raise SiteCommandFailed(f"{path} on the site is writable by other accounts (mode "
+                                f"{mode}); refusing to put files there")
 
 
 def file_size(transport: Transport, path: str) -> int | None:

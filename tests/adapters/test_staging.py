@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -247,3 +248,30 @@ def test_site_hash_uses_openssl_or_sha256sum_alike(tmp_path: Path, monkeypatch: 
     assert site_fs.sha256_of(LocalTransport(), str(src)) == digest
     with pytest.raises(ValueError, match="absolute"):
         site_fs.sha256_of(LocalTransport(), "relative/path")
+
+
+def test_directories_of_other_accounts_or_open_to_them_are_refused(
+        tmp_path: Path, content: tuple[Path, str]) -> None:
+    """On a shared scratch another account could create the (predictable) cache or job
+    directory first: staging into it would hand it the data. Refused, file untouched."""
+    src, digest = content
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 65534, 65534)  # nobody's
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    cases = {theirs: "belongs to uid 65534, not to this account",
+             open_dir: "writable by other accounts (mode 777)",
+             link: "is a symbolic link, not a directory"}
+    for directory, message in cases.items():
+        with pytest.raises(site_fs.SiteCommandFailed, match=re.escape(message)):
+            stage_file(LocalTransport(), str(src), digest, SIZE,
+                       str(tmp_path / "job" / "data.bin"), cache_dir=str(directory))
+        with pytest.raises(site_fs.SiteCommandFailed, match=re.escape(message)):
+            stage_file(LocalTransport(), str(src), digest, SIZE, str(directory / "data.bin"))
+        assert not (directory / "data.bin").exists()
+        assert not list(directory.iterdir())
