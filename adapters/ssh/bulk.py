@@ -4,8 +4,8 @@ paramiko encrypts and frames every 32 KiB packet in Python (~5 CPU s per GiB her
 large files go through OpenSSH's `ssh` instead, which does that in C: the gateway speaks
 SFTP (adapters.ssh.sftp_wire) over a socket pair to each `ssh` process. An upload is
 striped over `streams` such processes (alternate 255 KiB requests), so the site's
-`sshd`s, each of which decrypts and writes on one core, work in parallel. Downloads use
-one process.
+sessions (an sshd that decrypts, an sftp-server that writes) work in parallel on
+several cores. Downloads use one process.
 
 Host keys stay pinned: the target's keys are written to a private known_hosts file under
 one alias (`HostKeyAlias`), with StrictHostKeyChecking=yes and no other known_hosts, agent,

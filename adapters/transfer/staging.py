@@ -8,8 +8,8 @@
 2. Otherwise the bytes go to a partial name (`.<sha256>.gw-partial` in the cache, or
    `.<name>.gw-partial` beside the destination without a cache). A partial left by an
    earlier, interrupted attempt is continued from its current size (less the transport's
-   `write_reorder_bytes`, for striped uploads); a dropped connection
-   during this call is retried the same way (`max_resumes` times).
+   `write_reorder_bytes`, for striped uploads); a dropped connection during this call is
+   retried the same way (`max_resumes` times).
 3. Size and `sha256sum` are checked on the site. A mismatch deletes the partial and sends
    the whole file again (`max_resends` times), then fails with StagingFailed.
 4. Atomic rename into place (`mv -f -T`, rename(2)). The final name never shows unverified

@@ -144,7 +144,9 @@ def _read_body(response: http.client.HTTPResponse, sink: IO[bytes], max_bytes: i
 def https_input(settings: Settings, store: BlobStore, url: str, *,
                 schemes: tuple[str, ...] = ("https",),
                 allowed: Callable[[IPAddress], bool] = is_public_address) -> ResolvedInput:
-    """Fetch `url` into the store (by sha256) and return it as a stageable input."""
+    """Fetch `url` into a private incoming file of the store and return it as a stageable
+    input whose `scratch` the caller removes after staging (it is no one's upload and
+    counts against no quota; the worker sweeps leftovers of crashes, INCOMING_MAX_AGE)."""
     tmp: Path = store.new_incoming()
     try:
         with tmp.open("wb") as sink:
@@ -152,7 +154,7 @@ def https_input(settings: Settings, store: BlobStore, url: str, *,
                             max_redirects=settings.https_max_redirects,
                             timeout=settings.https_timeout_seconds, schemes=schemes,
                             allowed=allowed)
-        blob = store.promote_file(tmp, fetched.sha256)
-    finally:
+    except BaseException:
         tmp.unlink(missing_ok=True)
-    return ResolvedInput(LocalFile(blob), StagedFile(fetched.sha256, fetched.size))
+        raise
+    return ResolvedInput(LocalFile(tmp), StagedFile(fetched.sha256, fetched.size), scratch=tmp)

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -39,6 +40,9 @@ class ResolvedInput:
 
     source: Source
     expected: StagedFile
+    # A gateway-local copy made only for this staging (an https download): removed
+    # once the input is staged.
+    scratch: Path | None = None
 
 
 def upload_input(session: Session, store: BlobStore, owner_id: str, upload_id: str

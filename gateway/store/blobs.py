@@ -11,9 +11,11 @@ written, fsynced file, so a reader never sees a half-written blob.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import time
 import uuid
 from pathlib import Path
 from typing import BinaryIO
@@ -105,9 +107,24 @@ class BlobStore:
         return self.root / "incoming"
 
     def new_incoming(self) -> Path:
-        """A fresh, private temporary name to write a fetched file under."""
+        """A fresh, private (0600, empty) file to write a fetched file into."""
         private_dir(self.incoming_dir, self.root)
-        return self.incoming_dir / f"{uuid.uuid4()}.part"
+        path = self.incoming_dir / f"{uuid.uuid4()}.part"
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+        return path
+
+    def sweep_incoming(self, max_age_seconds: float) -> int:
+        """Remove incoming files untouched for `max_age_seconds` (left by a process that
+        died while fetching or staging); how many."""
+        if not self.incoming_dir.is_dir():
+            return 0
+        cutoff, removed = time.time() - max_age_seconds, 0
+        for path in self.incoming_dir.iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+        return removed
 
     def promote_file(self, path: Path, sha256: str) -> Path:
         """Make the verified file `path` (under `incoming_dir`) the blob `sha256`."""

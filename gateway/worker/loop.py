@@ -58,6 +58,9 @@ SUBMITTING = "SUBMITTING"
 LIVE_ATTEMPT_STATES = (SUBMITTING, JobState.QUEUED.value, JobState.RUNNING.value)
 CLAIM_BATCH = 50
 UPLOAD_EXPIRY_SECONDS = 60.0
+# Incoming files (https inputs, fetched outputs) older than this were left by a crash:
+# a day is far longer than any one download takes.
+INCOMING_MAX_AGE_SECONDS = 24 * 3600.0
 
 _FINAL_TARGET = {
     NativeState.COMPLETED: JobState.COMPLETED,
@@ -137,15 +140,19 @@ class Worker:
         return busy
 
     def _expire_uploads(self) -> None:
-        """Expire unfinished uploads idle past their time, at most once a minute."""
+        """Expire unfinished uploads idle past their time, and sweep the store's stale
+        incoming files, at most once a minute."""
         now = time.monotonic()
         if now < self._next_expiry:
             return
         self._next_expiry = now + UPLOAD_EXPIRY_SECONDS
+        store = BlobStore(self.rt.settings.store_dir)
         with transaction(self.rt.sessions) as session:
-            expired = expire_uploads(session, BlobStore(self.rt.settings.store_dir), utcnow())
+            expired = expire_uploads(session, store, utcnow())
         if expired:
             log.info("expired %d unfinished upload(s)", expired)
+        if swept := store.sweep_incoming(INCOMING_MAX_AGE_SECONDS):
+            log.info("removed %d incoming file(s) left by an interrupted fetch", swept)
 
     # --- submission -------------------------------------------------------------------
 

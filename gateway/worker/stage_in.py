@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from adapters.base import Adapter
 from adapters.transfer import StageResult, site_fs, stage
+from adapters.transport import FileTransport
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import SourceKind, parse_source
@@ -68,7 +69,20 @@ def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
     SiteUnavailable (transient) when trying again later may work."""
     files = adapter.files
     site_fs.make_private_dir(files, job.workdir)
-    resolved = [_resolve(rt, job, item.source) for item in job.spec.inputs]
+    resolved: list[ResolvedInput] = []
+    try:
+        for item in job.spec.inputs:
+            resolved.append(_resolve(rt, job, item.source))
+        return _stage_all(rt, site, files, job, resolved, keep_lease)
+    finally:
+        for source in resolved:  # https downloads made for this staging only
+            if source.scratch is not None:
+                source.scratch.unlink(missing_ok=True)
+
+
+def _stage_all(rt: Runtime, site: SiteEntry, files: FileTransport, job: StageInJob,
+               resolved: list[ResolvedInput], keep_lease: Callable[[], bool]
+               ) -> StageInSummary | None:
     limits = StagingLimits.from_settings(rt.settings)
     total = sum(r.expected.size for r in resolved)
     if total > limits.input_max_bytes:

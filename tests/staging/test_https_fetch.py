@@ -8,7 +8,10 @@ import hashlib
 import http.server
 import io
 import ipaddress
+import os
+import stat
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,12 +138,34 @@ def test_the_default_checker_refuses_the_first_hop(server: str) -> None:
               timeout=10)
 
 
-def test_https_input_lands_in_the_store_by_sha256(server: str, tmp_path: Path) -> None:
+def test_https_input_is_a_private_copy_for_one_staging(server: str, tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path)
     store = BlobStore(settings.store_dir)
     resolved = https_input(settings, store, f"{server}/to-data", schemes=("http",),
                            allowed=only_test_host)
     sha = hashlib.sha256(BODY).hexdigest()
     assert resolved.expected.sha256 == sha and resolved.expected.size == len(BODY)
-    assert store.blob_path(sha).read_bytes() == BODY
+    # Not a blob of the store (no one's upload, no one's quota): a scratch file that
+    # stage-in removes once staged.
+    assert not store.has_blob(sha)
+    assert resolved.scratch is not None and resolved.scratch.parent == store.incoming_dir
+    assert resolved.scratch.read_bytes() == BODY
+    assert stat.S_IMODE(resolved.scratch.stat().st_mode) & 0o077 == 0
+
+
+def test_a_refused_fetch_leaves_no_incoming_file(server: str, tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    store = BlobStore(settings.store_dir)
+    with pytest.raises(InputUnavailable):
+        https_input(settings, store, f"{server}/to-data", schemes=("http",))
     assert list(store.incoming_dir.iterdir()) == []
+
+
+def test_stale_incoming_files_are_swept(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path / "store")
+    old, fresh = store.new_incoming(), store.new_incoming()
+    old.write_bytes(b"left by a crash")
+    fresh.write_bytes(b"being fetched")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    assert store.sweep_incoming(3600) == 1
+    assert not old.exists() and fresh.exists()
