@@ -213,53 +213,39 @@ def write_striped(
     src: IO[bytes],
     offset: int,
     length: int | None,
-    on_acked: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
     *,
     request_bytes: int = REQUEST_BYTES,
     window: int = WINDOW,
 ) -> int:
     """Write `src` from where it stands into the open handles, from `offset`; the bytes
-    written (all acknowledged). Request i goes to session i mod n, so n sessions carry
-    alternate 255 KiB stripes in parallel.
+    written, once all are acknowledged. Request i goes to session i mod n, so n sessions
+    carry alternate 255 KiB stripes in parallel; `progress(n)` follows the bytes sent.
 
-    `on_acked(n)` is called with the count of bytes acknowledged as a contiguous prefix.
-    A session's requests only wait on its own replies; as every session gets every
-    n-th request in turn, none runs ahead of the acknowledged prefix by more than
-    `n * window` requests (see `reorder_bytes`).
+    A session waits only on its own replies, but every session gets every n-th request
+    in turn, so none runs more than `window` requests ahead of the others (see
+    `reorder_bytes`).
     """
-    inflight: list[deque[tuple[int, int, int]]] = [deque() for _ in sessions]
-    acked: dict[int, int] = {}  # sequence number -> bytes, acknowledged out of order
-    done = sent = seq = next_seq = 0
-
-    def settle(k: int) -> None:
-        nonlocal done, next_seq
-        session, _handle = sessions[k]
-        req, s, n = inflight[k].popleft()
-        session.wait_write(req)
-        acked[s] = n
-        while next_seq in acked:
-            done += acked.pop(next_seq)
-            next_seq += 1
-        if on_acked is not None:
-            on_acked(done)
-
+    inflight: list[deque[int]] = [deque() for _ in sessions]
+    sent = seq = 0
     while length is None or sent < length:
         want = request_bytes if length is None else min(request_bytes, length - sent)
         data = src.read(want)
         if not data:
             break
         k = seq % len(sessions)
-        if len(inflight[k]) >= window:
-            settle(k)
         session, handle = sessions[k]
-        inflight[k].append((session.send_write(handle, offset + sent, data), seq, len(data)))
+        if len(inflight[k]) >= window:
+            session.wait_write(inflight[k].popleft())
+        inflight[k].append(session.send_write(handle, offset + sent, data))
         sent += len(data)
         seq += 1
-    # Drain in sequence order, so `on_acked` keeps counting a prefix.
-    while any(inflight):
-        settle(min(range(len(sessions)),
-                   key=lambda i: inflight[i][0][1] if inflight[i] else seq))
-    return done
+        if progress is not None:
+            progress(sent)
+    for (session, _handle), pending in zip(sessions, inflight, strict=True):
+        while pending:
+            session.wait_write(pending.popleft())
+    return sent
 
 
 def reorder_bytes(streams: int, *, request_bytes: int = REQUEST_BYTES,
