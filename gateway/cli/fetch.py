@@ -1,4 +1,5 @@
-"""`gridgate fetch JOB [PATTERN] -o DIR`: download a job's outputs, verified."""
+"""`gridgate fetch JOB [PATTERN] -o DIR`: download a job's outputs, verified;
+`gridgate outputs-delete JOB`: drop them from the gateway store."""
 
 from __future__ import annotations
 
@@ -57,3 +58,11 @@ def fetch(
         print(entry["file"])
     render.stderr_console().print(
         f"Fetched {len(written)} file(s) of job {job_id}, sha256 verified.")
+
+
+def delete_outputs(ctx: typer.Context, job_id: JobArg) -> None:
+    """Delete a finished job's outputs from the gateway store (freeing your store quota).
+    Outputs the job keeps on its site stay there and stay listed."""
+    with state(ctx).client() as client:
+        client.delete_job_files(job_id)
+    render.stderr_console().print(f"Deleted the fetched outputs of job {job_id}")

@@ -226,6 +226,10 @@ class GatewayClient:
         return cast(Upload, self._json("POST", f"/uploads/{_segment(upload_id)}/complete",
                                        json=body))
 
+    def delete_job_files(self, job_id: str) -> None:
+        """DELETE /jobs/{id}/files: drop the job's outputs held in the gateway store."""
+        self._request("DELETE", f"/jobs/{_segment(job_id)}/files")
+
     def delete_upload(self, upload_id: str) -> None:
         """DELETE /uploads/{id}."""
         self._request("DELETE", f"/uploads/{_segment(upload_id)}")

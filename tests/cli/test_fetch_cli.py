@@ -51,6 +51,11 @@ def test_fetch_writes_verified_outputs(cli: Cli, tmp_path: Path) -> None:
     none = cli("fetch", job_id, "*.nothing", "-o", str(only), code=1)
     assert "no collected outputs matching" in none.stderr
 
+    # Done with them: dropped from the gateway store (and from the quota).
+    assert "Deleted the fetched outputs" in cli("outputs-delete", job_id).stderr
+    gone = cli("fetch", job_id, "-o", str(only), code=1)
+    assert "no collected outputs at all" in gone.stderr
+
 
 def test_fetch_continues_a_partial_file_and_detects_corruption(cli: Cli, tmp_path: Path
                                                                ) -> None:
