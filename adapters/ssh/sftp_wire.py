@@ -30,10 +30,9 @@ _STATUS, _HANDLE, _DATA, _ATTRS = 101, 102, 103, 105
 # Open flags.
 OPEN_READ, OPEN_WRITE, OPEN_CREATE, OPEN_TRUNCATE = 0x01, 0x02, 0x08, 0x10
 # Attribute flags.
-_ATTR_SIZE, _ATTR_UIDGID, _ATTR_PERMISSIONS, _ATTR_ACMODTIME = 0x1, 0x2, 0x4, 0x8
-_ATTR_EXTENDED = 0x80000000
+_ATTR_SIZE, _ATTR_PERMISSIONS = 0x1, 0x4
 # Status codes.
-STATUS_OK, STATUS_EOF, STATUS_NO_SUCH_FILE, STATUS_PERMISSION_DENIED = 0, 1, 2, 3
+STATUS_OK, STATUS_EOF, STATUS_NO_SUCH_FILE = 0, 1, 2
 
 # OpenSSH's sftp-server reads messages of up to 256 KiB and returns at most 255 KiB per
 # READ (SFTP_MAX_READ_LENGTH); 255 KiB requests are the largest both directions accept.

@@ -146,7 +146,7 @@ def https_input(settings: Settings, store: BlobStore, url: str, *,
                 allowed: Callable[[IPAddress], bool] = is_public_address) -> ResolvedInput:
     """Fetch `url` into a private incoming file of the store and return it as a stageable
     input whose `scratch` the caller removes after staging (it is no one's upload and
-    counts against no quota; the worker sweeps leftovers of crashes, INCOMING_MAX_AGE)."""
+    counts against no quota; the worker sweeps what crashes leave behind)."""
     tmp: Path = store.new_incoming()
     try:
         with tmp.open("wb") as sink:
