@@ -5,14 +5,18 @@ site), and DELETE /jobs/{id}/files frees what a job's outputs hold."""
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 from fastapi.testclient import TestClient
 
 from gateway.runtime import Runtime
 from gateway.store import BlobStore
 from gateway.worker.loop import Worker
-from tests.conftest import MakeUser, TestUser
+from tests.conftest import MakeUser
 from tests.staging.helpers import run_until, sh, submit
+
+if TYPE_CHECKING:  # imported here only: pytest would try to collect the class
+    from tests.conftest import TestUser
 
 
 def fetch_job(client: TestClient, user: TestUser, size: int) -> str:
