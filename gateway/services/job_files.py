@@ -16,8 +16,7 @@ from gateway.domain.errors import Conflict, Forbidden, NotFound
 from gateway.domain.staging import IN_STORE
 from gateway.domain.states import JobState
 from gateway.services.job_queries import ensure_visible
-from gateway.services.uploads import remove_unused_blob
-from gateway.store import BlobStore
+from gateway.services.uploads import StoreCleanup
 
 _outputs = JobOutput.__table__
 OutputRow = Mapping[Any, Any]
@@ -46,10 +45,9 @@ def owner_username(conn: Connection, job_id: str) -> str | None:
                        .where(JobModel.id == job_id))
 
 
-def delete_fetched(session: Session, store: BlobStore, principal: Principal,
-                   job_id: str) -> int:
-    """Drop the job's outputs held in the store (blobs no longer referred to are removed);
-    how many. Only the owner, and only once the job has ended."""
+def delete_fetched(session: Session, principal: Principal, job_id: str) -> StoreCleanup:
+    """Drop the job's outputs held in the store (only the owner, once the job has
+    ended); the blobs to remove after the commit, if nothing else refers to them."""
     ensure_visible(session.connection(), principal, job_id)
     job = session.get(JobModel, job_id, with_for_update=True)
     assert job is not None
@@ -58,11 +56,9 @@ def delete_fetched(session: Session, store: BlobStore, principal: Principal,
     if not JobState(job.state).is_final:
         raise Conflict(f"Job {job_id} is {job.state}; its outputs can be deleted once it "
                        "has ended.")
-    digests = list(session.scalars(select(JobOutput.sha256).where(
+    digests = set(session.scalars(select(JobOutput.sha256).where(
         JobOutput.job_id == job_id, JobOutput.location == IN_STORE)))
     session.execute(delete(JobOutput).where(JobOutput.job_id == job_id,
                                             JobOutput.location == IN_STORE))
     session.flush()
-    for sha in set(digests):
-        remove_unused_blob(session, store, sha)
-    return len(digests)
+    return StoreCleanup(blobs=tuple(sorted(digests)))

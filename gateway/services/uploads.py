@@ -228,28 +228,37 @@ def _mark_complete(upload: Upload, sha256: str, now: datetime) -> Upload:
     return upload
 
 
-def delete_upload(session: Session, store: BlobStore, owner_id: str, upload_id: str) -> None:
-    """Delete the caller's upload and its data (a blob only when no other upload
-    refers to the same content)."""
+@dataclass(frozen=True)
+class StoreCleanup:
+    """Store files to remove once the deletion that freed them is committed: removing
+    them first would lose data still referred to if the commit failed."""
+
+    upload_ids: tuple[str, ...] = ()  # their part files and saved hash states
+    blobs: tuple[str, ...] = ()  # by sha256, each only if nothing refers to it any more
+
+
+def delete_upload(session: Session, owner_id: str, upload_id: str) -> StoreCleanup:
+    """Delete the caller's upload; the store files to remove after the commit (its part,
+    and its blob unless another upload or a fetched output has the same content)."""
     upload = get_upload(session, owner_id, upload_id, for_update=True)
     sha = upload.sha256 if upload.state == COMPLETE else None
     session.delete(upload)
     session.flush()
-    store.remove_part(upload.id)
-    hashing.forget(store.root, upload.id)
-    if sha is not None:
-        remove_unused_blob(session, store, sha)
+    return StoreCleanup(upload_ids=(upload.id,), blobs=(sha,) if sha else ())
 
 
-def remove_unused_blob(session: Session, store: BlobStore, sha: str) -> None:
-    """Remove the blob `sha` unless an upload or a fetched job output still refers to
-    it (they share the store's blobs by content). Call after deleting a referrer."""
-    uploads = session.scalar(select(func.count()).select_from(Upload).where(
-        or_(Upload.sha256 == sha, Upload.expected_sha256 == sha)))
-    outputs = session.scalar(select(func.count()).select_from(JobOutput).where(
-        JobOutput.sha256 == sha, JobOutput.location == IN_STORE))
-    if not uploads and not outputs:
-        store.remove_blob(sha)
+def clean_store(session: Session, store: BlobStore, cleanup: StoreCleanup) -> None:
+    """Remove what `cleanup` lists; call after committing the deletion."""
+    for upload_id in cleanup.upload_ids:
+        store.remove_part(upload_id)
+        hashing.forget(store.root, upload_id)
+    for sha in cleanup.blobs:
+        uploads = session.scalar(select(func.count()).select_from(Upload).where(
+            or_(Upload.sha256 == sha, Upload.expected_sha256 == sha)))
+        outputs = session.scalar(select(func.count()).select_from(JobOutput).where(
+            JobOutput.sha256 == sha, JobOutput.location == IN_STORE))
+        if not uploads and not outputs:
+            store.remove_blob(sha)
 
 
 def expire_uploads(session: Session, store: BlobStore, now: datetime) -> int:

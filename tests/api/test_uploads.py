@@ -13,7 +13,10 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
+from gateway.api.app import create_app
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Upload
@@ -99,7 +102,6 @@ def test_uneven_chunks_complete_into_a_private_blob(client: TestClient, make_use
 
 def test_resume_after_a_dropped_client(runtime: Runtime, make_user: MakeUser) -> None:
     """The first client stops half-way; a new one asks the offset and sends the rest."""
-    from gateway.api.app import create_app
 
     user = make_user()
     data = payload(6 * MiB, seed=2)
@@ -339,3 +341,31 @@ def test_the_worker_expires_idle_uploads(client: TestClient, make_user: MakeUser
     assert client.get(f"/api/v1/uploads/{stale['id']}",
                       headers=user.headers).json()["state"] == "expired"
     assert not part.exists()
+
+
+def test_a_delete_that_fails_to_commit_loses_no_data(runtime: Runtime, make_user: MakeUser,
+                                                     settings: Settings,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Store files go only after the deletion is committed: if the commit fails, the
+    upload is still there, complete, with its bytes."""
+    user = make_user()
+    data = payload(200_000, seed=7)
+    with TestClient(create_app(runtime=runtime), raise_server_exceptions=False) as client:
+        up = create(client, user, data)
+        assert put(client, user, up["id"], data, 0, len(data)).status_code == 200
+        assert client.post(f"/api/v1/uploads/{up['id']}/complete", json={},
+                           headers=user.headers).status_code == 200
+
+        def failing_commit(self: Session) -> None:
+            raise OperationalError("COMMIT", {}, Exception("the database went away"))
+
+        with monkeypatch.context() as patch:
+            patch.setattr(Session, "commit", failing_commit)
+            r = client.delete(f"/api/v1/uploads/{up['id']}", headers=user.headers)
+        assert r.status_code >= 500
+        got = client.get(f"/api/v1/uploads/{up['id']}", headers=user.headers)
+        assert got.status_code == 200 and got.json()["state"] == "complete"
+        assert BlobStore(settings.store_dir).has_blob(hashlib.sha256(data).hexdigest())
+        assert client.delete(f"/api/v1/uploads/{up['id']}",
+                             headers=user.headers).status_code == 204
+        assert not BlobStore(settings.store_dir).has_blob(hashlib.sha256(data).hexdigest())

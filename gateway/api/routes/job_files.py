@@ -32,6 +32,7 @@ from gateway.domain.staging import IN_STORE
 from gateway.runtime import Runtime
 from gateway.services import job_files
 from gateway.services.job_files import OutputRow
+from gateway.services.uploads import clean_store
 from gateway.store import BlobStore
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
@@ -67,8 +68,9 @@ def delete_fetched_files(job_id: str, principal: JobsWriter, session: SessionDep
                          runtime: RuntimeDep) -> Response:
     """Remove the job's outputs held in the gateway store and free their quota (outputs
     kept on the site stay listed)."""
-    job_files.delete_fetched(session, BlobStore(runtime.settings.store_dir), principal, job_id)
+    cleanup = job_files.delete_fetched(session, principal, job_id)
     session.commit()
+    clean_store(session, BlobStore(runtime.settings.store_dir), cleanup)
     return Response(status_code=204)
 
 

@@ -116,8 +116,9 @@ def upload_offset(upload_id: str, principal: JobsReader, session: SessionDep) ->
 def delete_upload(upload_id: str, principal: JobsWriter, session: SessionDep,
                   runtime: RuntimeDep) -> Response:
     """Delete the upload and free its quota."""
-    service.delete_upload(session, store_of(runtime), principal.user_id, upload_id)
+    cleanup = service.delete_upload(session, principal.user_id, upload_id)
     session.commit()
+    service.clean_store(session, store_of(runtime), cleanup)
     return Response(status_code=204)
 
 
