@@ -124,11 +124,11 @@ def test_site_to_site_copy_roadrunner_to_galaxy(testbed: TestbedInfo,
 
 class CorruptsFirstWrite:
     """The real transport, except that right after the first upload completes one byte of
-    the written file is changed on the site (as a faulty disk or a meddling process
-    would), before the gateway verifies it."""
+    the written file (`original_byte`, at offset 1000) is changed on the site (as a faulty
+    disk or a meddling process would), before the gateway verifies it."""
 
-    def __init__(self, inner: SshTransport) -> None:
-        self.inner = inner
+    def __init__(self, inner: SshTransport, original_byte: int) -> None:
+        self.inner, self.original_byte = inner, original_byte
         self.corrupted: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
@@ -138,9 +138,12 @@ class CorruptsFirstWrite:
         written = self.inner.upload(source, path, **kwargs)
         if not self.corrupted:
             self.corrupted.append(path)
-            # Flip the file's 1001st byte to "X" (dd with conv=notrunc keeps the size).
-            result = self.inner.run(["sh", "-c", 'printf X | dd of="$1" bs=1 seek=1000 '
-                                     'conv=notrunc status=none', "corrupt", path])
+            # Invert the file's 1001st byte (so the new value always differs); printf
+            # turns the octal escape into that byte, dd with conv=notrunc keeps the size.
+            flipped = self.original_byte ^ 0xFF
+            result = self.inner.run(["sh", "-c", 'printf "$2" | dd of="$1" bs=1 seek=1000 '
+                                     'conv=notrunc status=none', "corrupt", path,
+                                     f"\\{flipped:03o}"])
             assert result.exit_status == 0, result
         return written
 
@@ -152,7 +155,7 @@ def test_corruption_between_write_and_verify_is_detected_and_resent(
     source = Path("/dev/shm") / f"gw-corrupt-{secrets.token_hex(4)}"
     source.write_bytes(data)
     try:
-        transport = CorruptsFirstWrite(transports["roadrunner"])
+        transport = CorruptsFirstWrite(transports["roadrunner"], data[1000])
         dest = f"{job_dir(site)}/in/data.bin"
         digest = hashlib.sha256(data).hexdigest()
         result = stage_file(transport, str(source), digest, len(data), dest)
