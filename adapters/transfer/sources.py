@@ -54,6 +54,8 @@ class SiteFile:
 
     transport: FileTransport
     path: str
+    # When known, reads ask for exactly the bytes up to it (no size lookup on the site).
+    size: int | None = None
 
     def describe(self) -> str:
         return f"{self.path} (at another site)"
@@ -64,7 +66,9 @@ class SiteFile:
 
         def pump() -> None:
             try:
-                self.transport.download(self.path, pipe, offset=offset)  # type: ignore[arg-type]
+                length = None if self.size is None else max(0, self.size - offset)
+                self.transport.download(self.path, pipe,  # type: ignore[arg-type]
+                                        offset=offset, length=length)
             except BaseException as exc:  # raised to the reader (unless it went away)
                 pipe.fail(exc)
             else:

@@ -106,7 +106,7 @@ def copy_site_to_site(
             raise StagingFailed(f"{src_path} does not exist at the source site")
     if sha256 is None:
         sha256 = site_fs.sha256_of(src_transport, src_path)
-    return stage(dst_transport, SiteFile(src_transport, src_path),
+    return stage(dst_transport, SiteFile(src_transport, src_path, size),
                  StagedFile(sha256.lower(), size), dest_path, cache_dir=cache_dir,
                  progress=progress, max_resumes=max_resumes, max_resends=max_resends)
 

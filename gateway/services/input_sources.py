@@ -91,7 +91,7 @@ def site_input(session: Session, registry: SiteRegistry, owner_id: str,
     size = site_fs.file_size(files, real)
     if size is None:
         raise InputUnavailable(f"site://{entry.name}{source.path} vanished while staging")
-    return ResolvedInput(SiteFile(files, real),
+    return ResolvedInput(SiteFile(files, real, size),
                          StagedFile(site_fs.sha256_of(files, real), size))
 
 

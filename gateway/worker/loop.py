@@ -40,6 +40,7 @@ from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job, JobOutput, Site, User
 from gateway.domain.errors import GatewayError
 from gateway.domain.jobspec import JobSpec
+from gateway.domain.staging import OutputsMode
 from gateway.domain.states import JobState, Reason
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.job_inputs import StagingLimits
@@ -312,8 +313,6 @@ class Worker:
             staged = self._stage_in(site, adapter, claim)
             if staged is None:
                 return
-        if native_id is None and self._cancel_before_submit(claim):
-            return
         if native_id is None:
             request = build_submit_request(claim.spec, claim.tag, claim.workdir)
             try:
@@ -383,7 +382,8 @@ class Worker:
                 return None
             self._record_rejection(site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.message}")
             return None
-        if staged is None and self._cancel_before_submit(claim):
+        # A cancel between inputs stopped the staging, or came during the last one.
+        if self._cancel_before_submit(claim):
             return None
         # Submit only while still holding the lease: whoever took it over submits instead.
         if staged is None or not self._renew(claim.attempt_id):
@@ -398,6 +398,8 @@ class Worker:
     def _cancel_before_submit(self, claim: Claim) -> bool:
         """A cancel that came while the job was staging in: end it CANCELLED here (nothing
         reached the scheduler). True when the job was cancelled."""
+        if not self._cancel_requested(claim.job_id):  # the usual case: no locks taken
+            return False
         with transaction(self.rt.sessions) as session:
             attempt = session.get(Attempt, claim.attempt_id, with_for_update=True)
             job = session.get(Job, claim.job_id, with_for_update=True)
@@ -606,7 +608,9 @@ class Worker:
             collected = collect(files, workdir, spec.outputs, spec.outputs_mode,
                                 StagingLimits.from_settings(self.rt.settings),
                                 BlobStore(self.rt.settings.store_dir),
-                                lambda: self._renew(attempt_id), self._store_left(job_id))
+                                lambda: self._renew(attempt_id),
+                                self._store_left(job_id)
+                                if spec.outputs_mode is OutputsMode.FETCH else 0)
             if collected is None:
                 return  # lease lost: whoever holds it now finishes the job
         except GatewayError as exc:

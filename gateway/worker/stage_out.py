@@ -77,7 +77,7 @@ def collect(files: FileTransport, workdir: str, globs: list[str], mode: OutputsM
             limits: StagingLimits, store: BlobStore,
             keep_lease: Callable[[], bool], store_left: int) -> Collected | None:
     """Collect the outputs (see module). None when the lease was lost meanwhile.
-    `store_left`: what the owner's store quota still takes (fetching counts)."""
+    `store_left`: what the owner's store quota still takes (read in `fetch` mode only)."""
     root = site_fs.real_path(files, workdir)
     if root is None:
         raise StageOutFailed(f"the job directory {workdir} is gone from the site")
@@ -172,7 +172,7 @@ def _fetch(files: FileTransport, m: _Match, sha256: str, store: BlobStore) -> No
     sink = _HashingSink(tmp)
     try:
         try:
-            files.download(m.site_path, sink)  # type: ignore[arg-type]
+            files.download(m.site_path, sink, length=m.size)  # type: ignore[arg-type]
         finally:
             sink.close()
         got = sink.digest.hexdigest()

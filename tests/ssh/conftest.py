@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from adapters.ssh import SshTarget
+from adapters.ssh import SshTarget, SshTransport
 from tests.ssh.sshd import TEST_USER, Sshd, ensure_user, start_sshd
 
 DEADLINE = 20.0
@@ -80,6 +80,16 @@ def sshd() -> Iterator[Sshd]:
         yield server
     finally:
         server.cleanup()
+
+
+@pytest.fixture
+def transport(sshd: Sshd) -> Iterator[SshTransport]:
+    """A transport to the shared sshd, closed afterwards."""
+    t = SshTransport(target_for(sshd))
+    try:
+        yield t
+    finally:
+        t.close()
 
 
 @pytest.fixture

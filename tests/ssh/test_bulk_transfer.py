@@ -7,7 +7,6 @@ import logging
 import os
 import pwd
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,15 +27,6 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
     path = tmp_path_factory.mktemp("bulk") / "big.bin"
     path.write_bytes(data)
     return path, data
-
-
-@pytest.fixture
-def transport(sshd: Sshd) -> Iterator[SshTransport]:
-    t = SshTransport(target_for(sshd))
-    try:
-        yield t
-    finally:
-        t.close()
 
 
 def test_large_files_go_through_openssh_both_ways(transport: SshTransport, remote_dir: Path,

@@ -10,7 +10,6 @@ import stat
 import subprocess
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,15 +27,6 @@ from adapters.transport import (
 )
 from tests.ssh.conftest import HOSTILE, processes_matching, target_for, wait_for
 from tests.ssh.sshd import Sshd, keygen
-
-
-@pytest.fixture
-def transport(sshd: Sshd) -> Iterator[SshTransport]:
-    t = SshTransport(target_for(sshd))
-    try:
-        yield t
-    finally:
-        t.close()
 
 
 def keygen_fingerprint(public_line: str, tmp_path: Path) -> str:

@@ -128,7 +128,7 @@ def _open(runtime: Runtime, row: OutputRow, owner: str | None,
     except Exception as exc:  # any failure reaching the site is a 503 for the user
         raise Unavailable(f"Cannot reach site '{row['site_name']}' for this output: {exc}. "
                           "Try again later.") from exc
-    return SiteFile(files, row["site_path"]).open_at(offset)
+    return SiteFile(files, row["site_path"], int(row["size"])).open_at(offset)
 
 
 def _send(stream: contextlib.AbstractContextManager[IO[bytes]], length: int) -> Iterator[bytes]:
