@@ -14,7 +14,14 @@ State dir (`/run/gridgate-testbed/<prefix>`, mode 0755; keys/ 0700, private keys
         holder.sh, holder.pid    the holder's script and pid
         logs/                    holder and daemon stdout/stderr (as seen from the host)
         root/                    the site's private files, bind-mounted at /<same path>
-                                 inside the site (etc/slurm, var/lib/mysql, home, ...)
+                                 inside the site (etc, var/lib/mysql, home, ...)
+
+A site's /etc is a private copy of the host's (root/etc, bound as a directory) with the
+site's own accounts, hosts, sshd and scheduler files written into it. Binding single files
+over /etc/passwd and friends does not last: the host's useradd replaces /etc/passwd by a
+rename, and a rename over a file that is a mount point in another mount namespace detaches
+that mount (Linux >= 3.18), so the site silently fell back to the host's accounts and
+refused every test account's login.
 
 Keys are kept across `up` calls (a running site keeps its host key) and deleted by `down`.
 """
@@ -115,6 +122,68 @@ def host_key_line(paths: SitePaths) -> str:
     return f"{fields[0]} {fields[1]}"
 
 
+# Files and directories of the site's /etc that the testbed writes itself (never copied
+# from the host; a Grid Engine site keeps the host's slurm and munge directories).
+SITE_ETC = ("hosts", "passwd", "group", "shadow", "ssh")
+SLURM_ETC = ("slurm", "munge")
+
+
+def _same(src: os.stat_result, dst: Path) -> bool:
+    try:
+        have = dst.lstat()
+    except FileNotFoundError:
+        return False
+    return (have.st_mode, have.st_size, have.st_mtime_ns) == (
+        src.st_mode, src.st_size, src.st_mtime_ns)
+
+
+def copy_host_etc(dest: Path, skip: frozenset[str], source: Path = Path("/etc")) -> None:
+    """Make `dest` a copy of the host's /etc, but for the top-level names in `skip`.
+
+    Only entries that differ (mode, size, mtime) are written, each by an atomic rename, so
+    a running site sees either the old file or the new one and an unchanged host costs no
+    writes. Sockets and fifos are left out; owners and modes are kept.
+    """
+    _mkdir(dest, 0o755)
+    for top, dirs, files in os.walk(source):
+        rel = Path(top).relative_to(source)
+        if rel == Path("."):
+            dirs[:] = [d for d in dirs if d not in skip]
+            files = [f for f in files if f not in skip]
+        for name in dirs:
+            info = os.lstat(Path(top, name))
+            target = dest / rel / name
+            if Path(top, name).is_symlink():
+                files.append(name)  # a link to a directory is copied as the link
+            elif not target.is_dir() or target.is_symlink():
+                if target.is_symlink() or target.exists():
+                    target.unlink()
+                target.mkdir()
+                os.chown(target, info.st_uid, info.st_gid)
+                target.chmod(info.st_mode & 0o7777)
+        for name in files:
+            src = Path(top, name)
+            info = src.lstat()
+            target = dest / rel / name
+            if _same(info, target):
+                continue
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            tmp = target.with_name(f".{name}.gridgate-tmp")
+            tmp.unlink(missing_ok=True)
+            if src.is_symlink():
+                tmp.symlink_to(os.readlink(src))
+            elif src.is_file():
+                shutil.copy2(src, tmp)
+            else:
+                continue
+            os.chown(tmp, info.st_uid, info.st_gid, follow_symlinks=False)
+            if not src.is_symlink():
+                tmp.chmod(info.st_mode & 0o7777)
+            os.utime(tmp, ns=(info.st_atime_ns, info.st_mtime_ns), follow_symlinks=False)
+            tmp.replace(target)
+
+
 def prepare_site(config: TestbedConfig, site: SiteSpec) -> SitePaths:
     """Create or refresh the site's private tree, keys and configuration files."""
     paths = SitePaths(config, site)
@@ -126,8 +195,8 @@ def prepare_site(config: TestbedConfig, site: SiteSpec) -> SitePaths:
         _mkdir(d, 0o700 if d == paths.keys else 0o755)
     root = paths.root
 
-    # Identity: hosts, users, ssh.
-    _mkdir(root / "etc", 0o755)
+    # Identity: hosts, users, ssh, in the site's own copy of /etc.
+    copy_host_etc(root / "etc", frozenset(SITE_ETC + (SLURM_ETC if site.kind == "slurm" else ())))
     _write(root / "etc/hosts", render.hosts(site, ip))
     _write(root / "etc/passwd", render.passwd(Path("/etc/passwd").read_text()))
     _write(root / "etc/group", render.group(Path("/etc/group").read_text()))

@@ -31,9 +31,10 @@ CLEAN_ENV: Mapping[str, str] = {
     "LANG": "C.UTF-8",
     "HOME": "/root",
 }
-COMMON_BINDS = ("etc/hosts", "etc/passwd", "etc/group", "etc/shadow", "etc/ssh",
-                "home", "tmp", "var/tmp", "var/log")
-SLURM_BINDS = ("etc/slurm", "etc/munge", "var/lib/munge", "var/lib/slurm", "var/lib/mysql")
+# Directories only: the host may replace any file of its own (useradd renames a new
+# /etc/passwd into place), which would detach a bind mount on that file (files.py).
+COMMON_BINDS = ("etc", "home", "tmp", "var/tmp", "var/log")
+SLURM_BINDS = ("var/lib/munge", "var/lib/slurm", "var/lib/mysql")
 SGE_BINDS = ("var/lib/gridengine/default", "var/spool/gridengine")
 
 

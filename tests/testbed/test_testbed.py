@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -154,10 +155,17 @@ def test_status_reports_every_site_healthy(lifecycle: Lifecycle) -> None:
 
 
 def test_commands_refuse_non_root_with_a_clear_message() -> None:
-    code = "from gateway.cli.testbed import testbed_app; testbed_app(prog_name='gridgate testbed')"
+    # The child imports everything as root, then drops to nobody: `nobody` need not be
+    # able to enter the clone's directory (a clone under /root or a 0700 mktemp dir).
+    code = (
+        "import os, sys\n"
+        "from gateway.cli.testbed import testbed_app\n"
+        "import gateway.testbed.manager\n"
+        "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
+        "assert os.geteuid() == 65534\n"
+        "testbed_app(prog_name='gridgate testbed')\n")
     proc = subprocess.run(
-        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-         sys.executable, "-c", code, "status"],
+        [sys.executable, "-c", code, "status"],
         capture_output=True, text=True, cwd="/", check=False,
         env={**os.environ, "HOME": "/nonexistent"})
     assert proc.returncode == 1
@@ -178,6 +186,27 @@ def test_login_is_pinned_and_accounts_are_distinct(lifecycle: Lifecycle, name: s
     refused = ssh(site, "gwcomm", ["true"], check=False, known_hosts=str(wrong))
     assert refused.returncode == 255
     assert "host key" in refused.stderr.lower()
+
+
+def _replace_by_rename(path: Path) -> None:
+    """Replace `path` with an identical copy by rename, as useradd and userdel do."""
+    info = path.stat()
+    tmp = path.with_name(f".{path.name}.gridgate-test")
+    shutil.copy2(path, tmp)
+    os.chown(tmp, info.st_uid, info.st_gid)
+    tmp.replace(path)
+
+
+def test_sites_keep_their_accounts_when_the_host_replaces_its_own(
+        lifecycle: Lifecycle) -> None:
+    # The first run on a machine adds the host user `gwtest` (tests/ssh/sshd.py) while the
+    # session testbed runs. Sites that bound single files over /etc/passwd lost those
+    # mounts to the rename and refused every test account ("Permission denied").
+    for name in ("passwd", "group", "shadow"):
+        _replace_by_rename(Path("/etc", name))
+    for name in SITE_NAMES:
+        site = _site(lifecycle, name)
+        assert ssh(site, "gwcomm", ["id", "-un"]).stdout.strip() == "gwcomm"
 
 
 @pytest.mark.parametrize("name", SITE_NAMES)
