@@ -9,7 +9,15 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from adapters import script_directives
 from adapters.text_rules import (
@@ -43,6 +51,17 @@ ENV_DENYLIST = frozenset(
 )
 ENV_RESERVED_PREFIXES = ("GRIDGATE_", "BASH_FUNC_", "SLURM_", "SGE_", "PBS_", "LSB_")
 _SECONDS = TextRule("walltime", r"-?[0-9]+", "use seconds or [D-][HH:]MM:SS")
+
+
+# Validation context for a spec accepted earlier and already submitted (the worker reads
+# it back to recover a submission or collect outputs): the checks that guard submission
+# and staging in, which may have tightened since, are not applied again. The adapters
+# check a script's directives again at any submission.
+SUBMITTED = {"submitted": True}
+
+
+def _submitted(info: ValidationInfo) -> bool:
+    return isinstance(info.context, dict) and info.context.get("submitted") is True
 
 
 def rule_schema(rule: TextRule, **field: Any) -> Any:
@@ -128,8 +147,8 @@ class Mpi(Strict):
         Field(default=None, description="MPI implementation, e.g. mpich or openmpi."))
 
 
-def _output_glob(value: str) -> str:
-    return check_job_path(value, glob=True)
+def _output_glob(value: str, info: ValidationInfo) -> str:
+    return check_job_path(value, glob=True, submitted=_submitted(info))
 
 
 OutputGlob = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_output_glob)]
@@ -152,8 +171,8 @@ class Input(Strict):
 
     @field_validator("dest")
     @classmethod
-    def _dest(cls, value: str) -> str:
-        return check_job_path(value)
+    def _dest(cls, value: str, info: ValidationInfo) -> str:
+        return check_job_path(value, submitted=_submitted(info))
 
 
 class JobSpec(Strict):
@@ -197,9 +216,10 @@ class JobSpec(Strict):
 
     @field_validator("script")
     @classmethod
-    def _script_directives(cls, value: str | None) -> str | None:
+    def _script_directives(cls, value: str | None, info: ValidationInfo) -> str | None:
         # Refused here, at submit, for every scheduler: "auto" jobs may go to any site.
-        script_directives.check_all(value)
+        if not _submitted(info):
+            script_directives.check_all(value)
         return value
 
     @field_validator("args")

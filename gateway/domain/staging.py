@@ -33,8 +33,10 @@ class OutputsMode(StrEnum):
 IN_STORE, ON_SITE = "gateway", "site"
 
 
-def check_job_path(value: str, *, glob: bool = False) -> str:
-    """`value` if it is a safe path relative to the job directory, else ValueError."""
+def check_job_path(value: str, *, glob: bool = False, submitted: bool = False) -> str:
+    """`value` if it is a safe path relative to the job directory, else ValueError.
+    `submitted`: the path of a job accepted earlier, when a leading `~` was not refused
+    yet (it never leaves the job directory: the site joins it below the directory)."""
     what = "a glob" if glob else "a path"
     if not value:
         raise ValueError(f"must be {what} relative to the job directory, not empty")
@@ -46,7 +48,7 @@ def check_job_path(value: str, *, glob: bool = False) -> str:
         raise ValueError(f"must be at most {MAX_PATH_CHARS} characters")
     if value.startswith("/"):
         raise ValueError(f"must be {what} relative to the job directory, not absolute")
-    if value.startswith("~"):
+    if value.startswith("~") and not submitted:
         # A shell, scp and sftp read a leading ~ as a home directory (~/.ssh/...).
         raise ValueError(f"must be {what} relative to the job directory, not start with '~' "
                          "(a home directory)")
