@@ -53,7 +53,7 @@ def render_script(
     request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, srun: str
 ) -> str:
     """The batch script: the same options as directives (a self-describing script), the
-    user's own #SBATCH lines, then environment, cd and the launch."""
+    user's mail directives, then environment, cd and the launch."""
     options = job_options(request, layout, config)
     launch, setup = mpi_launch(request, config, srun=srun)
     return render(

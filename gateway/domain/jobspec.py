@@ -64,10 +64,10 @@ def _submitted(info: ValidationInfo) -> bool:
     return isinstance(info.context, dict) and info.context.get("submitted") is True
 
 
-def rule_schema(rule: TextRule, **field: Any) -> Any:
+def rule_schema(rule: TextRule) -> Any:
     """A pydantic Field showing `rule`'s pattern in the JSON Schema (the check itself is
     `AfterValidator(rule.check)`: a full match)."""
-    return Field(json_schema_extra={"pattern": rule.json_pattern}, **field)
+    return Field(json_schema_extra={"pattern": rule.json_pattern})
 
 
 def parse_walltime(value: Any) -> int:
