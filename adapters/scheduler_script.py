@@ -8,6 +8,9 @@ program or their script, stored as its own file (never submitted itself).
 
 Every value taken from a `SubmitRequest` that reaches a script line (names, paths,
 arguments, environment values) goes through `shlex.quote`: it is data, never shell code.
+A newline inside a value is written as `"$GRIDGATE_NL"`, so every line of the script is
+the gateway's own: Grid Engine and LSF read directive lines anywhere in a script, and a
+value's own line starting with `#$` or `#BSUB` would otherwise become a submit option.
 Only site-config text (setup lines, MPI setup) is written as is: the site admin wrote it.
 """
 
@@ -22,6 +25,9 @@ from adapters.errors import SubmitRejected
 from adapters.scheduler_types import DialectConfig, JobLayout, MpiFlavor
 from adapters.script_directives import DirectiveRules, adapter_directives
 from adapters.text_rules import ACCOUNT, ENV_NAME, JOB_TAG, PARTITION
+
+# The shell variable holding a newline (see the module docstring).
+NEWLINE_VAR = "GRIDGATE_NL"
 
 
 def check_text(what: str, value: str, *, one_line: bool = False) -> None:
@@ -61,6 +67,8 @@ def check_request(request: SubmitRequest, *, path_forbidden: str = "") -> None:
     for name, value in request.env.items():
         if problem := ENV_NAME.problem(name):
             raise SubmitRejected(problem)
+        if name == NEWLINE_VAR:
+            raise SubmitRejected(f"environment variable name {name!r} is reserved")
         check_text(f"environment variable {name}", value)
     res = request.resources
     if res.walltime_seconds <= 0:
@@ -95,9 +103,15 @@ def ranks_per_node(res: Resources) -> int:
     return -(-res.ranks // res.nodes)
 
 
+def quote_value(value: str) -> str:
+    """One shell word, on one line, whose value is exactly `value` (newlines come from
+    the variable NEWLINE_VAR, which the script sets first)."""
+    return f'"${NEWLINE_VAR}"'.join(shlex.quote(part) for part in value.split("\n"))
+
+
 def quote_argv(argv: Sequence[str]) -> str:
-    """One shell command line whose words are exactly `argv`."""
-    return " ".join(shlex.quote(arg) for arg in argv)
+    """One shell command line, on one line, whose words are exactly `argv`."""
+    return " ".join(quote_value(arg) for arg in argv)
 
 
 # Words a scheduler's directive parser reads as they are (no quoting rules to rely on).
@@ -180,13 +194,14 @@ def render(
     lines = [f"#!{config.shell}", *directives]
     lines += adapter_directives(request.script, user_rules)
     lines.append(f"# gridgate job {request.tag}: values from the request below are quoted data.")
+    lines.append(f"{NEWLINE_VAR}='\n'")
     env = {
         "OMP_NUM_THREADS": str(request.resources.threads_per_rank),
         **dict(request.env),
         "GRIDGATE_JOB_TAG": request.tag,
         "GRIDGATE_WORKDIR": layout.workdir,
     }
-    lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
+    lines += [f"export {name}={quote_value(value)}" for name, value in env.items()]
     lines += list(config.setup)
     lines += list(launch_setup)
     lines.append(f"cd {shlex.quote(layout.workdir)} || exit 1")

@@ -33,6 +33,13 @@ with open(os.path.join(os.getcwd(), {name!r}), "w") as out:
 """
 
 
+# Grid Engine and LSF read directive lines anywhere in a script: a value's own lines must
+# never become lines of the batch script.
+DIRECTIVE_LINES = ("x\n#$ -P other\n#BSUB -G admins\n  #SBATCH --account=other\n"
+                   "#PBS -A other\n\n")
+PREFIXES = ("#SBATCH", "#$", "#PBS", "#BSUB")
+
+
 def stub(directory: Path, name: str) -> Path:
     path = directory / name
     path.write_text(STUB.format(python=sys.executable, name=f"{name}.json"))
@@ -46,11 +53,12 @@ def hostile(canaries: Path) -> tuple[dict[str, str], list[str]]:
         "EVIL_TICKS": f"`touch {canaries}/env-ticks`",
         "EVIL_QUOTE": f"'; touch {canaries}/env-quote; echo '",
         "EVIL_LINES": 'line one\nline "two" $HOME \\ end',
+        "EVIL_DIRECTIVES": DIRECTIVE_LINES,
         "EVIL_GLOB": "${IFS}*?[a]",
         "EMPTY": "",
     }
     args = [f"; touch {canaries}/arg-semicolon", f"$(touch {canaries}/arg-subst)", "*", "",
-            "two words", "--option", "'\"", "\\n", "$((1+1))"]
+            "two words", "--option", "'\"", "\\n", "$((1+1))", DIRECTIVE_LINES, "\n"]
     return env, args
 
 
@@ -100,6 +108,18 @@ def test_hostile_argv_env_and_workdir_are_inert(kind: str, tmp_path: Path) -> No
     assert seen["env"]["OMP_NUM_THREADS"] == "3"
     assert list(canaries.iterdir()) == []
     assert list(tmp_path.rglob("canary-*")) == []
+
+
+@pytest.mark.parametrize("kind", ["slurm", "sge", "pbs", "lsf"])
+def test_no_value_adds_a_line_to_the_batch_script(kind: str, tmp_path: Path) -> None:
+    env, args = hostile(tmp_path)
+    request = SubmitRequest(tag=TAG, workdir="/scratch/job", argv=["/bin/prog", *args],
+                            env=env)
+    dialect = dialects(tmp_path)[kind](DialectConfig())
+    lines = dialect.render_script(request, JobLayout.of("/scratch/job")).splitlines()
+    ours = lines[:next(i for i, line in enumerate(lines) if line.startswith("# gridgate job"))]
+    directives = [line for line in lines if line.lstrip().startswith(PREFIXES)]
+    assert directives and all(line in ours for line in directives), directives
 
 
 @pytest.mark.parametrize("kind", ["slurm", "sge", "pbs", "lsf"])
