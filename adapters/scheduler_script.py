@@ -1,12 +1,16 @@
 """Building blocks of batch scripts, shared by every dialect. Pure.
 
-A rendered script is: `#!<shell>`, the dialect's directive lines, the directive lines of
-the user's own script (copied, so its `#SBATCH`/`#$`/`#PBS`/`#BSUB` options still apply;
-the options that matter to the gateway are also given on the command line, which
-overrides them), the environment, the site's setup lines, `cd`, and one `exec` line.
+A rendered script is: `#!<shell>`, the dialect's directive lines, the user script's mail
+directives (the only ones that pass, rewritten: see adapters.script_directives; every
+option the gateway decides is also given on the command line, which wins over directives),
+the environment, the site's setup lines, `cd`, and one `exec` line that runs the user's
+program or their script, stored as its own file (never submitted itself).
 
 Every value taken from a `SubmitRequest` that reaches a script line (names, paths,
 arguments, environment values) goes through `shlex.quote`: it is data, never shell code.
+A newline inside a value is written as `"$GRIDGATE_NL"`, so every line of the script is
+the gateway's own: Grid Engine and LSF read directive lines anywhere in a script, and a
+value's own line starting with `#$` or `#BSUB` would otherwise become a submit option.
 Only site-config text (setup lines, MPI setup) is written as is: the site admin wrote it.
 """
 
@@ -19,11 +23,11 @@ from collections.abc import Sequence
 from adapters.base import Resources, SubmitRequest
 from adapters.errors import SubmitRejected
 from adapters.scheduler_types import DialectConfig, JobLayout, MpiFlavor
+from adapters.script_directives import DirectiveRules, adapter_directives
+from adapters.text_rules import ACCOUNT, ENV_NAME, JOB_TAG, PARTITION
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Job names every scheduler accepts as they are (PBS: first character alphanumeric; SGE
-# refuses / : @ \ * ?; Slurm's --name lists split on commas). Gateway tags are `gw-<uuid>[.N]`.
-TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# The shell variable holding a newline (see the module docstring).
+NEWLINE_VAR = "GRIDGATE_NL"
 
 
 def check_text(what: str, value: str, *, one_line: bool = False) -> None:
@@ -37,11 +41,8 @@ def check_text(what: str, value: str, *, one_line: bool = False) -> None:
 def check_request(request: SubmitRequest, *, path_forbidden: str = "") -> None:
     """Validate what every dialect relies on. `path_forbidden`: characters the scheduler
     reads as syntax in output paths (SGE and PBS take `host:path` and comma lists)."""
-    if not TAG.match(request.tag):
-        raise SubmitRejected(
-            f"job tag {request.tag!r} is not a valid scheduler job name "
-            "(letters, digits, '.', '_', '-'; at most 128)"
-        )
+    if problem := JOB_TAG.problem(request.tag):
+        raise SubmitRejected(problem)
     check_text("working directory", request.workdir, one_line=True)
     if not request.workdir.startswith("/") or "/../" in f"{request.workdir}/":
         raise SubmitRejected(f"working directory {request.workdir!r} is not an absolute path")
@@ -64,8 +65,10 @@ def check_request(request: SubmitRequest, *, path_forbidden: str = "") -> None:
     if request.script is not None:
         check_text("script", request.script)
     for name, value in request.env.items():
-        if not ENV_NAME.match(name):
-            raise SubmitRejected(f"environment variable name {name!r} is not valid")
+        if problem := ENV_NAME.problem(name):
+            raise SubmitRejected(problem)
+        if name == NEWLINE_VAR:
+            raise SubmitRejected(f"environment variable name {name!r} is reserved")
         check_text(f"environment variable {name}", value)
     res = request.resources
     if res.walltime_seconds <= 0:
@@ -76,11 +79,9 @@ def check_request(request: SubmitRequest, *, path_forbidden: str = "") -> None:
         raise SubmitRejected("ranks per node must be at least 1")
     if res.memory_mb is not None and res.memory_mb < 1:
         raise SubmitRejected("memory must be at least 1 MB")
-    for what, chosen in (("partition", request.partition), ("account", request.account)):
-        if chosen is not None:
-            check_text(what, chosen, one_line=True)
-            if not chosen or chosen.startswith("-"):
-                raise SubmitRejected(f"{what} {chosen!r} is not valid")
+    for rule, chosen in ((PARTITION, request.partition), (ACCOUNT, request.account)):
+        if chosen is not None and (problem := rule.problem(chosen)):
+            raise SubmitRejected(problem)
 
 
 def hms(seconds: int) -> str:
@@ -102,13 +103,19 @@ def ranks_per_node(res: Resources) -> int:
     return -(-res.ranks // res.nodes)
 
 
+def quote_value(value: str) -> str:
+    """One shell word, on one line, whose value is exactly `value` (newlines come from
+    the variable NEWLINE_VAR, which the script sets first)."""
+    return f'"${NEWLINE_VAR}"'.join(shlex.quote(part) for part in value.split("\n"))
+
+
 def quote_argv(argv: Sequence[str]) -> str:
-    """One shell command line whose words are exactly `argv`."""
-    return " ".join(shlex.quote(arg) for arg in argv)
+    """One shell command line, on one line, whose words are exactly `argv`."""
+    return " ".join(quote_value(arg) for arg in argv)
 
 
 # Words a scheduler's directive parser reads as they are (no quoting rules to rely on).
-_PLAIN_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./\[\]-]+$")
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./\[\]-]+")
 
 
 def directive_lines(prefix: str, options: Sequence[Sequence[str]]) -> list[str]:
@@ -116,28 +123,7 @@ def directive_lines(prefix: str, options: Sequence[Sequence[str]]) -> list[str]:
     asked for. An option with a word that would need quoting is left out: directive
     parsers differ on quotes, and every option is also given on the command line."""
     return [" ".join([prefix, *option]) for option in options
-            if all(_PLAIN_WORD.match(word) for word in option)]
-
-
-def user_directives(script: str | None, prefix: str) -> list[str]:
-    """The user's own directive lines, from the leading comment block of their script.
-
-    Schedulers stop reading directives at the first command, so only that block counts.
-    The lines start with `#`: to the shell they stay comments.
-    """
-    if not script:
-        return []
-    found = []
-    for number, line in enumerate(script.splitlines()):
-        stripped = line.strip()
-        if number == 0 and stripped.startswith("#!"):
-            continue
-        if stripped and not stripped.startswith("#"):
-            break
-        if stripped.startswith(prefix) and (len(stripped) == len(prefix) or
-                                             stripped[len(prefix)].isspace()):
-            found.append(stripped)
-    return found
+            if all(_PLAIN_WORD.fullmatch(word) for word in option)]
 
 
 def program_argv(request: SubmitRequest, layout: JobLayout, shell: str) -> list[str]:
@@ -199,21 +185,23 @@ def render(
     config: DialectConfig,
     *,
     directives: Sequence[str],
-    directive_prefix: str,
+    user_rules: DirectiveRules,
     launch: Sequence[str] = (),
     launch_setup: Sequence[str] = (),
 ) -> str:
-    """The whole batch script (see the module docstring for its shape)."""
+    """The whole batch script (see the module docstring for its shape); SubmitRejected
+    when the user's script has a directive that may not pass (`user_rules`)."""
     lines = [f"#!{config.shell}", *directives]
-    lines += user_directives(request.script, directive_prefix)
+    lines += adapter_directives(request.script, user_rules)
     lines.append(f"# gridgate job {request.tag}: values from the request below are quoted data.")
+    lines.append(f"{NEWLINE_VAR}='\n'")
     env = {
         "OMP_NUM_THREADS": str(request.resources.threads_per_rank),
         **dict(request.env),
         "GRIDGATE_JOB_TAG": request.tag,
         "GRIDGATE_WORKDIR": layout.workdir,
     }
-    lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
+    lines += [f"export {name}={quote_value(value)}" for name, value in env.items()]
     lines += list(config.setup)
     lines += list(launch_setup)
     lines.append(f"cd {shlex.quote(layout.workdir)} || exit 1")

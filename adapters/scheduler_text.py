@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, tzinfo
 
 from adapters.errors import AdapterError, SiteUnavailable, SubmitRejected
+from adapters.text_rules import DURATION
 from adapters.transport import CommandResult, shown
 
 # Exit statuses a shell gives when it cannot run a program.
@@ -21,7 +22,6 @@ _LOCAL_FORMATS = (
     "%m/%d/%Y %H:%M:%S",
     "%m/%d/%Y %H:%M:%S.%f",
 )
-_DURATION = re.compile(r"^(?:(?P<d>\d+)-)?(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+)$")
 _UNLIMITED = frozenset({"infinite", "infinity", "unlimited"})
 
 
@@ -74,7 +74,7 @@ def duration(value: str | None) -> int | None:
         return None
     if raw.isdigit():
         return int(raw)
-    match = _DURATION.match(raw)
+    match = DURATION.fullmatch(raw)
     if not match:
         return None
     parts = {k: int(v) if v else 0 for k, v in match.groupdict().items()}

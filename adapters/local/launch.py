@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import SubmitRequest
 from adapters.errors import SubmitRejected
 from adapters.local.records import LaunchPlan
+from adapters.text_rules import ENV_NAME
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SHELL = "/bin/sh"
 
 
@@ -69,7 +68,7 @@ def job_environment(request: SubmitRequest, workdir: Path, config: LaunchConfig)
     # OMP_NUM_THREADS follows the requested threads per rank; a user value overrides it.
     env["OMP_NUM_THREADS"] = str(request.resources.threads_per_rank)
     for name, value in request.env.items():
-        if not ENV_NAME.match(name):
+        if not ENV_NAME.matches(name):
             raise SubmitRejected(f"environment variable name {name!r} is not valid")
         _check_text(f"environment variable {name}", value)
         env[name] = value

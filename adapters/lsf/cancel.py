@@ -12,7 +12,7 @@ from adapters.transport import CommandResult
 
 
 def cancel_command(commands: LsfCommands, native_id: str) -> tuple[str, ...]:
-    if not JOB_ID.match(native_id):
+    if not JOB_ID.matches(native_id):
         raise UnknownJob(f"{native_id!r} is not an LSF job id")
     return (commands.bkill, native_id)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from adapters import script_directives
 from adapters.base import SubmitRequest
 from adapters.scheduler_script import (
     ceil_minutes,
@@ -13,7 +14,8 @@ from adapters.scheduler_script import (
 )
 from adapters.scheduler_types import DialectConfig, JobLayout
 
-PREFIX = "#BSUB"
+DIRECTIVES = script_directives.LSF
+PREFIX = DIRECTIVES.prefix
 
 
 def job_options(
@@ -58,7 +60,7 @@ def render_script(
     return render(
         request, layout, config,
         directives=directive_lines(PREFIX, options),
-        directive_prefix=PREFIX,
+        user_rules=DIRECTIVES,
         launch=launch,
         launch_setup=setup,
     )

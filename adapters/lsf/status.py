@@ -23,17 +23,18 @@ from adapters.errors import SiteUnavailable
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.states import exit_outcome, native_state
 from adapters.scheduler_text import integer, lines, no_value, query_failed, text
+from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
 
 FIELDS = "jobid stat exit_code exit_reason pend_reason start_time finish_time job_name"
-JOB_ID = re.compile(r"^\d+(?:\[\d+\])?$")
-_FLAG = re.compile(r"\s+[A-Z]$")
+JOB_ID = TextRule("LSF job id", r"[0-9]+(?:\[[0-9]+\])?", "digits, e.g. 123 or 123[4]")
+_FLAG = re.compile(r"\s+[A-Z]\Z")
 _LAYOUTS_WITH_YEAR = ("%b %d %Y %H:%M", "%b %d %H:%M %Y", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d %H:%M")
 _LAYOUTS = ("%b %d %H:%M", "%b %d %H:%M:%S")
 
 
 def status_command(commands: LsfCommands, native_ids: Sequence[str]) -> tuple[str, ...]:
-    ids = [i for i in native_ids if JOB_ID.match(i)]
+    ids = [i for i in native_ids if JOB_ID.matches(i)]
     return (commands.bjobs, "-a", "-json", "-o", FIELDS, *ids)
 
 

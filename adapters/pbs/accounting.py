@@ -26,8 +26,8 @@ from adapters.pbs.submit import JOB_ID
 from adapters.scheduler_text import integer, query_failed, text
 from adapters.transport import CommandResult
 
-_RECORD = re.compile(r"^(?P<at>\d\d/\d\d/\d{4} \d\d:\d\d:\d\d);(?P<type>[A-Za-z]);"
-                     r"(?P<id>[^;]+);(?P<message>.*)$")
+_RECORD = re.compile(r"(?P<at>\d\d/\d\d/\d{4} \d\d:\d\d:\d\d);(?P<type>[A-Za-z]);"
+                     r"(?P<id>[^;]+);(?P<message>.*)")
 # grep: exit 1 means "no line matched".
 _NO_MATCH = 1
 
@@ -46,7 +46,7 @@ def accounting_command(
     """E and D records of these jobs from every log file (fixed strings, no regex)."""
     patterns: list[str] = []
     for native_id in native_ids:
-        if JOB_ID.match(native_id):
+        if JOB_ID.matches(native_id):
             patterns += ["-e", f";E;{native_id};", "-e", f";D;{native_id};"]
     return (commands.grep, "-h", "-r", "-F", *patterns, "--", accounting_dir)
 
@@ -68,7 +68,7 @@ def parse_records(data: str) -> list[AccountingRecord]:
     """Every well-formed record of accounting log text (other lines are skipped)."""
     records = []
     for line in data.splitlines():
-        match = _RECORD.match(line.strip())
+        match = _RECORD.fullmatch(line.strip())
         if match:
             records.append(AccountingRecord(
                 match["at"], match["type"], match["id"], _pairs(match["message"])

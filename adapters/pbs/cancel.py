@@ -14,7 +14,7 @@ _OVER = ("Job has finished", "Request invalid for state of job")
 
 
 def cancel_command(commands: PbsCommands, native_id: str) -> tuple[str, ...]:
-    if not JOB_ID.match(native_id):
+    if not JOB_ID.matches(native_id):
         raise UnknownJob(f"{native_id!r} is not a PBS job id")
     return (commands.qdel, native_id)
 

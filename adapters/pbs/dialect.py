@@ -72,7 +72,7 @@ class PbsDialect:
         return status.parse_status(result, native_ids, self.config.timezone)
 
     def accounting_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
-        ids = [i for i in native_ids if submit.JOB_ID.match(i)]
+        ids = [i for i in native_ids if submit.JOB_ID.matches(i)]
         if self.accounting_dir is None or not ids:
             return []
         return [accounting.accounting_command(self.commands, ids, self.accounting_dir)]
@@ -94,7 +94,7 @@ class PbsDialect:
         if result.exit_status != 0:
             raise query_failed(result)
         return choose_job((line, False) for line in lines(result.stdout)
-                          if submit.JOB_ID.match(line))
+                          if submit.JOB_ID.matches(line))
 
     def queues_command(self) -> tuple[str, ...]:
         return queues.queues_command(self.commands)

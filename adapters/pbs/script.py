@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from adapters import script_directives
 from adapters.base import SubmitRequest
 from adapters.scheduler_script import (
     check_request,
@@ -13,7 +14,8 @@ from adapters.scheduler_script import (
 )
 from adapters.scheduler_types import DialectConfig, JobLayout
 
-PREFIX = "#PBS"
+DIRECTIVES = script_directives.PBS
+PREFIX = DIRECTIVES.prefix
 # qsub reads `host:path` in -o/-e values and comma lists in -l values.
 PATH_SYNTAX = ":,"
 
@@ -68,7 +70,7 @@ def render_script(
     return render(
         request, layout, config,
         directives=directive_lines(PREFIX, options),
-        directive_prefix=PREFIX,
+        user_rules=DIRECTIVES,
         launch=launch,
         launch_setup=setup,
     )

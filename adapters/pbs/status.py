@@ -27,7 +27,7 @@ _UNKNOWN = "Unknown Job Id"
 
 
 def status_command(commands: PbsCommands, native_ids: Sequence[str]) -> tuple[str, ...]:
-    ids = [i for i in native_ids if JOB_ID.match(i)]
+    ids = [i for i in native_ids if JOB_ID.matches(i)]
     return (commands.qstat, "-f", "-F", "json", "-x", *ids)
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 from adapters.errors import SiteUnavailable
 from adapters.scheduler_text import lines, submit_failed, text
+from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
 
-JOB_ID = re.compile(r"^\d+(?:\[\d*\])?(?:\.[A-Za-z0-9._-]+)?$")
+JOB_ID = TextRule("PBS job id", r"[0-9]+(?:\[[0-9]*\])?(?:\.[A-Za-z0-9._-]+)?",
+                  "digits and the server name, e.g. 123.pbsserver")
 # Messages meaning the server could not be reached: the job was probably not taken.
 TRANSIENT = (
     "cannot connect to server",
@@ -24,6 +24,6 @@ def parse_submit(result: CommandResult) -> str:
     if result.exit_status != 0:
         raise submit_failed(result, TRANSIENT)
     for line in lines(result.stdout):
-        if JOB_ID.match(line):
+        if JOB_ID.matches(line):
             return line
     raise SiteUnavailable(f"qsub printed no job id: {text(result.stdout)!r}")

@@ -21,7 +21,7 @@ from adapters.sge.commands import SgeCommands
 from adapters.sge.states import FAILED_CODES, KILLED_CODES
 from adapters.transport import CommandResult
 
-_SEPARATOR = re.compile(r"^=+\s*$")
+_SEPARATOR = re.compile(r"=+\s*")
 _NOT_FOUND = re.compile(r"job (id|name) \S+ not found")
 _H_RT = re.compile(r"(?:^|[\s,])h_rt=([^\s,]+)")
 
@@ -47,7 +47,7 @@ def parse_records(result: CommandResult) -> list[dict[str, str]]:
     records: list[dict[str, str]] = []
     current: dict[str, str] = {}
     for line in text(result.stdout).splitlines():
-        if _SEPARATOR.match(line):
+        if _SEPARATOR.fullmatch(line):
             if current:
                 records.append(current)
             current = {}

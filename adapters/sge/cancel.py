@@ -15,7 +15,7 @@ from adapters.transport import CommandResult
 
 
 def cancel_command(commands: SgeCommands, native_id: str) -> tuple[str, ...]:
-    if not JOB_ID.match(native_id):
+    if not JOB_ID.matches(native_id):
         raise UnknownJob(f"{native_id!r} is not a Grid Engine job id")
     return (commands.qdel, native_id)
 

@@ -82,7 +82,7 @@ class SgeDialect:
     def accounting_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
         # qacct -j takes one job: one command per job (only jobs that just left the queue).
         return [accounting.accounting_command(self.commands, i)
-                for i in native_ids if status.JOB_ID.match(i)]
+                for i in native_ids if status.JOB_ID.matches(i)]
 
     def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
         return accounting.parse_accounting(result, self.config.timezone)
@@ -103,7 +103,7 @@ class SgeDialect:
         records = accounting.parse_records(result)
         return choose_job(
             (r.get("jobnumber", ""), True) for r in records
-            if r.get("jobname") == tag and status.JOB_ID.match(r.get("jobnumber", ""))
+            if r.get("jobname") == tag and status.JOB_ID.matches(r.get("jobnumber", ""))
         )
 
     def queues_command(self) -> tuple[str, ...]:

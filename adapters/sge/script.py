@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from adapters import script_directives
 from adapters.base import SubmitRequest
 from adapters.errors import SubmitRejected
 from adapters.scheduler_script import (
@@ -13,7 +14,8 @@ from adapters.scheduler_script import (
 )
 from adapters.scheduler_types import DialectConfig, JobLayout
 
-PREFIX = "#$"
+DIRECTIVES = script_directives.SGE
+PREFIX = DIRECTIVES.prefix
 # qsub reads `host:path` and comma lists in -o/-e/-wd values.
 PATH_SYNTAX = ":,"
 
@@ -90,7 +92,7 @@ def render_script(
     return render(
         request, layout, config,
         directives=directive_lines(PREFIX, options),
-        directive_prefix=PREFIX,
+        user_rules=DIRECTIVES,
         launch=launch,
         launch_setup=setup,
     )

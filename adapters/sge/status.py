@@ -9,7 +9,6 @@ as `%Y-%m-%dT%H:%M:%S` (sge_ctimeXML). A finished job is not listed: qacct knows
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -23,9 +22,10 @@ from adapters.errors import SiteUnavailable
 from adapters.scheduler_text import query_failed, text, timestamp
 from adapters.sge.commands import SgeCommands
 from adapters.sge.states import native_state
+from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
 
-JOB_ID = re.compile(r"^\d+$")
+JOB_ID = TextRule("Grid Engine job id", r"[0-9]+", "digits, e.g. 123")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def parse_jobs(result: CommandResult, tz: tzinfo) -> list[QueuedJob]:
     jobs = []
     for item in root.iter("job_list"):
         native_id = _child(item, "JB_job_number")
-        if not JOB_ID.match(native_id):
+        if not JOB_ID.matches(native_id):
             continue
         jobs.append(QueuedJob(
             native_id=native_id,

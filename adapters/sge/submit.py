@@ -9,7 +9,7 @@ from adapters.scheduler_text import lines, submit_failed, text
 from adapters.transport import CommandResult
 
 # qsub -terse prints the job id, or "<id>.<first>-<last>:<step>" for an array job.
-_TERSE = re.compile(r"^(\d+)(?:\.\S+)?$")
+_TERSE = re.compile(r"(\d+)(?:\.\S+)?")
 # Messages meaning qmaster could not be reached: the job was probably not taken.
 TRANSIENT = (
     "unable to contact qmaster",
@@ -26,7 +26,7 @@ def parse_submit(result: CommandResult) -> str:
     if result.exit_status != 0:
         raise submit_failed(result, TRANSIENT)
     for line in lines(result.stdout):
-        match = _TERSE.match(line)
+        match = _TERSE.fullmatch(line)
         if match:
             return match.group(1)
     raise SiteUnavailable(f"qsub printed no job id: {text(result.stdout)!r}")

@@ -15,7 +15,7 @@ _OVER = ("already completing or completed", "Job/step already completing")
 
 
 def cancel_command(commands: SlurmCommands, native_id: str) -> tuple[str, ...]:
-    if not JOB_ID.match(native_id):
+    if not JOB_ID.matches(native_id):
         raise UnknownJob(f"{native_id!r} is not a Slurm job id")
     return (commands.scancel, native_id)
 

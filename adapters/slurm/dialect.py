@@ -89,7 +89,7 @@ class SlurmDialect:
         found = []
         for line in lines(result.stdout):
             fields = line.split("|")
-            if len(fields) >= 3 and fields[-1] == tag and status.JOB_ID.match(fields[0]):
+            if len(fields) >= 3 and fields[-1] == tag and status.JOB_ID.matches(fields[0]):
                 state, _ = native_state(fields[1])
                 found.append((fields[0], state.is_final))
         return choose_job(found)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from adapters import script_directives
 from adapters.base import SubmitRequest
 from adapters.scheduler_script import check_request, directive_lines, mpi_launch, render
 from adapters.scheduler_types import DialectConfig, JobLayout
 
-PREFIX = "#SBATCH"
+DIRECTIVES = script_directives.SLURM
+PREFIX = DIRECTIVES.prefix
 
 
 def slurm_time(seconds: int) -> str:
@@ -51,13 +53,13 @@ def render_script(
     request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, srun: str
 ) -> str:
     """The batch script: the same options as directives (a self-describing script), the
-    user's own #SBATCH lines, then environment, cd and the launch."""
+    user's mail directives, then environment, cd and the launch."""
     options = job_options(request, layout, config)
     launch, setup = mpi_launch(request, config, srun=srun)
     return render(
         request, layout, config,
         directives=directive_lines(PREFIX, [[option] for option in options]),
-        directive_prefix=PREFIX,
+        user_rules=DIRECTIVES,
         launch=launch,
         launch_setup=setup,
     )

@@ -7,7 +7,6 @@ ended; their final word still comes from sacct (see `adapters.scheduler`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import tzinfo
 
@@ -15,18 +14,19 @@ from adapters.base import JobStatus, NativeState
 from adapters.scheduler_text import lines, no_value, query_failed, text, timestamp
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.states import native_state
+from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
 
 FORMAT = "%i|%T|%r|%S|%j"
 # Job ids as squeue and sacct print them (plain, array task `7_3`, het component `7+1`).
-JOB_ID = re.compile(r"^\d+(?:_\d+|\+\d+)?$")
+JOB_ID = TextRule("Slurm job id", r"[0-9]+(?:_[0-9]+|\+[0-9]+)?", "digits, e.g. 123 or 123_4")
 # squeue -j with one id Slurm no longer knows fails instead of printing nothing (22.05).
 _PURGED = "Invalid job id specified"
 
 
 def valid_ids(native_ids: Sequence[str]) -> list[str]:
     """Only ids Slurm could have issued: anything else is never put on a command line."""
-    return [i for i in native_ids if JOB_ID.match(i)]
+    return [i for i in native_ids if JOB_ID.matches(i)]
 
 
 def status_command(commands: SlurmCommands, native_ids: Sequence[str]) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from adapters.slurm.script import job_options, render_script
 from adapters.transport import CommandResult
 
 # sbatch --parsable prints "<job id>" or "<job id>;<cluster>".
-_PARSABLE = re.compile(r"^(\d+)(?:;\S+)?$")
+_PARSABLE = re.compile(r"(\d+)(?:;\S+)?")
 # sbatch --test-only, on stderr (TESTBED-NOTES; time per SLURM_TIME_FORMAT): "sbatch: Job 3
 # to start at 2026-11-22T02:15:35 using 2 processors on nodes sitea in partition debug"
 _ESTIMATE = re.compile(
@@ -49,7 +49,7 @@ def parse_submit(result: CommandResult) -> str:
     if result.exit_status != 0:
         raise submit_failed(result, TRANSIENT)
     for line in lines(result.stdout):
-        match = _PARSABLE.match(line)
+        match = _PARSABLE.fullmatch(line)
         if match:
             return match.group(1)
     # It said yes but not to what: the job may exist; recovery looks for it by its tag.

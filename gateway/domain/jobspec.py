@@ -6,16 +6,31 @@ interpreted by a shell on the gateway or on a site.
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from adapters import script_directives
+from adapters.text_rules import (
+    DURATION,
+    ENV_NAME,
+    LABEL_KEY,
+    MPI_FLAVOR,
+    PARTITION,
+    SITE_NAME,
+    TextRule,
+)
 from gateway.domain.staging import OutputsMode, check_job_path, parse_source
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-LABEL_KEY = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._/-]{0,62}[A-Za-z0-9])?$")
 # Variables that change how a loader or shell behaves before the user's program runs.
 ENV_DENYLIST = frozenset(
     {
@@ -35,7 +50,24 @@ ENV_DENYLIST = frozenset(
     }
 )
 ENV_RESERVED_PREFIXES = ("GRIDGATE_", "BASH_FUNC_", "SLURM_", "SGE_", "PBS_", "LSB_")
-_WALLTIME = re.compile(r"^(?:(?P<d>\d+)-)?(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+)$")
+_SECONDS = TextRule("walltime", r"-?[0-9]+", "use seconds or [D-][HH:]MM:SS")
+
+
+# Validation context for a spec accepted earlier and already submitted (the worker reads
+# it back to recover a submission or collect outputs): the checks that guard submission
+# and staging in, which may have tightened since, are not applied again. The adapters
+# check a script's directives again at any submission.
+SUBMITTED = {"submitted": True}
+
+
+def _submitted(info: ValidationInfo) -> bool:
+    return isinstance(info.context, dict) and info.context.get("submitted") is True
+
+
+def rule_schema(rule: TextRule) -> Any:
+    """A pydantic Field showing `rule`'s pattern in the JSON Schema (the check itself is
+    `AfterValidator(rule.check)`: a full match)."""
+    return Field(json_schema_extra={"pattern": rule.json_pattern})
 
 
 def parse_walltime(value: Any) -> int:
@@ -45,11 +77,11 @@ def parse_walltime(value: Any) -> int:
     if isinstance(value, int):
         seconds = value
     elif isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("-").isdigit():
-            seconds = int(text)
+        # Matched whole and never stripped: "1:00:00\n" is not a walltime.
+        if _SECONDS.matches(value):
+            seconds = int(value)
         else:
-            match = _WALLTIME.match(text)
+            match = DURATION.fullmatch(value)
             if not match:
                 raise ValueError(f"walltime {value!r} is not seconds or [D-][HH:]MM:SS")
             parts = {k: int(v) if v else 0 for k, v in match.groupdict().items()}
@@ -111,13 +143,12 @@ class Resources(Strict):
 
 class Mpi(Strict):
     launcher: MpiLauncher = MpiLauncher.NONE
-    flavor: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,31}$")] | None = Field(
-        default=None, description="MPI implementation, e.g. mpich or openmpi."
-    )
+    flavor: Annotated[str, AfterValidator(MPI_FLAVOR.check), rule_schema(MPI_FLAVOR)] | None = (
+        Field(default=None, description="MPI implementation, e.g. mpich or openmpi."))
 
 
-def _output_glob(value: str) -> str:
-    return check_job_path(value, glob=True)
+def _output_glob(value: str, info: ValidationInfo) -> str:
+    return check_job_path(value, glob=True, submitted=_submitted(info))
 
 
 OutputGlob = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_output_glob)]
@@ -130,7 +161,7 @@ class Input(Strict):
         "upload:<upload id> (a complete upload of yours), site://NAME/ABSOLUTE/PATH (a file "
         "at a federated site, copied site to site) or an https:// URL."))]
     dest: Annotated[str, Field(min_length=1, max_length=4096, description=(
-        "Path relative to the job directory; no absolute paths, '..' or NUL bytes."))]
+        "Path relative to the job directory; no absolute paths, leading '~', '..' or NUL bytes."))]
 
     @field_validator("source")
     @classmethod
@@ -140,8 +171,8 @@ class Input(Strict):
 
     @field_validator("dest")
     @classmethod
-    def _dest(cls, value: str) -> str:
-        return check_job_path(value)
+    def _dest(cls, value: str, info: ValidationInfo) -> str:
+        return check_job_path(value, submitted=_submitted(info))
 
 
 class JobSpec(Strict):
@@ -154,15 +185,16 @@ class JobSpec(Strict):
     executable: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
     args: Annotated[list[Annotated[str, Field(max_length=65536)]], Field(max_length=4096)] = []
     script: Annotated[str, Field(min_length=1, max_length=1_048_576)] | None = Field(
-        default=None, description="A batch script, run by /bin/sh unless it has a #! line."
-    )
+        default=None, description=(
+            "A batch script, run by /bin/sh unless it has a #! line. Its scheduler directive "
+            "lines (#SBATCH, #$, #PBS, #BSUB) may only ask for mail; any other is refused."))
     environment: Annotated[dict[str, Annotated[str, Field(max_length=65536)]], Field(
         max_length=1024
     )] = {}
     resources: Resources = Resources()
     mpi: Mpi = Mpi()
-    site: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")] = "auto"
-    partition: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] | None = (
+    site: Annotated[str, AfterValidator(SITE_NAME.check), rule_schema(SITE_NAME)] = "auto"
+    partition: Annotated[str, AfterValidator(PARTITION.check), rule_schema(PARTITION)] | None = (
         Field(default=None, description="Partition (Slurm) or queue; default: the site's."))
     labels: Annotated[dict[str, Annotated[str, Field(max_length=255)]], Field(max_length=64)] = {}
     inputs: Annotated[list[Input], Field(max_length=10_000, description=(
@@ -182,6 +214,14 @@ class JobSpec(Strict):
             raise ValueError("must not contain NUL bytes")
         return value
 
+    @field_validator("script")
+    @classmethod
+    def _script_directives(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # Refused here, at submit, for every scheduler: "auto" jobs may go to any site.
+        if not _submitted(info):
+            script_directives.check_all(value)
+        return value
+
     @field_validator("args")
     @classmethod
     def _args_no_nul(cls, value: list[str]) -> list[str]:
@@ -194,11 +234,7 @@ class JobSpec(Strict):
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         for name, val in value.items():
-            if not ENV_NAME.match(name):
-                raise ValueError(
-                    f"environment name {name!r} is invalid: use letters, digits and _ "
-                    "and do not start with a digit"
-                )
+            ENV_NAME.check(name)
             if name in ENV_DENYLIST:
                 raise ValueError(f"environment name {name!r} is not allowed")
             if name.startswith(ENV_RESERVED_PREFIXES):
@@ -211,10 +247,7 @@ class JobSpec(Strict):
     @classmethod
     def _label_keys(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
-            if not LABEL_KEY.match(key):
-                raise ValueError(
-                    f"label key {key!r} is invalid: 1-64 letters, digits, '.', '_', '/', '-'"
-                )
+            LABEL_KEY.check(key)
         return value
 
     @model_validator(mode="after")

@@ -1,25 +1,25 @@
 """Staging in the job spec: where inputs come from, where they land, which outputs return.
 
 Pure rules, no I/O. Every path a user gives is relative to the job directory and is
-checked here once: no absolute paths, no `..`, no NUL or control characters, no empty
-or `.` segments, nothing in the gateway's own control directory.
+checked here once: no absolute paths, no leading `~`, no `..`, no NUL or control
+characters, no empty or `.` segments, nothing in the gateway's own control directory.
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlsplit
 
+from adapters.text_rules import SITE_NAME
+
 # The gateway's control files live here in every job directory (adapters' layouts).
 CONTROL_DIR = ".gridgate"
 MAX_PATH_CHARS = 4096
 MAX_SEGMENT_CHARS = 255
-_SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
 class OutputsMode(StrEnum):
@@ -33,8 +33,10 @@ class OutputsMode(StrEnum):
 IN_STORE, ON_SITE = "gateway", "site"
 
 
-def check_job_path(value: str, *, glob: bool = False) -> str:
-    """`value` if it is a safe path relative to the job directory, else ValueError."""
+def check_job_path(value: str, *, glob: bool = False, submitted: bool = False) -> str:
+    """`value` if it is a safe path relative to the job directory, else ValueError.
+    `submitted`: the path of a job accepted earlier, when a leading `~` was not refused
+    yet (it never leaves the job directory: the site joins it below the directory)."""
     what = "a glob" if glob else "a path"
     if not value:
         raise ValueError(f"must be {what} relative to the job directory, not empty")
@@ -46,6 +48,10 @@ def check_job_path(value: str, *, glob: bool = False) -> str:
         raise ValueError(f"must be at most {MAX_PATH_CHARS} characters")
     if value.startswith("/"):
         raise ValueError(f"must be {what} relative to the job directory, not absolute")
+    if value.startswith("~") and not submitted:
+        # A shell, scp and sftp read a leading ~ as a home directory (~/.ssh/...).
+        raise ValueError(f"must be {what} relative to the job directory, not start with '~' "
+                         "(a home directory)")
     segments = value.split("/")
     for segment in segments:
         if segment == "..":
@@ -93,9 +99,8 @@ def parse_source(value: str) -> InputSource:
         return InputSource(SourceKind.UPLOAD, upload_id=canonical)
     if value.startswith("site://"):
         name, slash, path = value.removeprefix("site://").partition("/")
-        if not _SITE_NAME.match(name):
-            raise ValueError("site://NAME/PATH needs a site name (lowercase letters, digits, "
-                             "'-' and '_')")
+        if not SITE_NAME.matches(name):
+            raise ValueError(f"site://NAME/PATH needs a site name: {SITE_NAME.hint}")
         path = "/" + path
         if not slash or path == "/":
             raise ValueError("site://NAME/PATH needs the absolute path of a file at the site")

@@ -17,6 +17,7 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from adapters.text_rules import TextRule
 from gateway.auth.principal import ROLES, SCOPES
 from gateway.db.models import Membership, OAuthClient, Project, User
 from gateway.domain.errors import Conflict, Invalid, NotFound
@@ -27,7 +28,9 @@ CLI_CLIENT_ID = "gridgate-cli"
 CLI_SCOPES = ("jobs:read", "jobs:write", "sites:read")
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 GRANT_TYPES = (DEVICE_CODE_GRANT, "client_credentials", "refresh_token")
-USERNAME_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+USERNAME = TextRule("username", r"[a-z_][a-z0-9_.-]{0,31}",
+                    "1-32 characters: lowercase letters, digits, '_', '.', '-', starting with "
+                    "a letter or '_'")
 
 _hasher = PasswordHasher()
 # Verified against when the user does not exist, so a miss costs as much as a hit.
@@ -116,9 +119,8 @@ def create_local_user(
     session: Session, username: str, password: str, roles: Iterable[str] = DEFAULT_ROLES
 ) -> User:
     """A user who logs in to the built-in issuer with `username` and `password`."""
-    if not USERNAME_RE.match(username):
-        raise Invalid("A username is 1-32 characters: lowercase letters, digits, '_', '.', "
-                      "'-', starting with a letter or '_'.", field="username")
+    if not USERNAME.matches(username):
+        raise Invalid(f"A username is {USERNAME.hint}.", field="username")
     if len(password) < 8:
         raise Invalid("A password needs at least 8 characters.", field="password")
     if session.scalar(select(User.id).where(User.username == username)) is not None:

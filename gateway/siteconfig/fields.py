@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
-import re
-from collections.abc import Callable
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
 
+from adapters.text_rules import ACCOUNT, MPI_FLAVOR, PARTITION, SITE_NAME, TextRule
 from gateway.domain.jobspec import parse_walltime
 from gateway.siteconfig.keys import no_private_key
 
@@ -32,92 +31,38 @@ class FieldIssues(ValueError):
         self.issues = issues
 
 
-def _pattern_check(pattern: str, what: str, example: str) -> Callable[[str], str]:
-    regex = re.compile(pattern)
-
-    def check(value: str) -> str:
-        if not regex.match(value):
-            raise ValueError(f"{value!r} is not a valid {what}: {example}")
-        return value
-
-    return check
+def _named(rule: TextRule, description: str) -> list[Any]:
+    """Annotated metadata for a name of kind `rule`: matched whole, shown in the schema."""
+    return [AfterValidator(no_private_key), AfterValidator(rule.check),
+            Field(description=description, json_schema_extra={"pattern": rule.json_pattern})]
 
 
-def _field(pattern: str, description: str) -> Any:
-    return Field(description=description, json_schema_extra={"pattern": pattern})
+# Kinds only site configs have; the shared ones come from adapters.text_rules.
+PE_NAME = TextRule("parallel environment name", PARTITION.pattern,
+                   "use letters, digits, '.', '_' or '-' (e.g. mpi)")
+COMMAND_NAME = TextRule("command name", r"[a-z][a-z0-9_-]{0,31}",
+                        "use the scheduler command's name, e.g. sbatch")
+LOCAL_USER = TextRule("Unix account name", r"[A-Za-z_][A-Za-z0-9_.-]{0,31}",
+                      "use 1-32 letters, digits, '_', '.' or '-', starting with a letter or '_'")
+GATEWAY_USER = TextRule("gateway user name", r"\S{1,255}",
+                        "use the gateway username, without spaces")
+RUNTIME_NAME = TextRule("container runtime name", r"[a-z][a-z0-9._-]{0,31}",
+                        "use a lowercase name such as apptainer, singularity or podman")
 
-
-SITE_NAME_RE = r"^[a-z][a-z0-9-]{0,31}$"
-_PARTITION_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-_FLAVOR_RE = r"^[a-z0-9][a-z0-9._-]{0,31}$"
-_COMMAND_RE = r"^[a-z][a-z0-9_-]{0,31}$"
-_LOCAL_USER_RE = r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$"
-_GATEWAY_USER_RE = r"^[^\s]{1,255}$"
-_RUNTIME_RE = r"^[a-z][a-z0-9._-]{0,31}$"
-_ACCOUNT_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-
-SiteName = Annotated[
-    str, AfterValidator(no_private_key),
-    AfterValidator(_pattern_check(
-        SITE_NAME_RE, "site name",
-        "use 1-32 lowercase letters, digits or '-', starting with a letter")),
-    _field(SITE_NAME_RE, "The site's name; also its file name: site-configs/<name>.yaml."),
-]
-PartitionName = Annotated[
-    str, AfterValidator(no_private_key),
-    AfterValidator(_pattern_check(
-        _PARTITION_RE, "partition or queue name",
-        "use letters, digits, '.', '_' or '-' (e.g. batch, all.q)")),
-    _field(_PARTITION_RE,
-           "The scheduler's partition (Slurm) or queue (Grid Engine, PBS, LSF)."),
-]
-FlavorName = Annotated[
-    str, AfterValidator(no_private_key),
-    AfterValidator(_pattern_check(
-        _FLAVOR_RE, "MPI flavor name",
-        "use lowercase letters, digits, '.', '_' or '-' (e.g. mpich, openmpi)")),
-    _field(_FLAVOR_RE, "The name jobs ask for in `mpi.flavor`, e.g. mpich or openmpi."),
-]
-PeName = Annotated[
-    str, AfterValidator(no_private_key),
-    AfterValidator(_pattern_check(
-        _PARTITION_RE, "parallel environment name",
-        "use letters, digits, '.', '_' or '-' (e.g. mpi)")),
-    _field(_PARTITION_RE,
-           "Grid Engine parallel environment for MPI jobs (`qsub -pe NAME SLOTS`)."),
-]
-CommandName = Annotated[
-    str, AfterValidator(no_private_key),
-    AfterValidator(_pattern_check(_COMMAND_RE, "command name",
-                                  "use the scheduler command's name, e.g. sbatch")),
-    _field(_COMMAND_RE, "A scheduler command, e.g. sbatch or qsub."),
-]
-LocalUser = Annotated[
-    str, AfterValidator(no_private_key),
-    AfterValidator(_pattern_check(
-        _LOCAL_USER_RE, "Unix account name",
-        "use 1-32 letters, digits, '_', '.' or '-', starting with a letter or '_'")),
-    _field(_LOCAL_USER_RE, "A Unix account on the site."),
-]
-GatewayUser = Annotated[
-    str, AfterValidator(no_private_key),
-    AfterValidator(_pattern_check(_GATEWAY_USER_RE, "gateway user name",
-                                  "use the gateway username, without spaces")),
-    _field(_GATEWAY_USER_RE, "A gateway user, by gateway username."),
-]
-RuntimeName = Annotated[
-    str, AfterValidator(no_private_key),
-    AfterValidator(_pattern_check(
-        _RUNTIME_RE, "container runtime name",
-        "use a lowercase name such as apptainer, singularity or podman")),
-    _field(_RUNTIME_RE, "A container runtime installed on the site's compute nodes."),
-]
-SchedulerAccount = Annotated[
-    str, AfterValidator(no_private_key),
-    AfterValidator(_pattern_check(_ACCOUNT_RE, "scheduler account",
-                                  "use letters, digits, '.', '_' or '-' (e.g. proj123)")),
-    _field(_ACCOUNT_RE, "A scheduler account or project name."),
-]
+SiteName = Annotated[str, *_named(
+    SITE_NAME, "The site's name; also its file name: site-configs/<name>.yaml.")]
+PartitionName = Annotated[str, *_named(
+    PARTITION, "The scheduler's partition (Slurm) or queue (Grid Engine, PBS, LSF).")]
+FlavorName = Annotated[str, *_named(
+    MPI_FLAVOR, "The name jobs ask for in `mpi.flavor`, e.g. mpich or openmpi.")]
+PeName = Annotated[str, *_named(
+    PE_NAME, "Grid Engine parallel environment for MPI jobs (`qsub -pe NAME SLOTS`).")]
+CommandName = Annotated[str, *_named(COMMAND_NAME, "A scheduler command, e.g. sbatch or qsub.")]
+LocalUser = Annotated[str, *_named(LOCAL_USER, "A Unix account on the site.")]
+GatewayUser = Annotated[str, *_named(GATEWAY_USER, "A gateway user, by gateway username.")]
+RuntimeName = Annotated[str, *_named(
+    RUNTIME_NAME, "A container runtime installed on the site's compute nodes.")]
+SchedulerAccount = Annotated[str, *_named(ACCOUNT, "A scheduler account or project name.")]
 
 
 def _check_time_zone(value: str) -> str:
@@ -133,7 +78,8 @@ def _check_time_zone(value: str) -> str:
 
 TimeZone = Annotated[str, AfterValidator(no_private_key), AfterValidator(_check_time_zone)]
 
-_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+_HOST_LABEL = TextRule("host name label", r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)",
+                      "1-63 letters, digits or '-', not starting or ending with '-'")
 
 
 def check_host(value: str) -> str:
@@ -149,7 +95,7 @@ def check_host(value: str) -> str:
     if value.count(":") == 1 and value.rsplit(":", 1)[1].isdigit():
         raise ValueError(f"{value!r} has a port: put the port in `port`")
     labels = value.rstrip(".").split(".")
-    if not value or len(value) > 253 or not all(_HOST_LABEL.match(label) for label in labels):
+    if not value or len(value) > 253 or not all(_HOST_LABEL.matches(label) for label in labels):
         raise ValueError(f"{value!r} is not a host name or IP address (e.g. login.example.org "
                          "or 10.123.0.10)")
     return value

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from adapters.text_rules import TextRule
 from gateway.domain.errors import Invalid
 
 # The key types OpenSSH offers as host keys (DSA is gone since OpenSSH 7.0).
@@ -32,7 +33,8 @@ HOST_KEY_TYPES = frozenset({
 _PEM_PRIVATE = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
 # base64 of "openssh-key-v1\0": the body of an OpenSSH private key pasted without armour.
 _OPENSSH_PRIVATE_BODY = "b3BlbnNzaC1rZXktdjE"
-_SECRET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SECRET_NAME = TextRule("secret file name", r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}",
+                        "letters, digits, '.', '_' or '-' (no '/')")
 PRIVATE_KEY_ADVICE = (
     "never put a private key in a site config: save it in a file only the gateway can read "
     "(chmod 600) and reference it, e.g. `key: {path: /etc/gridgate/keys/site_ed25519}` or "
@@ -145,7 +147,7 @@ def check_unique_host_keys(lines: list[str]) -> list[str]:
 
 
 def _check_secret_name(value: str) -> str:
-    if not _SECRET_NAME.match(value):
+    if not _SECRET_NAME.matches(value):
         raise ValueError(f"{value!r} is not a plain file name: use letters, digits, '.', '_' "
                          "or '-' (no '/'); for a file elsewhere use `path`")
     return value
@@ -155,7 +157,7 @@ SecretName = Annotated[
     str,
     AfterValidator(no_private_key),
     AfterValidator(_check_secret_name),
-    Field(json_schema_extra={"pattern": _SECRET_NAME.pattern}),
+    Field(json_schema_extra={"pattern": _SECRET_NAME.json_pattern}),
 ]
 
 

@@ -11,12 +11,12 @@ never goes there.
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from adapters.text_rules import TextRule
 from gateway.siteconfig.fields import (
     ArgvItem,
     CommandName,
@@ -268,7 +268,8 @@ class MpiLauncherKind(StrEnum):
     MPIEXEC = "mpiexec"
 
 
-_SRUN_MPI_RE = r"^[a-z0-9_]{1,32}$"
+SRUN_MPI_PLUGIN = TextRule("srun MPI plugin name", r"[a-z0-9_]{1,32}",
+                           "see `srun --mpi=list`, e.g. pmi2")
 
 
 class MpiFlavor(Section):
@@ -293,7 +294,7 @@ class MpiFlavor(Section):
     srun_mpi: str | None = Field(
         default=None, description="With srun: the `srun --mpi=` plugin, e.g. pmi2 (MPICH) "
                                   "or pmix (Open MPI).",
-        json_schema_extra={"pattern": _SRUN_MPI_RE})
+        json_schema_extra={"pattern": SRUN_MPI_PLUGIN.json_pattern})
     setup: list[SetupLine] = Field(
         default_factory=list,
         description="Shell lines run before launching (e.g. `module load mpich`). TRUSTED "
@@ -320,7 +321,7 @@ class MpiFlavor(Section):
             if MpiLauncherKind.SRUN not in launchers:
                 issues.append((("srun_mpi",), "only used with launcher srun: remove it or add "
                                               "srun to `launchers`"))
-            if not re.match(_SRUN_MPI_RE, self.srun_mpi):
+            if not SRUN_MPI_PLUGIN.matches(self.srun_mpi):
                 issues.append((("srun_mpi",), f"{self.srun_mpi!r} is not an srun MPI plugin "
                                               "name (see `srun --mpi=list`), e.g. pmi2"))
         if issues:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from adapters.text_rules import TextRule
 
 DEFAULT_PREFIX = "gwtb"
 DEFAULT_SUBNET = "10.123.0.0/24"
@@ -21,7 +22,8 @@ PREFIX_ENV = "GRIDGATE_TESTBED_PREFIX"
 SUBNET_ENV = "GRIDGATE_TESTBED_SUBNET"
 TEMPLATES_ENV = "GRIDGATE_TESTBED_SITE_CONFIGS"
 # Interface names are at most 15 bytes: "<prefix>-br" and "<prefix>-v<N>" must fit.
-_PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
+_PREFIX = TextRule("testbed prefix", r"[a-z][a-z0-9]{0,7}",
+                   "use 1-8 lowercase letters or digits, starting with a letter")
 # Site N gets host address FIRST_SITE_HOST + N; the bridge (root namespace) gets .1.
 FIRST_SITE_HOST = 10
 
@@ -43,7 +45,7 @@ class TestbedConfig:
     state_root: Path = STATE_ROOT
 
     def __post_init__(self) -> None:
-        if not _PREFIX_RE.match(self.prefix):
+        if not _PREFIX.matches(self.prefix):
             raise TestbedError(
                 f"invalid testbed prefix {self.prefix!r}: use 1-8 lowercase letters or "
                 "digits, starting with a letter")

@@ -30,6 +30,7 @@ from datetime import timedelta
 from functools import partial
 from typing import cast
 
+from pydantic import ValidationError
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
@@ -39,7 +40,7 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job, JobOutput, Site, User
 from gateway.domain.errors import GatewayError
-from gateway.domain.jobspec import JobSpec
+from gateway.domain.jobspec import SUBMITTED, JobSpec
 from gateway.domain.staging import OutputsMode
 from gateway.domain.states import JobState, Reason
 from gateway.runtime import Runtime, build_runtime
@@ -187,6 +188,16 @@ class Worker:
                     .group_by(Attempt.job_id))}
             made = []
             for job, owner, owner_id in jobs:
+                try:
+                    spec = JobSpec.model_validate(job.spec)
+                except ValidationError as exc:
+                    # Accepted under older, looser rules and never submitted: refused now,
+                    # saying why, instead of failing this claim on every pass.
+                    problem = "; ".join(str(e["msg"]) for e in exc.errors()[:3])
+                    advance(session, job, JobState.FAILED, actor=self.actor,
+                            reason=f"{Reason.SUBMIT_REJECTED}: the job spec is no longer "
+                                   f"accepted: {problem}")
+                    continue
                 number = 1 + last_numbers.get(job.id, 0)
                 tag = f"gw-{job.id}" if number == 1 else f"gw-{job.id}.{number}"
                 attempt = Attempt(job_id=job.id, number=number, site_name=site.name, tag=tag,
@@ -194,7 +205,6 @@ class Worker:
                                   lease_until=now + self.lease, lease_owner=self.id,
                                   created_at=now)
                 session.add(attempt)
-                spec = JobSpec.model_validate(job.spec)
                 reason = (f"staging {len(spec.inputs)} input(s) to site '{site.name}'"
                           if spec.inputs else f"preparing job directory at site '{site.name}'")
                 advance(session, job, JobState.STAGING_IN, actor=self.actor, reason=reason)
@@ -223,7 +233,8 @@ class Worker:
                 attempt.lease_until = now + self.lease
                 attempt.lease_owner = self.id
                 claims.append(Claim(attempt.id, job.id, attempt.tag, attempt.workdir,
-                                    JobSpec.model_validate(job.spec), recovering=True,
+                                    JobSpec.model_validate(job.spec, context=SUBMITTED),
+                                    recovering=True,
                                     owner=owner, owner_id=owner_id))
             return claims
 
@@ -596,7 +607,7 @@ class Worker:
                 attempt.lease_until = now + self.staging_lease
                 attempt.lease_owner = self.id
                 claimed.append((attempt.id, attempt.job_id, attempt.workdir,
-                                JobSpec.model_validate(spec), owner))
+                                JobSpec.model_validate(spec, context=SUBMITTED), owner))
             return claimed
 
     def _stage_out_one(self, site: SiteEntry, attempt_id: int, job_id: str, workdir: str,

@@ -63,7 +63,7 @@ def test_create_local_user_rejects_bad_input(auth: AuthRuntime) -> None:
         accounts.create_local_user(session, "carol", "correct horse battery")
         with pytest.raises(Conflict):
             accounts.create_local_user(session, "carol", "another password")
-        for name in ("Carol!", "", "x" * 40, "../etc", "a b"):
+        for name in ("Carol!", "", "x" * 40, "../etc", "a b", "carol2\n"):
             with pytest.raises(Invalid):
                 accounts.create_local_user(session, name, "correct horse battery")
         with pytest.raises(Invalid):

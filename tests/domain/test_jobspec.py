@@ -38,8 +38,8 @@ def test_user_text_is_kept_verbatim() -> None:
     ("over", "field", "words"),
     [
         ({"environment": {"LD_PRELOAD": "x"}}, "environment", "not allowed"),
-        ({"environment": {"BAD-NAME": "x"}}, "environment", "invalid"),
-        ({"environment": {"1X": "x"}}, "environment", "invalid"),
+        ({"environment": {"BAD-NAME": "x"}}, "environment", "not a valid"),
+        ({"environment": {"1X": "x"}}, "environment", "not a valid"),
         ({"environment": {"SLURM_JOB_ID": "1"}}, "environment", "reserved"),
         ({"colour": "red"}, "colour", "Extra inputs"),
         ({"resources": {"walltime": -1}}, "resources.walltime", "positive"),

@@ -33,7 +33,7 @@ TAG = f"{PREFIX}07"
 WORKDIR = f"/scratch/gw/{TAG}"
 LAYOUT = JobLayout.of(WORKDIR)
 MKDIR = ("mkdir", "-p", "-m", "700", "--", WORKDIR, f"{WORKDIR}/.gridgate")
-SCRIPT = "#!/bin/sh\n#SBATCH --gres=gpu:1\necho hello\n"
+SCRIPT = "#!/bin/sh\n#SBATCH --mail-type=END\necho hello\n"
 ONE_TRIP = ("sh", "-c", 'mkdir -p -m 700 -- "$1" "$2" || exit 97; shift 2; exec "$@"',
             "gridgate-submit")
 

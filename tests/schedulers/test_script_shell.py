@@ -33,6 +33,13 @@ with open(os.path.join(os.getcwd(), {name!r}), "w") as out:
 """
 
 
+# Grid Engine and LSF read directive lines anywhere in a script: a value's own lines must
+# never become lines of the batch script.
+DIRECTIVE_LINES = ("x\n#$ -P other\n#BSUB -G admins\n  #SBATCH --account=other\n"
+                   "#PBS -A other\n\n")
+PREFIXES = ("#SBATCH", "#$", "#PBS", "#BSUB")
+
+
 def stub(directory: Path, name: str) -> Path:
     path = directory / name
     path.write_text(STUB.format(python=sys.executable, name=f"{name}.json"))
@@ -46,11 +53,12 @@ def hostile(canaries: Path) -> tuple[dict[str, str], list[str]]:
         "EVIL_TICKS": f"`touch {canaries}/env-ticks`",
         "EVIL_QUOTE": f"'; touch {canaries}/env-quote; echo '",
         "EVIL_LINES": 'line one\nline "two" $HOME \\ end',
+        "EVIL_DIRECTIVES": DIRECTIVE_LINES,
         "EVIL_GLOB": "${IFS}*?[a]",
         "EMPTY": "",
     }
     args = [f"; touch {canaries}/arg-semicolon", f"$(touch {canaries}/arg-subst)", "*", "",
-            "two words", "--option", "'\"", "\\n", "$((1+1))"]
+            "two words", "--option", "'\"", "\\n", "$((1+1))", DIRECTIVE_LINES, "\n"]
     return env, args
 
 
@@ -103,6 +111,18 @@ def test_hostile_argv_env_and_workdir_are_inert(kind: str, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("kind", ["slurm", "sge", "pbs", "lsf"])
+def test_no_value_adds_a_line_to_the_batch_script(kind: str, tmp_path: Path) -> None:
+    env, args = hostile(tmp_path)
+    request = SubmitRequest(tag=TAG, workdir="/scratch/job", argv=["/bin/prog", *args],
+                            env=env)
+    dialect = dialects(tmp_path)[kind](DialectConfig())
+    lines = dialect.render_script(request, JobLayout.of("/scratch/job")).splitlines()
+    ours = lines[:next(i for i, line in enumerate(lines) if line.startswith("# gridgate job"))]
+    directives = [line for line in lines if line.lstrip().startswith(PREFIXES)]
+    assert directives and all(line in ours for line in directives), directives
+
+
+@pytest.mark.parametrize("kind", ["slurm", "sge", "pbs", "lsf"])
 def test_mpi_launcher_gets_the_exact_program_argv(kind: str, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -141,14 +161,15 @@ def test_user_script_runs_from_the_control_directory(shebang: bool, tmp_path: Pa
     layout = JobLayout.of(str(workdir))
     Path(layout.control_dir).mkdir(parents=True)
     body = 'printf "%s|%s" "$GREETING" "$(pwd)" > out.txt\n'
-    script = ("#!/bin/sh\n#SBATCH --gres=gpu:1\n" if shebang else "#SBATCH --gres=gpu:1\n") + body
+    head = "#!/bin/sh\n#SBATCH --mail-type=END\n" if shebang else "#SBATCH --mail-type END\n"
+    script = head + body
     # What BatchAdapter.submit stores with put_bytes(..., mode=0o700).
     Path(layout.user_script).write_text(script)
     Path(layout.user_script).chmod(0o700)
     request = SubmitRequest(tag=TAG, workdir=str(workdir), script=script,
                             env={"GREETING": "hello $(world)"})
     rendered = SlurmDialect().render_script(request, layout)
-    assert "#SBATCH --gres=gpu:1" in rendered.splitlines()
+    assert "#SBATCH --mail-type=END" in rendered.splitlines()
     run_script(rendered, tmp_path)
     assert (workdir / "out.txt").read_text() == f"hello $(world)|{workdir}"
     assert os.stat(layout.user_script).st_mode & 0o777 == 0o700

@@ -68,21 +68,25 @@ def test_request_partition_and_account_win_over_site_defaults() -> None:
     assert "--partition=debug" not in argv and "--account=gateway" not in argv
 
 
-def test_script_repeats_options_as_directives_and_keeps_user_directives_below() -> None:
-    user = ("#!/bin/bash\n#SBATCH --gres=gpu:1\n#SBATCH --partition=sneaky\n"
+def test_script_repeats_options_as_directives_and_passes_only_mail_directives() -> None:
+    user = ("#!/bin/bash\n#SBATCH --mail-type END,FAIL\n#SBATCH   --mail-user=ada@example.org\n"
             "echo hi\n#SBATCH --late\n")
     script = dialect().render_script(request(argv=None, script=user), JobLayout.of(WORKDIR))
     lines = script.splitlines()
     assert lines[0] == "#!/bin/sh"
     assert f"#SBATCH --job-name={TAG}" in lines
     assert "#SBATCH --time=0-00:01:30" in lines
-    # The user's block is copied (it only adds options; ours are on the command line)...
-    assert lines.index("#SBATCH --gres=gpu:1") > lines.index(f"#SBATCH --job-name={TAG}")
-    assert "#SBATCH --partition=sneaky" in lines
-    # ...but only the leading block: sbatch stops reading at the first command.
-    assert "#SBATCH --late" not in lines
+    # The user's mail directives pass, rewritten, after the gateway's own...
+    assert lines.index("#SBATCH --mail-type=END,FAIL") > lines.index(f"#SBATCH --job-name={TAG}")
+    assert "#SBATCH --mail-user=ada@example.org" in lines
+    # ...but only from the leading block: sbatch stops reading at the first command.
+    assert not any("late" in line for line in lines)
     # A script with #! runs as itself, from the job's control directory.
     assert lines[-1] == f"exec {WORKDIR}/.gridgate/script"
+    with pytest.raises(SubmitRejected, match="script line 2 '#SBATCH --partition=sneaky'"):
+        dialect().render_script(
+            request(argv=None, script="#!/bin/sh\n#SBATCH --partition=sneaky\n"),
+            JobLayout.of(WORKDIR))
 
 
 def test_mpi_launch_lines_for_srun_and_mpirun() -> None:

@@ -408,3 +408,30 @@ def test_models_are_frozen() -> None:
     with pytest.raises(ValueError, match="frozen"):
         config.name = "other"  # type: ignore[misc]
     assert SiteConfig.model_validate(copy.deepcopy(GOOD)) == config
+
+
+# Every name a site config checks against a pattern, ending in a newline (Python's `$`
+# matches before a final newline, so `^...$` checks let these through).
+TRAILING_NEWLINE = [
+    ("name", "alpha\n", "name"),
+    ("scheduler.account", "proj1\n", "scheduler.account"),
+    ("accounts.community.user", "gwcomm\n", "accounts.community.user"),
+    ("accounts.community.key", {"secret": "gwcomm_ed25519\n"}, "accounts.community.key"),
+    ("ssh.host", "login.alpha.example.org\n", "ssh.host"),
+    ("partitions.1.name", "long\n", "partitions[long\n].name"),
+    ("partitions.0.max_walltime", "00:30:00\n", "partitions[debug].max_walltime"),
+    ("mpi_flavors.0.name", "openmpi\n", "mpi_flavors[openmpi\n].name"),
+    ("mpi_flavors.1.srun_mpi", "pmi2\n", "mpi_flavors[mpich].srun_mpi"),
+    ("container_runtimes.0", "apptainer\n", "container_runtimes[0]"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "field"), TRAILING_NEWLINE,
+                         ids=[t[0] for t in TRAILING_NEWLINE])
+def test_names_ending_in_a_newline_are_refused(path: str, value: Any, field: str,
+                                               good: Data) -> None:
+    _set(path, value)(good)
+    with pytest.raises(SiteConfigError) as caught:
+        validate_site_config(good, "alpha.yaml")
+    fields = [p.field for p in caught.value.problems]
+    assert any(f.startswith(field) for f in fields), fields

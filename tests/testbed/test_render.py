@@ -30,6 +30,7 @@ def test_time_limits(seconds: int | None, slurm: str, sge: str) -> None:
     ("Gwtb", "10.1.0.0/24", "invalid testbed prefix"),
     ("toolongname", "10.1.0.0/24", "invalid testbed prefix"),
     ("gw-tb", "10.1.0.0/24", "invalid testbed prefix"),
+    ("gwtb\n", "10.1.0.0/24", "invalid testbed prefix"),
     ("gwtb", "10.1.0.0/28", "too small"),
     ("gwtb", "8.8.8.0/24", "not a private range"),
     ("gwtb", "10.1.0.0/33", "invalid testbed subnet"),

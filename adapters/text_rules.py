@@ -1,0 +1,89 @@
+"""Text checked against a pattern: one rule per kind of text, each matched whole. Pure.
+
+Python's `$` also matches before a final newline (`re.match(r"^x$", "x\\n")` succeeds), so
+a name like "LD_PRELOAD\\n" slipped through `^...$` checks. A `TextRule` only ever uses
+`re.fullmatch`, its pattern carries no anchors, and each kind of text below has exactly one
+rule, shared by the gateway (job specs, site configs) and the adapters (their own checks
+before anything reaches a site). Kinds used in one module only define their `TextRule` there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TextRule:
+    """What a kind of text may look like: `pattern` must match the whole value.
+
+    `what` names the kind in messages ("environment variable name"); `hint` says what to
+    write instead ("letters, digits and '_', not starting with a digit"). Patterns spell
+    out ASCII classes (`[0-9]`, not `\\d`, which also matches other scripts' digits).
+    """
+
+    what: str
+    pattern: str
+    hint: str
+    _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.pattern.startswith("^") or self.pattern.endswith("$"):
+            raise ValueError(f"{self.what}: a TextRule pattern is matched whole; drop ^ and $")
+        object.__setattr__(self, "_regex", re.compile(self.pattern))
+
+    def fullmatch(self, value: str) -> re.Match[str] | None:
+        """The match of the whole of `value`, or None."""
+        return self._regex.fullmatch(value)
+
+    def matches(self, value: str) -> bool:
+        """True when all of `value` has this kind's form."""
+        return self._regex.fullmatch(value) is not None
+
+    def problem(self, value: str) -> str | None:
+        """None when `value` is valid, else a message that names it and says what to write."""
+        if self.matches(value):
+            return None
+        return f"{value!r} is not a valid {self.what}: {self.hint}"
+
+    def check(self, value: str) -> str:
+        """`value` when valid, else ValueError (pydantic turns it into a 422)."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @property
+    def json_pattern(self) -> str:
+        """The pattern for a JSON Schema: there (ECMA-262) `$` only matches at the end."""
+        return f"^(?:{self.pattern})$"
+
+
+ENV_NAME = TextRule(
+    "environment variable name", r"[A-Za-z_][A-Za-z0-9_]*",
+    "use letters, digits and '_', and do not start with a digit")
+LABEL_KEY = TextRule(
+    "label key", r"[A-Za-z0-9](?:[A-Za-z0-9._/-]{0,62}[A-Za-z0-9])?",
+    "1-64 letters, digits, '.', '_', '/', '-', starting and ending with a letter or digit")
+# Job names every scheduler accepts as they are (PBS: first character alphanumeric; SGE
+# refuses / : @ \ * ?; Slurm's --name lists split on commas). Gateway tags are `gw-<uuid>[.N]`.
+JOB_TAG = TextRule(
+    "job tag", r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}",
+    "a scheduler job name: letters, digits, '.', '_', '-'; at most 128")
+SITE_NAME = TextRule(
+    "site name", r"[a-z][a-z0-9-]{0,31}",
+    "use 1-32 lowercase letters, digits or '-', starting with a letter")
+PARTITION = TextRule(
+    "partition or queue name", r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
+    "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit "
+    "(e.g. batch, all.q)")
+ACCOUNT = TextRule(
+    "scheduler account", r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
+    "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+MPI_FLAVOR = TextRule(
+    "MPI flavor name", r"[a-z0-9][a-z0-9._-]{0,31}",
+    "use 1-32 lowercase letters, digits, '.', '_' or '-' (e.g. mpich, openmpi)")
+# Slurm's time format; `d`, `h`, `m`, `s` are the groups `parse` reads.
+DURATION = TextRule(
+    "duration", r"(?:(?P<d>[0-9]+)-)?(?:(?P<h>[0-9]+):)?(?P<m>[0-9]+):(?P<s>[0-9]+)",
+    "use seconds or [D-][HH:]MM:SS")
