@@ -58,6 +58,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         version=__version__,
         description="Federated HPC job gateway. Errors are RFC 9457 problem details.",
         lifespan=lifespan,
+        # A redirect to the slash-less path would build its Location from the request's
+        # Host header (an open redirect for a forged Host): unknown paths are 404.
+        redirect_slashes=False,
     )
     app.state.runtime = runtime
     problems.install(app)
