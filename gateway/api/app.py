@@ -68,7 +68,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
                oauth.router)
     for router in routers:
         app.include_router(router)
-    app.add_middleware(RejectNul, routes=[route for router in routers for route in router.routes])
+    app.add_middleware(RejectNul, routes=[route for router in routers for route in router.routes],
+                       stream_body=uploads.is_chunk_put)
     app.add_middleware(RequestMetrics, metrics=runtime.metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, exempt=uploads.is_chunk_put)
     return app

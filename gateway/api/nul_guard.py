@@ -10,7 +10,7 @@ field once a NUL may be present.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -67,9 +67,13 @@ def _pairs_field(raw: bytes) -> str | None:
 class RejectNul:
     """A 422 problem naming the field for any request text carrying U+0000."""
 
-    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute],
+                 stream_body: Callable[[Scope], bool]) -> None:
         # The routes, to name a path parameter (`upload_id`) rather than "path".
         self.app, self.routes = app, routes
+        # Requests whose body streams to disk past the body limit (upload chunks): never
+        # buffered here, whatever content type they claim.
+        self.stream_body = stream_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -77,19 +81,19 @@ class RejectNul:
             return
         field = self._field_outside_body(scope)
         if field is not None:
-            await _refuse(send, field)
+            await _refuse(scope, send, field)
             return
         ctype = _content_type(scope)
         marker = (_JSON_NUL if _is_json(ctype)
                   else _FORM_NUL if ctype == "application/x-www-form-urlencoded" else None)
-        if marker is None:
+        if marker is None or self.stream_body(scope):
             await self.app(scope, receive, send)
             return
         body, receive = await _buffer(receive)
         if marker in body or b"\x00" in body:
             field = _body_field(body, marker)
             if field is not None:
-                await _refuse(send, field)
+                await _refuse(scope, send, field)
                 return
         await self.app(scope, receive, send)
 
@@ -147,8 +151,8 @@ async def _buffer(receive: Receive) -> tuple[bytes, Receive]:
     return b"".join(chunks), replay
 
 
-async def _refuse(send: Send, field: str) -> None:
+async def _refuse(scope: Scope, send: Send, field: str) -> None:
     message = "contains a NUL character (U+0000), which the gateway accepts in no text"
     await send_problem(send, 422, f"The request is invalid: {field}: {message}; remove it.",
-                       title="Invalid request", field=field,
+                       title="Invalid request", instance=scope["path"], field=field,
                        errors=[{"field": field, "message": message}])

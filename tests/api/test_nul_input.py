@@ -3,11 +3,13 @@ and on PostgreSQL (whose text type cannot hold one: these were 500s there)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from gateway.settings import Settings
 from tests.api.test_jobs_api import SPEC
 from tests.conftest import MakeUser
 
@@ -94,3 +96,19 @@ def test_text_without_nul_passes_untouched(client: TestClient, make_user: MakeUs
     r = client.post("/api/v1/jobs", json={**SPEC, "args": ["\\u0000"]}, headers=user.headers)
     assert r.status_code == 202, r.text
     assert r.json()["spec"]["args"] == ["\\u0000"]
+
+
+def test_upload_chunks_are_bytes_not_text(client: TestClient, make_user: MakeUser,
+                                          settings: Settings) -> None:
+    """A chunk is file content and streams to disk: never buffered nor inspected, even when
+    it claims to be JSON and is larger than the body limit."""
+    user = make_user()
+    data = json.dumps({"x": NUL, "pad": "a" * settings.max_body_bytes}).encode()
+    r = client.post("/api/v1/uploads", json={"name": "in.dat", "size": len(data)},
+                    headers=user.headers)
+    assert r.status_code == 201, r.text
+    put = client.put(f"/api/v1/uploads/{r.json()['id']}", content=data,
+                     headers={**user.headers, "Content-Type": "application/json",
+                              "Content-Range": f"bytes 0-{len(data) - 1}/{len(data)}"})
+    assert put.status_code == 200, put.text
+    assert put.json()["offset"] == len(data)
