@@ -35,6 +35,8 @@ def test_plain_http_from_a_remote_client_is_refused(auth: AuthRuntime) -> None:
     with TestClient(make_app(auth), base_url=HTTP_URL, client=REMOTE) as api:
         for path in ("/oauth/device_authorization", "/oauth/revoke"):
             assert _refused_for_http(api.post(path, data={"client_id": CLI}))
+        form = api.get("/oauth/device")
+        assert _refused_for_http(form) and "text/html" in form.headers["content-type"]
         page = api.post("/oauth/device", data={"username": "alice", "password": "p"})
         assert _refused_for_http(page) and "text/html" in page.headers["content-type"]
     # Anyone can claim https in a header; without the setting it counts for nothing.

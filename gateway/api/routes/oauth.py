@@ -189,8 +189,10 @@ def _page(runtime: Runtime, status: int = 200, *, csrf: str | None = None,
 
 
 @router.get(VERIFICATION_PATH, response_class=HTMLResponse)
-def device_page(runtime: RuntimeDep, user_code: str = "") -> HTMLResponse:
+def device_page(request: Request, runtime: RuntimeDep, user_code: str = "") -> HTMLResponse:
     """The page where a person enters the user code and approves the login."""
+    if not is_secure(request, runtime.settings):  # before anyone types a password into it
+        return _page(runtime, 400, state="form", user_code=user_code[:32], error=_USE_HTTPS)
     return _page(runtime, state="form", user_code=user_code[:32])
 
 
