@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from gateway.db.base import utcnow
 from gateway.db.engine import make_engine, make_reader_engine, make_session_factory, transaction
 from gateway.metrics import Metrics
 from gateway.settings import Settings
@@ -31,6 +34,8 @@ class Runtime:
     authenticator: Authenticator
     sites: SiteRegistry
     metrics: Metrics
+    # Now, aware UTC; tests replace it to step through time windows.
+    clock: Callable[[], datetime] = utcnow
 
     def reading(self) -> Connection:
         """A connection for a request that only reads (use as a context manager)."""

@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 
 import platformdirs
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -43,6 +43,15 @@ class Settings(BaseSettings):
     reuse_port: bool = False
     audience: str = "gridgate"
     signing_key_path: Path | None = None
+    # The built-in issuer's endpoints carry secrets (client secrets, refresh tokens,
+    # passwords): over plain http they answer loopback clients only. Set this when a
+    # TLS-terminating proxy is in front: its X-Forwarded-Proto then says what counts.
+    trust_proxy_tls: bool = False
+    # Device-login password form: failed attempts allowed per account and per client
+    # address within the window; beyond them, 429 until the oldest failure ages out.
+    login_max_failures_per_account: int = 5
+    login_max_failures_per_address: int = 20
+    login_failure_window_seconds: int = 900
     access_token_ttl_seconds: int = 3600
     refresh_token_ttl_seconds: int = 30 * 24 * 3600
     device_code_ttl_seconds: int = 600
@@ -72,6 +81,9 @@ class Settings(BaseSettings):
     # A worker staging a job's files holds it this long, renewed between files.
     staging_lease_seconds: float = 300.0
     max_body_bytes: int = 1024 * 1024
+    # GET /metrics: with a token, it wants `Authorization: Bearer <token>`; without one,
+    # it answers loopback clients only.
+    metrics_token: SecretStr | None = None
     # Threads serving synchronous API routes (database work) in one process.
     api_threads: int = 8
 

@@ -29,6 +29,8 @@ from gateway.settings import Settings
 pytest_plugins = ["tests.testbed.fixture"]
 
 ALL_SCOPES = "jobs:read jobs:write sites:read"
+# Test clients connect as a local client would (TestClient's default peer is not an IP).
+LOOPBACK = ("127.0.0.1", 50000)
 
 
 class _PgDatabases:
@@ -133,5 +135,5 @@ def make_user(runtime: Runtime) -> MakeUser:
 @pytest.fixture
 def client(runtime: Runtime) -> Iterator[TestClient]:
     """The app in-process (no worker thread: tests drive the worker themselves)."""
-    with TestClient(create_app(runtime=runtime)) as c:
+    with TestClient(create_app(runtime=runtime), client=LOOPBACK) as c:
         yield c

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from gateway import __version__
 from gateway.api import problems
 from gateway.api.middleware import BodyLimit, RequestMetrics
+from gateway.api.nul_guard import RejectNul
 from gateway.api.routes import job_files, jobs, oauth, sites, system, uploads
 from gateway.runtime import Runtime, build_runtime
 from gateway.settings import Settings
@@ -57,15 +58,18 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         version=__version__,
         description="Federated HPC job gateway. Errors are RFC 9457 problem details.",
         lifespan=lifespan,
+        # A redirect to the slash-less path would build its Location from the request's
+        # Host header (an open redirect for a forged Host): unknown paths are 404.
+        redirect_slashes=False,
     )
     app.state.runtime = runtime
     problems.install(app)
-    app.include_router(jobs.router)
-    app.include_router(job_files.router)
-    app.include_router(uploads.router)
-    app.include_router(sites.router)
-    app.include_router(system.router)
-    app.include_router(oauth.router)
+    routers = (jobs.router, job_files.router, uploads.router, sites.router, system.router,
+               oauth.router)
+    for router in routers:
+        app.include_router(router)
+    app.add_middleware(RejectNul, routes=[route for router in routers for route in router.routes],
+                       stream_body=uploads.is_chunk_put)
     app.add_middleware(RequestMetrics, metrics=runtime.metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, exempt=uploads.is_chunk_put)
     return app

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gateway.api.problems import send_problem
 from gateway.metrics import Metrics
 
 
@@ -17,14 +17,8 @@ class _BodyTooLarge(Exception):
 
 
 async def _send_413(send: Send, limit: int) -> None:
-    body = json.dumps({
-        "type": "about:blank", "title": "Content Too Large", "status": 413,
-        "detail": f"The request body is larger than the limit of {limit} bytes.",
-    }).encode()
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", b"application/problem+json"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    await send_problem(send, 413, f"The request body is larger than the limit of {limit} bytes.",
+                       title="Content Too Large")
 
 
 class BodyLimit:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from http import HTTPStatus
@@ -12,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Send
 
 from gateway.domain import errors
 
@@ -44,6 +46,18 @@ def problem(
         body["instance"] = instance
     body.update(extra)
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+async def send_problem(send: Send, status: int, detail: str, *, title: str | None = None,
+                       headers: dict[str, str] | None = None, **extra: Any) -> None:
+    """Send a problem+json response from pure ASGI middleware (before any route runs)."""
+    body = json.dumps({"type": "about:blank", "title": title or HTTPStatus(status).phrase,
+                       "status": status, "detail": detail, **extra}).encode()
+    raw_headers = [(b"content-type", PROBLEM_JSON.encode()),
+                   (b"content-length", str(len(body)).encode())]
+    raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _field(loc: tuple[Any, ...] | list[Any]) -> str:

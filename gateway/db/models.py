@@ -270,3 +270,16 @@ class JobOutput(Base):
     site_name: Mapped[str] = mapped_column(ForeignKey("sites.name"))
     site_path: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LoginFailure(Base):
+    """One failed password attempt on the device-login form, counted against the account
+    (`user:<name>`) and the client address (`addr:<ip>`): two rows per failure. In the
+    database, so every gateway process sees the same counts."""
+
+    __tablename__ = "login_failures"
+    __table_args__ = (Index("ix_login_failures_key_at", "key", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(128))
+    at: Mapped[datetime] = mapped_column(index=True)

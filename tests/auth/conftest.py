@@ -7,8 +7,9 @@ with the OAuth router and one protected route, `/whoami`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from gateway.api.deps import CurrentPrincipal
 from gateway.api.routes import oauth
 from gateway.auth.authenticator import Authenticator
 from gateway.auth.keys import SigningKeys
+from gateway.db.base import utcnow
 from gateway.db.engine import make_engine, make_session_factory
 from gateway.db.migrate import upgrade_database
 from gateway.settings import ExternalIssuer, Settings
@@ -39,6 +41,7 @@ class AuthRuntime:
     sessions: sessionmaker[Session]
     keys: SigningKeys
     authenticator: Authenticator
+    clock: Callable[[], datetime] = utcnow
 
 
 def make_auth_runtime(tmp_path: Path, database_url: str, **overrides: object) -> AuthRuntime:

@@ -21,7 +21,7 @@ from gateway.runtime import Runtime
 from gateway.services import job_queries
 from gateway.services import jobs as job_service
 from gateway.services.job_inputs import StagingLimits
-from gateway.services.job_queries import JobFilter
+from gateway.services.job_queries import MAX_LABEL_FILTERS, JobFilter
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 
@@ -48,6 +48,9 @@ def submit_job(
 
 
 def _label_pairs(labels: list[str]) -> tuple[tuple[str, str], ...]:
+    if len(labels) > MAX_LABEL_FILTERS:
+        raise Invalid(f"At most {MAX_LABEL_FILTERS} label filters may be given at once; "
+                      f"this request has {len(labels)}.", field="label")
     pairs = []
     for item in labels:
         key, sep, value = item.partition("=")
@@ -66,7 +69,7 @@ def list_jobs(
     project: str | None = None,
     label: Annotated[list[str], Query()] = [],  # noqa: B006  (FastAPI copies defaults)
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: str | None = None,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> Response:
     """Your jobs, newest first; follow `next_cursor` for the next page."""
     filters = JobFilter(state=state, site=site, project=project, labels=_label_pairs(label))

@@ -8,6 +8,7 @@ thread, because Authlib is synchronous and argon2 and the database block.
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from gateway.api.client_address import client_address, is_secure
 from gateway.api.deps import RuntimeDep, SessionDep
 from gateway.auth.server import (
     DEVICE_AUTHORIZATION_PATH,
@@ -37,6 +39,12 @@ from gateway.auth.server import (
 )
 from gateway.runtime import Runtime
 from gateway.services.accounts import verify_password
+from gateway.services.login_throttle import (
+    LoginLimits,
+    record_failure,
+    record_success,
+    retry_after,
+)
 
 router = APIRouter(tags=["oauth"])
 
@@ -52,6 +60,8 @@ _PAGE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+_USE_HTTPS = ("Use https: this endpoint takes secrets, and plain http is accepted from this "
+              "host only (behind a TLS proxy, set GRIDGATE_TRUST_PROXY_TLS).")
 _templates = Environment(
     loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
     autoescape=select_autoescape(["html"], default_for_string=True, default=True),
@@ -106,6 +116,8 @@ async def _run(
     path: str,
     call: Callable[[GatewayAuthorizationServer, OAuthRequest], tuple[int, Any, Any]],
 ) -> Response:
+    if not is_secure(request, runtime.settings):
+        return oauth_error("invalid_request", _USE_HTTPS)
     try:
         form = await _read_form(request)
     except _FormError as exc:
@@ -177,8 +189,10 @@ def _page(runtime: Runtime, status: int = 200, *, csrf: str | None = None,
 
 
 @router.get(VERIFICATION_PATH, response_class=HTMLResponse)
-def device_page(runtime: RuntimeDep, user_code: str = "") -> HTMLResponse:
+def device_page(request: Request, runtime: RuntimeDep, user_code: str = "") -> HTMLResponse:
     """The page where a person enters the user code and approves the login."""
+    if not is_secure(request, runtime.settings):  # before anyone types a password into it
+        return _page(runtime, 400, state="form", user_code=user_code[:32], error=_USE_HTTPS)
     return _page(runtime, state="form", user_code=user_code[:32])
 
 
@@ -186,6 +200,8 @@ def device_page(runtime: RuntimeDep, user_code: str = "") -> HTMLResponse:
 async def device_decision(request: Request, runtime: RuntimeDep,
                           session: SessionDep) -> HTMLResponse:
     """Approve or deny a device login with a local username and password."""
+    if not is_secure(request, runtime.settings):
+        return _page(runtime, 400, state="form", error=_USE_HTTPS)
     try:
         form = await _read_form(request)
     except _FormError as exc:
@@ -203,7 +219,18 @@ async def device_decision(request: Request, runtime: RuntimeDep,
         return _page(runtime, 400, state="form", user_code=user_code, username=username,
                      error="Choose Approve or Deny.")
 
+    limits = LoginLimits.from_settings(runtime.settings)
+    address = client_address(request)
+
     def work() -> HTMLResponse:
+        now = runtime.clock()
+        wait = retry_after(session, limits, username, address, now)
+        if wait is not None:
+            page = _page(runtime, 429, state="form", user_code=user_code, username=username,
+                         error="Too many failed attempts for this account or from this "
+                               f"address. Try again in {math.ceil(wait / 60)} minute(s).")
+            page.headers["Retry-After"] = str(wait)
+            return page
         try:
             row = pending_device_code(session, user_code)
         except DeviceApprovalError as exc:
@@ -211,9 +238,11 @@ async def device_decision(request: Request, runtime: RuntimeDep,
                          username=username, error=str(exc))
         user = verify_password(session, username, form.get("password", ""))
         if user is None:
-            session.commit()  # a password rehash, if any
+            record_failure(session, limits, username, address, now)
+            session.commit()
             return _page(runtime, 400, state="form", user_code=user_code,
                          username=username, error="Wrong username or password.")
+        record_success(session, username)
         if user.disabled:
             return _page(runtime, 403, state="form", user_code=user_code, username=username,
                          error="This account is disabled; ask a gateway administrator.")

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import SecretStr
 from sqlalchemy import text
 
 from gateway import __version__
+from gateway.api.client_address import is_loopback
 from gateway.api.deps import RuntimeDep
 from gateway.api.schemas import Health
+from gateway.domain.errors import Forbidden, Unauthenticated
 from gateway.domain.jobspec import JobSpec
 
 router = APIRouter(tags=["system"])
@@ -31,9 +35,24 @@ def health(runtime: RuntimeDep, response: Response) -> Health:
                   version=__version__)
 
 
+def _check_scraper(request: Request, token: SecretStr | None) -> None:
+    """Metrics tell who runs what, where: a token when one is set, else loopback only."""
+    if token is None:
+        if not is_loopback(request):
+            raise Forbidden("/metrics answers clients on this host only; set "
+                            "GRIDGATE_METRICS_TOKEN to scrape it from elsewhere with a "
+                            "bearer token.")
+        return
+    scheme, _, sent = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not secrets.compare_digest(
+            sent.strip().encode(), token.get_secret_value().encode()):
+        raise Unauthenticated("/metrics needs 'Authorization: Bearer <GRIDGATE_METRICS_TOKEN>'.")
+
+
 @router.get("/metrics", include_in_schema=False)
-def metrics(runtime: RuntimeDep) -> Response:
+def metrics(request: Request, runtime: RuntimeDep) -> Response:
     """Prometheus exposition of this process's metrics."""
+    _check_scraper(request, runtime.settings.metrics_token)
     return Response(generate_latest(runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
