@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,78 @@ def cpu_times() -> list[int]:
     """The machine's cumulative CPU ticks (user nice system idle iowait irq softirq steal)."""
     with open("/proc/stat", encoding="ascii") as stat:
         return [int(v) for v in stat.readline().split()[1:9]]
+
+
+# Kernel TCP counters (nstat's TcpExt*/Tcp*) show where connections wait: an overflowing
+# accept queue (TcpExtListenOverflows) drops the handshake's last ACK, and any drop is
+# retransmitted after an RTO (1 s before the first RTT sample, 200 ms after), which
+# reads as a ~1 s request at a median of a few ms.
+LISTEN_COUNTERS = ("TcpExtListenOverflows", "TcpExtListenDrops", "TcpExtTCPReqQFullDrop",
+                   "TcpExtTCPReqQFullDoCookies", "TcpExtTCPSynRetrans")
+
+
+def tcp_counters() -> dict[str, int]:
+    """Every Tcp/TcpExt counter of this network namespace (all its sockets, others' too)."""
+    found: dict[str, int] = {}
+    for table in ("/proc/net/netstat", "/proc/net/snmp"):
+        with open(table, encoding="ascii") as f:
+            lines = f.read().splitlines()
+        for names, values in zip(lines[::2], lines[1::2], strict=True):
+            prefix, _, header = names.partition(":")
+            if prefix in ("Tcp", "TcpExt"):
+                for name, value in zip(header.split(), values.split(":")[1].split(),
+                                       strict=True):
+                    found[f"{prefix}{name}"] = int(value)
+    return found
+
+
+def accept_queues(port: int) -> list[int]:
+    """Connections waiting in each listening socket on `port` for accept() (Recv-Q)."""
+    queues = []
+    with open("/proc/net/tcp", encoding="ascii") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            # State 0A is LISTEN; for a listener rx_queue is its accept-queue length.
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                queues.append(int(fields[4].split(":")[1], 16))
+    return queues
+
+
+class QueueWatch:
+    """Samples the listening sockets' accept queues every 10 ms while a series runs."""
+
+    def __init__(self, port: int) -> None:
+        self.port, self.longest, self._stop = port, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self.longest = max([self.longest, *accept_queues(self.port)])
+
+    def __enter__(self) -> QueueWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def measured(run: Any, port: int) -> dict[str, Any]:
+    """`run()`'s result with the TCP counters' change and the longest accept queue."""
+    before = tcp_counters()
+    with QueueWatch(port) as watch:
+        result: dict[str, Any] = run()
+    after = tcp_counters()
+    # Only what moved; the listen-path counters always, to show them at zero.
+    result["tcp"] = {name: after[name] - before[name] for name in before
+                     if after[name] != before[name] or name in LISTEN_COUNTERS}
+    result["accept_queue_max"] = watch.longest
+    return result
+
+
+def sysctl(name: str) -> int:
+    return int(Path("/proc/sys", *name.split(".")).read_text())
 
 
 def ensure_wrk() -> str:
@@ -126,10 +199,10 @@ def main() -> None:
                     # Warm every server process's pools, caches and code paths first.
                     wrk(binary, req["url"], clients, 1, method=req.get("method", "GET"),
                         body=req.get("body", ""), token=req.get("token", ""))
-                    results[name][str(clients)] = wrk(
-                        binary, req["url"], clients, args.seconds,
+                    results[name][str(clients)] = measured(lambda req=req, c=clients: wrk(
+                        binary, req["url"], c, args.seconds,
                         method=req.get("method", "GET"), body=req.get("body", ""),
-                        token=req.get("token", ""))
+                        token=req.get("token", "")), port)
             cpu = [b - a for a, b in zip(cpu_before, cpu_times(), strict=True)]
             with runtime.sessions() as session:
                 stored = session.scalar(select(func.count()).select_from(Job)) or 0
@@ -151,6 +224,8 @@ def main() -> None:
         "server_processes": args.processes,
         "api_threads_per_process": args.api_threads,
         "cpus": os.cpu_count(),
+        "kernel": {name: sysctl(name) for name in (
+            "net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_syncookies")},
         # Time the hypervisor gave to other guests: high values mean a noisy neighbour
         # slowed this run, and absolute figures (not the ratios) suffer most.
         "cpu_steal_percent": round(100 * cpu[7] / max(1, sum(cpu)), 1),

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from gateway import __version__
 from gateway.api import problems
 from gateway.api.middleware import BodyLimit, RequestMetrics
-from gateway.api.routes import job_files, jobs, oauth, sites, system, uploads
+from gateway.api.routes import job_files, job_output, jobs, oauth, sites, system, uploads
 from gateway.runtime import Runtime, build_runtime
 from gateway.settings import Settings
 
@@ -61,6 +61,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.state.runtime = runtime
     problems.install(app)
     app.include_router(jobs.router)
+    app.include_router(job_output.router)
     app.include_router(job_files.router)
     app.include_router(uploads.router)
     app.include_router(sites.router)
