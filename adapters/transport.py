@@ -362,6 +362,8 @@ class LocalTransport:
         try:
             with open(path, "rb") as src:
                 size = os.fstat(src.fileno()).st_size
+                if offset >= size:  # a seek past the file system's largest offset fails
+                    return b"", size
                 src.seek(offset)
                 return src.read(limit), size
         except FileNotFoundError:

@@ -86,6 +86,10 @@ class Settings(BaseSettings):
     metrics_token: SecretStr | None = None
     # Threads serving synchronous API routes (database work) in one process.
     api_threads: int = 8
+    # Output streams (`follow=true`) open at once: per user on this host (all server
+    # processes), and per server process. Beyond them a follow is refused with 429 / 503.
+    output_max_streams_per_user: int = Field(default=8, ge=1)
+    output_max_streams: int = Field(default=100, ge=1)
 
     # The gateway store (uploads): bytes per user over open + complete uploads,
     # the largest single file, the largest chunk one PUT may carry (chunk PUTs are

@@ -357,6 +357,9 @@ class LocalAdapter:
             raise AdapterError(f"cannot read {stream} of {workdir}: {exc}") from exc
         with os.fdopen(fd, "rb") as f:
             size = os.fstat(f.fileno()).st_size
+            if offset >= size:
+                # Nothing there yet; seeking past the file system's largest offset fails.
+                return OutputChunk(b"", offset, size)
             f.seek(offset)
             data = f.read(limit)
         # The file may have grown since fstat; never report less than was read.

@@ -83,6 +83,8 @@ def test_put_and_read(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert transport.read_bytes(str(path), 2, 3) == (b"234", 10)
     assert transport.read_bytes(str(path), 20) == (b"", 10)
+    # Past the largest offset the file system allows, seeking fails: still nothing to read.
+    assert transport.read_bytes(str(path), 2**62) == (b"", 10)
     assert transport.read_bytes(str(tmp_path / "absent")) == (b"", None)
     assert [p.name for p in tmp_path.iterdir()] == ["script.sh"]
     with pytest.raises(FileTransferError):

@@ -1,0 +1,217 @@
+"""GET /api/v1/jobs/{id}/output/{stream}: a job's stdout or stderr, read or followed.
+
+A read (`offset` or `tail`, `limit`) is a short request on the API's thread pool. A
+follow streams from the event loop: while it waits it holds no thread, its polls (one
+short query and one read) run on a small pool of their own so they never queue ahead of
+short requests, it takes a slot (caps per user and per process; 429 / 503 beyond), and
+it gives the slot back as soon as the client goes away.
+
+An `offset` past the end of a finished job's output is 416 (the file will not grow);
+for a job still running it is an empty 200, as the output may get there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import anyio
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
+from starlette.concurrency import run_in_threadpool
+from starlette.types import Receive, Scope, Send
+
+from adapters.base import OutputChunk
+from gateway.api.deps import JobsReader, RuntimeDep
+from gateway.api.problems import problem
+from gateway.api.stream_slots import SlotRefused, StreamSlot, StreamSlots
+from gateway.auth.principal import Principal
+from gateway.db.models import Attempt, Job, User
+from gateway.domain.errors import Invalid, Unavailable
+from gateway.domain.states import JobState
+from gateway.runtime import Runtime
+from gateway.services import job_queries
+
+router = APIRouter(prefix="/api/v1", tags=["jobs"])
+log = logging.getLogger(__name__)
+
+Stream = Literal["stdout", "stderr"]
+OUTPUT_CHUNK = 256 * 1024
+FOLLOW_POLL_SECONDS = 0.5
+# Threads one process lends to follow polls; more would only compete with short requests.
+FOLLOW_POLL_THREADS = 2
+# A refused follow may try again this many seconds later.
+FOLLOW_RETRY_AFTER_SECONDS = 10
+# The largest offset a file can have (off_t).
+MAX_OFFSET = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where the job's output is now: its newest attempt, read as its owner's account."""
+
+    final: bool
+    attempt: Attempt | None
+    owner: str | None
+
+
+@dataclass(frozen=True)
+class _Follows:
+    """One process's follow resources, made on first use."""
+
+    slots: StreamSlots
+    polls: anyio.CapacityLimiter
+
+
+def _source(runtime: Runtime, job_id: str) -> _Source:
+    with runtime.readers() as session:
+        state, owner = session.execute(
+            select(Job.state, User.username).join(User, User.id == Job.owner_id)
+            .where(Job.id == job_id)).one()
+        attempt = session.scalar(select(Attempt).where(Attempt.job_id == job_id)
+                                 .order_by(Attempt.number.desc()).limit(1))
+    return _Source(JobState(state).is_final, attempt, owner)
+
+
+def _read(runtime: Runtime, source: _Source, stream: Stream, offset: int,
+          limit: int) -> OutputChunk:
+    attempt = source.attempt
+    if attempt is None:
+        return OutputChunk(b"", offset, None)
+    # Read as the account that ran the job: on a mapped site only it can open the files.
+    adapter = runtime.sites.get(attempt.site_name).adapter_for(source.owner)
+    try:
+        return adapter.read_output(attempt.workdir, stream, offset, limit)
+    except Exception as exc:  # an adapter failure must reach the user as 503, not 500
+        raise Unavailable(f"Could not read {stream} from site '{attempt.site_name}': {exc}. "
+                          "Try again later.") from exc
+
+
+def _first(runtime: Runtime, principal: Principal, job_id: str, stream: Stream,
+           offset: int | None, tail: int | None, limit: int) -> tuple[_Source, int, OutputChunk]:
+    """Check the caller may see the job, then read from where the request asks."""
+    with runtime.reading() as conn:
+        job_queries.ensure_visible(conn, principal, job_id)  # 404 for others' jobs
+    source = _source(runtime, job_id)
+    start = offset or 0
+    if tail is not None:
+        size = _read(runtime, source, stream, 0, 0).size or 0
+        start = max(0, size - tail)
+    return source, start, _read(runtime, source, stream, start, limit)
+
+
+def _poll(runtime: Runtime, job_id: str, stream: Stream, offset: int) -> tuple[bool, bytes]:
+    """Whether the job was final before the read, and what the read found."""
+    source = _source(runtime, job_id)
+    return source.final, _read(runtime, source, stream, offset, OUTPUT_CHUNK).data
+
+
+@router.get("/jobs/{job_id}/output/{stream}", response_class=Response,
+            responses={200: {"content": {"text/plain": {}}},
+                       416: {"description": "Offset past the end of a finished job's output"},
+                       429: {"description": "Too many streams of this user (Retry-After)"}})
+async def job_output(
+    job_id: str,
+    stream: Stream,
+    principal: JobsReader,
+    runtime: RuntimeDep,
+    request: Request,
+    offset: Annotated[int | None, Query(ge=0, le=MAX_OFFSET)] = None,
+    tail: Annotated[int | None, Query(ge=0, le=64 * 1024 * 1024)] = None,
+    limit: Annotated[int, Query(ge=1, le=64 * 1024 * 1024)] = 8 * 1024 * 1024,
+    follow: bool = False,
+) -> Response:
+    """The job's stdout or stderr: from `offset`, or the last `tail` bytes; with `follow`
+    the response streams until the job is final and everything was sent."""
+    if offset is not None and tail is not None:
+        raise Invalid("Give 'offset' or 'tail', not both.", field="tail")
+    source, start, chunk = await run_in_threadpool(
+        _first, runtime, principal, job_id, stream, offset, tail,
+        OUTPUT_CHUNK if follow else limit)
+    size = chunk.size or 0
+    if source.final and start > size:
+        return problem(416, f"The offset {start} lies past the end of the job's {stream} "
+                       f"({size} bytes); the job has ended, so its {stream} will not grow.",
+                       instance=request.url.path, headers={"Content-Range": f"bytes */{size}"})
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+    if not follow:
+        headers["X-Output-Size"] = str(size)
+        return Response(chunk.data, media_type="text/plain; charset=utf-8", headers=headers)
+    follows = _follows(request, runtime)
+    try:
+        slot = follows.slots.acquire(principal.user_id)
+    except SlotRefused as refused:
+        return _refused(refused, request)
+    body = _follow(request, runtime, follows.polls, job_id, stream, start, source.final,
+                   chunk.data)
+    return _FollowResponse(slot, body, media_type="text/plain; charset=utf-8",
+                           headers=headers)
+
+
+def _follows(request: Request, runtime: Runtime) -> _Follows:
+    state = request.app.state
+    follows: _Follows | None = getattr(state, "output_follows", None)
+    if follows is None:
+        settings = runtime.settings
+        follows = _Follows(StreamSlots(settings.data_dir / "streams",
+                                       settings.output_max_streams_per_user,
+                                       settings.output_max_streams),
+                           anyio.CapacityLimiter(FOLLOW_POLL_THREADS))
+        state.output_follows = follows
+    return follows
+
+
+def _refused(refused: SlotRefused, request: Request) -> Response:
+    retry = {"Retry-After": str(FOLLOW_RETRY_AFTER_SECONDS)}
+    if refused.scope == "user":
+        return problem(429, f"You already follow {refused.cap} output streams, the most one "
+                       "user may have open at once. Close one, or read with 'offset' "
+                       "instead of 'follow', and try again.",
+                       instance=request.url.path, headers=retry)
+    return problem(503, f"This server already serves its limit of {refused.cap} output "
+                   "streams. Try again shortly.", instance=request.url.path, headers=retry)
+
+
+async def _follow(request: Request, runtime: Runtime, polls: anyio.CapacityLimiter,
+                  job_id: str, stream: Stream, offset: int, final: bool,
+                  data: bytes) -> AsyncIterator[bytes]:
+    # `final` always comes from a state read taken before the read that gave `data`:
+    # the stream ends only when the job was final and a later read found nothing new.
+    while True:
+        if data:
+            offset += len(data)
+            yield data
+        elif final:
+            return
+        else:
+            await asyncio.sleep(FOLLOW_POLL_SECONDS)
+            if await request.is_disconnected():
+                return
+        try:
+            final, data = await anyio.to_thread.run_sync(
+                _poll, runtime, job_id, stream, offset, limiter=polls)
+        except (Unavailable, OperationalError) as exc:
+            # The site or database is down for a moment: keep following, like `tail -F`.
+            log.warning("following %s of job %s: %s", stream, job_id, exc)
+            final, data = False, b""
+
+
+class _FollowResponse(StreamingResponse):
+    """A stream holding a slot; the slot is released however the response ends
+    (finished, client gone, or never started)."""
+
+    def __init__(self, slot: StreamSlot, content: AsyncIterator[bytes], *, media_type: str,
+                 headers: dict[str, str]) -> None:
+        super().__init__(content, media_type=media_type, headers=headers)
+        self.slot = slot
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.slot.release()
