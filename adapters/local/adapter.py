@@ -40,8 +40,9 @@ from adapters.local.files import (
 )
 from adapters.local.launch import LaunchConfig, build_plan
 from adapters.local.ownership import claim_job, record_outcome
-from adapters.local.procs import job_processes, signal_processes
+from adapters.local.procs import job_processes, sandbox_launchers, signal_processes
 from adapters.local.records import ChildRecord, Claim, LaunchPlan, Outcome, utcnow
+from adapters.local.sandbox import SandboxConfig
 from adapters.transport import FileTransport, LocalTransport
 
 INDEX_DIR = ".index"
@@ -82,17 +83,23 @@ class LocalAdapter:
         home: str | None = None,
         kill_grace_seconds: float = 5.0,
         runner_start_timeout: float = 60.0,
+        sandbox: SandboxConfig | None = None,
     ) -> None:
         """`mpiexec` starts `mpi.launcher: mpirun` jobs (None: no MPI here); `python` runs
-        the runner; `path`, `lang` and `home` seed each job's clean environment."""
+        the runner; `path`, `lang` and `home` seed each job's clean environment; with a
+        `sandbox` each job runs in its own (adapters.local.sandbox), HOME its directory."""
         self._root = Path(jobs_root).resolve()
         self._python = python
+        self._runner_home = pwd.getpwuid(os.getuid()).pw_dir
+        if home is None and sandbox is None:
+            home = self._runner_home
         self._config = LaunchConfig(
             mpiexec=mpiexec,
             path=path,
-            home=home if home is not None else pwd.getpwuid(os.getuid()).pw_dir,
+            home=home,
             lang=lang,
             kill_grace_seconds=kill_grace_seconds,
+            sandbox=sandbox,
         )
         self._runner_start_timeout = runner_start_timeout
         self._files = LocalTransport(label="the local site")
@@ -100,6 +107,11 @@ class LocalAdapter:
     @property
     def jobs_root(self) -> Path:
         return self._root
+
+    @property
+    def sandbox(self) -> SandboxConfig | None:
+        """How jobs are confined; None: they run unconfined as the gateway's account."""
+        return self._config.sandbox
 
     @property
     def files(self) -> FileTransport:
@@ -185,7 +197,7 @@ class LocalAdapter:
     def _spawn_runner(self, files: JobFiles) -> None:
         env = {
             "PATH": self._config.path,
-            "HOME": self._config.home,
+            "HOME": self._runner_home,
             "LANG": self._config.lang,
             "PYTHONPATH": _CODE_ROOT,
         }
@@ -335,7 +347,11 @@ class LocalAdapter:
         ancestor = claim.owner.pid if claim is not None and runner_alive else None
         # Without a runner nobody would escalate later, so kill outright.
         sig = signal.SIGTERM if runner_alive else signal.SIGKILL
-        signal_processes(job_processes(child.process, ancestor), sig)
+        pids = set(job_processes(child.process, ancestor))
+        plan = _load(files.request, LaunchPlan.from_json)
+        if sig == signal.SIGTERM and plan is not None and plan.sandbox is not None:
+            pids -= sandbox_launchers(child.process)
+        signal_processes(sorted(pids), sig)
 
     # -- output -------------------------------------------------------------------
 
