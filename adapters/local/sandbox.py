@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -152,12 +153,16 @@ def sandbox_argv(
     for path in config.read_only:
         if os.path.exists(path) and not any(_under(path, h) for h in config.hidden):
             mounts.add("--ro-bind", path, path, target=path)
-    # A hidden path inside something bound above disappears under an empty tmpfs.
+    # A hidden path inside something bound above disappears: a directory under an
+    # empty tmpfs, a file under /dev/null.
     for path in config.hidden:
-        bound = [p for p in (*config.system_paths, *config.read_only) if _under(path, p)]
-        if bound and os.path.isdir(path):
+        if not any(_under(path, p) for p in (*config.system_paths, *config.read_only)):
+            continue
+        if os.path.isdir(path):
             mounts.add("--tmpfs", path, target=path)
             mounts.add("--remount-ro", path, target=path)
+        elif os.path.exists(path):
+            mounts.add("--ro-bind", "/dev/null", path, target=path)
     mounts.add("--bind", work, work, target=work)
     control = posixpath.join(work, CONTROL_DIR)
     mounts.add("--perms", "0755", "--tmpfs", control, target=control)
@@ -197,34 +202,28 @@ def wait_status_of(sandboxed_status: int) -> int:
 
 
 def hand_over(config: SandboxConfig, workdir: Path, script: Path | None) -> list[Path]:
-    """Before the start, as root: give the job's account its directory and files.
-
-    Regular files linked elsewhere (the site's staging cache) keep their owner and
-    become readable instead; they are returned, to be bound read-only. Symlinks are
-    never followed. Without `run_as` nothing changes owner; linked files still count.
+    """Before the start: with `run_as`, give the job's account its directory and files
+    (modes unchanged; symlinks never followed; the control directory stays the gateway's,
+    except the script). Returns the regular files linked elsewhere (the site's staging
+    cache), which the sandbox binds read-only so the job cannot change the shared copy.
     """
     shared: list[Path] = []
-    control = workdir / CONTROL_DIR
+    owner = config.run_as
     for root, dirs, files in os.walk(workdir):
         here = Path(root)
         if here == workdir and CONTROL_DIR in dirs:
             dirs.remove(CONTROL_DIR)
-        for name in files:
+        for name in [*files, *dirs]:
             path = here / name
             st = path.lstat()
-            if st.st_nlink > 1 and os.path.isfile(path) and not path.is_symlink():
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
                 shared.append(path)
-                if config.run_as is not None:
-                    os.chmod(path, st.st_mode | 0o444)
-            elif config.run_as is not None:
-                os.chown(path, *config.run_as, follow_symlinks=False)
-        if config.run_as is not None:
-            for name in dirs:
-                os.chown(here / name, *config.run_as, follow_symlinks=False)
-    if config.run_as is not None:
-        os.chown(workdir, *config.run_as)
-        if script is not None and script.parent == control:
-            os.chown(script, *config.run_as, follow_symlinks=False)
+            if owner is not None:
+                os.chown(path, *owner, follow_symlinks=False)
+    if owner is not None:
+        os.chown(workdir, *owner)
+        if script is not None:
+            os.chown(script, *owner, follow_symlinks=False)
     return shared
 
 
