@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import BaseModel, Field, SecretStr
@@ -65,6 +66,13 @@ class Settings(BaseSettings):
     # Launcher used for MPI jobs on the local site; None means `mpiexec` next to
     # the running interpreter (the PyPI `mpich` wheel), then on PATH.
     local_mpiexec: str | None = None
+    # How local jobs are confined: "auto" sandboxes each job with bubblewrap when a probe
+    # at startup succeeds; "sandbox" requires it (startup fails without); "none" runs
+    # jobs unconfined as the gateway's account, and then only that account may use the
+    # local site (other users' submissions are refused).
+    local_isolation: Literal["auto", "sandbox", "none"] = "auto"
+    # When the gateway runs as root: the unprivileged account sandboxed jobs run as.
+    local_job_user: str = "nobody"
     site_configs_dir: Path | None = None
     # Where `secret:NAME` key references in site configs resolve.
     secrets_dir: Path | None = None

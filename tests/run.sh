@@ -126,6 +126,8 @@ fi
 # Real sshd (and the OpenSSH client as a baseline) for the SSH transport tests.
 [[ -x /usr/sbin/sshd ]] || apt_packages+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || apt_packages+=(openssh-client)
+# Each local job runs in its own bubblewrap sandbox.
+command -v bwrap >/dev/null 2>&1 || apt_packages+=(bubblewrap)
 # The device-login page is tested in a real (headless) browser.
 [[ -x /usr/bin/chromium ]] || apt_packages+=(chromium)
 fc-list 2>/dev/null | grep -q . || apt_packages+=(fonts-dejavu-core)

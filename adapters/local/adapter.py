@@ -5,20 +5,16 @@ files and starts `python -m adapters.local.runner WORKDIR`; the runner does the
 rest and records the outcome on disk, so a gateway may die (even `kill -9`) and
 a later one reads where every job stands.
 
-Native ids are `local-` + 24 hex digits of a hash of the job directory's path
-below the jobs root: stable, recomputable from the workdir, and short. A symlink
-JOBS_ROOT/.index/<native id> -> the job directory lets `status` and `cancel`
-find a job from its id alone.
+Job directories and native ids: adapters.local.index. Each job runs in its own
+sandbox when the site has one: adapters.local.sandbox.
 
 Linux only: process identity and job cleanup read /proc.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pwd
-import re
 import signal
 import subprocess
 import sys
@@ -38,14 +34,14 @@ from adapters.local.files import (
     write_atomic,
     write_json_atomic,
 )
+from adapters.local.index import JobIndex
 from adapters.local.launch import LaunchConfig, build_plan
 from adapters.local.ownership import claim_job, record_outcome
-from adapters.local.procs import job_processes, signal_processes
+from adapters.local.procs import job_processes, sandbox_launchers, signal_processes
 from adapters.local.records import ChildRecord, Claim, LaunchPlan, Outcome, utcnow
+from adapters.local.sandbox import SandboxConfig
 from adapters.transport import FileTransport, LocalTransport
 
-INDEX_DIR = ".index"
-NATIVE_ID = re.compile(r"^local-[0-9a-f]{24}$")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 LOST_REASON = "LOST: runner process disappeared without recording an outcome"
 # The directory holding the `adapters` package, so the runner imports this very code.
@@ -82,17 +78,24 @@ class LocalAdapter:
         home: str | None = None,
         kill_grace_seconds: float = 5.0,
         runner_start_timeout: float = 60.0,
+        sandbox: SandboxConfig | None = None,
     ) -> None:
         """`mpiexec` starts `mpi.launcher: mpirun` jobs (None: no MPI here); `python` runs
-        the runner; `path`, `lang` and `home` seed each job's clean environment."""
+        the runner; `path`, `lang` and `home` seed each job's clean environment; with a
+        `sandbox` each job runs in its own (adapters.local.sandbox), HOME its directory."""
         self._root = Path(jobs_root).resolve()
+        self._index = JobIndex(self._root)
         self._python = python
+        self._runner_home = pwd.getpwuid(os.getuid()).pw_dir
+        if home is None and sandbox is None:
+            home = self._runner_home
         self._config = LaunchConfig(
             mpiexec=mpiexec,
             path=path,
-            home=home if home is not None else pwd.getpwuid(os.getuid()).pw_dir,
+            home=home,
             lang=lang,
             kill_grace_seconds=kill_grace_seconds,
+            sandbox=sandbox,
         )
         self._runner_start_timeout = runner_start_timeout
         self._files = LocalTransport(label="the local site")
@@ -100,6 +103,11 @@ class LocalAdapter:
     @property
     def jobs_root(self) -> Path:
         return self._root
+
+    @property
+    def sandbox(self) -> SandboxConfig | None:
+        """How jobs are confined; None: they run unconfined as the gateway's account."""
+        return self._config.sandbox
 
     @property
     def files(self) -> FileTransport:
@@ -114,8 +122,8 @@ class LocalAdapter:
         The first half of `submit`. Idempotent: if the directory already holds a
         request with this tag it is kept as it is (it may already be running).
         """
-        workdir = self._workdir(request.workdir, SubmitRejected)
-        native_id = _native_id(self._root, workdir)
+        workdir = self._index.workdir(request.workdir, SubmitRejected)
+        native_id = self._index.native_id(workdir)
         files = JobFiles(workdir)
         plan = build_plan(request, native_id, workdir, files.script, self._config)
         try:
@@ -134,7 +142,7 @@ class LocalAdapter:
                 return native_id
             if request.script is not None:
                 write_atomic(files.script, request.script.encode(), mode=0o700)
-            self._link_index(native_id, workdir)
+            self._index.link(native_id, workdir)
             # Written last: a request.json on disk means everything it needs is there too.
             write_json_atomic(
                 files.request,
@@ -156,7 +164,7 @@ class LocalAdapter:
         has claimed the job yet, and the runners' exclusive claim lets just one run it.
         """
         native_id = self.prepare(request)
-        files = JobFiles(self._workdir(request.workdir, SubmitRejected))
+        files = JobFiles(self._index.workdir(request.workdir, SubmitRejected))
         if not files.claim.exists():
             self._spawn_runner(files)
         return native_id
@@ -173,7 +181,7 @@ class LocalAdapter:
             its id; if it has not claimed it yet we return None, the new submit
             starts a second runner, and the exclusive claim lets only one run.
         """
-        files = JobFiles(self._workdir(workdir, AdapterError))
+        files = JobFiles(self._index.workdir(workdir, AdapterError))
         try:
             plan = _load(files.request, LaunchPlan.from_json)
         except (OSError, ValueError):
@@ -185,7 +193,7 @@ class LocalAdapter:
     def _spawn_runner(self, files: JobFiles) -> None:
         env = {
             "PATH": self._config.path,
-            "HOME": self._config.home,
+            "HOME": self._runner_home,
             "LANG": self._config.lang,
             "PYTHONPATH": _CODE_ROOT,
         }
@@ -222,15 +230,6 @@ class LocalAdapter:
                     done = pid
                 if done:
                     _runner_pids.discard(pid)
-
-    def _link_index(self, native_id: str, workdir: Path) -> None:
-        index = self._root / INDEX_DIR
-        make_private_dirs(self._root, index)
-        tmp = index / f".{native_id}.{os.getpid()}.{threading.get_ident()}.tmp"
-        if tmp.is_symlink():
-            tmp.unlink()
-        os.symlink(os.path.relpath(workdir, index), tmp)
-        os.replace(tmp, index / native_id)
 
     # -- status -------------------------------------------------------------------
 
@@ -335,7 +334,15 @@ class LocalAdapter:
         ancestor = claim.owner.pid if claim is not None and runner_alive else None
         # Without a runner nobody would escalate later, so kill outright.
         sig = signal.SIGTERM if runner_alive else signal.SIGKILL
-        signal_processes(job_processes(child.process, ancestor), sig)
+        pids = set(job_processes(child.process, ancestor))
+        plan = _load(files.request, LaunchPlan.from_json)
+        if sig == signal.SIGTERM and plan is not None and plan.sandbox is not None:
+            pids -= sandbox_launchers(child.process)
+        signal_processes(sorted(pids), sig)
+
+    def files_of(self, native_id: str) -> JobFiles | None:
+        """The job directory behind a native id, or None if there is none."""
+        return self._index.files_of(native_id)
 
     # -- output -------------------------------------------------------------------
 
@@ -347,7 +354,7 @@ class LocalAdapter:
             raise AdapterError(f"unknown output stream {stream!r}")
         if offset < 0 or limit < 0:
             raise AdapterError("offset and limit must not be negative")
-        path = JobFiles(self._workdir(workdir, AdapterError)).output(stream)
+        path = JobFiles(self._index.workdir(workdir, AdapterError)).output(stream)
         try:
             # The job may replace its output with a symlink; never follow it.
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -364,43 +371,6 @@ class LocalAdapter:
             data = f.read(limit)
         # The file may have grown since fstat; never report less than was read.
         return OutputChunk(data, offset, max(size, offset + len(data)) if data else size)
-
-    # -- paths --------------------------------------------------------------------
-
-    def files_of(self, native_id: str) -> JobFiles | None:
-        """The job directory behind a native id, or None if there is none."""
-        if not NATIVE_ID.match(native_id):
-            return None
-        try:
-            target = os.readlink(self._root / INDEX_DIR / native_id)
-        except OSError:
-            return None
-        workdir = (self._root / INDEX_DIR / target).resolve()
-        if not _inside(self._root, workdir):
-            return None
-        return JobFiles(workdir)
-
-    def _workdir(self, workdir: str, error: type[AdapterError]) -> Path:
-        path = Path(workdir)
-        if not path.is_absolute():
-            raise error(f"job directory {workdir!r} is not an absolute path")
-        resolved = path.resolve()
-        if not _inside(self._root, resolved) or resolved.relative_to(self._root).parts[0] in (
-            INDEX_DIR,
-        ):
-            raise error(
-                f"job directory {workdir!r} is outside the local site's jobs root {self._root}"
-            )
-        return resolved
-
-
-def _inside(root: Path, path: Path) -> bool:
-    return path != root and root in path.parents
-
-
-def _native_id(root: Path, workdir: Path) -> str:
-    digest = hashlib.sha256(str(workdir.relative_to(root)).encode()).hexdigest()
-    return f"local-{digest[:24]}"
 
 
 def _load(path: Path, parse: Callable[[Mapping[str, Any]], T]) -> T | None:

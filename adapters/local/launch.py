@@ -8,6 +8,7 @@ from pathlib import Path
 from adapters.base import SubmitRequest
 from adapters.errors import SubmitRejected
 from adapters.local.records import LaunchPlan
+from adapters.local.sandbox import SandboxConfig
 from adapters.text_rules import ENV_NAME
 
 SHELL = "/bin/sh"
@@ -19,9 +20,11 @@ class LaunchConfig:
 
     mpiexec: str | None
     path: str
-    home: str
+    # None: HOME is the job's own directory (in a sandbox, the only writable place).
+    home: str | None
     lang: str
     kill_grace_seconds: float
+    sandbox: SandboxConfig | None = None
 
 
 def program_argv(request: SubmitRequest, script_path: Path) -> list[str]:
@@ -64,7 +67,8 @@ def launch_argv(request: SubmitRequest, program: list[str], mpiexec: str | None)
 
 def job_environment(request: SubmitRequest, workdir: Path, config: LaunchConfig) -> dict[str, str]:
     """A clean environment: basics, then the user's values, then gridgate's own variables."""
-    env = {"PATH": config.path, "HOME": config.home, "LANG": config.lang}
+    home = config.home if config.home is not None else str(workdir)
+    env = {"PATH": config.path, "HOME": home, "LANG": config.lang}
     # OMP_NUM_THREADS follows the requested threads per rank; a user value overrides it.
     env["OMP_NUM_THREADS"] = str(request.resources.threads_per_rank)
     for name, value in request.env.items():
@@ -96,6 +100,7 @@ def build_plan(
         env=job_environment(request, workdir, config),
         walltime_seconds=float(request.resources.walltime_seconds),
         kill_grace_seconds=config.kill_grace_seconds,
+        sandbox=config.sandbox,
     )
 
 

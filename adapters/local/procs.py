@@ -131,6 +131,17 @@ def job_processes(leader: ProcessId | None, ancestor: int | None) -> list[int]:
     return sorted(found & live)
 
 
+def sandbox_launchers(leader: ProcessId | None) -> set[int]:
+    """bwrap's own processes of a sandboxed job: the leader and the namespace's init.
+
+    A TERM meant for the program must spare them: bwrap would die of it at once and,
+    dying, SIGKILL the whole sandbox, leaving the program no grace period.
+    """
+    if leader is None or not leader.is_alive():
+        return set()
+    return {leader.pid} | {p.pid for p in all_processes() if p.ppid == leader.pid}
+
+
 def signal_processes(pids: Iterable[int], sig: signal.Signals) -> None:
     """Send `sig` to each pid, ignoring those already gone."""
     for pid in pids:

@@ -9,6 +9,7 @@ from typing import Any
 
 from adapters.base import NativeState
 from adapters.local.procs import ProcessId
+from adapters.local.sandbox import SandboxConfig
 
 FORMAT_VERSION = 1
 
@@ -40,6 +41,8 @@ class LaunchPlan:
     env: Mapping[str, str]
     walltime_seconds: float
     kill_grace_seconds: float
+    # How the program is sandboxed; None: it runs as the gateway's account, unconfined.
+    sandbox: SandboxConfig | None = None
 
     def to_json(self, **extra: object) -> dict[str, object]:
         """The request.json object; `extra` keys are kept for people, ignored on read."""
@@ -51,6 +54,7 @@ class LaunchPlan:
             "env": dict(self.env),
             "walltime_seconds": self.walltime_seconds,
             "kill_grace_seconds": self.kill_grace_seconds,
+            "sandbox": None if self.sandbox is None else self.sandbox.to_json(),
             **extra,
         }
 
@@ -71,7 +75,11 @@ class LaunchPlan:
             raise ValueError("tag and native_id must be strings")
         if not isinstance(walltime, int | float) or not isinstance(grace, int | float):
             raise ValueError("walltime_seconds and kill_grace_seconds must be numbers")
-        return cls(tag, native_id, tuple(argv), env, float(walltime), float(grace))
+        sandbox = data.get("sandbox")
+        if sandbox is not None and not isinstance(sandbox, dict):
+            raise ValueError("sandbox must be an object or null")
+        return cls(tag, native_id, tuple(argv), env, float(walltime), float(grace),
+                   None if sandbox is None else SandboxConfig.from_json(sandbox))
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,11 @@ from adapters.local.procs import (
     become_subreaper,
     die_with_parent,
     job_processes,
+    sandbox_launchers,
     signal_processes,
 )
 from adapters.local.records import ChildRecord, LaunchPlan, Outcome, utcnow
+from adapters.local.sandbox import hand_over, sandbox_argv, wait_status_of
 
 # How often the runner looks for a cancel marker while the program runs.
 POLL_SECONDS = 0.5
@@ -80,6 +82,7 @@ class Supervisor:
         self.child_status: int | None = None
         self.started_mono: float | None = None
         self.signalled: int | None = None
+        self.sandboxed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -106,7 +109,15 @@ class Supervisor:
             self._finish(NativeState.FAILED, "launch-failed", None, why, started_at)
             return 0
         try:
-            self.child = self._start(plan, out, err)
+            argv = self._argv(plan)
+        except OSError as exc:
+            os.close(out)
+            os.close(err)
+            why = f"cannot prepare the job's sandbox: {exc}"
+            self._finish(NativeState.FAILED, "launch-failed", None, why, started_at)
+            return 0
+        try:
+            self.child = self._start(argv, plan, out, err)
         except OSError as exc:
             code = NOT_FOUND_EXIT if isinstance(exc, FileNotFoundError) else NOT_EXECUTABLE_EXIT
             why = f"LaunchFailed: cannot execute {plan.argv[0]!r}: {exc.strerror or exc}"
@@ -117,10 +128,11 @@ class Supervisor:
         ended_at = utcnow()
         self._end_leftovers(plan.kill_grace_seconds)
         assert self.child_status is not None
-        code = exit_code_of(self.child_status)
+        status = wait_status_of(self.child_status) if self.sandboxed else self.child_status
+        code = exit_code_of(status)
         if cause is None and self.files.cancel.exists():
             cause = "cancel"  # it ended while a cancel was on its way: the user asked for this
-        state, raw, reason = classify(cause, self.child_status, self.signalled)
+        state, raw, reason = classify(cause, status, self.signalled)
         self._finish(state, raw, code, reason, started_at, ended_at)
         return 0
 
@@ -132,8 +144,25 @@ class Supervisor:
             if not self.files.result.exists():
                 self._finish(NativeState.FAILED, "runner-error", None, reason)
 
-    def _start(self, plan: LaunchPlan, out: int, err: int) -> ProcessId:
-        """Start the program on the given output fds (closed here)."""
+    def _argv(self, plan: LaunchPlan) -> list[str]:
+        """The command to start: the plan's, inside its sandbox if it has one.
+
+        Files are handed over only now, after staging has put the inputs in place.
+        """
+        if plan.sandbox is None:
+            return list(plan.argv)
+        self.sandboxed = True
+        script = self.files.script if self.files.script.exists() else None
+        shared = hand_over(plan.sandbox, self.files.workdir, script)
+        # exec through sh: a program that cannot be run exits 127/126 as in a shell.
+        # sh exports PWD; the job's environment stays exactly the plan's.
+        shim = 'exec "$@"' if "PWD" in plan.env else 'unset PWD; exec "$@"'
+        program = ["/bin/sh", "-c", shim, "gridgate-job", *plan.argv]
+        return sandbox_argv(plan.sandbox, self.files.workdir, program,
+                            script=script, shared_files=shared)
+
+    def _start(self, argv: list[str], plan: LaunchPlan, out: int, err: int) -> ProcessId:
+        """Start `argv` on the given output fds (closed here)."""
         runner_pid = os.getpid()
 
         def in_child() -> None:
@@ -144,7 +173,7 @@ class Supervisor:
 
         try:
             proc = subprocess.Popen(
-                list(plan.argv),
+                argv,
                 cwd=self.files.workdir,
                 env=dict(plan.env),
                 stdin=subprocess.DEVNULL,
@@ -237,7 +266,10 @@ class Supervisor:
             self._sleep(0.05)
 
     def _signal_job(self, sig: signal.Signals) -> None:
-        signal_processes(job_processes(self.child, os.getpid()), sig)
+        pids = set(job_processes(self.child, os.getpid()))
+        if self.sandboxed and sig != signal.SIGKILL:
+            pids -= sandbox_launchers(self.child)
+        signal_processes(sorted(pids), sig)
 
     def _reap(self) -> None:
         while True:

@@ -111,10 +111,19 @@ client_id="$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["cli
 
 # --- 4. submit the ping-pong ------------------------------------------------------------
 say "Submitting the MPI ping-pong (2 ranks, 0 B to 1 MiB) through the REST API"
-# The job runs in its own directory: give it this venv's Python (which has mpi4py)
-# and the absolute path of pingpong.py; the spec file itself stays portable.
+# The job runs sandboxed in its own directory, which sees nothing of this checkout:
+# upload pingpong.py and stage it in as an input; run it with this venv's Python
+# (which has mpi4py; --exe also replaces the spec's args, hence `-- pingpong.py`).
+# The spec file itself stays portable.
+upload="$("$gridgate" upload "$here/pingpong.py" 2>/dev/null)"
+"$py" - "$here/job.yaml" "$upload" >"$work/job.json" <<'PY'
+import json, sys, yaml
+spec = yaml.safe_load(open(sys.argv[1]))
+spec["inputs"] = [{"source": f"upload:{sys.argv[2]}", "dest": "pingpong.py"}]
+print(json.dumps(spec))
+PY
 set +e
-job="$("$gridgate" submit --file "$here/job.yaml" --exe "$py" --quiet --wait -- "$here/pingpong.py")"
+job="$("$gridgate" submit --file "$work/job.json" --exe "$py" --quiet --wait -- pingpong.py)"
 status=$?
 set -e
 if [ "$status" -ne 0 ]; then

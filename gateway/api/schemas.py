@@ -105,6 +105,9 @@ class SiteOut(BaseModel):
     mpi_launchers: list[str]
     mpi_flavors: list[str]
     max_jobs: int
+    # The local site: "sandbox" (each job confined) or "none" (jobs run as the gateway's
+    # account; only that account may submit); null on other sites.
+    isolation: str | None = None
 
 
 class SiteList(BaseModel):

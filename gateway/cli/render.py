@@ -148,10 +148,16 @@ def events_table(events: Sequence[Event]) -> Table:
     return table
 
 
+def _isolation(value: str | None) -> Text:
+    if value == "none":
+        return Text("none (gateway account only)", style="yellow")
+    return _text(value)
+
+
 def sites_table(sites: Sequence[Site]) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("NAME", "KIND", "STATUS", "ENABLED", "DRAINED", "NODES", "CORES/NODE",
-                   "DESCRIPTION"):
+                   "ISOLATION", "DESCRIPTION"):
         table.add_column(column)
     for s in sites:
         status = Text(str(s.get("status", "-")),
@@ -163,5 +169,5 @@ def sites_table(sites: Sequence[Site]) -> Table:
                       _text("yes" if s.get("enabled") else "no"),
                       _text("yes" if s.get("drained") else "no"),
                       _text(s.get("max_nodes")), _text(s.get("cores_per_node")),
-                      _text(s.get("description")))
+                      _isolation(s.get("isolation")), _text(s.get("description")))
     return table

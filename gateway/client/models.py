@@ -70,6 +70,7 @@ class Site(TypedDict, total=False):
     description: str | None
     max_nodes: int | None
     cores_per_node: int | None
+    isolation: str | None
 
 
 class Health(TypedDict, total=False):

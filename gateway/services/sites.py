@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import pwd
 import re
 import shutil
 import sys
@@ -16,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.base import Adapter
+from adapters.local.sandbox import SandboxConfig, probe
 from gateway.db.engine import transaction
 from gateway.db.models import Site
 from gateway.domain.errors import Invalid
@@ -24,6 +27,8 @@ from gateway.settings import Settings
 
 if TYPE_CHECKING:
     from adapters.ssh import SshTransportPool
+
+log = logging.getLogger(__name__)
 
 LOCAL_SITE = "local"
 CACHE_DIR = ".gridgate-cache"
@@ -59,6 +64,11 @@ class SiteEntry:
     workdir_root: str
     # Mapped sites: gateway username -> the adapter that acts as that user's own account.
     mapped: Mapping[str, Adapter] | None = None
+    # The local site: "sandbox" (each job confined) or "none"; None on other sites.
+    isolation: str | None = None
+    # Unconfined local site: the one gateway username (the OS account that runs the
+    # gateway) it serves, since its jobs act as that account.
+    owner_only: str | None = None
 
     def workdir(self, tag: str) -> str:
         """The directory an attempt with this tag runs in."""
@@ -73,13 +83,19 @@ class SiteEntry:
         return f"{root}/{CACHE_DIR}-{_SAFE_NAME.sub('_', username or '')}"
 
     def serves(self, username: str | None) -> bool:
-        """Whether this user's jobs can run here (always, unless the site maps accounts)."""
+        """Whether this user's jobs can run here (always, unless the site maps accounts
+        or is an unconfined local site)."""
+        if self.owner_only is not None:
+            return username == self.owner_only
         return self.mapped is None or (username is not None and username in self.mapped)
 
     def adapter_for(self, username: str | None) -> Adapter:
         """The adapter that runs, follows and reads this user's jobs.
 
-        Raises NoAccount on a mapped site where the user has no account."""
+        Raises NoAccount on a mapped site where the user has no account, and on an
+        unconfined local site for anyone but the gateway's own account."""
+        if self.owner_only is not None and username != self.owner_only:
+            raise NotIsolated(self.name, self.owner_only)
         if self.mapped is None:
             return self.adapter
         adapter = self.mapped.get(username or "")
@@ -96,6 +112,16 @@ class NoAccount(Invalid):
         super().__init__(f"Site '{site}' runs jobs under each user's own account and has none "
                          f"for {who}; ask the site's administrators to map you, or choose "
                          "another site.", field="site")
+
+
+class NotIsolated(NoAccount):
+    """The local site cannot confine jobs, so it runs only the gateway account's own."""
+
+    def __init__(self, site: str, owner: str) -> None:
+        Invalid.__init__(self, f"Site '{site}' runs jobs unconfined, as the gateway's own "
+                         f"account, so it only takes jobs of gateway user '{owner}'. Choose "
+                         "another site, or ask the administrators to install bubblewrap "
+                         "(bwrap) so local jobs are sandboxed.", field="site")
 
 
 def find_mpiexec(configured: str | None) -> str | None:
@@ -119,6 +145,54 @@ def _memory_mb() -> int | None:
     return None
 
 
+def _secret_paths(settings: Settings) -> list[Path]:
+    """What local jobs must never see: the data directory and every secret outside it."""
+    paths = [settings.data_dir, settings.jobs_dir, settings.store_dir,
+             settings.resolved_signing_key_path]
+    url = settings.resolved_database_url
+    if url.startswith("sqlite:///"):
+        paths.append(Path(url.removeprefix("sqlite:///").split("?")[0]))
+    paths += [p for p in (settings.secrets_dir, settings.site_configs_dir) if p is not None]
+    return paths
+
+
+def local_sandbox(settings: Settings, mpiexec: str | None) -> tuple[SandboxConfig | None, str]:
+    """The sandbox every local job runs in, probed once; or None and why there is none.
+
+    Raises RuntimeError when `local_isolation` is "sandbox" and no sandbox works."""
+    if settings.local_isolation == "none":
+        return None, "turned off (GRIDGATE_LOCAL_ISOLATION=none)"
+    config, problem = None, None
+    bwrap = shutil.which("bwrap")
+    run_as = None
+    if bwrap is None:
+        problem = "bubblewrap (bwrap) is not installed"
+    elif os.geteuid() == 0:
+        try:
+            account = pwd.getpwnam(settings.local_job_user)
+            run_as = (account.pw_uid, account.pw_gid)
+        except KeyError:
+            problem = f"GRIDGATE_LOCAL_JOB_USER {settings.local_job_user!r} is no account here"
+        if run_as is not None and run_as[0] == 0:
+            problem = "GRIDGATE_LOCAL_JOB_USER must not be root"
+    if bwrap is not None and problem is None:
+        # The gateway's Python (python3, mpi4py) and the MPI installation, read-only.
+        read_only = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+        if mpiexec:
+            read_only.add(str(Path(mpiexec).resolve().parent.parent))
+        config = SandboxConfig(bwrap, read_only=tuple(sorted(read_only)),
+                               hidden=tuple(str(p.resolve()) for p in _secret_paths(settings)),
+                               run_as=run_as)
+        problem = probe(config, settings.jobs_dir)
+    if problem is None:
+        return config, ""
+    if settings.local_isolation == "sandbox":
+        raise RuntimeError(f"local jobs cannot be sandboxed: {problem}")
+    log.warning("local jobs run unconfined, so the local site serves only this gateway's "
+                "own account: %s", problem)
+    return None, problem
+
+
 def local_site(settings: Settings) -> SiteEntry:
     """The embedded site: jobs run as processes on the gateway host."""
     from adapters.local.adapter import LocalAdapter
@@ -135,6 +209,7 @@ def local_site(settings: Settings) -> SiteEntry:
     )
     jobs_root = settings.jobs_dir
     jobs_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    sandbox, _ = local_sandbox(settings, mpiexec)
     return SiteEntry(
         name=LOCAL_SITE,
         kind="local",
@@ -144,8 +219,11 @@ def local_site(settings: Settings) -> SiteEntry:
         # The gateway's own environment comes first on PATH, so `python3` in a local job
         # is the interpreter that has mpi4py (the embedded site shares one machine).
         adapter=LocalAdapter(jobs_root, mpiexec,
-                             path=f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"),
+                             path=f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+                             sandbox=sandbox),
         workdir_root=str(jobs_root),
+        isolation="sandbox" if sandbox is not None else "none",
+        owner_only=None if sandbox is not None else pwd.getpwuid(os.geteuid()).pw_name,
     )
 
 

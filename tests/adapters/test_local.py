@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -26,6 +27,7 @@ from adapters.local.launch import LaunchConfig, build_plan
 from adapters.local.procs import ProcessId, job_processes, read_stat, signal_processes
 from adapters.local.records import ChildRecord, Claim
 from adapters.local.runner import classify
+from adapters.local.sandbox import SandboxConfig
 
 PY = sys.executable
 MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
@@ -100,6 +102,24 @@ def child_of(adapter: LocalAdapter, native_id: str) -> ChildRecord:
     return ChildRecord.from_json(data)
 
 
+def job_tree(adapter: LocalAdapter, native_id: str) -> list[ProcessId]:
+    """Every live process under the job's runner (host pids: a sandbox has its own)."""
+    files = adapter.files_of(native_id)
+    assert files is not None
+    claim = Claim.from_json(wait_for("the claim", lambda: read_json(files.claim)))
+    procs = [ProcessId.of(pid) for pid in job_processes(None, claim.owner.pid)]
+    return [p for p in procs if p is not None]
+
+
+def sandbox_config(hidden: Path) -> SandboxConfig:
+    """Jobs confined as the gateway will confine them, with `hidden` as its data directory."""
+    bwrap = shutil.which("bwrap")
+    assert bwrap, "bubblewrap (bwrap) is not installed: tests/run.sh installs it"
+    run_as = (65534, 65534) if os.geteuid() == 0 else None
+    return SandboxConfig(bwrap, read_only=(sys.prefix, sys.base_prefix), hidden=(str(hidden),),
+                         run_as=run_as)
+
+
 def run_runner(workdir: str) -> subprocess.CompletedProcess[str]:
     """Run a runner in the foreground, as the adapter would in the background."""
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": CODE_ROOT}
@@ -149,8 +169,13 @@ def jobs_root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def adapter(jobs_root: Path) -> Iterator[LocalAdapter]:
-    site = LocalAdapter(jobs_root, MPIEXEC, kill_grace_seconds=2.0)
+def sandbox(tmp_path: Path) -> SandboxConfig:
+    return sandbox_config(tmp_path)
+
+
+@pytest.fixture
+def adapter(jobs_root: Path, sandbox: SandboxConfig) -> Iterator[LocalAdapter]:
+    site = LocalAdapter(jobs_root, MPIEXEC, kill_grace_seconds=2.0, sandbox=sandbox)
     try:
         yield site
     finally:
@@ -168,10 +193,9 @@ def make_request(jobs_root: Path) -> Callable[..., SubmitRequest]:
 
 
 @pytest.fixture
-def echo_py(tmp_path: Path) -> str:
-    path = tmp_path / "echo.py"
-    path.write_text(ECHO)
-    return str(path)
+def echo_py() -> list[str]:
+    """A program that prints its arguments, environment and cwd as JSON."""
+    return [PY, "-c", ECHO]
 
 
 # -- outcomes --------------------------------------------------------------------
@@ -228,7 +252,21 @@ def test_death_by_signal_is_128_plus_signal(
 def test_missing_program_fails_like_a_shell(
     adapter: LocalAdapter, make_request: Callable[..., SubmitRequest]
 ) -> None:
-    status = wait_final(adapter, adapter.submit(make_request(argv=["no-such-program-here"])))
+    req = make_request(argv=["no-such-program-here"])
+    status = wait_final(adapter, adapter.submit(req))
+    assert (status.state, status.raw_state, status.exit_code) == (
+        NativeState.FAILED,
+        "exited",
+        127,
+    )
+    assert b"no-such-program-here" in output(adapter, req, "stderr")
+
+
+def test_missing_program_fails_like_a_shell_unconfined(
+    jobs_root: Path, make_request: Callable[..., SubmitRequest]
+) -> None:
+    site = LocalAdapter(jobs_root, None)
+    status = wait_final(site, site.submit(make_request(argv=["no-such-program-here"])))
     assert (status.state, status.raw_state, status.exit_code) == (
         NativeState.FAILED,
         "launch-failed",
@@ -256,9 +294,9 @@ def test_walltime_kills_the_job(
 
 
 def test_walltime_escalates_to_sigkill(
-    jobs_root: Path, make_request: Callable[..., SubmitRequest]
+    jobs_root: Path, make_request: Callable[..., SubmitRequest], sandbox: SandboxConfig
 ) -> None:
-    site = LocalAdapter(jobs_root, MPIEXEC, kill_grace_seconds=1.0)
+    site = LocalAdapter(jobs_root, MPIEXEC, kill_grace_seconds=1.0, sandbox=sandbox)
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
     req = make_request(argv=[PY, "-c", code], resources=Resources(walltime_seconds=1))
     try:
@@ -290,9 +328,10 @@ def test_cancel_kills_the_whole_group(
     req = make_request(argv=[PY, "-c", SPAWNER])
     native_id = adapter.submit(req)
     pids_file = Path(req.workdir) / "pids.json"
-    pids_text = wait_for("the job's pids", lambda: pids_file.exists() and pids_file.read_text())
-    pids = json.loads(pids_text)
-    procs = [identity(pids["child"]), identity(pids["grandchild"])]
+    wait_for("the job's pids", lambda: pids_file.exists())
+    # The sandbox has its own pid namespace: find the job's processes from outside.
+    procs = job_tree(adapter, native_id)
+    assert len(procs) >= 4  # bwrap, the sandbox's init, the program and its child
     assert adapter.status([native_id])[native_id].state == NativeState.RUNNING
 
     adapter.cancel(native_id)
@@ -306,10 +345,10 @@ def test_cancel_kills_the_whole_group(
 
 
 def test_cancel_before_any_runner_started(
-    adapter: LocalAdapter, make_request: Callable[..., SubmitRequest], tmp_path: Path
+    adapter: LocalAdapter, make_request: Callable[..., SubmitRequest]
 ) -> None:
-    marker = tmp_path / "ran"
-    req = make_request(argv=["touch", str(marker)])
+    req = make_request(argv=["touch", "ran"])
+    marker = Path(req.workdir) / "ran"
     native_id = adapter.prepare(req)  # the job directory, but no runner yet
     assert adapter.status([native_id])[native_id].state == NativeState.QUEUED
     assert adapter.status([native_id])[native_id].raw_state == "pending"
@@ -326,10 +365,10 @@ def test_cancel_before_any_runner_started(
 
 
 def test_runner_checks_the_cancel_marker_before_starting(
-    adapter: LocalAdapter, make_request: Callable[..., SubmitRequest], tmp_path: Path
+    adapter: LocalAdapter, make_request: Callable[..., SubmitRequest]
 ) -> None:
-    marker = tmp_path / "ran"
-    req = make_request(argv=["touch", str(marker)])
+    req = make_request(argv=["touch", "ran"])
+    marker = Path(req.workdir) / "ran"
     native_id = adapter.prepare(req)
     files = adapter.files_of(native_id)
     assert files is not None
@@ -375,31 +414,29 @@ def test_unknown_ids(adapter: LocalAdapter) -> None:
 def test_hostile_args_and_env_arrive_literally(
     adapter: LocalAdapter,
     make_request: Callable[..., SubmitRequest],
-    tmp_path: Path,
-    echo_py: str,
+    echo_py: list[str],
 ) -> None:
-    evil = f"x; touch {tmp_path}/pwned $(id)"
+    evil = "x; touch pwned $(id)"
     args = [evil, "line1\nline2", "`id`", "$HOME", "*", "'", '"', "\\", ""]
     env = {"EVIL": evil, "MULTI": "a\nb", "STAR": "*"}
-    req = make_request(argv=[PY, echo_py, *args], env=env)
+    req = make_request(argv=[*echo_py, *args], env=env)
 
     assert wait_final(adapter, adapter.submit(req)).state == NativeState.COMPLETED
 
     seen = json.loads(output(adapter, req))
     assert seen["argv"] == args
     assert {k: seen["env"][k] for k in env} == env
-    assert not (tmp_path / "pwned").exists()
+    assert not (Path(req.workdir) / "pwned").exists()
 
 
 def test_hostile_args_through_mpiexec(
     adapter: LocalAdapter,
     make_request: Callable[..., SubmitRequest],
-    tmp_path: Path,
-    echo_py: str,
+    echo_py: list[str],
 ) -> None:
-    evil = f"x; touch {tmp_path}/pwned $(id)"
+    evil = "x; touch pwned $(id)"
     req = make_request(
-        argv=[PY, echo_py, evil, "a\nb"],
+        argv=[*echo_py, evil, "a\nb"],
         env={"EVIL": evil},
         resources=Resources(ranks=2),
         mpi=MpiRequest(launcher="mpirun"),
@@ -410,18 +447,18 @@ def test_hostile_args_through_mpiexec(
     for seen in lines:
         assert seen["argv"] == [evil, "a\nb"]
         assert seen["env"]["EVIL"] == evil
-    assert not (tmp_path / "pwned").exists()
+    assert not (Path(req.workdir) / "pwned").exists()
 
 
 def test_environment_is_clean(
     adapter: LocalAdapter,
     make_request: Callable[..., SubmitRequest],
-    echo_py: str,
+    echo_py: list[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("GRIDGATE_TEST_LEAK", "from the gateway")
     req = make_request(
-        argv=[PY, echo_py],
+        argv=echo_py,
         env={"MY_VAR": "1", "GRIDGATE_JOB_TAG": "forged"},
         resources=Resources(threads_per_rank=3),
     )
@@ -485,9 +522,9 @@ def test_double_submit_runs_once(
     jobs_root: Path,
     tmp_path: Path,
 ) -> None:
-    counter = tmp_path / "count"
-    req = make_request(argv=[PY, "-c", COUNTER, str(counter)])
-    other_gateway = LocalAdapter(jobs_root, MPIEXEC)
+    req = make_request(argv=[PY, "-c", COUNTER, "count"])
+    counter = Path(req.workdir) / "count"
+    other_gateway = LocalAdapter(jobs_root, MPIEXEC, sandbox=adapter.sandbox)
 
     ids = {adapter.submit(req), adapter.submit(req), other_gateway.submit(req)}
 
@@ -502,8 +539,8 @@ def test_double_submit_runs_once(
 def test_racing_runners_run_the_job_once(
     adapter: LocalAdapter, make_request: Callable[..., SubmitRequest], tmp_path: Path
 ) -> None:
-    counter = tmp_path / "count"
-    req = make_request(argv=[PY, "-c", COUNTER, str(counter)])
+    req = make_request(argv=[PY, "-c", COUNTER, "count"])
+    counter = Path(req.workdir) / "count"
     native_id = adapter.prepare(req)
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": CODE_ROOT}
     runners = [
@@ -525,8 +562,8 @@ def test_racing_runners_run_the_job_once(
 def test_crash_before_the_runner_started_is_recovered(
     adapter: LocalAdapter, make_request: Callable[..., SubmitRequest], tmp_path: Path
 ) -> None:
-    counter = tmp_path / "count"
-    req = make_request(argv=[PY, "-c", COUNTER, str(counter)])
+    req = make_request(argv=[PY, "-c", COUNTER, "count"])
+    counter = Path(req.workdir) / "count"
     assert adapter.find_by_tag(req.tag, req.workdir) is None  # crash window (a)
 
     native_id = adapter.prepare(req)  # crash window (b): request written, no runner
@@ -660,13 +697,14 @@ def test_cancel_stops_every_mpi_rank(
     native_id = adapter.submit(req)
     pid_files = [Path(req.workdir) / f"rank{r}.pid" for r in (0, 1)]
     wait_for("both ranks", lambda: all(p.exists() for p in pid_files))
-    ranks = [identity(int(p.read_text())) for p in pid_files]
-    launcher = child_of(adapter, native_id).process
+    # bwrap, its init, mpiexec, the hydra proxy and both ranks, seen from outside.
+    procs = job_tree(adapter, native_id)
+    assert len(procs) >= 6
 
     adapter.cancel(native_id)
 
     assert wait_final(adapter, native_id).state == NativeState.CANCELLED
-    for proc in [*ranks, launcher]:
+    for proc in procs:
         assert gone(proc.pid, proc.start_time), proc
 
 

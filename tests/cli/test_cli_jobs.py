@@ -8,6 +8,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import yaml
+
 from gateway.cli import errors
 from tests.cli.helpers import Cli
 
@@ -169,8 +171,13 @@ def test_sites_health_schema(cli: Cli) -> None:
 def test_pingpong_example_runs_through_the_gateway(cli: Cli, tmp_path: Path) -> None:
     """The quick start's job: the MPI ping-pong, submitted from its spec file."""
     example = Path(__file__).resolve().parents[2] / "examples" / "pingpong"
-    result = cli("submit", "--file", str(example / "job.yaml"), "--exe", sys.executable,
-                 "--wait", "-q", "--", str(example / "pingpong.py"), "--max-bytes", "4096",
+    # The job sees only its own directory (the local site's sandbox): stage the program in.
+    upload = cli("upload", str(example / "pingpong.py")).stdout.strip()
+    spec = yaml.safe_load((example / "job.yaml").read_text())
+    spec["inputs"] = [{"source": f"upload:{upload}", "dest": "pingpong.py"}]
+    (tmp_path / "job.json").write_text(json.dumps(spec))
+    result = cli("submit", "--file", str(tmp_path / "job.json"), "--exe", sys.executable,
+                 "--wait", "-q", "--", "pingpong.py", "--max-bytes", "4096",
                  "--target-seconds", "0.002", "--batches", "2")
     job_id = result.stdout.strip()
     lines = [json.loads(line) for line in cli("logs", job_id).stdout.splitlines()

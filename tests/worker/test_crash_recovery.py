@@ -19,13 +19,14 @@ from gateway.settings import Settings
 from tests.conftest import MakeUser
 from tests.worker.gateway_process import GatewayProcess, free_port
 
-# The job appends its tag to a shared file (the execution count), then lingers.
-JOB_SCRIPT = 'echo "$GRIDGATE_JOB_TAG" >> "$1"; sleep "$2"'
+# The job appends its tag to a file in its directory (the only place a sandboxed job
+# can write), then lingers; a second run in the same directory would add a line.
+JOB_SCRIPT = 'echo "$GRIDGATE_JOB_TAG" >> "$GRIDGATE_WORKDIR/executions"; sleep "$1"'
 
 
-def job_spec(ledger: Path, seconds: float, i: int) -> dict[str, object]:
+def job_spec(seconds: float, i: int) -> dict[str, object]:
     return {"name": f"crash-{i}", "executable": "/bin/sh",
-            "args": ["-c", JOB_SCRIPT, "sh", str(ledger), str(seconds)]}
+            "args": ["-c", JOB_SCRIPT, "sh", str(seconds)]}
 
 
 def env_for(settings: Settings, **extra: str) -> dict[str, str]:
@@ -63,8 +64,10 @@ def wait_for(predicate, what: str, deadline: float = 180) -> None:  # type: igno
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def assert_exactly_once(runtime: Runtime, ledger: Path, n: int) -> None:
-    lines = ledger.read_text().split()
+def assert_exactly_once(runtime: Runtime, n: int) -> None:
+    jobs_dir = runtime.settings.jobs_dir
+    lines = [line for ledger in sorted(jobs_dir.glob("*/executions"))
+             for line in ledger.read_text().split()]
     assert len(lines) == n and len(set(lines)) == n, Counter(lines).most_common(3)
     with runtime.sessions() as session:
         per_job = session.execute(select(Attempt.job_id, func.count())
@@ -80,8 +83,6 @@ def test_kill9_gateway_with_running_and_accepted_jobs(
     settings: Settings, runtime: Runtime, make_user: MakeUser, tmp_path: Path
 ) -> None:
     user = make_user()
-    ledger = tmp_path / "executions"
-    ledger.touch()
     port = free_port()
     gateway = GatewayProcess(env_for(settings, GRIDGATE_PORT=str(port),
                                      GRIDGATE_LOCAL_SITE_MAX_JOBS="20"),
@@ -90,7 +91,7 @@ def test_kill9_gateway_with_running_and_accepted_jobs(
     try:
         with httpx.Client(base_url=gateway.url, headers=user.headers, timeout=30) as client:
             for i in range(40):
-                r = client.post("/api/v1/jobs", json=job_spec(ledger, 2 + i % 3, i))
+                r = client.post("/api/v1/jobs", json=job_spec(2 + i % 3, i))
                 assert r.status_code == 202, r.text
             wait_for(lambda: states(client)["RUNNING"] >= 20, "20 running jobs")
             before = states(client)
@@ -102,7 +103,7 @@ def test_kill9_gateway_with_running_and_accepted_jobs(
             assert states(client) == Counter({"COMPLETED": 40})
     finally:
         gateway.stop()
-    assert_exactly_once(runtime, ledger, 40)
+    assert_exactly_once(runtime, 40)
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
@@ -110,8 +111,6 @@ def test_two_workers_submit_each_job_once(
     settings: Settings, runtime: Runtime, make_user: MakeUser, tmp_path: Path
 ) -> None:
     user = make_user()
-    ledger = tmp_path / "executions"
-    ledger.touch()
     port = free_port()
     api = GatewayProcess(env_for(settings, GRIDGATE_PORT=str(port), GRIDGATE_RUN_WORKER="false"),
                          tmp_path / "api.log")
@@ -121,7 +120,7 @@ def test_two_workers_submit_each_job_once(
     try:
         with httpx.Client(base_url=api.url, headers=user.headers, timeout=30) as client:
             for i in range(200):
-                assert client.post("/api/v1/jobs", json=job_spec(ledger, 0, i)).status_code == 202
+                assert client.post("/api/v1/jobs", json=job_spec(0, i)).status_code == 202
             for w in workers:
                 w.start()
             wait_for(lambda: states(client)["COMPLETED"] == 200, "200 completed", 300)
@@ -129,7 +128,7 @@ def test_two_workers_submit_each_job_once(
         for w in workers:
             w.stop()
         api.stop()
-    assert_exactly_once(runtime, ledger, 200)
+    assert_exactly_once(runtime, 200)
     with runtime.sessions() as session:
         submitters = Counter(session.scalars(select(Event.actor)
                                              .where(Event.to_state == "QUEUED")))

@@ -29,6 +29,6 @@ def list_sites(_: SitesReader, runtime: RuntimeDep) -> SiteList:
             memory_mb_per_node=shape.memory_mb_per_node,
             max_walltime_seconds=shape.max_walltime_seconds,
             mpi_launchers=sorted(shape.mpi_launchers), mpi_flavors=sorted(shape.mpi_flavors),
-            max_jobs=entry.max_jobs,
+            max_jobs=entry.max_jobs, isolation=entry.isolation,
         ))
     return SiteList(items=items)
