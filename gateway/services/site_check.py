@@ -13,18 +13,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from adapters.errors import AdapterError
 from adapters.scheduler import BatchAdapter
 from adapters.scheduler_types import QueueInfo
 from adapters.ssh import SshTransportPool
-from adapters.transport import HostKeyMismatch
+from adapters.ssh.pool import TransportPool
+from adapters.transport import HostKeyMismatch, Transport
 from gateway.domain.errors import Invalid
 from gateway.services.remote_sites import build_adapter
 from gateway.settings import Settings
 from gateway.siteconfig import Account, AccountMode, MpiLauncherKind, Partition, SiteConfig
 
+T = TypeVar("T", bound=Transport)
 # Exit codes of the scratch probe script below.
 _SCRATCH_MISSING, _SCRATCH_READONLY = 3, 4
 # Runs as the site account; the scratch root is "$1", data and never code.
@@ -176,17 +178,18 @@ def _failure(exc: AdapterError) -> str:
 
 
 def check_site(config: SiteConfig, settings: Settings,
-               pool: SshTransportPool | None = None) -> SiteCheckReport:
-    """Every check against the live site (a pool of our own unless one is given)."""
+               pool: TransportPool[T] | None = None) -> SiteCheckReport:
+    """Every check against the live site (over SSH, unless a pool is given)."""
     account = check_account(config)
-    own_pool = pool is None
-    pool = pool or SshTransportPool()
-    try:
+    if pool is not None:
         adapter = build_adapter(config, settings, pool, account)
         checks = _checks(config, adapter, account)
-    finally:
-        if own_pool:
-            pool.close()
+    else:
+        ssh = SshTransportPool()
+        try:
+            checks = _checks(config, build_adapter(config, settings, ssh, account), account)
+        finally:
+            ssh.close()
     return SiteCheckReport(site=config.name, account=account.user, checks=tuple(checks))
 
 
@@ -212,7 +215,7 @@ def _checks(config: SiteConfig, adapter: BatchAdapter, account: Account) -> list
     else:
         names = ", ".join(q.name for q in queues) or "none"
         checks.append(Check("scheduler", Status.OK,
-                            f"{config.scheduler.kind.value} answers; partitions: {names}"))
+                            f"{config.scheduler.kind} answers; partitions: {names}"))
         checks.extend(compare_partitions(config.partitions, queues))
     checks.extend(_launcher_checks(config, adapter))
     checks.append(_scratch_check(config.scratch_root, adapter))
