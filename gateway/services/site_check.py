@@ -205,21 +205,34 @@ def _checks(config: SiteConfig, adapter: BatchAdapter, account: Account) -> list
     checks = [Check("ssh", Status.OK if login == 0 else Status.FAIL,
                     f"{where}: logged in, host key matches the pin"
                     if login == 0 else f"{where}: `true` exited {login}")]
-    try:
-        queues = adapter.queues()
-    except AdapterError as exc:
-        checks.append(Check("scheduler", Status.FAIL, _failure(exc)))
-        checks.extend(Check(f"partition {p.name}", Status.SKIP,
-                            "not checked: the scheduler did not answer")
-                      for p in config.partitions)
-    else:
-        names = ", ".join(q.name for q in queues) or "none"
-        checks.append(Check("scheduler", Status.OK,
-                            f"{config.scheduler.kind} answers; partitions: {names}"))
-        checks.extend(compare_partitions(config.partitions, queues))
+    checks.extend(scheduler_checks(config, adapter))
     checks.extend(_launcher_checks(config, adapter))
     checks.append(_scratch_check(config.scratch_root, adapter))
     return checks
+
+
+def scheduler_checks(config: SiteConfig, adapter: BatchAdapter) -> list[Check]:
+    """The scheduler's queues against the configured partitions, when it can list them;
+    the detail says what else the adapter offers (estimates, accounting, ...)."""
+    kind = config.scheduler.kind
+    offers = ", ".join(adapter.capabilities.names()) or "nothing beyond submit and status"
+    if not adapter.capabilities.queue_snapshot:
+        return [Check("scheduler", Status.SKIP, f"the {kind} adapter cannot list queues "
+                                                f"(it offers: {offers})"),
+                *(Check(f"partition {p.name}", Status.SKIP,
+                        f"not checked: the {kind} adapter cannot list queues")
+                  for p in config.partitions)]
+    try:
+        queues = adapter.queues()
+    except AdapterError as exc:
+        return [Check("scheduler", Status.FAIL, _failure(exc)),
+                *(Check(f"partition {p.name}", Status.SKIP,
+                        "not checked: the scheduler did not answer")
+                  for p in config.partitions)]
+    names = ", ".join(q.name for q in queues) or "none"
+    return [Check("scheduler", Status.OK,
+                  f"{kind} answers; partitions: {names}; the adapter offers: {offers}"),
+            *compare_partitions(config.partitions, queues)]
 
 
 def _later_checks(config: SiteConfig) -> list[str]:

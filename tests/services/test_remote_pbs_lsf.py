@@ -23,12 +23,17 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from adapters.base import Capabilities
+from adapters.pbs import PbsDialect
+from adapters.scheduler import BatchAdapter
 from adapters.ssh.pool import TransportPool
 from adapters.testing import Call, Recording, ReplayTransport
 from gateway.api.app import create_app
 from gateway.runtime import Runtime, build_runtime
+from gateway.services.site_check import Status, check_site, scheduler_checks
 from gateway.services.sites import SiteRegistry
 from gateway.settings import Settings
+from gateway.siteconfig import load_site_config, validate_site_config, with_updates
 from gateway.worker.loop import Worker
 from tests.conftest import LOOPBACK, MakeUser
 from tests.schedulers.recorded import load
@@ -255,3 +260,83 @@ def test_lsf_cancel_through_the_api(sites: Sites, make_user: MakeUser) -> None:
     assert (attempt["state"], attempt["raw_state"], attempt["exit_code"]) == (
         "CANCELLED", "EXIT", 130)
     assert attempt["reason"] == "TERM_OWNER: job killed by owner"
+
+
+# --- `gridgate site check` on the same sites ---------------------------------------------
+
+# `command -v` prints the path of what it found (POSIX sh, "command"); nothing, exit 1,
+# when there is none.
+FOUND_MPIRUN = Recording(0, b"/opt/mpich/bin/mpirun\n", b"", "POSIX sh: command -v")
+SCRATCH_OK = Recording(0, b"", b"", "the probe script exits 0 for a writable directory")
+
+
+def _check_pool(transport: ReplayTransport) -> TransportPool[ReplayTransport]:
+    return TransportPool(lambda target, breaker, jump: transport)
+
+
+def _expect_login_and_probes(t: ReplayTransport, queues: tuple[str, ...],
+                             answer: Recording, launcher: str | None) -> None:
+    t.expect(("true",))
+    t.expect(queues, answer)
+    if launcher is not None:
+        t.expect(("sh", "-c", 'command -v -- "$1"', "sh", launcher), FOUND_MPIRUN)
+    t.expect(("sh", "-c", 'test -d "$1" || exit 3; '
+              'probe=$(mktemp -d "$1/.gridgate-check.XXXXXX" 2>/dev/null) || exit 4; '
+              'rmdir "$probe"', "sh", SCRATCH), SCRATCH_OK)
+
+
+def _check_settings(tmp_path: Path) -> Settings:
+    """No database: a site check only reads the config and the secrets directory."""
+    return Settings(data_dir=tmp_path / "data", secrets_dir=tmp_path / "secrets")
+
+
+def test_site_check_reports_a_pbs_site(tmp_path: Path) -> None:
+    config = with_updates(load_site_config(EXAMPLES / f"{PBS_SITE}.yaml"), {
+        "partitions": [{"name": "workq", "default": True, "max_nodes": 4, "nodes": 4,
+                        "max_walltime": "24:00:00", "cores_per_node": 2,
+                        "memory_mb_per_node": 512}]})
+    t = ReplayTransport()
+    _expect_login_and_probes(t, ("/opt/pbs/bin/qstat", "-Q", "-f", "-F", "json"),
+                             load("pbs", "qstat_queues.txt"), "mpirun")
+    report = check_site(config, _check_settings(tmp_path), _check_pool(t))
+    t.assert_done()
+    assert [(c.name, c.status) for c in report.checks] == [
+        ("ssh", Status.OK), ("scheduler", Status.OK), ("partition workq", Status.OK),
+        ("launcher mpirun", Status.OK), ("scratch_root", Status.OK)], report.checks
+    assert report.ok
+    scheduler = report.checks[1].detail
+    assert scheduler == ("pbs answers; partitions: workq, closedq; the adapter offers: "
+                         "batch submit, queue snapshot, accounting")
+
+
+def test_site_check_reports_what_an_lsf_site_lacks(tmp_path: Path) -> None:
+    config = validate_site_config(_lsf_config())
+    t = ReplayTransport()
+    _expect_login_and_probes(t, ("/opt/lsf/bin/bqueues", "-json", "-o",
+                                 "queue_name status max njobs pend run"),
+                             load("lsf", "bqueues.txt"), None)
+    report = check_site(config, _check_settings(tmp_path), _check_pool(t))
+    t.assert_done()
+    assert report.ok, report.checks
+    # No accounting source and no start estimates: the report says what there is.
+    assert report.checks[1].detail == ("lsf answers; partitions: normal, night; the "
+                                       "adapter offers: batch submit, queue snapshot")
+
+
+class _NoQueues(PbsDialect):
+    """A scheduler that cannot list its queues (none registered today is one)."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities()
+
+
+def test_site_check_skips_what_the_adapter_cannot_do() -> None:
+    config = load_site_config(EXAMPLES / f"{PBS_SITE}.yaml")
+    t = ReplayTransport()  # nothing may be run: the adapter says it cannot list queues
+    checks = scheduler_checks(config, BatchAdapter(t, _NoQueues()))
+    assert [(c.name, c.status, c.detail) for c in checks] == [
+        ("scheduler", Status.SKIP,
+         "the pbs adapter cannot list queues (it offers: batch submit)"),
+        ("partition batch", Status.SKIP, "not checked: the pbs adapter cannot list queues")]
+    assert t.calls == []
