@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from adapters.base import Capabilities, JobStatus, SubmitRequest
-from adapters.pbs import accounting, queues, status, submit
+from adapters.pbs import accounting, queues, status, submit, torque
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.script import job_options, render_script
 from adapters.scheduler_dialect import BaseDialect, CancelAnswers
@@ -19,12 +19,13 @@ if TYPE_CHECKING:
 
 
 class PbsDialect(BaseDialect):
-    """PBS Professional / OpenPBS through qsub, qstat, qselect and qdel.
+    """PBS Professional / OpenPBS (or TORQUE) through qsub, qstat, qselect and qdel.
 
     `keep_files`: qsub `-k` value; "oed" writes stdout/stderr directly to their final
     paths so they can be read while the job runs (None: PBS copies them at the end).
     `accounting_dir`: the server's accounting log directory, if the gateway account can
-    read it (PBS_HOME/server_priv/accounting); used for jobs `qstat -x` no longer shows.
+    read it (PBS_HOME/server_priv/accounting); used for jobs `qstat` no longer shows.
+    `torque`: the server is TORQUE, whose commands differ (adapters.pbs.torque).
     """
 
     kind = "pbs"
@@ -32,9 +33,11 @@ class PbsDialect(BaseDialect):
     # With job history, `qstat -x` reports finished jobs with their Exit_status.
     status_reports_final = True
     job_id = submit.JOB_ID
-    # qdel.1B: "Unknown Job Id <id>"; a finished job (kept with job history) or one ending.
-    cancel_answers = CancelAnswers(over=("Job has finished", "Request invalid for state of job"),
-                                   unknown=("Unknown Job Id",))
+    # qdel.1B: "Unknown Job Id <id>"; a finished job (kept with job history) or one ending;
+    # TORQUE: "invalid state for job - COMPLETE <id>".
+    cancel_answers = CancelAnswers(
+        over=("Job has finished", "Request invalid for state of job", "invalid state for job"),
+        unknown=("Unknown Job Id",))
 
     def __init__(
         self,
@@ -43,11 +46,13 @@ class PbsDialect(BaseDialect):
         *,
         keep_files: str | None = "oed",
         accounting_dir: str | None = None,
+        torque: bool = False,
     ) -> None:
         super().__init__(config)
         self.commands = commands
         self.keep_files = keep_files
         self.accounting_dir = accounting_dir
+        self.torque = torque
 
     @property
     def capabilities(self) -> Capabilities:
@@ -58,20 +63,26 @@ class PbsDialect(BaseDialect):
         return (self.commands.qsub,)
 
     def job_options(self, request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
-        return job_options(request, layout, self.config, keep_files=self.keep_files)
+        return job_options(request, layout, self.config, keep_files=self.keep_files,
+                           torque=self.torque)
 
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
-        return render_script(request, layout, self.config, keep_files=self.keep_files)
+        return render_script(request, layout, self.config, keep_files=self.keep_files,
+                             torque=self.torque)
 
     def parse_submit(self, result: CommandResult) -> str:
         return submit.parse_submit(result)
 
     def status_command(self, native_ids: Sequence[str]) -> tuple[str, ...]:
+        if self.torque:
+            return torque.status_command(self.commands, native_ids)
         return status.status_command(self.commands, native_ids)
 
     def parse_status(
         self, result: CommandResult, native_ids: Sequence[str]
     ) -> dict[str, JobStatus]:
+        if self.torque:
+            return torque.parse_status(result, native_ids)
         return status.parse_status(result, native_ids, self.config.timezone)
 
     def accounting_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
@@ -87,6 +98,8 @@ class PbsDialect(BaseDialect):
         return (self.commands.qdel,)
 
     def find_commands(self, tag: str) -> list[tuple[str, ...]]:
+        if self.torque:
+            return [torque.find_command(self.commands, tag)]
         # qselect -x: finished and moved jobs too (with job history).
         return [(self.commands.qselect, "-x", "-N", tag)]
 
@@ -97,9 +110,13 @@ class PbsDialect(BaseDialect):
                           if submit.JOB_ID.matches(line))
 
     def queues_command(self) -> tuple[str, ...]:
+        if self.torque:
+            return torque.queues_command(self.commands)
         return queues.queues_command(self.commands)
 
     def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
+        if self.torque:
+            return torque.parse_queues(result, self.config.default_queue)
         return queues.parse_queues(result, self.config.default_queue)
 
 

@@ -13,11 +13,19 @@ KEEP_FILES = TextRule("qsub -k value", r"n|[eod]{1,3}", "use e, o and d (e.g. oe
 DIRECTORY = TextRule("absolute directory", r"/[A-Za-z0-9._+/-]*",
                      "use an absolute path such as /var/spool/pbs/server_priv/accounting")
 
+SERVER = TextRule("PBS server kind", r"pro|torque",
+                  "use pro (PBS Professional / OpenPBS) or torque")
+
 OPTIONS = (
     DialectOption(
+        "pbs_server", "PBS server kinds",
+        "pro (PBS Professional / OpenPBS, the default) or torque (TORQUE: nodes=N:ppn=P "
+        "resources, qstat -x XML, completed jobs in state C).", SERVER),
+    DialectOption(
         "keep_files", "qsub -k settings",
-        "qsub -k value; default oed: output is written straight to the job directory, so it "
-        "can be read while the job runs.", KEEP_FILES),
+        "qsub -k value; default oed on PBS Professional / OpenPBS (output is written straight "
+        "to the job directory, so it can be read while the job runs), none on TORQUE (output "
+        "arrives when the job ends).", KEEP_FILES),
     DialectOption(
         "accounting_dir", "PBS accounting logs",
         "The server's accounting log directory (PBS_HOME/server_priv/accounting), if the "
@@ -27,9 +35,10 @@ OPTIONS = (
 
 
 def _build(settings: DialectSettings) -> PbsDialect:
+    torque = settings.text("pbs_server") == "torque"
     return PbsDialect(settings.config, PbsCommands(**settings.commands),
-                      keep_files=settings.text("keep_files", "oed"),
-                      accounting_dir=settings.text("accounting_dir"))
+                      keep_files=settings.text("keep_files", None if torque else "oed"),
+                      accounting_dir=settings.text("accounting_dir"), torque=torque)
 
 
 ENTRY = SchedulerEntry(

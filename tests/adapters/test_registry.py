@@ -83,7 +83,7 @@ def test_options_reach_the_dialect() -> None:
     assert not any("rusage" in w for w in lsf.submit_command(
         memory, JobLayout.of(REQUEST.workdir)).argv)
     # One option name means one thing in every scheduler that takes it.
-    assert set(registry.options()) == {"parallel_environment", "memory_resource",
+    assert set(registry.options()) == {"parallel_environment", "memory_resource", "pbs_server",
                                        "keep_files", "accounting_dir", "memory_requests"}
     assert [e.kind for e in registry.offering_option("accounting_dir")] == ["pbs"]
     assert [e.kind for e in registry.offering_launcher("srun")] == ["slurm"]

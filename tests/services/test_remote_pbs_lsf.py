@@ -1,6 +1,6 @@
-"""PBS and LSF sites through the whole gateway path, on recorded scheduler outputs.
+"""PBS (and TORQUE) and LSF sites through the whole gateway path, on recorded outputs.
 
-PBS Professional / OpenPBS and IBM Spectrum LSF cannot be installed on this machine, so
+PBS Professional / OpenPBS, TORQUE and IBM Spectrum LSF cannot be installed here, so
 these tests put `adapters.testing.ReplayTransport` where the SSH transport would be (the
 `pool` seam of `SiteRegistry.from_settings`): the API, the database (SQLite and
 PostgreSQL), the worker, `BatchAdapter` and the PBS/LSF dialects all run for real, and
@@ -41,6 +41,7 @@ from tests.schedulers.recorded import load
 EXAMPLES = Path(__file__).resolve().parents[2] / "site-configs" / "examples"
 PBS_SITE = "unm-roadrunner"
 LSF_SITE = "lsf-example"
+TORQUE_SITE = "torque-example"
 SCRATCH = "/scratch/gridgate"
 PBS_ACCOUNTING = "/var/spool/pbs/server_priv/accounting"
 # The script the submit command runs: make the job directories, then exec the submit
@@ -62,6 +63,15 @@ def _lsf_config() -> dict[str, Any]:
     return data
 
 
+def _torque_config() -> dict[str, Any]:
+    """The PBS example as a TORQUE server (`pbs_server: torque`)."""
+    data: dict[str, Any] = yaml.safe_load((EXAMPLES / f"{PBS_SITE}.yaml").read_text())
+    data.update(name=TORQUE_SITE, description="A TORQUE cluster")
+    data["scheduler"] = {"kind": "pbs", "pbs_server": "torque", "version": "6.1.3",
+                         "bin_dir": "/opt/pbs/bin"}
+    return data
+
+
 @dataclass
 class Sites:
     runtime: Runtime
@@ -77,6 +87,7 @@ def sites(settings: Settings, tmp_path: Path) -> Iterator[Sites]:
     configs.mkdir()
     shutil.copy(EXAMPLES / f"{PBS_SITE}.yaml", configs)
     (configs / f"{LSF_SITE}.yaml").write_text(yaml.safe_dump(_lsf_config()))
+    (configs / f"{TORQUE_SITE}.yaml").write_text(yaml.safe_dump(_torque_config()))
     site_settings = settings.model_copy(update={
         "site_configs_dir": configs, "secrets_dir": tmp_path / "secrets",
         "local_site_enabled": False})
@@ -204,6 +215,29 @@ def test_pbs_cancel_through_the_api(sites: Sites, make_user: MakeUser) -> None:
         "CANCELLED", "E (Exit_status 271)", 143, "cancelled (killed by signal 15)")
     assert f"{SCRATCH}/.gridgate/cancel-111.pbsserver" in t.files
 
+
+
+def test_torque_job_completes_from_qstat_xml(sites: Sites, make_user: MakeUser) -> None:
+    """TORQUE where it differs: nodes=N:ppn=P, no -k, `qstat -f -x` is XML, state C."""
+    user = make_user()
+    job_id = _post(sites, user.headers, TORQUE_SITE)
+    tag = f"gw-{job_id}"
+    workdir = f"{SCRATCH}/{tag}"
+    t = sites.transport
+    t.expect(("sh", "-c", MKDIR_THEN[0], MKDIR_THEN[1], workdir, f"{workdir}/.gridgate",
+              "/opt/pbs/bin/qsub", "-N", tag, "-o", f"{workdir}/stdout",
+              "-e", f"{workdir}/stderr", "-j", "n", "-S", "/bin/sh", "-l", "walltime=0:10:00",
+              "-l", "nodes=1:ppn=2", "-q", "batch"),
+             _script_has(load("pbs", "torque_qsub_ok.txt"), f"#PBS -N {tag}",
+                         "#PBS -l nodes=1:ppn=2"))
+    t.expect(("/opt/pbs/bin/qstat", "-f", "-x", "201.torquesrv"),
+             load("pbs", "torque_qstat_jobs.txt"))
+    sites.worker.run_once()
+    job = _job(sites, user.headers, job_id)
+    assert (job["state"], job["exit_code"]) == ("COMPLETED", 0), job
+    attempt = job["attempts"][0]
+    assert (attempt["native_id"], attempt["raw_state"], attempt["ended_at"]) == (
+        "201.torquesrv", "C (exit_status 0)", "2025-11-22T02:15:10Z")
 
 
 def _lsf_bsub(job_id: str) -> tuple[str, ...]:
