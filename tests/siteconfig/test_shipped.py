@@ -111,6 +111,9 @@ def test_pbs_examples_are_the_seeds_made_reachable() -> None:
             assert getattr(example, part) == getattr(seed, part), (name, part)
     assert examples["unm-roadrunner"].scheduler.options == {
         "accounting_dir": "/var/spool/pbs/server_priv/accounting"}
+    # NetFinity ran the Maui scheduler: its example is a TORQUE server.
+    assert examples["mhpcc-netfinity"].scheduler.options == {
+        "pbs_server": "torque", "accounting_dir": "/var/spool/torque/server_priv/accounting"}
 
 
 def test_seed_figures_are_the_papers() -> None:
