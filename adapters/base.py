@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 from adapters.errors import AdapterError
 from adapters.transport import FileTransport
@@ -87,10 +87,36 @@ class OutputChunk:
     size: int | None
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What an adapter offers beyond the core operations every adapter has (submit, find
+    by tag, status, cancel, output). The gateway asks these instead of probing methods."""
+
+    # `submit_many`: many plain jobs (no user script) in one round trip (BatchSubmitter).
+    batch_submit: bool = False
+    # `queues()`: partitions or queues with their limits and load.
+    queue_snapshot: bool = False
+    # `estimate_start()`: the scheduler's own guess of when a job would start.
+    start_estimate: bool = False
+    # `accounting()`: final records of jobs the queue no longer lists.
+    accounting: bool = False
+    # Job arrays: one submission, many indexed tasks (no adapter submits them yet).
+    arrays: bool = False
+
+    def names(self) -> list[str]:
+        """The capabilities offered, as words for reports (`gridgate site check`)."""
+        return [name.replace("_", " ") for name, offered in vars(self).items() if offered]
+
+
 class Adapter(Protocol):
     """A site's scheduler, as the gateway sees it."""
 
     kind: str
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this adapter offers besides the operations below."""
+        ...
 
     @property
     def files(self) -> FileTransport:
@@ -126,3 +152,11 @@ class BatchSubmitter(Adapter, Protocol):
     def submit_many(self, requests: Sequence[SubmitRequest]) -> list[str | AdapterError]:
         """For each request its job id, or the error that stopped it (see BatchAdapter)."""
         ...
+
+
+def batch_submitter(adapter: Adapter) -> BatchSubmitter | None:
+    """`adapter` as a BatchSubmitter when its capabilities say it submits in batches.
+
+    The capability is the adapter's own statement; the cast only tells the type checker.
+    """
+    return cast(BatchSubmitter, adapter) if adapter.capabilities.batch_submit else None

@@ -20,9 +20,17 @@ import logging
 import re
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import cast
 
-from adapters.base import JobStatus, NativeState, OutputChunk, OutputStream, SubmitRequest
+from adapters.base import (
+    Capabilities,
+    JobStatus,
+    NativeState,
+    OutputChunk,
+    OutputStream,
+    SubmitRequest,
+)
 from adapters.batch_submit import MKDIR_FAILED, BatchItem, batch_script, parse_batch, script_bytes
 from adapters.errors import AdapterError, SiteUnavailable
 from adapters.scheduler_text import message
@@ -70,6 +78,11 @@ class BatchAdapter:
         self._cancelled: set[str] = set()
         self._state_dir_ready = False
         self._lock = threading.Lock()
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The dialect's, plus batch submission (one remote command for many jobs)."""
+        return replace(self.dialect.capabilities, batch_submit=True)
 
     @property
     def files(self) -> FileTransport:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Protocol
 
-from adapters.base import JobStatus, SubmitRequest
+from adapters.base import Capabilities, JobStatus, SubmitRequest
 from adapters.transport import CommandResult
 
 # Files of one job, relative to its working directory (the same names as the local site).
@@ -142,6 +142,11 @@ class SchedulerDialect(Protocol):
     # True when the status query itself reports finished jobs with their exit status
     # (PBS `qstat -x`, LSF `bjobs -a`); False when only accounting can say how a job ended.
     status_reports_final: bool
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this scheduler offers beyond submit, status and cancel (estimates, ...)."""
+        ...
 
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
         """The batch script for the request: directives, environment, cd, launch."""

@@ -25,7 +25,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
-from adapters.base import JobStatus, NativeState, OutputChunk, OutputStream, SubmitRequest
+from adapters.base import (
+    Capabilities,
+    JobStatus,
+    NativeState,
+    OutputChunk,
+    OutputStream,
+    SubmitRequest,
+)
 from adapters.errors import AdapterError, SiteUnavailable, SubmitRejected, UnknownJob
 from adapters.local.files import (
     JobFiles,
@@ -66,6 +73,8 @@ class LocalAdapter:
     """Runs jobs as process groups on this machine, below `jobs_root`."""
 
     kind = "local"
+    # Processes on this host: no queue, no scheduler accounting, one job per submit.
+    capabilities = Capabilities()
 
     def __init__(
         self,

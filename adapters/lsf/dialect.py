@@ -7,17 +7,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from adapters.base import JobStatus, SubmitRequest
-from adapters.lsf import accounting, cancel, queues, status, submit
+from adapters.lsf import queues, status, submit
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.script import job_options, render_script
+from adapters.scheduler_dialect import BaseDialect, CancelAnswers
 from adapters.scheduler_text import choose_job
-from adapters.scheduler_types import (
-    DialectConfig,
-    JobLayout,
-    QueueInfo,
-    StartEstimate,
-    SubmitCommand,
-)
+from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
 from adapters.transport import CommandResult
 
 if TYPE_CHECKING:
@@ -28,16 +23,26 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class LsfDialect:
+class LsfDialect(BaseDialect):
     """LSF through bsub, bjobs, bkill and bqueues.
 
     `memory`: send memory requests as `rusage[mem=]` (the site's LSF_UNIT_FOR_LIMITS must be
     MB). `clock`: today's date, to give bjobs' year-less times a year.
+
+    No accounting source: `bjobs -a` shows finished jobs with their exit code for LSF's
+    CLEAN_PERIOD (one hour by default), well beyond a gateway's polling interval; bacct
+    and bhist print free-form reports, and a job older than that window is left out of
+    status answers instead of being guessed at.
     """
 
     kind = "lsf"
+    title = "LSF"
     # `bjobs -a` shows DONE/EXIT with the exit code for CLEAN_PERIOD.
     status_reports_final = True
+    job_id = status.JOB_ID
+    # bkill(1): "Job <N>: Job has already finished", "Job <N>: No matching job found" (the
+    # two answers PSI/J's LSF executor tolerates too).
+    cancel_answers = CancelAnswers(over=("already finished",), unknown=("no matching job",))
 
     def __init__(
         self,
@@ -47,21 +52,19 @@ class LsfDialect:
         memory: bool = True,
         clock: Callable[[], datetime] = _now,
     ) -> None:
-        self.config = config
+        super().__init__(config)
         self.commands = commands
         self.memory = memory
         self.clock = clock
 
+    def submit_words(self) -> tuple[str, ...]:
+        return (self.commands.bsub,)
+
+    def job_options(self, request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
+        return job_options(request, layout, self.config, memory=self.memory)
+
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
         return render_script(request, layout, self.config, memory=self.memory)
-
-    def submit_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand:
-        """`bsub <options>` with the script on stdin; site extras before ours."""
-        script = self.render_script(request, layout)
-        options = job_options(request, layout, self.config, memory=self.memory)
-        argv = (self.commands.bsub, *self.config.extra_submit_args,
-                *(word for option in options for word in option))
-        return SubmitCommand(argv, script.encode())
 
     def parse_submit(self, result: CommandResult) -> str:
         return submit.parse_submit(result)
@@ -74,17 +77,8 @@ class LsfDialect:
     ) -> dict[str, JobStatus]:
         return status.parse_status(result, native_ids, self.config.timezone, self.clock())
 
-    def accounting_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
-        return accounting.accounting_commands()
-
-    def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
-        return {}
-
-    def cancel_command(self, native_id: str) -> tuple[str, ...]:
-        return cancel.cancel_command(self.commands, native_id)
-
-    def parse_cancel(self, result: CommandResult, native_id: str) -> None:
-        cancel.parse_cancel(result, native_id)
+    def cancel_words(self) -> tuple[str, ...]:
+        return (self.commands.bkill,)
 
     def find_commands(self, tag: str) -> list[tuple[str, ...]]:
         return [status.find_command(self.commands, tag)]
@@ -100,12 +94,6 @@ class LsfDialect:
 
     def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
         return queues.parse_queues(result, self.config.default_queue)
-
-    def estimate_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand | None:
-        return None  # LSF predicts starts only for pending jobs (bjobs -l).
-
-    def parse_estimate(self, result: CommandResult) -> StartEstimate | None:
-        return None
 
 
 if TYPE_CHECKING:

@@ -5,36 +5,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from adapters.base import JobStatus, SubmitRequest
-from adapters.pbs import accounting, cancel, queues, status, submit
+from adapters.base import Capabilities, JobStatus, SubmitRequest
+from adapters.pbs import accounting, queues, status, submit, torque
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.script import job_options, render_script
+from adapters.scheduler_dialect import BaseDialect, CancelAnswers
 from adapters.scheduler_text import choose_job, lines, query_failed
-from adapters.scheduler_types import (
-    DialectConfig,
-    JobLayout,
-    QueueInfo,
-    StartEstimate,
-    SubmitCommand,
-)
+from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
 from adapters.transport import CommandResult
 
 if TYPE_CHECKING:
     from adapters.scheduler_types import SchedulerDialect
 
 
-class PbsDialect:
-    """PBS Professional / OpenPBS through qsub, qstat, qselect and qdel.
+class PbsDialect(BaseDialect):
+    """PBS Professional / OpenPBS (or TORQUE) through qsub, qstat, qselect and qdel.
 
     `keep_files`: qsub `-k` value; "oed" writes stdout/stderr directly to their final
     paths so they can be read while the job runs (None: PBS copies them at the end).
     `accounting_dir`: the server's accounting log directory, if the gateway account can
-    read it (PBS_HOME/server_priv/accounting); used for jobs `qstat -x` no longer shows.
+    read it (PBS_HOME/server_priv/accounting); used for jobs `qstat` no longer shows.
+    `torque`: the server is TORQUE, whose commands differ (adapters.pbs.torque).
     """
 
     kind = "pbs"
+    title = "PBS"
     # With job history, `qstat -x` reports finished jobs with their Exit_status.
     status_reports_final = True
+    job_id = submit.JOB_ID
+    # qdel.1B: "Unknown Job Id <id>"; a finished job (kept with job history) or one ending;
+    # TORQUE: "invalid state for job - COMPLETE <id>".
+    cancel_answers = CancelAnswers(
+        over=("Job has finished", "Request invalid for state of job", "invalid state for job"),
+        unknown=("Unknown Job Id",))
 
     def __init__(
         self,
@@ -43,32 +46,43 @@ class PbsDialect:
         *,
         keep_files: str | None = "oed",
         accounting_dir: str | None = None,
+        torque: bool = False,
     ) -> None:
-        self.config = config
+        super().__init__(config)
         self.commands = commands
         self.keep_files = keep_files
         self.accounting_dir = accounting_dir
+        self.torque = torque
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Accounting records from the server's log, when the site names its directory."""
+        return Capabilities(queue_snapshot=True, accounting=self.accounting_dir is not None)
+
+    def submit_words(self) -> tuple[str, ...]:
+        return (self.commands.qsub,)
+
+    def job_options(self, request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
+        return job_options(request, layout, self.config, keep_files=self.keep_files,
+                           torque=self.torque)
 
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
-        return render_script(request, layout, self.config, keep_files=self.keep_files)
-
-    def submit_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand:
-        """`qsub <options>` with the script on stdin; site extras before ours."""
-        script = self.render_script(request, layout)
-        options = job_options(request, layout, self.config, keep_files=self.keep_files)
-        argv = (self.commands.qsub, *self.config.extra_submit_args,
-                *(word for option in options for word in option))
-        return SubmitCommand(argv, script.encode())
+        return render_script(request, layout, self.config, keep_files=self.keep_files,
+                             torque=self.torque)
 
     def parse_submit(self, result: CommandResult) -> str:
         return submit.parse_submit(result)
 
     def status_command(self, native_ids: Sequence[str]) -> tuple[str, ...]:
+        if self.torque:
+            return torque.status_command(self.commands, native_ids)
         return status.status_command(self.commands, native_ids)
 
     def parse_status(
         self, result: CommandResult, native_ids: Sequence[str]
     ) -> dict[str, JobStatus]:
+        if self.torque:
+            return torque.parse_status(result, native_ids)
         return status.parse_status(result, native_ids, self.config.timezone)
 
     def accounting_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
@@ -80,13 +94,12 @@ class PbsDialect:
     def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
         return accounting.parse_accounting(result)
 
-    def cancel_command(self, native_id: str) -> tuple[str, ...]:
-        return cancel.cancel_command(self.commands, native_id)
-
-    def parse_cancel(self, result: CommandResult, native_id: str) -> None:
-        cancel.parse_cancel(result, native_id)
+    def cancel_words(self) -> tuple[str, ...]:
+        return (self.commands.qdel,)
 
     def find_commands(self, tag: str) -> list[tuple[str, ...]]:
+        if self.torque:
+            return [torque.find_command(self.commands, tag)]
         # qselect -x: finished and moved jobs too (with job history).
         return [(self.commands.qselect, "-x", "-N", tag)]
 
@@ -97,16 +110,14 @@ class PbsDialect:
                           if submit.JOB_ID.matches(line))
 
     def queues_command(self) -> tuple[str, ...]:
+        if self.torque:
+            return torque.queues_command(self.commands)
         return queues.queues_command(self.commands)
 
     def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
+        if self.torque:
+            return torque.parse_queues(result, self.config.default_queue)
         return queues.parse_queues(result, self.config.default_queue)
-
-    def estimate_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand | None:
-        return None  # PBS estimates starts only for queued jobs (estimated.start_time).
-
-    def parse_estimate(self, result: CommandResult) -> StartEstimate | None:
-        return None
 
 
 if TYPE_CHECKING:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from adapters import script_directives
 from adapters.base import SubmitRequest
+from adapters.pbs.torque import resources as torque_resources
 from adapters.scheduler_script import (
     check_request,
     directive_lines,
@@ -32,11 +33,12 @@ def select(request: SubmitRequest) -> str:
 
 
 def job_options(
-    request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, keep_files: str | None
+    request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, keep_files: str | None,
+    torque: bool = False,
 ) -> list[list[str]]:
     """qsub options the gateway decides, one option and its value per item; on the command
     line they override `#PBS` lines of a user script. PBS has no working-directory option:
-    the script's `cd` puts the job there."""
+    the script's `cd` puts the job there. `torque`: TORQUE's resource syntax."""
     check_request(request, path_forbidden=PATH_SYNTAX)
     res = request.resources
     options = [
@@ -46,10 +48,13 @@ def job_options(
         ["-j", "n"],
         ["-S", config.shell],
         ["-l", f"walltime={hms(res.walltime_seconds)}"],
-        ["-l", f"select={select(request)}"],
     ]
-    if res.nodes > 1:
-        options.append(["-l", "place=scatter"])
+    if torque:
+        options += torque_resources(request)
+    else:
+        options.append(["-l", f"select={select(request)}"])
+        if res.nodes > 1:
+            options.append(["-l", "place=scatter"])
     if keep_files:
         # "d": write output straight to its destination, so it can be read while running.
         options.append(["-k", keep_files])
@@ -63,9 +68,10 @@ def job_options(
 
 
 def render_script(
-    request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, keep_files: str | None
+    request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, keep_files: str | None,
+    torque: bool = False,
 ) -> str:
-    options = job_options(request, layout, config, keep_files=keep_files)
+    options = job_options(request, layout, config, keep_files=keep_files, torque=torque)
     launch, setup = mpi_launch(request, config)
     return render(
         request, layout, config,

@@ -5,16 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from adapters.base import JobStatus, SubmitRequest
+from adapters.base import Capabilities, JobStatus, SubmitRequest
+from adapters.scheduler_dialect import BaseDialect, CancelAnswers
 from adapters.scheduler_text import choose_job
-from adapters.scheduler_types import (
-    DialectConfig,
-    JobLayout,
-    QueueInfo,
-    StartEstimate,
-    SubmitCommand,
-)
-from adapters.sge import accounting, cancel, queues, status, submit
+from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
+from adapters.sge import accounting, queues, status, submit
 from adapters.sge.commands import SgeCommands
 from adapters.sge.script import job_options, render_script
 from adapters.transport import CommandResult
@@ -23,7 +18,7 @@ if TYPE_CHECKING:
     from adapters.scheduler_types import SchedulerDialect
 
 
-class SgeDialect:
+class SgeDialect(BaseDialect):
     """Grid Engine (Son of Grid Engine 8.1) through qsub, qstat, qacct and qdel.
 
     `parallel_environment`: the PE multi-slot jobs are submitted to (`-pe <pe> <slots>`);
@@ -33,8 +28,14 @@ class SgeDialect:
     """
 
     kind = "sge"
+    title = "Grid Engine"
     # qstat forgets finished jobs: how they ended comes from qacct.
     status_reports_final = False
+    job_id = status.JOB_ID
+    # qmaster answers "<user> has registered the job <id> for deletion" (running: qacct
+    # records how it ended) or "<user> has deleted job <id>" (pending: no accounting record
+    # at all), and `denied: job "<id>" does not exist` for an unknown or finished job.
+    cancel_answers = CancelAnswers(over=(), unknown=("does not exist",))
 
     def __init__(
         self,
@@ -45,28 +46,30 @@ class SgeDialect:
         memory_resource: str | None = None,
         verify: str | None = "e",
     ) -> None:
-        self.config = config
+        super().__init__(config)
         self.commands = commands
         self.parallel_environment = parallel_environment
         self.memory_resource = memory_resource
         self.verify = verify
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(queue_snapshot=True, accounting=True)
+
+    def submit_words(self) -> tuple[str, ...]:
+        return (self.commands.qsub, "-terse")
+
+    def job_options(self, request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
+        return job_options(
+            request, layout, self.config, parallel_environment=self.parallel_environment,
+            memory_resource=self.memory_resource, verify=self.verify,
+        )
 
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
         return render_script(
             request, layout, self.config, parallel_environment=self.parallel_environment,
             memory_resource=self.memory_resource, verify=self.verify,
         )
-
-    def submit_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand:
-        """`qsub -terse <options>` with the script on stdin; site extras before ours."""
-        script = self.render_script(request, layout)
-        options = job_options(
-            request, layout, self.config, parallel_environment=self.parallel_environment,
-            memory_resource=self.memory_resource, verify=self.verify,
-        )
-        argv = (self.commands.qsub, "-terse", *self.config.extra_submit_args,
-                *(word for option in options for word in option))
-        return SubmitCommand(argv, script.encode())
 
     def parse_submit(self, result: CommandResult) -> str:
         return submit.parse_submit(result)
@@ -87,11 +90,8 @@ class SgeDialect:
     def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
         return accounting.parse_accounting(result, self.config.timezone)
 
-    def cancel_command(self, native_id: str) -> tuple[str, ...]:
-        return cancel.cancel_command(self.commands, native_id)
-
-    def parse_cancel(self, result: CommandResult, native_id: str) -> None:
-        cancel.parse_cancel(result, native_id)
+    def cancel_words(self) -> tuple[str, ...]:
+        return (self.commands.qdel,)
 
     def find_commands(self, tag: str) -> list[tuple[str, ...]]:
         return [status.status_command(self.commands), accounting.find_command(self.commands, tag)]
@@ -111,12 +111,6 @@ class SgeDialect:
 
     def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
         return queues.parse_queues(result, self.config.default_queue)
-
-    def estimate_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand | None:
-        return None  # Grid Engine has no dry run that predicts a start time.
-
-    def parse_estimate(self, result: CommandResult) -> StartEstimate | None:
-        return None
 
 
 if TYPE_CHECKING:

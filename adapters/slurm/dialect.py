@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from adapters.base import JobStatus, SubmitRequest
+from adapters.base import Capabilities, JobStatus, SubmitRequest
+from adapters.scheduler_dialect import BaseDialect, CancelAnswers
 from adapters.scheduler_text import choose_job, lines, query_failed
 from adapters.scheduler_types import (
     DialectConfig,
@@ -14,7 +15,7 @@ from adapters.scheduler_types import (
     StartEstimate,
     SubmitCommand,
 )
-from adapters.slurm import accounting, cancel, queues, status, submit
+from adapters.slurm import accounting, queues, status, submit
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.script import render_script
 from adapters.slurm.states import native_state
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from adapters.scheduler_types import SchedulerDialect
 
 
-class SlurmDialect:
+class SlurmDialect(BaseDialect):
     """Slurm through sbatch, squeue, sacct, scancel and sinfo.
 
     `tag_lookback_days`: how far back sacct searches for a job by its tag (crash recovery
@@ -32,8 +33,15 @@ class SlurmDialect:
     """
 
     kind = "slurm"
+    title = "Slurm"
     # squeue's final states carry no exit code: sacct decides how a job ended.
     status_reports_final = False
+    job_id = status.JOB_ID
+    # Cancelling a job that is ending or over is not an error; older releases say "Invalid
+    # job id specified" for an id they do not know (22.05 prints nothing, exit 0).
+    cancel_answers = CancelAnswers(
+        over=("already completing or completed", "Job/step already completing"),
+        unknown=("Invalid job id specified",))
 
     def __init__(
         self,
@@ -42,14 +50,19 @@ class SlurmDialect:
         *,
         tag_lookback_days: int = 7,
     ) -> None:
-        self.config = config
+        super().__init__(config)
         self.commands = commands
         self.tag_lookback_days = tag_lookback_days
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(queue_snapshot=True, start_estimate=True, accounting=True)
 
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
         return render_script(request, layout, self.config, srun=self.commands.srun)
 
     def submit_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand:
+        # sbatch takes its options as single `--name=value` words (adapters.slurm.submit).
         return submit.submit_command(self.commands, request, layout, self.config)
 
     def parse_submit(self, result: CommandResult) -> str:
@@ -70,11 +83,8 @@ class SlurmDialect:
     def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
         return accounting.parse_accounting(result, self.config.timezone)
 
-    def cancel_command(self, native_id: str) -> tuple[str, ...]:
-        return cancel.cancel_command(self.commands, native_id)
-
-    def parse_cancel(self, result: CommandResult, native_id: str) -> None:
-        cancel.parse_cancel(result, native_id)
+    def cancel_words(self) -> tuple[str, ...]:
+        return (self.commands.scancel,)
 
     def find_commands(self, tag: str) -> list[tuple[str, ...]]:
         return [

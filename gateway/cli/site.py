@@ -30,7 +30,7 @@ site_app = typer.Typer(help="Site configurations (site-configs/<name>.yaml).",
 
 
 def _summary(config: SiteConfig) -> str:
-    parts = [config.scheduler.kind.value,
+    parts = [config.scheduler.kind,
              f"{len(config.partitions)} partition{'s' if len(config.partitions) != 1 else ''}"
              f" (default {config.default_partition.name})"]
     if config.accounts is not None:

@@ -1,29 +1,36 @@
 """Remote sites: a validated site config becomes a SiteEntry whose adapter speaks the
-site's scheduler over a pooled, host-key-pinned SSH transport."""
+site's scheduler (found in the scheduler registry) over a pooled transport.
+
+The pool is the seam: the gateway passes an `SshTransportPool` (pinned host keys), and
+tests pass a `TransportPool` of `adapters.testing.ReplayTransport`s, so every layer
+above the transport runs as it does against a real site.
+"""
 
 from __future__ import annotations
 
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
+from adapters import registry
 from adapters.base import Adapter
 from adapters.scheduler import BatchAdapter
+from adapters.scheduler_entry import DialectSettings
 from adapters.scheduler_types import DialectConfig, MpiFlavor, SchedulerDialect
-from adapters.sge.commands import SgeCommands
-from adapters.sge.dialect import SgeDialect
-from adapters.slurm.commands import SlurmCommands
-from adapters.slurm.dialect import SlurmDialect
-from adapters.ssh import SshTarget, SshTransportPool
+from adapters.ssh import SshTarget
+from adapters.ssh.pool import TransportPool
+from adapters.transport import Transport
 from gateway.domain.errors import Invalid
 from gateway.services.sites import LOCAL_SITE, SiteEntry
 from gateway.settings import Settings
 from gateway.siteconfig import (
     Account,
     AccountMode,
-    SchedulerKind,
     SiteConfig,
     resolve_key_path,
     site_shape,
 )
+
+T = TypeVar("T", bound=Transport)
 
 
 def _dialect_config(config: SiteConfig) -> DialectConfig:
@@ -43,19 +50,12 @@ def _dialect_config(config: SiteConfig) -> DialectConfig:
 
 
 def _dialect(config: SiteConfig) -> SchedulerDialect:
-    scheduler, dialect_config = config.scheduler, _dialect_config(config)
-    if scheduler.kind == SchedulerKind.SLURM:
-        slurm = ("sbatch", "squeue", "sacct", "scancel", "sinfo", "srun")
-        return SlurmDialect(dialect_config,
-                            SlurmCommands(**{n: scheduler.command(n) for n in slurm}))
-    if scheduler.kind == SchedulerKind.SGE:
-        sge = ("qsub", "qstat", "qacct", "qdel")
-        return SgeDialect(dialect_config, SgeCommands(**{n: scheduler.command(n) for n in sge}),
-                          parallel_environment=scheduler.parallel_environment)
-    # PBS and LSF speak through the same adapter once a live site exists to test them on.
-    raise Invalid(f"Site '{config.name}': the gateway does not drive {scheduler.kind.value} "
-                  "sites over SSH yet; their command builders and parsers are tested on "
-                  "recorded outputs only.", field="scheduler.kind")
+    scheduler = config.scheduler
+    try:
+        return registry.dialect(scheduler.kind, DialectSettings(
+            _dialect_config(config), scheduler.commands(), scheduler.options))
+    except registry.UnknownScheduler as exc:
+        raise Invalid(f"Site '{config.name}': {exc.message}", field="scheduler.kind") from None
 
 
 def _target(config: SiteConfig, account: Account, settings: Settings) -> SshTarget:
@@ -75,7 +75,7 @@ def _target(config: SiteConfig, account: Account, settings: Settings) -> SshTarg
                      connect_timeout=ssh.connect_timeout_seconds)
 
 
-def build_adapter(config: SiteConfig, settings: Settings, pool: SshTransportPool,
+def build_adapter(config: SiteConfig, settings: Settings, pool: TransportPool[T],
                   account: Account) -> BatchAdapter:
     """A BatchAdapter speaking `config`'s scheduler as `account`, over a pooled transport.
 
@@ -99,7 +99,7 @@ def _state_dir(config: SiteConfig, scratch_root: str, account: Account) -> str:
     return f"{scratch_root.rstrip('/')}/{name}"
 
 
-def remote_site(config: SiteConfig, settings: Settings, pool: SshTransportPool) -> SiteEntry:
+def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T]) -> SiteEntry:
     """The SiteEntry for a reachable (non-descriptive) remote site config."""
     if config.name == LOCAL_SITE:
         raise Invalid(f"A site config may not be named '{LOCAL_SITE}': that is the embedded "
@@ -118,7 +118,7 @@ def remote_site(config: SiteConfig, settings: Settings, pool: SshTransportPool) 
         adapter = next(iter(mapped.values()))
     # Job directories sit side by side under the scratch root (sticky and world-writable
     # on a mapped site), each created 0700 by the account that runs the job.
-    return SiteEntry(name=config.name, kind=config.scheduler.kind.value,
+    return SiteEntry(name=config.name, kind=config.scheduler.kind,
                      description=config.description, shape=site_shape(config),
                      max_jobs=config.max_concurrent_jobs, adapter=adapter,
                      workdir_root=config.scratch_root.rstrip("/"), mapped=mapped)

@@ -13,18 +13,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from adapters.errors import AdapterError
 from adapters.scheduler import BatchAdapter
 from adapters.scheduler_types import QueueInfo
 from adapters.ssh import SshTransportPool
-from adapters.transport import HostKeyMismatch
+from adapters.ssh.pool import TransportPool
+from adapters.transport import HostKeyMismatch, Transport
 from gateway.domain.errors import Invalid
 from gateway.services.remote_sites import build_adapter
 from gateway.settings import Settings
 from gateway.siteconfig import Account, AccountMode, MpiLauncherKind, Partition, SiteConfig
 
+T = TypeVar("T", bound=Transport)
 # Exit codes of the scratch probe script below.
 _SCRATCH_MISSING, _SCRATCH_READONLY = 3, 4
 # Runs as the site account; the scratch root is "$1", data and never code.
@@ -176,17 +178,18 @@ def _failure(exc: AdapterError) -> str:
 
 
 def check_site(config: SiteConfig, settings: Settings,
-               pool: SshTransportPool | None = None) -> SiteCheckReport:
-    """Every check against the live site (a pool of our own unless one is given)."""
+               pool: TransportPool[T] | None = None) -> SiteCheckReport:
+    """Every check against the live site (over SSH, unless a pool is given)."""
     account = check_account(config)
-    own_pool = pool is None
-    pool = pool or SshTransportPool()
-    try:
+    if pool is not None:
         adapter = build_adapter(config, settings, pool, account)
         checks = _checks(config, adapter, account)
-    finally:
-        if own_pool:
-            pool.close()
+    else:
+        ssh = SshTransportPool()
+        try:
+            checks = _checks(config, build_adapter(config, settings, ssh, account), account)
+        finally:
+            ssh.close()
     return SiteCheckReport(site=config.name, account=account.user, checks=tuple(checks))
 
 
@@ -202,21 +205,34 @@ def _checks(config: SiteConfig, adapter: BatchAdapter, account: Account) -> list
     checks = [Check("ssh", Status.OK if login == 0 else Status.FAIL,
                     f"{where}: logged in, host key matches the pin"
                     if login == 0 else f"{where}: `true` exited {login}")]
-    try:
-        queues = adapter.queues()
-    except AdapterError as exc:
-        checks.append(Check("scheduler", Status.FAIL, _failure(exc)))
-        checks.extend(Check(f"partition {p.name}", Status.SKIP,
-                            "not checked: the scheduler did not answer")
-                      for p in config.partitions)
-    else:
-        names = ", ".join(q.name for q in queues) or "none"
-        checks.append(Check("scheduler", Status.OK,
-                            f"{config.scheduler.kind.value} answers; partitions: {names}"))
-        checks.extend(compare_partitions(config.partitions, queues))
+    checks.extend(scheduler_checks(config, adapter))
     checks.extend(_launcher_checks(config, adapter))
     checks.append(_scratch_check(config.scratch_root, adapter))
     return checks
+
+
+def scheduler_checks(config: SiteConfig, adapter: BatchAdapter) -> list[Check]:
+    """The scheduler's queues against the configured partitions, when it can list them;
+    the detail says what else the adapter offers (estimates, accounting, ...)."""
+    kind = config.scheduler.kind
+    offers = ", ".join(adapter.capabilities.names()) or "nothing beyond submit and status"
+    if not adapter.capabilities.queue_snapshot:
+        return [Check("scheduler", Status.SKIP, f"the {kind} adapter cannot list queues "
+                                                f"(it offers: {offers})"),
+                *(Check(f"partition {p.name}", Status.SKIP,
+                        f"not checked: the {kind} adapter cannot list queues")
+                  for p in config.partitions)]
+    try:
+        queues = adapter.queues()
+    except AdapterError as exc:
+        return [Check("scheduler", Status.FAIL, _failure(exc)),
+                *(Check(f"partition {p.name}", Status.SKIP,
+                        "not checked: the scheduler did not answer")
+                  for p in config.partitions)]
+    names = ", ".join(q.name for q in queues) or "none"
+    return [Check("scheduler", Status.OK,
+                  f"{kind} answers; partitions: {names}; the adapter offers: {offers}"),
+            *compare_partitions(config.partitions, queues)]
 
 
 def _later_checks(config: SiteConfig) -> list[str]:

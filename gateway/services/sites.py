@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -26,7 +26,7 @@ from gateway.scheduling.feasibility import SiteShape
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
-    from adapters.ssh import SshTransportPool
+    from adapters.ssh.pool import TransportPool
 
 log = logging.getLogger(__name__)
 
@@ -234,22 +234,24 @@ class SiteRegistry:
                  initially_drained: set[str] | None = None) -> None:
         self._entries = {entry.name: entry for entry in entries}
         self._initially_drained = initially_drained or set()
-        self._pool: SshTransportPool | None = None
+        self._pool: TransportPool[Any] | None = None
         self._admission: tuple[float, dict[str, Admission]] = (0.0, {})
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> SiteRegistry:
+    def from_settings(cls, settings: Settings,
+                      pool: TransportPool[Any] | None = None) -> SiteRegistry:
         """The local site (unless disabled) and every reachable site configured in
-        `settings.site_configs_dir`; descriptive (seed) configs are never connected."""
+        `settings.site_configs_dir`; descriptive (seed) configs are never connected.
+        Remote sites are reached over SSH, or through `pool` when one is given (tests
+        pass replaying transports); the registry closes it."""
         entries = [local_site(settings)] if settings.local_site_enabled else []
         drained: set[str] = set()
-        pool = None
         if settings.site_configs_dir is not None:
             from adapters.ssh import SshTransportPool
             from gateway.services.remote_sites import remote_site
             from gateway.siteconfig import SiteState, load_site_configs
 
-            pool = SshTransportPool()
+            pool = pool if pool is not None else SshTransportPool()
             for config in load_site_configs(settings.site_configs_dir):
                 if config.descriptive:
                     continue

@@ -6,7 +6,7 @@ import ipaddress
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from adapters.text_rules import ACCOUNT, MPI_FLAVOR, PARTITION, SITE_NAME, TextRule
 from gateway.domain.jobspec import parse_walltime
@@ -16,6 +16,12 @@ UNLIMITED = "UNLIMITED"
 
 
 Loc = tuple[int | str, ...]
+
+
+class Section(BaseModel):
+    """A part of a site config: unknown fields are errors, values never change."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class FieldIssues(ValueError):
@@ -31,15 +37,13 @@ class FieldIssues(ValueError):
         self.issues = issues
 
 
-def _named(rule: TextRule, description: str) -> list[Any]:
+def named(rule: TextRule, description: str) -> list[Any]:
     """Annotated metadata for a name of kind `rule`: matched whole, shown in the schema."""
     return [AfterValidator(no_private_key), AfterValidator(rule.check),
             Field(description=description, json_schema_extra={"pattern": rule.json_pattern})]
 
 
 # Kinds only site configs have; the shared ones come from adapters.text_rules.
-PE_NAME = TextRule("parallel environment name", PARTITION.pattern,
-                   "use letters, digits, '.', '_' or '-' (e.g. mpi)")
 COMMAND_NAME = TextRule("command name", r"[a-z][a-z0-9_-]{0,31}",
                         "use the scheduler command's name, e.g. sbatch")
 LOCAL_USER = TextRule("Unix account name", r"[A-Za-z_][A-Za-z0-9_.-]{0,31}",
@@ -49,20 +53,18 @@ GATEWAY_USER = TextRule("gateway user name", r"\S{1,255}",
 RUNTIME_NAME = TextRule("container runtime name", r"[a-z][a-z0-9._-]{0,31}",
                         "use a lowercase name such as apptainer, singularity or podman")
 
-SiteName = Annotated[str, *_named(
+SiteName = Annotated[str, *named(
     SITE_NAME, "The site's name; also its file name: site-configs/<name>.yaml.")]
-PartitionName = Annotated[str, *_named(
+PartitionName = Annotated[str, *named(
     PARTITION, "The scheduler's partition (Slurm) or queue (Grid Engine, PBS, LSF).")]
-FlavorName = Annotated[str, *_named(
+FlavorName = Annotated[str, *named(
     MPI_FLAVOR, "The name jobs ask for in `mpi.flavor`, e.g. mpich or openmpi.")]
-PeName = Annotated[str, *_named(
-    PE_NAME, "Grid Engine parallel environment for MPI jobs (`qsub -pe NAME SLOTS`).")]
-CommandName = Annotated[str, *_named(COMMAND_NAME, "A scheduler command, e.g. sbatch or qsub.")]
-LocalUser = Annotated[str, *_named(LOCAL_USER, "A Unix account on the site.")]
-GatewayUser = Annotated[str, *_named(GATEWAY_USER, "A gateway user, by gateway username.")]
-RuntimeName = Annotated[str, *_named(
+CommandName = Annotated[str, *named(COMMAND_NAME, "A scheduler command, e.g. sbatch or qsub.")]
+LocalUser = Annotated[str, *named(LOCAL_USER, "A Unix account on the site.")]
+GatewayUser = Annotated[str, *named(GATEWAY_USER, "A gateway user, by gateway username.")]
+RuntimeName = Annotated[str, *named(
     RUNTIME_NAME, "A container runtime installed on the site's compute nodes.")]
-SchedulerAccount = Annotated[str, *_named(ACCOUNT, "A scheduler account or project name.")]
+SchedulerAccount = Annotated[str, *named(ACCOUNT, "A scheduler account or project name.")]
 
 
 def _check_time_zone(value: str) -> str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gateway.scheduling.feasibility import SiteShape
-from gateway.siteconfig.model import MpiLauncherKind, SiteConfig
+from gateway.siteconfig.cluster import MpiLauncherKind
+from gateway.siteconfig.model import SiteConfig
 
 # What an UNLIMITED partition walltime counts as: longer than any job will ask for.
 UNLIMITED_WALLTIME_SECONDS = 10 * 365 * 24 * 3600

@@ -114,13 +114,13 @@ def spec_from_template(config: SiteConfig, index: int) -> SiteSpec:
     """The testbed's view of one template; TestbedError if it cannot be run here."""
     where = f"site-configs/{config.name}.yaml"
     kind: SchedulerKind
-    if config.scheduler.kind.value == "slurm":
+    if config.scheduler.kind == "slurm":
         kind = "slurm"
-    elif config.scheduler.kind.value == "sge":
+    elif config.scheduler.kind == "sge":
         kind = "sge"
     else:
         raise TestbedError(f"{where}: the testbed runs slurm and sge sites, not "
-                           f"{config.scheduler.kind.value}")
+                           f"{config.scheduler.kind}")
     if config.provisioned_by != "testbed":
         raise TestbedError(f"{where}: not a testbed template (set `provisioned_by: testbed`)")
     if config.scratch_root is None:
@@ -149,7 +149,7 @@ def spec_from_template(config: SiteConfig, index: int) -> SiteSpec:
     return SiteSpec(
         name=config.name, index=index, kind=kind, cpus=cpus, memory_mb=memory,
         queues=queues, scratch_root=config.scratch_root,
-        parallel_environment=config.scheduler.parallel_environment, template=config)
+        parallel_environment=config.scheduler.text_option("parallel_environment"), template=config)
 
 
 def load_sites(directory: Path | None = None) -> tuple[SiteSpec, ...]:

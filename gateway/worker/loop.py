@@ -28,13 +28,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from typing import cast
 
 from pydantic import ValidationError
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from adapters.base import Adapter, BatchSubmitter, JobStatus, NativeState
+from adapters.base import Adapter, BatchSubmitter, JobStatus, NativeState, batch_submitter
 from adapters.errors import AdapterError, SubmitRejected, UnknownJob
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
@@ -283,11 +282,7 @@ class Worker:
             adapter = site.adapter_for(claim.owner)
         except NoAccount:
             return None  # the single path records the refusal
-        # Looked up on the class: an isinstance() check against the protocol would
-        # evaluate every property of the adapter (`files` may raise).
-        if not callable(getattr(type(adapter), "submit_many", None)):
-            return None
-        return cast(BatchSubmitter, adapter)
+        return batch_submitter(adapter)
 
     def _submit_batch(self, site: SiteEntry, adapter: BatchSubmitter,
                       claims: Sequence[Claim]) -> None:

@@ -36,7 +36,7 @@ def test_every_check_passes_on_the_testbed(testbed: TestbedInfo, site: str) -> N
     assert {f"partition {p.name}" for p in config.partitions} <= statuses.keys()
     # Every MPI flavor's launchers were looked for.
     assert {f"launcher {f.argv[0]}" for f in config.mpi_flavors} <= statuses.keys()
-    assert ("launcher /usr/bin/srun" in statuses) == (config.scheduler.kind.value == "slurm")
+    assert ("launcher /usr/bin/srun" in statuses) == (config.scheduler.kind == "slurm")
 
 
 def test_the_table_says_all_passed(testbed: TestbedInfo) -> None:

@@ -24,6 +24,8 @@ CONFIGS = Path(__file__).resolve().parents[2] / "site-configs"
 SCHEMA_FILE = CONFIGS / "schema.json"
 TESTBED = ("galaxy", "parnass2", "roadrunner")
 SEEDS = ("bonn-parnass2", "jpl-beowulf", "mhpcc-netfinity", "sbu-galaxy", "unm-roadrunner")
+# The seed clusters that run PBS, as sites the gateway drives (examples/<seed>.yaml).
+PBS_EXAMPLES = ("mhpcc-netfinity", "sbu-galaxy", "unm-roadrunner")
 SHIPPED = sorted(CONFIGS.rglob("*.yaml"))
 
 
@@ -39,7 +41,8 @@ def test_json_schema_file_is_current() -> None:
 
 def test_every_shipped_config_is_there() -> None:
     names = sorted(p.relative_to(CONFIGS).as_posix() for p in SHIPPED)
-    assert names == sorted([*(f"{n}.yaml" for n in TESTBED), *(f"seeds/{n}.yaml" for n in SEEDS)])
+    assert names == sorted([*(f"{n}.yaml" for n in TESTBED), *(f"seeds/{n}.yaml" for n in SEEDS),
+                            *(f"examples/{n}.yaml" for n in PBS_EXAMPLES)])
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.relative_to(CONFIGS).as_posix())
@@ -91,6 +94,26 @@ def test_seed_sites_are_descriptive_and_drained() -> None:
         assert config.descriptive and config.state == SiteState.DRAINED
         assert config.ssh is None and config.accounts is None
         assert not config.is_complete
+
+
+def test_pbs_examples_are_the_seeds_made_reachable() -> None:
+    """Complete PBS sites (the gateway loads them as they are) with the seeds' figures."""
+    seeds = {c.name: c for c in load_site_configs(CONFIGS / "seeds")}
+    examples = {c.name: c for c in load_site_configs(CONFIGS / "examples")}
+    assert sorted(examples) == list(PBS_EXAMPLES)
+    for name, example in examples.items():
+        assert example.scheduler.kind == "pbs" and example.is_complete
+        assert example.state == SiteState.ENABLED and not example.descriptive
+        assert example.ssh is not None and example.accounts is not None
+        seed = seeds[name]
+        for part in ("partitions", "interconnect", "other_interconnects", "mpi_flavors",
+                     "location", "description"):
+            assert getattr(example, part) == getattr(seed, part), (name, part)
+    assert examples["unm-roadrunner"].scheduler.options == {
+        "accounting_dir": "/var/spool/pbs/server_priv/accounting"}
+    # NetFinity ran the Maui scheduler: its example is a TORQUE server.
+    assert examples["mhpcc-netfinity"].scheduler.options == {
+        "pbs_server": "torque", "accounting_dir": "/var/spool/torque/server_priv/accounting"}
 
 
 def test_seed_figures_are_the_papers() -> None:

@@ -1,0 +1,28 @@
+"""IBM Spectrum LSF in the scheduler registry (adapters.registry)."""
+
+from __future__ import annotations
+
+from adapters.lsf.commands import LsfCommands
+from adapters.lsf.dialect import LsfDialect
+from adapters.scheduler_entry import DialectOption, DialectSettings, SchedulerEntry
+
+OPTIONS = (
+    DialectOption(
+        "memory_requests", "rusage memory requests",
+        "Send a job's memory request as `-R rusage[mem=]` per slot (true by default; the "
+        "site's LSF_UNIT_FOR_LIMITS must be MB)."),
+)
+
+
+def _build(settings: DialectSettings) -> LsfDialect:
+    return LsfDialect(settings.config, LsfCommands(**settings.commands),
+                      memory=settings.flag("memory_requests", True))
+
+
+ENTRY = SchedulerEntry(
+    kind="lsf",
+    title=LsfDialect.title,
+    commands=("bsub", "bjobs", "bkill", "bqueues"),
+    build=_build,
+    options=OPTIONS,
+)

@@ -1,0 +1,116 @@
+"""`BaseDialect`: what the batch-scheduler dialects share, so each holds only its differences.
+
+Every dialect submits `<submit command> <site extras> <the gateway's options>` with the
+rendered script on stdin, cancels with `<cancel command> <id>` (refusing ids not of its
+form, and reading the same three kinds of answer), and by default has neither a start
+estimate nor an accounting source. A dialect names its commands, options, script and
+parsers; see adapters.scheduler_types.SchedulerDialect for the whole contract. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from adapters.base import Capabilities, JobStatus, SubmitRequest
+from adapters.errors import UnknownJob
+from adapters.scheduler_text import has_any, message, query_failed
+from adapters.scheduler_types import DialectConfig, JobLayout, StartEstimate, SubmitCommand
+from adapters.text_rules import TextRule
+from adapters.transport import CommandResult
+
+
+@dataclass(frozen=True)
+class CancelAnswers:
+    """How one scheduler's cancel command answers (matched case-insensitively).
+
+    `over`: the job is ending or already finished (the cancel is idempotent: no error);
+    `unknown`: the scheduler does not know the id. Anything else that exits non-zero is a
+    failed query, tried again later.
+    """
+
+    over: tuple[str, ...]
+    unknown: tuple[str, ...]
+
+
+class BaseDialect:
+    """Shared builders and parsers; subclasses set the class attributes and the methods
+    that raise NotImplementedError."""
+
+    kind: str
+    # The scheduler's name in messages ("Grid Engine").
+    title: str
+    status_reports_final: bool
+    job_id: TextRule
+    cancel_answers: CancelAnswers
+
+    def __init__(self, config: DialectConfig) -> None:
+        self.config = config
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Every dialect lists its queues; a dialect with more says so by overriding this."""
+        return Capabilities(queue_snapshot=True)
+
+    # -- submit ---------------------------------------------------------------------------
+
+    def submit_words(self) -> tuple[str, ...]:
+        """The submit command and its fixed arguments (`qsub -terse`)."""
+        raise NotImplementedError
+
+    def job_options(self, request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
+        """The options the gateway decides, one option and its value per item."""
+        raise NotImplementedError
+
+    def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
+        """The batch script for the request: directives, environment, cd, launch."""
+        raise NotImplementedError
+
+    def submit_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand:
+        """`<submit> <site extras> <our options>` with the script on stdin; the site's
+        extras come first so the gateway's own options win where they overlap."""
+        script = self.render_script(request, layout)
+        options = self.job_options(request, layout)
+        argv = (*self.submit_words(), *self.config.extra_submit_args,
+                *(word for option in options for word in option))
+        return SubmitCommand(argv, script.encode())
+
+    # -- cancel ---------------------------------------------------------------------------
+
+    def cancel_words(self) -> tuple[str, ...]:
+        """The cancel command (`qdel`); the job id follows."""
+        raise NotImplementedError
+
+    def cancel_command(self, native_id: str) -> tuple[str, ...]:
+        """The command that cancels one job; UnknownJob for an id not of this form."""
+        if not self.job_id.matches(native_id):
+            raise UnknownJob(f"{native_id!r} is not a valid {self.title} job id")
+        return (*self.cancel_words(), native_id)
+
+    def parse_cancel(self, result: CommandResult, native_id: str) -> None:
+        """Nothing when the job is cancelled or already over; UnknownJob or an error."""
+        said = message(result)
+        if has_any(said, self.cancel_answers.over):
+            return
+        if has_any(said, self.cancel_answers.unknown):
+            raise UnknownJob(f"{self.title} does not know job {native_id}: {said}")
+        if result.exit_status != 0:
+            raise query_failed(result)
+
+    # -- what not every scheduler has -----------------------------------------------------
+
+    def accounting_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
+        """Commands asking the accounting records of finished jobs ([] if there are none)."""
+        return []
+
+    def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
+        """Final statuses found in accounting; jobs without a record are left out."""
+        return {}
+
+    def estimate_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand | None:
+        """A dry run predicting the start time, or None if the scheduler has none."""
+        return None
+
+    def parse_estimate(self, result: CommandResult) -> StartEstimate | None:
+        """The predicted start, or None if the answer holds none."""
+        return None
