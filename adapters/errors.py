@@ -129,9 +129,17 @@ class FileTransferError(TransportError):
 
 
 class ConnectionFailed(TransportError, SiteUnavailable):
-    """The site could not be reached, or the connection broke. Try again later."""
+    """The site could not be reached, or the connection broke. Try again later.
+
+    `retry_at` (wall clock, UTC): when the site's breaker lets the next attempt through,
+    if it is holding attempts back (None: at once).
+    """
 
     transient = True
+
+    def __init__(self, message: str, *, retry_at: datetime | None = None) -> None:
+        super().__init__(message)
+        self.retry_at = retry_at
 
 
 class CircuitOpen(ConnectionFailed):
@@ -139,11 +147,12 @@ class CircuitOpen(ConnectionFailed):
 
     transient = True
 
+    retry_at: datetime
+
     def __init__(self, message: str, *, site: str, since: datetime, retry_at: datetime) -> None:
-        super().__init__(message)
+        super().__init__(message, retry_at=retry_at)
         self.site = site
         self.since = since
-        self.retry_at = retry_at
 
 
 class CommandTimeout(TransportError, SiteUnavailable):
