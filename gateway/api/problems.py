@@ -131,7 +131,7 @@ def _retry_after(exc: AdapterError) -> dict[str, str] | None:
 
 def _adapter(request: Request, exc: AdapterError) -> JSONResponse:
     status, title = next((s, t) for cls, s, t in _ADAPTER_STATUS if isinstance(exc, cls))
-    detail = exc.message.rstrip(".") + "."
+    detail = exc.message if exc.message.endswith(".") else f"{exc.message}."
     if exc.transient:
         detail += " Try again later."
     log.log(logging.WARNING if exc.transient else logging.ERROR, "%s %s: %s (%s)",
