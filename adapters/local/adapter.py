@@ -6,7 +6,8 @@ rest and records the outcome on disk, so a gateway may die (even `kill -9`) and
 a later one reads where every job stands.
 
 Job directories and native ids: adapters.local.index. Each job runs in its own
-sandbox when the site has one: adapters.local.sandbox.
+sandbox when the site has one: adapters.local.sandbox. Starting and reaping runners:
+`spawn`; where a job stands: `state`; cancelling: `stop`; reading output: `output`.
 
 Linux only: process identity and job cleanup read /proc.
 """
@@ -15,15 +16,10 @@ from __future__ import annotations
 
 import os
 import pwd
-import signal
-import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TypeVar
 
 from adapters.base import (
     Capabilities,
@@ -36,37 +32,22 @@ from adapters.base import (
 from adapters.errors import AdapterError, SiteUnavailable, SubmitRejected, UnknownJob
 from adapters.local.files import (
     JobFiles,
+    load_record,
     make_private_dirs,
-    read_json,
     write_atomic,
     write_json_atomic,
 )
 from adapters.local.index import JobIndex
 from adapters.local.launch import LaunchConfig, build_plan
-from adapters.local.ownership import claim_job, record_outcome
-from adapters.local.procs import job_processes, sandbox_launchers, signal_processes
-from adapters.local.records import ChildRecord, Claim, LaunchPlan, Outcome, utcnow
+from adapters.local.output import read_output
+from adapters.local.records import LaunchPlan, utcnow
 from adapters.local.sandbox import SandboxConfig
+from adapters.local.spawn import reap_runners, spawn_runner
+from adapters.local.state import job_status
+from adapters.local.stop import cancel_job
 from adapters.transport import FileTransport, LocalTransport
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-LOST_REASON = "LOST: runner process disappeared without recording an outcome"
-# The directory holding the `adapters` package, so the runner imports this very code.
-_CODE_ROOT = str(Path(__file__).resolve().parents[2])
-
-T = TypeVar("T")
-
-# Runners this process started and has not reaped yet (any adapter instance reaps them).
-_runner_pids: set[int] = set()
-_runners_lock = threading.Lock()
-
-
-class _DetachedProcess(subprocess.Popen[bytes]):
-    """A runner: it is meant to outlive this object, and is reaped by pid."""
-
-    def __del__(self) -> None:
-        # Popen would warn "still running" and track it for reaping; we do that ourselves.
-        pass
 
 
 class LocalAdapter:
@@ -140,7 +121,7 @@ class LocalAdapter:
             make_private_dirs(self._root, workdir)
             make_private_dirs(self._root, files.control)
             try:
-                existing = _load(files.request, LaunchPlan.from_json)
+                existing = load_record(files.request, LaunchPlan.from_json)
             except ValueError as exc:
                 raise SubmitRejected(f"{files.request} is unreadable: {exc}") from exc
             if existing is not None:
@@ -175,7 +156,8 @@ class LocalAdapter:
         native_id = self.prepare(request)
         files = JobFiles(self._index.workdir(request.workdir, SubmitRejected))
         if not files.claim.exists():
-            self._spawn_runner(files)
+            spawn_runner(files, python=self._python, path=self._config.path,
+                         home=self._runner_home, lang=self._config.lang)
         return native_id
 
     def find_by_tag(self, tag: str, workdir: str) -> str | None:
@@ -192,66 +174,25 @@ class LocalAdapter:
         """
         files = JobFiles(self._index.workdir(workdir, AdapterError))
         try:
-            plan = _load(files.request, LaunchPlan.from_json)
+            plan = load_record(files.request, LaunchPlan.from_json)
         except (OSError, ValueError):
             return None
         if plan is None or plan.tag != tag or not files.claim.exists():
             return None
         return plan.native_id
 
-    def _spawn_runner(self, files: JobFiles) -> None:
-        env = {
-            "PATH": self._config.path,
-            "HOME": self._runner_home,
-            "LANG": self._config.lang,
-            "PYTHONPATH": _CODE_ROOT,
-        }
-        self._reap_runners()
-        try:
-            log = os.open(files.runner_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            try:
-                # Own session: a signal to the gateway's process group never reaches it.
-                proc = _DetachedProcess(
-                    [self._python, "-m", "adapters.local.runner", str(files.workdir)],
-                    cwd="/",
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    close_fds=True,
-                    start_new_session=True,
-                )
-            finally:
-                os.close(log)
-            write_json_atomic(files.spawned, {"pid": proc.pid, "at": utcnow().isoformat()})
-        except OSError as exc:
-            raise SiteUnavailable(f"cannot start the local job runner: {exc}") from exc
-        with _runners_lock:
-            _runner_pids.add(proc.pid)
-
-    def _reap_runners(self) -> None:
-        """Collect runners that have exited: they are our children until we die."""
-        with _runners_lock:
-            for pid in list(_runner_pids):
-                try:
-                    done, _ = os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    done = pid
-                if done:
-                    _runner_pids.discard(pid)
-
     # -- status -------------------------------------------------------------------
 
     def status(self, native_ids: Sequence[str]) -> Mapping[str, JobStatus]:
         """Where each job stands; ids with no job directory are omitted."""
-        self._reap_runners()
+        reap_runners()
         result: dict[str, JobStatus] = {}
         for native_id in dict.fromkeys(native_ids):
             files = self.files_of(native_id)
             if files is None:
                 continue
             try:
-                status = self._status_of(native_id, files)
+                status = job_status(native_id, files, self._runner_start_timeout)
             except (OSError, ValueError) as exc:
                 status = JobStatus(
                     native_id, NativeState.UNKNOWN, "unreadable", f"cannot read job state: {exc}"
@@ -259,61 +200,6 @@ class LocalAdapter:
             if status is not None:
                 result[native_id] = status
         return result
-
-    def _status_of(self, native_id: str, files: JobFiles) -> JobStatus | None:
-        outcome = _load(files.result, Outcome.from_json)
-        if outcome is not None:
-            return _final_status(native_id, outcome)
-        if not files.request.exists():
-            return None
-        claim = _load(files.claim, Claim.from_json)
-        if claim is None:
-            if not self._runner_overdue(files):
-                return JobStatus(native_id, NativeState.QUEUED, "pending")
-            # The runner we started never claimed the job. Claim it ourselves, so a late
-            # runner cannot start it, and say why it failed.
-            if claim_job(files, "adapter"):
-                reason = (
-                    f"LOST: the job runner did not start within "
-                    f"{self._runner_start_timeout:g} s; see {files.runner_log}"
-                )
-                outcome = Outcome(NativeState.FAILED, "lost", None, reason, None, utcnow())
-                record_outcome(files, outcome)
-                return _final_status(native_id, outcome)
-            claim = _load(files.claim, Claim.from_json)
-            if claim is None:
-                return JobStatus(native_id, NativeState.QUEUED, "pending")
-        child = _load(files.child, ChildRecord.from_json)
-        if claim.owner.is_alive():
-            if child is None:
-                return JobStatus(native_id, NativeState.QUEUED, "starting")
-            return JobStatus(native_id, NativeState.RUNNING, "running", started_at=child.started_at)
-        # The owner is gone. It may have recorded the outcome just before exiting.
-        outcome = _load(files.result, Outcome.from_json)
-        if outcome is None:
-            outcome = self._record_lost(files, child)
-        return _final_status(native_id, outcome)
-
-    def _record_lost(self, files: JobFiles, child: ChildRecord | None) -> Outcome:
-        """The runner died without an outcome: stop what it left and record that."""
-        if child is not None:
-            signal_processes(job_processes(child.process, None), signal.SIGKILL)
-        started = child.started_at if child else None
-        if files.cancel.exists():
-            reason = f"cancel requested; {LOST_REASON.removeprefix('LOST: ')}"
-            outcome = Outcome(NativeState.CANCELLED, "cancelled", None, reason, started, utcnow())
-        else:
-            outcome = Outcome(NativeState.FAILED, "lost", None, LOST_REASON, started, utcnow())
-        # Nobody else can write it any more: the claim's holder is dead.
-        record_outcome(files, outcome)
-        return outcome
-
-    def _runner_overdue(self, files: JobFiles) -> bool:
-        try:
-            spawned_at = files.spawned.stat().st_mtime
-        except FileNotFoundError:
-            return False  # no runner was ever started: a recovering gateway will submit again
-        return time.time() - spawned_at > self._runner_start_timeout
 
     # -- cancel -------------------------------------------------------------------
 
@@ -327,27 +213,7 @@ class LocalAdapter:
         files = self.files_of(native_id)
         if files is None or not files.request.exists():
             raise UnknownJob(f"no local job {native_id}")
-        if files.result.exists():
-            return
-        write_atomic(files.cancel, f"cancel requested at {utcnow().isoformat()}\n".encode())
-        if claim_job(files, "cancel"):
-            reason = "cancelled before start"
-            outcome = Outcome(NativeState.CANCELLED, "cancelled", None, reason, None, utcnow())
-            record_outcome(files, outcome)
-            return
-        claim = _load(files.claim, Claim.from_json)
-        child = _load(files.child, ChildRecord.from_json)
-        if child is None:
-            return  # the runner sees the marker before it starts the program
-        runner_alive = claim is not None and claim.owner.is_alive()
-        ancestor = claim.owner.pid if claim is not None and runner_alive else None
-        # Without a runner nobody would escalate later, so kill outright.
-        sig = signal.SIGTERM if runner_alive else signal.SIGKILL
-        pids = set(job_processes(child.process, ancestor))
-        plan = _load(files.request, LaunchPlan.from_json)
-        if sig == signal.SIGTERM and plan is not None and plan.sandbox is not None:
-            pids -= sandbox_launchers(child.process)
-        signal_processes(sorted(pids), sig)
+        cancel_job(files)
 
     def files_of(self, native_id: str) -> JobFiles | None:
         """The job directory behind a native id, or None if there is none."""
@@ -359,41 +225,5 @@ class LocalAdapter:
         self, workdir: str, stream: OutputStream, offset: int, limit: int
     ) -> OutputChunk:
         """Up to `limit` bytes of the job's stdout or stderr file from `offset`."""
-        if stream not in ("stdout", "stderr"):
-            raise AdapterError(f"unknown output stream {stream!r}")
-        if offset < 0 or limit < 0:
-            raise AdapterError("offset and limit must not be negative")
-        path = JobFiles(self._index.workdir(workdir, AdapterError)).output(stream)
-        try:
-            # The job may replace its output with a symlink; never follow it.
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return OutputChunk(b"", offset, None)
-        except OSError as exc:
-            raise AdapterError(f"cannot read {stream} of {workdir}: {exc}") from exc
-        with os.fdopen(fd, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if offset >= size:
-                # Nothing there yet; seeking past the file system's largest offset fails.
-                return OutputChunk(b"", offset, size)
-            f.seek(offset)
-            data = f.read(limit)
-        # The file may have grown since fstat; never report less than was read.
-        return OutputChunk(data, offset, max(size, offset + len(data)) if data else size)
-
-
-def _load(path: Path, parse: Callable[[Mapping[str, Any]], T]) -> T | None:
-    data = read_json(path)
-    return None if data is None else parse(data)
-
-
-def _final_status(native_id: str, outcome: Outcome) -> JobStatus:
-    return JobStatus(
-        native_id=native_id,
-        state=outcome.state,
-        raw_state=outcome.raw_state,
-        reason=outcome.reason,
-        exit_code=outcome.exit_code,
-        started_at=outcome.started_at,
-        ended_at=outcome.ended_at,
-    )
+        return read_output(lambda: JobFiles(self._index.workdir(workdir, AdapterError)),
+                           workdir, stream, offset, limit)

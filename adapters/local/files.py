@@ -20,13 +20,16 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from adapters.base import OutputStream
 
 CONTROL_DIR = ".gridgate"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,12 @@ def read_json(path: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         raise ValueError(f"{path} does not hold a JSON object")
     return data
+
+
+def load_record(path: Path, parse: Callable[[Mapping[str, Any]], T]) -> T | None:
+    """The record `parse` makes of the JSON object in `path`; None if there is no file."""
+    data = read_json(path)
+    return None if data is None else parse(data)
 
 
 def make_private_dirs(root: Path, path: Path) -> None:

@@ -1,8 +1,9 @@
 """Sites over SSH: pinned host keys, key auth, one pooled connection per account.
 
-`SshTarget` (plain data) says where and as whom; `SshTransport` is the `Transport`;
+`SshTarget` (plain data) says where and as whom; `SshTransport` is the `Transport`
+(its parts: `connection`, `channels`, `sftp`, `bulk`; see adapters.ssh.transport);
 `SshTransportPool` shares transports per (host, port, user) and breakers per site.
-Only `adapters.ssh.transport` imports paramiko.
+Only this package imports paramiko.
 """
 
 from adapters.ssh.breaker import Backoff, BreakerState, CircuitBreaker

@@ -165,5 +165,6 @@ class CircuitBreaker:
             )
         return ConnectionFailed(
             f"site {self.site}: connection failed at {_stamp(since)}, {when} "
-            f"(backing off after {self._failures} failed attempt(s); last: {self._last_error})"
+            f"(backing off after {self._failures} failed attempt(s); last: {self._last_error})",
+            retry_at=retry_at,
         )

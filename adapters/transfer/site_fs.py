@@ -10,7 +10,8 @@ from __future__ import annotations
 import posixpath
 import re
 
-from adapters.errors import AdapterError
+# SiteCommandFailed is drawn with the other adapter errors; importable from here as before.
+from adapters.errors import SiteCommandFailed as SiteCommandFailed
 from adapters.transport import Transport
 
 # A command of ours on a file: long enough for sha256sum of a few GiB on a slow disk.
@@ -27,11 +28,6 @@ _HASH_SCRIPT = ('if command -v openssl >/dev/null 2>&1; then exec openssl dgst -
 # The path is "$1", data, never part of the script.
 _MKDIR_SCRIPT = 'umask 077 && mkdir -p -- "$1" && stat -c "%F|%u|%a" -- "$1" && id -u'
 
-
-class SiteCommandFailed(AdapterError):
-    """A file command on the site exited non-zero."""
-
-    transient = False
 
 
 def _run(transport: Transport, argv: list[str], timeout: float = COMMAND_TIMEOUT) -> str:

@@ -26,7 +26,9 @@ import logging
 import posixpath
 from dataclasses import dataclass
 
-from adapters.errors import AdapterError, SiteUnavailable
+# StagingFailed is drawn with the other adapter errors; importable from here as before.
+from adapters.errors import SiteUnavailable
+from adapters.errors import StagingFailed as StagingFailed
 from adapters.transfer import site_fs
 from adapters.transfer.sources import LocalFile, SiteFile, Source
 from adapters.transport import FileTransport, Progress
@@ -37,11 +39,6 @@ MAX_RESUMES = 5
 MAX_RESENDS = 2
 _FILE_MODE = 0o600
 
-
-class StagingFailed(AdapterError):
-    """The bytes could not be placed verified (e.g. the content kept mismatching)."""
-
-    transient = False
 
 
 @dataclass(frozen=True)

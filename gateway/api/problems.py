@@ -1,10 +1,25 @@
-"""RFC 9457 problem details: every error the API returns goes through here."""
+"""RFC 9457 problem details: every error the API returns goes through here.
+
+Adapter errors (adapters/errors.py draws their tree) reach people as:
+
+    CircuitOpen, ConnectionFailed, SiteUnavailable   503, Retry-After when the breaker knows
+    CommandTimeout                                   504
+    HostKeyMismatch                                  502, naming the site and both keys
+    UnknownJob                                       404
+    SubmitRejected                                   422
+    InvalidCommand                                   500 (our bug: logged as an incident)
+    any other AdapterError                           502 (the site failed to serve us)
+
+so routes let them through instead of catching them around SSH.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import uuid
+from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
 
@@ -15,6 +30,16 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Send
 
+from adapters.errors import (
+    AdapterError,
+    CommandTimeout,
+    ConnectionFailed,
+    HostKeyMismatch,
+    InvalidCommand,
+    SiteUnavailable,
+    SubmitRejected,
+    UnknownJob,
+)
 from gateway.domain import errors
 
 PROBLEM_JSON = "application/problem+json"
@@ -29,6 +54,16 @@ _STATUS: dict[type[errors.GatewayError], int] = {
     errors.Unavailable: 503,
     errors.TooLarge: 413,
 }
+
+# Most specific first: ConnectionFailed and CommandTimeout are also SiteUnavailable.
+_ADAPTER_STATUS: tuple[tuple[type[AdapterError], int, str], ...] = (
+    (CommandTimeout, 504, "Site timed out"),
+    (SiteUnavailable, 503, "Site unavailable"),
+    (HostKeyMismatch, 502, "Site host key mismatch"),
+    (UnknownJob, 404, "Job unknown to the site"),
+    (SubmitRejected, 422, "Rejected by the site's scheduler"),
+    (AdapterError, 502, "Site error"),
+)
 
 
 def problem(
@@ -85,6 +120,34 @@ def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
                    instance=request.url.path, errors=fields)
 
 
+def _retry_after(exc: AdapterError) -> dict[str, str] | None:
+    """Retry-After (whole seconds, at least 1) when the site's breaker said when."""
+    retry_at = exc.retry_at if isinstance(exc, ConnectionFailed) else None
+    if retry_at is None:
+        return None
+    seconds = (retry_at - datetime.now(UTC)).total_seconds()
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
+
+
+def _adapter(request: Request, exc: AdapterError) -> JSONResponse:
+    status, title = next((s, t) for cls, s, t in _ADAPTER_STATUS if isinstance(exc, cls))
+    detail = exc.message if exc.message.endswith(".") else f"{exc.message}."
+    if exc.transient:
+        detail += " Try again later."
+    log.log(logging.WARNING if exc.transient else logging.ERROR, "%s %s: %s (%s)",
+            request.method, request.url.path, exc.message, type(exc).__name__)
+    return problem(status, detail, title=title, instance=request.url.path,
+                   headers=_retry_after(exc))
+
+
+def _incident(request: Request) -> JSONResponse:
+    incident = uuid.uuid4().hex[:12]
+    log.exception("unexpected error %s on %s %s", incident, request.method, request.url.path)
+    return problem(500, f"Something went wrong on our side (incident {incident}); "
+                   "it has been logged. Try again, or report the incident id.",
+                   instance=request.url.path, incident=incident)
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn every error into problem details."""
 
@@ -106,14 +169,15 @@ def install(app: FastAPI) -> None:
                        title="Service unavailable", instance=request.url.path,
                        headers={"Retry-After": "5"})
 
+    @app.exception_handler(AdapterError)
+    async def _site(request: Request, exc: AdapterError) -> JSONResponse:
+        if isinstance(exc, InvalidCommand):
+            return _incident(request)
+        return _adapter(request, exc)
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        incident = uuid.uuid4().hex[:12]
-        log.exception("unexpected error %s on %s %s", incident, request.method,
-                      request.url.path)
-        return problem(500, f"Something went wrong on our side (incident {incident}); "
-                       "it has been logged. Try again, or report the incident id.",
-                       instance=request.url.path, incident=incident)
+        return _incident(request)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -273,12 +273,18 @@ class Sshd:
         return ["ssh", *self.ssh_options(), self.destination, "--", *remote]
 
 
-def start_sshd(user: str = TEST_USER, extra_config: list[str] | None = None) -> Sshd:
-    """A running sshd for `user`, who may log in with the returned `client_key`."""
+def start_sshd(user: str = TEST_USER, extra_config: list[str] | None = None, *,
+               login: bool = True) -> Sshd:
+    """A running sshd for `user`, who may log in with the returned `client_key`.
+
+    `login=False`: `user` is not created, for tests that stop before logging in (at the
+    host key): nobody can log in then, unless `user` happens to exist.
+    """
     if os.geteuid() != 0:
         raise RuntimeError("starting a test sshd needs root (it logs users in)")
     ensure_openssh()
-    ensure_user(user)
+    if login:
+        ensure_user(user)
     # Not pytest's tmp dir: that is 0700 root, and sshd reads authorized_keys as the user.
     root = Path(tempfile.mkdtemp(prefix="gw-sshd-"))
     root.chmod(0o755)

@@ -27,7 +27,7 @@ from adapters.transfer import SiteFile
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
 from gateway.api.problems import problem
 from gateway.api.ranges import Unsatisfiable, parse_range
-from gateway.domain.errors import Unavailable
+from gateway.domain.errors import Invalid, Unavailable
 from gateway.domain.staging import IN_STORE
 from gateway.runtime import Runtime
 from gateway.services import job_files
@@ -125,9 +125,9 @@ def _open(runtime: Runtime, row: OutputRow, owner: str | None,
         return blob
     try:
         files = runtime.sites.get(row["site_name"]).adapter_for(owner).files
-    except Exception as exc:  # any failure reaching the site is a 503 for the user
-        raise Unavailable(f"Cannot reach site '{row['site_name']}' for this output: {exc}. "
-                          "Try again later.") from exc
+    except Invalid as exc:  # the site left the config, or no longer maps the owner
+        raise Unavailable(f"Cannot reach site '{row['site_name']}' for this output: "
+                          f"{exc.detail} Try again later.") from exc
     return SiteFile(files, row["site_path"], int(row["size"])).open_at(offset)
 
 

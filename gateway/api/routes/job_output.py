@@ -27,12 +27,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
 from adapters.base import OutputChunk
+from adapters.errors import AdapterError
 from gateway.api.deps import JobsReader, RuntimeDep
 from gateway.api.problems import problem
 from gateway.api.stream_slots import SlotRefused, StreamSlot, StreamSlots
 from gateway.auth.principal import Principal
 from gateway.db.models import Attempt, Job, User
-from gateway.domain.errors import Invalid, Unavailable
+from gateway.domain.errors import Invalid
 from gateway.domain.states import JobState
 from gateway.runtime import Runtime
 from gateway.services import job_queries
@@ -84,12 +85,9 @@ def _read(runtime: Runtime, source: _Source, stream: Stream, offset: int,
     if attempt is None:
         return OutputChunk(b"", offset, None)
     # Read as the account that ran the job: on a mapped site only it can open the files.
+    # Adapter errors become problem documents in gateway.api.problems (503 unreachable...).
     adapter = runtime.sites.get(attempt.site_name).adapter_for(source.owner)
-    try:
-        return adapter.read_output(attempt.workdir, stream, offset, limit)
-    except Exception as exc:  # an adapter failure must reach the user as 503, not 500
-        raise Unavailable(f"Could not read {stream} from site '{attempt.site_name}': {exc}. "
-                          "Try again later.") from exc
+    return adapter.read_output(attempt.workdir, stream, offset, limit)
 
 
 def _first(runtime: Runtime, principal: Principal, job_id: str, stream: Stream,
@@ -195,7 +193,7 @@ async def _follow(request: Request, runtime: Runtime, polls: anyio.CapacityLimit
         try:
             final, data = await anyio.to_thread.run_sync(
                 _poll, runtime, job_id, stream, offset, limiter=polls)
-        except (Unavailable, OperationalError) as exc:
+        except (AdapterError, OperationalError) as exc:
             # The site or database is down for a moment: keep following, like `tail -F`.
             log.warning("following %s of job %s: %s", stream, job_id, exc)
             final, data = False, b""
