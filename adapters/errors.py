@@ -6,6 +6,7 @@
     ├── SiteUnavailable          the site cannot be reached or did not answer in time (transient)
     ├── StagingFailed            bytes could not be placed verified (content kept mismatching)
     ├── SiteCommandFailed        a file command on the site exited non-zero
+    ├── UnknownScheduler         a site names a scheduler kind no adapter registers
     └── TransportError           carrying a command or file to or from the site failed
         ├── InvalidCommand       the argv cannot be sent as given (empty, not strings, NUL)
         ├── HostKeyMismatch      the server's host key is not one the site config pins
@@ -49,6 +50,12 @@ class SubmitRejected(AdapterError):
 
 class UnknownJob(AdapterError):
     """The scheduler has no record of this job id."""
+
+    transient = False
+
+
+class UnknownScheduler(AdapterError):
+    """A scheduler kind no registered adapter has (adapters/registry.py)."""
 
     transient = False
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from adapters.errors import AdapterError
+from adapters.errors import UnknownScheduler
 from adapters.lsf.entry import ENTRY as LSF
 from adapters.pbs.entry import ENTRY as PBS
 from adapters.scheduler_entry import DialectOption, DialectSettings, SchedulerEntry
@@ -21,12 +21,6 @@ from adapters.slurm.entry import ENTRY as SLURM
 
 SCHEDULERS: Mapping[str, SchedulerEntry] = MappingProxyType(
     {entry.kind: entry for entry in (SLURM, SGE, PBS, LSF)})
-
-
-class UnknownScheduler(AdapterError):
-    """A kind no registered scheduler has."""
-
-    transient = False
 
 
 def kinds() -> tuple[str, ...]:

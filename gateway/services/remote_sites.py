@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 from adapters import registry
 from adapters.base import Adapter
+from adapters.errors import UnknownScheduler
 from adapters.scheduler import BatchAdapter
 from adapters.scheduler_entry import DialectSettings
 from adapters.scheduler_types import DialectConfig, MpiFlavor, SchedulerDialect
@@ -54,7 +55,7 @@ def _dialect(config: SiteConfig) -> SchedulerDialect:
     try:
         return registry.dialect(scheduler.kind, DialectSettings(
             _dialect_config(config), scheduler.commands(), scheduler.options))
-    except registry.UnknownScheduler as exc:
+    except UnknownScheduler as exc:
         raise Invalid(f"Site '{config.name}': {exc.message}", field="scheduler.kind") from None
 
 

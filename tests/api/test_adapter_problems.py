@@ -34,8 +34,7 @@ from adapters.errors import (
 )
 from adapters.scheduler import BatchAdapter
 from adapters.scheduler_script import check_text
-from adapters.slurm.cancel import cancel_command
-from adapters.slurm.commands import SlurmCommands
+from adapters.slurm.dialect import SlurmDialect
 from adapters.ssh import SshTransport
 from adapters.transport import LocalTransport
 from gateway.api.app import create_app
@@ -177,7 +176,7 @@ def _raising_app(runtime: Runtime) -> FastAPI:
 
     @app.get("/test/unknown-job")
     def unknown_job() -> None:
-        cancel_command(SlurmCommands(), "not-a-job-id")
+        SlurmDialect().cancel_command("not-a-job-id")
 
     @app.get("/test/rejected")
     def rejected() -> None:
@@ -206,7 +205,7 @@ CASES = [
     ("timeout", CommandTimeout, 504, "Site timed out",
      "`sleep 60` on testsite did not finish in time; its process group was killed."),
     ("unknown-job", UnknownJob, 404, "Job unknown to the site",
-     "'not-a-job-id' is not a Slurm job id."),
+     "'not-a-job-id' is not a valid Slurm job id"),
     ("rejected", SubmitRejected, 422, "Rejected by the site's scheduler",
      "job name contains a NUL character."),
     ("too-much-output", OutputTooLarge, 502, "Site error",
