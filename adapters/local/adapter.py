@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
@@ -233,8 +233,11 @@ class LocalAdapter:
 
     # -- status -------------------------------------------------------------------
 
-    def status(self, native_ids: Sequence[str]) -> Mapping[str, JobStatus]:
-        """Where each job stands; ids with no job directory are omitted."""
+    def status(self, native_ids: Sequence[str], *,
+               cancelled: Collection[str] = ()) -> Mapping[str, JobStatus]:
+        """Where each job stands; ids with no job directory are omitted. `cancelled` is
+        not needed here: a cancel is a file in the job's own control directory, which
+        the runner obeys and this reads."""
         self._reap_runners()
         result: dict[str, JobStatus] = {}
         for native_id in dict.fromkeys(native_ids):
