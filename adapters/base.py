@@ -7,7 +7,7 @@ the scheduler's own raw state and reason beside it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -131,8 +131,11 @@ class Adapter(Protocol):
         """The id of a job already submitted with this tag, if any (crash recovery)."""
         ...
 
-    def status(self, native_ids: Sequence[str]) -> Mapping[str, JobStatus]:
-        """Status of many jobs in one round trip; ids the site cannot find are omitted."""
+    def status(self, native_ids: Sequence[str], *,
+               cancelled: Collection[str] = ()) -> Mapping[str, JobStatus]:
+        """Status of many jobs in one round trip; ids the site cannot find are omitted.
+        `cancelled`: those of them the gateway asked to cancel (it keeps that record),
+        so a job that then vanished or was killed reads as CANCELLED."""
         ...
 
     def cancel(self, native_id: str) -> None:

@@ -10,16 +10,15 @@ the gateway's rules that apply to all of them:
   job ended) is looked up in accounting, and a job found nowhere is left out of the answer;
 - a job the gateway cancelled and that then ended by a signal is CANCELLED, and one that
   vanished without any record after our cancel (Grid Engine keeps no accounting record of a
-  job deleted while pending) is CANCELLED too. Cancels are remembered in memory and, when
-  `state_dir` is set, as marker files on the site so a restarted gateway knows them as well.
+  job deleted while pending) is CANCELLED too. Which jobs were cancelled the caller says
+  (`status(..., cancelled=...)`): the gateway's database is the one record of a cancel, and
+  it survives restarts and crashes (see gateway.worker.cancel).
 """
 
 from __future__ import annotations
 
 import logging
-import re
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import cast
 
@@ -47,7 +46,6 @@ log = logging.getLogger(__name__)
 VANISHED_AFTER_CANCEL = (
     "cancelled before it ran; the scheduler keeps no record of jobs deleted while pending"
 )
-_MARKER_SAFE = re.compile(r"[^A-Za-z0-9._-]")
 # One batch submission command stays well below the 128 KiB a single argument may have.
 BATCH_SCRIPT_BYTES = 64 << 10
 # A shell's exit code from 128 up means "killed by a signal".
@@ -64,20 +62,12 @@ class BatchAdapter:
         *,
         command_timeout: float = 60.0,
         submit_timeout: float = 120.0,
-        state_dir: str | None = None,
     ) -> None:
-        """`state_dir`: a directory on the site (created 0700) for the gateway's own
-        markers, e.g. `<scratch root>/.gridgate`; without it cancels are remembered in
-        memory only."""
         self.kind = dialect.kind
         self.transport = transport
         self.dialect = dialect
         self.command_timeout = command_timeout
         self.submit_timeout = submit_timeout
-        self.state_dir = state_dir.rstrip("/") if state_dir else None
-        self._cancelled: set[str] = set()
-        self._state_dir_ready = False
-        self._lock = threading.Lock()
 
     @property
     def capabilities(self) -> Capabilities:
@@ -184,8 +174,10 @@ class BatchAdapter:
 
     # -- status ---------------------------------------------------------------------------
 
-    def status(self, native_ids: Sequence[str]) -> Mapping[str, JobStatus]:
-        """Status of many jobs: one queue query, then accounting for those it cannot settle."""
+    def status(self, native_ids: Sequence[str], *,
+               cancelled: Collection[str] = ()) -> Mapping[str, JobStatus]:
+        """Status of many jobs: one queue query, then accounting for those it cannot settle.
+        `cancelled`: the ids the gateway asked to cancel (see module)."""
         ids = list(dict.fromkeys(native_ids))
         if not ids:
             return {}
@@ -210,11 +202,11 @@ class BatchAdapter:
             status = found.get(native_id)
             if status is None:
                 # Found nowhere, and accounting did answer: only a cancel explains that.
-                if accounting_answered and self._cancel_requested(native_id):
+                if accounting_answered and native_id in cancelled:
                     found[native_id] = JobStatus(
                         native_id, NativeState.CANCELLED, "cancelled", VANISHED_AFTER_CANCEL
                     )
-            elif _killed(status) and self._cancel_requested(native_id):
+            elif _killed(status) and native_id in cancelled:
                 found[native_id] = JobStatus(
                     native_id, NativeState.CANCELLED, status.raw_state,
                     f"cancelled ({status.reason})" if status.reason else "cancelled",
@@ -234,40 +226,7 @@ class BatchAdapter:
 
     def cancel(self, native_id: str) -> None:
         """Ask the scheduler to cancel; idempotent. Raises UnknownJob for an unknown id."""
-        self._remember_cancel(native_id)
         self.dialect.parse_cancel(self._run(self.dialect.cancel_command(native_id)), native_id)
-
-    def _remember_cancel(self, native_id: str) -> None:
-        with self._lock:
-            self._cancelled.add(native_id)
-        if self.state_dir is None:
-            return
-        # Written before the cancel command: a crash in between leaves a marker that only
-        # matters if the job then vanishes, which it does only because it was cancelled.
-        self._ensure_state_dir()
-        self.transport.put_bytes(f"{native_id}\n".encode(), self._marker(native_id))
-
-    def _cancel_requested(self, native_id: str) -> bool:
-        with self._lock:
-            if native_id in self._cancelled:
-                return True
-        if self.state_dir is None:
-            return False
-        _, size = self.transport.read_bytes(self._marker(native_id), 0, 0)
-        if size is None:
-            return False
-        with self._lock:
-            self._cancelled.add(native_id)
-        return True
-
-    def _marker(self, native_id: str) -> str:
-        return f"{self.state_dir}/cancel-{_MARKER_SAFE.sub('_', native_id)}"
-
-    def _ensure_state_dir(self) -> None:
-        if self._state_dir_ready or self.state_dir is None:
-            return
-        self._mkdir(self.state_dir)
-        self._state_dir_ready = True
 
     # -- output and queues ----------------------------------------------------------------
 

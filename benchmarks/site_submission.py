@@ -7,7 +7,7 @@ Brings up its own testbed (needs root) and measures on `roadrunner` (Slurm 22.05
    key pinned, StrictHostKeyChecking=yes) until it shows in `squeue`. Both are watched by
    the same poller: `squeue` over one pooled gridgate SshTransport (a paramiko connection
    of its own, not the gateway's). Runs are interleaved; medians compared.
-2. 500 active jobs on the site: one status cycle (`Worker._poll`) costs how many
+2. 500 active jobs on the site: one status cycle (`gateway.worker.poll.poll`) costs how many
    `transport.run` calls (counted by wrapping the adapter's transport) and how long.
 3. a burst of 200 submissions: the gateway (POSTed by 8 clients at once, until all have
    native ids) vs raw `sbatch --parsable` 200 times over one persistent SshTransport.
@@ -50,10 +50,12 @@ from sqlalchemy import func, select  # noqa: E402
 from adapters.ssh import SshTarget, SshTransport  # noqa: E402
 from adapters.transport import CommandResult, Transport  # noqa: E402
 from gateway.db.models import Attempt  # noqa: E402
+from gateway.domain.states import LIVE_ATTEMPT_STATES  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from gateway.testbed.state import SiteInfo  # noqa: E402
-from gateway.worker.loop import LIVE_ATTEMPT_STATES, Worker  # noqa: E402
+from gateway.worker.loop import Worker  # noqa: E402
+from gateway.worker.poll import poll  # noqa: E402
 from tests.conftest import ALL_SCOPES  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
 from tests.testbed.fixture import running_testbed, ssh_argv, unique_config  # noqa: E402
@@ -364,7 +366,7 @@ def many_active(gateway: Gateway, poller: Transport, count: int, cycles: int) ->
     for _ in range(cycles):
         with counted(gateway) as counter:
             start = time.perf_counter()
-            gateway.worker._poll(site)
+            poll(gateway.worker.ctx, site)
             elapsed = time.perf_counter() - start
         seconds.append(elapsed)
         calls.append(len(counter.runs))
@@ -378,7 +380,7 @@ def many_active(gateway: Gateway, poller: Transport, count: int, cycles: int) ->
         poller, ["squeue", "-h", "-u", ACCOUNT, "-o", "%i"]).strip(), 120, 0.2)
     with counted(gateway) as counter:
         start = time.perf_counter()
-        gateway.worker._poll(site)
+        poll(gateway.worker.ctx, site)
         after_cancel = {"seconds": round(time.perf_counter() - start, 4),
                         "transport_runs": len(counter.runs), "commands": counter.runs,
                         "attempts_still_active": gateway.live_attempts()}

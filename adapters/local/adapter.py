@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import pwd
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -183,8 +183,11 @@ class LocalAdapter:
 
     # -- status -------------------------------------------------------------------
 
-    def status(self, native_ids: Sequence[str]) -> Mapping[str, JobStatus]:
-        """Where each job stands; ids with no job directory are omitted."""
+    def status(self, native_ids: Sequence[str], *,
+               cancelled: Collection[str] = ()) -> Mapping[str, JobStatus]:
+        """Where each job stands; ids with no job directory are omitted. `cancelled` is
+        not needed here: a cancel is a file in the job's own control directory, which
+        the runner obeys and this reads."""
         reap_runners()
         result: dict[str, JobStatus] = {}
         for native_id in dict.fromkeys(native_ids):

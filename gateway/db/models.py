@@ -9,6 +9,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Enum,
     ForeignKey,
     Index,
     Integer,
@@ -19,6 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from gateway.db.base import Base, utcnow
+from gateway.domain.states import AttemptState
 
 
 class User(Base):
@@ -132,7 +134,10 @@ class Attempt(Base):
     tag: Mapped[str] = mapped_column(String(64))
     native_id: Mapped[str | None] = mapped_column(String(64))
     # SUBMITTING until the scheduler's id is recorded, then the attempt's job state.
-    state: Mapped[str] = mapped_column(String(16))
+    # A VARCHAR(16) holding the enum's values, as before it was typed: no migration.
+    state: Mapped[AttemptState] = mapped_column(
+        Enum(AttemptState, native_enum=False, length=16, validate_strings=True,
+             values_callable=lambda states: [s.value for s in states]))
     raw_state: Mapped[str | None] = mapped_column(String(64))
     reason: Mapped[str | None] = mapped_column(Text)
     exit_code: Mapped[int | None] = mapped_column(Integer)

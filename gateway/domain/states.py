@@ -34,6 +34,35 @@ for _final in FINAL_STATES:
     _RANK[_final] = len(JobState)
 
 
+class AttemptState(StrEnum):
+    """Where one submission of a job to one site stands: SUBMITTING (claimed, staging in,
+    submitting) until the site's job id is committed, then the job state it reached there.
+    Stored as these strings, the same values the column held before it was typed."""
+
+    SUBMITTING = "SUBMITTING"
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_ATTEMPT_STATES
+
+    @classmethod
+    def of(cls, state: JobState) -> AttemptState:
+        """The attempt state a job state reached at the site stands for."""
+        return cls(state.value)
+
+
+FINAL_ATTEMPT_STATES = frozenset(
+    {AttemptState.COMPLETED, AttemptState.FAILED, AttemptState.CANCELLED})
+# Attempts that hold one of the site's job slots (max_jobs).
+LIVE_ATTEMPT_STATES = frozenset(
+    {AttemptState.SUBMITTING, AttemptState.QUEUED, AttemptState.RUNNING})
+
+
 def can_transition(current: JobState, target: JobState) -> bool:
     """True when `target` lies strictly ahead of `current` (finals are terminal)."""
     if current.is_final:

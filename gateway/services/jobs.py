@@ -6,29 +6,21 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from contextlib import nullcontext
 
-from sqlalchemy import Connection, bindparam, insert, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gateway.auth.principal import Principal
 from gateway.db.base import utcnow
-from gateway.db.models import (
-    Event,
-    IdempotencyKey,
-    Job,
-    JobLabel,
-    Membership,
-    Project,
-)
 from gateway.domain.errors import Conflict, Forbidden, Invalid
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState, Reason
-from gateway.scheduling.feasibility import unfit_reason
+from gateway.repositories import jobs
+from gateway.repositories.events import NewEvent
+from gateway.repositories.jobs import NewJob, ProjectRef
 from gateway.services.job_inputs import StagingLimits, check_inputs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
-from gateway.services.sites import Admission, SiteRegistry
+from gateway.services.placement import place
+from gateway.services.sites import SiteRegistry
 from gateway.services.transitions import advance
 
 
@@ -38,58 +30,20 @@ def request_hash(spec: JobSpec) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-_projects, _members = Project.__table__, Membership.__table__
-_PERSONAL_PROJECT = select(_projects.c.id, _projects.c.name).where(
-    _projects.c.personal_owner_id == bindparam("user_id"))
-_MEMBER_PROJECT = (
-    select(_projects.c.id, _projects.c.name)
-    .join(_members, _members.c.project_id == _projects.c.id)
-    .where(_projects.c.name == bindparam("name"), _members.c.user_id == bindparam("user_id"))
-)
-
-
-def _resolve_project(conn: Connection, principal: Principal, name: str | None
-                     ) -> tuple[int, str]:
-    """(id, name) of the project to charge: named (and the caller a member), or personal."""
+def _resolve_project(session: Session, principal: Principal, name: str | None
+                     ) -> ProjectRef:
+    """The project to charge: named (and the caller a member), or personal."""
+    conn = session.connection()
     if name is None:
-        row = conn.execute(_PERSONAL_PROJECT, {"user_id": principal.user_id}).first()
-        if row is None:
+        project = jobs.personal_project(conn, principal.user_id)
+        if project is None:
             raise Invalid("You have no personal project; name one in 'project'.", field="project")
-    else:
-        row = conn.execute(_MEMBER_PROJECT, {"name": name, "user_id": principal.user_id}).first()
-        if row is None:
-            # Same answer for "no such project" and "not yours": names are not an oracle.
-            raise Invalid(f"You are not a member of a project named '{name}'.",
-                          field="project")
-    return row.id, row.name
-
-
-def _choose_site(session: Session, registry: SiteRegistry, spec: JobSpec,
-                 username: str | None) -> str:
-    admission = registry.admission(session)
-    if spec.site != "auto":
-        entry = registry.get(spec.site)
-        if not admission.get(entry.name, Admission(False, False)).enabled:
-            raise Invalid(f"Site '{entry.name}' is disabled.", field="site")
-        entry.adapter_for(username)  # NoAccount (422) on a mapped site without one
-        reason = unfit_reason(spec, entry.shape)
-        if reason:
-            raise Invalid(f"No site can run this job: {reason}.", field="resources")
-        return entry.name
-    reasons = []
-    for entry in registry:
-        if not admission.get(entry.name, Admission(False, False)).accepting:
-            reasons.append(f"site '{entry.name}' is not accepting jobs")
-            continue
-        if not entry.serves(username):
-            reasons.append(f"site '{entry.name}' has no account for you")
-            continue
-        reason = unfit_reason(spec, entry.shape)
-        if reason is None:
-            return entry.name
-        reasons.append(reason)
-    raise Invalid("No site can run this job: " + ("; ".join(reasons) or "no sites") + ".",
-                  field="resources")
+        return project
+    project = jobs.member_project(conn, principal.user_id, name)
+    if project is None:
+        # Same answer for "no such project" and "not yours": names are not an oracle.
+        raise Invalid(f"You are not a member of a project named '{name}'.", field="project")
+    return project
 
 
 def submit(
@@ -107,63 +61,44 @@ def submit(
         replay = _replayed(session, principal, idempotency_key, digest)
         if replay is not None:
             return replay, False
-    # Core statements on the session's connection: this is the hottest write, and the
-    # ORM's bookkeeping costs more than the statements themselves.
-    conn = session.connection()
-    project_id, project_name = _resolve_project(conn, principal, spec.project)
-    site = _choose_site(session, registry, spec, principal.account_name)
+    project = _resolve_project(session, principal, spec.project)
+    site = place(session, registry, spec, principal.account_name)
     if spec.inputs:
         check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,
                      spec)
     now = utcnow()
-    job = {
-        "id": str(uuid.uuid4()), "owner_id": principal.user_id, "project_id": project_id,
-        "name": spec.name, "spec": spec.model_dump(mode="json"),
-        "state": JobState.ACCEPTED.value, "state_reason": None, "raw_state": None,
-        "site_name": site, "exit_code": None, "cancel_requested": False,
-        "created_at": now, "updated_at": now, "started_at": None, "finished_at": None,
-    }
-    event = {"job_id": job["id"], "at": now, "from_state": None,
-             "to_state": JobState.ACCEPTED.value, "reason": f"submitted to site '{site}'",
-             "actor": principal.display, "raw_state": None}
-    labels = [{"job_id": job["id"], "key": k, "value": v} for k, v in spec.labels.items()]
-    try:
-        # A savepoint only when a concurrent twin request could collide on the key.
-        with conn.begin_nested() if idempotency_key else nullcontext():
-            conn.execute(insert(Job), [job])
-            conn.execute(insert(Event), [event])
-            if labels:
-                conn.execute(insert(JobLabel), labels)
-            if idempotency_key:
-                conn.execute(insert(IdempotencyKey), [{
-                    "owner_id": principal.user_id, "key": idempotency_key,
-                    "request_hash": digest, "job_id": job["id"], "created_at": now}])
-    except IntegrityError:
-        if not idempotency_key:
-            raise
+    job_id = str(uuid.uuid4())
+    job = NewJob(
+        id=job_id, owner_id=principal.user_id, project_id=project.id, name=spec.name,
+        spec=spec.model_dump(mode="json"), site_name=site, created_at=now,
+        labels=spec.labels,
+        first_event=NewEvent(job_id, now, None, JobState.ACCEPTED.value,
+                             f"submitted to site '{site}'", principal.display),
+        idempotency_key=idempotency_key, request_hash=digest)
+    if not jobs.insert_new(session.connection(), job):
         # A concurrent request with the same key won the race: answer as it did.
-        replay = _replayed(session, principal, idempotency_key, digest)
+        replay = _replayed(session, principal, idempotency_key or "", digest)
         assert replay is not None
         return replay, False
-    return {**job, "project_name": project_name, "owner_name": principal.display}, True
+    return {**job.row(), "project_name": project.name, "owner_name": principal.display}, True
 
 
 def _replayed(
     session: Session, principal: Principal, key: str, digest: str
 ) -> JobRow | None:
-    row = session.get(IdempotencyKey, (principal.user_id, key))
-    if row is None:
+    keyed = jobs.keyed_job(session, principal.user_id, key)
+    if keyed is None:
         return None
-    if row.request_hash != digest:
+    if keyed.request_hash != digest:
         raise Invalid("This Idempotency-Key was already used with a different request body; "
                       "use a new key for a new job.", field="Idempotency-Key")
-    return job_detail(session.connection(), principal, row.job_id)[0]
+    return job_detail(session.connection(), principal, keyed.job_id)[0]
 
 
 def cancel(session: Session, principal: Principal, job_id: str) -> JobRow:
     """Cancel now if nothing was submitted yet; otherwise ask the worker to."""
     ensure_visible(session.connection(), principal, job_id)
-    job = session.get(Job, job_id, with_for_update=True)
+    job = jobs.lock(session, job_id)
     assert job is not None
     if job.owner_id != principal.user_id and not principal.has_role("admin"):
         raise Forbidden("Only the job's owner can cancel it.")

@@ -80,9 +80,7 @@ def build_adapter(config: SiteConfig, settings: Settings, pool: TransportPool[T]
                   account: Account) -> BatchAdapter:
     """A BatchAdapter speaking `config`'s scheduler as `account`, over a pooled transport.
 
-    Nothing connects yet: the first command opens the connection. The gateway's markers
-    live in a directory of the account's own under the scratch root, so accounts of a
-    mapped site never share one.
+    Nothing connects yet: the first command opens the connection.
     """
     ssh = config.ssh
     if ssh is None or config.scratch_root is None:
@@ -90,14 +88,7 @@ def build_adapter(config: SiteConfig, settings: Settings, pool: TransportPool[T]
                       "cannot reach it.", field="ssh")
     transport = pool.get(_target(config, account, settings))
     return BatchAdapter(transport, _dialect(config),
-                        command_timeout=ssh.command_timeout_seconds,
-                        state_dir=_state_dir(config, config.scratch_root, account))
-
-
-def _state_dir(config: SiteConfig, scratch_root: str, account: Account) -> str:
-    community = config.accounts is not None and config.accounts.mode == AccountMode.COMMUNITY
-    name = ".gridgate" if community else f".gridgate-{account.user}"
-    return f"{scratch_root.rstrip('/')}/{name}"
+                        command_timeout=ssh.command_timeout_seconds)
 
 
 def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T]) -> SiteEntry:

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.base import Adapter
 from adapters.local.sandbox import SandboxConfig, probe
 from gateway.db.engine import transaction
-from gateway.db.models import Site
 from gateway.domain.errors import Invalid
+from gateway.repositories import sites as site_rows
+from gateway.repositories.sites import Admission
 from gateway.scheduling.feasibility import SiteShape
 from gateway.settings import Settings
 
@@ -35,18 +35,6 @@ CACHE_DIR = ".gridgate-cache"
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 # Enabled/drained flags change rarely; submissions may see them this many seconds late.
 ADMISSION_TTL_SECONDS = 2.0
-
-
-@dataclass(frozen=True)
-class Admission:
-    """Whether a site takes new jobs, from its row."""
-
-    enabled: bool
-    drained: bool
-
-    @property
-    def accepting(self) -> bool:
-        return self.enabled and not self.drained
 
 
 @dataclass(frozen=True)
@@ -286,22 +274,15 @@ class SiteRegistry:
         now = time.monotonic()
         if now < expires:
             return value
-        rows = session.execute(select(Site.name, Site.enabled, Site.drained)).all()
-        value = {name: Admission(enabled, drained) for name, enabled, drained in rows}
+        value = site_rows.admissions(session)
         self._admission = (now + ADMISSION_TTL_SECONDS, value)
         return value
 
     def sync(self, sessions: sessionmaker[Session]) -> None:
         """Make sure every configured site has a row; keep admins' enabled/drained flags."""
+        configured = [site_rows.ConfiguredSite(
+            entry.name, entry.kind,
+            {"description": entry.description, "max_jobs": entry.max_jobs},
+            drained_when_new=entry.name in self._initially_drained) for entry in self]
         with transaction(sessions) as session:
-            existing = {s.name: s for s in session.scalars(select(Site))}
-            for entry in self:
-                row = existing.get(entry.name)
-                config = {"description": entry.description, "max_jobs": entry.max_jobs}
-                if row is None:
-                    # A config's `state: drained` applies once; admins' flags win after.
-                    session.add(Site(name=entry.name, kind=entry.kind, config=config,
-                                     status="up",
-                                     drained=entry.name in self._initially_drained))
-                else:
-                    row.kind, row.config = entry.kind, config
+            site_rows.ensure_rows(session, configured)

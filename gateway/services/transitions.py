@@ -7,8 +7,10 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from gateway.db.base import utcnow
-from gateway.db.models import Event, Job
+from gateway.db.models import Job
 from gateway.domain.states import JobState, can_transition
+from gateway.repositories import events
+from gateway.repositories.events import NewEvent
 
 
 def advance(
@@ -36,15 +38,6 @@ def advance(
         job.started_at = now
     if target.is_final:
         job.finished_at = now
-    session.add(
-        Event(
-            job_id=job.id,
-            at=now,
-            from_state=current.value,
-            to_state=target.value,
-            reason=reason,
-            actor=actor,
-            raw_state=raw_state,
-        )
-    )
+    events.add(session, NewEvent(job.id, now, current.value, target.value, reason, actor,
+                                 raw_state))
     return True

@@ -1,4 +1,7 @@
-"""Stage-in: put every input of a claimed job into its directory on the site.
+"""Stage-in step: put every input of a claimed job into its directory on the site,
+inside the claim's lease (renewed between files); the job is submitted only while this
+worker still holds it, so a worker that took over an expired lease never races the
+first into a second submission.
 
 Each input goes through `adapters.transfer.stage` with the site's FileTransport and the
 site's cache (`SiteEntry.cache_dir`): written under a partial name, size and sha256
@@ -15,11 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.base import Adapter
+from adapters.errors import AdapterError
 from adapters.transfer import StageResult, site_fs, stage
 from adapters.transport import FileTransport
+from gateway.domain.errors import GatewayError
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import SourceKind, parse_source
+from gateway.domain.states import Reason
 from gateway.runtime import Runtime
 from gateway.services.input_sources import (
     InputUnavailable,
@@ -28,8 +34,12 @@ from gateway.services.input_sources import (
     upload_input,
 )
 from gateway.services.job_inputs import StagingLimits
+from gateway.services.lifecycle import Claim
 from gateway.services.sites import SiteEntry
 from gateway.store import BlobStore
+from gateway.worker.cancel import cancel_before_submit
+from gateway.worker.claim import record_rejection
+from gateway.worker.context import StepContext
 from gateway.worker.keyed_locks import KeyedLocks
 
 log = logging.getLogger(__name__)
@@ -118,4 +128,40 @@ def _resolve(rt: Runtime, job: StageInJob, text: str) -> ResolvedInput:
     return https_input(rt.settings, store, source.url)
 
 
-__all__ = ["STAGING_LOCKS", "StageInJob", "StageInSummary", "stage_in"]
+def stage_in_claim(ctx: StepContext, site: SiteEntry, adapter: Adapter, claim: Claim
+                   ) -> StageInSummary | None:
+    """Stage the claim's inputs under a renewed lease. None when there is nothing to
+    submit now: the job failed or was cancelled (recorded), the lease was lost, or the
+    site is down (the lease runs out and this or another worker stages again,
+    continuing from what reached the site)."""
+    if not ctx.renew(claim.attempt_id):
+        return None
+    job = StageInJob(claim.job_id, claim.owner_id, claim.owner, claim.workdir, claim.spec)
+
+    def proceed() -> bool:
+        # Between inputs: stop on a lost lease, or on a cancel (recorded just after).
+        return ctx.renew(claim.attempt_id) and not ctx.cancel_requested(claim.job_id)
+
+    try:
+        staged = stage_in(ctx.rt, site, adapter, job, proceed)
+    except GatewayError as exc:
+        record_rejection(ctx, site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.detail}")
+        return None
+    except AdapterError as exc:
+        if exc.transient:
+            log.warning("job %s: staging interrupted at %s: %s", claim.job_id, site.name,
+                        exc.message)
+            return None
+        record_rejection(ctx, site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.message}")
+        return None
+    # A cancel between inputs stopped the staging, or came during the last one.
+    if cancel_before_submit(ctx, claim):
+        return None
+    # Submit only while still holding the lease: whoever took it over submits instead.
+    if staged is None or not ctx.renew(claim.attempt_id):
+        log.warning("job %s: lease lost while staging; not submitting", claim.job_id)
+        return None
+    return staged
+
+
+__all__ = ["STAGING_LOCKS", "StageInJob", "StageInSummary", "stage_in", "stage_in_claim"]

@@ -1,4 +1,4 @@
-"""Stage-out: collect a finished run's outputs, keep them listed or fetch them.
+"""Stage-out step: collect a finished run's outputs, keep them listed or fetch them.
 
 1. List regular files and symlinks in the job directory (GNU find, NUL-separated) and
    keep those an output glob matches (`gateway.domain.output_globs`).
@@ -12,7 +12,10 @@
 4. `keep`: recorded as they are on the site. `fetch`: downloaded into the gateway store,
    hashed while written, and stored only when the sha256 matches the site's.
 
-Nothing here writes the database: the worker records the result and the final state.
+The step runs under a lease on the attempt (renewed between fetched files) taken by
+`Lifecycle.claim_stage_outs`; only the worker still holding it records the outputs and
+the final state, so a worker that died mid-way is replaced after the lease and a late
+one's result is discarded.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.errors import AdapterError
 from adapters.transfer import site_fs
 from adapters.transfer.listing import list_tree, sha256_many
 from adapters.transport import FileTransport
@@ -31,7 +35,11 @@ from gateway.domain.errors import GatewayError
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import CONTROL_DIR, IN_STORE, ON_SITE, OutputsMode
 from gateway.services.job_inputs import StagingLimits
+from gateway.services.lifecycle import NewOutput, StageOutClaim
+from gateway.services.sites import SiteEntry
+from gateway.services.uploads import store_usage
 from gateway.store import BlobStore
+from gateway.worker.context import CLAIM_BATCH, StepContext
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +79,54 @@ class _Match:
     path: str
     site_path: str
     size: int
+
+
+def stage_outs(ctx: StepContext, site: SiteEntry) -> bool:
+    """Collect the outputs of runs that ended; True when there were any."""
+    claimed = claim_stage_outs(ctx, site)
+    for claim in claimed:
+        stage_out_one(ctx, site, claim)
+    return bool(claimed)
+
+
+def claim_stage_outs(ctx: StepContext, site: SiteEntry) -> list[StageOutClaim]:
+    """Take the lease on runs whose outputs nobody is collecting."""
+    with ctx.unit() as session:
+        return ctx.lifecycle.claim_stage_outs(session, site.name, CLAIM_BATCH)
+
+
+def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> None:
+    """Collect one run's outputs and, still holding the lease, record them."""
+    settings = ctx.rt.settings
+    collected: Collected | None = None
+    failure = None
+    try:
+        files = site.adapter_for(claim.owner).files
+        store_left = 0
+        if claim.spec.outputs_mode is OutputsMode.FETCH:
+            with ctx.rt.sessions() as session:
+                store_left = settings.store_quota_bytes - store_usage(session, claim.owner_id)
+        collected = collect(files, claim.workdir, claim.spec.outputs, claim.spec.outputs_mode,
+                            StagingLimits.from_settings(settings),
+                            BlobStore(settings.store_dir),
+                            lambda: ctx.renew(claim.attempt_id), store_left)
+        if collected is None:
+            return  # lease lost: whoever holds it now finishes the job
+    except GatewayError as exc:
+        failure = exc.detail
+    except AdapterError as exc:
+        if exc.transient:
+            log.warning("job %s: stage-out interrupted at %s: %s", claim.job_id, site.name,
+                        exc.message)
+            return  # the lease runs out and a later cycle collects again
+        failure = exc.message
+    outputs = [] if collected is None else [
+        NewOutput(o.path, o.size, o.sha256, o.location, o.site_path)
+        for o in collected.outputs]
+    with ctx.unit() as session:
+        ctx.lifecycle.finish_stage_out(session, site.name, claim, outputs,
+                                       None if collected is None else collected.describe(),
+                                       failure)
 
 
 def collect(files: FileTransport, workdir: str, globs: list[str], mode: OutputsMode,

@@ -28,11 +28,13 @@ from gateway.api.app import create_app
 from gateway.auth.tokens import issue_access_token
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Event, Job
+from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.accounts import create_local_user
 from gateway.settings import Settings
 from gateway.testbed.state import SiteInfo, TestbedInfo
-from gateway.worker.loop import FAULT_AFTER_SUBMIT_ENV, SUBMITTING, Worker
+from gateway.worker.loop import Worker
+from gateway.worker.submit import FAULT_AFTER_SUBMIT_ENV
 from tests.conftest import ALL_SCOPES
 from tests.testbed.fixture import ssh
 from tests.worker.gateway_process import GatewayProcess, free_port
@@ -185,7 +187,7 @@ def test_lost_submit_answer_is_adopted_by_tag(
     worker.run_once()  # submits; the answer is lost
     [attempt] = attempts_of(runtime, [job_id])[job_id]
     assert lossy.submits == 1
-    assert attempt.state == SUBMITTING and attempt.native_id is None
+    assert attempt.state == AttemptState.SUBMITTING and attempt.native_id is None
     assert attempt.lease_until is not None
     [native_id] = scheduler_jobs(site, attempt.tag)  # yet the scheduler has the job
 
@@ -247,7 +249,7 @@ def test_gateway_killed_after_submit_adopts_on_restart(
             crashing.stop()
             raise
         attempts = [a for found in attempts_of(runtime, job_ids).values() for a in found]
-        pending = [a for a in attempts if a.state == SUBMITTING]
+        pending = [a for a in attempts if a.state == AttemptState.SUBMITTING]
         assert len(attempts) == JOBS and len(pending) == JOBS - crash
         assert sum(a.native_id is not None for a in attempts) == crash
         # Exactly one of the uncommitted attempts reached the scheduler.
@@ -261,7 +263,7 @@ def test_gateway_killed_after_submit_adopts_on_restart(
     crashing.start()
     assert crashing.proc is not None and crashing.proc.wait(timeout=120) == 137
     attempts = [a for found in attempts_of(runtime, job_ids).values() for a in found]
-    pending = [a for a in attempts if a.state == SUBMITTING]
+    pending = [a for a in attempts if a.state == AttemptState.SUBMITTING]
     reached = [len(scheduler_jobs(site, a.tag)) for a in pending]
     # (Whether its adoption committed before a concurrent submit returned is a race.)
     assert len(pending) in (JOBS - CRASHES, JOBS - CRASHES + 1)

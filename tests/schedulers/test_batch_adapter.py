@@ -203,7 +203,7 @@ def test_pending_job_cancelled_then_vanished_is_cancelled() -> None:
     adapter.cancel("12")
     t.expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
     t.expect(("qacct", "-m", "-j", "12"), load("sge", "real_qacct_deleted_pending.txt"))
-    status = adapter.status(["12"])["12"]
+    status = adapter.status(["12"], cancelled={"12"})["12"]
     assert (status.state, status.reason) == (NativeState.CANCELLED, VANISHED_AFTER_CANCEL)
     t.assert_done()
 
@@ -214,7 +214,7 @@ def test_no_conclusion_from_absence_while_accounting_is_down() -> None:
     adapter.cancel("12")
     t.expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
     t.expect(("qacct", "-m", "-j", "12"), Recording(2, b"", b"error: can't open accounting file\n"))
-    assert adapter.status(["12"]) == {}
+    assert adapter.status(["12"], cancelled={"12"}) == {}
 
 
 def test_a_vanished_job_nobody_cancelled_stays_unanswered() -> None:
@@ -223,17 +223,16 @@ def test_a_vanished_job_nobody_cancelled_stays_unanswered() -> None:
     assert sge(t).status(["12"]) == {}
 
 
-def test_cancel_marker_survives_a_gateway_restart() -> None:
-    t = ReplayTransport()
-    t.expect(("mkdir", "-p", "-m", "700", "--", "/scratch/gw/.gridgate"))
-    t.expect(("qdel", "12"), load("sge", "real_qdel_pending.txt"))
-    sge(t, state_dir="/scratch/gw/.gridgate/").cancel("12")
-    assert "/scratch/gw/.gridgate/cancel-12" in t.files
-    # A new adapter (a restarted gateway) knows nothing in memory, but finds the marker.
+def test_a_restarted_gateway_knows_its_cancels_from_its_own_record() -> None:
+    # The cancel leaves nothing on the site but the scheduler's own answer: the gateway's
+    # database is the one record of it (gateway.worker.cancel), and says so after a restart.
+    t = ReplayTransport().expect(("qdel", "12"), load("sge", "real_qdel_pending.txt"))
+    sge(t).cancel("12")
+    assert t.files == {}
     t.expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
     t.expect(("qacct", "-m", "-j", "12"), load("sge", "real_qacct_deleted_pending.txt"))
-    restarted = sge(t, state_dir="/scratch/gw/.gridgate")
-    assert restarted.status(["12"])["12"].state is NativeState.CANCELLED
+    restarted = sge(t)  # knows nothing in memory
+    assert restarted.status(["12"], cancelled={"12"})["12"].state is NativeState.CANCELLED
     t.assert_done()
 
 
@@ -248,7 +247,7 @@ def test_running_job_killed_after_our_cancel_is_cancelled_else_failed() -> None:
     adapter.cancel("10")
     t.expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
     t.expect(("qacct", "-m", "-j", "10"), load("sge", "real_qacct_qdel_running.txt"))
-    cancelled = adapter.status(["10"])["10"]
+    cancelled = adapter.status(["10"], cancelled={"10"})["10"]
     assert (cancelled.state, cancelled.exit_code) == (NativeState.CANCELLED, 137)
     assert cancelled.reason == "cancelled (killed by signal 9)"
 
@@ -259,7 +258,7 @@ def test_a_timeout_stays_a_timeout_even_after_a_cancel() -> None:
     adapter.cancel("11")
     t.expect(("qstat", "-xml", "-u", "*"), load("sge", "qstat_xml_empty.txt"))
     t.expect(("qacct", "-m", "-j", "11"), load("sge", "real_qacct_h_rt.txt"))
-    assert adapter.status(["11"])["11"].reason == "TIMEOUT"
+    assert adapter.status(["11"], cancelled={"11"})["11"].reason == "TIMEOUT"
 
 
 def test_sge_submit_status_flow() -> None:

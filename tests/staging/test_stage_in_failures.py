@@ -16,7 +16,9 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Event
 from gateway.runtime import Runtime
+from gateway.worker.claim import claim_accepted
 from gateway.worker.loop import Worker
+from gateway.worker.stage_in import stage_in_claim
 from tests.conftest import MakeUser
 from tests.staging.helpers import events, run_until, sh, submit, upload
 
@@ -109,9 +111,9 @@ def test_worker_dies_between_stage_in_and_submit(client: TestClient, runtime: Ru
                                    "outputs": ["count.txt"]})
     site = runtime.sites.get("local")
     first = Worker(runtime, "first")
-    [claim] = first._claim_accepted(site)
+    [claim] = claim_accepted(first.ctx, site)
     # The first worker stages, then "dies" before it submits ...
-    assert first._stage_in(site, site.adapter, claim) is not None
+    assert stage_in_claim(first.ctx, site, site.adapter, claim) is not None
     # ... and, to prove resumption, as if it had died in the middle of the transfer: the
     # cache entry is replaced by half a partial file.
     sha = hashlib.sha256(DATA).hexdigest()
@@ -125,7 +127,7 @@ def test_worker_dies_between_stage_in_and_submit(client: TestClient, runtime: Ru
     job = run_until(second, client, user, job_id, {"QUEUED", "RUNNING", "STAGING_OUT",
                                                     "COMPLETED", "FAILED"})
     # The first worker comes back: it no longer holds the lease and must not submit.
-    assert first._stage_in(site, site.adapter, claim) is None
+    assert stage_in_claim(first.ctx, site, site.adapter, claim) is None
     job = run_until(second, client, user, job_id)
     assert job["state"] == "COMPLETED", job
     queued = [e for e in events(client, user, job_id) if e["to_state"] == "QUEUED"]

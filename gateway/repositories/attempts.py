@@ -1,0 +1,141 @@
+"""Attempts: one submission of a job to one site, its lease, its cancel and its status."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session
+
+from gateway.db.models import Attempt, Job, User
+from gateway.domain.states import LIVE_ATTEMPT_STATES, AttemptState, JobState
+
+
+@dataclass(frozen=True)
+class LeasedAttempt:
+    """An attempt whose lease this worker just took, with what working on it needs."""
+
+    attempt: Attempt
+    spec: dict[str, Any]
+    owner: str | None
+    owner_id: str
+
+
+@dataclass(frozen=True)
+class PendingCancel:
+    attempt_id: int
+    native_id: str
+    owner: str | None
+
+
+@dataclass(frozen=True)
+class Followed:
+    """An attempt at the scheduler (QUEUED or RUNNING) as last recorded."""
+
+    id: int
+    native_id: str
+    state: AttemptState
+    raw_state: str | None
+    owner: str | None
+    cancel_sent: bool
+
+
+def count_live(session: Session, site_name: str) -> int:
+    """Attempts holding one of the site's job slots."""
+    return session.scalar(select(func.count()).select_from(Attempt).where(
+        Attempt.site_name == site_name, Attempt.state.in_(LIVE_ATTEMPT_STATES))) or 0
+
+
+def last_numbers(session: Session, job_ids: Collection[str]) -> dict[str, int]:
+    """Each job's highest attempt number (jobs without attempts are left out)."""
+    return {job_id: number for job_id, number in session.execute(
+        select(Attempt.job_id, func.max(Attempt.number))
+        .where(Attempt.job_id.in_(job_ids)).group_by(Attempt.job_id))}
+
+
+def add(session: Session, attempt: Attempt) -> None:
+    """Add a new attempt to the unit of work."""
+    session.add(attempt)
+
+
+def lease_stale(session: Session, site_name: str, states: Collection[AttemptState],
+                job_state: JobState | None, now: datetime, owner: str, until: datetime,
+                limit: int) -> list[LeasedAttempt]:
+    """Take the lease on up to `limit` attempts of the site in `states` (and, if given,
+    whose job is in `job_state`) that nobody holds, or whose holder let it run out; rows
+    other workers are taking right now are skipped."""
+    query = (select(Attempt, Job.spec, User.username, User.id)
+             .join(Job, Job.id == Attempt.job_id)
+             .join(User, User.id == Job.owner_id)
+             .where(Attempt.site_name == site_name, Attempt.state.in_(states),
+                    or_(Attempt.lease_until.is_(None), Attempt.lease_until < now)))
+    if job_state is not None:
+        query = query.where(Job.state == job_state.value)
+    rows = session.execute(query.order_by(Attempt.id).limit(limit)
+                           .with_for_update(of=Attempt, skip_locked=True)).all()
+    leased = []
+    for attempt, spec, username, user_id in rows:
+        attempt.lease_until, attempt.lease_owner = until, owner
+        leased.append(LeasedAttempt(attempt, spec, username, user_id))
+    session.flush()
+    return leased
+
+
+def renew_lease(session: Session, attempt_id: int, owner: str, until: datetime) -> bool:
+    """Extend `owner`'s lease on the attempt; False when it no longer holds it."""
+    result = session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt_id, Attempt.lease_owner == owner,
+               Attempt.lease_until.is_not(None))
+        .values(lease_until=until)
+        .execution_options(synchronize_session=False))
+    return bool(getattr(result, "rowcount", 0) == 1)
+
+
+def lock(session: Session, attempt_id: int) -> Attempt | None:
+    """The attempt, its row locked until the unit of work ends."""
+    return session.get(Attempt, attempt_id, with_for_update=True)
+
+
+def lock_many(session: Session, attempt_ids: Collection[int]) -> dict[int, Attempt]:
+    """The attempts, locked in id order (attempts before jobs, everywhere: no deadlocks)."""
+    return {a.id: a for a in session.scalars(
+        select(Attempt).where(Attempt.id.in_(attempt_ids))
+        .order_by(Attempt.id).with_for_update())}
+
+
+def pending_cancels(session: Session, site_name: str) -> list[PendingCancel]:
+    """Live attempts at the site whose job's cancel was asked for and not sent yet."""
+    rows = session.execute(
+        select(Attempt.id, Attempt.native_id, User.username)
+        .join(Job, Job.id == Attempt.job_id)
+        .join(User, User.id == Job.owner_id)
+        .where(Attempt.site_name == site_name, Job.cancel_requested.is_(True),
+               Attempt.native_id.is_not(None), Attempt.cancel_sent_at.is_(None),
+               Attempt.state.in_(LIVE_ATTEMPT_STATES))
+    ).all()
+    return [PendingCancel(i, native_id, owner) for i, native_id, owner in rows
+            if native_id is not None]
+
+
+def mark_cancel_sent(session: Session, attempt_id: int, at: datetime) -> None:
+    session.execute(update(Attempt).where(Attempt.id == attempt_id)
+                    .values(cancel_sent_at=at))
+
+
+def followed(session: Session, site_name: str) -> list[Followed]:
+    """The site's attempts the scheduler has (QUEUED or RUNNING), for one status call."""
+    rows = session.execute(
+        select(Attempt.id, Attempt.native_id, Attempt.state, Attempt.raw_state,
+               Attempt.cancel_sent_at, User.username)
+        .join(Job, Job.id == Attempt.job_id)
+        .join(User, User.id == Job.owner_id)
+        .where(Attempt.site_name == site_name, Attempt.native_id.is_not(None),
+               Attempt.state.in_((AttemptState.QUEUED, AttemptState.RUNNING)))
+    ).all()
+    return [Followed(r.id, r.native_id, r.state, r.raw_state, r.username,
+                     r.cancel_sent_at is not None)
+            for r in rows if r.native_id is not None]

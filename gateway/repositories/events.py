@@ -1,0 +1,41 @@
+"""Events: the append-only history of every state change of a job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert
+from sqlalchemy.orm import Session
+
+from gateway.db.models import Event
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """One state change to record."""
+
+    job_id: str
+    at: datetime
+    from_state: str | None
+    to_state: str
+    reason: str | None
+    actor: str
+    raw_state: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        # By hand: dataclasses.asdict deep-copies, and this is on the submit path.
+        return {"job_id": self.job_id, "at": self.at, "from_state": self.from_state,
+                "to_state": self.to_state, "reason": self.reason, "actor": self.actor,
+                "raw_state": self.raw_state}
+
+
+def add(session: Session, event: NewEvent) -> None:
+    """Append an event to the unit of work (written at its next flush)."""
+    session.add(Event(**event.row()))
+
+
+def insert_now(conn: Connection, event: NewEvent) -> None:
+    """Append an event with one Core statement (the submit path)."""
+    conn.execute(insert(Event), [event.row()])

@@ -1,0 +1,71 @@
+"""Site rows: admission flags (enabled, drained), health status, and the rows every
+configured site keeps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from gateway.db.models import Site
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Whether a site takes new jobs, from its row."""
+
+    enabled: bool
+    drained: bool
+
+    @property
+    def accepting(self) -> bool:
+        return self.enabled and not self.drained
+
+
+CLOSED = Admission(enabled=False, drained=False)
+
+
+@dataclass(frozen=True)
+class ConfiguredSite:
+    """What the configuration says about a site's row."""
+
+    name: str
+    kind: str
+    config: Mapping[str, Any]
+    # A config's `state: drained` applies once, to a new row; admins' flags win after.
+    drained_when_new: bool
+
+
+def admissions(session: Session) -> dict[str, Admission]:
+    """Every site's enabled/drained flags."""
+    rows = session.execute(select(Site.name, Site.enabled, Site.drained)).all()
+    return {name: Admission(enabled, drained) for name, enabled, drained in rows}
+
+
+def lock_admission(session: Session, name: str) -> Admission | None:
+    """The site's flags, its row locked until the unit of work ends (serializes claimers
+    of one site, so max_jobs holds); None when there is no row."""
+    row = session.get(Site, name, with_for_update=True)
+    return None if row is None else Admission(row.enabled, row.drained)
+
+
+def set_status(session: Session, name: str, status: str, reason: str | None) -> None:
+    """Record the site's health as the worker last saw it."""
+    session.execute(update(Site).where(Site.name == name)
+                    .values(status=status, status_reason=reason))
+
+
+def ensure_rows(session: Session, sites: Sequence[ConfiguredSite]) -> None:
+    """Give every configured site a row; refresh kind and config, keep admins' flags."""
+    existing = {s.name: s for s in session.scalars(select(Site))}
+    for site in sites:
+        row = existing.get(site.name)
+        if row is None:
+            session.add(Site(name=site.name, kind=site.kind, config=dict(site.config),
+                             status="up", drained=site.drained_when_new))
+        else:
+            row.kind, row.config = site.kind, dict(site.config)
+    session.flush()

@@ -1,0 +1,40 @@
+"""Housekeeping step: expire unfinished uploads idle past their time, and sweep the
+store's incoming files left by a crash, at most once a minute."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from gateway.db.base import utcnow
+from gateway.services.uploads import expire_uploads
+from gateway.store import BlobStore
+from gateway.worker.context import StepContext
+
+log = logging.getLogger(__name__)
+
+UPLOAD_EXPIRY_SECONDS = 60.0
+# Incoming files (https inputs, fetched outputs) older than this were left by a crash:
+# a day is far longer than any one download takes.
+INCOMING_MAX_AGE_SECONDS = 24 * 3600.0
+
+
+class Housekeeping:
+    """Runs on a worker's first cycle, then at most every UPLOAD_EXPIRY_SECONDS."""
+
+    def __init__(self, ctx: StepContext) -> None:
+        self.ctx = ctx
+        self._next = 0.0
+
+    def run(self) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + UPLOAD_EXPIRY_SECONDS
+        store = BlobStore(self.ctx.rt.settings.store_dir)
+        with self.ctx.unit() as session:
+            expired = expire_uploads(session, store, utcnow())
+        if expired:
+            log.info("expired %d unfinished upload(s)", expired)
+        if swept := store.sweep_incoming(INCOMING_MAX_AGE_SECONDS):
+            log.info("removed %d incoming file(s) left by an interrupted fetch", swept)

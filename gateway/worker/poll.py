@@ -1,0 +1,47 @@
+"""Status step: one status call for every attempt the site's scheduler has (one per
+account on a site that maps accounts); write only what changed."""
+
+from __future__ import annotations
+
+import logging
+
+from adapters.base import Adapter, JobStatus
+from gateway.services.sites import NoAccount, SiteEntry
+from gateway.worker.context import StepContext
+
+log = logging.getLogger(__name__)
+
+
+def poll(ctx: StepContext, site: SiteEntry) -> bool:
+    """Ask the site about its active attempts; True when it was asked (it had some)."""
+    with ctx.rt.sessions() as session:
+        active = ctx.lifecycle.followed(session, site.name)
+    if not active:
+        return False
+    # Per adapter: the ids to ask about, and those the gateway cancelled.
+    asked: dict[int, tuple[Adapter, list[str], set[str]]] = {}
+    for attempt in active:
+        try:
+            adapter = site.adapter_for(attempt.owner)
+        except NoAccount as exc:
+            log.error("job %s at %s cannot be followed: %s", attempt.native_id, site.name,
+                      exc.detail)
+            continue
+        _, ids, cancelled = asked.setdefault(id(adapter), (adapter, [], set()))
+        ids.append(attempt.native_id)
+        if attempt.cancel_sent:
+            cancelled.add(attempt.native_id)
+    statuses: dict[str, JobStatus] = {}
+    for adapter, ids, cancelled in asked.values():
+        statuses.update(adapter.status(ids, cancelled=cancelled))
+        ctx.rt.metrics.status_calls.labels(site.name).inc()
+    changed = sorted(
+        (a.id, statuses[a.native_id]) for a in active
+        if a.native_id in statuses
+        and (statuses[a.native_id].state.value, statuses[a.native_id].raw_state)
+        != (a.state.value, a.raw_state)
+    )
+    if changed:
+        with ctx.unit() as session:
+            ctx.lifecycle.apply_statuses(session, changed)
+    return True

@@ -1,0 +1,151 @@
+"""Submit step: hand claimed attempts to the site, record the site's job ids.
+
+An attempt stays SUBMITTING, under its lease, until its job id is committed. A worker
+that dies in between is replaced after the lease (gateway.worker.claim.recover_stale),
+and the replacement first asks the site for a job carrying the attempt's tag and adopts
+it, submitting only if there is none: nothing is lost, nothing runs twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
+from adapters.base import BatchSubmitter, batch_submitter
+from adapters.errors import SubmitRejected
+from gateway.domain.states import Reason
+from gateway.services.lifecycle import Claim, Submitted
+from gateway.services.sites import NoAccount, SiteEntry
+from gateway.worker.claim import claim_accepted, record_rejection, recover_stale
+from gateway.worker.context import StepContext
+from gateway.worker.requests import build_submit_request
+from gateway.worker.stage_in import stage_in_claim
+
+log = logging.getLogger(__name__)
+
+FAULT_AFTER_SUBMIT_ENV = "GRIDGATE_FAULT_AFTER_SUBMIT"
+
+
+def submit_recovered(ctx: StepContext, site: SiteEntry) -> bool:
+    """Take over attempts whose lease ran out and get them submitted (or adopted)."""
+    return submit_claims(ctx, site, recover_stale(ctx, site))
+
+
+def submit_accepted(ctx: StepContext, site: SiteEntry) -> bool:
+    """Claim jobs waiting for the site and submit them."""
+    return submit_claims(ctx, site, claim_accepted(ctx, site))
+
+
+def submit_claims(ctx: StepContext, site: SiteEntry, claims: Sequence[Claim]) -> bool:
+    """Submit the claims, several at once: plain jobs in batches (one remote command
+    each) where the site's adapter takes them, the rest one by one, a few units in
+    parallel (a submission mostly waits on the site; the pooled connection carries
+    one channel per command). The first error is raised once all units have finished
+    (claims not recorded keep their leases and are recovered by tag)."""
+    settings = ctx.rt.settings
+    units: list[Callable[[], None]] = []
+    singles: list[Claim] = []
+    batches: dict[int, tuple[BatchSubmitter, list[Claim]]] = {}
+    size = settings.worker_submit_batch
+    for claim in claims:
+        adapter = _batch_adapter(site, claim) if size > 1 else None
+        if adapter is None:
+            singles.append(claim)
+        else:
+            batches.setdefault(id(adapter), (adapter, []))[1].append(claim)
+    for adapter, group in batches.values():
+        if len(group) == 1:
+            singles.extend(group)
+            continue
+        for at in range(0, len(group), size):
+            units.append(partial(_submit_batch, ctx, site, adapter, group[at:at + size]))
+    units.extend(partial(_submit_one, ctx, site, claim) for claim in singles)
+    threads = min(settings.worker_submit_threads, len(units))
+    if threads <= 1:
+        for unit in units:
+            unit()
+    else:
+        with ThreadPoolExecutor(threads, thread_name_prefix=f"submit-{site.name}") as pool:
+            futures = [pool.submit(unit) for unit in units]
+        for future in futures:
+            future.result()
+    return bool(claims)
+
+
+def _batch_adapter(site: SiteEntry, claim: Claim) -> BatchSubmitter | None:
+    """The adapter that can take this claim in a batch: a plain job (no script to
+    store, no inputs to stage, not a recovery) on a site that submits in batches."""
+    if claim.recovering or claim.spec.inputs or claim.spec.executable is None:
+        return None
+    try:
+        adapter = site.adapter_for(claim.owner)
+    except NoAccount:
+        return None  # the single path records the refusal
+    return batch_submitter(adapter)
+
+
+def _submit_batch(ctx: StepContext, site: SiteEntry, adapter: BatchSubmitter,
+                  claims: Sequence[Claim]) -> None:
+    requests = [build_submit_request(c.spec, c.tag, c.workdir) for c in claims]
+    outcomes = adapter.submit_many(requests)
+    # Transient errors of the command propagate: every lease stays, recovery by tag.
+    _fault_after_submit()
+    placed = []
+    for claim, outcome in zip(claims, outcomes, strict=True):
+        if isinstance(outcome, str):
+            placed.append(Submitted(claim, outcome))
+        elif outcome.transient:
+            log.warning("job %s at %s: no answer to its submission (%s); it is "
+                        "recovered by its tag", claim.job_id, site.name, outcome.message)
+        else:
+            record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {outcome.message}")
+    _record_submitted(ctx, site, placed)
+
+
+def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
+    try:
+        adapter = site.adapter_for(claim.owner)
+    except NoAccount as exc:  # the site's mapping changed since the job was accepted
+        record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.detail}")
+        return
+    native_id = None
+    if claim.recovering:
+        # The earlier submit may have reached the scheduler: adopt, never duplicate.
+        native_id = adapter.find_by_tag(claim.tag, claim.workdir)
+        if native_id:
+            log.info("adopted %s as %s at %s", claim.tag, native_id, site.name)
+    staged = None
+    if native_id is None and claim.spec.inputs:
+        summary = stage_in_claim(ctx, site, adapter, claim)
+        if summary is None:
+            return
+        staged = summary.describe()
+    if native_id is None:
+        request = build_submit_request(claim.spec, claim.tag, claim.workdir)
+        try:
+            native_id = adapter.submit(request)
+        except SubmitRejected as exc:
+            record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.message}")
+            return
+        # Transient errors propagate: the lease stays and a later cycle recovers it.
+        _fault_after_submit()
+    _record_submitted(ctx, site, [Submitted(claim, native_id, staged)])
+
+
+def _record_submitted(ctx: StepContext, site: SiteEntry, placed: Sequence[Submitted]) -> None:
+    """Commit the site's job ids and move the jobs to QUEUED, in one unit of work."""
+    if not placed:
+        return
+    ctx.rt.metrics.submissions.labels(site.name, "submitted").inc(len(placed))
+    with ctx.unit() as session:
+        ctx.lifecycle.record_submitted(session, site.name, placed)
+
+
+def _fault_after_submit() -> None:
+    """Test-only crash point (off unless the env says `exit`): die like `kill -9` after
+    the scheduler took the job and before its id is committed, to prove recovery adopts it."""
+    if os.environ.get(FAULT_AFTER_SUBMIT_ENV) == "exit":
+        os._exit(137)
