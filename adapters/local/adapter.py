@@ -40,10 +40,12 @@ from adapters.local.ownership import claim_job, record_outcome
 from adapters.local.procs import job_processes, sandbox_launchers, signal_processes
 from adapters.local.records import ChildRecord, Claim, LaunchPlan, Outcome, utcnow
 from adapters.local.sandbox import SandboxConfig
+from adapters.reasons import Reason, because
 from adapters.transport import FileTransport, LocalTransport
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-LOST_REASON = "LOST: runner process disappeared without recording an outcome"
+RUNNER_VANISHED = "runner process disappeared without recording an outcome"
+LOST_REASON = because(Reason.LOST, RUNNER_VANISHED)
 # The directory holding the `adapters` package, so the runner imports this very code.
 _CODE_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -244,9 +246,8 @@ class LocalAdapter:
             try:
                 status = self._status_of(native_id, files)
             except (OSError, ValueError) as exc:
-                status = JobStatus(
-                    native_id, NativeState.UNKNOWN, "unreadable", f"cannot read job state: {exc}"
-                )
+                why = because(Reason.UNREADABLE_STATE, exc)
+                status = JobStatus(native_id, NativeState.UNKNOWN, "unreadable", why)
             if status is not None:
                 result[native_id] = status
         return result
@@ -264,8 +265,8 @@ class LocalAdapter:
             # The runner we started never claimed the job. Claim it ourselves, so a late
             # runner cannot start it, and say why it failed.
             if claim_job(files, "adapter"):
-                reason = (
-                    f"LOST: the job runner did not start within "
+                reason = because(
+                    Reason.LOST, f"the job runner did not start within "
                     f"{self._runner_start_timeout:g} s; see {files.runner_log}"
                 )
                 outcome = Outcome(NativeState.FAILED, "lost", None, reason, None, utcnow())
@@ -291,7 +292,7 @@ class LocalAdapter:
             signal_processes(job_processes(child.process, None), signal.SIGKILL)
         started = child.started_at if child else None
         if files.cancel.exists():
-            reason = f"cancel requested; {LOST_REASON.removeprefix('LOST: ')}"
+            reason = because(Reason.CANCEL_REQUESTED, RUNNER_VANISHED, "; ")
             outcome = Outcome(NativeState.CANCELLED, "cancelled", None, reason, started, utcnow())
         else:
             outcome = Outcome(NativeState.FAILED, "lost", None, LOST_REASON, started, utcnow())
@@ -322,7 +323,7 @@ class LocalAdapter:
             return
         write_atomic(files.cancel, f"cancel requested at {utcnow().isoformat()}\n".encode())
         if claim_job(files, "cancel"):
-            reason = "cancelled before start"
+            reason = Reason.CANCELLED_BEFORE_START
             outcome = Outcome(NativeState.CANCELLED, "cancelled", None, reason, None, utcnow())
             record_outcome(files, outcome)
             return

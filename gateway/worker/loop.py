@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 
 from adapters.base import Adapter, BatchSubmitter, JobStatus, NativeState
 from adapters.errors import AdapterError, SubmitRejected, UnknownJob
+from adapters.reasons import because
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job, JobOutput, Site, User
@@ -563,7 +564,7 @@ class Worker:
         if target is JobState.CANCELLED and job.cancel_requested:
             reason = Reason.CANCELLED_BY_USER
         elif reason is None and status.exit_code:
-            reason = f"exit code {status.exit_code}"
+            reason = because(Reason.EXIT_CODE, status.exit_code, " ")
         if target is not JobState.CANCELLED and job.spec.get("outputs"):
             # Collect the outputs first (a failed run's too); _stage_outs finishes the job.
             attempt.lease_until = attempt.lease_owner = None
