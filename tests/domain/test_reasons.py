@@ -11,12 +11,18 @@ from __future__ import annotations
 import textwrap
 from datetime import UTC
 from pathlib import Path
+from types import ModuleType
 
+import pytest
 from mypy import api
 
 import adapters.reasons
 import gateway.domain.states
+from adapters.lsf import states as lsf_states
+from adapters.pbs import states as pbs_states
 from adapters.reasons import Reason, because
+from adapters.sge import states as sge_states
+from adapters.slurm import states as slurm_states
 from adapters.slurm.status import row_status
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +55,14 @@ def test_a_literal_reason_is_a_type_error(tmp_path: Path) -> None:
         """)
     # Lines 4-6 spell a reason out; 7-9 take it from the vocabulary.
     assert errors == [4, 5, 6]
+
+
+@pytest.mark.parametrize("states", [slurm_states, sge_states, pbs_states, lsf_states],
+                         ids=["slurm", "sge", "pbs", "lsf"])
+def test_state_tables_give_codes_from_the_vocabulary(states: ModuleType) -> None:
+    """Each scheduler's state table: a `Reason` or nothing, whatever its annotation says."""
+    reasons = [reason for _, reason in states.STATES.values()]
+    assert [r for r in reasons if r is not None and not isinstance(r, Reason)] == []
 
 
 def test_the_gateway_uses_the_adapters_vocabulary() -> None:
