@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Literal, Protocol, cast
 
 from adapters.errors import AdapterError
+from adapters.reasons import StatusReason
 from adapters.transport import FileTransport
 
 OutputStream = Literal["stdout", "stderr"]
@@ -73,7 +74,7 @@ class JobStatus:
     native_id: str
     state: NativeState
     raw_state: str
-    reason: str | None = None
+    reason: StatusReason | None = None
     exit_code: int | None = None
     started_at: datetime | None = None
     ended_at: datetime | None = None

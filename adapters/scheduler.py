@@ -32,6 +32,7 @@ from adapters.base import (
 )
 from adapters.batch_submit import MKDIR_FAILED, BatchItem, batch_script, parse_batch, script_bytes
 from adapters.errors import AdapterError, SiteUnavailable
+from adapters.reasons import Reason, because
 from adapters.scheduler_text import message
 from adapters.scheduler_types import (
     JobLayout,
@@ -43,9 +44,7 @@ from adapters.transport import CommandResult, FileTransport, Transport
 
 log = logging.getLogger(__name__)
 
-VANISHED_AFTER_CANCEL = (
-    "cancelled before it ran; the scheduler keeps no record of jobs deleted while pending"
-)
+VANISHED_AFTER_CANCEL = Reason.VANISHED_AFTER_CANCEL
 # One batch submission command stays well below the 128 KiB a single argument may have.
 BATCH_SCRIPT_BYTES = 64 << 10
 # A shell's exit code from 128 up means "killed by a signal".
@@ -209,7 +208,8 @@ class BatchAdapter:
             elif _killed(status) and native_id in cancelled:
                 found[native_id] = JobStatus(
                     native_id, NativeState.CANCELLED, status.raw_state,
-                    f"cancelled ({status.reason})" if status.reason else "cancelled",
+                    because(Reason.CANCELLED, f"({status.reason})", " ")
+                    if status.reason else Reason.CANCELLED,
                     status.exit_code, status.started_at, status.ended_at,
                 )
         return {i: found[i] for i in ids if i in found}
@@ -271,6 +271,6 @@ def _after_mkdir(workdir: str, control_dir: str, argv: Sequence[str]) -> tuple[s
 
 def _killed(status: JobStatus) -> bool:
     """Ended by a signal rather than by itself or by its time limit."""
-    if status.state is not NativeState.FAILED or status.reason == "TIMEOUT":
+    if status.state is not NativeState.FAILED or status.reason == Reason.TIMEOUT:
         return False
     return status.exit_code is None or status.exit_code >= _SIGNAL_EXIT

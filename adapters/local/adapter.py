@@ -45,6 +45,7 @@ from adapters.local.sandbox import SandboxConfig
 from adapters.local.spawn import reap_runners, spawn_runner
 from adapters.local.state import job_status
 from adapters.local.stop import cancel_job
+from adapters.reasons import Reason, because
 from adapters.transport import FileTransport, LocalTransport
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -197,9 +198,8 @@ class LocalAdapter:
             try:
                 status = job_status(native_id, files, self._runner_start_timeout)
             except (OSError, ValueError) as exc:
-                status = JobStatus(
-                    native_id, NativeState.UNKNOWN, "unreadable", f"cannot read job state: {exc}"
-                )
+                why = because(Reason.UNREADABLE_STATE, exc)
+                status = JobStatus(native_id, NativeState.UNKNOWN, "unreadable", why)
             if status is not None:
                 result[native_id] = status
         return result

@@ -10,6 +10,7 @@ from typing import Any
 from adapters.base import NativeState
 from adapters.local.procs import ProcessId
 from adapters.local.sandbox import SandboxConfig
+from adapters.reasons import StatusReason, recorded
 
 FORMAT_VERSION = 1
 
@@ -124,7 +125,7 @@ class Outcome:
     state: NativeState
     raw_state: str
     exit_code: int | None
-    reason: str | None
+    reason: StatusReason | None
     started_at: datetime | None
     ended_at: datetime
 
@@ -151,7 +152,7 @@ class Outcome:
             state=state,
             raw_state=str(data.get("raw_state") or state.value.lower()),
             exit_code=exit_code,
-            reason=None if reason is None else str(reason),
+            reason=None if reason is None else recorded(str(reason)),
             started_at=_time(data.get("started_at"), "started_at"),
             ended_at=ended or utcnow(),
         )

@@ -35,6 +35,7 @@ from adapters.local.procs import (
 )
 from adapters.local.records import ChildRecord, LaunchPlan, Outcome, utcnow
 from adapters.local.sandbox import hand_over, sandbox_argv, wait_status_of
+from adapters.reasons import Reason, StatusReason, because
 
 # How often the runner looks for a cancel marker while the program runs.
 POLL_SECONDS = 0.5
@@ -55,18 +56,19 @@ def exit_code_of(wait_status: int) -> int:
 
 def classify(
     cause: StopCause | None, wait_status: int, runner_signal: int | None = None
-) -> tuple[NativeState, str, str | None]:
+) -> tuple[NativeState, str, StatusReason | None]:
     """State, raw state and reason of a job whose program ended with `wait_status`."""
     if cause == "cancel":
-        return NativeState.CANCELLED, "cancelled", "cancel requested"
+        return NativeState.CANCELLED, "cancelled", Reason.CANCEL_REQUESTED
     if cause == "timeout":
-        return NativeState.FAILED, "timeout", "TIMEOUT"
+        return NativeState.FAILED, "timeout", Reason.TIMEOUT
     if cause == "signal":
-        return NativeState.FAILED, "terminated", f"runner got signal {runner_signal}; job stopped"
+        why = because(Reason.RUNNER_GOT_SIGNAL, f"{runner_signal}; job stopped", " ")
+        return NativeState.FAILED, "terminated", why
     if exit_code_of(wait_status) == 0:
         return NativeState.COMPLETED, "exited", None
     raw = "signaled" if os.WIFSIGNALED(wait_status) else "exited"
-    return NativeState.FAILED, raw, "NonZeroExitCode"
+    return NativeState.FAILED, raw, Reason.NON_ZERO_EXIT
 
 
 def _log(message: str) -> None:
@@ -91,10 +93,11 @@ class Supervisor:
         try:
             plan = LaunchPlan.from_json(read_json(self.files.request) or {})
         except (OSError, ValueError) as exc:
-            self._finish(NativeState.FAILED, "invalid-request", None, f"bad job request: {exc}")
+            self._finish(NativeState.FAILED, "invalid-request", None,
+                         because(Reason.BAD_JOB_REQUEST, exc))
             return 1
         if self.files.cancel.exists():
-            self._finish(NativeState.CANCELLED, "cancelled", None, "cancelled before start")
+            self._finish(NativeState.CANCELLED, "cancelled", None, Reason.CANCELLED_BEFORE_START)
             return 0
         try:
             become_subreaper()
@@ -105,7 +108,7 @@ class Supervisor:
         try:
             out, err = self._open_output("stdout"), self._open_output("stderr")
         except OSError as exc:
-            why = f"cannot open the job's output files: {exc}"
+            why = because(Reason.CANNOT_OPEN_OUTPUT, exc)
             self._finish(NativeState.FAILED, "launch-failed", None, why, started_at)
             return 0
         try:
@@ -113,14 +116,15 @@ class Supervisor:
         except OSError as exc:
             os.close(out)
             os.close(err)
-            why = f"cannot prepare the job's sandbox: {exc}"
+            why = because(Reason.CANNOT_PREPARE_SANDBOX, exc)
             self._finish(NativeState.FAILED, "launch-failed", None, why, started_at)
             return 0
         try:
             self.child = self._start(argv, plan, out, err)
         except OSError as exc:
             code = NOT_FOUND_EXIT if isinstance(exc, FileNotFoundError) else NOT_EXECUTABLE_EXIT
-            why = f"LaunchFailed: cannot execute {plan.argv[0]!r}: {exc.strerror or exc}"
+            why = because(Reason.LAUNCH_FAILED,
+                          f"cannot execute {plan.argv[0]!r}: {exc.strerror or exc}")
             self._finish(NativeState.FAILED, "launch-failed", code, why, started_at)
             return 0
         write_json_atomic(self.files.child, ChildRecord(self.child, started_at).to_json())
@@ -136,7 +140,7 @@ class Supervisor:
         self._finish(state, raw, code, reason, started_at, ended_at)
         return 0
 
-    def abort(self, reason: str) -> None:
+    def abort(self, reason: StatusReason) -> None:
         """After an internal error: stop the job and record why, if nothing was recorded."""
         with contextlib.suppress(Exception):
             if self.child is not None:
@@ -304,7 +308,7 @@ class Supervisor:
         state: NativeState,
         raw_state: str,
         exit_code: int | None,
-        reason: str | None,
+        reason: StatusReason | None,
         started_at: datetime | None = None,
         ended_at: datetime | None = None,
     ) -> None:
@@ -328,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         return supervisor.run()
     except Exception as exc:
         traceback.print_exc()
-        supervisor.abort(f"runner error: {exc}")
+        supervisor.abort(because(Reason.RUNNER_ERROR, exc))
         return 1
 
 

@@ -10,8 +10,10 @@ from adapters.local.files import JobFiles, load_record
 from adapters.local.ownership import claim_job, record_outcome
 from adapters.local.procs import job_processes, signal_processes
 from adapters.local.records import ChildRecord, Claim, Outcome, utcnow
+from adapters.reasons import Reason, because
 
-LOST_REASON = "LOST: runner process disappeared without recording an outcome"
+RUNNER_VANISHED = "runner process disappeared without recording an outcome"
+LOST_REASON = because(Reason.LOST, RUNNER_VANISHED)
 
 
 def job_status(native_id: str, files: JobFiles, runner_start_timeout: float) -> JobStatus | None:
@@ -28,8 +30,8 @@ def job_status(native_id: str, files: JobFiles, runner_start_timeout: float) -> 
         # The runner we started never claimed the job. Claim it ourselves, so a late
         # runner cannot start it, and say why it failed.
         if claim_job(files, "adapter"):
-            reason = (
-                f"LOST: the job runner did not start within "
+            reason = because(
+                Reason.LOST, f"the job runner did not start within "
                 f"{runner_start_timeout:g} s; see {files.runner_log}"
             )
             outcome = Outcome(NativeState.FAILED, "lost", None, reason, None, utcnow())
@@ -69,7 +71,7 @@ def _record_lost(files: JobFiles, child: ChildRecord | None) -> Outcome:
         signal_processes(job_processes(child.process, None), signal.SIGKILL)
     started = child.started_at if child else None
     if files.cancel.exists():
-        reason = f"cancel requested; {LOST_REASON.removeprefix('LOST: ')}"
+        reason = because(Reason.CANCEL_REQUESTED, RUNNER_VANISHED, "; ")
         outcome = Outcome(NativeState.CANCELLED, "cancelled", None, reason, started, utcnow())
     else:
         outcome = Outcome(NativeState.FAILED, "lost", None, LOST_REASON, started, utcnow())

@@ -9,6 +9,7 @@ from adapters.local.files import JobFiles, load_record, write_atomic
 from adapters.local.ownership import claim_job, record_outcome
 from adapters.local.procs import job_processes, sandbox_launchers, signal_processes
 from adapters.local.records import ChildRecord, Claim, LaunchPlan, Outcome, utcnow
+from adapters.reasons import Reason
 
 
 def cancel_job(files: JobFiles) -> None:
@@ -17,7 +18,7 @@ def cancel_job(files: JobFiles) -> None:
         return
     write_atomic(files.cancel, f"cancel requested at {utcnow().isoformat()}\n".encode())
     if claim_job(files, "cancel"):
-        reason = "cancelled before start"
+        reason = Reason.CANCELLED_BEFORE_START
         outcome = Outcome(NativeState.CANCELLED, "cancelled", None, reason, None, utcnow())
         record_outcome(files, outcome)
         return

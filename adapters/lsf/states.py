@@ -12,38 +12,39 @@ from __future__ import annotations
 import logging
 
 from adapters.base import NativeState
+from adapters.reasons import Reason, StatusReason, scheduler_says
 
 log = logging.getLogger(__name__)
 
 Q, R = NativeState.QUEUED, NativeState.RUNNING
 
-STATES: dict[str, tuple[NativeState, str | None]] = {
+STATES: dict[str, tuple[NativeState, Reason | None]] = {
     # PEND: "The job is pending, that is, it has not yet been started."
     "PEND": (Q, None),
     # PROV: "dispatched to a power-saved host that is waking up".
-    "PROV": (Q, "host is waking up"),
+    "PROV": (Q, Reason.HOST_WAKING_UP),
     # PSUSP: "suspended, either by its owner or the LSF administrator, while pending".
-    "PSUSP": (Q, "suspended while pending"),
+    "PSUSP": (Q, Reason.SUSPENDED_WHILE_PENDING),
     # RUN: "the job is currently running".
     "RUN": (R, None),
     # USUSP: "suspended, either by its owner or the LSF administrator, while running".
-    "USUSP": (R, "suspended"),
+    "USUSP": (R, Reason.SUSPENDED),
     # SSUSP: "suspended by LSF" (load, run windows, preemption).
-    "SSUSP": (R, "suspended by LSF"),
+    "SSUSP": (R, Reason.SUSPENDED_BY_LSF),
     # DONE: "finished normally with a zero exit value".
     "DONE": (NativeState.COMPLETED, None),
     # EXIT: "finished with a non-zero exit value" or killed; see the termination reason.
-    "EXIT": (NativeState.FAILED, "NonZeroExitCode"),
+    "EXIT": (NativeState.FAILED, Reason.NON_ZERO_EXIT),
     # UNKWN: "mbatchd has lost contact with the sbatchd on the host" where the job runs.
-    "UNKWN": (NativeState.UNKNOWN, "LSF lost contact with the execution host"),
+    "UNKWN": (NativeState.UNKNOWN, Reason.HOST_LOST),
     # WAIT: "for jobs submitted to a chunk job queue, members of a chunk job waiting to run".
     "WAIT": (Q, None),
     # ZOMBI: killed while its host was unreachable; LSF settles it when the host returns.
-    "ZOMBI": (R, "being killed; execution host unreachable"),
+    "ZOMBI": (R, Reason.BEING_KILLED_HOST_UNREACHABLE),
 }
 
 
-def native_state(stat: str) -> tuple[NativeState, str | None]:
+def native_state(stat: str) -> tuple[NativeState, Reason | None]:
     mapped = STATES.get(stat.strip().upper())
     if mapped is None:
         log.warning("unknown LSF job state %r: reported as UNKNOWN", stat)
@@ -51,10 +52,10 @@ def native_state(stat: str) -> tuple[NativeState, str | None]:
     return mapped
 
 
-def exit_outcome(exit_reason: str) -> tuple[NativeState, str] | None:
+def exit_outcome(exit_reason: str) -> tuple[NativeState, StatusReason] | None:
     """An EXIT job's termination reason, when it says more than its exit code."""
     if "TERM_RUNLIMIT" in exit_reason:
-        return NativeState.FAILED, "TIMEOUT"
+        return NativeState.FAILED, Reason.TIMEOUT
     if "TERM_OWNER" in exit_reason or "TERM_ADMIN" in exit_reason:
-        return NativeState.CANCELLED, exit_reason
+        return NativeState.CANCELLED, scheduler_says(exit_reason)
     return None

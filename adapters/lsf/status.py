@@ -22,6 +22,7 @@ from adapters.base import JobStatus, NativeState
 from adapters.errors import SiteUnavailable
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.states import exit_outcome, native_state
+from adapters.reasons import scheduler_says
 from adapters.scheduler_text import integer, lines, no_value, query_failed, text
 from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
@@ -90,7 +91,7 @@ def record_status(record: Mapping[str, Any], tz: tzinfo, now: datetime) -> JobSt
     started = lsf_time(record.get("START_TIME"), tz, now)
     if state is NativeState.QUEUED:
         pending = str(record.get("PEND_REASON", "")).strip().rstrip(";")
-        return JobStatus(native_id, state, stat, pending or reason)
+        return JobStatus(native_id, state, stat, scheduler_says(pending) if pending else reason)
     if not state.is_final:
         return JobStatus(native_id, state, stat, reason, started_at=started)
     ended = lsf_time(record.get("FINISH_TIME"), tz, now)
@@ -100,7 +101,7 @@ def record_status(record: Mapping[str, Any], tz: tzinfo, now: datetime) -> JobSt
     exit_reason = str(record.get("EXIT_REASON", "")).strip()
     outcome = exit_outcome(exit_reason)
     if outcome is not None:
-        state, reason = outcome
+        return JobStatus(native_id, outcome[0], stat, outcome[1], code, started, ended)
     return JobStatus(native_id, state, stat, reason, code, started, ended)
 
 

@@ -23,6 +23,7 @@ from adapters.base import JobStatus, NativeState
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.states import ended
 from adapters.pbs.submit import JOB_ID
+from adapters.reasons import Reason, because
 from adapters.scheduler_text import integer, query_failed, text
 from adapters.transport import CommandResult
 
@@ -85,7 +86,7 @@ def record_status(record: AccountingRecord) -> JobStatus:
     if record.type == "D":
         who = record.fields.get("requestor", "")
         return JobStatus(record.native_id, NativeState.CANCELLED, "D",
-                         f"deleted by {who}" if who else "deleted")
+                         because(Reason.DELETED, f"by {who}", " ") if who else Reason.DELETED)
     exit_status = integer(record.fields.get("Exit_status"))
     state, reason, code = ended(exit_status, None)
     return JobStatus(record.native_id, state, f"E (Exit_status {exit_status})", reason, code,

@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 
 from adapters.base import NativeState
+from adapters.reasons import Reason, StatusReason, because, scheduler_says
 
 log = logging.getLogger(__name__)
 
 Q, R = NativeState.QUEUED, NativeState.RUNNING
 
 # job_state letter -> (gateway state, reason); F and X are settled by Exit_status.
-STATES: dict[str, tuple[NativeState, str | None]] = {
+STATES: dict[str, tuple[NativeState, Reason | None]] = {
     # B Begun: "Array job has at least one subjob running".
     "B": (R, None),
     # E Exiting: "Job is exiting after having run"; final only once it is F.
@@ -26,21 +27,21 @@ STATES: dict[str, tuple[NativeState, str | None]] = {
     # F Finished: "completed execution, job failed during execution, or job was deleted".
     "F": (NativeState.COMPLETED, None),
     # H Held: "Job is held".
-    "H": (Q, "held"),
+    "H": (Q, Reason.HELD),
     # M Moved: "Job was moved to another server".
-    "M": (Q, "moved to another server"),
+    "M": (Q, Reason.MOVED),
     # Q Queued: "Job is queued".
     "Q": (Q, None),
     # R Running: "Job is running".
     "R": (R, None),
     # S Suspended: "Job is suspended".
-    "S": (R, "suspended"),
+    "S": (R, Reason.SUSPENDED),
     # T Transiting: "Job is being moved to new location".
-    "T": (Q, "being moved"),
+    "T": (Q, Reason.BEING_MOVED),
     # U "Cycle-harvesting job is suspended due to keyboard activity".
-    "U": (R, "suspended (workstation busy)"),
+    "U": (R, Reason.SUSPENDED_WORKSTATION_BUSY),
     # W Waiting: "waiting for its submitter-assigned start time to be reached".
-    "W": (Q, "waiting for its start time"),
+    "W": (Q, Reason.WAITING_FOR_START_TIME),
     # X Expired: "Subjob has completed execution or has been deleted".
     "X": (NativeState.COMPLETED, None),
 }
@@ -81,7 +82,7 @@ KILL_WALLTIME = -29
 SIGNAL_BASE = 256
 
 
-def native_state(letter: str) -> tuple[NativeState, str | None]:
+def native_state(letter: str) -> tuple[NativeState, Reason | None]:
     """The gateway state of a job_state letter; UNKNOWN if unmapped. F/X: see `ended`."""
     mapped = STATES.get(letter.strip())
     if mapped is None:
@@ -92,20 +93,23 @@ def native_state(letter: str) -> tuple[NativeState, str | None]:
 
 def ended(
     exit_status: int | None, comment: str | None
-) -> tuple[NativeState, str | None, int | None]:
+) -> tuple[NativeState, StatusReason | None, int | None]:
     """How a finished job ended, from its Exit_status: state, reason, shell-style exit code."""
     said = (comment or "").lower()
     if exit_status is None:
         # Deleted before it ran, most likely; the adapter reports CANCELLED if it asked to.
-        return NativeState.FAILED, comment or "finished without an exit status", None
+        why = scheduler_says(comment) if comment else Reason.NO_EXIT_STATUS
+        return NativeState.FAILED, why, None
     if exit_status == 0:
         return NativeState.COMPLETED, None, 0
     if exit_status == KILL_WALLTIME or ("walltime" in said and "exceeded" in said):
         code = exit_status - SIGNAL_BASE + 128 if exit_status >= SIGNAL_BASE else None
-        return NativeState.FAILED, "TIMEOUT", code
+        return NativeState.FAILED, Reason.TIMEOUT, code
     if exit_status < 0:
-        return NativeState.FAILED, JOB_EXEC.get(exit_status, f"PBS exit status {exit_status}"), None
+        named = JOB_EXEC.get(exit_status)
+        why = scheduler_says(named) if named else because(Reason.PBS_EXIT_STATUS, exit_status, " ")
+        return NativeState.FAILED, why, None
     if exit_status >= SIGNAL_BASE:
         signal = exit_status - SIGNAL_BASE
-        return NativeState.FAILED, f"killed by signal {signal}", 128 + signal
-    return NativeState.FAILED, "NonZeroExitCode", exit_status
+        return NativeState.FAILED, because(Reason.KILLED_BY_SIGNAL, signal, " "), 128 + signal
+    return NativeState.FAILED, Reason.NON_ZERO_EXIT, exit_status

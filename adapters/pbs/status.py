@@ -20,6 +20,7 @@ from adapters.errors import SiteUnavailable
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.states import FINISHED, ended, native_state
 from adapters.pbs.submit import JOB_ID
+from adapters.reasons import scheduler_says
 from adapters.scheduler_text import lines, query_failed, text, timestamp
 from adapters.transport import CommandResult
 
@@ -77,7 +78,7 @@ def job_status(native_id: str, attrs: Mapping[str, Any], tz: tzinfo) -> JobStatu
                          started, timestamp(str(end or ""), tz))
     state, reason = native_state(letter)
     if state is NativeState.QUEUED:
-        reason = comment or reason
+        reason = scheduler_says(comment) if comment else reason
         started = None
     return JobStatus(native_id, state, letter, reason, started_at=started)
 

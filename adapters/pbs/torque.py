@@ -31,6 +31,7 @@ from adapters.pbs.commands import PbsCommands
 from adapters.pbs.states import ended, native_state
 from adapters.pbs.status import sequence_number
 from adapters.pbs.submit import JOB_ID
+from adapters.reasons import scheduler_says
 from adapters.scheduler_script import ranks_per_node
 from adapters.scheduler_text import duration, integer, lines, query_failed, text, timestamp
 from adapters.scheduler_types import QueueInfo
@@ -89,7 +90,8 @@ def job_status(native_id: str, job: Element) -> JobStatus:
                          started, timestamp(_child(job, "comp_time"), UTC))
     state, reason = native_state(letter)
     if state is NativeState.QUEUED:
-        return JobStatus(native_id, state, letter, comment or reason)
+        reason = scheduler_says(comment) if comment else reason
+        return JobStatus(native_id, state, letter, reason)
     return JobStatus(native_id, state, letter, reason, started_at=started)
 
 

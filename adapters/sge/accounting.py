@@ -16,6 +16,7 @@ import re
 from datetime import datetime, tzinfo
 
 from adapters.base import JobStatus, NativeState
+from adapters.reasons import Reason, because, scheduler_says
 from adapters.scheduler_text import duration, integer, query_failed, text, timestamp
 from adapters.sge.commands import SgeCommands
 from adapters.sge.states import FAILED_CODES, KILLED_CODES
@@ -72,16 +73,17 @@ def record_status(record: dict[str, str], tz: tzinfo) -> JobStatus:
     if failed == 0 and exit_status == 0:
         return JobStatus(native_id, NativeState.COMPLETED, raw, None, 0, started, ended)
     if failed == 0:
-        return JobStatus(native_id, NativeState.FAILED, raw, "NonZeroExitCode", exit_status,
+        return JobStatus(native_id, NativeState.FAILED, raw, Reason.NON_ZERO_EXIT, exit_status,
                          started, ended)
     if failed in KILLED_CODES and _ran_out_of_time(record, started, ended):
-        return JobStatus(native_id, NativeState.FAILED, raw, "TIMEOUT", exit_status,
+        return JobStatus(native_id, NativeState.FAILED, raw, Reason.TIMEOUT, exit_status,
                          started, ended)
     if failed in KILLED_CODES and exit_status is not None and exit_status > 128:
-        reason = f"killed by signal {exit_status - 128}"
+        reason = because(Reason.KILLED_BY_SIGNAL, exit_status - 128, " ")
     else:
         described = failed_field.partition(":")[2].strip() or FAILED_CODES.get(failed, "")
-        reason = f"failed {failed}: {described}".rstrip(": ")
+        # qacct's own `failed` field, as it prints it ("37 : qmaster enforced ...").
+        reason = scheduler_says(f"failed {failed}: {described}".rstrip(": "))
     return JobStatus(native_id, NativeState.FAILED, raw, reason, exit_status, started, ended)
 
 

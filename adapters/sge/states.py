@@ -13,24 +13,19 @@ from __future__ import annotations
 import logging
 
 from adapters.base import NativeState
+from adapters.reasons import Reason
 
 log = logging.getLogger(__name__)
 
 Q, R = NativeState.QUEUED, NativeState.RUNNING
-SUSPENDED = "suspended"
-ERROR_STATE = (
-    "Grid Engine put the job in error state; it will not start until an administrator "
-    "clears it (qmod -cj); `qstat -j` shows why"
-)
-DELETING = "being deleted"
 
 # qstat state string -> (gateway state, reason)
-STATES: dict[str, tuple[NativeState, str | None]] = {
+STATES: dict[str, tuple[NativeState, Reason | None]] = {
     # Pending: "qw, Rq"; "hqw" with user and/or system hold; "hRwq" held and re-queued.
     "qw": (Q, None),
     "Rq": (Q, None),
-    "hqw": (Q, "on hold"),
-    "hRwq": (Q, "on hold"),
+    "hqw": (Q, Reason.ON_HOLD),
+    "hRwq": (Q, Reason.ON_HOLD),
     # Running / transferring: "r, hr, t" and re-run "Rr, Rt".
     "r": (R, None),
     "hr": (R, None),
@@ -39,34 +34,34 @@ STATES: dict[str, tuple[NativeState, str | None]] = {
     "Rt": (R, None),
     # Suspended: job "s, ts"; queue "S, tS"; by alarm "T, tT";
     # all suspended with re-run "Rs, Rts, RS, RtS, RT, RtT".
-    "s": (R, SUSPENDED),
-    "ts": (R, SUSPENDED),
-    "S": (R, SUSPENDED),
-    "tS": (R, SUSPENDED),
-    "T": (R, SUSPENDED),
-    "tT": (R, SUSPENDED),
-    "Rs": (R, SUSPENDED),
-    "Rts": (R, SUSPENDED),
-    "RS": (R, SUSPENDED),
-    "RtS": (R, SUSPENDED),
-    "RT": (R, SUSPENDED),
-    "RtT": (R, SUSPENDED),
+    "s": (R, Reason.SUSPENDED),
+    "ts": (R, Reason.SUSPENDED),
+    "S": (R, Reason.SUSPENDED),
+    "tS": (R, Reason.SUSPENDED),
+    "T": (R, Reason.SUSPENDED),
+    "tT": (R, Reason.SUSPENDED),
+    "Rs": (R, Reason.SUSPENDED),
+    "Rts": (R, Reason.SUSPENDED),
+    "RS": (R, Reason.SUSPENDED),
+    "RtS": (R, Reason.SUSPENDED),
+    "RT": (R, Reason.SUSPENDED),
+    "RtT": (R, Reason.SUSPENDED),
     # Error: "all pending states with error" (Eqw, Ehqw, EhRqw). DRMAA calls them FAILED, but
     # an administrator can clear the error and the job then runs: not final for the gateway.
-    "Eqw": (Q, ERROR_STATE),
-    "Ehqw": (Q, ERROR_STATE),
-    "EhRqw": (Q, ERROR_STATE),
+    "Eqw": (Q, Reason.SGE_ERROR_STATE),
+    "Ehqw": (Q, Reason.SGE_ERROR_STATE),
+    "EhRqw": (Q, Reason.SGE_ERROR_STATE),
     # Deleting: "all running and suspended states with deletion"; qacct says how it ended.
-    "dr": (R, DELETING),
-    "dt": (R, DELETING),
-    "dRr": (R, DELETING),
-    "dRt": (R, DELETING),
-    "ds": (R, DELETING),
-    "dS": (R, DELETING),
-    "dT": (R, DELETING),
-    "dRs": (R, DELETING),
-    "dRS": (R, DELETING),
-    "dRT": (R, DELETING),
+    "dr": (R, Reason.BEING_DELETED),
+    "dt": (R, Reason.BEING_DELETED),
+    "dRr": (R, Reason.BEING_DELETED),
+    "dRt": (R, Reason.BEING_DELETED),
+    "ds": (R, Reason.BEING_DELETED),
+    "dS": (R, Reason.BEING_DELETED),
+    "dT": (R, Reason.BEING_DELETED),
+    "dRs": (R, Reason.BEING_DELETED),
+    "dRS": (R, Reason.BEING_DELETED),
+    "dRT": (R, Reason.BEING_DELETED),
 }
 
 # qacct `failed` codes (sge_status(5)): the description qacct prints after "N :".
@@ -115,7 +110,7 @@ FAILED_CODES: dict[int, str] = {
 KILLED_CODES = frozenset({17, 37, 100})
 
 
-def native_state(raw: str) -> tuple[NativeState, str | None]:
+def native_state(raw: str) -> tuple[NativeState, Reason | None]:
     """The gateway state and reason for a qstat state string; UNKNOWN if unmapped."""
     mapped = STATES.get(raw.strip())
     if mapped is None:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import tzinfo
 
 from adapters.base import JobStatus, NativeState
+from adapters.reasons import Reason, StatusReason, because, scheduler_says
 from adapters.scheduler_text import integer, lines, no_value, query_failed, signal_exit, timestamp
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.states import native_state
@@ -52,9 +53,9 @@ def row_status(fields: list[str], tz: tzinfo) -> JobStatus:
     state, final_reason = native_state(raw_state)
     code, signal = exit_code(exit_field)
     if state is NativeState.QUEUED:
-        why = None if no_value(reason) else reason
-    elif state is NativeState.FAILED and final_reason == "NonZeroExitCode" and signal:
-        why = f"killed by signal {signal}"
+        why: StatusReason | None = None if no_value(reason) else scheduler_says(reason)
+    elif state is NativeState.FAILED and final_reason is Reason.NON_ZERO_EXIT and signal:
+        why = because(Reason.KILLED_BY_SIGNAL, signal, " ")
     else:
         why = final_reason if state.is_final else None
     if state is not NativeState.COMPLETED and code == 0 and not signal:

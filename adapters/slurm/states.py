@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from adapters.base import NativeState
+from adapters.reasons import Reason
 
 log = logging.getLogger(__name__)
 
@@ -19,9 +20,9 @@ Q, R, C, F, X = (NativeState.QUEUED, NativeState.RUNNING, NativeState.COMPLETED,
                  NativeState.FAILED, NativeState.CANCELLED)
 
 # state -> (gateway state, reason given when the job ends in it)
-STATES: dict[str, tuple[NativeState, str | None]] = {
+STATES: dict[str, tuple[NativeState, Reason | None]] = {
     # BF BOOT_FAIL: "terminated due to launch failure, typically due to a hardware failure".
-    "BOOT_FAIL": (F, "BOOT_FAIL"),
+    "BOOT_FAIL": (F, Reason.BOOT_FAIL),
     # CA CANCELLED: "explicitly cancelled by the user or system administrator".
     "CANCELLED": (X, None),
     # CD COMPLETED: "terminated all processes on all nodes with an exit code of zero".
@@ -31,17 +32,17 @@ STATES: dict[str, tuple[NativeState, str | None]] = {
     # CG COMPLETING: "in the process of completing"; not over until accounting says so.
     "COMPLETING": (R, None),
     # DL DEADLINE: "terminated on deadline".
-    "DEADLINE": (F, "DEADLINE"),
+    "DEADLINE": (F, Reason.DEADLINE),
     # F FAILED: "terminated with non-zero exit code or other failure condition".
-    "FAILED": (F, "NonZeroExitCode"),
+    "FAILED": (F, Reason.NON_ZERO_EXIT),
     # NF NODE_FAIL: "terminated due to failure of one or more allocated nodes".
-    "NODE_FAIL": (F, "NODE_FAIL"),
+    "NODE_FAIL": (F, Reason.NODE_FAIL),
     # OOM OUT_OF_MEMORY: "experienced out of memory error".
-    "OUT_OF_MEMORY": (F, "OUT_OF_MEMORY"),
+    "OUT_OF_MEMORY": (F, Reason.OUT_OF_MEMORY),
     # PD PENDING: "awaiting resource allocation".
     "PENDING": (Q, None),
     # PR PREEMPTED: "terminated due to preemption" (a requeued job shows PENDING again).
-    "PREEMPTED": (F, "PREEMPTED"),
+    "PREEMPTED": (F, Reason.PREEMPTED),
     # R RUNNING: "currently has an allocation".
     "RUNNING": (R, None),
     # RD RESV_DEL_HOLD: "held after requested reservation was deleted".
@@ -55,7 +56,7 @@ STATES: dict[str, tuple[NativeState, str | None]] = {
     # RS RESIZING: "about to change size".
     "RESIZING": (R, None),
     # RV REVOKED: "sibling was removed from cluster due to other cluster starting the job".
-    "REVOKED": (X, "REVOKED"),
+    "REVOKED": (X, Reason.REVOKED),
     # SI SIGNALING: "being signaled".
     "SIGNALING": (R, None),
     # SE SPECIAL_EXIT: "requeued in a special state" (held until released).
@@ -67,11 +68,11 @@ STATES: dict[str, tuple[NativeState, str | None]] = {
     # S SUSPENDED: "has an allocation, but execution has been suspended".
     "SUSPENDED": (R, None),
     # TO TIMEOUT: "terminated upon reaching its time limit".
-    "TIMEOUT": (F, "TIMEOUT"),
+    "TIMEOUT": (F, Reason.TIMEOUT),
 }
 
 
-def native_state(raw: str) -> tuple[NativeState, str | None]:
+def native_state(raw: str) -> tuple[NativeState, Reason | None]:
     """The gateway state and the final reason for a state Slurm printed; UNKNOWN if unmapped."""
     words = raw.split()
     base = words[0].rstrip("+").upper() if words else ""

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import tzinfo
 
 from adapters.base import JobStatus, NativeState
+from adapters.reasons import StatusReason, scheduler_says
 from adapters.scheduler_text import lines, no_value, query_failed, text, timestamp
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.states import native_state
@@ -52,7 +53,7 @@ def row_status(fields: list[str], tz: tzinfo) -> JobStatus:
         # For a pending job %S is the expected start, not a start.
         started = timestamp(start, tz)
     if state is NativeState.QUEUED:
-        why = None if no_value(reason) else reason
+        why: StatusReason | None = None if no_value(reason) else scheduler_says(reason)
     elif state.is_final:
         why = final_reason
     else:

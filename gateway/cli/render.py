@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -50,19 +51,16 @@ def transfer_progress() -> Progress:
 
 
 def print_json(data: Any) -> None:
-    """The API's JSON, as received, on stdout."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """The API's JSON, as received, on stdout (timestamps as the API writes them)."""
+    plain = to_jsonable_python(data)
+    sys.stdout.write(json.dumps(plain, indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
 
-def when(value: str | None) -> str:
+def when(moment: datetime | None) -> str:
     """An API timestamp in local time, to the second; '-' when absent."""
-    if not value:
+    if moment is None:
         return "-"
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return value
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)  # the API's naive times are UTC
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")

@@ -1,7 +1,7 @@
 """Commands that run on the gateway host: serve, worker, db upgrade.
 
-They read `Settings()` (GRIDGATE_* variables) and import the server side lazily, so
-the client commands start fast (only the settings class is imported up front).
+They read `Settings()` (GRIDGATE_* variables) and import the server side, settings
+included, inside each command, so the client commands start fast.
 """
 
 from __future__ import annotations
@@ -14,15 +14,19 @@ import subprocess
 import sys
 import threading
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from gateway.cli import render
-from gateway.settings import Settings
+
+if TYPE_CHECKING:
+    from gateway.settings import Settings
 
 
 def _settings(**overrides: Any) -> Settings:
+    from gateway.settings import Settings
+
     given = {k: v for k, v in overrides.items() if v is not None}
     settings = Settings(**given)
     if "public_url" not in settings.model_fields_set and ("host" in given or "port" in given):
@@ -108,6 +112,7 @@ def _die_with_parent() -> None:
 
 def worker() -> None:
     """Run the job worker alone (as many as you like against PostgreSQL)."""
+    from gateway.settings import Settings
     from gateway.worker.loop import run_worker
 
     settings = Settings()
@@ -129,6 +134,7 @@ def db_upgrade() -> None:
 
     from gateway.db.engine import make_engine
     from gateway.db.migrate import upgrade_database
+    from gateway.settings import Settings
 
     settings = Settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)

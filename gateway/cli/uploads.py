@@ -13,7 +13,7 @@ from rich.text import Text
 from gateway.cli import render
 from gateway.cli.jobs import JsonOpt
 from gateway.cli.state import state
-from gateway.client.upload_models import Upload
+from gateway.client.models import Upload
 from gateway.client.uploads import CHUNK_BYTES, file_sha256, upload_file
 from gateway.domain.sizes import short_size
 

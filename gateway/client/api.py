@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from gateway import __version__
 from gateway.client.errors import (
@@ -18,8 +18,21 @@ from gateway.client.errors import (
     problem_error,
     transport_reason,
 )
-from gateway.client.models import Event, Health, Job, JobPage, Output, Site, is_final
-from gateway.client.upload_models import JobFile, Upload
+from gateway.client.models import (
+    Event,
+    Health,
+    Job,
+    JobFile,
+    JobPage,
+    Output,
+    Site,
+    Upload,
+    is_final,
+)
+from gateway.schemas import parse
+from gateway.schemas.jobs import EventList, JobFileList
+from gateway.schemas.sites import SiteList
+from gateway.schemas.uploads import UploadList
 
 DEFAULT_GATEWAY_URL = "http://127.0.0.1:8642"
 API_PREFIX = "/api/v1"
@@ -28,6 +41,7 @@ Stream = Literal["stdout", "stderr"]
 # Returns a bearer token, or None to send the request without one. It may raise
 # AuthenticationRequired (not logged in, or the session expired).
 TokenProvider = Callable[[], str | None]
+Document = TypeVar("Document")
 
 
 class _BearerAuth(httpx.Auth):
@@ -81,7 +95,7 @@ class GatewayClient:
         body = (spec.model_dump(mode="json", exclude_unset=True)
                 if isinstance(spec, BaseModel) else dict(spec))
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return cast(Job, self._json("POST", "/jobs", json=body, headers=headers))
+        return self._document(Job, "POST", "/jobs", json=body, headers=headers)
 
     def list_jobs(self, *, state: str | None = None, site: str | None = None,
                   project: str | None = None, labels: Mapping[str, str] | None = None,
@@ -93,7 +107,7 @@ class GatewayClient:
             if value is not None:
                 params.append((key, value))
         params += [("label", f"{k}={v}") for k, v in (labels or {}).items()]
-        return cast(JobPage, self._json("GET", "/jobs", params=params))
+        return self._document(JobPage, "GET", "/jobs", params=params)
 
     def iter_jobs(self, *, state: str | None = None, site: str | None = None,
                   project: str | None = None, labels: Mapping[str, str] | None = None,
@@ -110,16 +124,15 @@ class GatewayClient:
 
     def get_job(self, job_id: str) -> Job:
         """GET /jobs/{id}, with its attempts."""
-        return cast(Job, self._json("GET", f"/jobs/{_segment(job_id)}"))
+        return self._document(Job, "GET", f"/jobs/{_segment(job_id)}")
 
     def cancel(self, job_id: str) -> Job:
         """POST /jobs/{id}/cancel (202); the job ends CANCELLED once the site confirms."""
-        return cast(Job, self._json("POST", f"/jobs/{_segment(job_id)}/cancel"))
+        return self._document(Job, "POST", f"/jobs/{_segment(job_id)}/cancel")
 
     def events(self, job_id: str) -> list[Event]:
         """GET /jobs/{id}/events: every state change, oldest first."""
-        body = self._json("GET", f"/jobs/{_segment(job_id)}/events")
-        return cast(list[Event], body["items"])
+        return self._document(EventList, "GET", f"/jobs/{_segment(job_id)}/events")["items"]
 
     def output(self, job_id: str, stream: Stream = "stdout", *, offset: int | None = None,
                tail: int | None = None) -> Output:
@@ -185,7 +198,7 @@ class GatewayClient:
 
     def job_files(self, job_id: str) -> list[JobFile]:
         """GET /jobs/{id}/files: the job's collected outputs."""
-        return cast(list[JobFile], self._json("GET", f"/jobs/{_segment(job_id)}/files")["items"])
+        return self._document(JobFileList, "GET", f"/jobs/{_segment(job_id)}/files")["items"]
 
     def open_job_file(self, job_id: str, path: str, *, offset: int = 0) -> _StreamContext:
         """GET /jobs/{id}/files/{path} from byte `offset` (a Range): use with `with`, then
@@ -202,29 +215,29 @@ class GatewayClient:
         body: dict[str, Any] = {"name": name, "size": size}
         if sha256 is not None:
             body["sha256"] = sha256
-        return cast(Upload, self._json("POST", "/uploads", json=body))
+        return self._document(Upload, "POST", "/uploads", json=body)
 
     def get_upload(self, upload_id: str) -> Upload:
         """GET /uploads/{id}; its `offset` is where to resume."""
-        return cast(Upload, self._json("GET", f"/uploads/{_segment(upload_id)}"))
+        return self._document(Upload, "GET", f"/uploads/{_segment(upload_id)}")
 
     def list_uploads(self) -> list[Upload]:
         """GET /uploads: your uploads, newest first."""
-        return cast(list[Upload], self._json("GET", "/uploads")["items"])
+        return self._document(UploadList, "GET", "/uploads")["items"]
 
     def put_chunk(self, upload_id: str, data: bytes, start: int, total: int) -> Upload:
         """PUT one chunk at byte `start` of a `total`-byte file. A ConflictError's
         `problem["offset"]` says where the gateway wants the next chunk to start."""
         headers = {"Content-Range": f"bytes {start}-{start + len(data) - 1}/{total}",
                    "Content-Type": "application/octet-stream"}
-        return cast(Upload, self._json("PUT", f"/uploads/{_segment(upload_id)}",
-                                       content=data, headers=headers))
+        return self._document(Upload, "PUT", f"/uploads/{_segment(upload_id)}",
+                              content=data, headers=headers)
 
     def complete_upload(self, upload_id: str, sha256: str | None = None) -> Upload:
         """POST /uploads/{id}/complete: the gateway verifies size and sha256."""
         body = {"sha256": sha256} if sha256 is not None else {}
-        return cast(Upload, self._json("POST", f"/uploads/{_segment(upload_id)}/complete",
-                                       json=body))
+        return self._document(Upload, "POST", f"/uploads/{_segment(upload_id)}/complete",
+                              json=body)
 
     def delete_job_files(self, job_id: str) -> None:
         """DELETE /jobs/{id}/files: drop the job's outputs held in the gateway store."""
@@ -238,17 +251,31 @@ class GatewayClient:
 
     def sites(self) -> list[Site]:
         """GET /sites."""
-        return cast(list[Site], self._json("GET", "/sites")["items"])
+        return self._document(SiteList, "GET", "/sites")["items"]
 
     def health(self) -> Health:
         """GET /health (no token needed)."""
-        return cast(Health, self._json("GET", "/health", auth=None))
+        return self._document(Health, "GET", "/health", auth=None)
 
     def job_spec_schema(self) -> dict[str, Any]:
         """GET /schemas/job-spec: the JSON Schema of a job request."""
         return cast(dict[str, Any], self._json("GET", "/schemas/job-spec", auth=None))
 
     # -- plumbing -----------------------------------------------------------------------
+
+    def _document(self, document: type[Document], method: str, path: str,
+                  **kwargs: Any) -> Document:
+        """The response, validated as the API's `document` (`gateway.schemas`)."""
+        body = self._json(method, path, **kwargs)
+        try:
+            return cast(Document, parse(document, body))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "the document"
+            raise ClientError(
+                f"The gateway's answer to {method} {path} does not match this client's "
+                f"{document.__name__} ({where}: {first['msg']}); are the client and the "
+                "gateway of the same version?") from exc
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._request(method, path, **kwargs)

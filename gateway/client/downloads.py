@@ -18,7 +18,7 @@ import httpx
 
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ClientError, GatewayUnreachable
-from gateway.client.upload_models import JobFile
+from gateway.client.models import JobFile
 
 
 def select_files(files: Sequence[JobFile], pattern: str | None) -> list[JobFile]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ClientError, ConflictError, GatewayUnreachable
-from gateway.client.upload_models import Upload
+from gateway.client.models import Upload
 
 CHUNK_BYTES = 8 * 1024 * 1024
 HASH_BLOCK = 1024 * 1024

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+# The reason vocabulary lives in adapters (which may not import gateway); one set for both.
+from adapters.reasons import Reason
+
+__all__ = ["ACTIVE_STATES", "FINAL_STATES", "JobState", "Reason", "can_transition"]
+
 
 class JobState(StrEnum):
     """Where a job is in its life. Order matters: a job never moves backwards."""
@@ -69,14 +74,3 @@ def can_transition(current: JobState, target: JobState) -> bool:
         return False
     return target.rank > current.rank
 
-
-class Reason:
-    """Reasons shared by the worker, adapters' results and the API."""
-
-    TIMEOUT = "TIMEOUT"
-    CANCELLED_BY_USER = "cancelled by user"
-    NON_ZERO_EXIT = "NonZeroExitCode"
-    SUBMIT_REJECTED = "SUBMIT_REJECTED"
-    LOST = "LOST"
-    STAGE_IN_FAILED = "STAGE_IN_FAILED"
-    STAGE_OUT_FAILED = "STAGE_OUT_FAILED"

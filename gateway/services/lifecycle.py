@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from adapters.base import JobStatus, NativeState
+from adapters.reasons import because
 from gateway.db.base import utcnow
 from gateway.db.models import Attempt, Job
 from gateway.domain.jobspec import SUBMITTED, JobSpec
@@ -273,7 +274,7 @@ class Lifecycle:
         if target is JobState.CANCELLED and job.cancel_requested:
             reason = Reason.CANCELLED_BY_USER
         elif reason is None and status.exit_code:
-            reason = f"exit code {status.exit_code}"
+            reason = because(Reason.EXIT_CODE, status.exit_code, " ")
         if target is not JobState.CANCELLED and job.spec.get("outputs"):
             # Collect the outputs first (a failed run's too); stage-out finishes the job.
             attempt.lease_until = attempt.lease_owner = None
@@ -319,7 +320,7 @@ class Lifecycle:
         assert job is not None
         attempt.lease_until = attempt.lease_owner = None
         run_reason = attempt.reason or (
-            f"exit code {attempt.exit_code}" if attempt.exit_code else None)
+            because(Reason.EXIT_CODE, attempt.exit_code, " ") if attempt.exit_code else None)
         jobs.replace_outputs(session, claim.job_id, site_name, outputs, utcnow())
         if failure is not None:
             target = JobState.FAILED

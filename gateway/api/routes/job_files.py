@@ -21,7 +21,6 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Header, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
 
 from adapters.transfer import SiteFile
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
@@ -30,6 +29,7 @@ from gateway.api.ranges import Unsatisfiable, parse_range
 from gateway.domain.errors import Invalid, Unavailable
 from gateway.domain.staging import IN_STORE
 from gateway.runtime import Runtime
+from gateway.schemas.jobs import JobFileList, JobFileOut
 from gateway.services import job_files
 from gateway.services.job_files import OutputRow
 from gateway.services.uploads import clean_store
@@ -38,19 +38,6 @@ from gateway.store import BlobStore
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 
 SEND_BLOCK = 256 * 1024
-
-
-class JobFileOut(BaseModel):
-    path: str
-    size: int
-    sha256: str
-    # "gateway": fetched into the gateway store; "site": kept in the job directory.
-    location: str
-    site: str
-
-
-class JobFileList(BaseModel):
-    items: list[JobFileOut]
 
 
 @router.get("/jobs/{job_id}/files", response_model=JobFileList)

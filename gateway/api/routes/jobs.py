@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
-from gateway.api.schemas import EventList, EventOut, JobList, JobOut, json_response
+from gateway.api.schemas import EventList, JobList, JobOut, event_out, job_out, json_response
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState
@@ -34,7 +34,7 @@ def submit_job(
     headers = {"Location": f"/api/v1/jobs/{row['id']}"}
     if not created:
         headers["Idempotent-Replayed"] = "true"
-    return json_response(JobOut.from_row(row), 202, headers)
+    return json_response(JobOut, job_out(row), 202, headers)
 
 
 def _label_pairs(labels: list[str]) -> tuple[tuple[str, str], ...]:
@@ -65,15 +65,15 @@ def list_jobs(
     filters = JobFilter(state=state, site=site, project=project, labels=_label_pairs(label))
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters, limit=limit, cursor=cursor)
-    return json_response(JobList(items=[JobOut.from_row(row) for row in page.jobs],
-                                 next_cursor=page.next_cursor))
+    return json_response(JobList, JobList(items=[job_out(row) for row in page.jobs],
+                                          next_cursor=page.next_cursor))
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut)
 def get_job(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> Response:
     with runtime.reading() as conn:
         row, attempts = job_queries.job_detail(conn, principal, job_id)
-    return json_response(JobOut.from_row(row, attempts))
+    return json_response(JobOut, job_out(row, attempts))
 
 
 @router.post("/jobs/{job_id}/cancel", status_code=202, response_model=JobOut)
@@ -81,11 +81,11 @@ def cancel_job(job_id: str, principal: JobsWriter, session: SessionDep) -> Respo
     """Cancel a job. Queued or running jobs end CANCELLED once the site confirms."""
     row = job_service.cancel(session, principal, job_id)
     session.commit()
-    return json_response(JobOut.from_row(row), 202)
+    return json_response(JobOut, job_out(row), 202)
 
 
 @router.get("/jobs/{job_id}/events", response_model=EventList)
 def job_events(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> EventList:
     with runtime.reading() as conn:
         rows = job_queries.events(conn, principal, job_id)
-    return EventList(items=[EventOut.from_row(row) for row in rows])
+    return EventList(items=[event_out(row) for row in rows])

@@ -28,12 +28,13 @@ from starlette.types import Scope
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
 from gateway.api.problems import problem
-from gateway.api.upload_schemas import UploadList, UploadOut
+from gateway.api.upload_schemas import UploadList, UploadOut, upload_out
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Upload
 from gateway.domain.errors import Conflict, Invalid, TooLarge
 from gateway.runtime import Runtime
+from gateway.schemas import to_json
 from gateway.services import uploads as service
 from gateway.services.uploads import OffsetMismatch, UploadLimits
 from gateway.store import BlobStore, PartWriter
@@ -67,9 +68,10 @@ def store_of(runtime: Runtime) -> BlobStore:
 
 def _with_offset(upload: UploadOut, status: int = 200,
                  headers: dict[str, str] | None = None) -> Response:
-    return Response(upload.model_dump_json(), status_code=status, media_type="application/json",
-                    headers={"Upload-Offset": str(upload.offset),
-                             "Upload-Length": str(upload.size), **(headers or {})})
+    return Response(to_json(UploadOut, upload), status_code=status,
+                    media_type="application/json",
+                    headers={"Upload-Offset": str(upload["offset"]),
+                             "Upload-Length": str(upload["size"]), **(headers or {})})
 
 
 def _offset_problem(request: Request, exc: OffsetMismatch) -> Response:
@@ -86,21 +88,21 @@ def create_upload(body: UploadCreate, principal: JobsWriter, session: SessionDep
                                    principal.user_id, body.name, body.size, body.sha256,
                                    utcnow())
     session.commit()
-    return _with_offset(UploadOut.from_model(upload), 201,
+    return _with_offset(upload_out(upload), 201,
                         {"Location": f"/api/v1/uploads/{upload.id}"})
 
 
 @router.get("/uploads", response_model=UploadList)
 def list_uploads(principal: JobsReader, session: SessionDep) -> UploadList:
     """Your uploads, newest first."""
-    return UploadList(items=[UploadOut.from_model(u)
+    return UploadList(items=[upload_out(u)
                              for u in service.list_uploads(session, principal.user_id)])
 
 
 @router.get("/uploads/{upload_id}", response_model=UploadOut)
 def get_upload(upload_id: str, principal: JobsReader, session: SessionDep) -> Response:
     """The upload; `offset` is where a client resumes."""
-    return _with_offset(UploadOut.from_model(
+    return _with_offset(upload_out(
         service.get_upload(session, principal.user_id, upload_id)))
 
 
@@ -135,7 +137,7 @@ def complete_upload(upload_id: str, body: UploadComplete, principal: JobsWriter,
     session.commit()
     if done.mismatch is not None:
         raise Invalid(done.mismatch, field="sha256", offset=0)
-    return _with_offset(UploadOut.from_model(done.upload))
+    return _with_offset(upload_out(done.upload))
 
 
 def parse_content_range(value: str) -> tuple[int, int, int]:
@@ -165,7 +167,7 @@ def _record(runtime: Runtime, upload_id: str, start: int, end: int) -> UploadOut
                            "expired or written by another request); ask for its offset.")
         upload = session.get(Upload, upload_id)
         assert upload is not None
-        return UploadOut.from_model(upload)
+        return upload_out(upload)
 
 
 @router.put("/uploads/{upload_id}", response_model=UploadOut)

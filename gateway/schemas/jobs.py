@@ -1,0 +1,84 @@
+"""Jobs, their attempts, events and collected output files, as the API sends them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NotRequired
+
+# pydantic reads TypedDicts from typing_extensions on Python < 3.12.
+from typing_extensions import TypedDict
+
+
+class AttemptOut(TypedDict):
+    """One submission of a job to one site."""
+
+    number: int
+    site: str
+    native_id: str | None
+    state: str
+    raw_state: str | None
+    reason: str | None
+    exit_code: int | None
+    submitted_at: datetime | None
+    started_at: datetime | None
+    ended_at: datetime | None
+
+
+class JobOut(TypedDict):
+    """A job. `attempts` is filled by GET /jobs/{id}, null in lists."""
+
+    id: str
+    name: str
+    owner: str
+    project: str
+    state: str
+    state_reason: str | None
+    raw_state: str | None
+    site: str | None
+    exit_code: int | None
+    cancel_requested: bool
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    labels: dict[str, str]
+    spec: dict[str, Any]
+    attempts: NotRequired[list[AttemptOut] | None]
+
+
+class JobList(TypedDict):
+    """A page of jobs, newest first; `next_cursor` asks for the next one."""
+
+    items: list[JobOut]
+    next_cursor: str | None
+
+
+class EventOut(TypedDict):
+    """One state change of a job, with who made it and why."""
+
+    id: int
+    at: datetime
+    from_state: str | None
+    to_state: str
+    reason: str | None
+    actor: str
+    raw_state: str | None
+
+
+class EventList(TypedDict):
+    items: list[EventOut]
+
+
+class JobFileOut(TypedDict):
+    """One collected output of a job (GET /jobs/{id}/files)."""
+
+    path: str
+    size: int
+    sha256: str
+    # "gateway": fetched into the gateway store; "site": kept in the job directory.
+    location: str
+    site: str
+
+
+class JobFileList(TypedDict):
+    items: list[JobFileOut]

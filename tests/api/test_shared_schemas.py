@@ -1,0 +1,121 @@
+"""One set of API documents: the server documents and sends `gateway.schemas`, and the
+client reads every response with the same types, keeping every field the server sent.
+
+A field added to a shared schema is therefore sent and kept with no other edit; a
+response model private to the server, or a client type that drifts from the server's,
+fails here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+import gateway.schemas.jobs
+import gateway.schemas.sites
+import gateway.schemas.uploads
+from gateway.cli.render import print_json
+from gateway.client import GatewayClient
+from gateway.schemas import adapter, parse
+from gateway.schemas.jobs import EventList, JobFileList, JobList, JobOut
+from gateway.schemas.sites import Health, SiteList
+from gateway.schemas.uploads import UploadList, UploadOut
+from tests.conftest import MakeUser
+
+SHARED = {name: value for module in (gateway.schemas.jobs, gateway.schemas.sites,
+                                     gateway.schemas.uploads)
+          for name, value in vars(module).items()
+          if name.endswith(("Out", "List")) or name == "Health"}
+
+
+def _json_refs(operation: dict[str, Any]) -> list[str]:
+    """The component names of an operation's JSON success responses."""
+    refs = []
+    for status, response in operation.get("responses", {}).items():
+        schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+        if status.startswith("2") and "$ref" in schema:
+            refs.append(schema["$ref"].rsplit("/", 1)[1])
+    return refs
+
+
+def test_every_documented_response_is_a_shared_schema(client: TestClient) -> None:
+    documented = {
+        (method.upper(), path): ref
+        for path, operations in client.app.openapi()["paths"].items()  # type: ignore[attr-defined]
+        for method, operation in operations.items()
+        for ref in _json_refs(operation)
+    }
+    assert documented[("GET", "/api/v1/jobs/{job_id}")] == "JobOut"
+    assert documented[("GET", "/api/v1/uploads")] == "UploadList"
+    private = {key: ref for key, ref in documented.items() if ref not in SHARED}
+    assert not private, f"responses documented with server-only models: {private}"
+    components = client.app.openapi()["components"]["schemas"]  # type: ignore[attr-defined]
+    for ref in set(documented.values()):
+        # The very schema of the shared type, not a server twin of the same name.
+        shared = adapter(SHARED[ref]).json_schema(
+            mode="serialization", ref_template="#/components/schemas/{model}")
+        shared.pop("$defs", None)
+        assert components[ref] == shared, ref
+
+
+class _Recording(httpx.BaseTransport):
+    """The in-process app as the client's transport, keeping each raw response body."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+        self.bodies: list[bytes] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        self.bodies.append(response.read())
+        return response
+
+
+@pytest.mark.parametrize("call", ["submit", "get_job", "list_jobs", "cancel", "events",
+                                  "sites", "health", "create_upload", "put_chunk",
+                                  "complete_upload", "get_upload", "list_uploads",
+                                  "job_files"])
+def test_the_client_keeps_every_field_the_server_sends(
+        client: TestClient, make_user: MakeUser, call: str) -> None:
+    user = make_user()
+    recording = _Recording(client._transport)
+    data = b"shared schemas\n"
+    digest = hashlib.sha256(data).hexdigest()
+    with GatewayClient("http://testserver", lambda: user.token, transport=recording) as gw:
+        job = gw.submit({"name": "docs", "executable": "/bin/echo", "labels": {"k": "v"}})
+        upload = gw.create_upload("in.txt", len(data), digest)
+        calls: dict[str, tuple[Any, Callable[[], Any]]] = {
+            "submit": (JobOut, lambda: job),
+            "get_job": (JobOut, lambda: gw.get_job(job["id"])),
+            "list_jobs": (JobList, lambda: gw.list_jobs()),
+            "cancel": (JobOut, lambda: gw.cancel(job["id"])),
+            "events": (EventList, lambda: {"items": gw.events(job["id"])}),
+            "sites": (SiteList, lambda: {"items": gw.sites()}),
+            "health": (Health, lambda: gw.health()),
+            "create_upload": (UploadOut, lambda: upload),
+            "put_chunk": (UploadOut, lambda: gw.put_chunk(upload["id"], data, 0, len(data))),
+            "complete_upload": (UploadOut, lambda: (
+                gw.put_chunk(upload["id"], data, 0, len(data)),
+                gw.complete_upload(upload["id"], digest))[1]),
+            "get_upload": (UploadOut, lambda: gw.get_upload(upload["id"])),
+            "list_uploads": (UploadList, lambda: {"items": gw.list_uploads()}),
+            "job_files": (JobFileList, lambda: {"items": gw.job_files(job["id"])}),
+        }
+        schema, fetch = calls[call]
+        document = fetch()
+    sent = recording.bodies[{"submit": 0, "create_upload": 1}.get(call, -1)]
+    # The client read the server's bytes with the shared schema (timestamps as datetimes).
+    assert document == parse(schema, json.loads(sent))
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        print_json(document)
+    # What `--json` prints is what the server sent, field for field and byte for byte.
+    assert printed.getvalue() == json.dumps(json.loads(sent), indent=2, ensure_ascii=False) + "\n"
