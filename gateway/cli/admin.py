@@ -67,24 +67,16 @@ def client_create(
         "--json", help="Print {client_id, client_secret, ...} as JSON.")] = False,
 ) -> None:
     """Create a client-credentials client for automation; prints its secret once."""
-    from sqlalchemy import select
-
     from gateway.db.engine import transaction
-    from gateway.db.models import User
-    from gateway.domain.errors import NotFound
     from gateway.runtime import build_runtime
-    from gateway.services.accounts import create_client
+    from gateway.services.accounts import create_client, user_id_named
     from gateway.settings import Settings
 
     settings = Settings()
     runtime = build_runtime(settings)
     try:
         with transaction(runtime.sessions) as session:
-            user_id = None
-            if user is not None:
-                user_id = session.scalar(select(User.id).where(User.username == user))
-                if user_id is None:
-                    raise NotFound(f"No local user named '{user}'.")
+            user_id = user_id_named(session, user) if user is not None else None
             client, secret = create_client(session, name, scope or DEFAULT_CLIENT_SCOPES,
                                            ["client_credentials"], user_id)
             info = {"client_id": client.client_id, "client_secret": secret, "name": name,

@@ -25,6 +25,7 @@ from gateway.db.models import (
 from gateway.domain.errors import Conflict, Forbidden, Invalid
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState, Reason
+from gateway.repositories.job_queries import JobRecord
 from gateway.scheduling.feasibility import unfit_reason
 from gateway.services.job_inputs import StagingLimits, check_inputs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
@@ -116,7 +117,7 @@ def submit(
         check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,
                      spec)
     now = utcnow()
-    job = {
+    job: JobRecord = {
         "id": str(uuid.uuid4()), "owner_id": principal.user_id, "project_id": project_id,
         "name": spec.name, "spec": spec.model_dump(mode="json"),
         "state": JobState.ACCEPTED.value, "state_reason": None, "raw_state": None,

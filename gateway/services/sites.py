@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.base import Adapter
@@ -22,6 +21,7 @@ from adapters.local.sandbox import SandboxConfig, probe
 from gateway.db.engine import transaction
 from gateway.db.models import Site
 from gateway.domain.errors import Invalid
+from gateway.repositories import site_registry
 from gateway.scheduling.feasibility import SiteShape
 from gateway.settings import Settings
 
@@ -284,22 +284,26 @@ class SiteRegistry:
         now = time.monotonic()
         if now < expires:
             return value
-        rows = session.execute(select(Site.name, Site.enabled, Site.drained)).all()
-        value = {name: Admission(enabled, drained) for name, enabled, drained in rows}
+        value = {name: Admission(enabled, drained)
+                 for name, enabled, drained in site_registry.admission_flags(session)}
         self._admission = (now + ADMISSION_TTL_SECONDS, value)
         return value
+
+    def rows(self, session: Session) -> dict[str, Site]:
+        """The database row of each site, by name (flags and last seen status)."""
+        return {row.name: row for row in site_registry.all_sites(session)}
 
     def sync(self, sessions: sessionmaker[Session]) -> None:
         """Make sure every configured site has a row; keep admins' enabled/drained flags."""
         with transaction(sessions) as session:
-            existing = {s.name: s for s in session.scalars(select(Site))}
+            existing = {s.name: s for s in site_registry.all_sites(session)}
             for entry in self:
                 row = existing.get(entry.name)
                 config = {"description": entry.description, "max_jobs": entry.max_jobs}
                 if row is None:
                     # A config's `state: drained` applies once; admins' flags win after.
-                    session.add(Site(name=entry.name, kind=entry.kind, config=config,
-                                     status="up",
-                                     drained=entry.name in self._initially_drained))
+                    site_registry.add(session, Site(
+                        name=entry.name, kind=entry.kind, config=config, status="up",
+                        drained=entry.name in self._initially_drained))
                 else:
                     row.kind, row.config = entry.kind, config

@@ -24,7 +24,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from adapters.transfer import SiteFile
-from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
+from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.problems import problem
 from gateway.api.ranges import Unsatisfiable, parse_range
 from gateway.domain.errors import Unavailable
@@ -64,13 +64,14 @@ def list_files(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> JobFi
 
 
 @router.delete("/jobs/{job_id}/files", status_code=204, response_class=Response)
-def delete_fetched_files(job_id: str, principal: JobsWriter, session: SessionDep,
-                         runtime: RuntimeDep) -> Response:
+def delete_fetched_files(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Remove the job's outputs held in the gateway store and free their quota (outputs
     kept on the site stay listed)."""
-    cleanup = job_files.delete_fetched(session, principal, job_id)
-    session.commit()
-    clean_store(session, BlobStore(runtime.settings.store_dir), cleanup)
+    with runtime.unit_of_work() as session:
+        cleanup = job_files.delete_fetched(session, principal, job_id)
+    # Only once the deletion is committed: the blobs are data until then.
+    with runtime.readers() as session:
+        clean_store(session, BlobStore(runtime.settings.store_dir), cleanup)
     return Response(status_code=204)
 
 
