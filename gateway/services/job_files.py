@@ -17,9 +17,6 @@ from gateway.repositories.job_queries import OutputView
 from gateway.services.job_queries import ensure_visible
 from gateway.services.uploads import StoreCleanup
 
-# One output of a job, as stored (kept under this name for the routes).
-OutputRow = OutputView
-
 
 def list_outputs(conn: Connection, principal: Principal, job_id: str) -> Sequence[OutputView]:
     """The job's collected outputs, by path; NotFound for jobs the principal cannot see."""

@@ -29,9 +29,9 @@ from gateway.api.problems import problem
 from gateway.api.ranges import Unsatisfiable, parse_range
 from gateway.domain.errors import Unavailable
 from gateway.domain.staging import IN_STORE
+from gateway.repositories.job_queries import OutputView
 from gateway.runtime import Runtime
 from gateway.services import job_files
-from gateway.services.job_files import OutputRow
 from gateway.services.uploads import clean_store
 from gateway.store import BlobStore
 
@@ -118,7 +118,7 @@ def _attachment(path: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
-def _open(runtime: Runtime, row: OutputRow, owner: str | None,
+def _open(runtime: Runtime, row: OutputView, owner: str | None,
           offset: int) -> contextlib.AbstractContextManager[IO[bytes]]:
     if row["location"] == IN_STORE:
         blob = BlobStore(runtime.settings.store_dir).open_blob(row["sha256"])
