@@ -7,10 +7,9 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from gateway.db.models import Job
+from gateway.services.job_queries import jobs_by_state_and_site
 
 
 class _JobsByState(Collector):
@@ -23,9 +22,7 @@ class _JobsByState(Collector):
         gauge = GaugeMetricFamily("gridgate_jobs", "Jobs by state and site",
                                   labels=["state", "site"])
         with self._sessions() as session:
-            rows = session.execute(select(Job.state, Job.site_name, func.count())
-                                   .group_by(Job.state, Job.site_name))
-            for state, site, count in rows:
+            for state, site, count in jobs_by_state_and_site(session.connection()):
                 gauge.add_metric([state, site or ""], count)
         yield gauge
 

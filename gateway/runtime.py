@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -36,6 +37,14 @@ class Runtime:
     metrics: Metrics
     # Now, aware UTC; tests replace it to step through time windows.
     clock: Callable[[], datetime] = utcnow
+
+    def unit_of_work(self) -> AbstractContextManager[Session]:
+        """One unit of work for a request that writes (use as a context manager): it
+        commits when the block ends, before the route builds its answer, so a failed
+        commit is an error response and never a 2xx for data that was not stored. (Not
+        a FastAPI dependency with `yield`: their exit code runs after the response is
+        sent.) Any exception in the block rolls everything back."""
+        return transaction(self.sessions)
 
     def reading(self) -> Connection:
         """A connection for a request that only reads (use as a context manager)."""

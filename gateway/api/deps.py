@@ -3,15 +3,19 @@
 Dependencies that do no I/O are `async def` and take the bare `Request`: FastAPI runs
 sync ones on the thread pool, and every hop there, like every extra node in the
 dependency graph, costs more than the work itself on the hottest routes.
+
+There is no session dependency: a route that writes opens `runtime.unit_of_work()`
+itself, so the commit happens inside the route, before the response exists. The exit
+code of a `yield` dependency runs after the response is sent (FastAPI's default
+"request" scope), where a failed commit could no longer turn a 2xx into an error.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from gateway.auth.principal import Principal
@@ -29,16 +33,6 @@ async def get_runtime(request: Request) -> Runtime:
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
-
-
-async def get_session(request: Request) -> AsyncIterator[Session]:
-    """One session per request; the route commits, anything else rolls back. Creating
-    and closing a committed session does no I/O, so this runs on the event loop."""
-    with runtime_of(request).sessions() as session:
-        yield session
-
-
-SessionDep = Annotated[Session, Depends(get_session)]
 
 
 def bearer_token(request: Request) -> str:

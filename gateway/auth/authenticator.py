@@ -20,9 +20,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from gateway.auth.keys import SigningKeys
 from gateway.auth.principal import Principal
 from gateway.auth.verify import TokenVerifier, VerifiedToken
+from gateway.db.engine import transaction
 from gateway.db.models import User
 from gateway.domain.errors import Unauthenticated
-from gateway.services.accounts import DEFAULT_ROLES, LOCAL_ISSUER, ensure_user, find_user
+from gateway.services.accounts import (
+    DEFAULT_ROLES,
+    LOCAL_ISSUER,
+    ensure_user,
+    find_user,
+    get_user,
+)
 from gateway.settings import Settings
 
 
@@ -87,43 +94,39 @@ class Authenticator:
             self._cache.clear()
 
     def _principal(self, token: VerifiedToken) -> Principal:
-        with self._sessions() as session:
-            user = self._user(session, token)
-            if user.disabled:
-                raise Unauthenticated(
-                    f"The account {user.username or user.subject!r} is disabled; "
-                    "ask a gateway administrator."
-                )
-            return Principal(
-                user_id=user.id,
-                issuer=user.issuer,
-                subject=user.subject,
-                username=user.username or user.display_name,
-                scopes=token.scopes,
-                roles=frozenset(user.roles or DEFAULT_ROLES),
-                account_name=user.username,
+        try:
+            # Its own unit of work: a user seen for the first time is created here.
+            with transaction(self._sessions) as session:
+                user = self._user(session, token)
+        except IntegrityError:
+            # Another request created the same user (or took the project name) first.
+            with self._sessions() as session:
+                found = find_user(session, token.issuer, token.subject)
+            if found is None:
+                raise
+            user = found
+        if user.disabled:
+            raise Unauthenticated(
+                f"The account {user.username or user.subject!r} is disabled; "
+                "ask a gateway administrator."
             )
+        return Principal(
+            user_id=user.id,
+            issuer=user.issuer,
+            subject=user.subject,
+            username=user.username or user.display_name,
+            scopes=token.scopes,
+            roles=frozenset(user.roles or DEFAULT_ROLES),
+            account_name=user.username,
+        )
 
     def _user(self, session: Session, token: VerifiedToken) -> User:
         if token.builtin:
             # Our own tokens carry the gateway user id as `sub`.
-            user = session.get(User, token.subject)
+            user = get_user(session, token.subject)
             if user is None or user.issuer != LOCAL_ISSUER:
                 raise Unauthenticated("The account this token was issued to no longer exists; "
                                       "run 'gridgate login' again.")
             return user
-        user = find_user(session, token.issuer, token.subject)
-        if user is not None:
-            return user
-        try:
-            user = ensure_user(session, token.issuer, token.subject,
-                               username=token.username, display_name=token.display_name)
-            session.commit()
-            return user
-        except IntegrityError:
-            # Another request created the same user (or took the project name) first.
-            session.rollback()
-            user = find_user(session, token.issuer, token.subject)
-            if user is None:
-                raise
-            return user
+        return ensure_user(session, token.issuer, token.subject,
+                           username=token.username, display_name=token.display_name)

@@ -14,11 +14,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from gateway.auth.keys import SigningKeys
 from gateway.db.models import RefreshToken
+from gateway.repositories import refresh_tokens
 from gateway.settings import Settings
 
 ACCESS_TOKEN_TYP = "at+jwt"  # noqa: S105 (a media type, not a secret)
@@ -72,7 +72,7 @@ def issue_refresh_token(
     """Create and store (hashed) a new refresh token; returns the plaintext once."""
     token = secrets.token_urlsafe(32)
     now = datetime.now(UTC)
-    session.add(RefreshToken(
+    refresh_tokens.add(session, RefreshToken(
         token_hash=hash_token(token),
         client_id=client_id,
         user_id=user_id,
@@ -86,7 +86,7 @@ def issue_refresh_token(
 
 def find_refresh_token(session: Session, token: str) -> RefreshToken | None:
     """The stored row for `token`, live or not."""
-    return session.get(RefreshToken, hash_token(token))
+    return refresh_tokens.get(session, hash_token(token))
 
 
 def is_usable(row: RefreshToken, now: datetime | None = None) -> bool:
@@ -101,25 +101,18 @@ def revoke_refresh_token(session: Session, row: RefreshToken) -> None:
         session.flush()
 
 
+def consume_refresh_token(session: Session, row: RefreshToken) -> bool:
+    """Revoke `row` atomically as it is used; False when another use got there first."""
+    return refresh_tokens.consume(session, row.token_hash, datetime.now(UTC))
+
+
 def revoke_refresh_family(session: Session, *, user_id: str, client_id: str) -> int:
     """Revoke every live refresh token of `user_id` at `client_id`; returns how many."""
-    result = session.execute(
-        update(RefreshToken)
-        .where(RefreshToken.user_id == user_id, RefreshToken.client_id == client_id,
-               RefreshToken.revoked_at.is_(None))
-        .values(revoked_at=datetime.now(UTC))
-        .execution_options(synchronize_session="fetch")
-    )
+    count = refresh_tokens.revoke_family(session, user_id, client_id, datetime.now(UTC))
     session.flush()
-    return int(getattr(result, "rowcount", 0) or 0)
+    return count
 
 
 def live_refresh_tokens(session: Session, user_id: str) -> list[RefreshToken]:
     """A user's refresh tokens that can still be used."""
-    now = datetime.now(UTC)
-    rows = session.scalars(
-        select(RefreshToken).where(RefreshToken.user_id == user_id,
-                                   RefreshToken.revoked_at.is_(None),
-                                   RefreshToken.expires_at > now)
-    )
-    return list(rows)
+    return refresh_tokens.live(session, user_id, datetime.now(UTC))

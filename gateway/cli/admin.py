@@ -1,7 +1,8 @@
 """`gridgate admin ...`: account administration on the gateway host.
 
 These commands open the gateway's database directly (like `serve`), with the same
-GRIDGATE_* settings, so run them where the gateway runs.
+GRIDGATE_* settings, so run them where the gateway runs. Each is one unit of work over
+the account services (gateway.services.accounts), never a statement of its own.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ def user_add(
         "--password-stdin", help="Read the password from the first line of stdin.")] = False,
 ) -> None:
     """Create a local user who logs in with a password on the device-login page."""
-    from gateway.db.engine import transaction
     from gateway.runtime import build_runtime
     from gateway.services.accounts import DEFAULT_ROLES, create_local_user
     from gateway.settings import Settings
@@ -47,7 +47,7 @@ def user_add(
     password = _read_password(password_stdin)
     runtime = build_runtime(Settings())
     try:
-        with transaction(runtime.sessions) as session:
+        with runtime.unit_of_work() as session:
             user = create_local_user(session, name, password, role or list(DEFAULT_ROLES))
             roles = ", ".join(user.roles)
             user_id = user.id
@@ -67,24 +67,15 @@ def client_create(
         "--json", help="Print {client_id, client_secret, ...} as JSON.")] = False,
 ) -> None:
     """Create a client-credentials client for automation; prints its secret once."""
-    from sqlalchemy import select
-
-    from gateway.db.engine import transaction
-    from gateway.db.models import User
-    from gateway.domain.errors import NotFound
     from gateway.runtime import build_runtime
-    from gateway.services.accounts import create_client
+    from gateway.services.accounts import create_client, user_id_named
     from gateway.settings import Settings
 
     settings = Settings()
     runtime = build_runtime(settings)
     try:
-        with transaction(runtime.sessions) as session:
-            user_id = None
-            if user is not None:
-                user_id = session.scalar(select(User.id).where(User.username == user))
-                if user_id is None:
-                    raise NotFound(f"No local user named '{user}'.")
+        with runtime.unit_of_work() as session:
+            user_id = user_id_named(session, user) if user is not None else None
             client, secret = create_client(session, name, scope or DEFAULT_CLIENT_SCOPES,
                                            ["client_credentials"], user_id)
             info = {"client_id": client.client_id, "client_secret": secret, "name": name,

@@ -68,6 +68,14 @@ def make_reader_engine(engine: Engine) -> Engine:
 
 @contextmanager
 def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """One unit of work: commit on success, roll back on any error."""
-    with factory() as session, session.begin():
-        yield session
+    """One unit of work: commit when the block ends without an error; an error in the
+    block, or in the commit itself, rolls everything back."""
+    with factory() as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            # Explicitly: SQLite keeps its transaction open after a refused COMMIT, and
+            # the connection must not go back to the pool inside it.
+            session.rollback()
+            raise

@@ -26,6 +26,7 @@ from gateway.db.models import (
 from gateway.domain.states import JobState
 from gateway.repositories import events
 from gateway.repositories.events import NewEvent
+from gateway.repositories.job_queries import JobRecord
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class NewJob:
     idempotency_key: str | None = None
     request_hash: str = ""
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> JobRecord:
         """The jobs row, every column given (one shape for the Core insert)."""
         return {
             "id": self.id, "owner_id": self.owner_id, "project_id": self.project_id,

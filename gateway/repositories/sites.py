@@ -39,6 +39,11 @@ class ConfiguredSite:
     drained_when_new: bool
 
 
+def all_sites(session: Session) -> list[Site]:
+    """Every site row (flags and the status the worker last saw)."""
+    return list(session.scalars(select(Site)))
+
+
 def admissions(session: Session) -> dict[str, Admission]:
     """Every site's enabled/drained flags."""
     rows = session.execute(select(Site.name, Site.enabled, Site.drained)).all()

@@ -14,13 +14,13 @@ from collections.abc import Iterable
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from adapters.text_rules import TextRule
 from gateway.auth.principal import ROLES, SCOPES
-from gateway.db.models import Membership, OAuthClient, Project, User
+from gateway.db.models import OAuthClient, Project, User
 from gateway.domain.errors import Conflict, Invalid, NotFound
+from gateway.repositories import clients, projects, users
 
 LOCAL_ISSUER = "local"
 DEFAULT_ROLES = ("researcher",)
@@ -53,7 +53,7 @@ def check_secret(secret_hash: str | None, secret: str) -> bool:
 def _personal_project_name(session: Session, base: str) -> str:
     name = f"~{base}"[:60]
     candidate, n = name, 1
-    while session.scalar(select(Project.id).where(Project.name == candidate)) is not None:
+    while projects.name_taken(session, candidate):
         n += 1
         candidate = f"{name}-{n}"
     return candidate
@@ -63,15 +63,15 @@ def _add_personal_project(session: Session, user: User, base: str) -> None:
     project = Project(name=_personal_project_name(session, base),
                       description=f"Personal project of {user.username or user.subject}",
                       personal_owner_id=user.id)
-    session.add(project)
+    projects.add(session, project)
     session.flush()
-    session.add(Membership(project_id=project.id, user_id=user.id, role="manager"))
+    projects.add_member(session, project.id, user.id, "manager")
     session.flush()
 
 
 def find_user(session: Session, issuer: str, subject: str) -> User | None:
     """The user with this identity, if any."""
-    return session.scalar(select(User).where(User.issuer == issuer, User.subject == subject))
+    return users.by_identity(session, issuer, subject)
 
 
 def ensure_user(
@@ -89,14 +89,13 @@ def ensure_user(
     user = find_user(session, issuer, subject)
     if user is not None:
         return user
-    free = username is not None and session.scalar(
-        select(User.id).where(User.username == username)) is None
+    free = username is not None and users.id_by_username(session, username) is None
     user_id = str(uuid.uuid4())
     user = User(id=user_id, issuer=issuer, subject=subject,
                 username=username if free else None,
                 display_name=display_name or username, roles=list(DEFAULT_ROLES),
                 disabled=False)
-    session.add(user)
+    users.add(session, user)
     session.flush()
     _add_personal_project(session, user, _project_base(username or subject[:12]))
     return user
@@ -123,13 +122,13 @@ def create_local_user(
         raise Invalid(f"A username is {USERNAME.hint}.", field="username")
     if len(password) < 8:
         raise Invalid("A password needs at least 8 characters.", field="password")
-    if session.scalar(select(User.id).where(User.username == username)) is not None:
+    if users.id_by_username(session, username) is not None:
         raise Conflict(f"A user named '{username}' already exists.")
     user_id = str(uuid.uuid4())
     user = User(id=user_id, issuer=LOCAL_ISSUER, subject=user_id, username=username,
                 password_hash=hash_secret(password), display_name=username,
                 roles=_check_roles(roles), disabled=False)
-    session.add(user)
+    users.add(session, user)
     session.flush()
     _add_personal_project(session, user, username)
     return user
@@ -146,8 +145,7 @@ def set_password(session: Session, user: User, password: str) -> None:
 def verify_password(session: Session, username: str, password: str) -> User | None:
     """The local user if `password` is theirs, else None. Disabled users are returned:
     the caller decides what to tell them."""
-    user = session.scalar(
-        select(User).where(User.username == username, User.issuer == LOCAL_ISSUER))
+    user = users.by_username(session, username, LOCAL_ISSUER)
     if not check_secret(user.password_hash if user else None, password):
         return None
     assert user is not None and user.password_hash is not None
@@ -184,14 +182,14 @@ def create_client(
         raise Invalid("A public client cannot use client_credentials.", field="grant_types")
     client_id = f"gg-{secrets.token_hex(8)}"
     if user_id is not None:
-        if session.get(User, user_id) is None:
+        if users.get(session, user_id) is None:
             raise NotFound(f"No user with id {user_id}.")
     elif "client_credentials" in grants:
         user_id = _service_user(session, client_id, name).id
     secret = None if public else secrets.token_urlsafe(32)
     client = OAuthClient(client_id=client_id, name=name, grant_types=grants, scopes=scopes,
                          secret_hash=hash_secret(secret) if secret else None, user_id=user_id)
-    session.add(client)
+    clients.add(session, client)
     session.flush()
     return client, secret
 
@@ -201,19 +199,37 @@ def _service_user(session: Session, client_id: str, name: str) -> User:
     user = User(id=user_id, issuer=LOCAL_ISSUER, subject=user_id, username=None,
                 display_name=f"client {name} ({client_id})", roles=list(DEFAULT_ROLES),
                 disabled=False)
-    session.add(user)
+    users.add(session, user)
     session.flush()
     _add_personal_project(session, user, client_id)
     return user
 
 
+def get_user(session: Session, user_id: str) -> User | None:
+    """The user with this gateway id, if any."""
+    return users.get(session, user_id)
+
+
+def user_id_named(session: Session, username: str) -> str:
+    """The id of the user holding `username`; NotFound when nobody does."""
+    user_id = users.id_by_username(session, username)
+    if user_id is None:
+        raise NotFound(f"No local user named '{username}'.")
+    return user_id
+
+
+def get_client(session: Session, client_id: str) -> OAuthClient | None:
+    """The registered OAuth client `client_id`, if any."""
+    return clients.get(session, client_id)
+
+
 def ensure_cli_client(session: Session) -> OAuthClient:
     """The pre-registered public client `gridgate-cli` (device code + refresh token)."""
-    client = session.get(OAuthClient, CLI_CLIENT_ID)
+    client = clients.get(session, CLI_CLIENT_ID)
     if client is None:
         client = OAuthClient(client_id=CLI_CLIENT_ID, name="gridgate command line",
                              secret_hash=None, grant_types=[DEVICE_CODE_GRANT, "refresh_token"],
                              scopes=list(CLI_SCOPES), user_id=None)
-        session.add(client)
+        clients.add(session, client)
         session.flush()
     return client

@@ -15,14 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from adapters.transfer import LocalFile, SiteFile, Source, site_fs
 from adapters.transfer.staging import StagedFile
-from gateway.db.models import Attempt, Job, Upload
 from gateway.domain.errors import GatewayError, NotFound
 from gateway.domain.staging import InputSource, SourceKind
+from gateway.repositories import job_queries, uploads
 from gateway.services.sites import LOCAL_SITE, NoAccount, SiteRegistry
 from gateway.services.uploads import COMPLETE
 from gateway.store import BlobStore
@@ -48,8 +47,7 @@ class ResolvedInput:
 def upload_input(session: Session, store: BlobStore, owner_id: str, upload_id: str
                  ) -> ResolvedInput:
     """The owner's complete upload, from its blob in the store."""
-    row = session.execute(select(Upload.state, Upload.sha256, Upload.size).where(
-        Upload.id == upload_id, Upload.owner_id == owner_id)).first()
+    row = uploads.facts(session, owner_id, upload_id)
     if row is None or row.state != COMPLETE or row.sha256 is None:
         raise InputUnavailable(f"upload {upload_id} is no longer a complete upload of the "
                                "job's owner (deleted or expired since submission)")
@@ -104,9 +102,7 @@ def _in_own_dir(path: str, root: str, own_tags: set[str]) -> bool:
 
 def _own_tags(session: Session, owner_id: str, site: str) -> set[str]:
     """The tags (job directory names) of the owner's attempts at `site`."""
-    return set(session.scalars(
-        select(Attempt.tag).join(Job, Job.id == Attempt.job_id)
-        .where(Job.owner_id == owner_id, Attempt.site_name == site)))
+    return job_queries.attempt_tags(session.connection(), owner_id, site)
 
 
 __all__ = ["InputUnavailable", "ResolvedInput", "SourceKind", "site_input", "upload_input"]

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gateway.db.models import Upload
 from gateway.domain.errors import Invalid, TooLarge
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import SourceKind, duplicate_dest, parse_source
+from gateway.repositories import uploads
 from gateway.services.sites import SiteRegistry
 from gateway.services.uploads import COMPLETE
 from gateway.settings import Settings
@@ -81,8 +80,7 @@ def check_inputs(session: Session, registry: SiteRegistry, limits: StagingLimits
 
 
 def _upload_size(session: Session, owner_id: str, upload_id: str, i: int) -> int:
-    row = session.execute(select(Upload.state, Upload.size).where(
-        Upload.id == upload_id, Upload.owner_id == owner_id)).first()
+    row = uploads.facts(session, owner_id, upload_id)
     if row is None:
         raise Invalid(f"inputs[{i}].source: you have no upload {upload_id}.",
                       field=f"inputs[{i}].source")
@@ -90,4 +88,4 @@ def _upload_size(session: Session, owner_id: str, upload_id: str, i: int) -> int
         raise Invalid(f"inputs[{i}].source: upload {upload_id} is {row.state}, not "
                       "complete; finish it ('gridgate upload FILE') first.",
                       field=f"inputs[{i}].source")
-    return int(row.size)
+    return row.size

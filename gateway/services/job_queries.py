@@ -1,73 +1,42 @@
-"""Read side of jobs: what the API shows, as Core rows on a plain Connection.
-
-These are the hottest requests. Going around the ORM session halves their cost, and
-GET /jobs/{id}'s statement is built once, with bind parameters.
-"""
+"""Read side of jobs: who may see which job, pages and cursors. The statements are in
+gateway.repositories.job_queries (Core on a plain Connection: these are the hottest
+requests)."""
 
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import (
-    Boolean,
-    ColumnElement,
-    Connection,
-    Select,
-    and_,
-    bindparam,
-    func,
-    or_,
-    select,
-    true,
-    tuple_,
-)
+from sqlalchemy import Connection
 
 from gateway.auth.principal import Principal
-from gateway.db.models import Attempt, Event, Job, JobLabel, Project, User
 from gateway.domain.errors import Invalid, NotFound
-from gateway.domain.states import JobState
+from gateway.repositories import job_queries as repo
+from gateway.repositories.job_queries import (
+    AttemptView,
+    EventView,
+    JobFilter,
+    JobView,
+    OutputPlace,
+)
 
 READ_ALL_ROLES = ("auditor", "admin")
 # `label=key=value` filters one list request may combine (a job has at most 64 labels).
 MAX_LABEL_FILTERS = 16
-_jobs, _projects, _users = Job.__table__, Project.__table__, User.__table__
-_attempts, _labels, _events = Attempt.__table__, JobLabel.__table__, Event.__table__
-JobRow = Mapping[Any, Any]
+# What the API shows of a job (kept under this name for the services that return one).
+JobRow = JobView
 
-_OWNER_NAME = func.coalesce(_users.c.username, _users.c.subject)
-_JOB_VIEW = (
-    select(*_jobs.c, _projects.c.name.label("project_name"), _OWNER_NAME.label("owner_name"))
-    .join(_projects, _projects.c.id == _jobs.c.project_id)
-    .join(_users, _users.c.id == _jobs.c.owner_id)
-)
-_ATTEMPT_PREFIX = "attempt_"
-_DETAIL = (
-    _JOB_VIEW.add_columns(*(c.label(_ATTEMPT_PREFIX + c.name) for c in _attempts.c))
-    .outerjoin(_attempts, _attempts.c.job_id == _jobs.c.id)
-    .where(_jobs.c.id == bindparam("job_id"),
-           or_(bindparam("see_all", type_=Boolean), _jobs.c.owner_id == bindparam("owner_id")))
-    .order_by(_attempts.c.number)
-)
-
-
-@dataclass(frozen=True)
-class JobFilter:
-    state: JobState | None = None
-    site: str | None = None
-    project: str | None = None
-    labels: tuple[tuple[str, str], ...] = ()
+__all__ = ["MAX_LABEL_FILTERS", "JobFilter", "JobPage", "JobRow", "ensure_visible", "events",
+           "job_detail", "jobs_by_state_and_site", "list_jobs", "output_place", "sees_all"]
 
 
 @dataclass(frozen=True)
 class JobPage:
-    jobs: Sequence[JobRow]
+    jobs: Sequence[JobView]
     next_cursor: str | None
 
 
@@ -76,8 +45,8 @@ def sees_all(principal: Principal) -> bool:
     return any(principal.has_role(role) for role in READ_ALL_ROLES)
 
 
-def visible_to(principal: Principal) -> ColumnElement[bool]:
-    return true() if sees_all(principal) else _jobs.c.owner_id == principal.user_id
+def _owner_filter(principal: Principal) -> str | None:
+    return None if sees_all(principal) else principal.user_id
 
 
 def _check_id(job_id: str) -> None:
@@ -88,44 +57,16 @@ def _check_id(job_id: str) -> None:
 
 
 def job_detail(conn: Connection, principal: Principal, job_id: str
-               ) -> tuple[JobRow, Sequence[JobRow]]:
+               ) -> tuple[JobView, Sequence[AttemptView]]:
     """The job and its attempts in one round trip; NotFound for other users' jobs."""
     _check_id(job_id)
-    params = {"job_id": job_id, "see_all": sees_all(principal), "owner_id": principal.user_id}
-    rows: Sequence[JobRow]
-    if conn.dialect.name == "postgresql":
-        rows = _detail_rows_psycopg(conn, params)
-    else:
-        rows = conn.execute(_DETAIL, params).mappings().all()
-    if not rows:
+    job, attempts = repo.job_detail(conn, job_id, _owner_filter(principal))
+    if job is None:
         raise NotFound(f"No job with id '{job_id}'.")
-    cut = len(_ATTEMPT_PREFIX)
-    attempts = [{k[cut:]: v for k, v in row.items() if k.startswith(_ATTEMPT_PREFIX)}
-                for row in rows if row[_ATTEMPT_PREFIX + "id"] is not None]
-    return rows[0], attempts
+    return job, attempts
 
 
-def _detail_rows_psycopg(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """_DETAIL straight on the psycopg connection: SQLAlchemy's per-row processing costs
-    more than the query on the hottest read. PostgreSQL hands back the same Python
-    types (aware datetimes, decoded JSON) that the typed path would."""
-    from psycopg.rows import dict_row
-
-    sql = _compiled_detail(conn.dialect)
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    with raw.cursor(row_factory=dict_row) as cursor:
-        cursor.execute(sql, params)
-        rows: list[dict[str, Any]] = cursor.fetchall()
-    return rows
-
-
-@functools.cache
-def _compiled_detail(dialect: Any) -> str:
-    return str(_DETAIL.compile(dialect=dialect))
-
-
-def _encode_cursor(row: JobRow) -> str:
+def _encode_cursor(row: JobView) -> str:
     raw = json.dumps([row["created_at"].isoformat(), row["id"]]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -148,51 +89,34 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
                       field="cursor") from exc
 
 
-def _jobs_with_labels(labels: tuple[tuple[str, str], ...]) -> Select[Any]:
-    """Ids of the jobs carrying every (key, value) pair: one grouped scan of the labels
-    index whatever the number of pairs. (One EXISTS per pair made the planner's work grow
-    with their number: minutes for a few hundred on PostgreSQL.) A job has at most one
-    value per key, so it matches every distinct pair exactly when it matches that many."""
-    wanted = sorted(set(labels))
-    return (select(_labels.c.job_id)
-            .where(tuple_(_labels.c.key, _labels.c.value).in_(wanted))
-            .group_by(_labels.c.job_id)
-            .having(func.count() == len(wanted)))
-
-
 def list_jobs(conn: Connection, principal: Principal, filters: JobFilter, *, limit: int,
               cursor: str | None) -> JobPage:
     """The principal's jobs, newest first, one page at a time (keyset pagination)."""
-    query: Select[Any] = _JOB_VIEW.where(visible_to(principal))
-    jobs = _jobs.c
-    if filters.state is not None:
-        query = query.where(jobs.state == filters.state.value)
-    if filters.site is not None:
-        query = query.where(jobs.site_name == filters.site)
-    if filters.project is not None:
-        query = query.where(_projects.c.name == filters.project)
-    if filters.labels:
-        query = query.where(jobs.id.in_(_jobs_with_labels(filters.labels)))
-    if cursor:
-        created, job_id = _decode_cursor(cursor)
-        query = query.where(or_(jobs.created_at < created,
-                                and_(jobs.created_at == created, jobs.id < job_id)))
-    rows = conn.execute(query.order_by(jobs.created_at.desc(), jobs.id.desc())
-                        .limit(limit + 1)).mappings().all()
+    after = _decode_cursor(cursor) if cursor else None
+    rows = repo.job_page(conn, _owner_filter(principal), filters, limit=limit + 1,
+                         after=after)
     next_cursor = _encode_cursor(rows[limit - 1]) if len(rows) > limit else None
     return JobPage(rows[:limit], next_cursor)
 
 
-def events(conn: Connection, principal: Principal, job_id: str) -> Sequence[JobRow]:
+def events(conn: Connection, principal: Principal, job_id: str) -> Sequence[EventView]:
     """The job's history, oldest first."""
     ensure_visible(conn, principal, job_id)
-    return conn.execute(select(_events).where(_events.c.job_id == job_id)
-                        .order_by(_events.c.id)).mappings().all()
+    return repo.events(conn, job_id)
 
 
 def ensure_visible(conn: Connection, principal: Principal, job_id: str) -> None:
     """NotFound unless the principal may see this job."""
     _check_id(job_id)
-    found = conn.execute(select(_jobs.c.id).where(_jobs.c.id == job_id, visible_to(principal)))
-    if found.first() is None:
+    if not repo.is_visible(conn, job_id, _owner_filter(principal)):
         raise NotFound(f"No job with id '{job_id}'.")
+
+
+def output_place(conn: Connection, job_id: str) -> OutputPlace:
+    """Where the (existing, already authorized) job's stdout and stderr are now."""
+    return repo.output_place(conn, job_id)
+
+
+def jobs_by_state_and_site(conn: Connection) -> list[tuple[str, str | None, int]]:
+    """How many jobs are in each (state, site), for the metrics."""
+    return repo.count_by_state_and_site(conn)

@@ -14,10 +14,9 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from gateway.db.models import LoginFailure
+from gateway.repositories import login_failures
 from gateway.settings import Settings
 
 
@@ -42,10 +41,7 @@ def retry_after(session: Session, limits: LoginLimits, username: str, address: s
                 now: datetime) -> int | None:
     """Seconds until this account may be tried again from this address; None: now."""
     account, peer = _keys(username, address)
-    rows = session.execute(
-        select(LoginFailure.key, LoginFailure.at)
-        .where(LoginFailure.key.in_((account, peer)), LoginFailure.at > now - limits.window)
-        .order_by(LoginFailure.at)).all()
+    rows = login_failures.since(session, (account, peer), now - limits.window)
     wait = 0.0
     for key, limit in ((account, limits.per_account), (peer, limits.per_address)):
         times = [at for k, at in rows if k == key]
@@ -60,12 +56,12 @@ def record_failure(session: Session, limits: LoginLimits, username: str, address
                    now: datetime) -> None:
     """Count a failed attempt against the account and the address."""
     # Failures past the window count for nothing: drop them, so the table stays small.
-    session.execute(delete(LoginFailure).where(LoginFailure.at <= now - limits.window))
-    session.add_all([LoginFailure(key=key, at=now) for key in _keys(username, address)])
+    login_failures.purge_until(session, now - limits.window)
+    login_failures.add(session, _keys(username, address), now)
     session.flush()
 
 
 def record_success(session: Session, username: str) -> None:
     """The account's password was right: its failures no longer count."""
     account, _ = _keys(username, "")
-    session.execute(delete(LoginFailure).where(LoginFailure.key == account))
+    login_failures.clear(session, account)

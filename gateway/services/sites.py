@@ -27,6 +27,7 @@ from gateway.settings import Settings
 
 if TYPE_CHECKING:
     from adapters.ssh.pool import TransportPool
+    from gateway.db.models import Site
 
 log = logging.getLogger(__name__)
 
@@ -277,6 +278,10 @@ class SiteRegistry:
         value = site_rows.admissions(session)
         self._admission = (now + ADMISSION_TTL_SECONDS, value)
         return value
+
+    def rows(self, session: Session) -> dict[str, Site]:
+        """The database row of each site, by name (flags and last seen status)."""
+        return {row.name: row for row in site_rows.all_sites(session)}
 
     def sync(self, sessions: sessionmaker[Session]) -> None:
         """Make sure every configured site has a row; keep admins' enabled/drained flags."""

@@ -24,13 +24,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from gateway.db.models import Job, JobOutput, Upload
+from gateway.db.models import Upload
 from gateway.domain.errors import Conflict, Invalid, NotFound, TooLarge
 from gateway.domain.sizes import human_bytes
-from gateway.domain.staging import IN_STORE
+from gateway.repositories import uploads as repo
 from gateway.settings import Settings
 from gateway.store import hashing
 from gateway.store.blobs import BlobStore, is_sha256
@@ -87,13 +86,7 @@ def _check_sha(value: str, field: str) -> str:
 def store_usage(session: Session, owner_id: str) -> int:
     """Bytes counted against the user's quota: open and complete uploads, and the
     outputs of the user's jobs fetched into the store."""
-    uploads = session.scalar(select(func.coalesce(func.sum(Upload.size), 0)).where(
-        Upload.owner_id == owner_id, Upload.state.in_((OPEN, COMPLETE))))
-    outputs = session.scalar(
-        select(func.coalesce(func.sum(JobOutput.size), 0))
-        .join(Job, Job.id == JobOutput.job_id)
-        .where(Job.owner_id == owner_id, JobOutput.location == IN_STORE))
-    return int(uploads or 0) + int(outputs or 0)
+    return repo.quota_usage(session, owner_id, (OPEN, COMPLETE))
 
 
 def create_upload(session: Session, store: BlobStore, limits: UploadLimits, owner_id: str,
@@ -122,7 +115,7 @@ def create_upload(session: Session, store: BlobStore, limits: UploadLimits, owne
     upload = Upload(id=str(uuid.uuid4()), owner_id=owner_id, name=name, size=size,
                     expected_sha256=expected, bytes_received=0, state=OPEN, created_at=now,
                     expires_at=now + timedelta(seconds=limits.ttl_seconds))
-    session.add(upload)
+    repo.add(session, upload)
     session.flush()
     store.create_part(upload.id)
     return upload
@@ -131,10 +124,7 @@ def create_upload(session: Session, store: BlobStore, limits: UploadLimits, owne
 def get_upload(session: Session, owner_id: str, upload_id: str, *,
                for_update: bool = False) -> Upload:
     """The caller's upload; NotFound for anyone else's (indistinguishable on purpose)."""
-    query = select(Upload).where(Upload.id == upload_id, Upload.owner_id == owner_id)
-    if for_update:
-        query = query.with_for_update()
-    upload = session.scalar(query)
+    upload = repo.get_owned(session, owner_id, upload_id, for_update=for_update)
     if upload is None:
         raise NotFound(f"No upload {upload_id!r} (or it is not yours).")
     return upload
@@ -142,8 +132,7 @@ def get_upload(session: Session, owner_id: str, upload_id: str, *,
 
 def list_uploads(session: Session, owner_id: str) -> list[Upload]:
     """The caller's uploads, newest first."""
-    return list(session.scalars(select(Upload).where(Upload.owner_id == owner_id)
-                                .order_by(Upload.created_at.desc(), Upload.id)))
+    return repo.list_owned(session, owner_id)
 
 
 def ensure_writable(upload: Upload, start: int, total: int) -> None:
@@ -165,12 +154,16 @@ def record_chunk(session: Session, upload_id: str, start: int, end: int, now: da
                  ttl_seconds: int) -> bool:
     """Move the offset from `start` to `end` (and push the expiry back); False when the
     upload changed meanwhile (deleted, expired, or its offset moved)."""
-    result = session.execute(
-        update(Upload)
-        .where(Upload.id == upload_id, Upload.state == OPEN, Upload.bytes_received == start)
-        .values(bytes_received=end, expires_at=now + timedelta(seconds=ttl_seconds))
-        .execution_options(synchronize_session=False))
-    return bool(getattr(result, "rowcount", 0) == 1)
+    return repo.advance_offset(session, upload_id, OPEN, start, end,
+                               now + timedelta(seconds=ttl_seconds))
+
+
+def uploaded(session: Session, upload_id: str) -> Upload:
+    """The upload as it is now (after `record_chunk` accepted a chunk of it)."""
+    upload = repo.get(session, upload_id)
+    if upload is None:
+        raise NotFound(f"No upload {upload_id!r}.")
+    return upload
 
 
 def complete_upload(session: Session, store: BlobStore, owner_id: str, upload_id: str,
@@ -242,7 +235,7 @@ def delete_upload(session: Session, owner_id: str, upload_id: str) -> StoreClean
     and its blob unless another upload or a fetched output has the same content)."""
     upload = get_upload(session, owner_id, upload_id, for_update=True)
     sha = upload.sha256 if upload.state == COMPLETE else None
-    session.delete(upload)
+    repo.delete(session, upload)
     session.flush()
     return StoreCleanup(upload_ids=(upload.id,), blobs=(sha,) if sha else ())
 
@@ -253,19 +246,14 @@ def clean_store(session: Session, store: BlobStore, cleanup: StoreCleanup) -> No
         store.remove_part(upload_id)
         hashing.forget(store.root, upload_id)
     for sha in cleanup.blobs:
-        uploads = session.scalar(select(func.count()).select_from(Upload).where(
-            or_(Upload.sha256 == sha, Upload.expected_sha256 == sha)))
-        outputs = session.scalar(select(func.count()).select_from(JobOutput).where(
-            JobOutput.sha256 == sha, JobOutput.location == IN_STORE))
-        if not uploads and not outputs:
+        if not repo.blob_referenced(session, sha):
             store.remove_blob(sha)
 
 
 def expire_uploads(session: Session, store: BlobStore, now: datetime) -> int:
     """Expire open uploads idle past their `expires_at` and remove their data; returns
     how many. Call it periodically (the worker does); the caller commits."""
-    stale = list(session.scalars(select(Upload).where(Upload.state == OPEN,
-                                                      Upload.expires_at <= now)))
+    stale = repo.idle_since(session, OPEN, now)
     for upload in stale:
         upload.state = EXPIRED
     session.flush()

@@ -8,6 +8,7 @@ with the OAuth router and one protected route, `/whoami`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from gateway.api.routes import oauth
 from gateway.auth.authenticator import Authenticator
 from gateway.auth.keys import SigningKeys
 from gateway.db.base import utcnow
-from gateway.db.engine import make_engine, make_session_factory
+from gateway.db.engine import make_engine, make_session_factory, transaction
 from gateway.db.migrate import upgrade_database
 from gateway.settings import ExternalIssuer, Settings
 from tests.auth.oidc_fixture import oidc_provider  # noqa: F401  (a fixture)
@@ -42,6 +43,10 @@ class AuthRuntime:
     keys: SigningKeys
     authenticator: Authenticator
     clock: Callable[[], datetime] = utcnow
+
+    def unit_of_work(self) -> AbstractContextManager[Session]:
+        """As `Runtime.unit_of_work`."""
+        return transaction(self.sessions)
 
 
 def make_auth_runtime(tmp_path: Path, database_url: str, **overrides: object) -> AuthRuntime:

@@ -23,15 +23,15 @@ from fastapi import APIRouter, Header, Request, Response
 from fastapi.responses import StreamingResponse
 
 from adapters.transfer import SiteFile
-from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
+from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.problems import problem
 from gateway.api.ranges import Unsatisfiable, parse_range
 from gateway.domain.errors import Invalid, Unavailable
 from gateway.domain.staging import IN_STORE
+from gateway.repositories.job_queries import OutputView
 from gateway.runtime import Runtime
 from gateway.schemas.jobs import JobFileList, JobFileOut
 from gateway.services import job_files
-from gateway.services.job_files import OutputRow
 from gateway.services.uploads import clean_store
 from gateway.store import BlobStore
 
@@ -51,13 +51,14 @@ def list_files(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> JobFi
 
 
 @router.delete("/jobs/{job_id}/files", status_code=204, response_class=Response)
-def delete_fetched_files(job_id: str, principal: JobsWriter, session: SessionDep,
-                         runtime: RuntimeDep) -> Response:
+def delete_fetched_files(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Remove the job's outputs held in the gateway store and free their quota (outputs
     kept on the site stay listed)."""
-    cleanup = job_files.delete_fetched(session, principal, job_id)
-    session.commit()
-    clean_store(session, BlobStore(runtime.settings.store_dir), cleanup)
+    with runtime.unit_of_work() as session:
+        cleanup = job_files.delete_fetched(session, principal, job_id)
+    # Only once the deletion is committed: the blobs are data until then.
+    with runtime.readers() as session:
+        clean_store(session, BlobStore(runtime.settings.store_dir), cleanup)
     return Response(status_code=204)
 
 
@@ -104,7 +105,7 @@ def _attachment(path: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
-def _open(runtime: Runtime, row: OutputRow, owner: str | None,
+def _open(runtime: Runtime, row: OutputView, owner: str | None,
           offset: int) -> contextlib.AbstractContextManager[IO[bytes]]:
     if row["location"] == IN_STORE:
         blob = BlobStore(runtime.settings.store_dir).open_blob(row["sha256"])

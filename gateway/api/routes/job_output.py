@@ -21,7 +21,6 @@ from typing import Annotated, Literal
 import anyio
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
@@ -32,7 +31,6 @@ from gateway.api.deps import JobsReader, RuntimeDep
 from gateway.api.problems import problem
 from gateway.api.stream_slots import SlotRefused, StreamSlot, StreamSlots
 from gateway.auth.principal import Principal
-from gateway.db.models import Attempt, Job, User
 from gateway.domain.errors import Invalid
 from gateway.domain.states import JobState
 from gateway.runtime import Runtime
@@ -54,10 +52,12 @@ MAX_OFFSET = 2**63 - 1
 
 @dataclass(frozen=True)
 class _Source:
-    """Where the job's output is now: its newest attempt, read as its owner's account."""
+    """Where the job's output is now: its newest attempt's site and directory (None
+    before the first attempt), read as its owner's account."""
 
     final: bool
-    attempt: Attempt | None
+    site_name: str | None
+    workdir: str | None
     owner: str | None
 
 
@@ -70,24 +70,19 @@ class _Follows:
 
 
 def _source(runtime: Runtime, job_id: str) -> _Source:
-    with runtime.readers() as session:
-        state, owner = session.execute(
-            select(Job.state, User.username).join(User, User.id == Job.owner_id)
-            .where(Job.id == job_id)).one()
-        attempt = session.scalar(select(Attempt).where(Attempt.job_id == job_id)
-                                 .order_by(Attempt.number.desc()).limit(1))
-    return _Source(JobState(state).is_final, attempt, owner)
+    with runtime.reading() as conn:
+        place = job_queries.output_place(conn, job_id)
+    return _Source(JobState(place.state).is_final, place.site_name, place.workdir, place.owner)
 
 
 def _read(runtime: Runtime, source: _Source, stream: Stream, offset: int,
           limit: int) -> OutputChunk:
-    attempt = source.attempt
-    if attempt is None:
+    if source.site_name is None or source.workdir is None:
         return OutputChunk(b"", offset, None)
     # Read as the account that ran the job: on a mapped site only it can open the files.
     # Adapter errors become problem documents in gateway.api.problems (503 unreachable...).
-    adapter = runtime.sites.get(attempt.site_name).adapter_for(source.owner)
-    return adapter.read_output(attempt.workdir, stream, offset, limit)
+    adapter = runtime.sites.get(source.site_name).adapter_for(source.owner)
+    return adapter.read_output(source.workdir, stream, offset, limit)
 
 
 def _first(runtime: Runtime, principal: Principal, job_id: str, stream: Stream,

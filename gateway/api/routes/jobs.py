@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
 
-from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
+from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.schemas import EventList, JobList, JobOut, event_out, job_out, json_response
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
@@ -23,14 +23,14 @@ router = APIRouter(prefix="/api/v1", tags=["jobs"])
 def submit_job(
     spec: JobSpec,
     principal: JobsWriter,
-    session: SessionDep,
     runtime: RuntimeDep,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> Response:
     """Accept a job; the worker stages and submits it. Returns at once with its id."""
-    row, created = job_service.submit(session, runtime.sites, principal, spec, idempotency_key,
-                                      StagingLimits.from_settings(runtime.settings))
-    session.commit()
+    with runtime.unit_of_work() as session:
+        row, created = job_service.submit(session, runtime.sites, principal, spec,
+                                          idempotency_key,
+                                          StagingLimits.from_settings(runtime.settings))
     headers = {"Location": f"/api/v1/jobs/{row['id']}"}
     if not created:
         headers["Idempotent-Replayed"] = "true"
@@ -77,10 +77,10 @@ def get_job(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> Response
 
 
 @router.post("/jobs/{job_id}/cancel", status_code=202, response_model=JobOut)
-def cancel_job(job_id: str, principal: JobsWriter, session: SessionDep) -> Response:
+def cancel_job(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Cancel a job. Queued or running jobs end CANCELLED once the site confirms."""
-    row = job_service.cancel(session, principal, job_id)
-    session.commit()
+    with runtime.unit_of_work() as session:
+        row = job_service.cancel(session, principal, job_id)
     return json_response(JobOut, job_out(row), 202)
 
 

@@ -3,7 +3,9 @@
 Errors here follow RFC 6749 §5.2 (`{"error", "error_description"}`), not problem details:
 OAuth clients expect that format. The grant logic is Authlib's (gateway.auth.server);
 this module turns Starlette requests into `OAuthRequest`s and runs them in a worker
-thread, because Authlib is synchronous and argon2 and the database block.
+thread, because Authlib is synchronous and argon2 and the database block. Each request
+is one unit of work, committed before its answer is built (errors included: a poll
+records its time, a replayed refresh token revokes its family).
 """
 
 from __future__ import annotations
@@ -18,25 +20,26 @@ from urllib.parse import parse_qsl
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from gateway.api.client_address import client_address, is_secure
-from gateway.api.deps import RuntimeDep, SessionDep
-from gateway.auth.server import (
+from gateway.api.deps import RuntimeDep
+from gateway.auth.device_approval import (
+    DeviceApprovalError,
+    decide_device_code,
+    pending_device_code,
+)
+from gateway.auth.metadata import (
     DEVICE_AUTHORIZATION_PATH,
     JWKS_PATH,
     METADATA_PATH,
     REVOCATION_PATH,
     TOKEN_PATH,
     VERIFICATION_PATH,
-    DeviceApprovalError,
-    GatewayAuthorizationServer,
-    OAuthRequest,
-    decide_device_code,
-    pending_device_code,
     server_metadata,
 )
+from gateway.auth.oauth_models import OAuthRequest
+from gateway.auth.server import GatewayAuthorizationServer
 from gateway.runtime import Runtime
 from gateway.services.accounts import verify_password
 from gateway.services.login_throttle import (
@@ -112,7 +115,6 @@ def _to_response(result: tuple[int, Any, Any]) -> JSONResponse:
 async def _run(
     request: Request,
     runtime: Runtime,
-    session: Session,
     path: str,
     call: Callable[[GatewayAuthorizationServer, OAuthRequest], tuple[int, Any, Any]],
 ) -> Response:
@@ -124,11 +126,12 @@ async def _run(
         return oauth_error("invalid_request", exc.description)
 
     def work() -> Response:
-        server = GatewayAuthorizationServer(runtime.settings, runtime.keys, session)
-        oauth_request = OAuthRequest(request.method, server.url(path), form, request.headers)
-        result = call(server, oauth_request)
-        # Commit errors too: a poll records its time, a replayed refresh token revokes.
-        session.commit()
+        # Errors come back as results, not exceptions: they are committed too.
+        with runtime.unit_of_work() as session:
+            server = GatewayAuthorizationServer(runtime.settings, runtime.keys, session)
+            oauth_request = OAuthRequest(request.method, server.url(path), form,
+                                         request.headers)
+            result = call(server, oauth_request)
         return _to_response(result)
 
     return await run_in_threadpool(work)
@@ -148,25 +151,24 @@ def jwks(runtime: RuntimeDep) -> JSONResponse:
 
 
 @router.post(TOKEN_PATH)
-async def token(request: Request, runtime: RuntimeDep, session: SessionDep) -> Response:
+async def token(request: Request, runtime: RuntimeDep) -> Response:
     """Token endpoint: device_code, client_credentials and refresh_token grants."""
-    return await _run(request, runtime, session, TOKEN_PATH,
+    return await _run(request, runtime, TOKEN_PATH,
                       lambda server, req: server.create_token_response(req))
 
 
 @router.post(DEVICE_AUTHORIZATION_PATH)
-async def device_authorization(request: Request, runtime: RuntimeDep,
-                               session: SessionDep) -> Response:
+async def device_authorization(request: Request, runtime: RuntimeDep) -> Response:
     """RFC 8628 §3.1-3.2: a device code, a user code and where to enter it."""
-    return await _run(request, runtime, session, DEVICE_AUTHORIZATION_PATH,
+    return await _run(request, runtime, DEVICE_AUTHORIZATION_PATH,
                       lambda server, req: server.create_endpoint_response(
                           "device_authorization", req))
 
 
 @router.post(REVOCATION_PATH)
-async def revoke(request: Request, runtime: RuntimeDep, session: SessionDep) -> Response:
+async def revoke(request: Request, runtime: RuntimeDep) -> Response:
     """RFC 7009 token revocation (refresh tokens; unknown tokens are answered 200)."""
-    return await _run(request, runtime, session, REVOCATION_PATH,
+    return await _run(request, runtime, REVOCATION_PATH,
                       lambda server, req: server.create_endpoint_response("revocation", req))
 
 
@@ -197,8 +199,7 @@ def device_page(request: Request, runtime: RuntimeDep, user_code: str = "") -> H
 
 
 @router.post(VERIFICATION_PATH, response_class=HTMLResponse)
-async def device_decision(request: Request, runtime: RuntimeDep,
-                          session: SessionDep) -> HTMLResponse:
+async def device_decision(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     """Approve or deny a device login with a local username and password."""
     if not is_secure(request, runtime.settings):
         return _page(runtime, 400, state="form", error=_USE_HTTPS)
@@ -222,33 +223,37 @@ async def device_decision(request: Request, runtime: RuntimeDep,
     limits = LoginLimits.from_settings(runtime.settings)
     address = client_address(request)
 
-    def work() -> HTMLResponse:
-        now = runtime.clock()
-        wait = retry_after(session, limits, username, address, now)
-        if wait is not None:
-            page = _page(runtime, 429, state="form", user_code=user_code, username=username,
-                         error="Too many failed attempts for this account or from this "
-                               f"address. Try again in {math.ceil(wait / 60)} minute(s).")
-            page.headers["Retry-After"] = str(wait)
-            return page
-        try:
-            row = pending_device_code(session, user_code)
-        except DeviceApprovalError as exc:
-            return _page(runtime, 400, state="form", user_code=user_code,
-                         username=username, error=str(exc))
-        user = verify_password(session, username, form.get("password", ""))
-        if user is None:
-            record_failure(session, limits, username, address, now)
-            session.commit()
-            return _page(runtime, 400, state="form", user_code=user_code,
-                         username=username, error="Wrong username or password.")
-        record_success(session, username)
-        if user.disabled:
-            return _page(runtime, 403, state="form", user_code=user_code, username=username,
-                         error="This account is disabled; ask a gateway administrator.")
-        decide_device_code(row, user, approve)
-        session.commit()
-        return _page(runtime, state="approved" if approve else "denied",
-                     username=user.username, user_code=row.user_code)
+    def decide() -> HTMLResponse:
+        """One unit of work: what it changed is committed before the page is sent."""
+        with runtime.unit_of_work() as session:
+            now = runtime.clock()
+            wait = retry_after(session, limits, username, address, now)
+            if wait is not None:
+                page = _page(runtime, 429, state="form", user_code=user_code,
+                             username=username,
+                             error="Too many failed attempts for this account or from this "
+                                   f"address. Try again in {math.ceil(wait / 60)} minute(s).")
+                page.headers["Retry-After"] = str(wait)
+                return page
+            try:
+                row = pending_device_code(session, user_code)
+            except DeviceApprovalError as exc:
+                return _page(runtime, 400, state="form", user_code=user_code,
+                             username=username, error=str(exc))
+            user = verify_password(session, username, form.get("password", ""))
+            if user is None:
+                record_failure(session, limits, username, address, now)
+                return _page(runtime, 400, state="form", user_code=user_code,
+                             username=username, error="Wrong username or password.")
+            if user.disabled:
+                # Checked before the success is recorded: a disabled account's right
+                # password clears none of its failures.
+                return _page(runtime, 403, state="form", user_code=user_code,
+                             username=username,
+                             error="This account is disabled; ask a gateway administrator.")
+            record_success(session, username)
+            decide_device_code(row, user, approve)
+            return _page(runtime, state="approved" if approve else "denied",
+                         username=user.username, user_code=row.user_code)
 
-    return await run_in_threadpool(work)
+    return await run_in_threadpool(decide)

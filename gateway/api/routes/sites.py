@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from sqlalchemy import select
 
 from gateway.api.deps import RuntimeDep, SitesReader
 from gateway.api.schemas import SiteList, SiteOut
-from gateway.db.models import Site
 
 router = APIRouter(prefix="/api/v1", tags=["sites"])
 
@@ -15,7 +13,7 @@ router = APIRouter(prefix="/api/v1", tags=["sites"])
 @router.get("/sites", response_model=SiteList)
 def list_sites(_: SitesReader, runtime: RuntimeDep) -> SiteList:
     with runtime.readers() as session:
-        rows = {row.name: row for row in session.scalars(select(Site))}
+        rows = runtime.sites.rows(session)
     items = []
     for entry in runtime.sites:
         row = rows.get(entry.name)

@@ -8,7 +8,6 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import SecretStr
-from sqlalchemy import text
 
 from gateway import __version__
 from gateway.api.client_address import is_loopback
@@ -16,6 +15,7 @@ from gateway.api.deps import RuntimeDep
 from gateway.api.schemas import Health
 from gateway.domain.errors import Forbidden, Unauthenticated
 from gateway.domain.jobspec import JobSpec
+from gateway.repositories.database import ping
 
 router = APIRouter(tags=["system"])
 
@@ -26,7 +26,7 @@ def health(runtime: RuntimeDep, response: Response) -> Health:
     """Up, and able to reach its database."""
     try:
         with runtime.reading() as conn:
-            conn.execute(text("SELECT 1"))
+            ping(conn)
         database = "ok"
     except Exception as exc:  # any database failure means "degraded", never a 500
         database = f"error: {type(exc).__name__}"

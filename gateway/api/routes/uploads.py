@@ -26,12 +26,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import Scope
 
-from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep, SessionDep
+from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.problems import problem
 from gateway.api.upload_schemas import UploadList, UploadOut, upload_out
 from gateway.db.base import utcnow
-from gateway.db.engine import transaction
-from gateway.db.models import Upload
 from gateway.domain.errors import Conflict, Invalid, TooLarge
 from gateway.runtime import Runtime
 from gateway.schemas import to_json
@@ -80,61 +78,65 @@ def _offset_problem(request: Request, exc: OffsetMismatch) -> Response:
 
 
 @router.post("/uploads", status_code=201, response_model=UploadOut)
-def create_upload(body: UploadCreate, principal: JobsWriter, session: SessionDep,
-                  runtime: RuntimeDep) -> Response:
+def create_upload(body: UploadCreate, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Start an upload; 413 up front when it would exceed the file limit or your quota."""
-    upload = service.create_upload(session, store_of(runtime),
-                                   UploadLimits.from_settings(runtime.settings),
-                                   principal.user_id, body.name, body.size, body.sha256,
-                                   utcnow())
-    session.commit()
+    with runtime.unit_of_work() as session:
+        upload = service.create_upload(session, store_of(runtime),
+                                       UploadLimits.from_settings(runtime.settings),
+                                       principal.user_id, body.name, body.size, body.sha256,
+                                       utcnow())
     return _with_offset(upload_out(upload), 201,
                         {"Location": f"/api/v1/uploads/{upload.id}"})
 
 
 @router.get("/uploads", response_model=UploadList)
-def list_uploads(principal: JobsReader, session: SessionDep) -> UploadList:
+def list_uploads(principal: JobsReader, runtime: RuntimeDep) -> UploadList:
     """Your uploads, newest first."""
-    return UploadList(items=[upload_out(u)
-                             for u in service.list_uploads(session, principal.user_id)])
+    with runtime.readers() as session:
+        return UploadList(items=[upload_out(u)
+                                 for u in service.list_uploads(session, principal.user_id)])
 
 
 @router.get("/uploads/{upload_id}", response_model=UploadOut)
-def get_upload(upload_id: str, principal: JobsReader, session: SessionDep) -> Response:
+def get_upload(upload_id: str, principal: JobsReader, runtime: RuntimeDep) -> Response:
     """The upload; `offset` is where a client resumes."""
-    return _with_offset(upload_out(
-        service.get_upload(session, principal.user_id, upload_id)))
+    with runtime.readers() as session:
+        return _with_offset(upload_out(
+            service.get_upload(session, principal.user_id, upload_id)))
 
 
 @router.head("/uploads/{upload_id}", response_class=Response)
-def upload_offset(upload_id: str, principal: JobsReader, session: SessionDep) -> Response:
+def upload_offset(upload_id: str, principal: JobsReader, runtime: RuntimeDep) -> Response:
     """Just the `Upload-Offset` (and `Upload-Length`) headers."""
-    upload = service.get_upload(session, principal.user_id, upload_id)
+    with runtime.readers() as session:
+        upload = service.get_upload(session, principal.user_id, upload_id)
     return Response(headers={"Upload-Offset": str(upload.bytes_received),
                              "Upload-Length": str(upload.size), "Upload-State": upload.state})
 
 
 @router.delete("/uploads/{upload_id}", status_code=204, response_class=Response)
-def delete_upload(upload_id: str, principal: JobsWriter, session: SessionDep,
-                  runtime: RuntimeDep) -> Response:
+def delete_upload(upload_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Delete the upload and free its quota."""
-    cleanup = service.delete_upload(session, principal.user_id, upload_id)
-    session.commit()
-    service.clean_store(session, store_of(runtime), cleanup)
+    with runtime.unit_of_work() as session:
+        cleanup = service.delete_upload(session, principal.user_id, upload_id)
+    # Only once the deletion is committed: the files are data until then.
+    with runtime.readers() as session:
+        service.clean_store(session, store_of(runtime), cleanup)
     return Response(status_code=204)
 
 
 @router.post("/uploads/{upload_id}/complete", response_model=UploadOut)
 def complete_upload(upload_id: str, body: UploadComplete, principal: JobsWriter,
-                    session: SessionDep, runtime: RuntimeDep, request: Request) -> Response:
+                    runtime: RuntimeDep, request: Request) -> Response:
     """Verify size and sha256 of what the gateway holds and store it by content. On a
     mismatch (422) the upload is reset to offset 0 and stays open."""
     try:
-        done = service.complete_upload(session, store_of(runtime), principal.user_id,
-                                       upload_id, body.sha256, utcnow())
+        with runtime.unit_of_work() as session:
+            done = service.complete_upload(session, store_of(runtime), principal.user_id,
+                                           upload_id, body.sha256, utcnow())
     except OffsetMismatch as exc:
         return _offset_problem(request, exc)
-    session.commit()
+    # The reset is committed; only now is the mismatch reported.
     if done.mismatch is not None:
         raise Invalid(done.mismatch, field="sha256", offset=0)
     return _with_offset(upload_out(done.upload))
@@ -155,19 +157,17 @@ def parse_content_range(value: str) -> tuple[int, int, int]:
 
 def _check_open(runtime: Runtime, owner_id: str, upload_id: str, start: int, total: int
                 ) -> None:
-    with runtime.sessions() as session:
+    with runtime.readers() as session:
         service.ensure_writable(service.get_upload(session, owner_id, upload_id), start, total)
 
 
 def _record(runtime: Runtime, upload_id: str, start: int, end: int) -> UploadOut:
-    with transaction(runtime.sessions) as session:
+    with runtime.unit_of_work() as session:
         if not service.record_chunk(session, upload_id, start, end, utcnow(),
                                     runtime.settings.upload_ttl_seconds):
             raise Conflict("The upload changed while this chunk was written (deleted, "
                            "expired or written by another request); ask for its offset.")
-        upload = session.get(Upload, upload_id)
-        assert upload is not None
-        return upload_out(upload)
+        return upload_out(service.uploaded(session, upload_id))
 
 
 @router.put("/uploads/{upload_id}", response_model=UploadOut)

@@ -1,0 +1,287 @@
+"""The read side of jobs: what the API shows, as Core statements on a plain Connection.
+
+These are the hottest requests. Going around the ORM session halves their cost, and
+GET /jobs/{id}'s statement is built once, with bind parameters. Rows come back as
+TypedDicts: typed for callers, and plain dicts at run time (no per-row object to build).
+Visibility is an argument (`owner_id`, None for readers who see every job); who may
+see what is the service's decision.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple, TypedDict, cast
+
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Connection,
+    Select,
+    and_,
+    bindparam,
+    func,
+    or_,
+    select,
+    true,
+    tuple_,
+)
+
+from gateway.db.models import Attempt, Event, Job, JobLabel, JobOutput, Project, User
+from gateway.domain.states import JobState
+
+_jobs, _projects, _users = Job.__table__, Project.__table__, User.__table__
+_attempts, _labels, _events = Attempt.__table__, JobLabel.__table__, Event.__table__
+_outputs = JobOutput.__table__
+
+
+class JobRecord(TypedDict):
+    """A row of the jobs table."""
+
+    id: str
+    owner_id: str
+    project_id: int
+    name: str
+    spec: dict[str, Any]
+    state: str
+    state_reason: str | None
+    raw_state: str | None
+    site_name: str | None
+    exit_code: int | None
+    cancel_requested: bool
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class JobView(JobRecord):
+    """A job as the API shows it: its row, its project's name and its owner's name."""
+
+    project_name: str
+    owner_name: str
+
+
+class AttemptView(TypedDict):
+    """A row of the attempts table."""
+
+    id: int
+    job_id: str
+    number: int
+    site_name: str
+    tag: str
+    native_id: str | None
+    state: str
+    raw_state: str | None
+    reason: str | None
+    exit_code: int | None
+    workdir: str
+    lease_until: datetime | None
+    lease_owner: str | None
+    cancel_sent_at: datetime | None
+    created_at: datetime
+    submitted_at: datetime | None
+    started_at: datetime | None
+    ended_at: datetime | None
+
+
+class EventView(TypedDict):
+    """A row of a job's history."""
+
+    id: int
+    job_id: str
+    at: datetime
+    from_state: str | None
+    to_state: str
+    reason: str | None
+    actor: str
+    raw_state: str | None
+
+
+class OutputView(TypedDict):
+    """A collected output of a job."""
+
+    id: int
+    job_id: str
+    path: str
+    size: int
+    sha256: str
+    location: str
+    site_name: str
+    site_path: str
+    created_at: datetime
+
+
+class OutputPlace(NamedTuple):
+    """Where a job's stdout/stderr is now: its state, its owner's gateway username and
+    its newest attempt's site and directory (None before the first attempt)."""
+
+    state: str
+    owner: str | None
+    site_name: str | None
+    workdir: str | None
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    state: JobState | None = None
+    site: str | None = None
+    project: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+_OWNER_NAME = func.coalesce(_users.c.username, _users.c.subject)
+_JOB_VIEW = (
+    select(*_jobs.c, _projects.c.name.label("project_name"), _OWNER_NAME.label("owner_name"))
+    .join(_projects, _projects.c.id == _jobs.c.project_id)
+    .join(_users, _users.c.id == _jobs.c.owner_id)
+)
+_ATTEMPT_PREFIX = "attempt_"
+_DETAIL = (
+    _JOB_VIEW.add_columns(*(c.label(_ATTEMPT_PREFIX + c.name) for c in _attempts.c))
+    .outerjoin(_attempts, _attempts.c.job_id == _jobs.c.id)
+    .where(_jobs.c.id == bindparam("job_id"),
+           or_(bindparam("see_all", type_=Boolean), _jobs.c.owner_id == bindparam("owner_id")))
+    .order_by(_attempts.c.number)
+)
+
+
+def _visible(owner_id: str | None) -> ColumnElement[bool]:
+    return true() if owner_id is None else _jobs.c.owner_id == owner_id
+
+
+def job_detail(conn: Connection, job_id: str, owner_id: str | None
+               ) -> tuple[JobView | None, list[AttemptView]]:
+    """The job (None if absent or not visible) and its attempts, in one round trip."""
+    params = {"job_id": job_id, "see_all": owner_id is None, "owner_id": owner_id or ""}
+    rows: Sequence[dict[str, Any]]
+    if conn.dialect.name == "postgresql":
+        rows = _detail_rows_psycopg(conn, params)
+    else:
+        rows = [dict(row) for row in conn.execute(_DETAIL, params).mappings()]
+    if not rows:
+        return None, []
+    cut = len(_ATTEMPT_PREFIX)
+    attempts = [cast(AttemptView, {k[cut:]: v for k, v in row.items()
+                                   if k.startswith(_ATTEMPT_PREFIX)})
+                for row in rows if row[_ATTEMPT_PREFIX + "id"] is not None]
+    # The first row carries the job's columns (and its first attempt's, which readers of
+    # a JobView never look at: copying them out would cost more than it saves).
+    return cast(JobView, rows[0]), attempts
+
+
+def _detail_rows_psycopg(conn: Connection, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """_DETAIL straight on the psycopg connection: SQLAlchemy's per-row processing costs
+    more than the query on the hottest read. PostgreSQL hands back the same Python
+    types (aware datetimes, decoded JSON) that the typed path would."""
+    from psycopg.rows import dict_row
+
+    sql = _compiled_detail(conn.dialect)
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor(row_factory=dict_row) as cursor:
+        cursor.execute(sql, params)
+        rows: list[dict[str, Any]] = cursor.fetchall()
+    return rows
+
+
+@functools.cache
+def _compiled_detail(dialect: Any) -> str:
+    return str(_DETAIL.compile(dialect=dialect))
+
+
+def _jobs_with_labels(labels: tuple[tuple[str, str], ...]) -> Select[Any]:
+    """Ids of the jobs carrying every (key, value) pair: one grouped scan of the labels
+    index whatever the number of pairs. (One EXISTS per pair made the planner's work grow
+    with their number: minutes for a few hundred on PostgreSQL.) A job has at most one
+    value per key, so it matches every distinct pair exactly when it matches that many."""
+    wanted = sorted(set(labels))
+    return (select(_labels.c.job_id)
+            .where(tuple_(_labels.c.key, _labels.c.value).in_(wanted))
+            .group_by(_labels.c.job_id)
+            .having(func.count() == len(wanted)))
+
+
+def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limit: int,
+             after: tuple[datetime, str] | None) -> list[JobView]:
+    """Up to `limit` visible jobs matching `filters`, newest first, from just after the
+    (created_at, id) key `after` (keyset pagination)."""
+    query: Select[Any] = _JOB_VIEW.where(_visible(owner_id))
+    jobs = _jobs.c
+    if filters.state is not None:
+        query = query.where(jobs.state == filters.state.value)
+    if filters.site is not None:
+        query = query.where(jobs.site_name == filters.site)
+    if filters.project is not None:
+        query = query.where(_projects.c.name == filters.project)
+    if filters.labels:
+        query = query.where(jobs.id.in_(_jobs_with_labels(filters.labels)))
+    if after is not None:
+        created, job_id = after
+        query = query.where(or_(jobs.created_at < created,
+                                and_(jobs.created_at == created, jobs.id < job_id)))
+    rows = conn.execute(query.order_by(jobs.created_at.desc(), jobs.id.desc())
+                        .limit(limit)).mappings()
+    return [cast(JobView, dict(row)) for row in rows]
+
+
+def is_visible(conn: Connection, job_id: str, owner_id: str | None) -> bool:
+    """Whether the job exists and is visible (owned by `owner_id`, or any when None)."""
+    found = conn.execute(select(_jobs.c.id).where(_jobs.c.id == job_id, _visible(owner_id)))
+    return found.first() is not None
+
+
+def events(conn: Connection, job_id: str) -> list[EventView]:
+    """The job's history, oldest first."""
+    rows = conn.execute(select(_events).where(_events.c.job_id == job_id)
+                        .order_by(_events.c.id)).mappings()
+    return [cast(EventView, dict(row)) for row in rows]
+
+
+def outputs(conn: Connection, job_id: str) -> list[OutputView]:
+    """The job's collected outputs, by path."""
+    rows = conn.execute(select(_outputs).where(_outputs.c.job_id == job_id)
+                        .order_by(_outputs.c.path)).mappings()
+    return [cast(OutputView, dict(row)) for row in rows]
+
+
+def output(conn: Connection, job_id: str, path: str) -> OutputView | None:
+    """One output by its exact path."""
+    row = conn.execute(select(_outputs).where(_outputs.c.job_id == job_id,
+                                              _outputs.c.path == path)).mappings().first()
+    return None if row is None else cast(OutputView, dict(row))
+
+
+def owner_username(conn: Connection, job_id: str) -> str | None:
+    """The job owner's gateway username."""
+    return conn.scalar(select(_users.c.username).join(_jobs, _jobs.c.owner_id == _users.c.id)
+                       .where(_jobs.c.id == job_id))
+
+
+def output_place(conn: Connection, job_id: str) -> OutputPlace:
+    """The job's state, owner and newest attempt (the job must exist)."""
+    state, owner = conn.execute(
+        select(_jobs.c.state, _users.c.username).join(_users, _users.c.id == _jobs.c.owner_id)
+        .where(_jobs.c.id == job_id)).one()
+    latest = conn.execute(select(_attempts.c.site_name, _attempts.c.workdir)
+                          .where(_attempts.c.job_id == job_id)
+                          .order_by(_attempts.c.number.desc()).limit(1)).first()
+    if latest is None:
+        return OutputPlace(state, owner, None, None)
+    return OutputPlace(state, owner, latest.site_name, latest.workdir)
+
+
+def attempt_tags(conn: Connection, owner_id: str, site: str) -> set[str]:
+    """The tags (job directory names) of the owner's attempts at `site`."""
+    return set(conn.scalars(
+        select(_attempts.c.tag).join(_jobs, _jobs.c.id == _attempts.c.job_id)
+        .where(_jobs.c.owner_id == owner_id, _attempts.c.site_name == site)))
+
+
+def count_by_state_and_site(conn: Connection) -> list[tuple[str, str | None, int]]:
+    """How many jobs are in each (state, site)."""
+    rows = conn.execute(select(_jobs.c.state, _jobs.c.site_name, func.count())
+                        .group_by(_jobs.c.state, _jobs.c.site_name))
+    return [(state, site, int(count)) for state, site, count in rows]
