@@ -31,8 +31,8 @@ from gateway.db.models import Attempt, Event, Job
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.accounts import create_local_user
 from gateway.settings import Settings
-from gateway.testbed.state import SiteInfo, TestbedInfo
 from gateway.worker.loop import FAULT_AFTER_SUBMIT_ENV, SUBMITTING, Worker
+from testbed.state import SiteInfo, TestbedInfo
 from tests.conftest import ALL_SCOPES
 from tests.testbed.fixture import ssh
 from tests.worker.gateway_process import GatewayProcess, free_port

@@ -22,9 +22,9 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from gateway.testbed.config import TestbedError
-from gateway.testbed.render import HOLDER_READY
-from gateway.testbed.sites import SiteSpec
+from testbed.config import TestbedError
+from testbed.render import HOLDER_READY
+from testbed.sites import SiteSpec
 
 CLEAN_ENV: Mapping[str, str] = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
