@@ -53,9 +53,9 @@ from gateway.db.models import Attempt  # noqa: E402
 from gateway.domain.states import LIVE_ATTEMPT_STATES  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
-from gateway.testbed.state import SiteInfo  # noqa: E402
 from gateway.worker.loop import Worker  # noqa: E402
 from gateway.worker.poll import poll  # noqa: E402
+from testbed.state import SiteInfo  # noqa: E402
 from tests.conftest import ALL_SCOPES  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
 from tests.testbed.fixture import running_testbed, ssh_argv, unique_config  # noqa: E402

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from adapters.ssh import SshTarget, SshTransport  # noqa: E402
 from adapters.transfer import copy_site_to_site, stage_file  # noqa: E402
-from gateway.testbed.state import SiteInfo, TestbedInfo  # noqa: E402
+from testbed.state import SiteInfo, TestbedInfo  # noqa: E402
 from tests.testbed.fixture import running_testbed, session_config, ssh  # noqa: E402
 
 ACCOUNT = "gwcomm"

@@ -51,18 +51,26 @@ class _PgDatabases:
         with self._engine.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
+    def close(self) -> None:
+        """Close the pooled admin connection (left open, psycopg warns at exit)."""
+        self._engine.dispose()
+
 
 @pytest.fixture(scope="session")
 def pg_databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_PgDatabases]:
     url = os.environ.get("GRIDGATE_TEST_PG_URL")
     if url:
-        yield _PgDatabases(url)
+        databases = _PgDatabases(url)
+        yield databases
+        databases.close()
         return
     from tests.pg import start_postgres
 
     server = start_postgres(tmp_path_factory.mktemp("pg"))
     try:
-        yield _PgDatabases(server.admin_url)
+        databases = _PgDatabases(server.admin_url)
+        yield databases
+        databases.close()
     finally:
         server.stop()
 
@@ -104,6 +112,9 @@ def runtime(settings: Settings) -> Iterator[Runtime]:
 
 @dataclass(frozen=True)
 class TestUser:
+    # A helper, not a test class: pytest would try to collect it where it is imported.
+    __test__ = False
+
     principal: Principal
     token: str
 

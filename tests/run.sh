@@ -166,19 +166,21 @@ if ! venv_ok; then
 fi
 
 deps_stamp="$VENV/.gridgate-deps"
-deps_key="$(sha "$REPO/pyproject.toml") $("$VENV/bin/python" -c 'import sys; print(sys.version)')"
+deps_key="$(sha "$REPO/pyproject.toml" "$REPO/testbed/pyproject.toml" | tr '\n' ' ')"
+deps_key+=$("$VENV/bin/python" -c 'import sys; print(sys.version)')
 if [[ ! -f $deps_stamp || "$(cat "$deps_stamp")" != "$deps_key" ]] \
-    || ! "$VENV/bin/python" -c 'import importlib.metadata as m; m.version("gridgate")' \
-        2>/dev/null; then
-    say "installing gridgate[dev] into .venv (pip)"
-    PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/pip" install -q -e "$REPO[dev]"
+    || ! "$VENV/bin/python" -c 'import importlib.metadata as m
+m.version("gridgate"); m.version("gridgate-testbed")' 2>/dev/null; then
+    # The testbed is a distribution of its own (testbed/pyproject.toml), not in the wheel.
+    say "installing gridgate[dev] and the testbed tooling into .venv (pip)"
+    PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/pip" install -q -e "$REPO[dev]" -e "$REPO/testbed"
     printf '%s' "$deps_key" >"$deps_stamp"
 fi
 
 # --- the multi-site testbed's packages (Slurm + slurmdbd, Grid Engine, MPI, sshd) ----
-if ! "$VENV/bin/python" -m gateway.testbed.install --check >/dev/null; then
+if ! "$VENV/bin/python" -m testbed.install --check >/dev/null; then
     say "installing the testbed's packages (apt)"
-    as_root "$VENV/bin/python" -m gateway.testbed.install
+    as_root "$VENV/bin/python" -m testbed.install
 fi
 
 # --- Node: the third-party OpenID provider ------------------------------------------
@@ -234,6 +236,10 @@ say "ruff check"
 
 say "mypy --strict"
 "$VENV/bin/mypy"
+
+# The import contracts in pyproject.toml ([tool.importlinter]).
+say "lint-imports"
+"$VENV/bin/lint-imports"
 
 say "pytest"
 rc=0

@@ -72,6 +72,7 @@ class LocalTransport:
         except BaseException:
             _kill_group(proc)
             raise
+        _close_streams(proc)
         return CommandResult(items, proc.returncode, stdout, stderr)
 
     def _communicate(
@@ -221,6 +222,11 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    _close_streams(proc)
+
+
+def _close_streams(proc: subprocess.Popen[bytes]) -> None:
+    """Close the command's pipes (the selector loop reads their descriptors, never closes)."""
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             with contextlib.suppress(OSError):

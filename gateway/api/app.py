@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
@@ -18,10 +18,14 @@ from gateway.api.routes import job_files, job_output, jobs, oauth, sites, system
 from gateway.runtime import Runtime, build_runtime
 from gateway.settings import Settings
 
+Background = Callable[[Runtime, threading.Event], None]
 
-def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
+
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None, *,
+               background: Background | None = None) -> FastAPI:
     """The gateway app. Given a runtime it uses it (tests); else builds one from settings.
-    With `settings.run_worker` the worker runs in a background thread of this process."""
+    `background` runs in a thread of this process while the app serves, until the event is
+    set (gateway.serving passes the worker: the API does not import it)."""
     settings = settings or (runtime.settings if runtime else Settings())
     runtime = runtime or build_runtime(settings)
 
@@ -39,12 +43,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         gc.set_threshold(50_000, 20, 20)
         stop = threading.Event()
         thread = None
-        if settings.run_worker:
-            from gateway.worker.loop import Worker
-
-            worker = Worker(runtime)
-            thread = threading.Thread(target=worker.run, args=(stop,), name="gridgate-worker",
-                                      daemon=True)
+        if background is not None:
+            thread = threading.Thread(target=background, args=(runtime, stop),
+                                      name="gridgate-worker", daemon=True)
             thread.start()
         try:
             yield

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from gateway import __version__
-from gateway.cli import admin, auth, fetch, jobs, render, server, site, testbed, uploads
+from gateway.cli import admin, auth, errors, fetch, jobs, render, server, site, uploads
 from gateway.cli.errors import GatewayGroup
 from gateway.cli.state import CliState, state
 from gateway.client.api import DEFAULT_GATEWAY_URL
@@ -120,7 +120,36 @@ db_app.command("upgrade")(server.db_upgrade)
 app.add_typer(admin_app, name="admin")
 app.add_typer(db_app, name="db")
 app.add_typer(site.site_app, name="site")
-app.add_typer(testbed.testbed_app, name="testbed")
+
+
+TESTBED_MISSING = (
+    "gridgate testbed: the testbed tooling is not installed (it is a developer tool, not "
+    "part of the gridgate package). From a clone of gridgate: pip install -e ./testbed")
+
+
+def testbed_missing(ctx: typer.Context) -> None:
+    """Say what to install: the testbed is a distribution of its own (testbed/pyproject.toml)."""
+    raise errors.fail(TESTBED_MISSING)
+
+
+def _add_testbed(parent: typer.Typer) -> None:
+    # Imported at start-up only as far as the option declarations need (testbed.config);
+    # the commands import the rest when they run.
+    try:
+        from gateway.cli.testbed import testbed_app
+    except ModuleNotFoundError as exc:
+        if exc.name != "testbed":
+            raise
+        parent.command(
+            "testbed", add_help_option=False,
+            help="The local multi-site testbed (not installed: pip install -e ./testbed).",
+            context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        )(testbed_missing)
+        return
+    parent.add_typer(testbed_app, name="testbed")
+
+
+_add_testbed(app)
 
 
 def main() -> None:

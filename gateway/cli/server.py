@@ -52,8 +52,8 @@ def serve(
     """Run the gateway (REST API, OAuth server and, by default, the worker)."""
     import uvicorn
 
-    from gateway.api.app import create_app
     from gateway.runtime import build_runtime
+    from gateway.serving import serving_app
 
     settings = _settings(host=host, port=port, run_worker=worker)
     render.stderr_console().print(
@@ -61,7 +61,7 @@ def serve(
         f"(public URL {settings.public_url}, data in {settings.data_dir}, "
         f"worker {'on' if settings.run_worker else 'off'}, {workers} process(es))")
     if workers == 1:
-        app = create_app(settings)
+        app = serving_app(settings)
         if settings.reuse_port:
             server = uvicorn.Server(uvicorn.Config(app, log_level=log_level,
                                                    timeout_graceful_shutdown=10))

@@ -3,7 +3,7 @@
 Sites `roadrunner` (Slurm + slurmdbd), `galaxy` (Grid Engine, PE `mpi`) and `parnass2`
 (a second Slurm) each run in a network namespace on a bridge, with their own hostname,
 address, sshd and ed25519 host key. `up` writes everything needed to reach them to
-the state dir `/run/gridgate-testbed/<prefix>` (see `gateway.testbed.files`).
+the state dir `/run/gridgate-testbed/<prefix>` (see `testbed.files`).
 
 Exit codes: 0 success (`status`: every site healthy), 1 failure or not healthy,
 2 usage.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gateway.cli import errors, render
-from gateway.testbed.config import (
+from testbed.config import (
     PREFIX_ENV,
     SUBNET_ENV,
     TEMPLATES_ENV,
@@ -30,7 +30,7 @@ from gateway.testbed.config import (
 )
 
 if TYPE_CHECKING:
-    from gateway.testbed.manager import TestbedStatus
+    from testbed.manager import TestbedStatus
 
 testbed_app = typer.Typer(
     help="The local multi-site testbed: Slurm, Grid Engine and Slurm sites in network "
@@ -70,8 +70,8 @@ def up_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Bring the three sites up (idempotent: healthy sites are left as they are)."""
-    from gateway.testbed.manager import up
-    from gateway.testbed.sites import load_sites
+    from testbed.manager import up
+    from testbed.sites import load_sites
 
     config = _config(prefix, subnet)
     started = time.monotonic()
@@ -95,7 +95,7 @@ def up_command(
 
 def down_command(prefix: PrefixOpt = None, subnet: SubnetOpt = None) -> None:
     """Stop every site and remove its namespace, links, mounts and state dir."""
-    from gateway.testbed.manager import down
+    from testbed.manager import down
 
     config = _config(prefix, subnet)
     try:
@@ -140,8 +140,8 @@ def status_command(
 
     Exit 0 when every site is healthy, 1 otherwise.
     """
-    from gateway.testbed.manager import status
-    from gateway.testbed.sites import load_sites
+    from testbed.manager import status
+    from testbed.sites import load_sites
 
     config = _config(prefix, subnet)
     try:

@@ -48,6 +48,11 @@ class AuthRuntime:
         """As `Runtime.unit_of_work`."""
         return transaction(self.sessions)
 
+    def close(self) -> None:
+        """Close the authenticator (its JWKS HTTP client) and the engine."""
+        self.authenticator.close()
+        self.engine.dispose()
+
 
 def make_auth_runtime(tmp_path: Path, database_url: str, **overrides: object) -> AuthRuntime:
     settings = Settings(data_dir=tmp_path / "data", database_url=database_url,
@@ -81,7 +86,7 @@ def auth(tmp_path: Path, database_url: str) -> Iterator[AuthRuntime]:
     try:
         yield rt
     finally:
-        rt.engine.dispose()
+        rt.close()
 
 
 @pytest.fixture

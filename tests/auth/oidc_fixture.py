@@ -81,7 +81,8 @@ def oidc_provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProv
         proc = subprocess.Popen([node, "provider.mjs", "0"], cwd=OIDC_DIR, env=env,
                                 stdout=subprocess.PIPE, stderr=log, text=True)
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+    pump = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
+    pump.start()
     try:
         issuer = None
         deadline = time.monotonic() + READY_TIMEOUT
@@ -107,3 +108,7 @@ def oidc_provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProv
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+        # The provider has exited: the pump reads to the end, then its pipe is closed.
+        pump.join(timeout=10)
+        assert proc.stdout is not None
+        proc.stdout.close()

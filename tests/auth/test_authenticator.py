@@ -97,7 +97,7 @@ def test_disabled_user_is_refused_within_the_cache_lifetime(
         with pytest.raises(Unauthenticated, match="disabled"):
             authn.authenticate(token)
     finally:
-        rt.engine.dispose()
+        rt.close()
 
 
 def test_cache_is_bounded(tmp_path: Path, database_url: str) -> None:
@@ -109,7 +109,7 @@ def test_cache_is_bounded(tmp_path: Path, database_url: str) -> None:
             authn.authenticate(token_for(rt, user_id, scope=f"jobs:read s{i}"))
         assert len(authn._cache) == 3
     finally:
-        rt.engine.dispose()
+        rt.close()
 
 
 def test_token_for_a_user_that_does_not_exist_is_refused(auth: AuthRuntime) -> None:
@@ -156,4 +156,4 @@ def test_external_user_is_created_just_in_time(
             assert project is not None and project.name == "~erin"
             assert session.get(Membership, (project.id, principal.user_id)) is not None
     finally:
-        rt.engine.dispose()
+        rt.close()

@@ -94,7 +94,7 @@ def second_process(tmp_path: Path, database_url: str, auth: AuthRuntime
     try:
         yield other
     finally:
-        other.engine.dispose()
+        other.close()
 
 
 def test_failures_count_across_processes(api: TestClient, auth: AuthRuntime,

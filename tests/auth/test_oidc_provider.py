@@ -27,7 +27,7 @@ def federated(tmp_path: Path, database_url: str,
     try:
         yield rt
     finally:
-        rt.engine.dispose()
+        rt.close()
 
 
 def test_provider_issues_rfc9068_jwts(oidc_provider: OidcProvider) -> None:

@@ -65,4 +65,4 @@ def test_behind_a_tls_proxy_its_forwarded_proto_decides(behind_proxy: AuthRuntim
                                         headers={"X-Forwarded-Proto": "http"}))
         assert _refused_for_http(_token(behind_proxy, REMOTE))
     finally:
-        behind_proxy.engine.dispose()
+        behind_proxy.close()

@@ -90,6 +90,12 @@ class LoginCommand:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        # The readers end at EOF; then the pipes are closed (left open, they warn).
+        for reader in self._readers:
+            reader.join(timeout=10)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def start_login(gateway: Gateway, config_dir: Path) -> tuple[LoginCommand, Prompt]:

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from gateway.api.app import create_app
 from gateway.client.credentials import Credentials, CredentialStore
 from gateway.client.oauth import AuthorizationServer
 from gateway.db.engine import transaction
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.accounts import create_client
+from gateway.serving import serving_app
 from gateway.settings import Settings
 
 
@@ -73,7 +73,7 @@ def serve_gateway(data_dir: Path, **overrides: object) -> Iterator[LiveGateway]:
         "database_url": f"sqlite:///{data_dir / 'gridgate.db'}", **overrides,
     })
     runtime = build_runtime(settings)
-    app = create_app(settings, runtime=runtime)
+    app = serving_app(settings, runtime)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
                               name="live-gateway", daemon=True)

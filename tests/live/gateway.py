@@ -20,8 +20,8 @@ from gateway.db.models import User
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.accounts import create_local_user
 from gateway.settings import Settings
-from gateway.testbed.state import TestbedInfo
 from gateway.worker.loop import Worker
+from testbed.state import TestbedInfo
 from tests.conftest import ALL_SCOPES
 
 FINAL = ("COMPLETED", "FAILED", "CANCELLED")

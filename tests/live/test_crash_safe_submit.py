@@ -32,9 +32,9 @@ from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.accounts import create_local_user
 from gateway.settings import Settings
-from gateway.testbed.state import SiteInfo, TestbedInfo
 from gateway.worker.loop import Worker
 from gateway.worker.submit import FAULT_AFTER_SUBMIT_ENV
+from testbed.state import SiteInfo, TestbedInfo
 from tests.conftest import ALL_SCOPES
 from tests.testbed.fixture import ssh
 from tests.worker.gateway_process import GatewayProcess, free_port

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gateway.testbed.state import TestbedInfo
+from testbed.state import TestbedInfo
 from tests.live.gateway import LiveGateway, live_gateway
 
 # What a job reports about itself: its uid, and the mode and owner of its directory.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testbed.state import TestbedInfo
+from testbed.state import TestbedInfo
 from tests.live.gateway import LiveGateway, live_gateway
 
 SOURCE = Path(__file__).resolve().parents[2] / "examples" / "pingpong" / "pingpong.c"

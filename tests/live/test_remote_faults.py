@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from gateway.testbed import faults, manager
-from gateway.testbed.config import TestbedConfig
-from gateway.testbed.state import TestbedInfo
+from testbed import faults, manager
+from testbed.config import TestbedConfig
+from testbed.state import TestbedInfo
 from tests.live.gateway import FINAL, LiveGateway, live_gateway
 from tests.testbed.fixture import running_testbed, ssh, unique_config
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.testbed.state import TestbedInfo
+from testbed.state import TestbedInfo
 from tests.live.gateway import LiveGateway, live_gateway
 
 # Site -> the gateway user who submits there: anyone on a community site, a mapped user

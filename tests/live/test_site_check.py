@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from gateway.cli.site import site_app
 from gateway.siteconfig import dump_site_config, load_site_config, with_updates
-from gateway.testbed.state import TestbedInfo
+from testbed.state import TestbedInfo
 from tests.testbed.fixture import ssh
 
 runner = CliRunner()

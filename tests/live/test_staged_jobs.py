@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gateway.testbed.state import TestbedInfo
+from testbed.state import TestbedInfo
 from tests.live.gateway import LiveGateway, live_gateway
 
 MIB = 1 << 20

@@ -17,7 +17,7 @@ import pytest
 from adapters.ssh import SshTarget, SshTransport
 from adapters.transfer import copy_site_to_site, stage_file
 from adapters.transfer.site_fs import sha256_of
-from gateway.testbed.state import SiteInfo, TestbedInfo
+from testbed.state import SiteInfo, TestbedInfo
 from tests.testbed.fixture import ssh
 
 MIB = 1 << 20

@@ -1,7 +1,7 @@
 """The live testbed for tests: a session fixture, and helpers to reach the sites.
 
 Register once in tests/conftest.py: `pytest_plugins = ["tests.testbed.fixture"]`.
-Then any test can take `testbed` (a `gateway.testbed.state.TestbedInfo`):
+Then any test can take `testbed` (a `testbed.state.TestbedInfo`):
 
     def test_something(testbed: TestbedInfo) -> None:
         site = testbed.sites["roadrunner"]
@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.testbed import manager, network
-from gateway.testbed.config import PREFIX_ENV, SUBNET_ENV, TestbedConfig, TestbedError
-from gateway.testbed.install import install
-from gateway.testbed.state import SiteInfo, TestbedInfo
+from testbed import manager, network
+from testbed.config import PREFIX_ENV, SUBNET_ENV, TestbedConfig, TestbedError
+from testbed.install import install
+from testbed.state import SiteInfo, TestbedInfo
 
 SSH_TIMEOUT = 120.0
 

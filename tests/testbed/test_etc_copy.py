@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gateway.testbed.files import copy_host_etc
+from testbed.files import copy_host_etc
 
 
 def _host(tmp_path: Path) -> Path:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gateway.testbed import manager
-from gateway.testbed.config import TestbedConfig
-from gateway.testbed.state import TestbedInfo, load_dir
+from testbed import manager
+from testbed.config import TestbedConfig
+from testbed.state import TestbedInfo, load_dir
 from tests.testbed.fixture import ssh
 
 

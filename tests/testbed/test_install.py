@@ -5,14 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from gateway.testbed.install import PACKAGES, install, missing_packages
+from testbed.install import PACKAGES, install, missing_packages
 
 
 def test_install_leaves_nothing_missing_and_then_does_nothing() -> None:
     install()
     assert missing_packages() == []
     assert install() == []  # nothing to do: no apt call
-    check = subprocess.run([sys.executable, "-m", "gateway.testbed.install", "--check"],
+    check = subprocess.run([sys.executable, "-m", "testbed.install", "--check"],
                            capture_output=True, text=True, check=False)
     assert (check.returncode, check.stdout) == (0, "")
 

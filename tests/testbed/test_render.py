@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.testbed import render
-from gateway.testbed.config import TestbedConfig, TestbedError
-from gateway.testbed.files import fingerprint, keygen
-from gateway.testbed.sites import ACCOUNTS, load_sites
+from testbed import render
+from testbed.config import TestbedConfig, TestbedError
+from testbed.files import fingerprint, keygen
+from testbed.sites import ACCOUNTS, load_sites
 
 
 @pytest.mark.parametrize(("seconds", "slurm", "sge"), [

@@ -24,12 +24,12 @@ from typer.testing import CliRunner
 
 from gateway.cli import testbed as testbed_cli
 from gateway.siteconfig import load_site_configs
-from gateway.testbed import faults, manager, network
-from gateway.testbed.config import TestbedConfig
-from gateway.testbed.holder import find_holders
-from gateway.testbed.install import install
-from gateway.testbed.sites import SITE_NAMES
-from gateway.testbed.state import SiteInfo, TestbedInfo, load
+from testbed import faults, manager, network
+from testbed.config import TestbedConfig
+from testbed.holder import find_holders
+from testbed.install import install
+from testbed.sites import SITE_NAMES
+from testbed.state import SiteInfo, TestbedInfo, load
 from tests.testbed.fixture import (
     holder_alive,
     mark_owner,

@@ -13,10 +13,10 @@ from typing import Any
 
 from gateway.siteconfig import SiteConfig, dump_site_config, validate_site_config
 from gateway.siteconfig.loading import site_config_data
-from gateway.testbed.config import TestbedConfig, TestbedError
-from gateway.testbed.daemons import SSH_PORT
-from gateway.testbed.files import SitePaths, fingerprint, host_key_line
-from gateway.testbed.sites import ACCOUNTS, COMMUNITY, SiteSpec
+from testbed.config import TestbedConfig, TestbedError
+from testbed.daemons import SSH_PORT
+from testbed.files import SitePaths, fingerprint, host_key_line
+from testbed.sites import ACCOUNTS, COMMUNITY, SiteSpec
 
 STATE_FILE = "testbed.json"
 SITE_CONFIGS = "site-configs"

@@ -12,12 +12,12 @@ import signal
 import time
 from pathlib import Path
 
-from gateway.testbed import manager
-from gateway.testbed.config import TestbedConfig, TestbedError
-from gateway.testbed.files import SitePaths
-from gateway.testbed.holder import alive, find_holders
-from gateway.testbed.sites import SiteSpec, load_sites
-from gateway.testbed.state import TestbedInfo
+from testbed import manager
+from testbed.config import TestbedConfig, TestbedError
+from testbed.files import SitePaths
+from testbed.holder import alive, find_holders
+from testbed.sites import SiteSpec, load_sites
+from testbed.state import TestbedInfo
 
 
 def _holder(config: TestbedConfig, site: SiteSpec) -> int:

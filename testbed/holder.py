@@ -22,9 +22,9 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from gateway.testbed.config import TestbedError
-from gateway.testbed.render import HOLDER_READY
-from gateway.testbed.sites import SiteSpec
+from testbed.config import TestbedError
+from testbed.render import HOLDER_READY
+from testbed.sites import SiteSpec
 
 CLEAN_ENV: Mapping[str, str] = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -36,6 +36,10 @@ CLEAN_ENV: Mapping[str, str] = {
 COMMON_BINDS = ("etc", "home", "tmp", "var/tmp", "var/log")
 SLURM_BINDS = ("var/lib/munge", "var/lib/slurm", "var/lib/mysql")
 SGE_BINDS = ("var/lib/gridengine/default", "var/spool/gridengine")
+# The launchers this process started, by holder pid. `unshare --fork` waits for its holder,
+# so a launcher runs as long as its site: kept here (a dropped running Popen warns) and
+# reaped by kill_holder once the holder is gone.
+_launchers: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def bind_paths(site: SiteSpec) -> tuple[str, ...]:
@@ -125,12 +129,14 @@ def start_holder(netns: Path, site: SiteSpec, script: Path, log: Path,
             found = find_holders(script)
             pid = found[0] if found else None
         if pid is not None and Path(f"/proc/{pid}/root{HOLDER_READY}").exists():
+            _launchers[pid] = launcher
             return pid
         if launcher.poll() is not None:
             raise TestbedError(
                 f"{site.name}: the holder exited (rc {launcher.returncode}): {_tail(log)}")
         time.sleep(0.01)
     if pid is not None:
+        _launchers[pid] = launcher
         kill_holder(pid, script)
     raise TestbedError(f"{site.name}: the holder did not get ready in {timeout:.0f}s: "
                        f"{_tail(log)}")
@@ -142,10 +148,12 @@ def kill_holder(pid: int, script: Path, timeout: float = 10.0) -> bool:
     Returns False, killing nothing, when `pid` is not a holder of `script`.
     """
     if not is_holder(pid, script):
+        _reap_launcher(pid, timeout)
         return False
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
+        _reap_launcher(pid, timeout)
         return True
     deadline = time.monotonic() + timeout
     # The kernel kills the rest of the PID namespace before the holder can be reaped.
@@ -153,7 +161,21 @@ def kill_holder(pid: int, script: Path, timeout: float = 10.0) -> bool:
         time.sleep(0.01)
     if alive(pid):
         raise TestbedError(f"holder {pid} ({script}) survived SIGKILL for {timeout:.0f}s")
+    _reap_launcher(pid, timeout)
     return True
+
+
+def _reap_launcher(holder: int, timeout: float) -> None:
+    """Wait for the launcher of a dead holder, if this process started it."""
+    launcher = _launchers.pop(holder, None)
+    if launcher is None:
+        return
+    try:
+        launcher.wait(timeout)
+    except subprocess.TimeoutExpired:
+        _launchers[holder] = launcher
+        raise TestbedError(f"the launcher of holder {holder} (pid {launcher.pid}) did not "
+                           f"exit in {timeout:.0f}s after it") from None
 
 
 def site_processes(holder: int) -> dict[int, str]:

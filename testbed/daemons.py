@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.testbed.config import TestbedConfig, TestbedError
-from gateway.testbed.files import SGE_TEMPLATES, SitePaths
-from gateway.testbed.holder import nsexec, site_path, site_processes
-from gateway.testbed.render import SGE_CELL, SGE_ROOT, mariadb_args, sge_sched_config
-from gateway.testbed.sites import SiteSpec
+from testbed.config import TestbedConfig, TestbedError
+from testbed.files import SGE_TEMPLATES, SitePaths
+from testbed.holder import nsexec, site_path, site_processes
+from testbed.render import SGE_CELL, SGE_ROOT, mariadb_args, sge_sched_config
+from testbed.sites import SiteSpec
 
 SSH_PORT = 22
 SLURMCTLD_PORT = 6817

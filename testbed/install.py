@@ -1,4 +1,4 @@
-"""Install the testbed's Debian packages (root, Debian 12): `python3 -m gateway.testbed.install`.
+"""Install the testbed's Debian packages (root, Debian 12): `python3 -m testbed.install`.
 
 Standard library only, so it runs with the system Python before the project's venv
 exists. It returns at once (no apt call) when every package is already installed.
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         install()
     except (PermissionError, RuntimeError, subprocess.CalledProcessError) as exc:
-        print(f"gateway.testbed.install: error: {exc}", file=sys.stderr)
+        print(f"testbed.install: error: {exc}", file=sys.stderr)
         return 1
     return 0
 

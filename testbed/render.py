@@ -1,7 +1,7 @@
 """The text of every file a testbed site needs: pure functions of the site and its address.
 
 Each site sees these files at their standard paths (bind mounts made by its holder,
-see `gateway.testbed.holder`), so the daemons run with their stock defaults wherever
+see `testbed.holder`), so the daemons run with their stock defaults wherever
 possible.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable, Iterable, Mapping
 
-from gateway.testbed.sites import ACCOUNTS, Account, Queue, SiteSpec
+from testbed.sites import ACCOUNTS, Account, Queue, SiteSpec
 
 SGE_ROOT = "/var/lib/gridengine"
 SGE_CELL = "default"

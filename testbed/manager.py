@@ -21,20 +21,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.testbed import network
-from gateway.testbed.config import TestbedConfig, TestbedError
-from gateway.testbed.daemons import SSH_PORT, SiteDaemons, tcp_open
-from gateway.testbed.files import SitePaths, fingerprint, host_key_line, prepare_site
-from gateway.testbed.holder import (
+from testbed import network
+from testbed.config import TestbedConfig, TestbedError
+from testbed.daemons import SSH_PORT, SiteDaemons, tcp_open
+from testbed.files import SitePaths, fingerprint, host_key_line, prepare_site
+from testbed.holder import (
     find_holders,
     holder_script,
     kill_holder,
     site_processes,
     start_holder,
 )
-from gateway.testbed.install import missing_packages
-from gateway.testbed.sites import SITE_REFS, SiteId, SiteSpec, load_sites
-from gateway.testbed.state import TestbedInfo, site_info, write
+from testbed.install import missing_packages
+from testbed.sites import SITE_REFS, SiteId, SiteSpec, load_sites
+from testbed.state import TestbedInfo, site_info, write
 
 Progress = Callable[[str], None]
 
@@ -80,7 +80,7 @@ def up(config: TestbedConfig, sites: Sequence[SiteSpec] | None = None,
     if missing:
         raise TestbedError(
             f"testbed packages missing: {' '.join(missing)}; install them with "
-            "`python3 -m gateway.testbed.install` (as root)")
+            "`python3 -m testbed.install` (as root)")
     with _locked():
         network.ensure_bridge(config)
         with ThreadPoolExecutor(max_workers=len(sites)) as pool:

@@ -1,6 +1,9 @@
 """A three-site HPC testbed on one machine, as project code (root only).
 
-    python3 -m gateway.testbed.install      # Debian packages (once; skips if present)
+Developer tooling, not in the gridgate wheel: the distribution gridgate-testbed in this
+directory (testbed/pyproject.toml), installed from a clone with `pip install -e ./testbed`.
+
+    python3 -m testbed.install              # Debian packages (once; skips if present)
     gridgate testbed up                     # ~4 s cold, ~0.2 s when already up
     gridgate testbed status [--json]
     gridgate testbed down                   # no process, namespace, mount or link left

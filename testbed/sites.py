@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from gateway.siteconfig import SiteConfig, SiteConfigError, load_site_config
-from gateway.testbed.config import TEMPLATES_ENV, TestbedError
+from testbed.config import TEMPLATES_ENV, TestbedError
 
 SchedulerKind = Literal["slurm", "sge"]
-# The repository's site-configs/ (this file is gateway/testbed/sites.py).
-DEFAULT_TEMPLATES = Path(__file__).resolve().parents[2] / "site-configs"
+# The repository's site-configs/ (this file is testbed/sites.py).
+DEFAULT_TEMPLATES = Path(__file__).resolve().parents[1] / "site-configs"
 # Site order fixes each site's address: site N gets host FIRST_SITE_HOST + N.
 SITE_NAMES = ("roadrunner", "galaxy", "parnass2")
 # Slurm's DefaultTime when a partition's limit is longer (or unlimited), in seconds.

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from gateway.testbed.config import TestbedConfig, TestbedError
-from gateway.testbed.sites import SiteId
+from testbed.config import TestbedConfig, TestbedError
+from testbed.sites import SiteId
 
 NETNS_DIR = Path("/run/netns")
 

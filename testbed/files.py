@@ -38,9 +38,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from gateway.testbed import render
-from gateway.testbed.config import TestbedConfig, TestbedError
-from gateway.testbed.sites import ACCOUNTS, SiteId, SiteSpec
+from testbed import render
+from testbed.config import TestbedConfig, TestbedError
+from testbed.sites import ACCOUNTS, SiteId, SiteSpec
 
 SGE_TEMPLATES = "var/lib/gridengine/default/gridgate-templates"
 SGE_DEFAULT_CONFIGURATION = Path("/usr/share/gridengine/default-configuration")
@@ -74,7 +74,7 @@ def _ids(user: str) -> tuple[int, int]:
     except KeyError as exc:
         raise TestbedError(
             f"system user {user!r} is missing: install the testbed packages "
-            "(python3 -m gateway.testbed.install)") from exc
+            "(python3 -m testbed.install)") from exc
     return entry.pw_uid, entry.pw_gid
 
 
