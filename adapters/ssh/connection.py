@@ -116,7 +116,12 @@ class SshConnection:
                 send_guard(chan)
                 return chan, conn
             except (paramiko.SSHException, OSError, EOFError) as exc:
-                if conn.is_active():
+                # A failed send (EOFError, OSError) means the socket is gone even while
+                # paramiko's reader thread has yet to notice (is_active() still true): the
+                # connection is dead, not slow. Only an SSHException on a live connection
+                # is the server's answer (refused) or its silence (timed out).
+                broken = isinstance(exc, (EOFError, OSError))
+                if conn.is_active() and not broken:
                     if isinstance(exc, paramiko.ChannelException):
                         raise ConnectionFailed(
                             f"{self.target.label} refused a channel for {what}: {reason(exc)}"

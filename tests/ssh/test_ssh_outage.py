@@ -231,3 +231,20 @@ def test_pool_shares_transports_and_the_jump_connection(
     finally:
         pool.close()
     assert not first.connected and not other.connected and not bastion.connected
+
+
+def test_a_send_that_fails_on_a_pooled_connection_reconnects(fresh_sshd: Sshd) -> None:
+    """The pooled connection's socket can no longer send (here: shut for writing, as after
+    the peer went away) while paramiko's reader thread has not noticed yet: the failed
+    send (EOFError) means a dead connection, replaced once, not a channel timeout."""
+    transport = SshTransport(target_for(fresh_sshd))
+    try:
+        assert transport.run(["true"]).exit_status == 0
+        pooled = transport.connection._conn
+        assert pooled is not None
+        pooled.sock.shutdown(socket.SHUT_WR)
+        assert pooled.is_active()  # nothing has told the reader thread yet
+        assert transport.run(["true"]).exit_status == 0
+        assert transport.connects == 2
+    finally:
+        transport.close()
