@@ -51,6 +51,8 @@ def test_change_point_run_length() -> None:
     assert consecutive_miss_limit(0.95, 0.95) == 2
     # A 0.9 quantile at 99% confidence: 0.1**2 = 0.01 is not below 0.01, 0.1**3 is.
     assert consecutive_miss_limit(0.9, 0.99) == 3
+    # Over a window of 823 tests: 823 * 0.05**3 = 0.10 >= 0.05, 823 * 0.05**4 = 0.005.
+    assert consecutive_miss_limit(0.95, 0.95, 823) == 4
 
 
 def test_history_window_slides_and_answers_by_rank() -> None:
@@ -68,18 +70,19 @@ def test_history_window_slides_and_answers_by_rank() -> None:
     assert len(history) == 60 and history.probability_by(1.0) == pytest.approx(2 / 60)
 
 
-def test_two_misses_in_a_row_cut_history_to_the_recent_minimum() -> None:
+def test_a_run_of_misses_cuts_history_to_the_recent_minimum() -> None:
     history = WaitHistory(capacity=500, quantile=0.95, confidence=0.95)
+    assert history.miss_limit == 4  # 500 * 0.05**3 = 0.06 is not below 0.05; 0.05**4 is
     for _ in range(100):
         history.add(10.0)
-    assert history.add(1000.0) is False  # one miss: allowed
-    assert history.add(5.0) is False  # a hit resets the run
-    # The bounds before them (rank 101 of 102 waits: 10 s; rank 102 of 103: 1000 s) are missed.
-    assert history.add(3000.0) is False
-    assert history.add(4000.0) is True  # second miss in a row: change point
+    assert history.add(1000.0) is False  # one miss
+    assert history.add(5.0) is False  # a hit ends the run
+    # Bounds before each (ranks 101..104 of 102..105 waits): 10, 1000, 2000, 3000 s: missed.
+    assert [history.add(w) for w in (2000.0, 3000.0, 4000.0)] == [False, False, False]
+    assert history.add(5000.0) is True  # fourth miss in a row: change point
     assert len(history) == 59 and history.change_points == 1
-    # The cut kept the 59 most recent waits: 55 of 10 s, then 1000, 5, 3000 and 4000.
-    assert history.probability_by(10.0) == pytest.approx(56 / 59)
+    # The cut kept the 59 most recent waits: 53 of 10 s, then 1000, 5, 2000 ... 5000.
+    assert history.probability_by(10.0) == pytest.approx(54 / 59)
 
 
 def test_bound_covers_at_least_the_promise_on_stationary_waits() -> None:
