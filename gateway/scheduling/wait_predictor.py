@@ -1,15 +1,22 @@
 """Queue-wait predictor, QBETS-style (Nurmi, Brevik and Wolski, JSSPP 2007) (pure).
 
-Waits are kept per job class at four levels, finest first:
+Waits are kept per job class at five levels, finest first:
+(site, projection class) when the live queue was projected for the job, then
 (site, queue, size class, time-limit class) -> (site, queue, size class) -> (site, queue)
--> (site). A prediction uses the finest level whose history is long enough for the bound
-(`minimum_history`: 59 waits for a 95% bound on the 0.95 quantile), so a thin class falls
-back to a coarser one instead of guessing. Every observation feeds all four levels.
+-> (site). The projection class is the log2 class of the job's walltime-based EASY
+projection at submit: the history then says how long jobs the queue projected alike
+really waited (the projection alone is a poor point, a good conditioner). It is not split
+by size as well: the projection already weighs the size against the queue, and the
+split left most classes thin (bounds at the maximum of 59 waits). A prediction uses the
+finest level whose history is long enough for the bound (`minimum_history`: 59 waits
+for a 95% bound on the 0.95 quantile), so a thin class falls back to a coarser one
+instead of guessing. Every observation feeds every level it belongs to.
 
 Parameters come from the method's statistics, not from any one log:
 - quantile 0.95 and confidence 0.95: what the bound promises to users;
 - minimum history: the fewest waits for which the binomial bound exists;
-- change point: the shortest run of consecutive misses rarer than 1 - confidence;
+- change point: the shortest run of consecutive misses that a correct bound shows
+  anywhere in the window with probability below 1 - confidence (4 for 823 waits);
 - window capacity: large enough that the binomial bound's own rank margin is small,
   z * sqrt(q (1 - q) / n) <= (1 - q) / 4 (the bound targets at most the 0.9625 quantile
   for q = 0.95), which needs n ~ 800; above it, old waits add little precision and slow
@@ -28,7 +35,6 @@ from gateway.scheduling.wait_history import WaitHistory
 DEFAULT_QUANTILE = 0.95
 DEFAULT_CONFIDENCE = 0.95
 LEVELS = (
-    "site/projection/size",
     "site/projection",
     "site/queue/size/limit",
     "site/queue/size",
@@ -107,7 +113,6 @@ def _keys(job: JobClass) -> tuple[tuple[object, ...] | None, ...]:
     projection = wait_class(job.projected_wait)
     with_projection = projection >= 0
     return (
-        (job.site, "projection", projection, size) if with_projection else None,
         (job.site, "projection", projection) if with_projection else None,
         (job.site, job.queue, size, limit_class(job.time_limit)),
         (job.site, job.queue, size),

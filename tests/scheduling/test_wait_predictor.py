@@ -140,8 +140,11 @@ def test_projection_classes_come_first_when_known() -> None:
         predictor.observe(busy, 9000.0)
     idle_prediction, busy_prediction = predictor.predict(idle), predictor.predict(busy)
     assert idle_prediction is not None and busy_prediction is not None
-    assert idle_prediction.level == "site/projection/size"
+    assert idle_prediction.level == "site/projection"
     assert (idle_prediction.upper_bound, busy_prediction.upper_bound) == (30.0, 9000.0)
+    # The projection already weighs the job's size against the queue: one class for all sizes.
+    wide = predictor.predict(JobClass("ctc", "1", procs=128, time_limit=60.0, projected_wait=5.0))
+    assert wide is not None and (wide.level, wide.median) == ("site/projection", 30.0)
     # Without a projection the same job falls to the queue classes, which mix both.
     plain = predictor.predict(JobClass("ctc", "1", procs=8, time_limit=3600.0))
     assert plain is not None and plain.level == "site/queue/size/limit"
