@@ -39,9 +39,15 @@ def replay_against_log(jobs: Iterable[SwfJob], processors: int) -> dict[str, Any
              replay(simulated_jobs(), processors)]
     simulated = [float(s) for s, _ in pairs]
     real = [float(r) for _, r in pairs]
+    if not pairs:
+        raise ValueError("the log holds no job with a known wait, run time and processor count")
+    try:
+        correlation: float | None = round(statistics.correlation(simulated, real), 4)
+    except statistics.StatisticsError:  # fewer than two jobs, or every wait the same
+        correlation = None
     return {
         "jobs": len(pairs),
-        "correlation": round(statistics.correlation(simulated, real), 4),
+        "correlation": correlation,
         "median_abs_error_s": statistics.median(abs(s - r) for s, r in pairs),
         "mean_wait_simulated_s": round(statistics.fmean(simulated), 1),
         "mean_wait_logged_s": round(statistics.fmean(real), 1),

@@ -118,3 +118,11 @@ def test_replay_check_on_a_log_an_easy_machine_produced() -> None:
         "jobs": 4, "correlation": 1.0, "median_abs_error_s": 0.0,
         "mean_wait_simulated_s": 61.5, "mean_wait_logged_s": 61.5,
     }
+
+
+def test_replay_check_without_variation_has_no_correlation() -> None:
+    jobs = [swf(1, 0, 0, 10, 1, 10), swf(2, 100, 0, 10, 1, 10)]
+    result = replay_against_log(jobs, 4)
+    assert result["correlation"] is None and result["median_abs_error_s"] == 0.0
+    with pytest.raises(ValueError, match="no job"):
+        replay_against_log([swf(1, 0, -1, 10, 1, 10)], 4)

@@ -11,7 +11,13 @@ import pytest
 from gateway.scheduling.swf import SwfError, iter_jobs, machine_size, parse_job, read_header
 
 DATA = Path(__file__).parent / "data" / "synthetic.swf"
-SHARED = Path("/work/shared/traces")
+# The shared Parallel Workloads Archive logs live beside the checkout (../shared/traces).
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = next(
+    (d for d in (ROOT.parent / "shared" / "traces", ROOT.parent.parent / "shared" / "traces")
+     if d.is_dir()),
+    ROOT.parent / "shared" / "traces",
+)
 
 
 def test_header_fields_and_machine_size() -> None:
