@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from gateway.scheduling.easy import EasyMachine, SimJob, project, replay
@@ -89,3 +91,22 @@ def test_projection_on_an_idle_machine_starts_what_fits_now() -> None:
 def test_machine_needs_processors() -> None:
     with pytest.raises(ValueError):
         EasyMachine(0)
+
+
+def test_projection_agrees_with_replay_when_estimates_are_exact() -> None:
+    # Seeded random workload, run times equal to estimates: projecting the queue as it stands
+    # right after the last arrival must give the starts the replay gives from that instant on.
+    rng = random.Random(7)
+    jobs = [SimJob(k, float(k * 30), rng.choice([1, 2, 4, 8, 16]), 0.0, 0.0) for k in range(60)]
+    for job in jobs:
+        job.runtime = job.estimate = float(rng.randrange(60, 3600))
+    processors = 16
+    replayed = {job.key: start for job, start in replay(
+        [SimJob(j.key, j.submit, j.procs, j.runtime, j.estimate) for j in jobs], processors)}
+    now = jobs[-1].submit
+    running = [(j.procs, replayed[j.key] + j.runtime - now) for j in jobs
+               if replayed[j.key] <= now < replayed[j.key] + j.runtime]
+    waiting = [j for j in jobs if replayed[j.key] > now]
+    assert len(waiting) > 5  # the snapshot really has a queue
+    projected = project(processors, running, [(j.procs, j.estimate) for j in waiting])
+    assert projected == [replayed[j.key] - now for j in waiting]
