@@ -1,0 +1,82 @@
+"""A bounded, sorted window of observed queue waits with change-point detection (pure).
+
+One `WaitHistory` per job class. Each observation is checked against the bound the
+history gave just before it arrived: a correct q-bound is exceeded with probability at
+most 1 - q, so a run of consecutive misses longer than the binomial allows anywhere in
+the window (`consecutive_miss_limit`) means the queue changed regime, and the history is cut back
+to its most recent `minimum_history` observations (QBETS's change-point rule).
+
+Cost per observation: a binary search and one list insertion/deletion in a window of
+at most `capacity` values (a memmove of a few KB), so O(log n) comparisons and a small,
+bounded copy; queries are O(1) (quantiles by rank) or O(log n) (probabilities).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right, insort
+from collections import deque
+
+from gateway.scheduling.binomial import consecutive_miss_limit, minimum_history, upper_bound_rank
+
+
+class WaitHistory:
+    """Waits (seconds) in arrival order and sorted, bounded to the `capacity` most recent."""
+
+    def __init__(self, capacity: int, quantile: float, confidence: float) -> None:
+        self.quantile = quantile
+        self.confidence = confidence
+        self.minimum = minimum_history(quantile, confidence)
+        if capacity < self.minimum:
+            raise ValueError(f"a history holds at least {self.minimum} waits for this bound")
+        self.capacity = capacity
+        self.miss_limit = consecutive_miss_limit(quantile, confidence, capacity)
+        self._arrivals: deque[float] = deque()
+        self._sorted: list[float] = []
+        self._misses = 0
+        self.change_points = 0
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def add(self, wait: float) -> bool:
+        """Record one observed wait; True when it completed a change point (history cut)."""
+        bound = self.upper_bound()
+        if bound is not None and wait > bound:
+            self._misses += 1
+        else:
+            self._misses = 0
+        self._arrivals.append(wait)
+        insort(self._sorted, wait)
+        if len(self._arrivals) > self.capacity:
+            self._remove(self._arrivals.popleft())
+        if self._misses >= self.miss_limit:
+            while len(self._arrivals) > self.minimum:
+                self._remove(self._arrivals.popleft())
+            self._misses = 0
+            self.change_points += 1
+            return True
+        return False
+
+    def upper_bound(self) -> float | None:
+        """Upper `confidence` bound on the `quantile` of the wait, None while too few waits."""
+        return self.order_bound(self.quantile, self.confidence)
+
+    def order_bound(self, quantile: float, confidence: float) -> float | None:
+        """The binomial order-statistic bound for any quantile and confidence."""
+        count = len(self._sorted)
+        if count == 0:
+            return None
+        rank = upper_bound_rank(count, quantile, confidence)
+        return None if rank is None else self._sorted[rank - 1]
+
+    def median(self) -> float | None:
+        """Median estimate: the order statistic that is above the median with probability 1/2."""
+        return self.order_bound(0.5, 0.5)
+
+    def probability_by(self, wait: float) -> float:
+        """Empirical P(wait <= `wait`) over the window (0 when empty)."""
+        count = len(self._sorted)
+        return bisect_right(self._sorted, wait) / count if count else 0.0
+
+    def _remove(self, wait: float) -> None:
+        del self._sorted[bisect_left(self._sorted, wait)]

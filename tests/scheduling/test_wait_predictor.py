@@ -1,0 +1,151 @@
+"""Binomial quantile bounds, the windowed wait history with change points, and the per-class
+QBETS-style predictor. Expected ranks are worked out from the binomial CDF by hand."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gateway.scheduling.binomial import (
+    consecutive_miss_limit,
+    minimum_history,
+    upper_bound_rank,
+)
+from gateway.scheduling.wait_history import WaitHistory
+from gateway.scheduling.wait_predictor import (
+    JobClass,
+    WaitPredictor,
+    limit_class,
+    rank_margin_capacity,
+    size_class,
+    wait_class,
+)
+
+
+def test_minimum_history_for_a_95_percent_bound_on_the_95th_percentile() -> None:
+    # The maximum of n waits bounds the 0.95 quantile with probability 1 - 0.95**n:
+    # 0.95**58 = 0.051 (not enough), 0.95**59 = 0.0485.
+    assert minimum_history(0.95, 0.95) == 59
+    assert upper_bound_rank(58, 0.95, 0.95) is None
+    assert upper_bound_rank(59, 0.95, 0.95) == 59
+
+
+def test_median_ranks_from_the_binomial_cdf() -> None:
+    # n = 4: P(X <= 1) = 5/16 < 1/2 <= P(X <= 2) = 11/16, so rank 3. n = 3: P(X <= 1) = 1/2.
+    assert [upper_bound_rank(n, 0.5, 0.5) for n in range(1, 8)] == [1, 2, 2, 3, 3, 4, 4]
+
+
+def test_bound_rank_for_a_long_history() -> None:
+    # n = 100, q = 0.95: P(X <= 97) = 0.882 < 0.95 <= P(X <= 98) = 0.963, so rank 99.
+    assert upper_bound_rank(100, 0.95, 0.95) == 99
+
+
+def test_rank_arguments_are_checked() -> None:
+    with pytest.raises(ValueError):
+        upper_bound_rank(10, 1.0, 0.95)
+
+
+def test_change_point_run_length() -> None:
+    # One miss (p = 0.05) is not rarer than 1 - c = 0.05; two (0.0025) are.
+    assert consecutive_miss_limit(0.95, 0.95) == 2
+    # A 0.9 quantile at 99% confidence: 0.1**2 = 0.01 is not below 0.01, 0.1**3 is.
+    assert consecutive_miss_limit(0.9, 0.99) == 3
+    # Over a window of 823 tests: 823 * 0.05**3 = 0.10 >= 0.05, 823 * 0.05**4 = 0.005.
+    assert consecutive_miss_limit(0.95, 0.95, 823) == 4
+
+
+def test_history_window_slides_and_answers_by_rank() -> None:
+    history = WaitHistory(capacity=60, quantile=0.95, confidence=0.95)
+    for wait in range(1, 59):
+        history.add(float(wait))
+    assert history.upper_bound() is None  # 58 waits: too few for the bound
+    history.add(59.0)
+    assert history.upper_bound() == 59.0  # rank 59 of 59: the maximum
+    assert history.median() == 30.0
+    assert history.probability_by(10.0) == pytest.approx(10 / 59)
+    history.add(0.5)  # 60 waits: rank 59, below the new maximum... the window is full
+    assert len(history) == 60
+    history.add(0.25)  # the oldest (1.0) leaves the window
+    assert len(history) == 60 and history.probability_by(1.0) == pytest.approx(2 / 60)
+
+
+def test_a_run_of_misses_cuts_history_to_the_recent_minimum() -> None:
+    history = WaitHistory(capacity=500, quantile=0.95, confidence=0.95)
+    assert history.miss_limit == 4  # 500 * 0.05**3 = 0.06 is not below 0.05; 0.05**4 is
+    for _ in range(100):
+        history.add(10.0)
+    assert history.add(1000.0) is False  # one miss
+    assert history.add(5.0) is False  # a hit ends the run
+    # Bounds before each (ranks 101..104 of 102..105 waits): 10, 1000, 2000, 3000 s: missed.
+    assert [history.add(w) for w in (2000.0, 3000.0, 4000.0)] == [False, False, False]
+    assert history.add(5000.0) is True  # fourth miss in a row: change point
+    assert len(history) == 59 and history.change_points == 1
+    # The cut kept the 59 most recent waits: 53 of 10 s, then 1000, 5, 2000 ... 5000.
+    assert history.probability_by(10.0) == pytest.approx(54 / 59)
+
+
+def test_bound_covers_at_least_the_promise_on_stationary_waits() -> None:
+    rng = random.Random(12)
+    history = WaitHistory(capacity=800, quantile=0.95, confidence=0.95)
+    covered = total = 0
+    for _ in range(20000):
+        wait = rng.expovariate(1 / 600.0)
+        bound = history.upper_bound()
+        if bound is not None:
+            total += 1
+            covered += wait <= bound
+        history.add(wait)
+    assert covered / total >= 0.95
+
+
+def test_classes_are_powers_of_two() -> None:
+    assert [size_class(p) for p in (1, 2, 3, 4, 100, 0)] == [0, 1, 1, 2, 6, 0]
+    assert [limit_class(s) for s in (None, 59, 60, 3600, 7200)] == [-1, 0, 0, 5, 6]
+    assert [wait_class(s) for s in (None, 0, 59, 60, 3600)] == [-1, 0, 0, 1, 6]
+
+
+def test_capacity_from_the_rank_margin() -> None:
+    # n >= q(1-q) (4 z / (1-q))**2 with z = 1.6449: 0.0475 * 131.59**2 = 822.5.
+    assert rank_margin_capacity(0.95, 0.95) == 823
+
+
+def test_predictor_falls_back_to_a_coarser_class_when_thin() -> None:
+    predictor = WaitPredictor(capacity=200)
+    small = JobClass("kth", "1", procs=2, time_limit=600.0)
+    large = JobClass("kth", "1", procs=64, time_limit=36000.0)
+    assert predictor.predict(small) is None
+    for _ in range(59):
+        predictor.observe(small, 60.0)
+    prediction = predictor.predict(small)
+    assert prediction is not None
+    assert (prediction.level, prediction.median, prediction.upper_bound) == (
+        "site/queue/size/limit", 60.0, 60.0,
+    )
+    # A 64-processor job has no history of its own: the queue-level history answers.
+    for _ in range(10):
+        predictor.observe(large, 7200.0)
+    fallback = predictor.predict(large)
+    assert fallback is not None and fallback.level == "site/queue"
+    assert fallback.history == 69 and fallback.upper_bound == 7200.0
+    assert predictor.probability_by(large, 60.0) == pytest.approx(59 / 69)
+
+
+def test_projection_classes_come_first_when_known() -> None:
+    predictor = WaitPredictor(capacity=200)
+    idle = JobClass("ctc", "1", procs=8, time_limit=3600.0, projected_wait=0.0)
+    busy = JobClass("ctc", "1", procs=8, time_limit=3600.0, projected_wait=7200.0)
+    for _ in range(59):
+        predictor.observe(idle, 30.0)
+        predictor.observe(busy, 9000.0)
+    idle_prediction, busy_prediction = predictor.predict(idle), predictor.predict(busy)
+    assert idle_prediction is not None and busy_prediction is not None
+    assert idle_prediction.level == "site/projection"
+    assert (idle_prediction.upper_bound, busy_prediction.upper_bound) == (30.0, 9000.0)
+    # The projection already weighs the job's size against the queue: one class for all sizes.
+    wide = predictor.predict(JobClass("ctc", "1", procs=128, time_limit=60.0, projected_wait=5.0))
+    assert wide is not None and (wide.level, wide.median) == ("site/projection", 30.0)
+    # Without a projection the same job falls to the queue classes, which mix both.
+    plain = predictor.predict(JobClass("ctc", "1", procs=8, time_limit=3600.0))
+    assert plain is not None and plain.level == "site/queue/size/limit"
+    assert plain.upper_bound == 9000.0 and plain.history == 118
