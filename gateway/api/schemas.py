@@ -6,11 +6,12 @@ them from the server's rows, keeping the ORM and the wire format apart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import Response
 
+from gateway.repositories.job_queries import AttemptView, EventView, JobView
 from gateway.schemas import to_json
 from gateway.schemas.jobs import AttemptOut, EventList, EventOut, JobList, JobOut
 from gateway.schemas.sites import Health, SiteList, SiteOut
@@ -19,7 +20,7 @@ __all__ = ["EventList", "EventOut", "Health", "JobList", "JobOut", "SiteList", "
            "attempt_out", "event_out", "job_out", "json_response"]
 
 
-def attempt_out(row: Mapping[Any, Any]) -> AttemptOut:
+def attempt_out(row: AttemptView) -> AttemptOut:
     """From an attempts row (attempt columns)."""
     return AttemptOut(number=row["number"], site=row["site_name"], native_id=row["native_id"],
                       state=row["state"], raw_state=row["raw_state"], reason=row["reason"],
@@ -27,8 +28,7 @@ def attempt_out(row: Mapping[Any, Any]) -> AttemptOut:
                       started_at=row["started_at"], ended_at=row["ended_at"])
 
 
-def job_out(row: Mapping[Any, Any],
-            attempts: Sequence[Mapping[Any, Any]] | None = None) -> JobOut:
+def job_out(row: JobView, attempts: Sequence[AttemptView] | None = None) -> JobOut:
     """From a job_queries row (job columns + project_name + owner_name)."""
     return JobOut(
         id=row["id"], name=row["name"], owner=row["owner_name"],
@@ -42,7 +42,7 @@ def job_out(row: Mapping[Any, Any],
     )
 
 
-def event_out(row: Mapping[Any, Any]) -> EventOut:
+def event_out(row: EventView) -> EventOut:
     """From an events row."""
     return EventOut(id=row["id"], at=row["at"], from_state=row["from_state"],
                     to_state=row["to_state"], reason=row["reason"], actor=row["actor"],
