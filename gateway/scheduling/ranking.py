@@ -1,0 +1,215 @@
+"""Ranking: which of the sites that can take a job it should go to, and why (pure).
+
+Routing is two stages. Hard constraints first (`Candidate.excluded`: a sentence kept for
+the explanation); then the sites left are ordered by a policy over each site's
+`Forecast` (staging + queue wait + run time, seconds from now):
+- `fastest` (the default): lowest predicted median completion; the 95% bound, then the
+  site name, break ties, so equal forecasts always give the same answer;
+- `deadline`: highest probability of finishing by the deadline, then `fastest`.
+A job naming its site is `pinned`: it has one candidate (routing.py never ranks it).
+
+`route_pass` routes a batch of pending jobs in one computation: each job routed adds
+its predicted load to the chosen site (`Forecaster.commit`), so the jobs of one pass see
+each other and do not all pile onto the site that looked idle at the start. Production
+(the worker's routing step) and the simulator call the same two functions.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+FASTEST = "fastest"
+DEADLINE = "deadline"
+PINNED = "pinned"
+POLICIES = (FASTEST, DEADLINE, PINNED)
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """One site's prediction for one job; every time in seconds from now.
+
+    `wait_quantiles` holds (probability, wait) points of the wait's distribution,
+    increasing in both, e.g. ((0.5, median), (0.95, bound)); P(start within t) is
+    interpolated between them (0 before the first point's wait when it is above 0,
+    the last probability's level beyond the last point: the bound promises no more).
+    """
+
+    wait_median: float
+    wait_bound: float
+    runtime: float
+    staging: float
+    wait_quantiles: tuple[tuple[float, float], ...] = ()
+    basis: str = ""  # where the wait came from, for the explanation
+
+    @property
+    def completion(self) -> float:
+        """Predicted median completion: staging, then the median wait, then the run."""
+        return self.staging + self.wait_median + self.runtime
+
+    @property
+    def completion_bound(self) -> float:
+        """Completion with the wait at its 95% bound."""
+        return self.staging + self.wait_bound + self.runtime
+
+    def p_start_within(self, seconds: float) -> float:
+        """P(the job starts within `seconds` of now), from `wait_quantiles`."""
+        points = self.wait_quantiles or ((0.5, self.wait_median), (0.95, self.wait_bound))
+        if seconds < 0:
+            return 0.0
+        waits = [w for _, w in points]
+        i = bisect_right(waits, seconds)
+        if i == 0:
+            p0, w0 = points[0]
+            return p0 * seconds / w0 if w0 > 0 else p0
+        if i == len(points):
+            return points[-1][0]
+        (p0, w0), (p1, w1) = points[i - 1], points[i]
+        return p0 + (p1 - p0) * (seconds - w0) / (w1 - w0) if w1 > w0 else p1
+
+    def p_finish_within(self, seconds: float) -> float:
+        """P(staged, started and run within `seconds` of now)."""
+        return self.p_start_within(seconds - self.staging - self.runtime)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One site for one job: excluded (and why) or forecast."""
+
+    site: str
+    excluded: str | None = None
+    forecast: Forecast | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A routing decision: the chosen sites (best first; more than one when hedged),
+    every candidate in ranked order (excluded ones last, in the order given), and a
+    sentence saying why. `chosen` is empty when every site was excluded."""
+
+    policy: str
+    chosen: tuple[str, ...]
+    candidates: tuple[Candidate, ...]
+    why: str
+
+
+def _fastest_key(candidate: Candidate) -> tuple[float, float, str]:
+    forecast = candidate.forecast
+    assert forecast is not None
+    return (forecast.completion, forecast.completion_bound, candidate.site)
+
+
+def rank(candidates: Iterable[Candidate], policy: str = FASTEST, hedge: int = 1,
+         deadline: float | None = None) -> Decision:
+    """Order `candidates` by `policy` and choose the best `hedge` of them.
+
+    `deadline` (seconds from now) is required by the `deadline` policy and ignored by
+    the others. A candidate neither excluded nor forecast is a caller's error.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown routing policy {policy!r}")
+    if hedge < 1:
+        raise ValueError("hedge must be at least 1")
+    given = list(candidates)
+    excluded = [c for c in given if c.excluded is not None]
+    open_ = [c for c in given if c.excluded is None]
+    if any(c.forecast is None for c in open_):
+        raise ValueError("every candidate not excluded needs a forecast")
+    if policy == DEADLINE:
+        if deadline is None:
+            raise ValueError("the deadline policy needs a deadline")
+        ordered = sorted(open_, key=lambda c: (-_p_finish(c, deadline), *_fastest_key(c)))
+    else:
+        ordered = sorted(open_, key=_fastest_key)
+    chosen = tuple(c.site for c in ordered[:hedge])
+    return Decision(policy, chosen, tuple(ordered + excluded),
+                    _why(policy, ordered, excluded, chosen, deadline))
+
+
+def _p_finish(candidate: Candidate, deadline: float) -> float:
+    assert candidate.forecast is not None
+    return candidate.forecast.p_finish_within(deadline)
+
+
+def _why(policy: str, ordered: Sequence[Candidate], excluded: Sequence[Candidate],
+         chosen: tuple[str, ...], deadline: float | None) -> str:
+    if not chosen:
+        reasons = "; ".join(f"{c.site}: {c.excluded}" for c in excluded) or "no sites"
+        return f"No site can run this job ({reasons})."
+    best = ordered[0]
+    assert best.forecast is not None
+    if policy == DEADLINE and deadline is not None:
+        lead = (f"site '{best.site}' has the best chance to finish by the deadline "
+                f"({_p_finish(best, deadline):.0%})")
+    elif policy == PINNED:
+        lead = f"the job names site '{best.site}'"
+    else:
+        lead = (f"site '{best.site}' has the earliest predicted completion "
+                f"({_duration(best.forecast.completion)}, 95% bound "
+                f"{_duration(best.forecast.completion_bound)})")
+    if len(ordered) > 1 and policy != PINNED:
+        runner = ordered[1]
+        assert runner.forecast is not None
+        lead += f"; next best '{runner.site}' at {_duration(runner.forecast.completion)}"
+    if len(chosen) > 1:
+        lead += "; hedged over " + ", ".join(f"'{s}'" for s in chosen)
+    return lead[0].upper() + lead[1:] + "."
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(seconds, 0.0)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+JobT = TypeVar("JobT")
+JobT_contra = TypeVar("JobT_contra", contravariant=True)
+
+
+class Forecaster(Protocol[JobT_contra]):
+    """Predicts a job at a site and keeps the load that jobs routed this pass add."""
+
+    def forecast(self, job: JobT_contra, site: str) -> Forecast:
+        """The job's forecast at `site`, given everything committed so far."""
+        ...
+
+    def commit(self, job: JobT_contra, site: str) -> None:
+        """The job will queue at `site`: later forecasts there must count it."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Routing(Generic[JobT]):
+    """One job of a routing pass and its decision."""
+
+    job: JobT
+    decision: Decision
+
+
+def route_pass(jobs: Iterable[JobT], exclusions: Callable[[JobT], Sequence[Candidate]],
+               forecaster: Forecaster[JobT], policy_of: Callable[[JobT], tuple[str, int,
+                                                                                float | None]],
+               ) -> list[Routing[JobT]]:
+    """Route `jobs` in order (the caller's priority: oldest first, usually).
+
+    `exclusions(job)` gives every site as a Candidate, with `excluded` set where a hard
+    constraint rules it out (no forecast yet); `policy_of(job)` gives (policy, hedge,
+    deadline in seconds from now). The chosen sites are committed to the forecaster
+    before the next job is ranked.
+    """
+    routed = []
+    for job in jobs:
+        policy, hedge, deadline = policy_of(job)
+        candidates = [c if c.excluded is not None
+                      else Candidate(c.site, None, forecaster.forecast(job, c.site))
+                      for c in exclusions(job)]
+        decision = rank(candidates, policy, hedge, deadline)
+        for site in decision.chosen:
+            forecaster.commit(job, site)
+        routed.append(Routing(job, decision))
+    return routed
