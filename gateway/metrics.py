@@ -42,6 +42,10 @@ class Metrics:
         self.status_calls = Counter(
             "gridgate_site_status_calls", "Status calls made to a site", ["site"],
             registry=self.registry)
+        self.double_starts = Counter(
+            "gridgate_hedge_double_starts",
+            "Attempts seen running after another attempt of their job had started",
+            registry=self.registry)
         self.transitions = Counter(
             "gridgate_job_transitions", "Job state changes made by the worker", ["to"],
             registry=self.registry)

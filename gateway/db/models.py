@@ -77,6 +77,8 @@ class Site(Base):
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     status: Mapped[str] = mapped_column(String(16), default="unknown")
     status_reason: Mapped[str | None] = mapped_column(Text)
+    # When `status` last changed value (failover counts how long a site has been down).
+    status_since: Mapped[datetime | None] = mapped_column(default=None)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
@@ -104,6 +106,9 @@ class Job(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(default=None)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
+    # The attempt that started first: the job's run. Any other attempt of the job (a
+    # hedge or failover sibling) is revoked. Set once, under the job's row lock.
+    winner_attempt_id: Mapped[int | None] = mapped_column(Integer, default=None)
 
     labels: Mapped[list[JobLabel]] = relationship(lazy="raise", cascade="all, delete-orphan")
 
@@ -115,6 +120,20 @@ class JobLabel(Base):
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(String(255))
+
+
+class JobTarget(Base):
+    """A further site a job is to be submitted to besides `Job.site_name`: a hedge
+    (routing chose several) or a failover (its site went down before the job started).
+    Claimed once, by the worker that creates the attempt there."""
+
+    __tablename__ = "job_targets"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    site_name: Mapped[str] = mapped_column(ForeignKey("sites.name"), primary_key=True)
+    reason: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    claimed_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class Attempt(Base):

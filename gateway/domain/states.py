@@ -50,6 +50,9 @@ class AttemptState(StrEnum):
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+    # Lost a hedge: another attempt of the job started first, this one was cancelled
+    # (or, had it run anyway, disowned): never the job's result, never charged.
+    REVOKED = "REVOKED"
 
     @property
     def is_final(self) -> bool:
@@ -62,7 +65,8 @@ class AttemptState(StrEnum):
 
 
 FINAL_ATTEMPT_STATES = frozenset(
-    {AttemptState.COMPLETED, AttemptState.FAILED, AttemptState.CANCELLED})
+    {AttemptState.COMPLETED, AttemptState.FAILED, AttemptState.CANCELLED,
+     AttemptState.REVOKED})
 # Attempts that hold one of the site's job slots (max_jobs).
 LIVE_ATTEMPT_STATES = frozenset(
     {AttemptState.SUBMITTING, AttemptState.QUEUED, AttemptState.RUNNING})

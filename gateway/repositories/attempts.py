@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Attempt, Job, User
@@ -73,7 +73,10 @@ def lease_stale(session: Session, site_name: str, states: Collection[AttemptStat
              .where(Attempt.site_name == site_name, Attempt.state.in_(states),
                     or_(Attempt.lease_until.is_(None), Attempt.lease_until < now)))
     if job_state is not None:
-        query = query.where(Job.state == job_state.value)
+        # Only the job's own run: never an attempt that lost a hedge to it.
+        query = query.where(Job.state == job_state.value,
+                            or_(Job.winner_attempt_id.is_(None),
+                                Job.winner_attempt_id == Attempt.id))
     rows = session.execute(query.order_by(Attempt.id).limit(limit)
                            .with_for_update(of=Attempt, skip_locked=True)).all()
     leased = []
@@ -107,13 +110,24 @@ def lock_many(session: Session, attempt_ids: Collection[int]) -> dict[int, Attem
         .order_by(Attempt.id).with_for_update())}
 
 
+def live_siblings(session: Session, job_id: str, attempt_id: int) -> int:
+    """The job's other attempts still live (hedge or failover siblings)."""
+    return session.scalar(select(func.count()).select_from(Attempt).where(
+        Attempt.job_id == job_id, Attempt.id != attempt_id,
+        Attempt.state.in_(LIVE_ATTEMPT_STATES))) or 0
+
+
 def pending_cancels(session: Session, site_name: str) -> list[PendingCancel]:
-    """Live attempts at the site whose job's cancel was asked for and not sent yet."""
+    """Live attempts at the site to cancel and not cancelled yet: their job's owner asked,
+    or another attempt of the job started first (a hedge or failover it lost)."""
     rows = session.execute(
         select(Attempt.id, Attempt.native_id, User.username)
         .join(Job, Job.id == Attempt.job_id)
         .join(User, User.id == Job.owner_id)
-        .where(Attempt.site_name == site_name, Job.cancel_requested.is_(True),
+        .where(Attempt.site_name == site_name,
+               or_(Job.cancel_requested.is_(True),
+                   and_(Job.winner_attempt_id.is_not(None),
+                        Job.winner_attempt_id != Attempt.id)),
                Attempt.native_id.is_not(None), Attempt.cancel_sent_at.is_(None),
                Attempt.state.in_(LIVE_ATTEMPT_STATES))
     ).all()

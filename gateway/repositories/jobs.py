@@ -169,9 +169,12 @@ def lock_accepted(session: Session, site_names: Collection[str], limit: int, *,
     return [OwnedJob(job, owner, owner_id) for job, owner, owner_id in rows]
 
 
-def cancel_requested(session: Session, job_id: str) -> bool:
-    """Whether the job's owner asked to cancel it."""
-    return bool(session.scalar(select(Job.cancel_requested).where(Job.id == job_id)))
+def stop_requested(session: Session, job_id: str, attempt_id: int) -> bool:
+    """Whether the attempt must not go on: the job's owner asked to cancel it, or
+    another attempt of the job started first (a hedge or failover sibling)."""
+    row = session.execute(select(Job.cancel_requested, Job.winner_attempt_id)
+                          .where(Job.id == job_id)).one_or_none()
+    return row is not None and (row[0] or row[1] not in (None, attempt_id))
 
 
 def owner_id(session: Session, job_id: str) -> str | None:

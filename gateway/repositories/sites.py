@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import case, or_, select, update
 from sqlalchemy.orm import Session
 
+from gateway.db.base import utcnow
 from gateway.db.models import Site
 
 
@@ -58,9 +59,11 @@ def lock_admission(session: Session, name: str) -> Admission | None:
 
 
 def set_status(session: Session, name: str, status: str, reason: str | None) -> None:
-    """Record the site's health as the worker last saw it."""
+    """Record the site's health as the worker last saw it (and since when, on a change)."""
+    changed = or_(Site.status != status, Site.status_since.is_(None))
     session.execute(update(Site).where(Site.name == name)
-                    .values(status=status, status_reason=reason))
+                    .values(status=status, status_reason=reason,
+                            status_since=case((changed, utcnow()), else_=Site.status_since)))
 
 
 def ensure_rows(session: Session, sites: Sequence[ConfiguredSite]) -> None:

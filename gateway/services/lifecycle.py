@@ -28,12 +28,12 @@ from gateway.db.models import Attempt, Job
 from gateway.domain.jobspec import SUBMITTED, JobSpec
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.metrics import Metrics
-from gateway.repositories import attempts, jobs
+from gateway.repositories import attempts, jobs, targets
 from gateway.repositories import sites as site_rows
 from gateway.repositories.attempts import Followed, PendingCancel
 from gateway.repositories.jobs import NewOutput
 from gateway.services.sites import SiteEntry
-from gateway.services.transitions import advance
+from gateway.services.transitions import advance, note
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +95,11 @@ class Lifecycle:
     # --- claims and leases --------------------------------------------------------------
 
     def claim_accepted(self, session: Session, site: SiteEntry, limit: int) -> list[Claim]:
-        """Claim up to `limit` ACCEPTED jobs placed at the site, within its free slots:
-        each gets a new SUBMITTING attempt under this worker's lease and moves to
-        STAGING_IN. A stored spec today's rules refuse fails the job, saying why."""
+        """Claim up to `limit` ACCEPTED jobs placed at the site, then jobs with an open
+        target there (a hedge or failover sibling), within the site's free slots: each
+        gets a new SUBMITTING attempt under this worker's lease and the job moves to
+        STAGING_IN (a sibling's job may be further on already). A stored spec today's
+        rules refuse fails the job, saying why."""
         now = utcnow()
         admission = site_rows.lock_admission(session, site.name)
         if admission is None or not admission.accepting:
@@ -106,12 +108,14 @@ class Lifecycle:
         if free <= 0:
             return []
         found = jobs.lock_accepted(session, [site.name], free)
-        if not found:
+        hedged = targets.lock_open(session, site.name, free - len(found)) \
+            if len(found) < free else []
+        if not found and not hedged:
             return []
         # One query and one flush for the whole batch, not one of each per job.
-        last = attempts.last_numbers(session, [f.job.id for f in found])
+        last = attempts.last_numbers(session, [f.job.id for f in (*found, *hedged)])
         made = []
-        for owned in found:
+        for owned, sibling in [(o, False) for o in found] + [(o, True) for o in hedged]:
             job = owned.job
             try:
                 spec = JobSpec.model_validate(job.spec)
@@ -124,6 +128,7 @@ class Lifecycle:
                                f"accepted: {problem}")
                 continue
             number = 1 + last.get(job.id, 0)
+            last[job.id] = number
             tag = f"gw-{job.id}" if number == 1 else f"gw-{job.id}.{number}"
             attempt = Attempt(job_id=job.id, number=number, site_name=site.name, tag=tag,
                               state=AttemptState.SUBMITTING, workdir=site.workdir(tag),
@@ -132,7 +137,14 @@ class Lifecycle:
             attempts.add(session, attempt)
             reason = (f"staging {len(spec.inputs)} input(s) to site '{site.name}'"
                       if spec.inputs else f"preparing job directory at site '{site.name}'")
-            advance(session, job, JobState.STAGING_IN, actor=self.actor, reason=reason)
+            if sibling:
+                targets.mark_claimed(session, job.id, site.name, now)
+                if not advance(session, job, JobState.STAGING_IN, actor=self.actor,
+                               reason=reason):
+                    note(session, job, f"also {reason} (first to start wins)",
+                         actor=self.actor)
+            else:
+                advance(session, job, JobState.STAGING_IN, actor=self.actor, reason=reason)
             made.append((attempt, spec, owned))
         session.flush()
         return [Claim(attempt.id, attempt.job_id, attempt.tag, attempt.workdir, spec,
@@ -186,17 +198,37 @@ class Lifecycle:
         self._end(attempt, AttemptState.FAILED, reason)
         job = jobs.lock(session, claim.job_id)
         assert job is not None
-        advance(session, job, JobState.FAILED, actor=self.actor, reason=reason)
+        if self._siblings_remain(session, job, attempt):
+            note(session, job, f"site '{attempt.site_name}' could not take it: {reason}",
+                 actor=self.actor)
+        else:
+            advance(session, job, JobState.FAILED, actor=self.actor, reason=reason)
         session.flush()
 
+    @staticmethod
+    def _siblings_remain(session: Session, job: Job, attempt: Attempt) -> bool:
+        # A hedge or failover sibling that may still start: this attempt's end is not
+        # the job's (unless the user cancelled: then every attempt's end is).
+        return not job.cancel_requested and job.winner_attempt_id is None and (
+            attempts.live_siblings(session, job.id, attempt.id) > 0
+            or targets.open_count(session, job.id) > 0)
+
     def cancel_before_submit(self, session: Session, claim: Claim) -> bool:
-        """End the claim CANCELLED if its cancel came while it was staging in (nothing
-        reached the scheduler) and this worker still holds it. True when it was."""
+        """End the claim if its cancel came while it was staging in (nothing reached the
+        scheduler), CANCELLED, or REVOKED if a sibling started first, while this worker
+        still holds it. True when it was ended."""
         attempt = attempts.lock(session, claim.attempt_id)
         job = jobs.lock(session, claim.job_id)
         assert attempt is not None and job is not None
-        if not job.cancel_requested or attempt.state is not AttemptState.SUBMITTING \
+        if attempt.state is not AttemptState.SUBMITTING \
                 or attempt.lease_owner != self.worker_id:
+            return False
+        if job.winner_attempt_id is not None and not job.cancel_requested:
+            self._end(attempt, AttemptState.REVOKED, f"revoked before submission: the job "
+                      f"started first at site '{job.site_name}'")
+            session.flush()
+            return True
+        if not job.cancel_requested:
             return False
         self._end(attempt, AttemptState.CANCELLED, Reason.CANCELLED_BY_USER)
         advance(session, job, JobState.CANCELLED, actor=self.actor,
@@ -207,9 +239,10 @@ class Lifecycle:
     # --- cancels ------------------------------------------------------------------------
 
     @staticmethod
-    def cancel_requested(session: Session, job_id: str) -> bool:
-        """Whether the job's owner asked to cancel it (the one record of a cancel)."""
-        return jobs.cancel_requested(session, job_id)
+    def stop_requested(session: Session, job_id: str, attempt_id: int) -> bool:
+        """Whether the job's owner asked to cancel it (the one record of a cancel), or a
+        sibling of this attempt started first."""
+        return jobs.stop_requested(session, job_id, attempt_id)
 
     @staticmethod
     def pending_cancels(session: Session, site_name: str) -> list[PendingCancel]:
@@ -250,9 +283,13 @@ class Lifecycle:
         if attempt.state.is_final:
             return
         attempt.raw_state = status.raw_state
-        job.raw_state = status.raw_state
         if status.started_at and attempt.started_at is None:
             attempt.started_at = status.started_at
+        lost = job.winner_attempt_id is not None and job.winner_attempt_id != attempt.id
+        if lost:
+            self._apply_lost(session, job, attempt, status)
+            return
+        job.raw_state = status.raw_state
         if status.state is NativeState.UNKNOWN:
             log.warning("job %s: unknown scheduler state %r", job.id, status.raw_state)
             return
@@ -261,9 +298,22 @@ class Lifecycle:
             return
         if status.state is NativeState.RUNNING:
             attempt.state = AttemptState.RUNNING
+            self._win(session, job, attempt)
             self._advance(session, job, JobState.RUNNING, raw_state=status.raw_state,
                           at=status.started_at, reason=status.reason)
             return
+        if status.state is not NativeState.COMPLETED and attempt.started_at is None \
+                and job.winner_attempt_id is None \
+                and self._siblings_remain(session, job, attempt):
+            # Ended before it ever ran, and a sibling may still: not the job's end.
+            self._end(attempt, AttemptState.of(_FINAL_TARGET[status.state]),
+                      status.reason or status.raw_state or "ended")
+            attempt.ended_at = status.ended_at or attempt.ended_at
+            note(session, job, f"site '{attempt.site_name}' dropped it "
+                 f"({attempt.reason}); waiting for the other site(s)", actor=self.actor)
+            return
+        if job.winner_attempt_id is None:
+            self._win(session, job, attempt)  # it ran (too fast to be seen RUNNING)
         target = _FINAL_TARGET[status.state]
         attempt.state = AttemptState.of(target)
         attempt.exit_code = status.exit_code
@@ -285,6 +335,33 @@ class Lifecycle:
             return
         self._advance(session, job, target, raw_state=status.raw_state, at=attempt.ended_at,
                       reason=reason)
+
+    def _win(self, session: Session, job: Job, attempt: Attempt) -> None:
+        """The attempt started first: it is the job's run; its siblings are revoked (the
+        cancel step cancels every live attempt of the job but the winner)."""
+        job.winner_attempt_id = attempt.id
+        if job.site_name != attempt.site_name or targets.sites_of(session, job.id):
+            job.site_name = attempt.site_name
+            note(session, job, f"started first at site '{attempt.site_name}'; any other "
+                 "attempt is revoked", actor=self.actor)
+
+    def _apply_lost(self, session: Session, job: Job, attempt: Attempt,
+                    status: JobStatus) -> None:
+        """Another attempt of the job started first: this one is being revoked."""
+        if status.state is NativeState.RUNNING and attempt.state is not AttemptState.RUNNING:
+            attempt.state = AttemptState.RUNNING
+            self.metrics.double_starts.inc()
+            log.warning("job %s: attempt %d at %s started after the winner; revoking",
+                        job.id, attempt.id, attempt.site_name)
+            note(session, job, f"also started at site '{attempt.site_name}' before its "
+                 "revocation reached it; cancelling it there", actor=self.actor)
+        if status.state.is_final:
+            # Whatever it ended as, it is not the job's result (and never charged).
+            self._end(attempt, AttemptState.REVOKED,
+                      f"revoked: the job started first at site '{job.site_name}'"
+                      + (f" (here: {status.raw_state})" if status.raw_state else ""))
+            attempt.exit_code = status.exit_code
+            attempt.ended_at = status.ended_at or attempt.ended_at
 
     def _advance(self, session: Session, job: Job, target: JobState, *,
                  raw_state: str | None = None, at: datetime | None = None,

@@ -41,3 +41,11 @@ def advance(
     events.add(session, NewEvent(job.id, now, current.value, target.value, reason, actor,
                                  raw_state))
     return True
+
+
+def note(session: Session, job: Job, reason: str, *, actor: str,
+         at: datetime | None = None) -> None:
+    """Record an event that changes no state (a hedge sibling's news, a routing decision):
+    from and to are the job's current state."""
+    events.add(session, NewEvent(job.id, at or utcnow(), job.state, job.state, reason,
+                                 actor))

@@ -46,12 +46,12 @@ def send_cancels(ctx: StepContext, site: SiteEntry) -> bool:
 
 
 def cancel_before_submit(ctx: StepContext, claim: Claim) -> bool:
-    """A cancel that came while the job was staging in: end it CANCELLED here (nothing
-    reached the scheduler). True when the job was cancelled."""
-    if not ctx.cancel_requested(claim.job_id):  # the usual case: no locks taken
+    """A cancel that came while the job was staging in, or a sibling that started first:
+    end the claim here (nothing reached the scheduler). True when it was ended."""
+    if not ctx.stop_requested(claim.job_id, claim.attempt_id):  # usual: no locks taken
         return False
     with ctx.unit() as session:
-        cancelled = ctx.lifecycle.cancel_before_submit(session, claim)
-    if cancelled:
-        log.info("job %s: cancelled while staging in", claim.job_id)
-    return cancelled
+        ended = ctx.lifecycle.cancel_before_submit(session, claim)
+    if ended:
+        log.info("job %s: attempt %d ended while staging in", claim.job_id, claim.attempt_id)
+    return ended

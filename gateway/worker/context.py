@@ -40,9 +40,9 @@ class StepContext:
         with self.unit() as session:
             return self.lifecycle.renew(session, attempt_id)
 
-    def cancel_requested(self, job_id: str) -> bool:
+    def stop_requested(self, job_id: str, attempt_id: int) -> bool:
         with self.rt.sessions() as session:
-            return self.lifecycle.cancel_requested(session, job_id)
+            return self.lifecycle.stop_requested(session, job_id, attempt_id)
 
 
 # A step of the worker's cycle at one site: True when it reached the site with work.

@@ -139,8 +139,10 @@ def stage_in_claim(ctx: StepContext, site: SiteEntry, adapter: Adapter, claim: C
     job = StageInJob(claim.job_id, claim.owner_id, claim.owner, claim.workdir, claim.spec)
 
     def proceed() -> bool:
-        # Between inputs: stop on a lost lease, or on a cancel (recorded just after).
-        return ctx.renew(claim.attempt_id) and not ctx.cancel_requested(claim.job_id)
+        # Between inputs: stop on a lost lease, a cancel or a sibling that started first
+        # (recorded just after).
+        return (ctx.renew(claim.attempt_id)
+                and not ctx.stop_requested(claim.job_id, claim.attempt_id))
 
     try:
         staged = stage_in(ctx.rt, site, adapter, job, proceed)

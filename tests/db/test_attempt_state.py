@@ -38,5 +38,6 @@ def test_attempt_state_is_an_enum_over_the_same_strings(
 
 def test_live_and_final_attempt_states() -> None:
     assert {s for s in AttemptState if s.is_final} == {
-        AttemptState.COMPLETED, AttemptState.FAILED, AttemptState.CANCELLED}
+        AttemptState.COMPLETED, AttemptState.FAILED, AttemptState.CANCELLED,
+        AttemptState.REVOKED}
     assert AttemptState.SUBMITTING.value == "SUBMITTING"

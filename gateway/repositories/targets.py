@@ -1,0 +1,60 @@
+"""Job targets: further sites a job is to be submitted to (hedges and failovers)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from gateway.db.models import Job, JobTarget, User
+from gateway.domain.states import JobState
+from gateway.repositories.jobs import OwnedJob
+
+# A target is claimable while its job has not started anywhere yet.
+_CLAIMABLE_JOB_STATES = (JobState.ACCEPTED.value, JobState.STAGING_IN.value,
+                         JobState.QUEUED.value)
+
+
+def add(session: Session, job_id: str, sites: Sequence[str], reason: str,
+        now: datetime) -> None:
+    """Add the job's targets at `sites` (sites it already targets are left as they are)."""
+    have = set(session.scalars(select(JobTarget.site_name).where(JobTarget.job_id == job_id)))
+    session.add_all(JobTarget(job_id=job_id, site_name=site, reason=reason, created_at=now)
+                    for site in sites if site not in have)
+
+
+def lock_open(session: Session, site_name: str, limit: int) -> list[OwnedJob]:
+    """Up to `limit` jobs with an unclaimed target at the site that may still use it (not
+    started anywhere, not cancelled), oldest first; target and job rows locked, rows
+    other workers hold skipped."""
+    rows = session.execute(
+        select(Job, User.username, User.id)
+        .join(JobTarget, JobTarget.job_id == Job.id)
+        .join(User, User.id == Job.owner_id)
+        .where(JobTarget.site_name == site_name, JobTarget.claimed_at.is_(None),
+               Job.state.in_(_CLAIMABLE_JOB_STATES), Job.winner_attempt_id.is_(None),
+               Job.cancel_requested.is_(False))
+        .order_by(JobTarget.created_at, Job.id).limit(limit)
+        .with_for_update(of=(JobTarget, Job), skip_locked=True)).all()
+    return [OwnedJob(job, owner, owner_id) for job, owner, owner_id in rows]
+
+
+def mark_claimed(session: Session, job_id: str, site_name: str, now: datetime) -> None:
+    session.execute(update(JobTarget)
+                    .where(JobTarget.job_id == job_id, JobTarget.site_name == site_name)
+                    .values(claimed_at=now))
+
+
+def open_count(session: Session, job_id: str) -> int:
+    """The job's targets no worker has claimed yet."""
+    return session.scalar(select(func.count()).select_from(JobTarget).where(
+        JobTarget.job_id == job_id, JobTarget.claimed_at.is_(None))) or 0
+
+
+def sites_of(session: Session, job_id: str) -> list[str]:
+    """Every site the job targets besides its own."""
+    return list(session.scalars(select(JobTarget.site_name)
+                                .where(JobTarget.job_id == job_id)
+                                .order_by(JobTarget.created_at, JobTarget.site_name)))
