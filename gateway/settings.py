@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     submit_lease_seconds: float = 60.0
     # A worker staging a job's files holds it this long, renewed between files.
     staging_lease_seconds: float = 300.0
+    # A `site: auto` job not started at a site down this long is also routed elsewhere
+    # (first to start wins; the other attempt is revoked).
+    failover_after_seconds: float = Field(default=300.0, gt=0)
     max_body_bytes: int = 1024 * 1024
     # GET /metrics: with a token, it wants `Authorization: Bearer <token>`; without one,
     # it answers loopback clients only.

@@ -8,8 +8,8 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from gateway.db.models import Job, JobTarget, User
-from gateway.domain.states import JobState
+from gateway.db.models import Attempt, Job, JobTarget, User
+from gateway.domain.states import AttemptState, JobState
 from gateway.repositories.jobs import OwnedJob
 
 # A target is claimable while its job has not started anywhere yet.
@@ -58,3 +58,33 @@ def sites_of(session: Session, job_id: str) -> list[str]:
     return list(session.scalars(select(JobTarget.site_name)
                                 .where(JobTarget.job_id == job_id)
                                 .order_by(JobTarget.created_at, JobTarget.site_name)))
+
+
+def lock_stranded(session: Session, site_names: Sequence[str], limit: int, site_choice: str
+                  ) -> list[tuple[OwnedJob, str]]:
+    """Jobs whose spec chose `site_choice` (`auto`) waiting to start at one of these
+    sites (an attempt there live and not started, no other attempt started, no target
+    open elsewhere, no cancel), with the site; job rows locked, others' rows skipped."""
+    if not site_names:
+        return []
+    open_target = (select(JobTarget.job_id)
+                   .where(JobTarget.job_id == Job.id, JobTarget.claimed_at.is_(None))
+                   .exists())
+    rows = session.execute(
+        select(Job, User.username, User.id, Attempt.site_name)
+        .join(Attempt, Attempt.job_id == Job.id)
+        .join(User, User.id == Job.owner_id)
+        .where(Attempt.site_name.in_(site_names),
+               Attempt.state.in_((AttemptState.SUBMITTING, AttemptState.QUEUED)),
+               Attempt.started_at.is_(None), Job.winner_attempt_id.is_(None),
+               Job.cancel_requested.is_(False), ~open_target,
+               Job.spec["site"].as_string() == site_choice)
+        .order_by(Job.created_at, Job.id).limit(limit)
+        .with_for_update(of=Job, skip_locked=True)).all()
+    return [(OwnedJob(job, owner, owner_id), site) for job, owner, owner_id, site in rows]
+
+
+def tried_sites(session: Session, job_id: str) -> set[str]:
+    """Every site the job has had an attempt or a target at."""
+    return set(session.scalars(select(Attempt.site_name).where(Attempt.job_id == job_id))) \
+        | set(sites_of(session, job_id))

@@ -21,6 +21,7 @@ from gateway.services.sites import SiteEntry
 from gateway.settings import Settings
 from gateway.worker.cancel import send_cancels
 from gateway.worker.context import SiteStep, StepContext
+from gateway.worker.failover import fail_over_stranded
 from gateway.worker.housekeeping import Housekeeping
 from gateway.worker.poll import poll
 from gateway.worker.route import route_waiting
@@ -69,6 +70,7 @@ class Worker:
         """One cycle over all sites. True when it did work that calls for another now."""
         self.housekeeping.run()
         busy = route_waiting(self.ctx)
+        busy |= fail_over_stranded(self.ctx)
         for site in self.rt.sites:
             busy |= self._run_site(site)
         return busy

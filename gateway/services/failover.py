@@ -1,0 +1,59 @@
+"""Failover: a `site: auto` job waiting at a site that has been down too long is also
+routed to another site, as a sibling (`gateway.repositories.targets`).
+
+Nothing is taken from the down site: its attempt may still start there when the site
+comes back. Whichever attempt starts first wins and the other is revoked by the usual
+hedge rules (`Lifecycle._win`; the cancel step reaches the old site once it answers),
+so a job never runs to the end twice, and one the site still has is not lost.
+Exactly once across workers: the job row is locked (others skip it) and a job that
+already has an open target is not picked.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from gateway.domain.jobspec import SUBMITTED, JobSpec
+from gateway.repositories import sites as site_rows
+from gateway.repositories import targets
+from gateway.scheduling.routing import AUTO, Routed, route
+from gateway.services.placement import snapshots
+from gateway.services.sites import SiteRegistry
+from gateway.services.transitions import note
+
+DOWN = "down"
+
+
+def down_since_before(session: Session, cutoff: datetime) -> list[str]:
+    """Sites down since before `cutoff`."""
+    return [s.name for s in site_rows.all_sites(session)
+            if s.status == DOWN and s.status_since is not None and s.status_since <= cutoff]
+
+
+def fail_over(session: Session, registry: SiteRegistry, now: datetime, after: timedelta,
+              limit: int, actor: str) -> int:
+    """Route elsewhere the jobs stranded at sites down longer than `after`; how many."""
+    rows = site_rows.all_sites(session)
+    down = {s.name for s in rows if s.status == DOWN}
+    stale = down_since_before(session, now - after)
+    if not stale:
+        return 0
+    admission = site_rows.admissions(session)
+    moved = 0
+    for owned, site in targets.lock_stranded(session, stale, limit, AUTO):
+        job = owned.job
+        spec = JobSpec.model_validate(job.spec, context=SUBMITTED)
+        tried = targets.tried_sites(session, job.id)
+        placed = route(spec, [s for s in snapshots(registry, admission, owned.owner)
+                              if s.name not in tried and s.name not in down])
+        if not isinstance(placed, Routed):
+            continue  # nowhere else now: it keeps waiting at its site
+        reason = (f"site '{site}' down for over {after.total_seconds():.0f} s before the "
+                  f"job started; also routed to site '{placed.site}' (first to start wins)")
+        targets.add(session, job.id, [placed.site], reason, now)
+        note(session, job, reason, actor=actor, at=now)
+        moved += 1
+    session.flush()
+    return moved
