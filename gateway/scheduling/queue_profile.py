@@ -11,13 +11,15 @@ arrival; EASY protects only the head, so a real EASY machine may start it earlie
 Jobs routed in the same pass `reserve` their interval, so the next one sees them.
 
 The step function is kept in blocks of breakpoints, each with the minimum and maximum
-free count it holds: a query skips whole blocks that cannot hold (or cannot block) the
-job, so a profile carrying thousands of reservations still answers in microseconds.
+free count it holds and, per job size asked, a summary (its first and last step too full
+for that size, its longest run of fitting steps between them): a query reads each block
+in constant time unless the answer lies inside it, so a profile carrying thousands of
+reservations answers in tens of microseconds.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -25,7 +27,7 @@ from gateway.scheduling.easy import project_runs
 
 Running = tuple[int, float, float]  # (processors, remaining predicted s, remaining limit s)
 Queued = tuple[int, float, float]  # (processors, predicted run time s, time limit s)
-_BLOCK = 64  # breakpoints per block after a split; blocks split beyond twice this
+_BLOCK = 32  # breakpoints per block after a split; blocks split beyond twice this
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,10 @@ class QueueProfile:
         self._firsts = [block[0] for block in self._times]
         self._lo = [min(block) for block in self._free]
         self._hi = [max(block) for block in self._free]
+        # Per job size: runtimes asked and their answers (sorted by runtime).
+        self._answers: dict[int, tuple[list[float], list[float]]] = {}
+        # Per block, per job size: its _summary (dropped whenever the block changes).
+        self._cache: list[dict[int, tuple[int, int, float]]] = [{} for _ in self._times]
 
     @classmethod
     def project(cls, state: QueueState, limits_as_runtimes: bool = False) -> QueueProfile:
@@ -113,19 +119,50 @@ class QueueProfile:
         """Seconds from now at which a new job of `procs` for `runtime` s can start."""
         if not 0 < procs <= self.processors:
             raise ValueError(f"a job on this site needs 1 to {self.processors} processors")
-        b, k = 0, 0
-        while True:
-            found = self._next(b, k, procs, fits=True)
-            # The last step frees every processor (all jobs end), so a fit always exists;
-            # an over-committed profile (reservations beyond capacity) is the caller's bug.
-            if found is None:
-                raise ValueError("the profile never frees enough processors")
-            b, k = found
-            start = self._times[b][k]
-            blocked = self._next(*self._after(b, k), procs, fits=False)
-            if blocked is None or self._times[blocked[0]][blocked[1]] >= start + runtime:
-                return start
-            b, k = blocked
+        # Reservations only take processors away, so an earlier answer for this size and
+        # a runtime no longer than this one is a lower bound: the walk starts at it.
+        known = self._answers.setdefault(procs, ([], []))
+        index = bisect_right(known[0], runtime) - 1
+        first_block = bisect_right(self._firsts, known[1][index]) - 1 if index >= 0 else 0
+        start = self._walk(first_block, procs, runtime)
+        index = bisect_left(known[0], runtime)
+        if index < len(known[0]) and known[0][index] == runtime:
+            known[1][index] = start
+        else:
+            known[0].insert(index, runtime)
+            known[1].insert(index, start)
+        return start
+
+    def _walk(self, first_block: int, procs: int, runtime: float) -> float:
+        """The earliest start from block `first_block` on (see `earliest_start`)."""
+        # One walk over the blocks, following the current run of steps with `procs`
+        # free (`run` is its start): a block entirely full or entirely free is one test;
+        # a mixed one is read through its cached summary for this size.
+        run: float | None = None
+        for b in range(first_block, len(self._times)):
+            times = self._times[b]
+            if self._hi[b] < procs:  # no step fits: the run ends at the block
+                if run is not None and times[0] - run >= runtime:
+                    return run
+                run = None
+                continue
+            if self._lo[b] >= procs:  # every step fits: the run goes on
+                if run is None:
+                    run = times[0]
+                continue
+            first, last, longest = self._summary(b, procs)
+            if run is None and first > 0:
+                run = times[0]
+            if run is not None and times[first] - run >= runtime:
+                return run
+            if longest >= runtime:
+                return self._inner_run(b, procs, runtime, first, last)
+            run = times[last + 1] if last + 1 < len(times) else None
+        # The last step frees every processor, so the final run never ends; only
+        # reservations beyond capacity (a caller's bug) leave none.
+        if run is None:
+            raise ValueError("the profile never frees enough processors")
+        return run
 
     def reserve(self, procs: int, start: float, runtime: float) -> None:
         """Take `procs` processors over [start, start + runtime) (a job routed here)."""
@@ -148,22 +185,37 @@ class QueueProfile:
         for t in touched:
             self._lo[t] = min(self._free[t])
             self._hi[t] = max(self._free[t])
+            self._cache[t] = {}
 
-    def _after(self, b: int, k: int) -> tuple[int, int]:
-        return (b, k + 1) if k + 1 < len(self._times[b]) else (b + 1, 0)
+    def _summary(self, b: int, procs: int) -> tuple[int, int, float]:
+        """For a block with a step too full for `procs`: the first and last such step and
+        the longest run of fitting steps between two of them (-1 when none)."""
+        cache = self._cache[b]
+        found = cache.get(procs)
+        if found is None:
+            times, free = self._times[b], self._free[b]
+            first = last = -1
+            longest = -1.0
+            for i, level in enumerate(free):
+                if level < procs:
+                    if first < 0:
+                        first = i
+                    elif i > last + 1:
+                        longest = max(longest, times[i] - times[last + 1])
+                    last = i
+            found = cache[procs] = (first, last, longest)
+        return found
 
-    def _next(self, b: int, k: int, procs: int, fits: bool) -> tuple[int, int] | None:
-        """First step at or after (b, k) where the job fits (`fits`) or does not."""
-        bounds = self._hi if fits else self._lo
-        while b < len(self._times):
-            # Skip a block in which no step can match.
-            if (bounds[b] >= procs) == fits:
-                free = self._free[b]
-                for i in range(k, len(free)):
-                    if (free[i] >= procs) == fits:
-                        return b, i
-            b, k = b + 1, 0
-        return None
+    def _inner_run(self, b: int, procs: int, runtime: float, first: int, last: int) -> float:
+        """Start of the first run inside block `b` (between too-full steps) long enough."""
+        times, free = self._times[b], self._free[b]
+        previous = first
+        for i in range(first + 1, last + 1):
+            if free[i] < procs:
+                if i > previous + 1 and times[i] - times[previous + 1] >= runtime:
+                    return times[previous + 1]
+                previous = i
+        raise AssertionError("the block summary promised a run")
 
     def _split(self, instant: float) -> tuple[int, int]:
         """Make `instant` a breakpoint; return its (block, index)."""
@@ -174,11 +226,13 @@ class QueueProfile:
             return b, k
         times.insert(k + 1, instant)
         free.insert(k + 1, free[k])
+        self._cache[b] = {}
         if len(times) > 2 * _BLOCK:
             self._times[b + 1:b + 1] = [times[_BLOCK:]]
             self._free[b + 1:b + 1] = [free[_BLOCK:]]
             del times[_BLOCK:], free[_BLOCK:]
             self._firsts.insert(b + 1, self._times[b + 1][0])
+            self._cache.insert(b + 1, {})
             self._lo[b:b + 1] = [min(free), min(self._free[b + 1])]
             self._hi[b:b + 1] = [max(free), max(self._free[b + 1])]
             if k + 1 >= _BLOCK:
