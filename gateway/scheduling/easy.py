@@ -169,12 +169,31 @@ def project(
     (processors, estimated run time) in queue order. With `until_index`, the projection
     stops once that queued job has started (later entries stay None).
     """
+    return project_runs(
+        processors,
+        [(procs, remaining, remaining) for procs, remaining in running],
+        [(procs, estimate, estimate) for procs, estimate in queued],
+        until_index,
+    )
+
+
+def project_runs(
+    processors: int,
+    running: Sequence[tuple[int, float, float]],
+    queued: Sequence[tuple[int, float, float]],
+    until_index: int | None = None,
+) -> list[float | None]:
+    """`project` with run times apart from estimates, as on a real machine.
+
+    `running` holds (processors, remaining estimate, remaining run time) and `queued`
+    (processors, estimate, run time): the estimates (time limits) drive the backfilling
+    decisions, the run times (predicted) the completions, as in `replay`.
+    """
     machine = EasyMachine(processors)
-    for procs, remaining in running:
-        remaining = max(remaining, 0.0)
-        machine.add_running(procs, remaining, remaining)
+    for procs, estimate, remaining in running:
+        machine.add_running(procs, max(estimate, 0.0), max(remaining, 0.0))
     starts: list[float | None] = [None] * len(queued)
-    jobs = [SimJob(i, 0.0, procs, est, est) for i, (procs, est) in enumerate(queued)]
+    jobs = [SimJob(i, 0.0, procs, run, est) for i, (procs, est, run) in enumerate(queued)]
     machine.queue.extend(jobs)
     for job in jobs:
         job.procs = min(max(job.procs, 1), processors)

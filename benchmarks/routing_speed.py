@@ -1,0 +1,262 @@
+"""Routing speed: ranking many sites for one job, and a batch routing pass (prints JSON).
+
+Sites are real queues: each shared log (../shared/traces) is walked with
+`gateway.scheduling.log_walk.LogWalk` for its first `--warmup` jobs (wait and runtime
+histories fed as the gateway would, each wait with its walltime projection), and its
+queue is snapshotted at instants near the end of that walk. Pending jobs are the jobs
+the logs submit next (user, executable, processors, time limit as logged); a site too
+small for a job is excluded, as the hard constraints would.
+
+- `rank_100_sites`: 100 snapshot sites (25 per log); per job, a forecast at every site
+  and `ranking.rank` (issue 12 target: under 5 ms); baseline in the same run: the same
+  job with a fresh EASY projection of each site's queue (`easy.project_runs`, what a
+  forecaster without profiles would do);
+- `route_pass`: 10,000 pending jobs over 3 sites (KTH, CTC, SDSC-BLUE snapshots),
+  `ranking.route_pass` + `SiteForecaster`, profile construction included (target:
+  under 1 s); baselines: first fit (today's router: first site big enough) over the same
+  jobs, and the per-job reprojection on the first 50 jobs, scaled to 10,000.
+
+Each figure is given as wall time and as this process's CPU time: the machine is shared,
+and under load the wall time counts other processes' turns too (the load average is
+printed with the results).
+
+    nice -n 19 .venv/bin/python benchmarks/routing_speed.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import os
+import statistics
+import sys
+import time
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from gateway.scheduling.easy import project_runs  # noqa: E402
+from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState  # noqa: E402
+from gateway.scheduling.log_walk import LogWalk, fingerprint, usable  # noqa: E402
+from gateway.scheduling.queue_profile import QueueProfile, QueueState  # noqa: E402
+from gateway.scheduling.ranking import Candidate, rank, route_pass  # noqa: E402
+from gateway.scheduling.runtime_predictor import RuntimePredictor  # noqa: E402
+from gateway.scheduling.swf import SwfJob, iter_jobs, machine_size  # noqa: E402
+from gateway.scheduling.wait_predictor import JobClass, WaitPredictor  # noqa: E402
+
+SHARED_CANDIDATES = [ROOT.parent / "shared" / "traces", ROOT.parent.parent / "shared" / "traces"]
+LOGS = {
+    "kth": "KTH-SP2-1996-2.1-cln.swf.gz",
+    "ctc": "CTC-SP2-1996-3.1-cln.swf.gz",
+    "hpc2n": "HPC2N-2002-2.2-cln.swf.gz",
+    "sdsc": "SDSC-BLUE-2000-4.2-cln.swf.gz",
+}
+PASS_SITES = ("kth", "ctc", "sdsc")
+SNAPSHOTS_PER_LOG = 25
+HISTORY_KEPT = 1000  # waits replayed into each snapshot site's history (> the window)
+
+
+class RecordingWaits(WaitPredictor):
+    """A WaitPredictor that also keeps its last observations (to seed other site names)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recent: deque[tuple[JobClass, float]] = deque(maxlen=HISTORY_KEPT)
+
+    def observe(self, job: JobClass, wait: float) -> None:
+        super().observe(job, wait)
+        self.recent.append((job, wait))
+
+
+@dataclasses.dataclass
+class Walked:
+    """A log walked to its warm-up end: snapshots, histories, and the jobs that follow."""
+
+    walk: LogWalk
+    waits: RecordingWaits
+    snapshots: list[QueueState]
+    following: Iterator[SwfJob]
+
+
+def walk_log(path: Path, name: str, warmup: int, runtimes: RuntimePredictor) -> Walked:
+    waits = RecordingWaits()
+    walk = LogWalk(name, machine_size(path), waits, runtimes)
+    jobs = (job for job in iter_jobs(path) if usable(job))
+    every = max(warmup // (2 * SNAPSHOTS_PER_LOG), 1)
+    snapshots = []
+    for index, job in enumerate(itertools.islice(jobs, warmup)):
+        now = float(job.submit)
+        walk.advance(now)
+        user, app, procs = walk.need(job)
+        limit = walk.limit(job)
+        predicted = walk.runtimes.predict(user, app, name, procs, limit).seconds
+        state = walk.state(now)
+        projected = QueueProfile.project(state, limits_as_runtimes=True).earliest_start(
+            min(procs, walk.processors), limit)
+        if index >= warmup // 2 and (index - warmup // 2) % every == 0:
+            snapshots.append(state)
+        walk.submit(job, limit, predicted, projected)
+    return Walked(walk, waits, snapshots[-SNAPSHOTS_PER_LOG:], jobs)
+
+
+def need_of(walked: Walked, job: SwfJob, index: int) -> JobNeed:
+    user, _, procs = walked.walk.need(job)
+    return JobNeed(user, fingerprint(job), procs, walked.walk.limit(job), str(job.queue),
+                   key=f"{walked.walk.site}-{index}")
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def reprojected_wait(state: QueueState, extra: list[tuple[int, float, float]],
+                     job: JobNeed, runtime: float) -> float:
+    """The baseline: the site's whole queue re-projected with the job at its tail."""
+    running = [(p, lim, pred) for p, pred, lim in state.running]
+    queued = [(p, lim, pred) for p, pred, lim in (*state.queued, *extra)]
+    queued.append((min(job.procs, state.processors), job.time_limit, runtime))
+    start = project_runs(state.processors, running, queued, until_index=len(queued) - 1)[-1]
+    assert start is not None
+    return start
+
+
+def rank_many(walked: dict[str, Walked], jobs: list[JobNeed]) -> dict[str, Any]:
+    sites: list[SiteState] = []
+    waits = WaitPredictor()
+    runtimes = walked["kth"].walk.runtimes  # shared by the walks; other sites scale by speed
+    for name, log in walked.items():
+        for i, state in enumerate(log.snapshots):
+            site = f"{name}-{i:02d}"
+            sites.append(SiteState(site, state))
+            for cls, wait in log.waits.recent:
+                waits.observe(dataclasses.replace(cls, site=site), wait)
+    began = time.perf_counter()
+    forecaster = SiteForecaster(sites, waits, runtimes)
+    build = time.perf_counter() - began
+    timings, cpu, baseline = [], [], []
+    for job in jobs:
+        began, began_cpu = time.perf_counter(), time.process_time()
+        candidates = [Candidate(s.name, None, forecaster.forecast(job, s.name))
+                      if job.procs <= s.queue.processors
+                      else Candidate(s.name, "too small") for s in sites]
+        rank(candidates)
+        cpu.append((time.process_time() - began_cpu) * 1000)
+        timings.append((time.perf_counter() - began) * 1000)
+    for job in jobs[:20]:
+        began = time.perf_counter()
+        for s in sites:
+            if job.procs <= s.queue.processors:
+                runtime = runtimes.predict(job.user, job.fingerprint, s.name, job.procs,
+                                           job.time_limit).seconds
+                reprojected_wait(s.queue, [], job, runtime)
+        baseline.append((time.perf_counter() - began) * 1000)
+    return {
+        "sites": len(sites),
+        "jobs": len(jobs),
+        "median_queued_per_site": statistics.median(len(s.queue.queued) for s in sites),
+        "profiles_build_ms": round(build * 1000, 1),
+        "median_ms": round(statistics.median(timings), 3),
+        "p99_ms": round(percentile(timings, 0.99), 3),
+        "cpu_median_ms": round(statistics.median(cpu), 3),
+        "cpu_p99_ms": round(percentile(cpu, 0.99), 3),
+        "target_ms": 5.0,
+        "met_wall": percentile(timings, 0.99) < 5.0,
+        "met_cpu": percentile(cpu, 0.99) < 5.0,
+        "baseline_reprojection_median_ms": round(statistics.median(baseline), 1),
+        "baseline_jobs": len(baseline),
+    }
+
+
+def pass_of(walked: dict[str, Walked], jobs: list[JobNeed]) -> dict[str, Any]:
+    sites = [SiteState(name, walked[name].snapshots[-1]) for name in PASS_SITES]
+    waits = WaitPredictor()
+    for name in PASS_SITES:
+        for cls, wait in walked[name].waits.recent:
+            waits.observe(cls, wait)
+    runtimes = walked["kth"].walk.runtimes
+    size = {s.name: s.queue.processors for s in sites}
+
+    def exclusions(job: JobNeed) -> list[Candidate]:
+        return [Candidate(s, None if job.procs <= p else "too small") for s, p in size.items()]
+
+    began, began_cpu = time.perf_counter(), time.process_time()
+    forecaster = SiteForecaster(sites, waits, runtimes)
+    routed = route_pass(jobs, exclusions, forecaster, lambda job: ("fastest", 1, None))
+    seconds, cpu = time.perf_counter() - began, time.process_time() - began_cpu
+
+    began = time.perf_counter()
+    first_fit = [next((s for s, p in size.items() if job.procs <= p), None) for job in jobs]
+    first_fit_seconds = time.perf_counter() - began
+
+    sample = jobs[:50]
+    extra: dict[str, list[tuple[int, float, float]]] = {s.name: [] for s in sites}
+    began = time.perf_counter()
+    for job in sample:
+        best = None
+        for s in sites:
+            if job.procs > s.queue.processors:
+                continue
+            runtime = runtimes.predict(job.user, job.fingerprint, s.name, job.procs,
+                                       job.time_limit).seconds
+            start = reprojected_wait(s.queue, extra[s.name], job, runtime)
+            if best is None or start + runtime < best[0]:
+                best = (start + runtime, s.name, runtime)
+        assert best is not None
+        extra[best[1]].append((job.procs, best[2], job.time_limit))
+    reprojection = (time.perf_counter() - began) * len(jobs) / len(sample)
+
+    chosen = [r.decision.chosen[0] for r in routed if r.decision.chosen]
+    return {
+        "jobs": len(jobs),
+        "sites": {s.name: {"processors": s.queue.processors, "queued": len(s.queue.queued),
+                           "running": len(s.queue.running), "routed": chosen.count(s.name)}
+                  for s in sites},
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu, 3),
+        "target_s": 1.0,
+        "met_wall": seconds < 1.0,
+        "met_cpu": cpu < 1.0,
+        "baseline_first_fit_s": round(first_fit_seconds, 4),
+        "first_fit_routed": {s.name: first_fit.count(s.name) for s in sites},
+        "baseline_reprojection_s": round(reprojection, 1),
+        "baseline_reprojection_extrapolated_from_jobs": len(sample),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--warmup", type=int, default=4000,
+                        help="jobs walked per log before the snapshots (default 4000)")
+    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("--rank-jobs", type=int, default=300)
+    args = parser.parse_args()
+    shared = next((d for d in SHARED_CANDIDATES if d.is_dir()), SHARED_CANDIDATES[0])
+    runtimes = RuntimePredictor()  # one for all logs, as the gateway keeps one
+    walked = {name: walk_log(shared / file, name, args.warmup, runtimes)
+              for name, file in LOGS.items()}
+    # Pending jobs: the logs' next jobs, interleaved (each keeps its own log's user ids).
+    pending: list[JobNeed] = []
+    streams = [(walked[name], walked[name].following) for name in walked]
+    index = 0
+    while len(pending) < args.pending + args.rank_jobs:
+        for log, stream in streams:
+            pending.append(need_of(log, next(stream), index))
+            index += 1
+    rank_jobs, pass_jobs = pending[:args.rank_jobs], pending[args.rank_jobs:][:args.pending]
+    print(json.dumps({
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "warmup_jobs_per_log": args.warmup,
+        "rank_100_sites": rank_many(walked, rank_jobs),
+        "route_pass": pass_of({n: walked[n] for n in PASS_SITES}, pass_jobs),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""Per-site forecasts for ranking: staging + queue wait + run time of a job (pure).
+
+`SiteForecaster` implements `ranking.Forecaster` over a snapshot of every site taken at
+the start of a routing pass. Per site it keeps two free-processor profiles of the queue
+(`queue_profile.QueueProfile`): a likely one (jobs run their predicted times) and a
+walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For a job:
+- run time: `RuntimePredictor` (the user's runs of this application, scaled between
+  sites by their relative speed), capped by the time limit;
+- wait, median and 95% bound: from the QBETS history (`WaitPredictor`) when it has
+  enough waits, its job class carrying the walltime projection of the job (so the
+  history says how long jobs the queue projected alike really waited); else the likely
+  profile's start for the median and the walltime profile's start for the bound;
+- staging: `staging_estimate.staging_seconds` over the measured transfer rates.
+`commit` reserves the job on both profiles, so the next job of the pass sees it.
+
+Modes (for the evaluation of what helps; production uses `COMBINED`): `HISTORY` drops
+the projection from the job class, `PROJECTION` ignores the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gateway.scheduling.queue_profile import QueueProfile, QueueState
+from gateway.scheduling.ranking import Forecast
+from gateway.scheduling.runtime_predictor import RuntimeEstimate, RuntimePredictor
+from gateway.scheduling.staging_estimate import TransferRates, staging_seconds
+from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+
+COMBINED = "combined"
+HISTORY = "history"
+PROJECTION = "projection"
+MODES = (COMBINED, HISTORY, PROJECTION)
+
+
+@dataclass(frozen=True, slots=True)
+class JobNeed:
+    """What routing knows of a pending job. Times in seconds, sizes in bytes.
+
+    `fingerprint` names the application (executable, argument shape, image); `inputs`
+    holds (source, bytes) pairs as the spec names them (`upload:<id>`, `site://...`);
+    `key` is the caller's identifier (a job id), carried but never read.
+    """
+
+    user: str
+    fingerprint: str
+    procs: int
+    time_limit: float
+    queue: str = ""
+    inputs: tuple[tuple[str, int], ...] = ()
+    output_bytes: int = 0
+    key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SiteState:
+    """One site at the start of a pass: its queue and the input sources it has cached."""
+
+    name: str
+    queue: QueueState
+    cached: frozenset[str] = frozenset()
+
+
+class _Site:
+    """A site's two profiles for the pass (built once, then only reserved on)."""
+
+    __slots__ = ("cached", "likely", "name", "walltime")
+
+    def __init__(self, state: SiteState) -> None:
+        self.name = state.name
+        self.cached = state.cached
+        self.likely = QueueProfile.project(state.queue)
+        self.walltime = QueueProfile.project(state.queue, limits_as_runtimes=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Placement:
+    """A job's starts on a site's two profiles, kept from `forecast` for `commit`."""
+
+    job: JobNeed
+    procs: int
+    runtime: RuntimeEstimate
+    likely_start: float
+    walltime_start: float
+
+
+class SiteForecaster:
+    """`ranking.Forecaster` over per-site queue snapshots and the gateway's histories."""
+
+    def __init__(
+        self,
+        sites: Iterable[SiteState],
+        waits: WaitPredictor,
+        runtimes: RuntimePredictor,
+        rates: TransferRates | None = None,
+        mode: str = COMBINED,
+    ) -> None:
+        """Build each site's profiles from its snapshot (once per routing pass).
+
+        `waits` and `runtimes` are read, never fed: whoever records observed waits must
+        give each the walltime projection the job had (`projected_wait`) so histories
+        and predictions condition alike.
+        """
+        if mode not in MODES:
+            raise ValueError(f"unknown forecast mode {mode!r}")
+        self._sites = {state.name: _Site(state) for state in sites}
+        self.waits = waits
+        self.runtimes = runtimes
+        self.rates = rates if rates is not None else TransferRates()
+        self.mode = mode
+        self._placed: dict[str, _Placement] = {}
+
+    def processors(self, site: str) -> int:
+        """The site's processor count (a job needing more cannot be forecast there)."""
+        return self._sites[site].likely.processors
+
+    def runtime(self, job: JobNeed, site: str) -> RuntimeEstimate:
+        """The job's predicted run time at `site`."""
+        return self.runtimes.predict(job.user, job.fingerprint, site, job.procs,
+                                     job.time_limit)
+
+    def projected_wait(self, job: JobNeed, site: str) -> float:
+        """The walltime projection of the job's wait at `site` (its history class)."""
+        return self._place(job, site).walltime_start
+
+    def _place(self, job: JobNeed, site: str) -> _Placement:
+        placed = self._placed.get(site)
+        if placed is not None and placed.job is job:
+            return placed
+        state = self._sites[site]
+        procs = max(job.procs, 1)
+        runtime = self.runtime(job, site)
+        placed = _Placement(job, procs, runtime,
+                            state.likely.earliest_start(procs, runtime.seconds),
+                            state.walltime.earliest_start(procs, job.time_limit))
+        self._placed[site] = placed
+        return placed
+
+    def forecast(self, job: JobNeed, site: str) -> Forecast:
+        """The job's forecast at `site`, counting every job committed this pass."""
+        state = self._sites[site]
+        self._placed.pop(site, None)  # a new forecast: the site's queue may have changed
+        placed = self._place(job, site)
+        runtime = placed.runtime
+        history = None
+        if self.mode != PROJECTION:
+            projected = placed.walltime_start if self.mode == COMBINED else None
+            history = self.waits.predict(
+                JobClass(site, job.queue, placed.procs, job.time_limit, projected))
+        if history is not None:
+            median, bound = history.median, max(history.upper_bound, history.median)
+            basis = f"history {history.level} ({history.history} waits)"
+            if history.level == "site/projection":
+                basis += " + live queue"
+        else:
+            median = placed.likely_start
+            bound = max(placed.walltime_start, median)
+            basis = "live queue (no wait history)"
+        staging = staging_seconds(site, dict(job.inputs), self.rates, state.cached,
+                                  job.output_bytes)
+        quantiles = ((0.5, median), (history.quantile if history else 0.95, bound))
+        return Forecast(median, bound, runtime.seconds, staging, quantiles,
+                        f"{basis}; run time: {runtime.basis}")
+
+    def commit(self, job: JobNeed, site: str) -> None:
+        """The job will queue at `site`: reserve it on both of the site's profiles."""
+        placed = self._place(job, site)
+        state = self._sites[site]
+        state.likely.reserve(placed.procs, placed.likely_start, placed.runtime.seconds)
+        state.walltime.reserve(placed.procs, placed.walltime_start, job.time_limit)
+        del self._placed[site]

@@ -1,0 +1,111 @@
+"""A workload log's site as the gateway would have seen it, walked in time order (pure).
+
+At each submit instant the walk knows what the gateway would know then: the queue
+(jobs submitted and not started, in submit order; jobs started and not ended), the
+waits of jobs that had started (fed to a `WaitPredictor`, each with the walltime
+projection it had at submit, as production must) and the run times of jobs that had
+ended (fed to a `RuntimePredictor`). The forecast evaluation, the runtime evaluation and
+the routing benchmark walk logs with it.
+
+An SWF log names a job's application by its executable number where the log has one
+(CTC does; KTH, HPC2N and SDSC-BLUE record -1): that number is the fingerprint, else the
+empty string, so the history is the user's own (Tsafrir et al.'s key). Processor counts
+are not part of the fingerprint: the runtime predictor keeps runs per count itself.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from gateway.scheduling.queue_profile import QueueState
+from gateway.scheduling.runtime_predictor import RuntimePredictor
+from gateway.scheduling.swf import SwfJob
+from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+
+
+def fingerprint(job: SwfJob) -> str:
+    """The application of a log job: its executable number when known."""
+    return str(job.executable) if job.executable >= 0 else ""
+
+
+def usable(job: SwfJob) -> bool:
+    """A job that ran: known wait, processors and run time."""
+    return job.wait >= 0 and job.procs > 0 and job.run >= 0
+
+
+@dataclass(slots=True)
+class _Held:
+    job: SwfJob
+    limit: float
+    predicted: float
+    projected_wait: float | None
+
+
+class LogWalk:
+    """One log's queue and histories at the walk's instant (advance, then read, then submit)."""
+
+    def __init__(self, site: str, processors: int, waits: WaitPredictor | None = None,
+                 runtimes: RuntimePredictor | None = None) -> None:
+        self.site = site
+        self.processors = processors
+        self.waits = waits if waits is not None else WaitPredictor()
+        self.runtimes = runtimes if runtimes is not None else RuntimePredictor()
+        self.queued: dict[int, _Held] = {}  # submit order is queue order
+        self.running: dict[int, _Held] = {}
+        self._starts: list[tuple[int, int]] = []
+        self._ends: list[tuple[int, int]] = []
+        self._seq = 0
+        self._longest = 0.0
+
+    def limit(self, job: SwfJob) -> float:
+        """The job's time limit: its request, else the longest request seen (the
+        scheduler's own limit stands behind a job that asked for none)."""
+        if job.requested_time > 0:
+            self._longest = max(self._longest, float(job.requested_time))
+            return float(job.requested_time)
+        return self._longest if self._longest > 0 else float(max(job.run, 1))
+
+    def need(self, job: SwfJob) -> tuple[str, str, int]:
+        """(user, fingerprint, processors) of a log job, as the predictors key them."""
+        return str(job.user), fingerprint(job), job.procs
+
+    def advance(self, now: float) -> None:
+        """Start what started before `now` (its wait becomes known); end what ended."""
+        while True:
+            start = self._starts[0][0] if self._starts else None
+            end = self._ends[0][0] if self._ends else None
+            # Events in time order: an end frees history before a later start reads it.
+            if end is not None and end <= now and (start is None or end <= start):
+                _, seq = heapq.heappop(self._ends)
+                held = self.running.pop(seq)
+                user, app, procs = self.need(held.job)
+                self.runtimes.observe(user, app, self.site, procs, float(held.job.run))
+            elif start is not None and start < now:
+                _, seq = heapq.heappop(self._starts)
+                held = self.queued.pop(seq)
+                self.running[seq] = held
+                job = held.job
+                self.waits.observe(JobClass(self.site, str(job.queue), job.procs,
+                                            held.limit, held.projected_wait), float(job.wait))
+                heapq.heappush(self._ends, (job.start + job.run, seq))
+            else:
+                return
+
+    def state(self, now: float) -> QueueState:
+        """The queue at `now`: running (procs, remaining predicted, remaining limit) and
+        queued (procs, predicted, limit), both predictions as made at submit."""
+        running = tuple(
+            (held.job.procs, held.job.start + held.predicted - now,
+             held.job.start + held.limit - now)
+            for held in self.running.values())
+        queued = tuple((held.job.procs, held.predicted, held.limit)
+                       for held in self.queued.values())
+        return QueueState(self.processors, running, queued)
+
+    def submit(self, job: SwfJob, limit: float, predicted: float,
+               projected_wait: float | None) -> None:
+        """Queue `job` (it starts and ends at its logged times)."""
+        self._seq += 1
+        self.queued[self._seq] = _Held(job, limit, predicted, projected_wait)
+        heapq.heappush(self._starts, (job.start, self._seq))

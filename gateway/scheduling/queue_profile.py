@@ -1,0 +1,241 @@
+"""A site's free processors over time, from its queue, for placing new jobs (pure).
+
+The queue (running jobs with their remaining times, queued jobs in queue order) is
+projected with the EASY engine (`easy.project_runs`: time limits drive the backfilling
+decisions, predicted run times the completions); every job then occupies its processors
+over [start, start + run time), and what is left is a step function of free processors,
+seconds from now. A new job at the queue's tail starts at the first instant from which
+enough processors stay free for its whole run: it may fill a hole the projection left,
+but never delays a job already placed (conservative backfilling's rule for a new
+arrival; EASY protects only the head, so a real EASY machine may start it earlier still).
+Jobs routed in the same pass `reserve` their interval, so the next one sees them.
+
+The step function is kept in blocks of breakpoints, each with the minimum and maximum
+free count it holds and, per job size asked, a summary (its first and last step too full
+for that size, its longest run of fitting steps between them): a query reads each block
+in constant time unless the answer lies inside it, so a profile carrying thousands of
+reservations answers in tens of microseconds.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gateway.scheduling.easy import project_runs
+
+Running = tuple[int, float, float]  # (processors, remaining predicted s, remaining limit s)
+Queued = tuple[int, float, float]  # (processors, predicted run time s, time limit s)
+_BLOCK = 32  # breakpoints per block after a split; blocks split beyond twice this
+
+
+@dataclass(frozen=True, slots=True)
+class QueueState:
+    """One site's queue at an instant: its processors, running and queued jobs.
+
+    Times are seconds. A running job past its predicted end (remaining predicted <= 0)
+    is still running: its remaining limit stands in for the prediction.
+    """
+
+    processors: int
+    running: tuple[Running, ...] = ()
+    queued: tuple[Queued, ...] = ()
+
+
+class QueueProfile:
+    """Free processors from now (time 0) on; place and reserve new jobs."""
+
+    def __init__(self, processors: int, busy: Iterable[tuple[float, float, int]] = ()) -> None:
+        """A profile of `processors` with `busy` (start, end, processors) intervals taken."""
+        if processors <= 0:
+            raise ValueError("a site has at least one processor")
+        self.processors = processors
+        deltas: dict[float, int] = {0.0: 0}
+        for start, end, procs in busy:
+            start = max(start, 0.0)
+            if end <= start or procs <= 0:
+                continue
+            deltas[start] = deltas.get(start, 0) - procs
+            deltas[end] = deltas.get(end, 0) + procs
+        times: list[float] = []
+        free: list[int] = []
+        level = processors
+        for instant in sorted(deltas):
+            level += deltas[instant]
+            if free and free[-1] == level:
+                continue  # no change: no breakpoint
+            times.append(instant)
+            free.append(level)
+        self._times: list[list[float]] = []
+        self._free: list[list[int]] = []
+        for i in range(0, len(times), _BLOCK):
+            self._times.append(times[i:i + _BLOCK])
+            self._free.append(free[i:i + _BLOCK])
+        self._firsts = [block[0] for block in self._times]
+        self._lo = [min(block) for block in self._free]
+        self._hi = [max(block) for block in self._free]
+        # Per job size: runtimes asked and their answers (sorted by runtime).
+        self._answers: dict[int, tuple[list[float], list[float]]] = {}
+        # Per block, per job size: its _summary (dropped whenever the block changes).
+        self._cache: list[dict[int, tuple[int, int, float]]] = [{} for _ in self._times]
+
+    @classmethod
+    def project(cls, state: QueueState, limits_as_runtimes: bool = False) -> QueueProfile:
+        """The profile of `state` after an EASY projection of its queue.
+
+        By default jobs run their predicted times; with `limits_as_runtimes` every job
+        runs to its limit (the pessimistic profile behind a walltime-based bound).
+        """
+        busy: list[tuple[float, float, int]] = []
+        running: list[tuple[int, float, float]] = []
+        for procs, predicted, limit in state.running:
+            limit = max(limit, 0.0)
+            run = limit if limits_as_runtimes or predicted <= 0 else min(predicted, limit)
+            running.append((procs, limit, run))
+            busy.append((0.0, run, min(procs, state.processors)))
+        queued: list[tuple[int, float, float]] = []
+        for procs, predicted, limit in state.queued:
+            run = limit if limits_as_runtimes else min(max(predicted, 0.0), limit)
+            queued.append((procs, limit, run))
+        starts = project_runs(state.processors, running, queued)
+        for (procs, _, run), start in zip(queued, starts, strict=True):
+            if start is not None:
+                busy.append((start, start + run, min(max(procs, 1), state.processors)))
+        return cls(state.processors, busy)
+
+    def steps(self) -> list[tuple[float, int]]:
+        """(time, free processors from then on) at every change, starting at 0."""
+        return [(t, f) for times, free in zip(self._times, self._free, strict=True)
+                for t, f in zip(times, free, strict=True)]
+
+    def free_at(self, instant: float) -> int:
+        """Free processors at `instant` (seconds from now)."""
+        b = max(bisect_right(self._firsts, instant) - 1, 0)
+        k = max(bisect_right(self._times[b], instant) - 1, 0)
+        return self._free[b][k]
+
+    def earliest_start(self, procs: int, runtime: float) -> float:
+        """Seconds from now at which a new job of `procs` for `runtime` s can start."""
+        if not 0 < procs <= self.processors:
+            raise ValueError(f"a job on this site needs 1 to {self.processors} processors")
+        # Reservations only take processors away, so an earlier answer for this size and
+        # a runtime no longer than this one is a lower bound: the walk starts at it.
+        known = self._answers.setdefault(procs, ([], []))
+        index = bisect_right(known[0], runtime) - 1
+        first_block = bisect_right(self._firsts, known[1][index]) - 1 if index >= 0 else 0
+        start = self._walk(first_block, procs, runtime)
+        index = bisect_left(known[0], runtime)
+        if index < len(known[0]) and known[0][index] == runtime:
+            known[1][index] = start
+        else:
+            known[0].insert(index, runtime)
+            known[1].insert(index, start)
+        return start
+
+    def _walk(self, first_block: int, procs: int, runtime: float) -> float:
+        """The earliest start from block `first_block` on (see `earliest_start`)."""
+        # One walk over the blocks, following the current run of steps with `procs`
+        # free (`run` is its start): a block entirely full or entirely free is one test;
+        # a mixed one is read through its cached summary for this size.
+        run: float | None = None
+        for b in range(first_block, len(self._times)):
+            times = self._times[b]
+            if self._hi[b] < procs:  # no step fits: the run ends at the block
+                if run is not None and times[0] - run >= runtime:
+                    return run
+                run = None
+                continue
+            if self._lo[b] >= procs:  # every step fits: the run goes on
+                if run is None:
+                    run = times[0]
+                continue
+            first, last, longest = self._summary(b, procs)
+            if run is None and first > 0:
+                run = times[0]
+            if run is not None and times[first] - run >= runtime:
+                return run
+            if longest >= runtime:
+                return self._inner_run(b, procs, runtime, first, last)
+            run = times[last + 1] if last + 1 < len(times) else None
+        # The last step frees every processor, so the final run never ends; only
+        # reservations beyond capacity (a caller's bug) leave none.
+        if run is None:
+            raise ValueError("the profile never frees enough processors")
+        return run
+
+    def reserve(self, procs: int, start: float, runtime: float) -> None:
+        """Take `procs` processors over [start, start + runtime) (a job routed here)."""
+        if procs <= 0 or runtime <= 0:
+            return
+        start = max(start, 0.0)
+        end = start + runtime
+        self._split(end)
+        b, k = self._split(start)
+        touched = set()
+        while b < len(self._times):
+            times, free = self._times[b], self._free[b]
+            while k < len(times) and times[k] < end:
+                free[k] -= procs
+                k += 1
+            touched.add(b)
+            if k < len(times):
+                break
+            b, k = b + 1, 0
+        for t in touched:
+            self._lo[t] = min(self._free[t])
+            self._hi[t] = max(self._free[t])
+            self._cache[t] = {}
+
+    def _summary(self, b: int, procs: int) -> tuple[int, int, float]:
+        """For a block with a step too full for `procs`: the first and last such step and
+        the longest run of fitting steps between two of them (-1 when none)."""
+        cache = self._cache[b]
+        found = cache.get(procs)
+        if found is None:
+            times, free = self._times[b], self._free[b]
+            first = last = -1
+            longest = -1.0
+            for i, level in enumerate(free):
+                if level < procs:
+                    if first < 0:
+                        first = i
+                    elif i > last + 1:
+                        longest = max(longest, times[i] - times[last + 1])
+                    last = i
+            found = cache[procs] = (first, last, longest)
+        return found
+
+    def _inner_run(self, b: int, procs: int, runtime: float, first: int, last: int) -> float:
+        """Start of the first run inside block `b` (between too-full steps) long enough."""
+        times, free = self._times[b], self._free[b]
+        previous = first
+        for i in range(first + 1, last + 1):
+            if free[i] < procs:
+                if i > previous + 1 and times[i] - times[previous + 1] >= runtime:
+                    return times[previous + 1]
+                previous = i
+        raise AssertionError("the block summary promised a run")
+
+    def _split(self, instant: float) -> tuple[int, int]:
+        """Make `instant` a breakpoint; return its (block, index)."""
+        b = max(bisect_right(self._firsts, instant) - 1, 0)
+        times, free = self._times[b], self._free[b]
+        k = bisect_right(times, instant) - 1
+        if times[k] == instant:
+            return b, k
+        times.insert(k + 1, instant)
+        free.insert(k + 1, free[k])
+        self._cache[b] = {}
+        if len(times) > 2 * _BLOCK:
+            self._times[b + 1:b + 1] = [times[_BLOCK:]]
+            self._free[b + 1:b + 1] = [free[_BLOCK:]]
+            del times[_BLOCK:], free[_BLOCK:]
+            self._firsts.insert(b + 1, self._times[b + 1][0])
+            self._cache.insert(b + 1, {})
+            self._lo[b:b + 1] = [min(free), min(self._free[b + 1])]
+            self._hi[b:b + 1] = [max(free), max(self._free[b + 1])]
+            if k + 1 >= _BLOCK:
+                return b + 1, k + 1 - _BLOCK
+        return b, k + 1
+

@@ -1,0 +1,117 @@
+"""SiteForecaster: per-site forecasts from queue profiles, histories and staging."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gateway.scheduling.forecaster import (
+    HISTORY,
+    PROJECTION,
+    JobNeed,
+    SiteForecaster,
+    SiteState,
+)
+from gateway.scheduling.queue_profile import QueueState
+from gateway.scheduling.ranking import Candidate, route_pass
+from gateway.scheduling.runtime_predictor import RuntimePredictor
+from gateway.scheduling.staging_estimate import TransferRates
+from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+
+# Site a: the queue of test_queue_profile (10 processors; A running, B and C queued).
+# Likely profile: 0: 2 free, 30: 4, 100: 2, 150: 10.
+# Walltime profile (limits): 0: 2 free, 40: 4, 200: 2, 300: 10.
+SITE_A = SiteState("a", QueueState(10, running=((6, 100.0, 200.0),),
+                                   queued=((8, 50.0, 100.0), (2, 30.0, 40.0))))
+JOB = JobNeed("u", "app", 4, 100.0)
+
+
+def runtimes_of_60s() -> RuntimePredictor:
+    runs = RuntimePredictor()
+    runs.observe("u", "app", "a", 4, 50.0)
+    runs.observe("u", "app", "a", 4, 70.0)
+    return runs
+
+
+def test_without_history_the_live_queue_gives_median_and_bound() -> None:
+    forecaster = SiteForecaster([SITE_A], WaitPredictor(), runtimes_of_60s())
+    forecast = forecaster.forecast(JOB, "a")
+    # Run time 60 s (mean of 50 and 70). Likely: 4 free from 30 until 100 >= 30 + 60.
+    # Walltime: 4 free from 40 until 200 >= 40 + 100 (the limit).
+    assert (forecast.wait_median, forecast.wait_bound, forecast.runtime) == (30.0, 40.0, 60.0)
+    assert forecast.staging == 0.0
+    assert forecast.wait_quantiles == ((0.5, 30.0), (0.95, 40.0))
+    assert forecast.basis == ("live queue (no wait history); "
+                              "run time: last 2 runs at 4 processors")
+    assert forecaster.projected_wait(JOB, "a") == 40.0
+
+
+def test_bound_never_below_median() -> None:
+    # No runs: the job runs its limit, 100 s. Likely: the 30-100 hole is too short
+    # (4 free only from 150); walltime: 40 (the 40-200 hole holds 100 s). Bound = median.
+    forecast = SiteForecaster([SITE_A], WaitPredictor(), RuntimePredictor()).forecast(JOB, "a")
+    assert (forecast.wait_median, forecast.wait_bound) == (150.0, 150.0)
+    assert forecast.p_start_within(150.0) == pytest.approx(0.95)
+
+
+def history_for_a() -> WaitPredictor:
+    waits = WaitPredictor()
+    rng = random.Random(3)
+    for _ in range(100):
+        # The job's projection (40 s) is in the under-a-minute projection class.
+        waits.observe(JobClass("a", "", 4, 100.0, 40.0), float(rng.randint(0, 900)))
+    return waits
+
+
+def test_history_conditioned_on_the_projection_wins_when_long_enough() -> None:
+    waits = history_for_a()
+    forecast = SiteForecaster([SITE_A], waits, runtimes_of_60s()).forecast(JOB, "a")
+    expected = waits.predict(JobClass("a", "", 4, 100.0, 40.0))
+    assert expected is not None and expected.level == "site/projection"
+    assert (forecast.wait_median, forecast.wait_bound) == (expected.median,
+                                                           expected.upper_bound)
+    assert forecast.basis.startswith("history site/projection (100 waits) + live queue;")
+
+
+def test_modes_history_alone_and_projection_alone() -> None:
+    waits = history_for_a()
+    alone = SiteForecaster([SITE_A], waits, runtimes_of_60s(), mode=HISTORY).forecast(JOB, "a")
+    assert alone.basis.startswith("history site/queue/size/limit (100 waits);")
+    live = SiteForecaster([SITE_A], waits, runtimes_of_60s(), mode=PROJECTION).forecast(JOB, "a")
+    assert (live.wait_median, live.wait_bound) == (30.0, 40.0)
+    with pytest.raises(ValueError, match="unknown forecast mode"):
+        SiteForecaster([SITE_A], waits, runtimes_of_60s(), mode="guess")
+
+
+def test_commit_is_seen_by_the_next_forecast() -> None:
+    empty = SiteState("e", QueueState(4))
+    forecaster = SiteForecaster([empty], WaitPredictor(), RuntimePredictor())
+    whole = JobNeed("u", "app", 4, 100.0)
+    assert forecaster.forecast(whole, "e").wait_median == 0.0
+    forecaster.commit(whole, "e")
+    second = forecaster.forecast(JobNeed("v", "app", 4, 100.0), "e")
+    assert (second.wait_median, second.wait_bound) == (100.0, 100.0)
+
+
+def test_staging_uses_rates_and_the_site_cache() -> None:
+    sites = [SiteState("a", QueueState(4)), SiteState("b", QueueState(4)),
+             SiteState("c", QueueState(4), cached=frozenset({"upload:1"}))]
+    rates = TransferRates(defaults={"a": 100e6, "b": 100e6, "c": 100e6})
+    job = JobNeed("u", "app", 1, 60.0, inputs=(("upload:1", 500_000_000),
+                                               ("site://b/in", 100_000_000)))
+    forecaster = SiteForecaster(sites, WaitPredictor(), RuntimePredictor(), rates)
+    # a: both move (5 s + 1 s); b: its own file stays (5 s); c: the upload is cached (1 s).
+    assert [forecaster.forecast(job, s).staging for s in "abc"] == pytest.approx([6, 5, 1])
+
+
+def test_route_pass_spreads_jobs_that_see_each_other() -> None:
+    sites = [SiteState("a", QueueState(4)), SiteState("b", QueueState(4))]
+    forecaster = SiteForecaster(sites, WaitPredictor(), RuntimePredictor())
+    jobs = [JobNeed("u", "app", 4, 100.0, key=str(i)) for i in range(3)]
+    routed = route_pass(jobs, lambda job: [Candidate("a"), Candidate("b")], forecaster,
+                        lambda job: ("fastest", 1, None))
+    # Equal forecasts break on the name: a; then a is busy to 100 and b is idle: b;
+    # then both free at 100: a again.
+    assert [r.decision.chosen for r in routed] == [("a",), ("b",), ("a",)]
+    assert forecaster.forecast(jobs[0], "a").wait_median == 200.0

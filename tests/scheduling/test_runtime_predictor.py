@@ -1,0 +1,77 @@
+"""Runtime predictor: golden values computed by hand (Tsafrir's rule, scaling, speeds)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.scheduling.runtime_predictor import RuntimePredictor
+
+
+def test_no_runs_fall_back_to_the_limit() -> None:
+    estimate = RuntimePredictor().predict("u", "app", "a", 4, 3600)
+    assert (estimate.seconds, estimate.basis) == (3600, "time limit (no earlier runs)")
+
+
+def test_mean_of_last_two_runs_at_the_same_size_capped_by_the_limit() -> None:
+    runs = RuntimePredictor()
+    for seconds in (100.0, 200.0, 400.0):
+        runs.observe("u", "app", "a", 4, seconds)
+    estimate = runs.predict("u", "app", "a", 4, 3600)
+    assert estimate.seconds == pytest.approx(300.0)  # (200 + 400) / 2
+    assert estimate.basis == "last 2 runs at 4 processors"
+    capped = runs.predict("u", "app", "a", 4, 250)
+    assert capped.seconds == 250
+    assert capped.basis.startswith("time limit")
+    # Another user, another application, another site: none of these runs count.
+    assert runs.predict("v", "app", "a", 4, 900).seconds == 900
+    assert runs.predict("u", "other", "a", 4, 900).seconds == 900
+
+
+def test_other_size_uses_the_last_two_runs_of_any_size() -> None:
+    runs = RuntimePredictor()
+    runs.observe("u", "app", "a", 4, 100.0)
+    runs.observe("u", "app", "a", 2, 300.0)
+    estimate = runs.predict("u", "app", "a", 8, 3600)
+    assert estimate.seconds == pytest.approx(200.0)
+    assert estimate.basis == "last 2 runs"
+
+
+def test_three_sizes_give_the_scaling_fit() -> None:
+    # t(p) = 10 + 90/p exactly: 100 s on 1, 55 on 2, 32.5 on 4; on 8: 10 + 11.25.
+    runs = RuntimePredictor()
+    for procs, seconds in ((1, 100.0), (2, 55.0), (4, 32.5)):
+        runs.observe("u", "app", "a", procs, seconds)
+    estimate = runs.predict("u", "app", "a", 8, 3600)
+    assert estimate.seconds == pytest.approx(21.25, rel=1e-6)
+    assert estimate.basis == "scaling fit over 3 sizes"
+    # A size already run keeps its own runs.
+    assert runs.predict("u", "app", "a", 2, 3600).seconds == pytest.approx(55.0)
+
+
+def test_configured_speeds_scale_runs_from_another_site() -> None:
+    runs = RuntimePredictor(speeds={"a": 1.0, "b": 2.0})
+    runs.observe("u", "app", "a", 4, 100.0)
+    runs.observe("u", "app", "a", 4, 300.0)
+    estimate = runs.predict("u", "app", "b", 4, 3600)
+    assert estimate.seconds == pytest.approx(100.0)  # 200 at a, b twice as fast
+    assert estimate.basis == "last 2 runs at 4 processors at 'a' x 0.50"
+    assert runs.speed_ratio("b", "a") == pytest.approx(2.0)
+
+
+def test_speed_learned_from_an_application_run_on_both_sites() -> None:
+    runs = RuntimePredictor(speeds={"a": 1.0, "b": 2.0})  # config says b is 2x: wrong
+    runs.observe("u", "app", "a", 4, 200.0)
+    runs.observe("u", "app", "b", 4, 150.0)  # the same run takes 0.75 of a's time at b
+    assert runs.speed_ratio("a", "b") == pytest.approx(0.75)
+    assert runs.speed_ratio("b", "a") == pytest.approx(1 / 0.75)
+    runs.observe("w", "solver", "a", 8, 400.0)
+    assert runs.predict("w", "solver", "b", 8, 3600).seconds == pytest.approx(300.0)
+    # Runs of another size do not compare the machines.
+    runs.observe("u", "app", "b", 16, 10.0)
+    assert runs.speed_ratio("a", "b") == pytest.approx(0.75)
+
+
+def test_runs_that_never_ran_are_ignored() -> None:
+    runs = RuntimePredictor()
+    runs.observe("u", "app", "a", 4, 0.0)
+    assert runs.predict("u", "app", "a", 4, 600).seconds == 600
