@@ -31,7 +31,6 @@ from adapters.scheduler_types import job_phase
 from adapters.snapshot import JobPhase, SiteCores, SnapshotJob
 from adapters.transport import CommandResult
 
-_CHUNK = re.compile(r"(?:(?P<count>[0-9]+)|[^:+]+)(?::ppn=(?P<ppn>[0-9]+))?(?::[^+]*)?")
 _BUSY = re.compile(r"([0-9][0-9,-]*)/[^,\s]+")
 _NOT_UP = frozenset({"down", "offline", "unknown"})
 
@@ -41,13 +40,15 @@ def queue_jobs_command(commands: PbsCommands) -> tuple[str, ...]:
 
 
 def job_cores(nodes: str) -> int | None:
-    """The cores of a `nodes=` spec: the sum over `+` chunks of nodes times ppn."""
+    """The cores of a `nodes=` spec: the sum over `+` chunks of nodes times ppn; None for
+    a spec that is not one."""
     total = 0
     for chunk in nodes.split("+"):
-        match = _CHUNK.fullmatch(chunk.strip())
-        if not match:
+        first, *properties = chunk.strip().split(":")
+        ppn = [p.removeprefix("ppn=") for p in properties if p.startswith("ppn=")]
+        if not first or len(ppn) > 1 or not all(p.isdigit() for p in ppn):
             return None
-        total += int(match["count"] or 1) * int(match["ppn"] or 1)
+        total += (int(first) if first.isdigit() else 1) * (int(ppn[0]) if ppn else 1)
     return total or None
 
 
