@@ -24,8 +24,6 @@ from adapters.sge.status import JOB_ID, child_text, job_elements
 from adapters.snapshot import SnapshotJob
 from adapters.transport import CommandResult
 
-_TASK = JOB_ID
-
 
 def queue_jobs_command(commands: SgeCommands) -> tuple[str, ...]:
     # '*' is an argument, never a glob: argv elements are quoted on the site.
@@ -49,7 +47,7 @@ def parse_queue_jobs(result: CommandResult, tz: tzinfo) -> list[SnapshotJob]:
         queue = child_text(item, "queue_name").partition("@")[0] or child_text(
             item, "hard_req_queue") or None
         jobs.append(SnapshotJob(
-            native_id=f"{number}.{task}" if _TASK.matches(task) else number,
+            native_id=f"{number}.{task}" if JOB_ID.matches(task) else number,
             phase=phase,
             raw_state=raw,
             cores=integer(child_text(item, "slots")),
