@@ -123,10 +123,14 @@ def read_header(path: Path) -> SwfHeader:
 def iter_jobs(path: Path) -> Iterator[SwfJob]:
     """Yield the log's job records in file order (SWF files are sorted by submit time)."""
     with _open_text(path) as stream:
-        for line in stream:
+        for number, line in enumerate(stream, start=1):
             stripped = line.strip()
             if stripped and not stripped.startswith(";"):
-                yield parse_job(stripped)
+                try:
+                    yield parse_job(stripped)
+                except SwfError as exc:
+                    # Which file and line: a 200,000-line log is not searched by eye.
+                    raise SwfError(f"{path.name}, line {number}: {exc}") from None
 
 
 def machine_size(path: Path, header: SwfHeader | None = None) -> int:
