@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from gateway.scheduling.federation import Record, SiteSpec, TraceJob, Truth
-from gateway.scheduling.swf import SwfError, iter_jobs, machine_size, read_header
+from gateway.scheduling.swf import SwfError, SwfJob, iter_jobs, machine_size, read_header
 
 DAY = 86400.0
 
@@ -30,6 +30,15 @@ def site_name(path: Path) -> str:
     return name or path.name
 
 
+def windowed(path: Path, window_days: float | None) -> Iterator[SwfJob]:
+    """The log's jobs submitted within `window_days` of its start (all when None)."""
+    horizon = None if window_days is None else window_days * DAY
+    for job in iter_jobs(path):
+        if horizon is not None and job.submit >= horizon:
+            return
+        yield job
+
+
 class TraceLog:
     """One log read as a site; `skipped` counts its jobs that could not be replayed."""
 
@@ -40,13 +49,10 @@ class TraceLog:
 
     def records(self, origin: int, window_days: float | None = None) -> Iterator[Record]:
         """The log's jobs from `origin`, in submit order, up to `window_days` after its start."""
-        horizon = None if window_days is None else window_days * DAY
         longest = 0
         last_submit = 0
         self.skipped = 0
-        for job in iter_jobs(self.path):
-            if horizon is not None and job.submit >= horizon:
-                break
+        for job in windowed(self.path, window_days):
             if job.submit < last_submit:
                 raise SwfError(f"{self.path.name}: job {job.number} is out of submit order "
                                "(SWF logs are sorted by submit time)")
