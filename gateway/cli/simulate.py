@@ -29,6 +29,15 @@ class PolicyName(StrEnum):
 
     own = "own"
     fewest_queued = "fewest-queued"
+    fastest = "fastest"
+
+
+class ForecastMode(StrEnum):
+    """What `fastest` predicts waits from (gateway/scheduling/forecaster.py)."""
+
+    combined = "combined"
+    history = "history"
+    projection = "projection"
 
 
 TraceOpt = Annotated[list[Path], typer.Option(
@@ -37,8 +46,13 @@ TraceOpt = Annotated[list[Path], typer.Option(
     help="A workload log in Standard Workload Format, gzipped or not; repeat it for a "
          "federation (one site per log).")]
 PolicyOpt = Annotated[PolicyName, typer.Option(
-    "--policy", help="own: every job stays at its log's site; fewest-queued: the fitting "
-                     "site with the shortest queue.")]
+    "--policy", help="fastest: gridgate's router (earliest predicted completion); own: "
+                     "every job stays at its log's site; fewest-queued: the fitting site "
+                     "with the shortest queue.")]
+ForecastOpt = Annotated[ForecastMode, typer.Option(
+    "--forecast-mode", help="fastest's wait forecast: combined (production: the wait "
+                            "history, classed by the live queue's projection), history, or "
+                            "projection (the live queue alone).")]
 WindowOpt = Annotated[float | None, typer.Option(
     "--window-days", min=0, show_default=False,
     help=f"Replay only the first N days of each log (default {DEFAULT_WINDOW_DAYS:.0f} for a "
@@ -57,7 +71,8 @@ def _progress(what: str) -> Callable[[int, float], None]:
 
 def simulate(
     traces: TraceOpt,
-    policy: PolicyOpt = PolicyName.own,
+    policy: PolicyOpt = PolicyName.fastest,
+    forecast_mode: ForecastOpt = ForecastMode.combined,
     window_days: WindowOpt = None,
     evaluate_predictions: EvaluateOpt = False,
     json_out: JsonOpt = False,
@@ -80,7 +95,8 @@ def simulate(
             results = [simulation.evaluate_predictions(path, window, _progress(path.name))
                        for path in traces]
         else:
-            summary = simulation.simulate(traces, policy.value, window, _progress("simulate"))
+            summary = simulation.simulate(traces, policy.value, window, _progress("simulate"),
+                                          forecast_mode.value)
     except SwfError as exc:
         raise errors.fail(f"error: {exc}") from None
     if evaluate_predictions:
@@ -122,7 +138,9 @@ def overall_table(summary: dict[str, Any]) -> Table:
     """The whole federation's figures."""
     window = summary["window_days"]
     scope = "whole logs" if window is None else f"first {window:g} days of each log"
-    table = Table(title=f"Policy {summary['policy']} ({scope})")
+    mode = summary["forecast_mode"]
+    policy = summary["policy"] + (f", {mode} forecasts" if mode else "")
+    table = Table(title=f"Policy {policy} ({scope})")
     for column in ("jobs", "mean wait", "p95 wait", "mean turnaround",
                    "mean bounded slowdown", "utilisation"):
         table.add_column(column, justify="right")

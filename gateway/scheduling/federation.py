@@ -37,7 +37,8 @@ class TraceJob:
     """What anyone may know of a job before it runs; times in seconds.
 
     `origin` is the index of the site whose log the job comes from, `number` its job
-    number there, `requested` the time it asked for (the scheduler's estimate).
+    number there, `requested` the time it asked for (the scheduler's estimate),
+    `executable` the log's application number (-1 when unknown).
     """
 
     origin: int
@@ -47,6 +48,7 @@ class TraceJob:
     requested: float
     user: int
     queue: int
+    executable: int = -1
 
 
 @dataclass(frozen=True, slots=True)

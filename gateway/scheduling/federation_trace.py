@@ -64,7 +64,7 @@ class TraceLog:
                 longest = max(longest, job.requested_time)
             requested = job.requested_time if job.requested_time > 0 else longest or job.run
             yield (TraceJob(origin, job.number, float(job.submit), job.procs, float(requested),
-                            job.user, job.queue),
+                            job.user, job.queue, job.executable),
                    Truth(float(job.run), float(job.wait) if job.wait >= 0 else -1.0))
 
 

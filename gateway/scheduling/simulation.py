@@ -12,39 +12,47 @@ from pathlib import Path
 from typing import Any
 
 from gateway.scheduling.federation import Federation, Policy, Progress, SimResult
+from gateway.scheduling.federation_fastest import Fastest
 from gateway.scheduling.federation_metrics import summarize
 from gateway.scheduling.federation_policies import FEWEST_QUEUED, OWN, FewestQueued, Own
 from gateway.scheduling.federation_trace import TraceLog, merged_records, open_logs, windowed
+from gateway.scheduling.forecaster import COMBINED
 from gateway.scheduling.prediction_eval import evaluate
+from gateway.scheduling.ranking import FASTEST
 from gateway.scheduling.swf import SwfJob
 
-POLICIES = (OWN, FEWEST_QUEUED)
+POLICIES = (OWN, FEWEST_QUEUED, FASTEST)
 PROGRESS_EVERY = 20_000
 
 
-def make_policy(name: str) -> Policy:
-    """A fresh policy by its name (one of `POLICIES`)."""
+def make_policy(name: str, forecast_mode: str = COMBINED) -> Policy:
+    """A fresh policy by its name (one of `POLICIES`); `forecast_mode` is the forecaster's
+    for `fastest` (production: `combined`; see forecaster.MODES)."""
     if name == OWN:
         return Own()
     if name == FEWEST_QUEUED:
         return FewestQueued()
+    if name == FASTEST:
+        return Fastest(forecast_mode)
     raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
 
 
 def replay(logs: Sequence[TraceLog], policy: str, window_days: float | None = None,
-           progress: Progress | None = None) -> SimResult:
+           progress: Progress | None = None, forecast_mode: str = COMBINED) -> SimResult:
     """The federation of `logs` (log i is site i) replayed under `policy`."""
-    federation = Federation([log.spec for log in logs], make_policy(policy))
+    federation = Federation([log.spec for log in logs], make_policy(policy, forecast_mode))
     return federation.run(merged_records(logs, window_days), progress, PROGRESS_EVERY)
 
 
 def simulate(paths: Sequence[Path], policy: str, window_days: float | None = None,
-             progress: Progress | None = None) -> dict[str, Any]:
+             progress: Progress | None = None, forecast_mode: str = COMBINED
+             ) -> dict[str, Any]:
     """Figures (federation_metrics.summarize) of `paths` replayed under `policy`, plus the
     window and how many jobs of each log could not be replayed."""
     logs = open_logs(paths)
-    result = replay(logs, policy, window_days, progress)
+    result = replay(logs, policy, window_days, progress, forecast_mode)
     return summarize(result, policy) | {
+        "forecast_mode": forecast_mode if policy == FASTEST else None,
         "window_days": window_days,
         "skipped": {log.spec.name: log.skipped for log in logs},
     }

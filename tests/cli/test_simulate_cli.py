@@ -101,3 +101,15 @@ def test_starting_the_cli_does_not_load_the_simulator() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_fastest_is_the_default_policy() -> None:
+    # The golden `fastest` schedule of test_federation.py: A's jobs wait 0, 15, 80, 85.
+    summary = json.loads(gridgate("simulate", *traces(FEDERATION), "--json").stdout)
+    assert (summary["policy"], summary["forecast_mode"]) == ("fastest", "combined")
+    assert summary["origins"]["federation_a"]["mean_wait_s"] == 45.0
+    assert summary["origins"]["federation_a"]["ran_elsewhere"] == 0.5
+    # With no wait history yet, every forecast mode gives the same schedule.
+    projection = gridgate("simulate", *traces(FEDERATION), "--json", "--forecast-mode",
+                          "projection")
+    assert json.loads(projection.stdout)["origins"] == summary["origins"]

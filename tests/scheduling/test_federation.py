@@ -19,15 +19,18 @@ from gateway.scheduling.easy import SimJob, replay
 from gateway.scheduling.federation import (
     Federation,
     Policy,
+    Record,
     SimResult,
     SiteSpec,
     SiteView,
     TraceJob,
     Truth,
 )
+from gateway.scheduling.federation_fastest import Fastest
 from gateway.scheduling.federation_metrics import against_log, summarize
 from gateway.scheduling.federation_policies import FewestQueued, Own
 from gateway.scheduling.federation_trace import merged_records, open_logs
+from gateway.scheduling.wait_predictor import JobClass
 
 DATA = Path(__file__).parent / "data"
 LOGS = [DATA / "federation_a.swf", DATA / "federation_b.swf", DATA / "federation_c.swf"]
@@ -183,3 +186,69 @@ def test_a_job_too_big_for_every_site_stays_home_clamped() -> None:
     jobs = [(TraceJob(0, 1, 0.0, 16, 10.0, 1, 1), Truth(10.0, -1.0))]
     result = Federation([SiteSpec("small", 4), SiteSpec("smaller", 2)], FewestQueued()).run(jobs)
     assert (result.site, result.procs, result.start) == ([0], [4], [0.0])
+
+
+def test_fastest_golden_schedule() -> None:
+    # No history yet (fewer than 59 waits), so each wait is the live queue's projection
+    # with predicted run times, and with no finished runs a prediction is the request.
+    # 0:  A1 (4p) A or B, both idle: 100 s either way, the name breaks the tie -> A.
+    #     B1 fits only B.
+    # 5:  B2 (2p, 20 s): A frees at 100, B at 300, C is idle -> C, starts at once.
+    # 10: A2 (2p, 60 s): C frees when B2's predicted 20 s end (15 s from now): 75 s to
+    #     completion at C against 150 at A -> C; B2 really ends at 25, A2 starts then.
+    # 15: C1 (2p, 50 s): at C behind B2 (10 s left) and A2 (60): starts in 70, done in
+    #     120; at A: A1's 85 s left + 50 = 135 -> C.
+    # 20: A3 (4p, 40 s): A in 80 + 40 against B in 280 + 40 -> A; starts when A1 ends, 100.
+    # 30: A4 (1p, 10 s): A: A1 70 s left, then A3 40 s on all 4: starts in 110, done in
+    #     120. C: A2 (predicted end 85, 55 s left), then C1 50 s: starts in 105, done in
+    #     115 -> C. A2 really ends at 75, C1 runs 75-115 (40 s), A4 115-125.
+    # 35: B3 fits only B: starts when B1 ends, 200.
+    assert schedule(simulate(Fastest())) == {
+        "A1": ("A", 0), "A2": ("C", 15), "A3": ("A", 80), "A4": ("C", 85),
+        "B1": ("B", 0), "B2": ("C", 0), "B3": ("B", 165), "C1": ("C", 60)}
+
+
+def two_sites(first_runtime: float) -> list[Record]:
+    # A1 holds all of A, requesting 1000 s; A2 arrives at 10; B1 at 20.
+    return [(TraceJob(0, 1, 0.0, 4, 1000.0, 1, 1, 7), Truth(first_runtime, -1.0)),
+            (TraceJob(0, 2, 10.0, 4, 100.0, 2, 1, 8), Truth(100.0, -1.0)),
+            (TraceJob(1, 1, 20.0, 2, 50.0, 3, 1, 9), Truth(50.0, -1.0))]
+
+
+SITES = [SiteSpec("a", 4), SiteSpec("b", 4)]
+
+
+def test_fastest_routes_on_what_is_known_not_on_real_run_times() -> None:
+    # At 10, A1 is still running whether it really runs 1000 s or 15 s: A2 goes to idle B
+    # either way (A1's request says 990 s more). Fewest-queued sees two empty queues and
+    # keeps A2 at home, behind A1.
+    long, short = (Federation(SITES, Fastest()).run(two_sites(runtime))
+                   for runtime in (1000.0, 15.0))
+    assert long.site[:2] == short.site[:2] == [0, 1]
+    # At 20 the difference is known: with A1 still running, B1 queues behind A2 at B
+    # (90 s left) rather than behind A1 (980 s); with A1 ended at 15, A is idle.
+    assert (long.site[2], long.start[2]) == (1, 110.0)
+    assert (short.site[2], short.start[2]) == (0, 20.0)
+    assert Federation(SITES, FewestQueued()).run(two_sites(1000.0)).site == [0, 0, 1]
+
+
+def test_fastest_learns_run_times_and_waits_as_they_happen() -> None:
+    policy = Fastest()
+    Federation(SITES, policy).run(two_sites(15.0))
+    # A1 ended (15 s of its 1000): the user's next run of that application is 15 s.
+    assert policy.runtimes.predict("0/1", "0/7", "a", 4, 1000.0).seconds == 15.0
+    # Only jobs that ended before the last arrival are known: A2 (ends 110) is not.
+    assert policy.runtimes.predict("0/2", "0/8", "b", 4, 100.0).basis.startswith("time limit")
+
+
+def test_fastest_wait_history_takes_over_from_the_projection() -> None:
+    # 70 one-processor jobs on an idle one-site federation all wait 0 s: the history
+    # (59 waits make a 95% bound) then predicts 0 for the projection class of "no wait".
+    policy = Fastest()
+    jobs = [(TraceJob(0, n, float(n * 100), 1, 10.0, 1, 1), Truth(10.0, -1.0))
+            for n in range(70)]
+    Federation([SiteSpec("solo", 8)], policy).run(jobs)
+    prediction = policy.waits.predict(JobClass("solo", "", 1, 10.0, 0.0))
+    assert prediction is not None
+    assert (prediction.median, prediction.upper_bound, prediction.level) == (
+        0.0, 0.0, "site/projection")
