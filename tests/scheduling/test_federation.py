@@ -182,10 +182,11 @@ def test_jobs_out_of_submit_order_are_refused() -> None:
         Federation([SiteSpec("x", 1)], Own()).run(jobs)
 
 
-def test_a_job_too_big_for_every_site_stays_home_clamped() -> None:
-    jobs = [(TraceJob(0, 1, 0.0, 16, 10.0, 1, 1), Truth(10.0, -1.0))]
-    result = Federation([SiteSpec("small", 4), SiteSpec("smaller", 2)], FewestQueued()).run(jobs)
-    assert (result.site, result.procs, result.start) == ([0], [4], [0.0])
+@pytest.mark.parametrize("policy", [Own, FewestQueued, Fastest])
+def test_a_job_too_big_for_every_site_stays_home_clamped(policy: type[Policy]) -> None:
+    jobs = [(TraceJob(1, 1, 0.0, 16, 10.0, 1, 1), Truth(10.0, -1.0))]
+    result = Federation([SiteSpec("smaller", 2), SiteSpec("small", 4)], policy()).run(jobs)
+    assert (result.site, result.procs, result.start) == ([1], [4], [0.0])
 
 
 def test_fastest_golden_schedule() -> None:
