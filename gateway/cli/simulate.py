@@ -54,7 +54,7 @@ ForecastOpt = Annotated[ForecastMode, typer.Option(
                             "history, classed by the live queue's projection), history, or "
                             "projection (the live queue alone).")]
 WindowOpt = Annotated[float | None, typer.Option(
-    "--window-days", min=0, show_default=False,
+    "--window-days", min=0, metavar="DAYS", show_default=False,
     help=f"Replay only the first N days of each log (default {DEFAULT_WINDOW_DAYS:.0f} for a "
          "simulation, the whole log with --evaluate-predictions; 0: the whole log).")]
 EvaluateOpt = Annotated[bool, typer.Option(
