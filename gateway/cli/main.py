@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from gateway import __version__
-from gateway.cli import admin, auth, errors, fetch, jobs, render, server, site, uploads
+from gateway.cli import admin, auth, errors, fetch, jobs, render, server, simulate, site, uploads
 from gateway.cli.errors import GatewayGroup
 from gateway.cli.state import CliState, state
 from gateway.client.api import DEFAULT_GATEWAY_URL
@@ -112,6 +112,7 @@ app.command("upload-delete")(uploads.delete)
 app.command("sites")(sites)
 app.command("health")(health)
 app.command("schema")(schema)
+app.command("simulate")(simulate.simulate)
 admin_user.command("add")(admin.user_add)
 admin_client.command("create")(admin.client_create)
 admin_app.add_typer(admin_user, name="user")
