@@ -8,8 +8,10 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
   sites by their relative speed), capped by the time limit;
 - wait, median and 95% bound: from the QBETS history (`WaitPredictor`) when it has
   enough waits, its job class carrying the walltime projection of the job (so the
-  history says how long jobs the queue projected alike really waited); else the likely
-  profile's start for the median and the walltime profile's start for the bound;
+  history says how long jobs the queue projected alike really waited); a history from
+  a coarser class (none for this projection) is floored by the likely profile's start;
+  without history, the likely profile's start for the median and the walltime
+  profile's start for the bound;
 - staging: `staging_estimate.staging_seconds` over the measured transfer rates.
 `commit` reserves the job on both profiles, so the next job of the pass sees it.
 
@@ -26,12 +28,13 @@ from gateway.scheduling.queue_profile import QueueProfile, QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.runtime_predictor import RuntimeEstimate, RuntimePredictor
 from gateway.scheduling.staging_estimate import TransferRates, staging_seconds
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.wait_predictor import LEVELS, JobClass, WaitPredictor
 
 COMBINED = "combined"
 HISTORY = "history"
 PROJECTION = "projection"
 MODES = (COMBINED, HISTORY, PROJECTION)
+PROJECTION_LEVEL = LEVELS[0]  # the predictor's finest level: waits per projection class
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +154,15 @@ class SiteForecaster:
         if history is not None:
             median, bound = history.median, max(history.upper_bound, history.median)
             basis = f"history {history.level} ({history.history} waits)"
-            if history.level == "site/projection":
+            if history.level == PROJECTION_LEVEL:
                 basis += " + live queue"
+            elif self.mode == COMBINED and placed.likely_start > median:
+                # A coarser history knows nothing of this queue (its projection class is
+                # too thin: an unusual queue, or one this pass has filled): the live
+                # projection floors it, so the jobs of a pass see each other's load.
+                median = placed.likely_start
+                bound = max(bound, median)
+                basis += ", floored by the live queue"
         else:
             median = placed.likely_start
             bound = max(placed.walltime_start, median)

@@ -16,6 +16,7 @@ are not part of the fingerprint: the runtime predictor keeps runs per count itse
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.scheduling.queue_profile import QueueState
@@ -46,8 +47,11 @@ class LogWalk:
     """One log's queue and histories at the walk's instant (advance, then read, then submit)."""
 
     def __init__(self, site: str, processors: int, waits: WaitPredictor | None = None,
-                 runtimes: RuntimePredictor | None = None) -> None:
+                 runtimes: RuntimePredictor | None = None,
+                 on_start: Callable[[SwfJob], None] | None = None) -> None:
+        """`on_start` is told of each job as it starts (its wait known), after `waits`."""
         self.site = site
+        self.on_start = on_start
         self.processors = processors
         self.waits = waits if waits is not None else WaitPredictor()
         self.runtimes = runtimes if runtimes is not None else RuntimePredictor()
@@ -88,6 +92,8 @@ class LogWalk:
                 job = held.job
                 self.waits.observe(JobClass(self.site, str(job.queue), job.procs,
                                             held.limit, held.projected_wait), float(job.wait))
+                if self.on_start is not None:
+                    self.on_start(job)
                 heapq.heappush(self._ends, (job.start + job.run, seq))
             else:
                 return
