@@ -36,21 +36,23 @@ class RuntimeTally:
     ratios: list[float] = field(default_factory=list)  # min/max of predicted and real
     errors: list[float] = field(default_factory=list)  # |predicted - real| / real
     long_errors: list[float] = field(default_factory=list)  # the same, runs >= a minute
-    rules: dict[str, int] = field(default_factory=dict)
+    rules: dict[str, list[float]] = field(default_factory=dict)  # rule -> its jobs' ratios
 
     def score(self, predicted: float, real: float, rule: str = "") -> None:
         """Count one job (real > 0)."""
         predicted = max(predicted, 1.0)  # a 0-s prediction would have no ratio
-        self.ratios.append(min(predicted, real) / max(predicted, real))
+        ratio = min(predicted, real) / max(predicted, real)
+        self.ratios.append(ratio)
         error = abs(predicted - real) / real
         self.errors.append(error)
         if real >= MAPE_FLOOR:
             self.long_errors.append(error)
         if rule:
-            self.rules[rule] = self.rules.get(rule, 0) + 1
+            self.rules.setdefault(rule, []).append(ratio)
 
     def report(self) -> dict[str, Any]:
-        """Accuracy, share within 2x, median APE and MAPE (jobs of a minute or more)."""
+        """Accuracy, share within 2x, median APE, MAPE (runs of a minute or more) and,
+        per rule of the predictor, its jobs and their accuracy."""
         count = max(len(self.ratios), 1)
         report: dict[str, Any] = {
             "jobs": len(self.ratios),
@@ -61,7 +63,9 @@ class RuntimeTally:
                                     if self.long_errors else None),
         }
         if self.rules:
-            report["rules"] = dict(sorted(self.rules.items(), key=lambda kv: -kv[1]))
+            report["rules"] = {
+                rule: {"jobs": len(ratios), "accuracy": round(statistics.fmean(ratios), 4)}
+                for rule, ratios in sorted(self.rules.items(), key=lambda kv: -len(kv[1]))}
         return report
 
 

@@ -79,7 +79,8 @@ def test_runtime_evaluation_against_baselines() -> None:
     assert result["predictor"] == {
         "jobs": 4, "accuracy": 0.4, "within_factor_2": 0.75, "median_ape": 0.5,
         "mape_runs_over_1min": 2.625,  # (9 + 0.5 + 0.5 + 0.5) / 4
-        "rules": {"last runs at this size": 3, "time limit (no runs)": 1},
+        "rules": {"last runs at this size": {"jobs": 3, "accuracy": 0.5},
+                  "time limit (no runs)": {"jobs": 1, "accuracy": 0.1}},
     }
     assert result["last_two_user"]["accuracy"] == 0.4
     # The request: 1000 against 100, 200, 300, 500.
