@@ -17,6 +17,18 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
 
 Modes (for the evaluation of what helps; production uses `COMBINED`): `HISTORY` drops
 the projection from the job class, `PROJECTION` ignores the history.
+
+One forecaster per routing pass (its profiles are that pass's snapshots):
+
+    forecaster = SiteForecaster(
+        [SiteState("galaxy", QueueState(512, running=((64, 1800.0, 3600.0),),
+                                        queued=((128, 600.0, 7200.0),)))],
+        waits, runtimes, TransferRates(defaults={"galaxy": 100e6}))
+    routed = route_pass(jobs, exclusions, forecaster, policy_of)  # jobs: JobNeed
+
+Whoever records a started job's wait in `waits` gives its class the walltime projection
+the job had when it was routed (`projected_wait`), so that histories and forecasts are
+conditioned alike.
 """
 
 from __future__ import annotations
@@ -101,9 +113,8 @@ class SiteForecaster:
     ) -> None:
         """Build each site's profiles from its snapshot (once per routing pass).
 
-        `waits` and `runtimes` are read, never fed: whoever records observed waits must
-        give each the walltime projection the job had (`projected_wait`) so histories
-        and predictions condition alike.
+        `waits` and `runtimes` are read, never fed (see the module on `projected_wait`);
+        `rates` defaults to no measured transfers and the 10 MB/s fallback.
         """
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")

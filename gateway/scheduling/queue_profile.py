@@ -200,8 +200,8 @@ class QueueProfile:
                 if level < procs:
                     if first < 0:
                         first = i
-                    elif i > last + 1:
-                        longest = max(longest, times[i] - times[last + 1])
+                    elif i > last + 1 and times[i] - times[last + 1] > longest:
+                        longest = times[i] - times[last + 1]
                     last = i
             found = cache[procs] = (first, last, longest)
         return found
