@@ -40,13 +40,17 @@ from gateway.scheduling.queue_profile import QueueProfile, QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.runtime_predictor import RuntimeEstimate, RuntimePredictor
 from gateway.scheduling.staging_estimate import TransferRates, staging_seconds
-from gateway.scheduling.wait_predictor import LEVELS, JobClass, WaitPredictor
+from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
 
 COMBINED = "combined"
 HISTORY = "history"
 PROJECTION = "projection"
 MODES = (COMBINED, HISTORY, PROJECTION)
-PROJECTION_LEVEL = LEVELS[0]  # the predictor's finest level: waits per projection class
+
+
+def _conditioned(level: str) -> bool:
+    """Whether a history class of the wait predictor is keyed by the live projection."""
+    return "projection" in level.split("/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +169,7 @@ class SiteForecaster:
         if history is not None:
             median, bound = history.median, max(history.upper_bound, history.median)
             basis = f"history {history.level} ({history.history} waits)"
-            if history.level == PROJECTION_LEVEL:
+            if _conditioned(history.level):
                 basis += " + live queue"
             elif self.mode == COMBINED and placed.likely_start > median:
                 # A coarser history knows nothing of this queue (its projection class is
