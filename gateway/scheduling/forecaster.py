@@ -71,6 +71,12 @@ class JobNeed:
     output_bytes: int = 0
     key: str = ""
 
+    def __post_init__(self) -> None:
+        if self.procs < 1:
+            raise ValueError(f"a job needs at least one processor, not {self.procs}")
+        if not self.time_limit > 0:  # also refuses NaN
+            raise ValueError(f"a job's time limit must be positive, not {self.time_limit}")
+
 
 @dataclass(frozen=True, slots=True)
 class SiteState:
@@ -98,7 +104,6 @@ class _Placement:
     """A job's starts on a site's two profiles, kept from `forecast` for `commit`."""
 
     job: JobNeed
-    procs: int
     runtime: RuntimeEstimate
     likely_start: float
     walltime_start: float
@@ -147,16 +152,19 @@ class SiteForecaster:
         if placed is not None and placed.job is job:
             return placed
         state = self._sites[site]
-        procs = max(job.procs, 1)
         runtime = self.runtime(job, site)
-        placed = _Placement(job, procs, runtime,
-                            state.likely.earliest_start(procs, runtime.seconds),
-                            state.walltime.earliest_start(procs, job.time_limit))
+        placed = _Placement(job, runtime,
+                            state.likely.earliest_start(job.procs, runtime.seconds),
+                            state.walltime.earliest_start(job.procs, job.time_limit))
         self._placed[site] = placed
         return placed
 
     def forecast(self, job: JobNeed, site: str) -> Forecast:
-        """The job's forecast at `site`, counting every job committed this pass."""
+        """The job's forecast at `site`, counting every job committed this pass.
+
+        The site must be able to hold the job (feasibility excludes the others first):
+        more processors than it has is a ValueError.
+        """
         state = self._sites[site]
         self._placed.pop(site, None)  # a new forecast: the site's queue may have changed
         placed = self._place(job, site)
@@ -165,7 +173,7 @@ class SiteForecaster:
         if self.mode != PROJECTION:
             projected = placed.walltime_start if self.mode == COMBINED else None
             history = self.waits.predict(
-                JobClass(site, job.queue, placed.procs, job.time_limit, projected))
+                JobClass(site, job.queue, job.procs, job.time_limit, projected))
         if history is not None:
             median, bound = history.median, max(history.upper_bound, history.median)
             basis = f"history {history.level} ({history.history} waits)"
@@ -192,6 +200,6 @@ class SiteForecaster:
         """The job will queue at `site`: reserve it on both of the site's profiles."""
         placed = self._place(job, site)
         state = self._sites[site]
-        state.likely.reserve(placed.procs, placed.likely_start, placed.runtime.seconds)
-        state.walltime.reserve(placed.procs, placed.walltime_start, job.time_limit)
+        state.likely.reserve(job.procs, placed.likely_start, placed.runtime.seconds)
+        state.walltime.reserve(job.procs, placed.walltime_start, job.time_limit)
         del self._placed[site]

@@ -131,3 +131,13 @@ def test_coarse_history_is_floored_by_the_live_queue() -> None:
     assert (alone.wait_median, alone.wait_bound) == (5.0, 5.0)
     idle = SiteForecaster([SiteState("a", QueueState(10))], waits, runtimes_of_60s())
     assert idle.forecast(JOB, "a").wait_median == 5.0  # an idle queue leaves it be
+
+
+def test_bad_needs_and_oversized_jobs_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least one processor"):
+        JobNeed("u", "app", 0, 60.0)
+    with pytest.raises(ValueError, match="time limit must be positive"):
+        JobNeed("u", "app", 1, float("nan"))
+    forecaster = SiteForecaster([SITE_A], WaitPredictor(), RuntimePredictor())
+    with pytest.raises(ValueError, match="1 to 10 processors"):
+        forecaster.forecast(JobNeed("u", "app", 11, 60.0), "a")
