@@ -2,7 +2,8 @@
 
 The queue (running jobs with their remaining times, queued jobs in queue order) is
 projected with the EASY engine (`easy.project_runs`: time limits drive the backfilling
-decisions, predicted run times the completions); every job then occupies its processors
+decisions, predicted run times the completions), a queued job the scheduler has planned
+a start for placed at that plan instead; every job then occupies its processors
 over [start, start + run time), and what is left is a step function of free processors,
 seconds from now. A new job at the queue's tail starts at the first instant from which
 enough processors stay free for its whole run: it may fill a hole the projection left,
@@ -35,12 +36,20 @@ class QueueState:
     """One site's queue at an instant: its processors, running and queued jobs.
 
     Times are seconds. A running job past its predicted end (remaining predicted <= 0)
-    is still running: its remaining limit stands in for the prediction.
+    is still running: its remaining limit stands in for the prediction. `planned`, when
+    given, holds the scheduler's own start estimate for each queued job (seconds from
+    now, None where it gave none; Slurm's backfill plan, PBS `estimated.start_time`).
     """
 
     processors: int
     running: tuple[Running, ...] = ()
     queued: tuple[Queued, ...] = ()
+    planned: tuple[float | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.planned and len(self.planned) != len(self.queued):
+            raise ValueError(f"{len(self.planned)} planned starts for "
+                             f"{len(self.queued)} queued jobs")
 
 
 class QueueProfile:
@@ -99,7 +108,13 @@ class QueueProfile:
             run = limit if limits_as_runtimes else min(max(predicted, 0.0), limit)
             queued.append((procs, limit, run))
         starts = project_runs(state.processors, running, queued)
-        for (procs, _, run), start in zip(queued, starts, strict=True):
+        # Where the scheduler has planned a start, its plan places the job (it knows the
+        # priorities and reservations the projection does not); where the two disagree
+        # the profile may count a job twice over, which only makes new jobs wait longer.
+        for index, ((procs, _, run), start) in enumerate(zip(queued, starts, strict=True)):
+            plan = state.planned[index] if state.planned else None
+            if plan is not None:
+                start = max(plan, 0.0)
             if start is not None:
                 busy.append((start, start + run, min(max(procs, 1), state.processors)))
         return cls(state.processors, busy)
