@@ -86,7 +86,7 @@ class QueueProfile:
         self._hi = [max(block) for block in self._free]
         # Per job size: runtimes asked and their answers (sorted by runtime).
         self._answers: dict[int, tuple[list[float], list[float]]] = {}
-        # Per block, per job size: its _summary (dropped whenever the block changes).
+        # Per block, per job size: its summary (see _read_block; dropped when it changes).
         self._cache: list[dict[int, tuple[int, int, float]]] = [{} for _ in self._times]
 
     @classmethod
@@ -152,7 +152,7 @@ class QueueProfile:
         """The earliest start from block `first_block` on (see `earliest_start`)."""
         # One walk over the blocks, following the current run of steps with `procs`
         # free (`run` is its start): a block entirely full or entirely free is one test;
-        # a mixed one is read through its cached summary for this size.
+        # a mixed one is read through its summary for this size, once it has one.
         run: float | None = None
         for b in range(first_block, len(self._times)):
             times = self._times[b]
@@ -165,7 +165,16 @@ class QueueProfile:
                 if run is None:
                     run = times[0]
                 continue
-            first, last, longest = self._summary(b, procs)
+            summary = self._cache[b].get(procs)
+            if summary is None:
+                # Unread since the block last changed: read it step by step (the answer
+                # may lie inside), keeping its summary for later queries when it does not.
+                found, run = self._read_block(b, procs, runtime, run)
+                if found:
+                    assert run is not None
+                    return run
+                continue
+            first, last, longest = summary
             if run is None and first > 0:
                 run = times[0]
             if run is not None and times[first] - run >= runtime:
@@ -202,24 +211,30 @@ class QueueProfile:
             self._hi[t] = max(self._free[t])
             self._cache[t] = {}
 
-    def _summary(self, b: int, procs: int) -> tuple[int, int, float]:
-        """For a block with a step too full for `procs`: the first and last such step and
+    def _read_block(self, b: int, procs: int, runtime: float,
+                    run: float | None) -> tuple[bool, float | None]:
+        """Follow the run through block `b`: (True, start) when a long enough run is
+        found, else (False, the run still open at the block's end) and the block's
+        summary for `procs` cached: its first and last step too full for the job and
         the longest run of fitting steps between two of them (-1 when none)."""
-        cache = self._cache[b]
-        found = cache.get(procs)
-        if found is None:
-            times, free = self._times[b], self._free[b]
-            first = last = -1
-            longest = -1.0
-            for i, level in enumerate(free):
-                if level < procs:
-                    if first < 0:
-                        first = i
-                    elif i > last + 1 and times[i] - times[last + 1] > longest:
-                        longest = times[i] - times[last + 1]
-                    last = i
-            found = cache[procs] = (first, last, longest)
-        return found
+        times, free = self._times[b], self._free[b]
+        first = last = -1
+        longest = -1.0
+        for i, level in enumerate(free):
+            if level >= procs:
+                if run is None:
+                    run = times[i]
+                continue
+            if run is not None and times[i] - run >= runtime:
+                return True, run
+            run = None
+            if first < 0:
+                first = i
+            elif i > last + 1 and times[i] - times[last + 1] > longest:
+                longest = times[i] - times[last + 1]
+            last = i
+        self._cache[b][procs] = (first, last, longest)
+        return False, run
 
     def _inner_run(self, b: int, procs: int, runtime: float, first: int, last: int) -> float:
         """Start of the first run inside block `b` (between too-full steps) long enough."""
