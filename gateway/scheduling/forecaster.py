@@ -179,10 +179,11 @@ class SiteForecaster:
             basis = f"history {history.level} ({history.history} waits)"
             if _conditioned(history.level):
                 basis += " + live queue"
-            elif self.mode == COMBINED and placed.likely_start > median:
-                # A coarser history knows nothing of this queue (its projection class is
-                # too thin: an unusual queue, or one this pass has filled): the live
-                # projection floors it, so the jobs of a pass see each other's load.
+            if self.mode == COMBINED and placed.likely_start > median:
+                # History lags the queue (a wait enters it only once its job starts, and
+                # does not move as the jobs of this pass commit): the live projection
+                # floors it, or every job of a pass herds onto the site whose history
+                # looks short (in the federation simulation that doubled slowdown).
                 median = placed.likely_start
                 bound = max(bound, median)
                 basis += ", floored by the live queue"

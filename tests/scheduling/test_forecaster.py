@@ -74,6 +74,18 @@ def test_history_conditioned_on_the_projection_wins_when_long_enough() -> None:
     assert forecast.basis.startswith("history site/projection (100 waits) + live queue;")
 
 
+def test_history_conditioned_on_the_projection_is_floored_too() -> None:
+    # Jobs projected alike started within 10 s, but this queue cannot start the job
+    # before 30 s (its own pass may have filled it): the history lags, the queue floors.
+    waits = WaitPredictor()
+    for wait in range(100):
+        waits.observe(JobClass("a", "", 4, 100.0, 40.0), float(wait % 10))
+    forecast = SiteForecaster([SITE_A], waits, runtimes_of_60s()).forecast(JOB, "a")
+    assert forecast.wait_median == 30.0 and forecast.wait_bound >= 30.0
+    assert forecast.basis.startswith(
+        "history site/projection (100 waits) + live queue, floored by the live queue;")
+
+
 def test_modes_history_alone_and_projection_alone() -> None:
     waits = history_for_a()
     alone = SiteForecaster([SITE_A], waits, runtimes_of_60s(), mode=HISTORY).forecast(JOB, "a")
