@@ -25,7 +25,12 @@ from typing import Any
 
 from gateway.scheduling.easy import project
 from gateway.scheduling.swf import SwfJob
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor, size_class
+from gateway.scheduling.wait_predictor import (
+    JobClass,
+    WaitPrediction,
+    WaitPredictor,
+    size_class,
+)
 
 Slot = tuple[int, float]  # (processors, seconds), as `project` takes them
 TEN_MINUTES = 600.0
@@ -102,6 +107,7 @@ class _Pending:
     seq: int
     job: SwfJob = field(compare=False)
     projected_wait: float = field(compare=False)
+    predicted: WaitPrediction | None = field(compare=False)
 
 
 @dataclass(slots=True)
@@ -116,9 +122,10 @@ class _Held:
 
 
 def job_class(job: SwfJob, site: str, projected_wait: float | None) -> JobClass:
-    """The predictor's view of a log job: queue, processors, requested time, projection."""
+    """The predictor's view of a log job: queue, processors, requested time, projection, user."""
     limit = float(job.requested_time) if job.requested_time > 0 else None
-    return JobClass(site, str(job.queue), job.procs, limit, projected_wait)
+    user = str(job.user) if job.user >= 0 else None
+    return JobClass(site, str(job.queue), job.procs, limit, projected_wait, user)
 
 
 class LogQueue:
@@ -145,7 +152,9 @@ class LogQueue:
         while self._starts and self._starts[0].start < now:
             started = heapq.heappop(self._starts)
             known = started.job
-            self.predictor.observe(job_class(known, self.site, started.projected_wait), known.wait)
+            self.predictor.observe(
+                job_class(known, self.site, started.projected_wait), known.wait, started.predicted
+            )
             self.rolling.observe(known.procs, known.wait)
             self.held[started.seq].start = started.start
             heapq.heappush(self._ends, (started.start + known.run, started.seq))
@@ -176,11 +185,17 @@ class LogQueue:
                 running.append((held.procs, held.start + held.requested - now))
         return running, queued
 
-    def submit(self, job: SwfJob, requested: float, guess: float, projected_wait: float) -> None:
-        """Hold a submitted job until the log's start time."""
+    def submit(
+        self, job: SwfJob, requested: float, guess: float, projected_wait: float,
+        predicted: WaitPrediction | None = None,
+    ) -> None:
+        """Hold a submitted job until the log's start time (`predicted`: its prediction, fed
+        back to the predictor's calibration when it starts)."""
         self._seq += 1
         self.held[self._seq] = _Held(job.procs, requested, guess, job.user)
-        heapq.heappush(self._starts, _Pending(job.start, self._seq, job, projected_wait))
+        heapq.heappush(
+            self._starts, _Pending(job.start, self._seq, job, projected_wait, predicted)
+        )
 
 
 def _project_job(
@@ -229,7 +244,8 @@ def evaluate(jobs: Iterable[SwfJob], processors: int, site: str = "log") -> dict
         tallies["rolling"].score(
             wait, baseline[0] if baseline else None, baseline[1] if baseline else None
         )
-        queue.submit(job, requested, guess, projected)
+        queue.submit(job, requested, guess, projected, prediction)
     return {name: tally.report() for name, tally in tallies.items()} | {
-        "change_points": predictor.change_points()
+        "change_points": predictor.change_points(),
+        "bound_scale": round(predictor.scale(site), 3),
     }

@@ -31,10 +31,11 @@ def test_idle_machine_every_method_predicts_no_wait() -> None:
     # 100 one-processor jobs, one every 100 s, each running 10 s with no wait on 4 processors.
     jobs = [swf(i, 100 * i, 0, 10, 1, 60) for i in range(100)]
     result = evaluate(jobs, 4)
-    # The QBETS bound needs 59 known waits: jobs 0-58 have none (they count as misses).
+    # The 95% prediction bound needs 19 known waits: jobs 0-18 have none (they count as
+    # misses). Issue 12's predictor change: the QBETS confidence bound needed 59 (41 jobs).
     assert result["qbets"] == {
-        "jobs": 100, "predicted": 41, "within_10min": 0.41, "within_1h": 0.41,
-        "under_bound": 0.41, "median_bound_width_s": 0.0,
+        "jobs": 100, "predicted": 81, "within_10min": 0.81, "within_1h": 0.81,
+        "under_bound": 0.81, "median_bound_width_s": 0.0,
     }
     # The rolling baseline answers from the first known wait on (job 0 has none).
     assert result["rolling"]["predicted"] == 99 and result["rolling"]["within_10min"] == 0.99
