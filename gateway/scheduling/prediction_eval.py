@@ -4,8 +4,10 @@ At each job's submit instant every method predicts with only what was known then
 waits of jobs that had started before that instant, and the queue as the log says it
 was (jobs submitted but not started; jobs started but not ended). Four methods run in
 the same pass, so they see the same jobs:
-- `qbets`: `WaitPredictor` (binomial bounds per class, change points), its classes
-  including the walltime-based projection's wait class;
+- `qbets`: `WaitPredictor` (per-class histories with QBETS's change points, the
+  prediction-rank bound calibrated by the outcomes of its earlier bounds, the median of
+  the best-scored class), its classes including the walltime-based projection's wait
+  class and the user; each job's prediction is fed back when the job starts;
 - `easy_projection`: the queue projected with the EASY engine, requested times as run
   times (what `sbatch --test-only` answers); a point, so its "bound" is the point itself;
 - `easy_predicted`: the same projection with guessed run times (`LogQueue.runtime_guess`);
@@ -218,6 +220,7 @@ def evaluate(jobs: Iterable[SwfJob], processors: int, site: str = "log") -> dict
     queue = LogQueue(site, predictor, rolling)
     tallies = {name: Tally() for name in ("qbets", "easy_projection", "easy_predicted", "rolling")}
     longest_request = 0.0
+    waits: list[float] = []
     for job in jobs:
         if job.wait < 0 or job.procs <= 0 or job.run < 0:
             continue
@@ -229,6 +232,7 @@ def evaluate(jobs: Iterable[SwfJob], processors: int, site: str = "log") -> dict
         requested = float(job.requested_time) if job.requested_time > 0 else longest_request
         guess = queue.runtime_guess(job.user, requested)
         wait = float(job.wait)
+        waits.append(wait)
 
         projected = _project_job(processors, queue, now, (job.procs, requested), False)
         tallies["easy_projection"].score(wait, projected, projected)
@@ -248,4 +252,17 @@ def evaluate(jobs: Iterable[SwfJob], processors: int, site: str = "log") -> dict
     return {name: tally.report() for name, tally in tallies.items()} | {
         "change_points": predictor.change_points(),
         "bound_scale": round(predictor.scale(site), 3),
+        "hindsight_median_within_10min": hindsight_within(waits, TEN_MINUTES),
     }
+
+
+def hindsight_within(waits: list[float], tolerance: float) -> float | None:
+    """Share of waits within `tolerance` of the whole log's median, known only in hindsight.
+
+    A reference, not a method: no causal predictor is told the log's median in advance,
+    and on logs whose waits are mostly near zero it is about as good as a point can be.
+    """
+    if not waits:
+        return None
+    median = statistics.median(waits)
+    return round(sum(abs(wait - median) <= tolerance for wait in waits) / len(waits), 4)

@@ -13,6 +13,7 @@ from gateway.scheduling.prediction_eval import (
     RollingBaseline,
     Tally,
     evaluate,
+    hindsight_within,
 )
 from gateway.scheduling.replay_check import replay_against_log
 from gateway.scheduling.swf import SwfJob, iter_jobs, machine_size, parse_job
@@ -127,3 +128,20 @@ def test_replay_check_without_variation_has_no_correlation() -> None:
     assert result["correlation"] is None and result["median_abs_error_s"] == 0.0
     with pytest.raises(ValueError, match="no job"):
         replay_against_log([swf(1, 0, -1, 10, 1, 10)], 4)
+
+
+def test_hindsight_median_reference() -> None:
+    # Median of (0, 0, 100, 700, 5000) is 100: 0, 0, 100 and 700 lie within 600 s of it.
+    assert hindsight_within([0.0, 0.0, 100.0, 700.0, 5000.0], 600.0) == 0.8
+    assert hindsight_within([], 600.0) is None
+
+
+def test_predictions_are_fed_back_to_the_calibration() -> None:
+    # Each job waits a second longer than the one before (and starts before the next
+    # submit): a bound read from past waits alone would miss every time (wait i > every
+    # earlier wait). The outcomes fed back as the jobs start raise the site's scale until
+    # the bounds hold: 181 jobs predicted, most of them covered.
+    jobs = [swf(i, 100 * i, i, 60, 1, 60) for i in range(200)]
+    result = evaluate(jobs, 4, site="drift")
+    assert result["qbets"]["predicted"] == 181 and result["qbets"]["under_bound"] >= 0.8
+    assert result["bound_scale"] > 1.0
