@@ -19,7 +19,9 @@ outcome moves log(factor) by step * (missed - target), so the long-run share of 
 converges to `target` whatever the drift. The target is (1 - q) * c, which leaves the
 finite run a margin of (1 - q)(1 - c); the step is Gibbs and Candes's 0.005. Feed the
 outcomes back with `observe(job, wait, predicted=<the prediction given for it>)`;
-without them the factor stays 1.
+without them the factor stays 1 and the bound covers less under drift (measured: KTH
+95.4%, CTC 93.6%). Scoring, at observe time, the bound the class gives then instead
+(newer than the one given at submit) was measured too: KTH 94.9%, CTC 94.2%, no better.
 
 The median. Which class's median best says when a job starts depends on the machine
 (on KTH the site-wide median is best; on CTC the projection class). Every median source
