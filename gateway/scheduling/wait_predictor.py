@@ -25,7 +25,8 @@ without them the factor stays 1 and the bound covers less under drift (measured:
 
 The median. Which class's median best says when a job starts depends on the machine
 (on KTH the site-wide median is best; on CTC the projection class). Every median source
-(`MEDIAN_LEVELS`: the bound's classes, the user's, the size bucket) is scored on each
+(`MEDIAN_LEVELS`: the bound's classes, the user's, the size bucket, and the last 59
+waits of the user, the projection class and the site) is scored on each
 observed wait, before it joins the history: a hit is a wait within `tolerance` (the
 +-10 min a start prediction is judged by) of the source's current median. Scores are
 kept per (site, projection class) and decay with a memory of QBETS's minimum history
@@ -61,8 +62,10 @@ LEVELS = (
     "site/queue",
     "site",
 )
-# Median sources: every bound class, the user's, and the size bucket of the naive baseline.
-MEDIAN_LEVELS = (*LEVELS, "site/user", "site/size")
+# Median sources: every bound class, the user's, the size bucket of the naive baseline,
+# and short windows (QBETS's minimum history) that follow a changing queue faster.
+RECENT_LEVELS = ("recent site/user", "recent site/projection", "recent site")
+MEDIAN_LEVELS = (*LEVELS, "site/user", "site/size", *RECENT_LEVELS)
 
 
 def rank_margin_capacity(quantile: float, confidence: float) -> int:
@@ -159,6 +162,9 @@ def _keys(job: JobClass) -> dict[str, Key | None]:
         "site": ("s", job.site),
         "site/user": ("u", job.site, user) if user is not None else None,
         "site/size": ("z", job.site, size),
+        "recent site/user": ("r/u", job.site, user) if user is not None else None,
+        "recent site/projection": ("r/p", job.site, projection) if known else None,
+        "recent site": ("r/s", job.site),
     }
 
 
@@ -180,7 +186,8 @@ class WaitPredictor:
         self.tolerance = tolerance
         self.minimum = minimum_prediction_history(quantile)
         self.target_miss = (1.0 - quantile) * confidence
-        self.decay = 1.0 - 1.0 / minimum_history(quantile, confidence)
+        self.recent = minimum_history(quantile, confidence)
+        self.decay = 1.0 - 1.0 / self.recent
         self._histories: dict[Key, WaitHistory] = {}
         self._log_scale: dict[str, float] = {}
         self._scores: dict[tuple[str, int, str], float] = {}
@@ -195,12 +202,13 @@ class WaitPredictor:
             self._log_scale[job.site] = self._log_scale.get(job.site, 0.0) + (
                 CALIBRATION_STEP * (missed - self.target_miss)
             )
-        for key in keys.values():
+        for level, key in keys.items():
             if key is None:
                 continue
             history = self._histories.get(key)
             if history is None:
-                history = WaitHistory(self.capacity, self.quantile, self.confidence)
+                capacity = self.recent if level in RECENT_LEVELS else self.capacity
+                history = WaitHistory(capacity, self.quantile, self.confidence)
                 self._histories[key] = history
             history.add(wait)
 

@@ -256,3 +256,21 @@ def test_median_comes_from_the_source_that_has_been_right() -> None:
     # The shared classes mix both users (median 7200 s: rank ceil of the 0.5/0.5 bound).
     shared = predictor.predict(JobClass("s", "q", 4, 3600.0))
     assert shared is not None and shared.median == 7200.0
+
+
+def test_a_short_window_median_follows_a_shift_the_long_windows_lag() -> None:
+    # 690 waits in a 0, 0, 5000 s pattern (median 0), then 150 in a 5000, 5000, 0 pattern.
+    # No wait exceeds the bound (5000 s), so no change point cuts the 823-wait windows:
+    # their medians stay at 0 while the last 59 waits' median moves to 5000 s and is right
+    # two times in three.
+    predictor = WaitPredictor()
+    job = JobClass("s", "q", 1, 600.0)
+    for index in range(690):
+        predictor.observe(job, 5000.0 if index % 3 == 2 else 0.0)
+    before = predictor.predict(job)
+    assert before is not None and before.median == 0.0
+    for index in range(150):
+        predictor.observe(job, 0.0 if index % 3 == 2 else 5000.0)
+    assert predictor.change_points() == 0
+    after = predictor.predict(job)
+    assert after is not None and (after.median_level, after.median) == ("recent site", 5000.0)
