@@ -252,4 +252,4 @@ def test_fastest_wait_history_takes_over_from_the_projection() -> None:
     prediction = policy.waits.predict(JobClass("solo", "", 1, 10.0, 0.0))
     assert prediction is not None
     assert (prediction.median, prediction.upper_bound, prediction.level) == (
-        0.0, 0.0, "site/projection")
+        0.0, 0.0, "site/projection/limit")

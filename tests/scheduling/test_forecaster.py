@@ -68,10 +68,10 @@ def test_history_conditioned_on_the_projection_wins_when_long_enough() -> None:
     waits = history_for_a()
     forecast = SiteForecaster([SITE_A], waits, runtimes_of_60s()).forecast(JOB, "a")
     expected = waits.predict(JobClass("a", "", 4, 100.0, 40.0))
-    assert expected is not None and expected.level == "site/projection"
+    assert expected is not None and expected.level == "site/projection/limit"
     assert (forecast.wait_median, forecast.wait_bound) == (expected.median,
                                                            expected.upper_bound)
-    assert forecast.basis.startswith("history site/projection (100 waits) + live queue;")
+    assert forecast.basis.startswith("history site/projection/limit (100 waits) + live queue;")
 
 
 def test_history_conditioned_on_the_projection_is_floored_too() -> None:
@@ -83,7 +83,7 @@ def test_history_conditioned_on_the_projection_is_floored_too() -> None:
     forecast = SiteForecaster([SITE_A], waits, runtimes_of_60s()).forecast(JOB, "a")
     assert forecast.wait_median == 30.0 and forecast.wait_bound >= 30.0
     assert forecast.basis.startswith(
-        "history site/projection (100 waits) + live queue, floored by the live queue;")
+        "history site/projection/limit (100 waits) + live queue, floored by the live queue;")
 
 
 def test_modes_history_alone_and_projection_alone() -> None:
