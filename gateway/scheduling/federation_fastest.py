@@ -23,7 +23,7 @@ from gateway.scheduling.forecaster import COMBINED, JobNeed, SiteForecaster, Sit
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import FASTEST, Candidate, Forecast, route_pass
 from gateway.scheduling.runtime_predictor import RuntimePredictor
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 
 QUEUE = ""  # a simulated site has one queue
 
@@ -73,6 +73,9 @@ class Fastest(Policy):
         self._names: list[str] = []
         self._predicted: dict[str, float] = {}  # predicted run time at the chosen site
         self._projected: dict[str, float] = {}  # walltime-projected wait there, when routed
+        # The wait prediction the chosen site had, fed back when the job starts so the
+        # predictor calibrates its bound on the outcomes of the bounds it gave.
+        self._given: dict[str, WaitPrediction | None] = {}
 
     def route(self, now: float, jobs: Sequence[TraceJob], sites: Sequence[SiteView]
               ) -> list[int]:
@@ -97,6 +100,10 @@ class Fastest(Policy):
         batch = [job_need(job, None if job.procs <= largest else sites[job.origin].processors)
                  for job in jobs]
         routed = route_pass(batch, exclusions, forecaster, lambda _: (FASTEST, 1, None))
+        for r in routed:
+            job, site = needs[r.job.key], r.decision.chosen[0]
+            self._given[r.job.key] = self.waits.predict(JobClass(
+                site, QUEUE, job.procs, job.requested, self._projected[r.job.key]))
         return [index[r.decision.chosen[0]] for r in routed]
 
     def _snapshot(self, site: SiteView, now: float) -> QueueState:
@@ -112,7 +119,8 @@ class Fastest(Policy):
         """Feed the wait to the history, in the class the job had when routed."""
         projected = self._projected.pop(_key(job))
         self.waits.observe(JobClass(self._names[site], QUEUE, job.procs, job.requested,
-                                    projected), start - job.submit)
+                                    projected), start - job.submit,
+                           predicted=self._given.pop(_key(job), None))
 
     def ended(self, job: TraceJob, site: int, start: float, end: float) -> None:
         """Feed the run time to the runtime predictor."""
