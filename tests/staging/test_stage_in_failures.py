@@ -18,6 +18,7 @@ from gateway.db.models import Attempt, Event
 from gateway.runtime import Runtime
 from gateway.worker.claim import claim_accepted
 from gateway.worker.loop import Worker
+from gateway.worker.route import route_jobs
 from gateway.worker.stage_in import stage_in_claim
 from tests.conftest import MakeUser
 from tests.staging.helpers import events, run_until, sh, submit, upload
@@ -111,6 +112,7 @@ def test_worker_dies_between_stage_in_and_submit(client: TestClient, runtime: Ru
                                    "outputs": ["count.txt"]})
     site = runtime.sites.get("local")
     first = Worker(runtime, "first")
+    assert route_jobs(first.ctx) is True  # issue 12: an auto job is routed at dispatch
     [claim] = claim_accepted(first.ctx, site)
     # The first worker stages, then "dies" before it submits ...
     assert stage_in_claim(first.ctx, site, site.adapter, claim) is not None
