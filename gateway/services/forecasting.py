@@ -6,9 +6,9 @@
 - run times: the finished attempts of the same user and application fingerprint
   (executable and argument count, or the script's digest), scaled between sites by the
   learned or configured relative speed (`RuntimePredictor`);
-- the live queue: each site's processors (its snapshot's cores where it answered, else
-  its configured shape) and the gateway's own attempts there, running (their remaining
-  time) and queued, projected with EASY (`queue_profile`);
+- the live queue: each site's snapshot of this pass (its cores, every user's running
+  jobs with their remaining time and pending jobs in queue order; where there is none,
+  the gateway's own attempts there), projected with EASY (`queue_profile`);
 - staging: input bytes known now (uploads) over the site's configured transfer rate.
 
 The histories are rebuilt for each pass from the last `HISTORY` starts: a pass is once
@@ -91,11 +91,29 @@ def _histories(session: Session, registry: SiteRegistry
 
 def _queue(session: Session, entry: SiteEntry, snapshot: SiteSnapshot | None,
            now: datetime) -> QueueState:
+    """The site's queue for the forecaster: its snapshot (every user's jobs), else the
+    gateway's own attempts there. Other users' jobs run, as far as anyone here can
+    predict, to their time limits; a job without one, to the site's longest."""
     shape = entry.shape
-    total = shape.max_nodes * shape.cores_per_node
-    if snapshot is not None and snapshot.queues:
-        counted = [q.cpus_total for q in snapshot.queues if q.cpus_total]
-        total = max(total, sum(counted))
+    capacity = shape.max_nodes * shape.cores_per_node
+    queue = snapshot.queue if snapshot is not None else None
+    if queue is None:
+        return _own_attempts(session, entry, capacity, now)
+    longest = float(shape.max_walltime_seconds)
+    running, queued = [], []
+    for job in queue.running:
+        limit = float(job.time_limit_seconds or longest)
+        ran = (queue.taken_at - job.started_at).total_seconds() if job.started_at else 0.0
+        running.append((job.cores or 1, limit - ran, limit - ran))
+    for job in queue.pending:
+        limit = float(job.time_limit_seconds or longest)
+        queued.append((job.cores or 1, limit, limit))
+    # Never fewer processors than the configuration promises a job (feasibility's shape).
+    return QueueState(max(queue.total_cores or 0, capacity), tuple(running), tuple(queued))
+
+
+def _own_attempts(session: Session, entry: SiteEntry, capacity: int, now: datetime
+                  ) -> QueueState:
     running, queued = [], []
     for live in attempts.live_at(session, entry.name):
         procs, limit, _ = _shape(live.spec)
@@ -104,7 +122,7 @@ def _queue(session: Session, entry: SiteEntry, snapshot: SiteSnapshot | None,
             running.append((procs, left, left))
         else:
             queued.append((procs, limit, limit))
-    return QueueState(total, tuple(running), tuple(queued))
+    return QueueState(capacity, tuple(running), tuple(queued))
 
 
 def _need(session: Session, job: Pending) -> JobNeed:

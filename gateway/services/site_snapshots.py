@@ -1,5 +1,6 @@
-"""Per-site snapshots for one routing pass: each open site asked once, all at once, how
-busy it is now. The answer feeds the forecaster (the live queue); a site that cannot be
+"""Per-site snapshots for one routing pass: each open site asked once, all at once, for
+its whole queue (`Adapter.queue_snapshot`: its cores and every pending and running job).
+The answer feeds the forecaster (the live queue); a site that cannot be
 reached (its circuit breaker open, the connection or the command timing out, a host key
 or login refused) is excluded from the pass, saying why, and so re-probed on every pass
 until it answers again.
@@ -16,8 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from adapters.errors import AdapterError, AuthenticationFailed, HostKeyMismatch, SiteUnavailable
-from adapters.scheduler import BatchAdapter
-from adapters.scheduler_types import QueueInfo
+from adapters.snapshot import QueueSnapshot
 from gateway.services.sites import SiteEntry, SiteRegistry
 
 log = logging.getLogger(__name__)
@@ -33,21 +33,19 @@ class SiteSnapshot:
     """What one site said (or why it said nothing) at the start of a pass."""
 
     name: str
-    queues: tuple[QueueInfo, ...] | None = None  # None: not asked, or the call failed
+    queue: QueueSnapshot | None = None  # None: the call failed
     unreachable: str | None = None  # why the site cannot be reached now
 
     @property
     def reached(self) -> bool:
         """Whether the site answered."""
-        return self.queues is not None
+        return self.queue is not None
 
 
 def _probe(site: SiteEntry) -> SiteSnapshot:
-    adapter = site.adapter
-    if not isinstance(adapter, BatchAdapter):
-        return SiteSnapshot(site.name)  # the local site: nothing to ask over a network
     try:
-        return SiteSnapshot(site.name, tuple(adapter.queues()))
+        # A site-wide question: on a mapped site any account's adapter answers it.
+        return SiteSnapshot(site.name, site.adapter.queue_snapshot())
     except UNREACHABLE as exc:
         return SiteSnapshot(site.name, unreachable=exc.message)
     except AdapterError as exc:

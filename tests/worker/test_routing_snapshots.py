@@ -3,12 +3,14 @@ it locks any row: a site that cannot be reached is excluded from the pass, sayin
 recorded down; it is asked again on the next pass, and routed to once it answers.
 
 The remote site is Grid Engine over a replaying transport (tests/schedulers/recorded):
-the queue listing is `qstat -g c` recorded on the testbed's `galaxy`, and every command
-the step runs is checked against the expected ones in order."""
+its snapshot (`qstat -xml -r -g d -u *`, then `qstat -g c`) is the one recorded on the
+testbed's `galaxy` with two users' jobs filling it, and every command the step runs is
+checked against the expected ones in order."""
 
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -26,14 +28,18 @@ from tests.conftest import MakeUser
 from tests.schedulers.recorded import ReplayTransport, load
 from tests.worker.test_worker_local import post
 
-QUEUES = ("qstat", "-g", "c")
+JOBS = ("qstat", "-xml", "-r", "-g", "d", "-u", "*")
+CORES = ("qstat", "-g", "c")
+# When the snapshots are taken (after every recorded job's start).
+TAKEN = datetime(2030, 1, 1, tzinfo=UTC)
 SPEC = {"name": "s", "executable": "/bin/true"}
 
 
 def with_grid(runtime: Runtime, transport: ReplayTransport) -> Runtime:
     """The runtime with a Grid Engine site `grid` (reached over `transport`) beside local."""
     local = runtime.sites.get("local")
-    adapter = BatchAdapter(transport, SgeDialect(parallel_environment="mpi"))  # type: ignore[arg-type]
+    adapter = BatchAdapter(transport, SgeDialect(parallel_environment="mpi"),  # type: ignore[arg-type]
+                           clock=lambda: TAKEN)
     grid = SiteEntry(name="grid", kind="sge", description="replayed", shape=local.shape,
                      max_jobs=10, adapter=adapter, workdir_root="/scratch/gw")
     registry = SiteRegistry([local, grid])
@@ -58,7 +64,7 @@ def test_an_unreachable_site_is_skipped_then_used_again(
         client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
     user = make_user()
     transport = ReplayTransport()
-    transport.expect(QUEUES, ConnectionFailed("grid: connection refused"))
+    transport.expect(JOBS, ConnectionFailed("grid: connection refused"))
     grid = with_grid(runtime, transport)
     worker = Worker(grid, "w")
     assert route_jobs(worker.ctx, worker.health) is False  # nothing waits: no call made
@@ -72,12 +78,20 @@ def test_an_unreachable_site_is_skipped_then_used_again(
         "forecast": None, "p_deadline": None}
     assert status(runtime) == ("down", "grid: connection refused")
 
-    transport.expect(QUEUES, load("sge", "real_qstat_gc.txt"))
+    # Back, and full: job 1 holds both slots; job 3 (both slots, a day) is next in line.
+    transport.expect(JOBS, load("sge", "real_qstat_snapshot.txt"))
+    transport.expect(CORES, load("sge", "real_qstat_gc_full.txt"))
     second = post(client, user.headers, SPEC)
     assert route_jobs(worker.ctx, worker.health) is True
     transport.assert_done()
     decision = placed(client, user.headers, second)
-    # Both open and forecast alike: the name breaks the tie.
-    assert decision["chosen"] == ["grid"]
-    assert [c["excluded"] for c in decision["candidates"]] == [None, None]
+    assert decision["chosen"] == ["local"]
+    grid_site = decision["candidates"][1]
+    assert (grid_site["site"], grid_site["excluded"]) == ("grid", None)
+    forecast = grid_site["forecast"]
+    # Job 1 is past its limit; job 3 then holds both slots for its day; on the slot that
+    # frees first run job 2 (600 s) and array 5's three 300 s tasks (job 4, without a
+    # limit, holds the other); the new job queues behind them all.
+    assert (forecast["wait_median"], forecast["wait_bound"]) == (87900.0, 87900.0)
+    assert forecast["basis"].startswith("live queue (no wait history)")
     assert status(runtime) == ("up", None)
