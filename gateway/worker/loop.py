@@ -1,10 +1,15 @@
 """The worker's loop: it only schedules steps, each in gateway/worker/ over the lifecycle
 service (gateway.services.lifecycle), which owns leases and transitions.
 
+A cycle routes first, once for all sites (gateway.worker.route: one routing pass gives
+the pending `site: auto` jobs their sites), then runs each site's steps: submission
+(recover, claim and submit), cancels, polling and stage-out.
+
 Any number of workers may run against one PostgreSQL database. Each step is one or
 more units of work committed at its end; what makes a crash between any two of them
-safe is said where it is kept: claims and leases in gateway.services.lifecycle,
-adoption by tag in gateway.worker.submit, cancels in gateway.worker.cancel.
+safe is said where it is kept: routing in gateway.services.placement, claims and leases
+in gateway.services.lifecycle, adoption by tag in gateway.worker.submit, cancels in
+gateway.worker.cancel.
 """
 
 from __future__ import annotations
