@@ -56,6 +56,10 @@ class LiveGateway:
         self._owners[job_id] = headers
         return job_id
 
+    def owner(self, job_id: str) -> dict[str, str]:
+        """The headers of the user who submitted the job."""
+        return self._owners[job_id]
+
     def job(self, job_id: str) -> dict[str, Any]:
         r = self.client.get(f"/api/v1/jobs/{job_id}", headers=self._owners[job_id])
         assert r.status_code == 200, r.text
@@ -97,16 +101,17 @@ class LiveGateway:
 
 
 @contextmanager
-def live_gateway(testbed: TestbedInfo, sites: Sequence[str], base: Path
-                 ) -> Iterator[LiveGateway]:
-    """A LiveGateway over `sites` of the running testbed, with its state under `base`."""
+def live_gateway(testbed: TestbedInfo, sites: Sequence[str], base: Path,
+                 **overrides: Any) -> Iterator[LiveGateway]:
+    """A LiveGateway over `sites` of the running testbed, with its state under `base`
+    (and any further settings in `overrides`)."""
     configs = base / "site-configs"
     configs.mkdir(parents=True)
     for name in sites:
         shutil.copy(Path(testbed.site_configs) / f"{name}.yaml", configs)
     settings = Settings(data_dir=base / "data", database_url=f"sqlite:///{base / 'gw.db'}",
                         site_configs_dir=configs, run_worker=False,
-                        public_url="http://gateway.test")
+                        public_url="http://gateway.test", **overrides)
     runtime = build_runtime(settings)
     try:
         with TestClient(create_app(runtime=runtime)) as client:

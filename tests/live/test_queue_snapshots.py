@@ -92,8 +92,9 @@ def test_slurm_snapshot_of_a_filled_site(roadrunner: tuple[SiteInfo, BatchAdapte
         planned = _until(adapter, "a start estimate", lambda s: any(
             j.native_id == small and j.estimated_start for j in s.jobs), BACKFILL_DEADLINE)
         estimate = next(j.estimated_start for j in planned.jobs if j.native_id == small)
-        assert estimate is not None
-        expected = jobs[big].started_at + timedelta(seconds=1200)
+        started = jobs[big].started_at
+        assert estimate is not None and started is not None
+        expected = started + timedelta(seconds=1200)
         assert abs(estimate - expected) <= timedelta(seconds=60), (estimate, expected)
         # sbatch --test-only for a job of the same shape (a job id is consumed, none
         # queued): it would wait behind the pending one, never start before it.

@@ -1,0 +1,141 @@
+"""The metascheduler on the live testbed (roadrunner: Slurm, galaxy: Grid Engine; two cores
+each, and Slurm gives a job its whole node): a busy site loses `auto` jobs to an idle one
+and the placement says why; a hedged job runs once; a site whose sshd stops has its
+waiting jobs routed elsewhere, and the stale attempts are revoked when it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from gateway.db.engine import transaction
+from gateway.db.models import Site
+from testbed import faults, manager
+from testbed.config import TestbedConfig
+from testbed.state import TestbedInfo
+from tests.live.gateway import FINAL, LiveGateway, live_gateway
+from tests.testbed.fixture import running_testbed, unique_config
+
+SITES = ("roadrunner", "galaxy")
+ENDED = (*FINAL, "REVOKED")
+
+
+def _sleep(seconds: int, walltime: int, **extra: Any) -> dict[str, Any]:
+    return {"name": f"sleep {seconds}", "executable": "/bin/sleep", "args": [str(seconds)],
+            "resources": {"walltime": walltime}, **extra}
+
+
+def _placement(gw: LiveGateway, job_id: str) -> dict[str, Any]:
+    r = gw.client.get(f"/api/v1/jobs/{job_id}/placement", headers=gw.owner(job_id))
+    assert r.status_code == 200, r.text
+    placement: dict[str, Any] = r.json()
+    return placement
+
+
+def _at_scheduler(gw: LiveGateway, ids: list[str]) -> None:
+    gw.until(ids, lambda j: j["state"] in ("QUEUED", "RUNNING"), deadline=120)
+
+
+@pytest.fixture(scope="module")
+def gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
+    with live_gateway(testbed, SITES, tmp_path_factory.mktemp("routing"),
+                      local_site_enabled=False) as gw:
+        yield gw
+
+
+def test_a_busy_site_sends_auto_jobs_to_the_idle_one(gw: LiveGateway) -> None:
+    headers = gw.token()
+    fillers = [gw.submit(headers, _sleep(600, 700, site="roadrunner")) for _ in range(2)]
+    _at_scheduler(gw, fillers)  # one runs (a whole node), one waits behind it
+    job_id = gw.submit(headers, _sleep(1, 60))
+    job = gw.until([job_id], lambda j: j["site"] is not None, deadline=60)[job_id]
+    placement = _placement(gw, job_id)
+    by_site = {c["site"]: c for c in placement["candidates"]}
+    busy, idle = by_site["roadrunner"]["forecast"], by_site["galaxy"]["forecast"]
+    assert (job["site"], placement["chosen"]) == ("galaxy", ["galaxy"]), placement
+    # Chosen for the queue, not a tie: roadrunner's predicted wait is the fillers' time.
+    assert busy["wait_median"] >= 300 > idle["wait_median"], placement
+    assert placement["why"].startswith("Site 'galaxy' has the earliest predicted "
+                                       "completion"), placement
+    assert "next best 'roadrunner'" in placement["why"], placement
+    assert gw.until_final(job_id)["state"] == "COMPLETED"
+    for filler in fillers:
+        gw.cancel(filler)
+    gw.until(fillers, lambda j: j["state"] in FINAL, deadline=120)
+
+
+def test_a_hedged_job_runs_once(gw: LiveGateway) -> None:
+    headers = gw.token()
+    # Both sites busy, roadrunner for less long: the job queues at both, starts at
+    # roadrunner, and its galaxy sibling (still queued) is revoked.
+    fillers = [gw.submit(headers, _sleep(20, 60, site="roadrunner")),
+               *(gw.submit(headers, _sleep(120, 200, site="galaxy")) for _ in range(2))]
+    gw.until(fillers, lambda j: j["state"] == "RUNNING", deadline=120)
+    job_id = gw.submit(headers, _sleep(5, 60, routing={"hedge": 2}))
+    # The job ends with its winner; the revocation may reach the other site a bit later.
+    job = gw.until([job_id], lambda j: j["state"] in FINAL and all(
+        a["state"] in ENDED for a in j["attempts"]), deadline=180)[job_id]
+    assert job["state"] == "COMPLETED", job
+    assert sorted(_placement(gw, job_id)["chosen"]) == sorted(SITES)
+    ends = sorted((a["site"], a["state"]) for a in job["attempts"])
+    assert ends == [("galaxy", "REVOKED"), ("roadrunner", "COMPLETED")], job["attempts"]
+    assert job["site"] == "roadrunner"
+    revoked = next(a for a in job["attempts"] if a["site"] == "galaxy")
+    assert revoked["native_id"] and revoked["started_at"] is None, revoked  # never ran
+    for filler in fillers:
+        gw.cancel(filler)
+    gw.until(fillers, lambda j: j["state"] in FINAL, deadline=120)
+
+
+@pytest.fixture(scope="module")
+def own_testbed() -> Iterator[tuple[TestbedConfig, TestbedInfo]]:
+    """A testbed of this test's own: galaxy's sshd gets stopped."""
+    config = unique_config()
+    with running_testbed(config) as info:
+        yield config, info
+
+
+def _drain(gw: LiveGateway, site: str, drained: bool) -> None:
+    with transaction(gw.runtime.sessions) as session:
+        session.execute(update(Site).where(Site.name == site).values(drained=drained))
+
+
+def test_a_down_sites_waiting_jobs_fail_over_and_nothing_runs_twice(
+        own_testbed: tuple[TestbedConfig, TestbedInfo], tmp_path: Path) -> None:
+    config, info = own_testbed
+    with live_gateway(info, SITES, tmp_path, local_site_enabled=False,
+                      failover_after_seconds=5) as gw:
+        headers = gw.token()
+        # galaxy busy with long jobs of its own; roadrunner closed while the auto jobs
+        # are routed, so they wait at galaxy.
+        fillers = [gw.submit(headers, _sleep(600, 700, site="galaxy")) for _ in range(2)]
+        _at_scheduler(gw, fillers)
+        _drain(gw, "roadrunner", True)
+        waiting = [gw.submit(headers, _sleep(2, 60)) for _ in range(2)]
+        jobs = gw.until(waiting, lambda j: j["state"] == "QUEUED", deadline=120)
+        assert {j["site"] for j in jobs.values()} == {"galaxy"}, jobs
+        _drain(gw, "roadrunner", False)
+
+        faults.stop_daemon(config, "galaxy", "sshd")
+        try:
+            jobs = gw.until(waiting, lambda j: j["state"] == "COMPLETED", deadline=240)
+            assert {j["site"] for j in jobs.values()} == {"roadrunner"}, jobs
+            assert gw.sites()["galaxy"]["status"] == "down"
+        finally:
+            manager.up(config)  # sshd back, with the same host key
+        # Once galaxy answers, its stale attempts are cancelled there and end REVOKED.
+        jobs = gw.until(waiting, lambda j: all(a["state"] in ENDED for a in j["attempts"]),
+                        deadline=180)
+        for job in jobs.values():
+            ends = sorted((a["site"], a["state"]) for a in job["attempts"])
+            assert ends == [("galaxy", "REVOKED"), ("roadrunner", "COMPLETED")], job
+            stale = next(a for a in job["attempts"] if a["site"] == "galaxy")
+            assert stale["started_at"] is None, stale  # it never ran there
+        for filler in fillers:
+            gw.cancel(filler)
+        gw.until(fillers, lambda j: j["state"] in FINAL, deadline=120)
