@@ -6,6 +6,7 @@ interpreted by a shell on the gateway or on a site.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
@@ -51,6 +52,14 @@ ENV_DENYLIST = frozenset(
 )
 ENV_RESERVED_PREFIXES = ("GRIDGATE_", "BASH_FUNC_", "SLURM_", "SGE_", "PBS_", "LSB_")
 _SECONDS = TextRule("walltime", r"-?[0-9]+", "use seconds or [D-][HH:]MM:SS")
+# RFC 3339 date-time (section 5.6): a full date, a time and an explicit offset.
+RFC3339 = TextRule(
+    "RFC 3339 time",
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
+    r"(?:[Zz]|[+-][0-9]{2}:[0-9]{2})",
+    "write a date, a time and an offset, e.g. 2026-11-25T18:00:00Z")
+# Sites a hedged job may be submitted to at once: each copy holds a place in a queue.
+MAX_HEDGE = 4
 
 
 # Validation context for a spec accepted earlier and already submitted (the worker reads
@@ -58,6 +67,8 @@ _SECONDS = TextRule("walltime", r"-?[0-9]+", "use seconds or [D-][HH:]MM:SS")
 # and staging in, which may have tightened since, are not applied again. The adapters
 # check a script's directives again at any submission.
 SUBMITTED = {"submitted": True}
+# The site of a job the gateway routes.
+AUTO = "auto"
 
 
 def _submitted(info: ValidationInfo) -> bool:
@@ -147,6 +158,68 @@ class Mpi(Strict):
         Field(default=None, description="MPI implementation, e.g. mpich or openmpi."))
 
 
+class RoutingPolicy(StrEnum):
+    """How a `site: auto` job's site is chosen (gateway.scheduling.ranking)."""
+
+    FASTEST = "fastest"  # lowest predicted median completion
+    DEADLINE = "deadline"  # highest probability of finishing by `deadline`
+    PINNED = "pinned"  # the site the job names
+
+
+def parse_rfc3339(value: Any) -> datetime:
+    """A timezone-aware datetime from an RFC 3339 string (matched whole), in UTC."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError("the deadline needs a UTC offset, e.g. 2026-11-25T18:00:00Z")
+        return value.astimezone(UTC)
+    if not isinstance(value, str):
+        raise ValueError("the deadline must be an RFC 3339 time, e.g. 2026-11-25T18:00:00Z")
+    RFC3339.check(value)
+    try:
+        moment = datetime.fromisoformat(value.upper().replace(" ", "T"))
+    except ValueError:
+        raise ValueError(f"{value!r} is not a real date and time") from None
+    return moment.astimezone(UTC)
+
+
+def deadline_problem(routing: Routing, now: datetime) -> str | None:
+    """Why a new job's deadline cannot be taken (it has passed), or None."""
+    if routing.deadline is not None and routing.deadline <= now:
+        return (f"The deadline {routing.deadline.isoformat()} has already passed; give a "
+                "future RFC 3339 time in 'routing.deadline'.")
+    return None
+
+
+class Routing(Strict):
+    """Where a `site: auto` job goes: by `policy`, over its `hedge` best sites."""
+
+    policy: RoutingPolicy = Field(default=RoutingPolicy.FASTEST, description=(
+        "fastest (default): the site with the earliest predicted completion; deadline: the "
+        "site most likely to finish by `deadline`; pinned: the site the job names."))
+    hedge: Annotated[int, Field(ge=1, le=MAX_HEDGE, description=(
+        f"Submit to this many of the best sites (at most {MAX_HEDGE}); the first copy to "
+        "start wins and the others are cancelled."))] = 1
+    deadline: datetime | None = Field(default=None, description=(
+        "RFC 3339 time the job should finish by; required by the deadline policy."))
+
+    @field_validator("deadline", mode="before")
+    @classmethod
+    def _deadline(cls, value: Any) -> datetime | None:
+        # That a new job's deadline lies ahead is checked at submission
+        # (gateway.services.jobs): a stored spec stays valid once its deadline passes.
+        return None if value is None else parse_rfc3339(value)
+
+    @model_validator(mode="after")
+    def _deadline_policy(self) -> Self:
+        if self.policy == RoutingPolicy.DEADLINE and self.deadline is None:
+            raise ValueError("the deadline policy needs 'deadline': the RFC 3339 time the job "
+                             "should finish by")
+        if self.policy != RoutingPolicy.DEADLINE and self.deadline is not None:
+            raise ValueError("'deadline' goes with `policy: deadline`; set the policy or drop "
+                             "the deadline")
+        return self
+
+
 def _output_glob(value: str, info: ValidationInfo) -> str:
     return check_job_path(value, glob=True, submitted=_submitted(info))
 
@@ -193,10 +266,12 @@ class JobSpec(Strict):
     )] = {}
     resources: Resources = Resources()
     mpi: Mpi = Mpi()
-    site: Annotated[str, AfterValidator(SITE_NAME.check), rule_schema(SITE_NAME)] = "auto"
+    site: Annotated[str, AfterValidator(SITE_NAME.check), rule_schema(SITE_NAME)] = AUTO
     partition: Annotated[str, AfterValidator(PARTITION.check), rule_schema(PARTITION)] | None = (
         Field(default=None, description="Partition (Slurm) or queue; default: the site's."))
     labels: Annotated[dict[str, Annotated[str, Field(max_length=255)]], Field(max_length=64)] = {}
+    routing: Routing = Field(default_factory=Routing, description=(
+        "How a `site: auto` job's site is chosen; a job naming its site is pinned there."))
     inputs: Annotated[list[Input], Field(max_length=10_000, description=(
         "Files staged into the job directory (STAGING_IN) before submission."))] = []
     outputs: Annotated[list[OutputGlob], Field(
@@ -257,3 +332,33 @@ class JobSpec(Strict):
         if self.script is not None and self.args:
             raise ValueError("'args' go with 'executable', not with 'script'")
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pinned_by_default(cls, data: Any) -> Any:
+        # A job naming its site is pinned there: the policy says so in the stored spec.
+        if isinstance(data, dict) and data.get("site", AUTO) != AUTO:
+            routing = data.get("routing")
+            if routing is None:
+                data = {**data, "routing": {"policy": RoutingPolicy.PINNED.value}}
+            elif isinstance(routing, dict) and "policy" not in routing:
+                data = {**data, "routing": {**routing, "policy": RoutingPolicy.PINNED.value}}
+        return data
+
+    @model_validator(mode="after")
+    def _routing_matches_site(self) -> Self:
+        pinned = self.routing.policy == RoutingPolicy.PINNED
+        if self.site == AUTO and pinned:
+            raise ValueError("`routing.policy: pinned` needs a site: name it in 'site'")
+        if self.site != AUTO and not pinned:
+            raise ValueError(f"a job naming site '{self.site}' is pinned there: drop "
+                             "'routing.policy' or set `site: auto`")
+        if self.site != AUTO and self.routing.hedge > 1:
+            raise ValueError(f"a job naming site '{self.site}' runs there only: hedging needs "
+                             "`site: auto`")
+        return self
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the job names its site (routing keeps it there)."""
+        return self.site != AUTO

@@ -1,0 +1,55 @@
+"""Routing decisions as the API sends them: a job's placement (GET /jobs/{id}/placement,
+the decision as it was made and stored) and an estimate (POST /jobs:estimate, the same
+computation for a spec, nothing stored or submitted).
+
+Times in a forecast are seconds from `decided_at` (the moment of the decision): the
+predicted start is `decided_at + staging + wait_median`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from typing_extensions import TypedDict
+
+
+class ForecastOut(TypedDict):
+    """One site's prediction for the job, in seconds from the decision."""
+
+    wait_median: float
+    wait_bound: float  # 95% upper bound on the queue wait
+    runtime: float
+    staging: float
+    completion: float  # staging + median wait + runtime
+    completion_bound: float  # staging + 95% bound on the wait + runtime
+    # (probability, wait) points of the wait's distribution, as the forecaster gave them.
+    wait_quantiles: list[tuple[float, float]]
+    # Where the wait came from (observed waits, the live queue, the scheduler's estimate).
+    basis: str
+
+
+class CandidateOut(TypedDict):
+    """One site for the job: excluded (and why), or its forecast. In ranked order."""
+
+    site: str
+    excluded: str | None
+    forecast: ForecastOut | None
+    # P(finishing by the deadline) under the deadline policy; null otherwise.
+    p_deadline: float | None
+
+
+class EstimateOut(TypedDict):
+    """What routing would decide for a spec now (nothing stored, nothing submitted)."""
+
+    decided_at: datetime
+    policy: str
+    hedge: int
+    deadline: datetime | None
+    chosen: list[str]  # best first; empty when no site can take the job now
+    why: str
+    candidates: list[CandidateOut]
+
+
+class PlacementOut(EstimateOut):
+    """The routing decision that placed a job, as it was made."""
+
+    job_id: str
