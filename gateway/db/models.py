@@ -307,3 +307,21 @@ class LoginFailure(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     key: Mapped[str] = mapped_column(String(128))
     at: Mapped[datetime] = mapped_column(index=True)
+
+
+class Placement(Base):
+    """One routing decision for a job, as it was made: the policy, the chosen sites (best
+    first), the sentence saying why, and every candidate site with its exclusion or its
+    forecast (`gateway.schemas.placements.CandidateOut`, as JSON)."""
+
+    __tablename__ = "placements"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    decided_at: Mapped[datetime] = mapped_column()
+    policy: Mapped[str] = mapped_column(String(16))
+    hedge: Mapped[int] = mapped_column(Integer)
+    deadline: Mapped[datetime | None] = mapped_column(default=None)
+    chosen: Mapped[list[str]] = mapped_column(JSON)
+    why: Mapped[str] = mapped_column(Text)
+    candidates: Mapped[list[dict[str, Any]]] = mapped_column(JSON)

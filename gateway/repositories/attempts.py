@@ -56,6 +56,41 @@ def last_numbers(session: Session, job_ids: Collection[str]) -> dict[str, int]:
         .where(Attempt.job_id.in_(job_ids)).group_by(Attempt.job_id))}
 
 
+def failed_sites(session: Session, job_ids: Collection[str]) -> dict[str, frozenset[str]]:
+    """For each of these jobs that has failed attempts: the sites they failed at."""
+    found: dict[str, set[str]] = {}
+    if job_ids:
+        for job_id, site in session.execute(
+                select(Attempt.job_id, Attempt.site_name).distinct()
+                .where(Attempt.job_id.in_(job_ids), Attempt.state == AttemptState.FAILED)):
+            found.setdefault(job_id, set()).add(site)
+    return {job_id: frozenset(sites) for job_id, sites in found.items()}
+
+
+@dataclass(frozen=True)
+class StartedAttempt:
+    """An attempt that started at a site: what its queue wait and run time teach."""
+
+    site_name: str
+    state: AttemptState
+    submitted_at: datetime
+    started_at: datetime
+    ended_at: datetime | None
+    owner_id: str
+    spec: dict[str, Any]
+
+
+def recent_starts(session: Session, limit: int) -> list[StartedAttempt]:
+    """The `limit` attempts that started most recently (any site), oldest first."""
+    rows = session.execute(
+        select(Attempt.site_name, Attempt.state, Attempt.submitted_at, Attempt.started_at,
+               Attempt.ended_at, Job.owner_id, Job.spec)
+        .join(Job, Job.id == Attempt.job_id)
+        .where(Attempt.started_at.is_not(None), Attempt.submitted_at.is_not(None))
+        .order_by(Attempt.started_at.desc(), Attempt.id.desc()).limit(limit)).all()
+    return [StartedAttempt(*row) for row in reversed(rows)]
+
+
 def add(session: Session, attempt: Attempt) -> None:
     """Add a new attempt to the unit of work."""
     session.add(attempt)

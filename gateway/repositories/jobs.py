@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select
+from sqlalchemy import ColumnElement, Connection, bindparam, delete, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -23,6 +23,7 @@ from gateway.db.models import (
     Project,
     User,
 )
+from gateway.domain.jobspec import AUTO
 from gateway.domain.states import JobState
 from gateway.repositories import events
 from gateway.repositories.events import NewEvent
@@ -44,7 +45,7 @@ class NewJob:
     project_id: int
     name: str
     spec: Mapping[str, Any]
-    site_name: str
+    site_name: str | None  # None: a `site: auto` job, placed by a routing pass
     created_at: datetime
     labels: Mapping[str, str]
     first_event: NewEvent
@@ -152,19 +153,35 @@ def lock_many(session: Session, job_ids: Collection[str]) -> dict[str, Job]:
         select(Job).where(Job.id.in_(job_ids)).order_by(Job.id).with_for_update())}
 
 
-def lock_accepted(session: Session, site_names: Collection[str], limit: int, *,
-                  site_choice: str | None = None) -> list[OwnedJob]:
-    """Up to `limit` ACCEPTED jobs placed at any of these sites (and, if given, whose
-    spec chose `site_choice`), oldest first, locked; rows other workers hold are skipped."""
+def lock_accepted(session: Session, site_names: Collection[str], limit: int
+                  ) -> list[OwnedJob]:
+    """Up to `limit` ACCEPTED jobs placed at any of these sites, oldest first, locked;
+    rows other workers hold are skipped."""
     if not site_names:
         return []
     query = (select(Job, User.username, User.id)
              .join(User, User.id == Job.owner_id)
              .where(Job.state == JobState.ACCEPTED.value, Job.site_name.in_(site_names)))
-    if site_choice is not None:
-        query = query.where(Job.spec["site"].as_string() == site_choice)
     rows = session.execute(
         query.order_by(Job.created_at, Job.id).limit(limit)
+        .with_for_update(of=Job, skip_locked=True)).all()
+    return [OwnedJob(job, owner, owner_id) for job, owner, owner_id in rows]
+
+
+def lock_unrouted(session: Session, closed_sites: Collection[str], limit: int
+                  ) -> list[OwnedJob]:
+    """Up to `limit` ACCEPTED `site: auto` jobs to route, oldest first, locked: those not
+    placed yet, and those placed at one of `closed_sites` (drained or disabled since)
+    and not claimed there. Rows another worker holds are skipped: it routes them."""
+    waiting: ColumnElement[bool] = Job.site_name.is_(None)
+    if closed_sites:
+        waiting = or_(waiting, Job.site_name.in_(closed_sites))
+    rows = session.execute(
+        select(Job, User.username, User.id)
+        .join(User, User.id == Job.owner_id)
+        .where(Job.state == JobState.ACCEPTED.value, waiting,
+               Job.spec["site"].as_string() == AUTO)
+        .order_by(Job.created_at, Job.id).limit(limit)
         .with_for_update(of=Job, skip_locked=True)).all()
     return [OwnedJob(job, owner, owner_id) for job, owner, owner_id in rows]
 

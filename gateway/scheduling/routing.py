@@ -1,41 +1,31 @@
-"""Routing: which site runs a job. Pure: the job's requirements and a snapshot of every
-site in, a site or the reason there is none out.
+"""Admission: may a new job be accepted, and where does it wait (pure).
 
-Today's policy is first fit: a job naming a site goes there if that site is enabled,
-has an account for its owner and can run it; a `site: auto` job goes to the first site
-(in configuration order) that is accepting jobs, serves its owner and can run it. The
-metascheduler replaces this function and nothing around it: the API calls it to admit a
-job (a 422 that says why, or the placement shown in the 202), and the worker's routing
-step calls it again for jobs still waiting (`gateway.worker.route`).
+Routing happens at dispatch, in the worker (`gateway.worker.route`), not here: a
+`site: auto` job is accepted with no site, and a routing pass places it later over fresh
+per-site snapshots. Admission only refuses at once what no routing pass could ever place
+(the lasting exclusions of `gateway.scheduling.constraints`), saying why for each site:
+- a job naming its site is pinned there: refused when the site is unknown or disabled,
+  has no account for the owner, can never run the job or refuses its labels; a drained
+  or unreachable site keeps it waiting;
+- a `site: auto` job is refused only when every site excludes it for a lasting reason;
+  one that only lacks an open site now waits for one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.domain.jobspec import JobSpec
-from gateway.scheduling.feasibility import SiteShape, unfit_reason
-
-AUTO = "auto"
-
-
-@dataclass(frozen=True)
-class SiteSnapshot:
-    """One site as routing sees it now."""
-
-    name: str
-    shape: SiteShape
-    enabled: bool
-    accepting: bool  # enabled and not drained
-    # Why this job's owner cannot run jobs at the site (no mapped account, an unconfined
-    # local site), or None when they can.
-    account_problem: str | None
+from gateway.scheduling.constraints import JobView, SiteView, refusal, screen_all
+from gateway.scheduling.feasibility import unfit_reason
 
 
 @dataclass(frozen=True)
-class Routed:
-    site: str
+class Admitted:
+    """The job is accepted: at its named site, or (None) to be routed."""
+
+    site: str | None
 
 
 @dataclass(frozen=True)
@@ -46,39 +36,36 @@ class Unroutable:
     field: str
 
 
-Route = Routed | Unroutable
+Admission = Admitted | Unroutable
 
 
-def route(spec: JobSpec, sites: Sequence[SiteSnapshot]) -> Route:
-    """Where `spec` runs, first fit over `sites` (see module)."""
-    if spec.site != AUTO:
-        return _pinned(spec, spec.site, sites)
-    reasons = []
-    for site in sites:
-        if not site.accepting:
-            reasons.append(f"site '{site.name}' is not accepting jobs")
-            continue
-        if site.account_problem is not None:
-            reasons.append(f"site '{site.name}' has no account for you")
-            continue
-        reason = unfit_reason(spec, site.shape)
-        if reason is None:
-            return Routed(site.name)
-        reasons.append(reason)
-    return Unroutable("No site can run this job: " + ("; ".join(reasons) or "no sites") + ".",
-                      "resources")
+def admit(spec: JobSpec, sites: Sequence[SiteView],
+          no_account: Mapping[str, str]) -> Admission:
+    """Whether `spec` is accepted (see module). `no_account`: site -> why the owner has
+    no account there, for each site that has none for them."""
+    if spec.pinned:
+        return _pinned(spec, sites, no_account)
+    problem = refusal(screen_all(JobView(spec, no_account), sites))
+    if problem is not None:
+        return Unroutable(problem, "resources")
+    return Admitted(None)
 
 
-def _pinned(spec: JobSpec, name: str, sites: Sequence[SiteSnapshot]) -> Route:
+def _pinned(spec: JobSpec, sites: Sequence[SiteView], no_account: Mapping[str, str]
+            ) -> Admission:
+    name = spec.site
     site = next((s for s in sites if s.name == name), None)
     if site is None:
         known = ", ".join(sorted(s.name for s in sites)) or "none"
         return Unroutable(f"Unknown site '{name}'. Known sites: {known}.", "site")
     if not site.enabled:
         return Unroutable(f"Site '{name}' is disabled.", "site")
-    if site.account_problem is not None:
-        return Unroutable(site.account_problem, "site")
+    if name in no_account:
+        return Unroutable(no_account[name], "site")
     reason = unfit_reason(spec, site.shape)
     if reason:
         return Unroutable(f"No site can run this job: {reason}.", "resources")
-    return Routed(name)
+    labelled = site.labels.problem(spec.labels, name)
+    if labelled:
+        return Unroutable(labelled[0].upper() + labelled[1:] + ".", "labels")
+    return Admitted(name)

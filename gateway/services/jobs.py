@@ -19,7 +19,7 @@ from gateway.repositories.events import NewEvent
 from gateway.repositories.jobs import NewJob, ProjectRef
 from gateway.services.job_inputs import StagingLimits, check_inputs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
-from gateway.services.placement import place
+from gateway.services.placement import admit
 from gateway.services.sites import SiteRegistry
 from gateway.services.transitions import advance
 
@@ -62,18 +62,20 @@ def submit(
         if replay is not None:
             return replay, False
     project = _resolve_project(session, principal, spec.project)
-    site = place(session, registry, spec, principal.account_name)
+    now = utcnow()
+    site = admit(session, registry, spec, principal.account_name, now)
     if spec.inputs:
         check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,
                      spec)
-    now = utcnow()
     job_id = str(uuid.uuid4())
     job = NewJob(
         id=job_id, owner_id=principal.user_id, project_id=project.id, name=spec.name,
         spec=spec.model_dump(mode="json"), site_name=site, created_at=now,
         labels=spec.labels,
         first_event=NewEvent(job_id, now, None, JobState.ACCEPTED.value,
-                             f"submitted to site '{site}'", principal.display),
+                             f"submitted to site '{site}'" if site else
+                             "submitted; waiting for a routing pass to choose its site",
+                             principal.display),
         idempotency_key=idempotency_key, request_hash=digest)
     if not jobs.insert_new(session.connection(), job):
         # A concurrent request with the same key won the race: answer as it did.

@@ -1,73 +1,216 @@
-"""Placement: routing (`gateway.scheduling.routing`) fed with the sites as they are now.
+"""Placement: admission of new jobs, and the routing pass that gives `site: auto` jobs
+their site, fed with the sites as they are now.
 
-The API places a job when it accepts it (so a job no site can run is refused at once,
-saying why); the worker's routing step places `site: auto` jobs again while they wait,
-when the site they were placed at has stopped accepting jobs."""
+The API admits a job (`admit`): a job no routing pass could ever place is refused at
+once, saying why for each site; a `site: auto` job is accepted with no site. The worker's
+routing step (`gateway.worker.route`) calls `route_pending`: one pass over the pending
+jobs, oldest first, through `ranking.route_pass` (hard constraints, then forecasts and
+the job's policy), recording each decision (a `placements` row and a job event).
+
+Routed once, submitted once: a pass locks the jobs it routes (FOR UPDATE SKIP LOCKED,
+so concurrent workers take disjoint sets) and commits each job's site, its decision and
+its event in one unit of work; a worker that dies before the commit routed nothing (the
+next pass routes the job), and one that dies after it left an ACCEPTED job at its site,
+which the claim step takes exactly once (gateway.services.lifecycle). Only ACCEPTED jobs
+are routed, and a claim moves a job out of ACCEPTED in the unit of work that creates its
+attempt, so routing never moves a job that has an attempt. A job is routed again only
+when the site it was placed at stops accepting jobs before it is claimed there.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from gateway.db.base import utcnow
+from gateway.db.models import Job, Site
 from gateway.domain.errors import Invalid
-from gateway.domain.jobspec import SUBMITTED, JobSpec
-from gateway.repositories import jobs
+from gateway.domain.jobspec import SUBMITTED, JobSpec, deadline_problem
+from gateway.domain.states import JobState, Reason
+from gateway.repositories import attempts, jobs, placements
 from gateway.repositories import sites as site_rows
+from gateway.repositories.placements import NewPlacement
 from gateway.repositories.sites import CLOSED, Admission
-from gateway.scheduling.routing import AUTO, Routed, SiteSnapshot, route
+from gateway.scheduling.constraints import JobView, Screened, SiteView, screen_all
+from gateway.scheduling.ranking import Candidate, Forecaster, Routing, rank, route_pass
+from gateway.scheduling.routing import Admitted
+from gateway.scheduling.routing import admit as admission
+from gateway.schemas.placements import EstimateOut
+from gateway.services.decisions import deadline_in, estimate_out, new_placement
 from gateway.services.sites import NoAccount, SiteRegistry
+from gateway.services.transitions import advance, note
+
+# Site status the worker records for a site it could not reach (gateway.worker.site_health).
+DOWN = "down"
 
 
-def snapshots(registry: SiteRegistry, admission: Mapping[str, Admission],
-              username: str | None) -> list[SiteSnapshot]:
-    """Every configured site, in configuration order, as this user's job sees it."""
-    found = []
+@dataclass(frozen=True)
+class Pending:
+    """A job in a routing pass: its spec, owner and what the constraints need."""
+
+    job_id: str
+    spec: JobSpec
+    owner: str | None
+    owner_id: str
+    view: JobView
+    created_at: datetime
+
+
+# Builds the pass's forecaster from fresh per-site state (gateway.services.forecasting).
+ForecasterFactory = Callable[[Session, SiteRegistry, Sequence[Pending], datetime],
+                             Forecaster[Pending]]
+
+
+def site_views(registry: SiteRegistry, flags: Mapping[str, Admission],
+               down: Mapping[str, str] | None = None) -> list[SiteView]:
+    """Every configured site, in configuration order, as routing sees it now: its flags
+    and (`down`: site -> why) whether the worker last found it unreachable."""
+    down = down or {}
+    return [SiteView(e.name, e.shape, e.labels, flags.get(e.name, CLOSED).enabled,
+                     flags.get(e.name, CLOSED).drained, down.get(e.name)) for e in registry]
+
+
+def no_account(registry: SiteRegistry, username: str | None) -> dict[str, str]:
+    """Site -> why this user has no account there, for each site that has none."""
+    found = {}
     for entry in registry:
-        flags = admission.get(entry.name, CLOSED)
         try:
             entry.adapter_for(username)
-            problem = None
         except NoAccount as exc:
-            problem = exc.detail
-        found.append(SiteSnapshot(entry.name, entry.shape, flags.enabled, flags.accepting,
-                                  problem))
+            found[entry.name] = exc.detail
     return found
 
 
-def place(session: Session, registry: SiteRegistry, spec: JobSpec,
-          username: str | None) -> str:
-    """The site a new job goes to; Invalid (422) saying why when there is none."""
-    placed = route(spec, snapshots(registry, registry.admission(session), username))
-    if isinstance(placed, Routed):
-        return placed.site
-    raise Invalid(placed.reason, field=placed.field)
+def admit(session: Session, registry: SiteRegistry, spec: JobSpec, username: str | None,
+          now: datetime) -> str | None:
+    """The site a new job waits at (None: a routing pass places it); Invalid (422)
+    saying why when no routing pass could ever place it."""
+    problem = deadline_problem(spec.routing, now)
+    if problem is not None:
+        raise Invalid(problem, field="routing.deadline")
+    decided = admission(spec, site_views(registry, registry.admission(session)),
+                        no_account(registry, username))
+    if isinstance(decided, Admitted):
+        return decided.site
+    raise Invalid(decided.reason, field=decided.field)
 
 
-def closed_sites(session: Session, registry: SiteRegistry) -> list[str]:
-    """Configured sites not accepting jobs now (drained or disabled)."""
-    admission = site_rows.admissions(session)
-    return [e.name for e in registry if not admission.get(e.name, CLOSED).accepting]
+def _policy(spec: JobSpec, now: datetime) -> tuple[str, int, float | None]:
+    routing = spec.routing
+    return routing.policy.value, routing.hedge, deadline_in(routing.deadline, now)
 
 
-def replace_stranded(session: Session, registry: SiteRegistry, closed: list[str],
-                     limit: int) -> int:
-    """Place again the waiting (ACCEPTED) `site: auto` jobs at the `closed` sites (an
-    administrator drained or disabled them); a job no site takes now keeps waiting where
-    it is. Returns how many moved."""
-    admission = site_rows.admissions(session)  # fresh: the API's copy may lag
-    moved = 0
-    # A job whose user chose its site waits there.
-    for owned in jobs.lock_accepted(session, closed, limit, site_choice=AUTO):
-        job = owned.job
-        spec = JobSpec.model_validate(job.spec, context=SUBMITTED)
-        placed = route(spec, snapshots(registry, admission, owned.owner))
-        if isinstance(placed, Routed) and placed.site != job.site_name:
-            job.state_reason = (f"site '{job.site_name}' stopped accepting jobs; placed at "
-                                f"site '{placed.site}'")
-            job.site_name = placed.site
-            job.updated_at = utcnow()
-            moved += 1
+def estimate(session: Session, registry: SiteRegistry, spec: JobSpec, username: str | None,
+             owner_id: str, make_forecaster: ForecasterFactory, now: datetime
+             ) -> EstimateOut:
+    """What a routing pass would decide for `spec` now: every site excluded (and why) or
+    forecast, and the choice. Nothing is stored or submitted. A spec naming its site is
+    estimated at that site only."""
+    admit(session, registry, spec, username, now)
+    rows = site_rows.all_sites(session)
+    views = site_views(registry, _flags(rows), _down(rows))
+    if spec.pinned:
+        views = [v for v in views if v.name == spec.site]
+    job = Pending("", spec, username, owner_id,
+                  JobView(spec, no_account(registry, username)), now)
+    forecaster = make_forecaster(session, registry, [job], now)
+    candidates = [c if c.excluded is not None
+                  else Candidate(c.site, None, forecaster.forecast(job, c.site))
+                  for c in (s.candidate for s in screen_all(job.view, views))]
+    policy, hedge, deadline = _policy(spec, now)
+    return estimate_out(rank(candidates, policy, hedge, deadline), now, hedge,
+                        spec.routing.deadline)
+
+
+def _flags(rows: Sequence[Site]) -> dict[str, Admission]:
+    return {r.name: Admission(r.enabled, r.drained) for r in rows}
+
+
+def _down(rows: Sequence[Site]) -> dict[str, str]:
+    return {r.name: r.status_reason or "down when last tried" for r in rows
+            if r.status == DOWN}
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """What a routing pass did: jobs placed, and jobs failed (no site could ever run them)."""
+
+    placed: int
+    failed: int
+
+
+def route_pending(session: Session, registry: SiteRegistry,
+                  make_forecaster: ForecasterFactory, actor: str, limit: int,
+                  now: datetime) -> PassResult:
+    """One routing pass over up to `limit` pending `site: auto` jobs, oldest first (see
+    module): those not placed yet, and those placed at a site that has since stopped
+    accepting jobs. Flushes; the caller's unit of work commits."""
+    rows = site_rows.all_sites(session)  # fresh: the API's cached flags may lag
+    flags = _flags(rows)
+    closed = [e.name for e in registry if not flags.get(e.name, CLOSED).accepting]
+    owned = jobs.lock_unrouted(session, closed, limit)
+    if not owned:
+        return PassResult(0, 0)
+    views = site_views(registry, flags, _down(rows))
+    failed_at = attempts.failed_sites(session, [o.job.id for o in owned])
+    by_id: dict[str, Job] = {}
+    pending: list[Pending] = []
+    failed = 0
+    for item in owned:
+        job = item.job
+        try:
+            spec = JobSpec.model_validate(job.spec, context=SUBMITTED)
+        except ValidationError as exc:  # stored under older rules: say why, once
+            problem = "; ".join(str(e["msg"]) for e in exc.errors()[:3])
+            advance(session, job, JobState.FAILED, actor=actor, at=now,
+                    reason=f"{Reason.SUBMIT_REJECTED}: the job spec is no longer accepted: "
+                           f"{problem}")
+            failed += 1
+            continue
+        by_id[job.id] = job
+        pending.append(Pending(job.id, spec, item.owner, item.owner_id,
+                               JobView(spec, no_account(registry, item.owner),
+                                       failed_at.get(job.id, frozenset())), job.created_at))
+    screened: dict[str, list[Screened]] = {}
+
+    def exclusions(job: Pending) -> list[Candidate]:
+        screened[job.job_id] = screen_all(job.view, views)
+        return [s.candidate for s in screened[job.job_id]]
+
+    routed = route_pass(pending, exclusions, make_forecaster(session, registry, pending, now),
+                        lambda job: _policy(job.spec, now))
+    decided = []
+    for routing in routed:
+        job = by_id[routing.job.job_id]
+        if routing.decision.chosen:
+            decided.append(_place(session, job, routing, actor, now))
+        elif all(s.lasting for s in screened[job.id]):
+            # The sites changed since the job was accepted: no site can ever run it now.
+            advance(session, job, JobState.FAILED, actor=actor, at=now,
+                    reason=routing.decision.why)
+            failed += 1
+        elif job.site_name is None:
+            job.state_reason = "waiting for a site: " + routing.decision.why
+        # else: placed at a site that closed, and no other takes it: it waits there.
     session.flush()
-    return moved
+    placements.add_all(session.connection(), decided)
+    return PassResult(len(decided), failed)
+
+
+def _place(session: Session, job: Job, routing: Routing[Pending], actor: str,
+           now: datetime) -> NewPlacement:
+    """Set the job's site from the decision, with its event; the row to record it."""
+    decision = routing.decision
+    spec = routing.job.spec
+    why = decision.why
+    if job.site_name is not None:
+        why = f"site '{job.site_name}' stopped accepting jobs; {why[0].lower()}{why[1:]}"
+    # Hedged submission (issue 12, item 9) submits to every chosen site; until then the
+    # job runs at the best one.
+    job.site_name = decision.chosen[0]
+    note(session, job, actor=actor, reason=why, at=now)
+    document = estimate_out(decision, now, spec.routing.hedge, spec.routing.deadline)
+    return new_placement(job.id, {**document, "why": why})

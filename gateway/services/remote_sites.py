@@ -113,4 +113,6 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T]) 
     return SiteEntry(name=config.name, kind=config.scheduler.kind,
                      description=config.description, shape=site_shape(config),
                      max_jobs=config.max_concurrent_jobs, adapter=adapter,
-                     workdir_root=config.scratch_root.rstrip("/"), mapped=mapped)
+                     workdir_root=config.scratch_root.rstrip("/"), mapped=mapped,
+                     labels=config.routing.label_rules(), speed=config.routing.speed,
+                     transfer_rate_mb_s=config.routing.transfer_rate_mb_s)

@@ -10,7 +10,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +22,10 @@ from gateway.db.engine import transaction
 from gateway.domain.errors import Invalid
 from gateway.repositories import sites as site_rows
 from gateway.repositories.sites import Admission
+from gateway.scheduling.constraints import LabelRules
 from gateway.scheduling.feasibility import SiteShape
 from gateway.settings import Settings
+from gateway.siteconfig.routing import DEFAULT_TRANSFER_RATE_MB_S
 
 if TYPE_CHECKING:
     from adapters.ssh.pool import TransportPool
@@ -58,6 +60,11 @@ class SiteEntry:
     # Unconfined local site: the one gateway username (the OS account that runs the
     # gateway) it serves, since its jobs act as that account.
     owner_only: str | None = None
+    # Routing (site config `routing`): labels required or refused, relative speed, and
+    # the transfer rate assumed until one is measured.
+    labels: LabelRules = field(default_factory=LabelRules)
+    speed: float = 1.0
+    transfer_rate_mb_s: float = DEFAULT_TRANSFER_RATE_MB_S
 
     def workdir(self, tag: str) -> str:
         """The directory an attempt with this tag runs in."""

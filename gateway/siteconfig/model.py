@@ -27,6 +27,7 @@ from gateway.siteconfig.cluster import (
 )
 from gateway.siteconfig.fields import FieldIssues, Loc, RuntimeName, Section, SetupLine, SiteName
 from gateway.siteconfig.keys import AbsolutePath, SafeText
+from gateway.siteconfig.routing import SiteRouting
 from gateway.siteconfig.scheduler import Scheduler, launcher_issue
 
 
@@ -77,6 +78,8 @@ class SiteConfig(Section):
                                                                    "or running here at once.")
     state: SiteState = Field(default=SiteState.ENABLED,
                              description="enabled, or drained (takes no new jobs).")
+    routing: SiteRouting = Field(default_factory=SiteRouting, description=(
+        "Labels the site requires or refuses, its relative speed and transfer rate."))
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

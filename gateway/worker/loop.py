@@ -24,7 +24,7 @@ from gateway.worker.context import SiteStep, StepContext
 from gateway.worker.failover import fail_over_stranded
 from gateway.worker.housekeeping import Housekeeping
 from gateway.worker.poll import poll
-from gateway.worker.route import route_waiting
+from gateway.worker.route import route_jobs
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 from gateway.worker.stage_out import stage_outs
 from gateway.worker.submit import submit_accepted, submit_recovered
@@ -69,7 +69,7 @@ class Worker:
     def run_once(self) -> bool:
         """One cycle over all sites. True when it did work that calls for another now."""
         self.housekeeping.run()
-        busy = route_waiting(self.ctx)
+        busy = route_jobs(self.ctx)
         busy |= fail_over_stranded(self.ctx)
         for site in self.rt.sites:
             busy |= self._run_site(site)

@@ -22,12 +22,14 @@ def submit(client: TestClient, headers: dict[str, str], **over: object) -> dict[
 def test_submit_show_list(client: TestClient, make_user: MakeUser) -> None:
     alice = make_user("alice")
     job = submit(client, alice.headers)
-    assert job["state"] == "ACCEPTED" and job["site"] == "local" and job["owner"] == "alice"
+    # Issue 12: a `site: auto` job is accepted with no site; a routing pass places it.
+    assert job["state"] == "ACCEPTED" and job["site"] is None and job["owner"] == "alice"
+    assert submit(client, alice.headers, site="local")["site"] == "local"
     assert job["project"] == "~alice" and job["labels"] == {"exp": "a"}
     shown = client.get(f"/api/v1/jobs/{job['id']}", headers=alice.headers).json()
     assert shown["id"] == job["id"] and shown["attempts"] == []
     listed = client.get("/api/v1/jobs", headers=alice.headers).json()
-    assert [j["id"] for j in listed["items"]] == [job["id"]]
+    assert [j["id"] for j in listed["items"]][1:] == [job["id"]]
     events = client.get(f"/api/v1/jobs/{job['id']}/events", headers=alice.headers).json()
     assert [(e["from_state"], e["to_state"], e["actor"]) for e in events["items"]] == [
         (None, "ACCEPTED", "alice")]
@@ -160,9 +162,11 @@ def test_health_metrics_schema_sites(client: TestClient, make_user: MakeUser) ->
     schema = client.get("/api/v1/schemas/job-spec").json()
     assert schema["additionalProperties"] is False
     user = make_user()
-    submit(client, user.headers)
+    submit(client, user.headers, site="local")
+    submit(client, user.headers)  # site: auto, not routed yet (no worker here)
     metrics = client.get("/metrics").text
     assert 'gridgate_jobs{site="local",state="ACCEPTED"} 1.0' in metrics
+    assert 'gridgate_jobs{site="",state="ACCEPTED"} 1.0' in metrics
     assert "gridgate_http_requests_total" in metrics
     sites = client.get("/api/v1/sites", headers=user.headers).json()["items"]
     assert [s["name"] for s in sites] == ["local"] and sites[0]["enabled"]

@@ -67,7 +67,8 @@ def _shell_job(site: str, script: str, **extra: Any) -> dict[str, Any]:
 
 def _states(gw: LiveGateway, headers: dict[str, str], job_id: str) -> list[str]:
     r = gw.client.get(f"/api/v1/jobs/{job_id}/events", headers=headers)
-    return [e["to_state"] for e in r.json()["items"]]
+    # State changes only: a routing decision is an event that changes no state.
+    return [e["to_state"] for e in r.json()["items"] if e["from_state"] != e["to_state"]]
 
 
 def _files(gw: LiveGateway, headers: dict[str, str], job_id: str) -> list[dict[str, Any]]:

@@ -52,8 +52,12 @@ def test_job_completes_with_output_and_events(client: TestClient, runtime: Runti
     followed = client.get(f"/api/v1/jobs/{job_id}/output/stdout", params={"follow": True},
                           headers=user.headers)
     assert followed.text == "out\n"
-    states = [e["to_state"] for e in client.get(f"/api/v1/jobs/{job_id}/events",
-                                                headers=user.headers).json()["items"]]
+    history = client.get(f"/api/v1/jobs/{job_id}/events", headers=user.headers).json()["items"]
+    # The routing decision is an event that changes no state; the rest are state changes.
+    routed = [e for e in history if e["from_state"] == e["to_state"]]
+    assert [(e["to_state"], e["reason"].startswith("Site 'local'")) for e in routed] == [
+        ("ACCEPTED", True)]
+    states = [e["to_state"] for e in history if e["from_state"] != e["to_state"]]
     assert states[:3] == ["ACCEPTED", "STAGING_IN", "QUEUED"] and states[-1] == "COMPLETED"
     assert len(states) == len(set(states)), "every state at most once"
 

@@ -1,0 +1,60 @@
+"""Placements: the routing decisions, one row each, as they were made (append-only)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from gateway.db.models import Placement
+
+_placements = Placement.__table__
+
+
+@dataclass(frozen=True)
+class NewPlacement:
+    """A decision to record; `candidates` are CandidateOut documents."""
+
+    job_id: str
+    decided_at: datetime
+    policy: str
+    hedge: int
+    deadline: datetime | None
+    chosen: Sequence[str]
+    why: str
+    candidates: Sequence[dict[str, Any]]
+
+    def row(self) -> dict[str, Any]:
+        return {"job_id": self.job_id, "decided_at": self.decided_at, "policy": self.policy,
+                "hedge": self.hedge, "deadline": self.deadline, "chosen": list(self.chosen),
+                "why": self.why, "candidates": list(self.candidates)}
+
+
+@dataclass(frozen=True)
+class PlacementRecord(NewPlacement):
+    """A recorded decision."""
+
+    id: int = 0
+
+
+def add_all(conn: Connection, placements: Sequence[NewPlacement]) -> None:
+    """Record the decisions (one statement for a routing pass's batch)."""
+    if placements:
+        conn.execute(insert(Placement), [p.row() for p in placements])
+
+
+def latest(conn: Connection, job_id: str) -> PlacementRecord | None:
+    """The job's most recent decision (the one it was placed by), or None."""
+    row = conn.execute(
+        select(_placements).where(_placements.c.job_id == job_id)
+        .order_by(_placements.c.id.desc()).limit(1)).mappings().first()
+    if row is None:
+        return None
+    return PlacementRecord(job_id=row["job_id"], decided_at=row["decided_at"],
+                           policy=row["policy"], hedge=row["hedge"], deadline=row["deadline"],
+                           chosen=tuple(row["chosen"]), why=row["why"],
+                           candidates=tuple(row["candidates"]), id=row["id"])
+

@@ -1,0 +1,135 @@
+"""Hard constraints: which sites can take a job now, and why each other one cannot (pure).
+
+Routing's first stage (`gateway.scheduling.ranking` is the second): for a job and every
+site, a `Candidate` that is either open (to be forecast and ranked) or excluded with a
+sentence kept for the explanation. Each exclusion is also *lasting* or not:
+- lasting: the job's shape or limits, its MPI flavor or launcher, no account for its
+  owner, labels the site refuses or requires. Only a change of the site's configuration
+  lifts them, so a job every site excludes for such reasons is refused (POST /jobs says
+  why for each site);
+- passing: the site disabled or drained, unreachable (its circuit breaker open, or down
+  when the worker last tried), out of routing for a while (a black hole), or it already
+  failed this job. A job that only lacks an open site waits for one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gateway.domain.jobspec import JobSpec
+from gateway.scheduling.feasibility import SiteShape, unfit_reason
+from gateway.scheduling.ranking import Candidate
+
+
+@dataclass(frozen=True)
+class LabelRules:
+    """Job labels a site requires or refuses (site config `routing`), e.g. data residency.
+
+    `requires`: key -> accepted values; a job must carry each key with one of them (any
+    value when the set is empty). `refuses`: key -> refused values; a job carrying the key
+    with one of them (any value when the set is empty) is refused.
+    """
+
+    requires: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    refuses: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def problem(self, labels: Mapping[str, str], site: str) -> str | None:
+        """Why `site` will not take a job with `labels`, or None."""
+        for key, values in sorted(self.requires.items()):
+            have = labels.get(key)
+            if have is None or (values and have not in values):
+                wanted = " or ".join(f"'{v}'" for v in sorted(values)) or "any value"
+                got = "none" if have is None else f"'{have}'"
+                return (f"site '{site}' only takes jobs labelled {key}={wanted} "
+                        f"(this job: {got})")
+        for key, values in sorted(self.refuses.items()):
+            have = labels.get(key)
+            if have is not None and (not values or have in values):
+                return f"site '{site}' refuses jobs labelled {key}={have}"
+        return None
+
+
+@dataclass(frozen=True)
+class SiteView:
+    """One site as routing sees it now: its configuration and its current state."""
+
+    name: str
+    shape: SiteShape
+    labels: LabelRules
+    enabled: bool
+    drained: bool
+    # Why the site cannot be reached now (its breaker open, or down when last tried).
+    unreachable: str | None = None
+    # Why it is out of routing for a while (a black-hole ban), or None.
+    banned: str | None = None
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What the constraints need of one job besides its spec."""
+
+    spec: JobSpec
+    # Why the job's owner has no account at each site that has none for them.
+    no_account: Mapping[str, str] = field(default_factory=dict)
+    # Sites where an attempt of this job failed.
+    failed_at: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Screened:
+    """A candidate and whether its exclusion lasts (see module)."""
+
+    candidate: Candidate
+    lasting: bool = False
+
+
+def screen(job: JobView, site: SiteView) -> Screened:
+    """`site` for `job`: open, or excluded with a sentence (lasting or passing)."""
+    name = site.name
+    reason = unfit_reason(job.spec, site.shape)
+    if reason is not None:
+        return Screened(Candidate(name, reason), lasting=True)
+    if name in job.no_account:
+        return Screened(Candidate(name, f"site '{name}' has no account for you"), lasting=True)
+    labelled = site.labels.problem(job.spec.labels, name)
+    if labelled is not None:
+        return Screened(Candidate(name, labelled), lasting=True)
+    passing = _passing(job, site)
+    if passing is not None:
+        return Screened(Candidate(name, passing))
+    return Screened(Candidate(name))
+
+
+def _passing(job: JobView, site: SiteView) -> str | None:
+    name = site.name
+    if not site.enabled:
+        return f"site '{name}' is disabled"
+    if site.drained:
+        return f"site '{name}' is drained (not accepting jobs)"
+    if site.unreachable is not None:
+        return f"site '{name}' is unreachable: {site.unreachable}"
+    if site.banned is not None:
+        return f"site '{name}' is out of routing: {site.banned}"
+    if name in job.failed_at:
+        return f"this job already failed at site '{name}'"
+    return None
+
+
+def screen_all(job: JobView, sites: Sequence[SiteView]) -> list[Screened]:
+    """Every site for `job`, in the order given."""
+    return [screen(job, site) for site in sites]
+
+
+def candidates(job: JobView, sites: Sequence[SiteView]) -> list[Candidate]:
+    """Every site for `job` as a Candidate (what `ranking.route_pass` takes)."""
+    return [s.candidate for s in screen_all(job, sites)]
+
+
+def refusal(screened: Sequence[Screened]) -> str | None:
+    """Why the job must be refused at once: every site excludes it for a lasting reason
+    (or there is no site); None when some site is open or might open."""
+    if any(not s.lasting for s in screened):
+        return None
+    reasons = "; ".join(s.candidate.excluded or "" for s in screened) or "no sites"
+    return f"No site can run this job: {reasons}."
