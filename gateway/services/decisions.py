@@ -64,6 +64,16 @@ def placement_out(record: PlacementRecord) -> PlacementOut:
                         candidates=[_stored_candidate(c) for c in record.candidates])
 
 
+def pinned_out(job_id: str, site: str, created_at: datetime) -> PlacementOut:
+    """The decision of a job that named its site: made when it was accepted, one
+    candidate, nothing ranked (no routing pass touches it, so nothing is stored)."""
+    return PlacementOut(job_id=job_id, decided_at=created_at, policy=RoutingPolicy.PINNED.value,
+                        hedge=1, deadline=None, chosen=[site],
+                        why=f"The job names site '{site}'.",
+                        candidates=[CandidateOut(site=site, excluded=None, forecast=None,
+                                                 p_deadline=None)])
+
+
 def _stored_candidate(stored: dict[str, object]) -> CandidateOut:
     # Stored as JSON: quantile pairs come back as lists; the schema makes them tuples.
     candidate: CandidateOut = parse(CandidateOut, stored)

@@ -15,7 +15,9 @@ from sqlalchemy import Connection
 
 from gateway.auth.principal import Principal
 from gateway.domain.errors import Invalid, NotFound
+from gateway.domain.jobspec import AUTO
 from gateway.repositories import job_queries as repo
+from gateway.repositories import placements
 from gateway.repositories.job_queries import (
     AttemptView,
     EventView,
@@ -23,6 +25,8 @@ from gateway.repositories.job_queries import (
     JobView,
     OutputPlace,
 )
+from gateway.schemas.placements import PlacementOut
+from gateway.services.decisions import pinned_out, placement_out
 
 READ_ALL_ROLES = ("auditor", "admin")
 # `label=key=value` filters one list request may combine (a job has at most 64 labels).
@@ -31,7 +35,14 @@ MAX_LABEL_FILTERS = 16
 JobRow = JobView
 
 __all__ = ["MAX_LABEL_FILTERS", "JobFilter", "JobPage", "JobRow", "ensure_visible", "events",
-           "job_detail", "jobs_by_state_and_site", "list_jobs", "output_place", "sees_all"]
+           "job_detail", "jobs_by_state_and_site", "list_jobs", "output_place", "placement",
+           "sees_all"]
+
+
+class NotPlaced(NotFound):
+    """A `site: auto` job no routing pass has placed yet."""
+
+    title = "Not placed yet"
 
 
 @dataclass(frozen=True)
@@ -120,3 +131,18 @@ def output_place(conn: Connection, job_id: str) -> OutputPlace:
 def jobs_by_state_and_site(conn: Connection) -> list[tuple[str, str | None, int]]:
     """How many jobs are in each (state, site), for the metrics."""
     return repo.count_by_state_and_site(conn)
+
+
+def placement(conn: Connection, principal: Principal, job_id: str) -> PlacementOut:
+    """The routing decision that placed the job, as it was made; NotFound for other
+    users' jobs and for a `site: auto` job no routing pass has placed yet."""
+    job, _ = job_detail(conn, principal, job_id)
+    record = placements.latest(conn, job_id)
+    if record is not None:
+        return placement_out(record)
+    if job["spec"].get("site", AUTO) != AUTO and job["site_name"] is not None:
+        return pinned_out(job_id, job["site_name"], job["created_at"])
+    reason = f" ({job['state_reason']})" if job["state_reason"] else ""
+    raise NotPlaced(f"Job {job_id} has not been placed yet{reason}: a routing pass chooses "
+                   "its site when a worker dispatches it. `POST /api/v1/jobs:estimate` "
+                   "shows what it would choose now.")

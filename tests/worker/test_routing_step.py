@@ -1,36 +1,109 @@
-"""The worker's routing step: a `site: auto` job still waiting at a site an administrator
-drained is placed again, by the same routing function the API admitted it with, and
-runs at the site it moved to; a job whose user named the site keeps waiting there, and
-so does a job no other site takes."""
+"""The worker's routing step (issue 12): a `site: auto` job is accepted with no site and a
+routing pass places it, recording the decision (GET /jobs/{id}/placement and an event);
+a job placed at a site an administrator drains before it is claimed is routed again; a
+job whose user named the site keeps it; a job no site can take now waits, and one no
+site can ever take fails, saying why."""
 
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
+from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import update
+from sqlalchemy import func, select, update
 
+from gateway.db.base import utcnow
 from gateway.db.engine import transaction
-from gateway.db.models import Site
+from gateway.db.models import Attempt, Placement, Site
+from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime
+from gateway.scheduling.constraints import LabelRules
 from gateway.services.sites import SiteRegistry
 from gateway.worker.context import StepContext
 from gateway.worker.loop import Worker
-from gateway.worker.route import route_waiting
+from gateway.worker.route import route_jobs
 from tests.conftest import MakeUser
 from tests.worker.test_worker_local import post, run_until
 
 SPEC = {"name": "r", "executable": "/bin/true"}
 
 
-def drain(runtime: Runtime, name: str) -> None:
+def set_site(runtime: Runtime, name: str, **values: Any) -> None:
     with transaction(runtime.sessions) as session:
-        session.execute(update(Site).where(Site.name == name).values(drained=True))
+        session.execute(update(Site).where(Site.name == name).values(**values))
 
 
-def show(client: TestClient, headers: dict[str, str], job_id: str) -> dict[str, object]:
-    job: dict[str, object] = client.get(f"/api/v1/jobs/{job_id}", headers=headers).json()
+def show(client: TestClient, headers: dict[str, str], job_id: str) -> dict[str, Any]:
+    job: dict[str, Any] = client.get(f"/api/v1/jobs/{job_id}", headers=headers).json()
     return job
+
+
+def twin_runtime(runtime: Runtime, **twin: Any) -> Runtime:
+    """The runtime with a second site: the local one again under another name."""
+    local = runtime.sites.get("local")
+    registry = SiteRegistry([local, dataclasses.replace(local, name="twin", **twin)])
+    registry.sync(runtime.sessions)
+    return dataclasses.replace(runtime, sites=registry)
+
+
+def placement_rows(runtime: Runtime, job_id: str) -> int:
+    with runtime.sessions() as session:
+        return session.scalar(select(func.count()).select_from(Placement)
+                              .where(Placement.job_id == job_id)) or 0
+
+
+def test_an_auto_job_is_placed_by_the_routing_pass_and_explained(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    user, other = make_user(), make_user()
+    job_id = post(client, user.headers, SPEC)
+    accepted = show(client, user.headers, job_id)
+    assert (accepted["site"], accepted["state"]) == (None, "ACCEPTED")
+    waiting = client.get(f"/api/v1/jobs/{job_id}/placement", headers=user.headers)
+    assert waiting.status_code == 404 and waiting.json()["title"] == "Not placed yet"
+
+    twins = twin_runtime(runtime)
+    # The twin has waited long at every start the gateway saw; local never did.
+    earlier = post(client, user.headers, {**SPEC, "site": "local"})
+    observed_waits(runtime, earlier, "twin", [3600.0, 7200.0], 1)
+    observed_waits(runtime, earlier, "local", [1.0, 2.0], 3)
+    assert route_jobs(StepContext.of(twins, "w")) is True
+    assert route_jobs(StepContext.of(twins, "w")) is False  # routed once
+    job = show(client, user.headers, job_id)
+    assert (job["site"], job["state"]) == ("local", "ACCEPTED")
+
+    placed = client.get(f"/api/v1/jobs/{job_id}/placement", headers=user.headers)
+    assert placed.status_code == 200, placed.text
+    decision = placed.json()
+    assert decision["job_id"] == job_id and decision["policy"] == "fastest"
+    assert decision["chosen"] == ["local"] and decision["hedge"] == 1
+    assert decision["why"].startswith("Site 'local' has the earliest predicted completion")
+    assert "next best 'twin'" in decision["why"]
+    assert [c["site"] for c in decision["candidates"]] == ["local", "twin"]
+    local, twin = (c["forecast"] for c in decision["candidates"])
+    assert (local["wait_median"], twin["wait_median"]) == (1.5, 5400.0)
+    assert twin["wait_bound"] == 7200.0 and twin["runtime"] == 3600.0
+    assert twin["completion"] == twin["staging"] + 5400.0 + 3600.0
+    assert "2 observed waits" in twin["basis"]
+    events = client.get(f"/api/v1/jobs/{job_id}/events", headers=user.headers).json()["items"]
+    assert [(e["from_state"], e["to_state"], e["reason"]) for e in events][-1] == (
+        "ACCEPTED", "ACCEPTED", decision["why"])
+    # Another user's job is not theirs to explain.
+    assert client.get(f"/api/v1/jobs/{job_id}/placement",
+                      headers=other.headers).status_code == 404
+
+
+def observed_waits(runtime: Runtime, job_id: str, site: str, waits: list[float],
+                   first: int) -> None:
+    """Attempts of an earlier job at `site` that started after these waits."""
+    start = utcnow() - timedelta(days=1)
+    with transaction(runtime.sessions) as session:
+        for i, wait in enumerate(waits):
+            session.add(Attempt(job_id=job_id, number=first + i, site_name=site,
+                                tag=f"old-{site}-{i}", state=AttemptState.COMPLETED,
+                                workdir="/nowhere", submitted_at=start,
+                                started_at=start + timedelta(seconds=wait),
+                                ended_at=start + timedelta(seconds=wait + 1)))
 
 
 def test_auto_jobs_leave_a_drained_site(client: TestClient, runtime: Runtime,
@@ -38,27 +111,55 @@ def test_auto_jobs_leave_a_drained_site(client: TestClient, runtime: Runtime,
     user = make_user()
     auto = post(client, user.headers, SPEC)
     pinned = post(client, user.headers, {**SPEC, "site": "local"})
-    # A second site: the local one again under another name, known to this worker only.
-    local = runtime.sites.get("local")
-    registry = SiteRegistry([local, dataclasses.replace(local, name="twin")])
-    registry.sync(runtime.sessions)
-    twin_runtime = dataclasses.replace(runtime, sites=registry)
-
-    assert route_waiting(StepContext.of(twin_runtime, "w")) is False  # every site open
-    drain(runtime, "local")
-    # The API's worker knows no other site: both jobs keep waiting where they are.
-    assert route_waiting(StepContext.of(runtime, "w")) is False
+    twins = twin_runtime(runtime)
+    assert route_jobs(StepContext.of(twins, "w")) is True  # equal forecasts: by name
     assert show(client, user.headers, auto)["site"] == "local"
 
-    assert route_waiting(StepContext.of(twin_runtime, "w")) is True
+    set_site(runtime, "local", drained=True)
+    # The API's worker knows no other site: the job keeps waiting where it is.
+    assert route_jobs(StepContext.of(runtime, "w")) is False
+    assert show(client, user.headers, auto)["site"] == "local"
+
+    assert route_jobs(StepContext.of(twins, "w")) is True
     moved = show(client, user.headers, auto)
     assert (moved["site"], moved["state"]) == ("twin", "ACCEPTED")
-    assert moved["state_reason"] == ("site 'local' stopped accepting jobs; placed at site "
-                                     "'twin'")
+    assert moved["state_reason"].startswith(
+        "site 'local' stopped accepting jobs; site 'twin' has the earliest predicted "
+        "completion"), moved["state_reason"]
+    assert placement_rows(runtime, auto) == 2
+    explained = client.get(f"/api/v1/jobs/{auto}/placement", headers=user.headers).json()
+    assert explained["chosen"] == ["twin"] and explained["why"] == moved["state_reason"]
+    assert [c["excluded"] for c in explained["candidates"]] == [
+        None, "site 'local' is drained (not accepting jobs)"]
     assert show(client, user.headers, pinned)["site"] == "local"
-    assert route_waiting(StepContext.of(twin_runtime, "w")) is False  # nothing left to move
+    assert route_jobs(StepContext.of(twins, "w")) is False  # nothing left to move
 
-    job = run_until(Worker(twin_runtime), client, user.headers, auto, {"COMPLETED", "FAILED"})
+    job = run_until(Worker(twins), client, user.headers, auto, {"COMPLETED", "FAILED"})
     assert job["state"] == "COMPLETED" and job["attempts"][0]["site"] == "twin"
     waiting = show(client, user.headers, pinned)
     assert (waiting["site"], waiting["state"]) == ("local", "ACCEPTED")
+    named = client.get(f"/api/v1/jobs/{pinned}/placement", headers=user.headers).json()
+    assert (named["policy"], named["chosen"], named["why"]) == (
+        "pinned", ["local"], "The job names site 'local'.")
+
+
+def test_a_job_without_an_open_site_waits_and_one_no_site_can_run_fails(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    job_id = post(client, user.headers, {**SPEC, "labels": {"residency": "eu"}})
+    set_site(runtime, "local", drained=True)
+    assert route_jobs(StepContext.of(runtime, "w")) is False
+    waiting = show(client, user.headers, job_id)
+    assert (waiting["site"], waiting["state"]) == (None, "ACCEPTED")
+    assert waiting["state_reason"] == ("waiting for a site: No site can run this job (local: "
+                                       "site 'local' is drained (not accepting jobs)).")
+    # The site's configuration changes: it now refuses the job's labels, for good.
+    local = runtime.sites.get("local")
+    refusing = dataclasses.replace(local, labels=LabelRules(refuses={"residency": frozenset()}))
+    changed = dataclasses.replace(runtime, sites=SiteRegistry([refusing]))
+    set_site(runtime, "local", drained=False)
+    assert route_jobs(StepContext.of(changed, "w")) is False
+    failed = show(client, user.headers, job_id)
+    assert failed["state"] == "FAILED" and failed["site"] is None
+    assert failed["state_reason"] == ("No site can run this job (local: site 'local' refuses "
+                                      "jobs labelled residency=eu).")

@@ -11,8 +11,10 @@ from gateway.api.schemas import EventList, JobList, JobOut, event_out, job_out, 
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState
-from gateway.services import job_queries
+from gateway.schemas.placements import EstimateOut, PlacementOut
+from gateway.services import job_queries, placement
 from gateway.services import jobs as job_service
+from gateway.services.forecasting import build_forecaster
 from gateway.services.job_inputs import StagingLimits
 from gateway.services.job_queries import MAX_LABEL_FILTERS, JobFilter
 
@@ -82,6 +84,26 @@ def cancel_job(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Respo
     with runtime.unit_of_work() as session:
         row = job_service.cancel(session, principal, job_id)
     return json_response(JobOut, job_out(row), 202)
+
+
+@router.post("/jobs:estimate", response_model=EstimateOut)
+def estimate_job(spec: JobSpec, principal: JobsReader, runtime: RuntimeDep) -> Response:
+    """Where the job would go now and why: every site excluded (and why) or forecast
+    (wait median and 95% bound, run time, staging, completion). Nothing is stored or
+    submitted."""
+    with runtime.readers() as session:
+        document = placement.estimate(session, runtime.sites, spec, principal.account_name,
+                                      principal.user_id, build_forecaster, runtime.clock())
+    return json_response(EstimateOut, document)
+
+
+@router.get("/jobs/{job_id}/placement", response_model=PlacementOut)
+def job_placement(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> Response:
+    """The routing decision that placed the job, with every candidate site, as it was
+    made; 404 while a `site: auto` job waits for its first routing pass."""
+    with runtime.reading() as conn:
+        document = job_queries.placement(conn, principal, job_id)
+    return json_response(PlacementOut, document)
 
 
 @router.get("/jobs/{job_id}/events", response_model=EventList)
