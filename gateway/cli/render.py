@@ -74,13 +74,20 @@ def _text(value: object) -> Text:
     return Text("-" if value is None or value == "" else str(value))
 
 
+def _site(job: Job) -> Text:
+    # A `site: auto` job has no site until a routing pass in the worker places it.
+    if job.get("site") is None and job.get("state") == "ACCEPTED":
+        return Text("(routing)", style="dim")
+    return _text(job.get("site"))
+
+
 def jobs_table(jobs: Sequence[Job]) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("ID", "NAME", "STATE", "SITE", "EXIT", "PROJECT", "CREATED"):
         table.add_column(column, no_wrap=column in ("ID", "STATE", "CREATED"))
     for job in jobs:
         table.add_row(_text(job["id"]), _text(job["name"]), state_text(job["state"]),
-                      _text(job.get("site")), _text(job.get("exit_code")),
+                      _site(job), _text(job.get("exit_code")),
                       _text(job.get("project")), _text(when(job.get("created_at"))))
     return table
 
@@ -100,7 +107,7 @@ def job_details(job: Job) -> Table:
         ("Reason", _text(job.get("state_reason"))),
         ("Raw state", _text(job.get("raw_state"))),
         ("Exit code", _text(job.get("exit_code"))),
-        ("Site", _text(job.get("site"))),
+        ("Site", _site(job)),
         ("Owner", _text(job.get("owner"))),
         ("Project", _text(job.get("project"))),
         ("Program", Text(" ".join([str(program), *map(str, spec.get("args") or [])]))),
