@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, bindparam, delete, insert, or_, select
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -168,19 +168,28 @@ def lock_accepted(session: Session, site_names: Collection[str], limit: int
     return [OwnedJob(job, owner, owner_id) for job, owner, owner_id in rows]
 
 
+def _unrouted(closed_sites: Collection[str]) -> ColumnElement[bool]:
+    waiting: ColumnElement[bool] = Job.site_name.is_(None)
+    if closed_sites:
+        waiting = or_(waiting, Job.site_name.in_(closed_sites))
+    return and_(Job.state == JobState.ACCEPTED.value, waiting,
+                Job.spec["site"].as_string() == AUTO)
+
+
+def any_unrouted(session: Session, closed_sites: Collection[str]) -> bool:
+    """Whether any job waits for a routing pass (see lock_unrouted); takes no lock."""
+    return session.scalar(select(Job.id).where(_unrouted(closed_sites)).limit(1)) is not None
+
+
 def lock_unrouted(session: Session, closed_sites: Collection[str], limit: int
                   ) -> list[OwnedJob]:
     """Up to `limit` ACCEPTED `site: auto` jobs to route, oldest first, locked: those not
     placed yet, and those placed at one of `closed_sites` (drained or disabled since)
     and not claimed there. Rows another worker holds are skipped: it routes them."""
-    waiting: ColumnElement[bool] = Job.site_name.is_(None)
-    if closed_sites:
-        waiting = or_(waiting, Job.site_name.in_(closed_sites))
     rows = session.execute(
         select(Job, User.username, User.id)
         .join(User, User.id == Job.owner_id)
-        .where(Job.state == JobState.ACCEPTED.value, waiting,
-               Job.spec["site"].as_string() == AUTO)
+        .where(_unrouted(closed_sites))
         .order_by(Job.created_at, Job.id).limit(limit)
         .with_for_update(of=Job, skip_locked=True)).all()
     return [OwnedJob(job, owner, owner_id) for job, owner, owner_id in rows]

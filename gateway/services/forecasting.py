@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from gateway.repositories import attempts
 from gateway.scheduling.ranking import Forecast
 from gateway.services.placement import Pending
+from gateway.services.site_snapshots import SiteSnapshot
 from gateway.services.sites import SiteRegistry
 
 # Observed waits read per pass: the most recent starts across all sites.
@@ -50,8 +51,10 @@ class ObservedWaits:
 
 
 def build_forecaster(session: Session, registry: SiteRegistry, jobs: Sequence[Pending],
-                     now: datetime) -> ObservedWaits:
-    """The forecaster for one routing pass (a `placement.ForecasterFactory`)."""
+                     now: datetime, snapshots: Mapping[str, SiteSnapshot] | None = None
+                     ) -> ObservedWaits:
+    """The forecaster for one routing pass (with `snapshots` bound, a
+    `placement.ForecasterFactory`)."""
     waits: dict[str, list[float]] = {}
     for start in attempts.recent_starts(session, HISTORY):
         waits.setdefault(start.site_name, []).append(

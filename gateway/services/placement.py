@@ -43,9 +43,6 @@ from gateway.services.decisions import deadline_in, estimate_out, new_placement
 from gateway.services.sites import NoAccount, SiteRegistry
 from gateway.services.transitions import advance, note
 
-# Site status the worker records for a site it could not reach (gateway.worker.site_health).
-DOWN = "down"
-
 
 @dataclass(frozen=True)
 class Pending:
@@ -104,14 +101,13 @@ def _policy(spec: JobSpec, now: datetime) -> tuple[str, int, float | None]:
 
 
 def estimate(session: Session, registry: SiteRegistry, spec: JobSpec, username: str | None,
-             owner_id: str, make_forecaster: ForecasterFactory, now: datetime
-             ) -> EstimateOut:
+             owner_id: str, make_forecaster: ForecasterFactory, now: datetime,
+             unreachable: Mapping[str, str] | None = None) -> EstimateOut:
     """What a routing pass would decide for `spec` now: every site excluded (and why) or
     forecast, and the choice. Nothing is stored or submitted. A spec naming its site is
     estimated at that site only."""
     admit(session, registry, spec, username, now)
-    rows = site_rows.all_sites(session)
-    views = site_views(registry, _flags(rows), _down(rows))
+    views = site_views(registry, _flags(site_rows.all_sites(session)), unreachable)
     if spec.pinned:
         views = [v for v in views if v.name == spec.site]
     job = Pending("", spec, username, owner_id,
@@ -129,11 +125,6 @@ def _flags(rows: Sequence[Site]) -> dict[str, Admission]:
     return {r.name: Admission(r.enabled, r.drained) for r in rows}
 
 
-def _down(rows: Sequence[Site]) -> dict[str, str]:
-    return {r.name: r.status_reason or "down when last tried" for r in rows
-            if r.status == DOWN}
-
-
 @dataclass(frozen=True)
 class PassResult:
     """What a routing pass did: jobs placed, and jobs failed (no site could ever run them)."""
@@ -142,19 +133,32 @@ class PassResult:
     failed: int
 
 
+def accepting_sites(session: Session, registry: SiteRegistry) -> list[str]:
+    """The sites accepting jobs now (the ones to snapshot before routing)."""
+    flags = _flags(site_rows.all_sites(session))
+    return [e.name for e in registry if flags.get(e.name, CLOSED).accepting]
+
+
+def open_sites(session: Session, registry: SiteRegistry) -> list[str] | None:
+    """The sites accepting jobs now, or None when no job waits for a routing pass."""
+    names = accepting_sites(session, registry)
+    closed = [e.name for e in registry if e.name not in names]
+    return names if jobs.any_unrouted(session, closed) else None
+
+
 def route_pending(session: Session, registry: SiteRegistry,
                   make_forecaster: ForecasterFactory, actor: str, limit: int,
-                  now: datetime) -> PassResult:
+                  now: datetime, unreachable: Mapping[str, str] | None = None) -> PassResult:
     """One routing pass over up to `limit` pending `site: auto` jobs, oldest first (see
     module): those not placed yet, and those placed at a site that has since stopped
-    accepting jobs. Flushes; the caller's unit of work commits."""
-    rows = site_rows.all_sites(session)  # fresh: the API's cached flags may lag
-    flags = _flags(rows)
+    accepting jobs. `unreachable`: site -> why it cannot be reached now (this cycle's
+    snapshots). Flushes; the caller's unit of work commits."""
+    flags = _flags(site_rows.all_sites(session))  # fresh: the API's cache may lag
     closed = [e.name for e in registry if not flags.get(e.name, CLOSED).accepting]
     owned = jobs.lock_unrouted(session, closed, limit)
     if not owned:
         return PassResult(0, 0)
-    views = site_views(registry, flags, _down(rows))
+    views = site_views(registry, flags, unreachable)
     failed_at = attempts.failed_sites(session, [o.job.id for o in owned])
     by_id: dict[str, Job] = {}
     pending: list[Pending] = []

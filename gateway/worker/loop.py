@@ -69,7 +69,7 @@ class Worker:
     def run_once(self) -> bool:
         """One cycle over all sites. True when it did work that calls for another now."""
         self.housekeeping.run()
-        busy = route_jobs(self.ctx)
+        busy = route_jobs(self.ctx, self.health)
         busy |= fail_over_stranded(self.ctx)
         for site in self.rt.sites:
             busy |= self._run_site(site)

@@ -1,15 +1,20 @@
-"""Routing step: once per cycle, before any site's steps, one routing pass places the
-pending `site: auto` jobs (oldest first) over fresh per-site snapshots, with the
-production forecaster; the submit step then claims them at their sites, in the same
-cycle. Why a job is routed once and submitted once: gateway.services.placement."""
+"""Routing step: once per cycle, before any site's steps. When jobs wait for a site, each
+open site is asked once how busy it is (gateway.services.site_snapshots: the live queue
+for the forecaster, and whether it can be reached, recorded as its health); then one
+routing pass places the pending `site: auto` jobs, oldest first, and the submit step
+claims them at their sites in this same cycle. Why a job is routed once and submitted
+once: gateway.services.placement."""
 
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from gateway.services.forecasting import build_forecaster
-from gateway.services.placement import route_pending
+from gateway.services.placement import open_sites, route_pending
+from gateway.services.site_snapshots import take_snapshots, unreachable
 from gateway.worker.context import StepContext
+from gateway.worker.site_health import DOWN, UP, SiteHealth
 
 log = logging.getLogger(__name__)
 
@@ -17,11 +22,24 @@ log = logging.getLogger(__name__)
 ROUTE_BATCH = 1000
 
 
-def route_jobs(ctx: StepContext) -> bool:
+def route_jobs(ctx: StepContext, health: SiteHealth | None = None) -> bool:
     """True when a job was placed (its site can claim it in this same cycle)."""
+    with ctx.rt.sessions() as session:  # the usual case: nothing waits, no lock taken
+        names = open_sites(session, ctx.rt.sites)
+    if names is None:
+        return False
+    snapshots = take_snapshots(ctx.rt.sites, names)  # before any row is locked
+    if health is not None:
+        for snap in snapshots.values():
+            if snap.unreachable is not None:
+                health.mark(ctx.rt.sites.get(snap.name), DOWN, snap.unreachable)
+            elif snap.reached:
+                health.mark(ctx.rt.sites.get(snap.name), UP, None)
     with ctx.unit() as session:
-        result = route_pending(session, ctx.rt.sites, build_forecaster, ctx.lifecycle.actor,
-                               ROUTE_BATCH, ctx.rt.clock())
+        result = route_pending(session, ctx.rt.sites,
+                               partial(build_forecaster, snapshots=snapshots),
+                               ctx.lifecycle.actor, ROUTE_BATCH, ctx.rt.clock(),
+                               unreachable(snapshots.values()))
     if result.placed or result.failed:
         log.info("routing pass: %d job(s) placed, %d failed (no site can run them)",
                  result.placed, result.failed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
@@ -17,6 +18,7 @@ from gateway.services import jobs as job_service
 from gateway.services.forecasting import build_forecaster
 from gateway.services.job_inputs import StagingLimits
 from gateway.services.job_queries import MAX_LABEL_FILTERS, JobFilter
+from gateway.services.site_snapshots import take_snapshots, unreachable
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 
@@ -92,8 +94,13 @@ def estimate_job(spec: JobSpec, principal: JobsReader, runtime: RuntimeDep) -> R
     (wait median and 95% bound, run time, staging, completion). Nothing is stored or
     submitted."""
     with runtime.readers() as session:
+        names = placement.accepting_sites(session, runtime.sites)
+    snapshots = take_snapshots(runtime.sites, names)  # each open site asked once, now
+    with runtime.readers() as session:
         document = placement.estimate(session, runtime.sites, spec, principal.account_name,
-                                      principal.user_id, build_forecaster, runtime.clock())
+                                      principal.user_id,
+                                      partial(build_forecaster, snapshots=snapshots),
+                                      runtime.clock(), unreachable(snapshots.values()))
     return json_response(EstimateOut, document)
 
 

@@ -1,0 +1,83 @@
+"""The routing step asks every open site once per pass how busy it is (its queue), before
+it locks any row: a site that cannot be reached is excluded from the pass, saying why, and
+recorded down; it is asked again on the next pass, and routed to once it answers.
+
+The remote site is Grid Engine over a replaying transport (tests/schedulers/recorded):
+the queue listing is `qstat -g c` recorded on the testbed's `galaxy`, and every command
+the step runs is checked against the expected ones in order."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from adapters.errors import ConnectionFailed
+from adapters.scheduler import BatchAdapter
+from adapters.sge import SgeDialect
+from gateway.db.models import Site
+from gateway.runtime import Runtime
+from gateway.services.sites import SiteEntry, SiteRegistry
+from gateway.worker.loop import Worker
+from gateway.worker.route import route_jobs
+from tests.conftest import MakeUser
+from tests.schedulers.recorded import ReplayTransport, load
+from tests.worker.test_worker_local import post
+
+QUEUES = ("qstat", "-g", "c")
+SPEC = {"name": "s", "executable": "/bin/true"}
+
+
+def with_grid(runtime: Runtime, transport: ReplayTransport) -> Runtime:
+    """The runtime with a Grid Engine site `grid` (reached over `transport`) beside local."""
+    local = runtime.sites.get("local")
+    adapter = BatchAdapter(transport, SgeDialect(parallel_environment="mpi"))  # type: ignore[arg-type]
+    grid = SiteEntry(name="grid", kind="sge", description="replayed", shape=local.shape,
+                     max_jobs=10, adapter=adapter, workdir_root="/scratch/gw")
+    registry = SiteRegistry([local, grid])
+    registry.sync(runtime.sessions)
+    return dataclasses.replace(runtime, sites=registry)
+
+
+def status(runtime: Runtime) -> tuple[str, str | None]:
+    with runtime.sessions() as session:
+        row = session.scalars(select(Site).where(Site.name == "grid")).one()
+        return row.status, row.status_reason
+
+
+def placed(client: TestClient, headers: dict[str, str], job_id: str) -> dict[str, Any]:
+    r = client.get(f"/api/v1/jobs/{job_id}/placement", headers=headers)
+    assert r.status_code == 200, r.text
+    decision: dict[str, Any] = r.json()
+    return decision
+
+
+def test_an_unreachable_site_is_skipped_then_used_again(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    transport = ReplayTransport()
+    transport.expect(QUEUES, ConnectionFailed("grid: connection refused"))
+    grid = with_grid(runtime, transport)
+    worker = Worker(grid, "w")
+    assert route_jobs(worker.ctx, worker.health) is False  # nothing waits: no call made
+    assert transport.calls == []
+    first = post(client, user.headers, SPEC)
+    assert route_jobs(worker.ctx, worker.health) is True
+    decision = placed(client, user.headers, first)
+    assert decision["chosen"] == ["local"]
+    assert decision["candidates"][1] == {
+        "site": "grid", "excluded": "site 'grid' is unreachable: grid: connection refused",
+        "forecast": None, "p_deadline": None}
+    assert status(runtime) == ("down", "grid: connection refused")
+
+    transport.expect(QUEUES, load("sge", "real_qstat_gc.txt"))
+    second = post(client, user.headers, SPEC)
+    assert route_jobs(worker.ctx, worker.health) is True
+    transport.assert_done()
+    decision = placed(client, user.headers, second)
+    # Both open and forecast alike: the name breaks the tie.
+    assert decision["chosen"] == ["grid"]
+    assert [c["excluded"] for c in decision["candidates"]] == [None, None]
+    assert status(runtime) == ("up", None)
