@@ -80,6 +80,22 @@ class StartedAttempt:
     spec: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class LiveAttempt:
+    """An attempt holding or waiting for a site's cores: its spec and when it started."""
+
+    spec: dict[str, Any]
+    started_at: datetime | None
+
+
+def live_at(session: Session, site_name: str) -> list[LiveAttempt]:
+    """The site's live attempts (submitting, queued or running), oldest first."""
+    return [LiveAttempt(spec, started) for spec, started in session.execute(
+        select(Job.spec, Attempt.started_at).join(Job, Job.id == Attempt.job_id)
+        .where(Attempt.site_name == site_name, Attempt.state.in_(LIVE_ATTEMPT_STATES))
+        .order_by(Attempt.id))]
+
+
 def recent_starts(session: Session, limit: int) -> list[StartedAttempt]:
     """The `limit` attempts that started most recently (any site), oldest first."""
     rows = session.execute(

@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from gateway.domain.jobspec import SUBMITTED, JobSpec
+from gateway.domain.jobspec import AUTO, SUBMITTED, JobSpec
 from gateway.repositories import sites as site_rows
 from gateway.repositories import targets
-from gateway.scheduling.routing import AUTO, Routed, route
-from gateway.services.placement import snapshots
+from gateway.services.forecasting import build_forecaster
+from gateway.services.placement import decide_elsewhere
 from gateway.services.sites import SiteRegistry
 from gateway.services.transitions import note
 
@@ -40,19 +40,20 @@ def fail_over(session: Session, registry: SiteRegistry, now: datetime, after: ti
     stale = down_since_before(session, now - after)
     if not stale:
         return 0
-    admission = site_rows.admissions(session)
     moved = 0
     for owned, site in targets.lock_stranded(session, stale, limit, AUTO):
         job = owned.job
         spec = JobSpec.model_validate(job.spec, context=SUBMITTED)
-        tried = targets.tried_sites(session, job.id)
-        placed = route(spec, [s for s in snapshots(registry, admission, owned.owner)
-                              if s.name not in tried and s.name not in down])
-        if not isinstance(placed, Routed):
+        avoid = {name: "down" for name in down}
+        avoid.update((name, "already tried") for name in targets.tried_sites(session, job.id))
+        decision = decide_elsewhere(session, registry, owned, spec, avoid, build_forecaster,
+                                    now)
+        if not decision.chosen:
             continue  # nowhere else now: it keeps waiting at its site
+        other = decision.chosen[0]
         reason = (f"site '{site}' down for over {after.total_seconds():.0f} s before the "
-                  f"job started; also routed to site '{placed.site}' (first to start wins)")
-        targets.add(session, job.id, [placed.site], reason, now)
+                  f"job started; also routed to site '{other}' (first to start wins)")
+        targets.add(session, job.id, [other], reason, now)
         note(session, job, reason, actor=actor, at=now)
         moved += 1
     session.flush()

@@ -1,62 +1,136 @@
-"""Forecasts for the routing pass, fed from the database: the waits the gateway has
-observed at each site (attempts' submitted_at -> started_at) and each site's speed.
+"""The production forecaster of a routing pass: `gateway.scheduling.forecaster.SiteForecaster`
+(pure) fed from the database and this pass's site snapshots.
 
-Interim: until the production forecaster (gateway.scheduling.forecaster) is wired in,
-the wait is the empirical median and 95th percentile of the site's recent observed waits
-(none observed: 0), and the run time the job's time limit over the site's speed."""
+- waits: what the gateway observed, each started attempt's submitted_at -> started_at, by
+  site, queue, size and time limit (`WaitPredictor`: QBETS bounds, change points);
+- run times: the finished attempts of the same user and application fingerprint
+  (executable and argument count, or the script's digest), scaled between sites by the
+  learned or configured relative speed (`RuntimePredictor`);
+- the live queue: each site's processors (its snapshot's cores where it answered, else
+  its configured shape) and the gateway's own attempts there, running (their remaining
+  time) and queued, projected with EASY (`queue_profile`);
+- staging: input bytes known now (uploads) over the site's configured transfer rate.
+
+The histories are rebuilt for each pass from the last `HISTORY` starts: a pass is once
+per worker cycle, and the database is the one record every worker shares.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from statistics import median
 
 from sqlalchemy.orm import Session
 
-from gateway.repositories import attempts
+from gateway.domain.jobspec import SUBMITTED, JobSpec
+from gateway.domain.states import AttemptState
+from gateway.repositories import attempts, uploads
+from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
+from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Forecast
+from gateway.scheduling.runtime_predictor import RuntimePredictor
+from gateway.scheduling.staging_estimate import TransferRates
+from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
 from gateway.services.placement import Pending
 from gateway.services.site_snapshots import SiteSnapshot
-from gateway.services.sites import SiteRegistry
+from gateway.services.sites import SiteEntry, SiteRegistry
 
-# Observed waits read per pass: the most recent starts across all sites.
-HISTORY = 2000
-
-
-def _p95(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+# Starts read per pass (newest first): the histories' material.
+HISTORY = 5000
+MB = 1_000_000
 
 
-class ObservedWaits:
-    """A `ranking.Forecaster` over observed waits (see module)."""
+def fingerprint(spec: JobSpec) -> str:
+    """The application a spec runs, for run-time history: its executable and argument
+    count (the shape of the call, not its values), or its script's digest."""
+    if spec.executable is not None:
+        return f"exe:{spec.executable}:{len(spec.args)}"
+    return "script:" + hashlib.sha256((spec.script or "").encode()).hexdigest()[:16]
 
-    def __init__(self, waits: Mapping[str, Sequence[float]], speeds: Mapping[str, float]
-                 ) -> None:
-        self.waits = waits
-        self.speeds = speeds
+
+def processors(spec: JobSpec) -> int:
+    """Cores the job holds while it runs."""
+    return spec.resources.ranks * spec.resources.threads_per_rank
+
+
+class PassForecaster:
+    """`ranking.Forecaster[Pending]` over a SiteForecaster (which speaks JobNeed)."""
+
+    def __init__(self, inner: SiteForecaster, needs: Mapping[str, JobNeed]) -> None:
+        self.inner = inner
+        self.needs = needs
 
     def forecast(self, job: Pending, site: str) -> Forecast:
-        """The job's forecast at `site`."""
-        runtime = job.spec.resources.walltime / self.speeds.get(site, 1.0)
-        seen = self.waits.get(site) or ()
-        if not seen:
-            return Forecast(0.0, 0.0, runtime, 0.0, basis="no waits observed yet")
-        middle, bound = median(seen), _p95(seen)
-        return Forecast(middle, max(bound, middle), runtime, 0.0,
-                        basis=f"{len(seen)} observed waits")
+        """The job's forecast at `site`, counting the jobs committed earlier this pass."""
+        return self.inner.forecast(self.needs[job.job_id], site)
 
     def commit(self, job: Pending, site: str) -> None:
-        """Nothing to count: observed waits do not see the pass's own jobs."""
+        """The job will queue at `site`."""
+        self.inner.commit(self.needs[job.job_id], site)
+
+
+def _histories(session: Session, registry: SiteRegistry
+               ) -> tuple[WaitPredictor, RuntimePredictor]:
+    waits = WaitPredictor()
+    runtimes = RuntimePredictor({e.name: e.speed for e in registry})
+    for start in attempts.recent_starts(session, HISTORY):
+        try:
+            spec = JobSpec.model_validate(start.spec, context=SUBMITTED)
+        except ValueError:
+            continue  # a spec today's schema cannot read teaches nothing
+        procs = processors(spec)
+        limit = float(spec.resources.walltime)
+        waits.observe(JobClass(start.site_name, spec.partition or "", procs, limit),
+                      (start.started_at - start.submitted_at).total_seconds())
+        if start.state is AttemptState.COMPLETED and start.ended_at is not None:
+            runtimes.observe(start.owner_id, fingerprint(spec), start.site_name, procs,
+                             (start.ended_at - start.started_at).total_seconds())
+    return waits, runtimes
+
+
+def _queue(session: Session, entry: SiteEntry, snapshot: SiteSnapshot | None,
+           now: datetime) -> QueueState:
+    shape = entry.shape
+    total = shape.max_nodes * shape.cores_per_node
+    if snapshot is not None and snapshot.queues:
+        counted = [q.cpus_total for q in snapshot.queues if q.cpus_total]
+        total = max(total, sum(counted))
+    running, queued = [], []
+    for live in attempts.live_at(session, entry.name):
+        spec = JobSpec.model_validate(live.spec, context=SUBMITTED)
+        procs, limit = processors(spec), float(spec.resources.walltime)
+        if live.started_at is not None:
+            left = limit - (now - live.started_at).total_seconds()
+            running.append((procs, left, left))
+        else:
+            queued.append((procs, limit, limit))
+    return QueueState(total, tuple(running), tuple(queued))
+
+
+def _need(session: Session, job: Pending) -> JobNeed:
+    spec = job.spec
+    inputs = []
+    for item in spec.inputs:
+        size = 0
+        if item.source.startswith("upload:"):
+            facts = uploads.facts(session, job.owner_id, item.source.removeprefix("upload:"))
+            size = facts.size if facts is not None else 0
+        inputs.append((item.source, size))
+    return JobNeed(job.owner_id, fingerprint(spec), processors(spec),
+                   float(spec.resources.walltime), spec.partition or "", tuple(inputs),
+                   key=job.job_id)
 
 
 def build_forecaster(session: Session, registry: SiteRegistry, jobs: Sequence[Pending],
                      now: datetime, snapshots: Mapping[str, SiteSnapshot] | None = None
-                     ) -> ObservedWaits:
+                     ) -> PassForecaster:
     """The forecaster for one routing pass (with `snapshots` bound, a
     `placement.ForecasterFactory`)."""
-    waits: dict[str, list[float]] = {}
-    for start in attempts.recent_starts(session, HISTORY):
-        waits.setdefault(start.site_name, []).append(
-            max(0.0, (start.started_at - start.submitted_at).total_seconds()))
-    return ObservedWaits(waits, {e.name: e.speed for e in registry})
+    snapshots = snapshots or {}
+    waits, runtimes = _histories(session, registry)
+    sites = [SiteState(e.name, _queue(session, e, snapshots.get(e.name), now))
+             for e in registry]
+    rates = TransferRates(defaults={e.name: e.transfer_rate_mb_s * MB for e in registry})
+    return PassForecaster(SiteForecaster(sites, waits, runtimes, rates),
+                          {job.job_id: _need(session, job) for job in jobs})

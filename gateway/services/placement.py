@@ -30,12 +30,20 @@ from gateway.db.models import Job, Site
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import SUBMITTED, JobSpec, deadline_problem
 from gateway.domain.states import JobState, Reason
-from gateway.repositories import attempts, jobs, placements
+from gateway.repositories import attempts, jobs, placements, targets
 from gateway.repositories import sites as site_rows
+from gateway.repositories.jobs import OwnedJob
 from gateway.repositories.placements import NewPlacement
 from gateway.repositories.sites import CLOSED, Admission
 from gateway.scheduling.constraints import JobView, Screened, SiteView, screen_all
-from gateway.scheduling.ranking import Candidate, Forecaster, Routing, rank, route_pass
+from gateway.scheduling.ranking import (
+    Candidate,
+    Decision,
+    Forecaster,
+    Routing,
+    rank,
+    route_pass,
+)
 from gateway.scheduling.routing import Admitted
 from gateway.scheduling.routing import admit as admission
 from gateway.schemas.placements import EstimateOut
@@ -112,13 +120,31 @@ def estimate(session: Session, registry: SiteRegistry, spec: JobSpec, username: 
         views = [v for v in views if v.name == spec.site]
     job = Pending("", spec, username, owner_id,
                   JobView(spec, no_account(registry, username)), now)
+    hedge = spec.routing.hedge
+    return estimate_out(_decide(session, registry, job, views, make_forecaster, now, hedge),
+                        now, hedge, spec.routing.deadline)
+
+
+def decide_elsewhere(session: Session, registry: SiteRegistry, owned: OwnedJob, spec: JobSpec,
+                     avoid: Mapping[str, str], make_forecaster: ForecasterFactory,
+                     now: datetime) -> Decision:
+    """A decision for one job (failover) over every site but those in `avoid` (site ->
+    why not), by the job's policy; nothing is recorded."""
+    views = site_views(registry, _flags(site_rows.all_sites(session)), avoid)
+    job = Pending(owned.job.id, spec, owned.owner, owned.owner_id,
+                  JobView(spec, no_account(registry, owned.owner)), owned.job.created_at)
+    return _decide(session, registry, job, views, make_forecaster, now, hedge=1)
+
+
+def _decide(session: Session, registry: SiteRegistry, job: Pending, views: list[SiteView],
+            make_forecaster: ForecasterFactory, now: datetime, hedge: int) -> Decision:
+    """One job's decision over `views`, alone (no pass: nothing else committed)."""
     forecaster = make_forecaster(session, registry, [job], now)
     candidates = [c if c.excluded is not None
                   else Candidate(c.site, None, forecaster.forecast(job, c.site))
                   for c in (s.candidate for s in screen_all(job.view, views))]
-    policy, hedge, deadline = _policy(spec, now)
-    return estimate_out(rank(candidates, policy, hedge, deadline), now, hedge,
-                        spec.routing.deadline)
+    policy, _, deadline = _policy(job.spec, now)
+    return rank(candidates, policy, hedge, deadline)
 
 
 def _flags(rows: Sequence[Site]) -> dict[str, Admission]:
@@ -212,9 +238,13 @@ def _place(session: Session, job: Job, routing: Routing[Pending], actor: str,
     why = decision.why
     if job.site_name is not None:
         why = f"site '{job.site_name}' stopped accepting jobs; {why[0].lower()}{why[1:]}"
-    # Hedged submission (issue 12, item 9) submits to every chosen site; until then the
-    # job runs at the best one.
+    # The best site is the job's own; a hedged job is also submitted to the next best
+    # (job targets: the first attempt to start wins, gateway.services.lifecycle).
     job.site_name = decision.chosen[0]
-    note(session, job, actor=actor, reason=why, at=now)
+    if len(decision.chosen) > 1:
+        targets.add(session, job.id, list(decision.chosen[1:]),
+                    f"hedge {spec.routing.hedge}: {why}", now)
+    job.state_reason, job.updated_at = why, now
+    note(session, job, why, actor=actor, at=now)
     document = estimate_out(decision, now, spec.routing.hedge, spec.routing.deadline)
     return new_placement(job.id, {**document, "why": why})

@@ -20,6 +20,7 @@ from gateway.runtime import Runtime
 from gateway.services.lifecycle import record_site_status
 from gateway.worker.context import StepContext
 from gateway.worker.failover import fail_over_stranded
+from gateway.worker.route import route_jobs
 from tests.conftest import MakeUser
 from tests.worker.test_hedging import SPEC, Driver, attempt_states, job_of, twin_runtime
 from tests.worker.test_worker_local import post
@@ -39,8 +40,9 @@ def test_stranded_auto_job_fails_over_and_the_stale_attempt_is_revoked(
         update={"failover_after_seconds": 300}))
     ctx = StepContext.of(rt, "w")
     user = make_user()
-    auto = post(client, user.headers, SPEC)  # first fit: 'local'
+    auto = post(client, user.headers, SPEC)
     pinned = post(client, user.headers, {**SPEC, "site": "local"})
+    assert route_jobs(ctx) is True  # issue 12: routed at dispatch; equal forecasts: 'local'
     d = Driver(rt)
     with transaction(rt.sessions) as session:
         claims = d.life.claim_accepted(session, rt.sites.get("local"), 10)
@@ -76,6 +78,7 @@ def test_the_stale_attempt_wins_when_its_site_returns_first(
     rt = twin_runtime(runtime)
     user = make_user()
     job_id = post(client, user.headers, SPEC)
+    assert route_jobs(StepContext.of(rt, "w")) is True  # routed at dispatch: 'local'
     d = Driver(rt)
     stale = d.claim("local")
     d.submit("local", stale, "101")

@@ -17,6 +17,7 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Placement, Site
 from gateway.domain.states import AttemptState
+from gateway.repositories import targets
 from gateway.runtime import Runtime
 from gateway.scheduling.constraints import LabelRules
 from gateway.services.sites import SiteRegistry
@@ -63,10 +64,10 @@ def test_an_auto_job_is_placed_by_the_routing_pass_and_explained(
     assert waiting.status_code == 404 and waiting.json()["title"] == "Not placed yet"
 
     twins = twin_runtime(runtime)
-    # The twin has waited long at every start the gateway saw; local never did.
+    # The gateway saw 60 jobs wait 90 minutes each at the twin (enough for a 95% bound on
+    # the 0.95 quantile); local has no history and nothing queued.
     earlier = post(client, user.headers, {**SPEC, "site": "local"})
-    observed_waits(runtime, earlier, "twin", [3600.0, 7200.0], 1)
-    observed_waits(runtime, earlier, "local", [1.0, 2.0], 3)
+    observed_waits(runtime, earlier, "twin", [5400.0] * 60, 1)
     assert route_jobs(StepContext.of(twins, "w")) is True
     assert route_jobs(StepContext.of(twins, "w")) is False  # routed once
     job = show(client, user.headers, job_id)
@@ -77,14 +78,18 @@ def test_an_auto_job_is_placed_by_the_routing_pass_and_explained(
     decision = placed.json()
     assert decision["job_id"] == job_id and decision["policy"] == "fastest"
     assert decision["chosen"] == ["local"] and decision["hedge"] == 1
-    assert decision["why"].startswith("Site 'local' has the earliest predicted completion")
-    assert "next best 'twin'" in decision["why"]
+    # Those 60 runs of the same program took 1 s each: the run time comes from them.
+    assert decision["why"] == ("Site 'local' has the earliest predicted completion (1 s, "
+                               "95% bound 1 s); next best 'twin' at 1.5 h.")
     assert [c["site"] for c in decision["candidates"]] == ["local", "twin"]
     local, twin = (c["forecast"] for c in decision["candidates"])
-    assert (local["wait_median"], twin["wait_median"]) == (1.5, 5400.0)
-    assert twin["wait_bound"] == 7200.0 and twin["runtime"] == 3600.0
-    assert twin["completion"] == twin["staging"] + 5400.0 + 3600.0
-    assert "2 observed waits" in twin["basis"]
+    assert (local["wait_median"], local["wait_bound"]) == (0.0, 0.0)
+    assert local["basis"].startswith("live queue (no wait history)")
+    assert (twin["wait_median"], twin["wait_bound"]) == (5400.0, 5400.0)
+    assert twin["basis"] == ("history site/queue/size/limit (60 waits); run time: last 2 "
+                             "runs at 1 processors")
+    assert (local["runtime"], twin["runtime"]) == (1.0, 1.0)
+    assert twin["completion"] == twin["staging"] + 5400.0 + 1.0
     events = client.get(f"/api/v1/jobs/{job_id}/events", headers=user.headers).json()["items"]
     assert [(e["from_state"], e["to_state"], e["reason"]) for e in events][-1] == (
         "ACCEPTED", "ACCEPTED", decision["why"])
@@ -163,3 +168,27 @@ def test_a_job_without_an_open_site_waits_and_one_no_site_can_run_fails(
     assert failed["state"] == "FAILED" and failed["site"] is None
     assert failed["state_reason"] == ("No site can run this job (local: site 'local' refuses "
                                       "jobs labelled residency=eu).")
+
+
+def test_jobs_of_one_pass_see_each_other_and_a_hedge_gets_its_sibling(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    twins = twin_runtime(runtime)
+    cores = runtime.sites.get("local").shape.cores_per_node
+    whole = {**SPEC, "resources": {"ranks": cores}}  # each fills a site for its hour
+    first, second = post(client, user.headers, whole), post(client, user.headers, whole)
+    hedged = post(client, user.headers, {**SPEC, "routing": {"hedge": 2}})
+    assert route_jobs(StepContext.of(twins, "w")) is True  # one pass, oldest first
+    # The first took 'local' (equal forecasts: by name); the second saw it there.
+    assert [show(client, user.headers, j)["site"] for j in (first, second)] == [
+        "local", "twin"]
+    second_why = client.get(f"/api/v1/jobs/{second}/placement",
+                            headers=user.headers).json()["why"]
+    assert second_why == ("Site 'twin' has the earliest predicted completion (60 min, 95% "
+                          "bound 60 min); next best 'local' at 2.0 h.")
+    decision = client.get(f"/api/v1/jobs/{hedged}/placement", headers=user.headers).json()
+    assert decision["chosen"] == ["local", "twin"] and decision["hedge"] == 2
+    assert decision["why"].endswith("; hedged over 'local', 'twin'.")
+    assert show(client, user.headers, hedged)["site"] == "local"
+    with runtime.sessions() as session:
+        assert targets.sites_of(session, hedged) == ["twin"]
