@@ -31,6 +31,7 @@ from gateway.client.models import (
 )
 from gateway.schemas import parse
 from gateway.schemas.jobs import EventList, JobFileList
+from gateway.schemas.placements import EstimateOut, PlacementOut
 from gateway.schemas.sites import SiteList
 from gateway.schemas.uploads import UploadList
 
@@ -133,6 +134,16 @@ class GatewayClient:
     def events(self, job_id: str) -> list[Event]:
         """GET /jobs/{id}/events: every state change, oldest first."""
         return self._document(EventList, "GET", f"/jobs/{_segment(job_id)}/events")["items"]
+
+    def placement(self, job_id: str) -> PlacementOut:
+        """GET /jobs/{id}/placement: the routing decision that placed the job, as made."""
+        return self._document(PlacementOut, "GET", f"/jobs/{_segment(job_id)}/placement")
+
+    def estimate(self, spec: Mapping[str, Any] | BaseModel) -> EstimateOut:
+        """POST /jobs:estimate: where the job would go now and why (nothing submitted)."""
+        body = (spec.model_dump(mode="json", exclude_unset=True)
+                if isinstance(spec, BaseModel) else dict(spec))
+        return self._document(EstimateOut, "POST", "/jobs:estimate", json=body)
 
     def output(self, job_id: str, stream: Stream = "stdout", *, offset: int | None = None,
                tail: int | None = None) -> Output:

@@ -58,20 +58,21 @@ def new_placement(job_id: str, document: EstimateOut) -> NewPlacement:
 
 def placement_out(record: PlacementRecord) -> PlacementOut:
     """A recorded decision as sent."""
-    return PlacementOut(job_id=record.job_id, decided_at=record.decided_at,
-                        policy=record.policy, hedge=record.hedge, deadline=record.deadline,
+    return PlacementOut(decided_at=record.decided_at, policy=record.policy,
+                        hedge=record.hedge, deadline=record.deadline,
                         chosen=list(record.chosen), why=record.why,
-                        candidates=[_stored_candidate(c) for c in record.candidates])
+                        candidates=[_stored_candidate(c) for c in record.candidates],
+                        job_id=record.job_id)
 
 
 def pinned_out(job_id: str, site: str, created_at: datetime) -> PlacementOut:
     """The decision of a job that named its site: made when it was accepted, one
     candidate, nothing ranked (no routing pass touches it, so nothing is stored)."""
-    return PlacementOut(job_id=job_id, decided_at=created_at, policy=RoutingPolicy.PINNED.value,
-                        hedge=1, deadline=None, chosen=[site],
-                        why=f"The job names site '{site}'.",
+    return PlacementOut(decided_at=created_at, policy=RoutingPolicy.PINNED.value, hedge=1,
+                        deadline=None, chosen=[site], why=f"The job names site '{site}'.",
                         candidates=[CandidateOut(site=site, excluded=None, forecast=None,
-                                                 p_deadline=None)])
+                                                 p_deadline=None)],
+                        job_id=job_id)
 
 
 def _stored_candidate(stored: dict[str, object]) -> CandidateOut:

@@ -20,18 +20,20 @@ import pytest
 from fastapi.testclient import TestClient
 
 import gateway.schemas.jobs
+import gateway.schemas.placements
 import gateway.schemas.sites
 import gateway.schemas.uploads
 from gateway.cli.render import print_json
 from gateway.client import GatewayClient
 from gateway.schemas import adapter, parse
 from gateway.schemas.jobs import EventList, JobFileList, JobList, JobOut
+from gateway.schemas.placements import EstimateOut, PlacementOut
 from gateway.schemas.sites import Health, SiteList
 from gateway.schemas.uploads import UploadList, UploadOut
 from tests.conftest import MakeUser
 
-SHARED = {name: value for module in (gateway.schemas.jobs, gateway.schemas.sites,
-                                     gateway.schemas.uploads)
+SHARED = {name: value for module in (gateway.schemas.jobs, gateway.schemas.placements,
+                                     gateway.schemas.sites, gateway.schemas.uploads)
           for name, value in vars(module).items()
           if name.endswith(("Out", "List")) or name == "Health"}
 
@@ -88,7 +90,7 @@ class _Recording(httpx.BaseTransport):
 @pytest.mark.parametrize("call", ["submit", "get_job", "list_jobs", "cancel", "events",
                                   "sites", "health", "create_upload", "put_chunk",
                                   "complete_upload", "get_upload", "list_uploads",
-                                  "job_files"])
+                                  "job_files", "estimate", "placement"])
 def test_the_client_keeps_every_field_the_server_sends(
         client: TestClient, make_user: MakeUser, call: str) -> None:
     user = make_user()
@@ -114,6 +116,9 @@ def test_the_client_keeps_every_field_the_server_sends(
             "get_upload": (UploadOut, lambda: gw.get_upload(upload["id"])),
             "list_uploads": (UploadList, lambda: {"items": gw.list_uploads()}),
             "job_files": (JobFileList, lambda: {"items": gw.job_files(job["id"])}),
+            "estimate": (EstimateOut, lambda: gw.estimate({"name": "e", "executable": "x"})),
+            "placement": (PlacementOut, lambda: gw.placement(gw.submit(
+                {"name": "p", "executable": "x", "site": "local"})["id"])),
         }
         schema, fetch = calls[call]
         document = fetch()
