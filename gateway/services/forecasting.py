@@ -20,10 +20,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
-from gateway.domain.jobspec import SUBMITTED, JobSpec
 from gateway.domain.states import AttemptState
 from gateway.repositories import attempts, uploads
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
@@ -39,19 +39,24 @@ from gateway.services.sites import SiteEntry, SiteRegistry
 # Starts read per pass (newest first): the histories' material.
 HISTORY = 5000
 MB = 1_000_000
+DEFAULT_WALLTIME = 3600  # a spec's default (gateway.domain.jobspec.Resources)
 
 
-def fingerprint(spec: JobSpec) -> str:
-    """The application a spec runs, for run-time history: its executable and argument
-    count (the shape of the call, not its values), or its script's digest."""
-    if spec.executable is not None:
-        return f"exe:{spec.executable}:{len(spec.args)}"
-    return "script:" + hashlib.sha256((spec.script or "").encode()).hexdigest()[:16]
+def fingerprint(spec: Mapping[str, Any]) -> str:
+    """The application a (stored) spec runs, for run-time history: its executable and
+    argument count (the shape of the call, not its values), or its script's digest."""
+    if spec.get("executable") is not None:
+        return f"exe:{spec['executable']}:{len(spec.get('args') or ())}"
+    return "script:" + hashlib.sha256(str(spec.get("script") or "").encode()).hexdigest()[:16]
 
 
-def processors(spec: JobSpec) -> int:
-    """Cores the job holds while it runs."""
-    return spec.resources.ranks * spec.resources.threads_per_rank
+def _shape(spec: Mapping[str, Any]) -> tuple[int, float, str]:
+    """(cores held while running, time limit in seconds, queue) of a stored spec. Stored
+    specs are validated dumps (walltime in seconds), read here without validating again:
+    a pass reads thousands."""
+    res = spec.get("resources") or {}
+    procs = int(res.get("ranks", 1)) * int(res.get("threads_per_rank", 1))
+    return procs, float(res.get("walltime", DEFAULT_WALLTIME)), str(spec.get("partition") or "")
 
 
 class PassForecaster:
@@ -75,16 +80,11 @@ def _histories(session: Session, registry: SiteRegistry
     waits = WaitPredictor()
     runtimes = RuntimePredictor({e.name: e.speed for e in registry})
     for start in attempts.recent_starts(session, HISTORY):
-        try:
-            spec = JobSpec.model_validate(start.spec, context=SUBMITTED)
-        except ValueError:
-            continue  # a spec today's schema cannot read teaches nothing
-        procs = processors(spec)
-        limit = float(spec.resources.walltime)
-        waits.observe(JobClass(start.site_name, spec.partition or "", procs, limit),
+        procs, limit, queue = _shape(start.spec)
+        waits.observe(JobClass(start.site_name, queue, procs, limit),
                       (start.started_at - start.submitted_at).total_seconds())
         if start.state is AttemptState.COMPLETED and start.ended_at is not None:
-            runtimes.observe(start.owner_id, fingerprint(spec), start.site_name, procs,
+            runtimes.observe(start.owner_id, fingerprint(start.spec), start.site_name, procs,
                              (start.ended_at - start.started_at).total_seconds())
     return waits, runtimes
 
@@ -98,8 +98,7 @@ def _queue(session: Session, entry: SiteEntry, snapshot: SiteSnapshot | None,
         total = max(total, sum(counted))
     running, queued = [], []
     for live in attempts.live_at(session, entry.name):
-        spec = JobSpec.model_validate(live.spec, context=SUBMITTED)
-        procs, limit = processors(spec), float(spec.resources.walltime)
+        procs, limit, _ = _shape(live.spec)
         if live.started_at is not None:
             left = limit - (now - live.started_at).total_seconds()
             running.append((procs, left, left))
@@ -110,6 +109,8 @@ def _queue(session: Session, entry: SiteEntry, snapshot: SiteSnapshot | None,
 
 def _need(session: Session, job: Pending) -> JobNeed:
     spec = job.spec
+    stored = spec.model_dump(mode="json")
+    procs, limit, queue = _shape(stored)
     inputs = []
     for item in spec.inputs:
         size = 0
@@ -117,8 +118,7 @@ def _need(session: Session, job: Pending) -> JobNeed:
             facts = uploads.facts(session, job.owner_id, item.source.removeprefix("upload:"))
             size = facts.size if facts is not None else 0
         inputs.append((item.source, size))
-    return JobNeed(job.owner_id, fingerprint(spec), processors(spec),
-                   float(spec.resources.walltime), spec.partition or "", tuple(inputs),
+    return JobNeed(job.owner_id, fingerprint(stored), procs, limit, queue, tuple(inputs),
                    key=job.job_id)
 
 
