@@ -96,6 +96,17 @@ def live_at(session: Session, site_name: str) -> list[LiveAttempt]:
         .order_by(Attempt.id))]
 
 
+def recent_ends(session: Session, site_name: str, limit: int
+                ) -> list[tuple[datetime, datetime, AttemptState]]:
+    """(started_at, ended_at, state) of the site's `limit` most recent attempts that ran
+    and ended, newest first."""
+    return [(started, ended, state) for started, ended, state in session.execute(
+        select(Attempt.started_at, Attempt.ended_at, Attempt.state)
+        .where(Attempt.site_name == site_name, Attempt.started_at.is_not(None),
+               Attempt.ended_at.is_not(None))
+        .order_by(Attempt.ended_at.desc()).limit(limit)) if started and ended]
+
+
 def recent_starts(session: Session, limit: int) -> list[StartedAttempt]:
     """The `limit` attempts that started most recently (any site), oldest first."""
     rows = session.execute(

@@ -29,12 +29,13 @@ from sqlalchemy.orm import Session
 from gateway.db.models import Job, Site
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import SUBMITTED, JobSpec, deadline_problem
-from gateway.domain.states import JobState, Reason
+from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.repositories import attempts, jobs, placements, targets
 from gateway.repositories import sites as site_rows
 from gateway.repositories.jobs import OwnedJob
 from gateway.repositories.placements import NewPlacement
 from gateway.repositories.sites import CLOSED, Admission
+from gateway.scheduling.black_holes import AttemptEnd, ban_in_force
 from gateway.scheduling.constraints import JobView, Screened, SiteView, screen_all
 from gateway.scheduling.ranking import (
     Candidate,
@@ -50,6 +51,9 @@ from gateway.schemas.placements import EstimateOut
 from gateway.services.decisions import deadline_in, estimate_out, new_placement
 from gateway.services.sites import NoAccount, SiteRegistry
 from gateway.services.transitions import advance, note
+
+# Ended attempts per site a black-hole ban is derived from (bans escalate over repeats).
+BAN_HISTORY = 60
 
 
 @dataclass(frozen=True)
@@ -70,12 +74,30 @@ ForecasterFactory = Callable[[Session, SiteRegistry, Sequence[Pending], datetime
 
 
 def site_views(registry: SiteRegistry, flags: Mapping[str, Admission],
-               down: Mapping[str, str] | None = None) -> list[SiteView]:
-    """Every configured site, in configuration order, as routing sees it now: its flags
-    and (`down`: site -> why) whether the worker last found it unreachable."""
-    down = down or {}
+               down: Mapping[str, str] | None = None,
+               banned: Mapping[str, str] | None = None) -> list[SiteView]:
+    """Every configured site, in configuration order, as routing sees it now: its flags,
+    (`down`: site -> why) whether it can be reached now and (`banned`) whether it is out
+    of routing as a black hole."""
+    down, banned = down or {}, banned or {}
     return [SiteView(e.name, e.shape, e.labels, flags.get(e.name, CLOSED).enabled,
-                     flags.get(e.name, CLOSED).drained, down.get(e.name)) for e in registry]
+                     flags.get(e.name, CLOSED).drained, down.get(e.name), banned.get(e.name))
+            for e in registry]
+
+
+def black_holes(session: Session, registry: SiteRegistry, now: datetime) -> dict[str, str]:
+    """Site -> why it is out of routing now: its jobs kept failing soon after they
+    started (gateway.scheduling.black_holes; derived from attempt history each pass)."""
+    found = {}
+    for entry in registry:
+        ends = [AttemptEnd(ended.timestamp(), (ended - started).total_seconds(),
+                           state is AttemptState.FAILED)
+                for started, ended, state in attempts.recent_ends(session, entry.name,
+                                                                  BAN_HISTORY)]
+        ban = ban_in_force(ends, now.timestamp())
+        if ban is not None:
+            found[entry.name] = ban.reason
+    return found
 
 
 def no_account(registry: SiteRegistry, username: str | None) -> dict[str, str]:
@@ -115,7 +137,8 @@ def estimate(session: Session, registry: SiteRegistry, spec: JobSpec, username: 
     forecast, and the choice. Nothing is stored or submitted. A spec naming its site is
     estimated at that site only."""
     admit(session, registry, spec, username, now)
-    views = site_views(registry, _flags(site_rows.all_sites(session)), unreachable)
+    views = site_views(registry, _flags(site_rows.all_sites(session)), unreachable,
+                       black_holes(session, registry, now))
     if spec.pinned:
         views = [v for v in views if v.name == spec.site]
     job = Pending("", spec, username, owner_id,
@@ -130,7 +153,8 @@ def decide_elsewhere(session: Session, registry: SiteRegistry, owned: OwnedJob, 
                      now: datetime) -> Decision:
     """A decision for one job (failover) over every site but those in `avoid` (site ->
     why not), by the job's policy; nothing is recorded."""
-    views = site_views(registry, _flags(site_rows.all_sites(session)), avoid)
+    views = site_views(registry, _flags(site_rows.all_sites(session)), avoid,
+                       black_holes(session, registry, now))
     job = Pending(owned.job.id, spec, owned.owner, owned.owner_id,
                   JobView(spec, no_account(registry, owned.owner)), owned.job.created_at)
     return _decide(session, registry, job, views, make_forecaster, now, hedge=1)
@@ -184,7 +208,7 @@ def route_pending(session: Session, registry: SiteRegistry,
     owned = jobs.lock_unrouted(session, closed, limit)
     if not owned:
         return PassResult(0, 0)
-    views = site_views(registry, flags, unreachable)
+    views = site_views(registry, flags, unreachable, black_holes(session, registry, now))
     failed_at = attempts.failed_sites(session, [o.job.id for o in owned])
     by_id: dict[str, Job] = {}
     pending: list[Pending] = []
