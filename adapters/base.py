@@ -15,6 +15,7 @@ from typing import Literal, Protocol, cast
 
 from adapters.errors import AdapterError
 from adapters.reasons import StatusReason
+from adapters.snapshot import QueueSnapshot
 from adapters.transport import FileTransport
 
 OutputStream = Literal["stdout", "stderr"]
@@ -91,16 +92,24 @@ class OutputChunk:
 @dataclass(frozen=True)
 class Capabilities:
     """What an adapter offers beyond the core operations every adapter has (submit, find
-    by tag, status, cancel, output). The gateway asks these instead of probing methods."""
+    by tag, status, queue snapshot, cancel, output). The gateway asks these instead of
+    probing methods."""
 
     # `submit_many`: many plain jobs (no user script) in one round trip (BatchSubmitter).
     batch_submit: bool = False
-    # `queues()`: partitions or queues with their limits and load.
+    # `queues()`: partitions or queues with their limits and load (on its own; every
+    # adapter has `queue_snapshot()`, which includes them where the scheduler says).
     queue_snapshot: bool = False
     # `estimate_start()`: the scheduler's own guess of when a job would start.
     start_estimate: bool = False
     # `accounting()`: final records of jobs the queue no longer lists.
     accounting: bool = False
+    # `queue_snapshot()` lists every user's jobs, not only the gateway's (unless the site
+    # hides them from its account: Slurm PrivateData=jobs, PBS query_other_jobs=false).
+    whole_queue: bool = False
+    # `queue_snapshot()` gives pending jobs the scheduler's own start estimate (when the
+    # scheduler has computed one: Slurm's backfill plan, PBS, LSF's estimator).
+    queue_start_estimates: bool = False
     # Job arrays: one submission, many indexed tasks (no adapter submits them yet).
     arrays: bool = False
 
@@ -137,6 +146,11 @@ class Adapter(Protocol):
         """Status of many jobs in one round trip; ids the site cannot find are omitted.
         `cancelled`: those of them the gateway asked to cancel (it keeps that record),
         so a job that then vanished or was killed reads as CANCELLED."""
+        ...
+
+    def queue_snapshot(self) -> QueueSnapshot:
+        """The site's cores and every pending and running job of its queue, now: one call
+        per site and routing cycle (a few commands, never one per job)."""
         ...
 
     def cancel(self, native_id: str) -> None:

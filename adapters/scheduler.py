@@ -18,8 +18,9 @@ the gateway's rules that apply to all of them:
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import cast
 
 from adapters.base import (
@@ -40,6 +41,7 @@ from adapters.scheduler_types import (
     SchedulerDialect,
     StartEstimate,
 )
+from adapters.snapshot import QueueSnapshot
 from adapters.transport import CommandResult, FileTransport, Transport
 
 log = logging.getLogger(__name__)
@@ -61,12 +63,15 @@ class BatchAdapter:
         *,
         command_timeout: float = 60.0,
         submit_timeout: float = 120.0,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        """`clock`: the time a queue snapshot is taken at (UTC)."""
         self.kind = dialect.kind
         self.transport = transport
         self.dialect = dialect
         self.command_timeout = command_timeout
         self.submit_timeout = submit_timeout
+        self.clock = clock
 
     @property
     def capabilities(self) -> Capabilities:
@@ -248,6 +253,16 @@ class BatchAdapter:
     def queues(self) -> list[QueueInfo]:
         """Partitions or queues, their limits and load."""
         return self.dialect.parse_queues(self._run(self.dialect.queues_command()))
+
+    def queue_snapshot(self) -> QueueSnapshot:
+        """Every pending and running job of the site and its cores: two commands (the job
+        listing, then the cores), whatever the number of jobs. Taken at the clock's time
+        just before the job listing was asked for."""
+        taken_at = self.clock()
+        jobs = self.dialect.parse_queue_jobs(self._run(self.dialect.queue_jobs_command()))
+        cores = self.dialect.parse_cores(self._run(self.dialect.cores_command()))
+        return QueueSnapshot(taken_at=taken_at, total_cores=cores.total, free_cores=cores.free,
+                             queues=cores.queues, jobs=tuple(jobs))
 
     # -- helpers --------------------------------------------------------------------------
 

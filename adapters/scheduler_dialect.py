@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from adapters.base import Capabilities, JobStatus, SubmitRequest
 from adapters.errors import UnknownJob
 from adapters.scheduler_text import has_any, message, query_failed
-from adapters.scheduler_types import DialectConfig, JobLayout, StartEstimate, SubmitCommand
+from adapters.scheduler_types import (
+    DialectConfig,
+    JobLayout,
+    QueueInfo,
+    StartEstimate,
+    SubmitCommand,
+)
+from adapters.snapshot import SiteCores, cores_of_queues
 from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
 
@@ -96,6 +103,25 @@ class BaseDialect:
             raise UnknownJob(f"{self.title} does not know job {native_id}: {said}")
         if result.exit_status != 0:
             raise query_failed(result)
+
+    # -- queues and cores ------------------------------------------------------------------
+
+    def queues_command(self) -> tuple[str, ...]:
+        """The command listing partitions or queues."""
+        raise NotImplementedError
+
+    def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
+        """Partitions or queues with their limits and load."""
+        raise NotImplementedError
+
+    def cores_command(self) -> tuple[str, ...]:
+        """By default the queue listing, where each core belongs to one queue (see
+        `parse_cores`); a scheduler that lists nodes overrides both."""
+        return self.queues_command()
+
+    def parse_cores(self, result: CommandResult) -> SiteCores:
+        """The site's cores as the sum of its queues' (adapters.snapshot.cores_of_queues)."""
+        return cores_of_queues(self.parse_queues(result))
 
     # -- what not every scheduler has -----------------------------------------------------
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Protocol
 
-from adapters.base import Capabilities, JobStatus, SubmitRequest
+from adapters.base import Capabilities, JobStatus, NativeState, SubmitRequest
+from adapters.snapshot import JobPhase, SiteCores, SnapshotJob
+from adapters.snapshot import QueueInfo as QueueInfo
 from adapters.transport import CommandResult
 
 # Files of one job, relative to its working directory (the same names as the local site).
@@ -98,24 +100,12 @@ class SubmitCommand:
     stdin: bytes | None = None
 
 
-@dataclass(frozen=True)
-class QueueInfo:
-    """A partition or queue: its limits and how busy it is. None: the scheduler did not say."""
-
-    name: str
-    default: bool = False
-    available: bool | None = None
-    state: str | None = None
-    max_walltime_seconds: int | None = None
-    max_nodes: int | None = None
-    nodes_total: int | None = None
-    nodes_idle: int | None = None
-    cpus_total: int | None = None
-    cpus_idle: int | None = None
-    cpus_per_node: int | None = None
-    memory_mb_per_node: int | None = None
-    jobs_running: int | None = None
-    jobs_pending: int | None = None
+def job_phase(state: NativeState) -> JobPhase | None:
+    """A job's phase in a queue snapshot: waiting or holding cores; None once it is over
+    (or unknown), as a listing of the queue may still show it for a moment."""
+    if state is NativeState.QUEUED:
+        return JobPhase.PENDING
+    return JobPhase.RUNNING if state is NativeState.RUNNING else None
 
 
 @dataclass(frozen=True)
@@ -200,6 +190,22 @@ class SchedulerDialect(Protocol):
 
     def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
         """Partitions or queues with their limits and load."""
+        ...
+
+    def queue_jobs_command(self) -> tuple[str, ...]:
+        """One command listing every pending and running job of the site (all users)."""
+        ...
+
+    def parse_queue_jobs(self, result: CommandResult) -> list[SnapshotJob]:
+        """The jobs of that listing; AdapterError for an answer that is not one."""
+        ...
+
+    def cores_command(self) -> tuple[str, ...]:
+        """One command saying the site's cores, total and free."""
+        ...
+
+    def parse_cores(self, result: CommandResult) -> SiteCores:
+        """The site's cores (each node counted once) and its queues' where it says."""
         ...
 
     def estimate_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand | None:

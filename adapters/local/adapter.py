@@ -19,6 +19,7 @@ import pwd
 import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 
 from adapters.base import (
@@ -42,10 +43,12 @@ from adapters.local.launch import LaunchConfig, build_plan
 from adapters.local.output import read_output
 from adapters.local.records import LaunchPlan, utcnow
 from adapters.local.sandbox import SandboxConfig
+from adapters.local.snapshot import local_snapshot
 from adapters.local.spawn import reap_runners, spawn_runner
 from adapters.local.state import job_status
 from adapters.local.stop import cancel_job
 from adapters.reasons import Reason, because
+from adapters.snapshot import QueueSnapshot
 from adapters.transport import FileTransport, LocalTransport
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -203,6 +206,13 @@ class LocalAdapter:
             if status is not None:
                 result[native_id] = status
         return result
+
+    def queue_snapshot(self) -> QueueSnapshot:
+        """This site's unfinished jobs and the cores this process may use, less the running
+        jobs' (adapters.local.snapshot): one pass over the index, whatever the cycle."""
+        reap_runners()
+        return local_snapshot(self._index, datetime.now(UTC), len(os.sched_getaffinity(0)),
+                              self._runner_start_timeout)
 
     # -- cancel -------------------------------------------------------------------
 

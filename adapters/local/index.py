@@ -56,6 +56,14 @@ class JobIndex:
         os.symlink(os.path.relpath(workdir, index), tmp)
         os.replace(tmp, index / native_id)
 
+    def native_ids(self) -> list[str]:
+        """Every job id the index holds, finished or not, in no particular order."""
+        try:
+            names = os.listdir(self.root / INDEX_DIR)
+        except FileNotFoundError:
+            return []
+        return [name for name in names if NATIVE_ID.fullmatch(name)]
+
     def files_of(self, native_id: str) -> JobFiles | None:
         """The job directory behind a native id, or None if there is none."""
         if not NATIVE_ID.fullmatch(native_id):

@@ -11,3 +11,5 @@ class LsfCommands:
     bjobs: str = "bjobs"
     bkill: str = "bkill"
     bqueues: str = "bqueues"
+    # Lists the hosts and their job slots (queue snapshots).
+    bhosts: str = "bhosts"

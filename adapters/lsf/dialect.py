@@ -6,13 +6,14 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from adapters.base import JobStatus, SubmitRequest
-from adapters.lsf import queues, status, submit
+from adapters.base import Capabilities, JobStatus, SubmitRequest
+from adapters.lsf import queues, snapshot, status, submit
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.script import job_options, render_script
 from adapters.scheduler_dialect import BaseDialect, CancelAnswers
 from adapters.scheduler_text import choose_job
 from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
+from adapters.snapshot import SiteCores, SnapshotJob
 from adapters.transport import CommandResult
 
 if TYPE_CHECKING:
@@ -57,6 +58,11 @@ class LsfDialect(BaseDialect):
         self.memory = memory
         self.clock = clock
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """Start estimates where the site runs LSF's estimator (LSB_ENABLE_ESTIMATION)."""
+        return Capabilities(queue_snapshot=True, whole_queue=True, queue_start_estimates=True)
+
     def submit_words(self) -> tuple[str, ...]:
         return (self.commands.bsub,)
 
@@ -88,6 +94,18 @@ class LsfDialect(BaseDialect):
         jobs = [status.record_status(r, self.config.timezone, now)
                 for r in status.records(result) if r.get("JOB_NAME") == tag]
         return choose_job((j.native_id, j.state.is_final) for j in jobs if j.native_id)
+
+    def queue_jobs_command(self) -> tuple[str, ...]:
+        return snapshot.queue_jobs_command(self.commands)
+
+    def parse_queue_jobs(self, result: CommandResult) -> list[SnapshotJob]:
+        return snapshot.parse_queue_jobs(result, self.config.timezone, self.clock())
+
+    def cores_command(self) -> tuple[str, ...]:
+        return snapshot.cores_command(self.commands)
+
+    def parse_cores(self, result: CommandResult) -> SiteCores:
+        return snapshot.parse_cores(result)
 
     def queues_command(self) -> tuple[str, ...]:
         return queues.queues_command(self.commands)

@@ -22,7 +22,7 @@ def _build(settings: DialectSettings) -> LsfDialect:
 ENTRY = SchedulerEntry(
     kind="lsf",
     title=LsfDialect.title,
-    commands=("bsub", "bjobs", "bkill", "bqueues"),
+    commands=("bsub", "bjobs", "bkill", "bqueues", "bhosts"),
     build=_build,
     options=OPTIONS,
 )

@@ -11,5 +11,7 @@ class PbsCommands:
     qstat: str = "qstat"
     qdel: str = "qdel"
     qselect: str = "qselect"
+    # Lists the nodes and their cores (queue snapshots).
+    pbsnodes: str = "pbsnodes"
     # Searches the server's accounting logs (when the site lets the gateway read them).
     grep: str = "grep"

@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from adapters.base import Capabilities, JobStatus, SubmitRequest
-from adapters.pbs import accounting, queues, status, submit, torque
+from adapters.pbs import accounting, queues, snapshot, status, submit, torque, torque_snapshot
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.script import job_options, render_script
 from adapters.scheduler_dialect import BaseDialect, CancelAnswers
 from adapters.scheduler_text import choose_job, lines, query_failed
 from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
+from adapters.snapshot import SiteCores, SnapshotJob
 from adapters.transport import CommandResult
 
 if TYPE_CHECKING:
@@ -56,8 +57,10 @@ class PbsDialect(BaseDialect):
 
     @property
     def capabilities(self) -> Capabilities:
-        """Accounting records from the server's log, when the site names its directory."""
-        return Capabilities(queue_snapshot=True, accounting=self.accounting_dir is not None)
+        """Accounting records from the server's log, when the site names its directory;
+        start estimates from PBS Professional's scheduler, not TORQUE."""
+        return Capabilities(queue_snapshot=True, accounting=self.accounting_dir is not None,
+                            whole_queue=True, queue_start_estimates=not self.torque)
 
     def submit_words(self) -> tuple[str, ...]:
         return (self.commands.qsub,)
@@ -108,6 +111,26 @@ class PbsDialect(BaseDialect):
             raise query_failed(result)
         return choose_job((line, False) for line in lines(result.stdout)
                           if submit.JOB_ID.matches(line))
+
+    def queue_jobs_command(self) -> tuple[str, ...]:
+        if self.torque:
+            return torque_snapshot.queue_jobs_command(self.commands)
+        return snapshot.queue_jobs_command(self.commands)
+
+    def parse_queue_jobs(self, result: CommandResult) -> list[SnapshotJob]:
+        if self.torque:
+            return torque_snapshot.parse_queue_jobs(result)
+        return snapshot.parse_queue_jobs(result, self.config.timezone)
+
+    def cores_command(self) -> tuple[str, ...]:
+        if self.torque:
+            return torque_snapshot.cores_command(self.commands)
+        return snapshot.cores_command(self.commands)
+
+    def parse_cores(self, result: CommandResult) -> SiteCores:
+        if self.torque:
+            return torque_snapshot.parse_cores(result)
+        return snapshot.parse_cores(result)
 
     def queues_command(self) -> tuple[str, ...]:
         if self.torque:

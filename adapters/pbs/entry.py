@@ -44,7 +44,7 @@ def _build(settings: DialectSettings) -> PbsDialect:
 ENTRY = SchedulerEntry(
     kind="pbs",
     title=PbsDialect.title,
-    commands=("qsub", "qstat", "qdel", "qselect"),
+    commands=("qsub", "qstat", "qdel", "qselect", "pbsnodes"),
     build=_build,
     options=OPTIONS,
 )

@@ -59,12 +59,12 @@ def status_command(commands: PbsCommands, native_ids: Sequence[str]) -> tuple[st
     return (commands.qstat, "-f", "-x", *ids)
 
 
-def _child(element: Element, tag: str) -> str:
+def child_text(element: Element, tag: str) -> str:
     found = element.find(tag)
     return (found.text or "").strip() if found is not None else ""
 
 
-def _jobs(result: CommandResult) -> list[Element]:
+def job_elements(result: CommandResult) -> list[Element]:
     body = text(result.stdout).strip()
     if not body:
         errors = lines(result.stderr)
@@ -79,15 +79,15 @@ def _jobs(result: CommandResult) -> list[Element]:
 
 
 def job_status(native_id: str, job: Element) -> JobStatus:
-    letter = _child(job, "job_state")
-    comment = _child(job, "comment") or None
+    letter = child_text(job, "job_state")
+    comment = child_text(job, "comment") or None
     # TORQUE keeps times as epoch seconds: no time zone to apply.
-    started = timestamp(_child(job, "start_time"), UTC)
+    started = timestamp(child_text(job, "start_time"), UTC)
     if letter == COMPLETED:
-        exit_status = integer(_child(job, "exit_status"))
+        exit_status = integer(child_text(job, "exit_status"))
         state, reason, code = ended(exit_status, comment)
         return JobStatus(native_id, state, f"C (exit_status {exit_status})", reason, code,
-                         started, timestamp(_child(job, "comp_time"), UTC))
+                         started, timestamp(child_text(job, "comp_time"), UTC))
     state, reason = native_state(letter)
     if state is NativeState.QUEUED:
         reason = scheduler_says(comment) if comment else reason
@@ -98,8 +98,8 @@ def job_status(native_id: str, job: Element) -> JobStatus:
 def parse_status(result: CommandResult, native_ids: Sequence[str]) -> dict[str, JobStatus]:
     by_number = {sequence_number(i): i for i in native_ids}
     found: dict[str, JobStatus] = {}
-    for job in _jobs(result):
-        key = _child(job, "Job_Id")
+    for job in job_elements(result):
+        key = child_text(job, "Job_Id")
         native_id = key if key in native_ids else by_number.get(sequence_number(key))
         if native_id is not None:
             found[native_id] = job_status(native_id, job)

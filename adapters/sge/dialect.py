@@ -9,9 +9,10 @@ from adapters.base import Capabilities, JobStatus, SubmitRequest
 from adapters.scheduler_dialect import BaseDialect, CancelAnswers
 from adapters.scheduler_text import choose_job
 from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
-from adapters.sge import accounting, queues, status, submit
+from adapters.sge import accounting, queues, snapshot, status, submit
 from adapters.sge.commands import SgeCommands
 from adapters.sge.script import job_options, render_script
+from adapters.snapshot import SnapshotJob
 from adapters.transport import CommandResult
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class SgeDialect(BaseDialect):
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(queue_snapshot=True, accounting=True)
+        return Capabilities(queue_snapshot=True, accounting=True, whole_queue=True)
 
     def submit_words(self) -> tuple[str, ...]:
         return (self.commands.qsub, "-terse")
@@ -105,6 +106,12 @@ class SgeDialect(BaseDialect):
             (r.get("jobnumber", ""), True) for r in records
             if r.get("jobname") == tag and status.JOB_ID.matches(r.get("jobnumber", ""))
         )
+
+    def queue_jobs_command(self) -> tuple[str, ...]:
+        return snapshot.queue_jobs_command(self.commands)
+
+    def parse_queue_jobs(self, result: CommandResult) -> list[SnapshotJob]:
+        return snapshot.parse_queue_jobs(result, self.config.timezone)
 
     def queues_command(self) -> tuple[str, ...]:
         return queues.queues_command(self.commands)

@@ -42,13 +42,13 @@ def status_command(commands: SgeCommands) -> tuple[str, ...]:
     return (commands.qstat, "-xml", "-u", "*")
 
 
-def _child(element: Element, tag: str) -> str:
+def child_text(element: Element, tag: str) -> str:
     found = element.find(tag)
     return (found.text or "").strip() if found is not None else ""
 
 
-def parse_jobs(result: CommandResult, tz: tzinfo) -> list[QueuedJob]:
-    """Every job qstat listed, running and pending."""
+def job_elements(result: CommandResult) -> list[Element]:
+    """The `job_list` elements of qstat's XML, running and pending."""
     if result.exit_status != 0:
         raise query_failed(result)
     try:
@@ -56,17 +56,25 @@ def parse_jobs(result: CommandResult, tz: tzinfo) -> list[QueuedJob]:
     except (ElementTree.ParseError, DefusedXmlException) as exc:
         raise SiteUnavailable(f"qstat -xml printed unreadable XML ({exc}): "
                               f"{text(result.stdout)[:200]!r}") from exc
+    if root.tag != "job_info":
+        raise SiteUnavailable(f"qstat -xml printed <{root.tag}>, not <job_info>: "
+                              f"{text(result.stdout)[:200]!r}")
+    return list(root.iter("job_list"))
+
+
+def parse_jobs(result: CommandResult, tz: tzinfo) -> list[QueuedJob]:
+    """Every job qstat listed, running and pending."""
     jobs = []
-    for item in root.iter("job_list"):
-        native_id = _child(item, "JB_job_number")
+    for item in job_elements(result):
+        native_id = child_text(item, "JB_job_number")
         if not JOB_ID.matches(native_id):
             continue
         jobs.append(QueuedJob(
             native_id=native_id,
-            name=_child(item, "JB_name"),
-            owner=_child(item, "JB_owner"),
-            state=_child(item, "state"),
-            started_at=timestamp(_child(item, "JAT_start_time"), tz),
+            name=child_text(item, "JB_name"),
+            owner=child_text(item, "JB_owner"),
+            state=child_text(item, "state"),
+            started_at=timestamp(child_text(item, "JAT_start_time"), tz),
         ))
     return jobs
 

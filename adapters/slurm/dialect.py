@@ -15,10 +15,11 @@ from adapters.scheduler_types import (
     StartEstimate,
     SubmitCommand,
 )
-from adapters.slurm import accounting, queues, status, submit
+from adapters.slurm import accounting, queues, snapshot, status, submit
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.script import render_script
 from adapters.slurm.states import native_state
+from adapters.snapshot import SiteCores, SnapshotJob
 from adapters.transport import CommandResult
 
 if TYPE_CHECKING:
@@ -56,7 +57,8 @@ class SlurmDialect(BaseDialect):
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(queue_snapshot=True, start_estimate=True, accounting=True)
+        return Capabilities(queue_snapshot=True, start_estimate=True, accounting=True,
+                            whole_queue=True, queue_start_estimates=True)
 
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
         return render_script(request, layout, self.config, srun=self.commands.srun)
@@ -109,6 +111,18 @@ class SlurmDialect(BaseDialect):
 
     def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
         return queues.parse_queues(result)
+
+    def queue_jobs_command(self) -> tuple[str, ...]:
+        return snapshot.queue_jobs_command(self.commands)
+
+    def parse_queue_jobs(self, result: CommandResult) -> list[SnapshotJob]:
+        return snapshot.parse_queue_jobs(result, self.config.timezone)
+
+    def cores_command(self) -> tuple[str, ...]:
+        return snapshot.cores_command(self.commands)
+
+    def parse_cores(self, result: CommandResult) -> SiteCores:
+        return snapshot.parse_cores(result)
 
     def estimate_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand:
         return submit.estimate_command(self.commands, request, layout, self.config)

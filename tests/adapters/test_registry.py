@@ -39,6 +39,7 @@ def _argvs(dialect: SchedulerDialect) -> list[tuple[str, ...]]:
     estimate = dialect.estimate_command(REQUEST, layout)
     return [dialect.submit_command(REQUEST, layout).argv, dialect.status_command(["1"]),
             dialect.cancel_command("1"), dialect.queues_command(),
+            dialect.queue_jobs_command(), dialect.cores_command(),
             *dialect.find_commands(TAG), *dialect.accounting_commands(["1"]),
             *([estimate.argv] if estimate else [])]
 
@@ -90,22 +91,31 @@ def test_options_reach_the_dialect() -> None:
 
 
 def test_capabilities_are_stated_per_scheduler() -> None:
-    q = Capabilities(queue_snapshot=True)
+    # Issue 12: every scheduler's snapshot lists the whole queue; Slurm, PBS Professional
+    # and LSF give pending jobs their own start estimate, Grid Engine and TORQUE none.
+    q = Capabilities(queue_snapshot=True, whole_queue=True, queue_start_estimates=True)
     assert _relocated("slurm").capabilities == Capabilities(
-        queue_snapshot=True, start_estimate=True, accounting=True)
-    assert _relocated("sge").capabilities == Capabilities(queue_snapshot=True, accounting=True)
+        queue_snapshot=True, start_estimate=True, accounting=True, whole_queue=True,
+        queue_start_estimates=True)
+    assert _relocated("sge").capabilities == Capabilities(queue_snapshot=True, accounting=True,
+                                                          whole_queue=True)
     assert _relocated("lsf").capabilities == q
     # PBS reads accounting only from a log directory the site names.
     assert _relocated("pbs").capabilities == q
     with_log = registry.dialect("pbs", DialectSettings(
         options={"accounting_dir": "/var/spool/pbs/server_priv/accounting"}))
-    assert with_log.capabilities == Capabilities(queue_snapshot=True, accounting=True)
+    assert with_log.capabilities == Capabilities(queue_snapshot=True, accounting=True,
+                                                 whole_queue=True, queue_start_estimates=True)
+    torque = registry.dialect("pbs", DialectSettings(options={"pbs_server": "torque"}))
+    assert torque.capabilities == Capabilities(queue_snapshot=True, whole_queue=True)
 
 
 def test_the_adapter_states_batch_submission(tmp_path: Path) -> None:
     adapter = BatchAdapter(ReplayTransport(), _relocated("lsf"))
-    assert adapter.capabilities == Capabilities(batch_submit=True, queue_snapshot=True)
-    assert adapter.capabilities.names() == ["batch submit", "queue snapshot"]
+    assert adapter.capabilities == Capabilities(batch_submit=True, queue_snapshot=True,
+                                                whole_queue=True, queue_start_estimates=True)
+    assert adapter.capabilities.names() == ["batch submit", "queue snapshot", "whole queue",
+                                            "queue start estimates"]
     assert batch_submitter(adapter) is adapter
     local = LocalAdapter(tmp_path, None)
     assert local.capabilities == Capabilities() and batch_submitter(local) is None

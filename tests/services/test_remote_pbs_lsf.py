@@ -338,7 +338,8 @@ def test_site_check_reports_a_pbs_site(tmp_path: Path) -> None:
     assert report.ok
     scheduler = report.checks[1].detail
     assert scheduler == ("pbs answers; partitions: workq, closedq; the adapter offers: "
-                         "batch submit, queue snapshot, accounting")
+                         "batch submit, queue snapshot, accounting, whole queue, "
+                         "queue start estimates")
 
 
 def test_site_check_reports_what_an_lsf_site_lacks(tmp_path: Path) -> None:
@@ -350,9 +351,10 @@ def test_site_check_reports_what_an_lsf_site_lacks(tmp_path: Path) -> None:
     report = check_site(config, _check_settings(tmp_path), _check_pool(t))
     t.assert_done()
     assert report.ok, report.checks
-    # No accounting source and no start estimates: the report says what there is.
+    # No accounting source and no dry-run start estimate: the report says what there is.
     assert report.checks[1].detail == ("lsf answers; partitions: normal, night; the "
-                                       "adapter offers: batch submit, queue snapshot")
+                                       "adapter offers: batch submit, queue snapshot, "
+                                       "whole queue, queue start estimates")
 
 
 class _NoQueues(PbsDialect):
