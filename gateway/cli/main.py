@@ -10,7 +10,18 @@ from typing import Annotated
 import typer
 
 from gateway import __version__
-from gateway.cli import admin, auth, errors, fetch, jobs, render, server, site, uploads
+from gateway.cli import (
+    admin,
+    auth,
+    errors,
+    fetch,
+    jobs,
+    render,
+    routing,
+    server,
+    site,
+    uploads,
+)
 from gateway.cli.errors import GatewayGroup
 from gateway.cli.state import CliState, state
 from gateway.client.api import DEFAULT_GATEWAY_URL
@@ -20,7 +31,9 @@ HELP = """Submit and follow HPC jobs through a gridgate gateway.
 
 \b
   gridgate login                   log in (open the URL, enter the code)
+  gridgate estimate job.yaml       where it would start and finish soonest
   gridgate submit job.yaml --wait  submit a job and wait for it
+  gridgate explain JOB             why it runs where it does
   gridgate list                    your jobs, newest first
   gridgate logs JOB -f             follow a job's output
   gridgate fetch JOB -o results/   download a job's outputs, verified
@@ -109,6 +122,8 @@ app.command("outputs-delete")(fetch.delete_outputs)
 app.command("upload")(uploads.upload)
 app.command("uploads")(uploads.list_uploads)
 app.command("upload-delete")(uploads.delete)
+app.command("estimate")(routing.estimate)
+app.command("explain")(routing.explain)
 app.command("sites")(sites)
 app.command("health")(health)
 app.command("schema")(schema)

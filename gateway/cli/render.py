@@ -66,6 +66,24 @@ def when(moment: datetime | None) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
+def duration(seconds: float | None) -> str:
+    """Seconds as a person reads them: 45s, 12m30s, 3h05m, 2d04h; '-' when absent.
+    Two units at most: a prediction is no more precise than that."""
+    if seconds is None:
+        return "-"
+    total = max(0, round(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s" if secs else f"{minutes}m"
+    return f"{secs}s"
+
+
 def state_text(state: str) -> Text:
     return Text(state, style=STATE_STYLES.get(state, ""))
 
