@@ -79,13 +79,18 @@ def root(
 
 
 def sites(ctx: typer.Context, json_out: jobs.JsonOpt = False) -> None:
-    """List the sites jobs can run at, and their status."""
+    """List the sites jobs can run at: their status and live load (queued and running
+    jobs, free cores, and the predicted wait of a 1-node, 1-hour job, median and 95%
+    bound, at the last queue snapshot a routing pass took)."""
     with state(ctx).client() as client:
         items = client.sites()
     if json_out:
         render.print_json({"items": items})
         return
-    render.stdout_console().print(render.sites_table(items))
+    console = render.stdout_console()
+    console.print(render.sites_table(items))
+    console.print()
+    console.print(render.load_table(items))
 
 
 def health(ctx: typer.Context, json_out: jobs.JsonOpt = False) -> None:

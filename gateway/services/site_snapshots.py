@@ -1,5 +1,7 @@
 """Per-site snapshots for one routing pass: each open site asked once, all at once, how
-busy it is now. The answer feeds the forecaster (the live queue); a site that cannot be
+busy it is now (`Adapter.queue_snapshot()`: its cores and its queue's pending and running
+jobs). The answer feeds the forecaster (the live queue) and the site's recorded load
+(gateway.services.site_load); a site that cannot be
 reached (its circuit breaker open, the connection or the command timing out, a host key
 or login refused) is excluded from the pass, saying why, and so re-probed on every pass
 until it answers again.
@@ -16,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from adapters.errors import AdapterError, AuthenticationFailed, HostKeyMismatch, SiteUnavailable
-from adapters.scheduler import BatchAdapter
 from adapters.scheduler_types import QueueInfo
+from adapters.snapshot import QueueSnapshot
 from gateway.services.sites import SiteEntry, SiteRegistry
 
 log = logging.getLogger(__name__)
@@ -33,21 +35,23 @@ class SiteSnapshot:
     """What one site said (or why it said nothing) at the start of a pass."""
 
     name: str
-    queues: tuple[QueueInfo, ...] | None = None  # None: not asked, or the call failed
+    queue: QueueSnapshot | None = None  # None: the call failed
     unreachable: str | None = None  # why the site cannot be reached now
 
     @property
     def reached(self) -> bool:
         """Whether the site answered."""
-        return self.queues is not None
+        return self.queue is not None
+
+    @property
+    def queues(self) -> tuple[QueueInfo, ...] | None:
+        """The site's partitions or queues with their cores, as its scheduler reports them."""
+        return None if self.queue is None else self.queue.queues
 
 
 def _probe(site: SiteEntry) -> SiteSnapshot:
-    adapter = site.adapter
-    if not isinstance(adapter, BatchAdapter):
-        return SiteSnapshot(site.name)  # the local site: nothing to ask over a network
     try:
-        return SiteSnapshot(site.name, tuple(adapter.queues()))
+        return SiteSnapshot(site.name, site.adapter.queue_snapshot())
     except UNREACHABLE as exc:
         return SiteSnapshot(site.name, unreachable=exc.message)
     except AdapterError as exc:

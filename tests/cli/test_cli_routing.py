@@ -77,3 +77,22 @@ def test_explain_a_routed_job_and_one_not_placed_yet(
     assert document["job_id"] == job_id and document["chosen"] == ["local"]
     assert lines[-1] == document["why"]
     cli("explain", "no-such-job", code=errors.NOT_FOUND)
+
+
+def test_sites_show_live_load_once_a_routing_pass_took_a_snapshot(
+        cli: Cli, tmp_path: Path) -> None:
+    job_id = cli("submit", spec_file(tmp_path), "--quiet").stdout.strip()
+    cli("wait", job_id, "--timeout", "60")
+    (local,) = cli.json("sites")["items"]
+    load = local["load"]
+    assert load["taken_at"] and load["total_cores"] >= 1
+    assert {"queued_jobs", "running_jobs", "free_cores"} <= set(load)
+    assert (load["probe"]["nodes"], load["probe"]["walltime"]) == (1, 3600)
+    lines = [line.rstrip() for line in cli("sites").stdout.splitlines()]
+    at = lines.index("Load (waits: a 1-node, 1-hour job)")
+    assert lines[at + 1].split() == ["NAME", "QUEUED", "RUNNING", "FREE", "CORES", "WAIT",
+                                     "WAIT", "95%", "SNAPSHOT"]
+    row = lines[at + 2].split()
+    assert row[:4] == ["local", str(load["queued_jobs"]), str(load["running_jobs"]),
+                       f"{load['free_cores']}/{load['total_cores']}"]
+    assert row[-1] == "ago"

@@ -64,3 +64,22 @@ def test_deadline_policy_shows_the_probability() -> None:
     assert "P(DEADLINE)" in shown.splitlines()[0]
     assert "97%" in shown.splitlines()[1] and "40%" in shown.splitlines()[2]
     assert "P(DEADLINE)" not in text(candidates_table(decision()))
+
+
+def test_load_table_rows() -> None:
+    taken = datetime(2026, 11, 24, 22, 0, tzinfo=UTC)
+    probe = {"nodes": 1, "walltime": 3600, "wait_median": 1260.0, "wait_bound": 86400.0,
+             "basis": "history site (41 waits)"}
+    sites: Any = [
+        {"name": "galaxy", "load": {"taken_at": taken, "queued_jobs": 6, "running_jobs": 1,
+                                    "free_cores": 0, "total_cores": 2, "probe": probe}},
+        {"name": "tiny", "load": {"taken_at": taken, "queued_jobs": 0, "running_jobs": 0,
+                                  "free_cores": 3, "total_cores": None,
+                                  "probe": {**probe, "wait_median": None,
+                                            "wait_bound": None}}},
+        {"name": "local", "load": None}]
+    now = datetime(2026, 11, 24, 22, 1, 30, tzinfo=UTC)
+    rows = [line.split() for line in text(render.load_table(sites, now)).splitlines()]
+    assert rows[2] == ["galaxy", "6", "1", "0/2", "21m", "1d00h", "1m30s", "ago"]
+    assert rows[3] == ["tiny", "0", "0", "3", "-", "-", "1m30s", "ago"]
+    assert rows[4] == ["local", "-", "-", "-", "-", "-", "-"]

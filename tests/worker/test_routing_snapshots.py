@@ -3,8 +3,9 @@ it locks any row: a site that cannot be reached is excluded from the pass, sayin
 recorded down; it is asked again on the next pass, and routed to once it answers.
 
 The remote site is Grid Engine over a replaying transport (tests/schedulers/recorded):
-the queue listing is `qstat -g c` recorded on the testbed's `galaxy`, and every command
-the step runs is checked against the expected ones in order."""
+the queue snapshot (every user's jobs, `qstat -xml -r -g d -u '*'`, then the cores,
+`qstat -g c`) is recorded on the testbed's `galaxy`, and every command the step runs is
+checked against the expected ones in order."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from tests.conftest import MakeUser
 from tests.schedulers.recorded import ReplayTransport, load
 from tests.worker.test_worker_local import post
 
-QUEUES = ("qstat", "-g", "c")
+JOBS = ("qstat", "-xml", "-r", "-g", "d", "-u", "*")
+CORES = ("qstat", "-g", "c")
 SPEC = {"name": "s", "executable": "/bin/true"}
 
 
@@ -58,7 +60,7 @@ def test_an_unreachable_site_is_skipped_then_used_again(
         client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
     user = make_user()
     transport = ReplayTransport()
-    transport.expect(QUEUES, ConnectionFailed("grid: connection refused"))
+    transport.expect(JOBS, ConnectionFailed("grid: connection refused"))
     grid = with_grid(runtime, transport)
     worker = Worker(grid, "w")
     assert route_jobs(worker.ctx, worker.health) is False  # nothing waits: no call made
@@ -72,7 +74,8 @@ def test_an_unreachable_site_is_skipped_then_used_again(
         "forecast": None, "p_deadline": None}
     assert status(runtime) == ("down", "grid: connection refused")
 
-    transport.expect(QUEUES, load("sge", "real_qstat_gc.txt"))
+    transport.expect(JOBS, load("sge", "qstat_xml_empty.txt"))
+    transport.expect(CORES, load("sge", "real_qstat_gc.txt"))
     second = post(client, user.headers, SPEC)
     assert route_jobs(worker.ctx, worker.health) is True
     transport.assert_done()
