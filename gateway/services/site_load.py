@@ -115,6 +115,7 @@ def load_out(stored: Mapping[str, Any] | None, taken_at: datetime | None
 
 
 def record_loads(session: Session, loads: Sequence[SiteLoad]) -> None:
-    """Store each site's load (a newer one already stored wins). Flushes nothing else."""
-    for load in loads:
+    """Store each site's load (a newer one already stored wins)."""
+    # By name: concurrent workers lock the site rows in one order, never in a cycle.
+    for load in sorted(loads, key=lambda item: item.site):
         site_rows.record_load(session, load.site, load.summary, load.taken_at)

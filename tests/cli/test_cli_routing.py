@@ -77,6 +77,10 @@ def test_explain_a_routed_job_and_one_not_placed_yet(
     assert document["job_id"] == job_id and document["chosen"] == ["local"]
     assert lines[-1] == document["why"]
     cli("explain", "no-such-job", code=errors.NOT_FOUND)
+    # A job naming its site is pinned there: its placement says so.
+    pinned = cli("submit", spec_file(tmp_path), "--site", "local", "--quiet").stdout.strip()
+    assert cli("explain", pinned).stdout.splitlines()[0].endswith("(policy pinned):")
+    assert cli.json("explain", pinned)["chosen"] == ["local"]
 
 
 def test_sites_show_live_load_once_a_routing_pass_took_a_snapshot(
