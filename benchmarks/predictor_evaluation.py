@@ -5,7 +5,8 @@ For each log (default: the four shared Parallel Workloads Archive logs):
   estimates): correlation and median absolute error of simulated against logged waits,
   and the replay's wall time (issue 12 target: HPC2N under 2 minutes);
 - `predictions`: a walk in time order predicting each job's wait from what was known at
-  its submit (gateway/scheduling/prediction_eval.py): the QBETS-style predictor against
+  its submit (gateway/scheduling/prediction_eval.py): our predictor (QBETS-style classes,
+  calibrated bound, selected median; gateway/scheduling/wait_predictor.py) against
   the walltime-based EASY projection and the rolling last-500 median/p95, same run;
 - `targets`: issue 12's predictor targets, each with the measured value and its baseline.
 
@@ -59,6 +60,8 @@ def targets(predictions: dict[str, Any]) -> dict[str, Any]:
         },
         "within_10min_vs_easy": {
             "value": qbets["within_10min"], "target": TARGET_OVER_EASY * easy["within_10min"],
+            # What the whole log's median, known only in hindsight, would have scored.
+            "hindsight_median": predictions.get("hindsight_median_within_10min"),
             "met": qbets["within_10min"] >= TARGET_OVER_EASY * easy["within_10min"],
         },
         "within_10min_vs_rolling": {

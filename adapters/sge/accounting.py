@@ -24,6 +24,9 @@ from adapters.transport import CommandResult
 
 _SEPARATOR = re.compile(r"=+\s*")
 _NOT_FOUND = re.compile(r"job (id|name) \S+ not found")
+# A fresh cluster: no job has ended, so qmaster has not written its accounting file yet
+# (qacct says so, and that it cannot open the file): no records, not a failure.
+_NOTHING_ENDED_YET = re.compile(r"^no jobs running since startup$", re.MULTILINE)
 _H_RT = re.compile(r"(?:^|[\s,])h_rt=([^\s,]+)")
 
 
@@ -42,7 +45,8 @@ def find_command(commands: SgeCommands, tag: str) -> tuple[str, ...]:
 def parse_records(result: CommandResult) -> list[dict[str, str]]:
     """The `key value` blocks qacct printed; [] when it knows no such job."""
     if result.exit_status != 0:
-        if _NOT_FOUND.search(text(result.stderr) + text(result.stdout)):
+        if _NOT_FOUND.search(text(result.stderr) + text(result.stdout)) \
+                or _NOTHING_ENDED_YET.search(text(result.stdout)):
             return []
         raise query_failed(result)
     records: list[dict[str, str]] = []

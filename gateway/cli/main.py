@@ -19,6 +19,7 @@ from gateway.cli import (
     render,
     routing,
     server,
+    simulate,
     site,
     uploads,
 )
@@ -132,6 +133,7 @@ app.command("explain")(routing.explain)
 app.command("sites")(sites)
 app.command("health")(health)
 app.command("schema")(schema)
+app.command("simulate")(simulate.simulate)
 admin_user.command("add")(admin.user_add)
 admin_client.command("create")(admin.client_create)
 admin_app.add_typer(admin_user, name="user")

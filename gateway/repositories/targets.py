@@ -26,19 +26,35 @@ def add(session: Session, job_id: str, sites: Sequence[str], reason: str,
 
 
 def lock_open(session: Session, site_name: str, limit: int) -> list[OwnedJob]:
-    """Up to `limit` jobs with an unclaimed target at the site that may still use it (not
-    started anywhere, not cancelled), oldest first; target and job rows locked, rows
-    other workers hold skipped."""
+    """Up to `limit` hedged or failed-over jobs that still need an attempt at the site and
+    may still use one (not started anywhere, not cancelled), oldest first; job (and
+    target) rows locked, rows other workers hold skipped. Two kinds: an unclaimed target
+    at the site, and the site that is the job's own when a sibling was claimed first
+    (the job has left ACCEPTED, so the usual claim passes it by)."""
+    claimable = (Job.state.in_(_CLAIMABLE_JOB_STATES), Job.winner_attempt_id.is_(None),
+                 Job.cancel_requested.is_(False))
     rows = session.execute(
         select(Job, User.username, User.id)
         .join(JobTarget, JobTarget.job_id == Job.id)
         .join(User, User.id == Job.owner_id)
-        .where(JobTarget.site_name == site_name, JobTarget.claimed_at.is_(None),
-               Job.state.in_(_CLAIMABLE_JOB_STATES), Job.winner_attempt_id.is_(None),
-               Job.cancel_requested.is_(False))
+        .where(JobTarget.site_name == site_name, JobTarget.claimed_at.is_(None), *claimable)
         .order_by(JobTarget.created_at, Job.id).limit(limit)
         .with_for_update(of=(JobTarget, Job), skip_locked=True)).all()
-    return [OwnedJob(job, owner, owner_id) for job, owner, owner_id in rows]
+    found = [OwnedJob(job, owner, owner_id) for job, owner, owner_id in rows]
+    if len(found) < limit:
+        hedged = select(JobTarget.job_id).where(JobTarget.job_id == Job.id).exists()
+        tried_here = (select(Attempt.id)
+                      .where(Attempt.job_id == Job.id, Attempt.site_name == site_name)
+                      .exists())
+        rows = session.execute(
+            select(Job, User.username, User.id)
+            .join(User, User.id == Job.owner_id)
+            .where(Job.site_name == site_name, Job.state != JobState.ACCEPTED.value,
+                   *claimable, hedged, ~tried_here)
+            .order_by(Job.created_at, Job.id).limit(limit - len(found))
+            .with_for_update(of=Job, skip_locked=True)).all()
+        found += [OwnedJob(job, owner, owner_id) for job, owner, owner_id in rows]
+    return found
 
 
 def mark_claimed(session: Session, job_id: str, site_name: str, now: datetime) -> None:

@@ -8,13 +8,27 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
   sites by their relative speed), capped by the time limit;
 - wait, median and 95% bound: from the QBETS history (`WaitPredictor`) when it has
   enough waits, its job class carrying the walltime projection of the job (so the
-  history says how long jobs the queue projected alike really waited); else the likely
-  profile's start for the median and the walltime profile's start for the bound;
+  history says how long jobs the queue projected alike really waited); a history from
+  a coarser class (none for this projection) is floored by the likely profile's start;
+  without history, the likely profile's start for the median and the walltime
+  profile's start for the bound;
 - staging: `staging_estimate.staging_seconds` over the measured transfer rates.
 `commit` reserves the job on both profiles, so the next job of the pass sees it.
 
 Modes (for the evaluation of what helps; production uses `COMBINED`): `HISTORY` drops
 the projection from the job class, `PROJECTION` ignores the history.
+
+One forecaster per routing pass (its profiles are that pass's snapshots):
+
+    forecaster = SiteForecaster(
+        [SiteState("galaxy", QueueState(512, running=((64, 1800.0, 3600.0),),
+                                        queued=((128, 600.0, 7200.0),)))],
+        waits, runtimes, TransferRates(defaults={"galaxy": 100e6}))
+    routed = route_pass(jobs, exclusions, forecaster, policy_of)  # jobs: JobNeed
+
+Whoever records a started job's wait in `waits` gives its class the walltime projection
+the job had when it was routed (`projected_wait`), so that histories and forecasts are
+conditioned alike.
 """
 
 from __future__ import annotations
@@ -34,6 +48,11 @@ PROJECTION = "projection"
 MODES = (COMBINED, HISTORY, PROJECTION)
 
 
+def _conditioned(level: str) -> bool:
+    """Whether a history class of the wait predictor is keyed by the live projection."""
+    return "projection" in level.split("/")
+
+
 @dataclass(frozen=True, slots=True)
 class JobNeed:
     """What routing knows of a pending job. Times in seconds, sizes in bytes.
@@ -51,6 +70,12 @@ class JobNeed:
     inputs: tuple[tuple[str, int], ...] = ()
     output_bytes: int = 0
     key: str = ""
+
+    def __post_init__(self) -> None:
+        if self.procs < 1:
+            raise ValueError(f"a job needs at least one processor, not {self.procs}")
+        if not self.time_limit > 0:  # also refuses NaN
+            raise ValueError(f"a job's time limit must be positive, not {self.time_limit}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +104,6 @@ class _Placement:
     """A job's starts on a site's two profiles, kept from `forecast` for `commit`."""
 
     job: JobNeed
-    procs: int
     runtime: RuntimeEstimate
     likely_start: float
     walltime_start: float
@@ -98,9 +122,8 @@ class SiteForecaster:
     ) -> None:
         """Build each site's profiles from its snapshot (once per routing pass).
 
-        `waits` and `runtimes` are read, never fed: whoever records observed waits must
-        give each the walltime projection the job had (`projected_wait`) so histories
-        and predictions condition alike.
+        `waits` and `runtimes` are read, never fed (see the module on `projected_wait`);
+        `rates` defaults to no measured transfers and the 10 MB/s fallback.
         """
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")
@@ -129,16 +152,19 @@ class SiteForecaster:
         if placed is not None and placed.job is job:
             return placed
         state = self._sites[site]
-        procs = max(job.procs, 1)
         runtime = self.runtime(job, site)
-        placed = _Placement(job, procs, runtime,
-                            state.likely.earliest_start(procs, runtime.seconds),
-                            state.walltime.earliest_start(procs, job.time_limit))
+        placed = _Placement(job, runtime,
+                            state.likely.earliest_start(job.procs, runtime.seconds),
+                            state.walltime.earliest_start(job.procs, job.time_limit))
         self._placed[site] = placed
         return placed
 
     def forecast(self, job: JobNeed, site: str) -> Forecast:
-        """The job's forecast at `site`, counting every job committed this pass."""
+        """The job's forecast at `site`, counting every job committed this pass.
+
+        The site must be able to hold the job (feasibility excludes the others first):
+        more processors than it has is a ValueError.
+        """
         state = self._sites[site]
         self._placed.pop(site, None)  # a new forecast: the site's queue may have changed
         placed = self._place(job, site)
@@ -147,12 +173,20 @@ class SiteForecaster:
         if self.mode != PROJECTION:
             projected = placed.walltime_start if self.mode == COMBINED else None
             history = self.waits.predict(
-                JobClass(site, job.queue, placed.procs, job.time_limit, projected))
+                JobClass(site, job.queue, job.procs, job.time_limit, projected))
         if history is not None:
             median, bound = history.median, max(history.upper_bound, history.median)
             basis = f"history {history.level} ({history.history} waits)"
-            if history.level == "site/projection":
+            if _conditioned(history.level):
                 basis += " + live queue"
+            if self.mode == COMBINED and placed.likely_start > median:
+                # History lags the queue (a wait enters it only once its job starts, and
+                # does not move as the jobs of this pass commit): the live projection
+                # floors it, or every job of a pass herds onto the site whose history
+                # looks short (in the federation simulation that doubled slowdown).
+                median = placed.likely_start
+                bound = max(bound, median)
+                basis += ", floored by the live queue"
         else:
             median = placed.likely_start
             bound = max(placed.walltime_start, median)
@@ -167,6 +201,6 @@ class SiteForecaster:
         """The job will queue at `site`: reserve it on both of the site's profiles."""
         placed = self._place(job, site)
         state = self._sites[site]
-        state.likely.reserve(placed.procs, placed.likely_start, placed.runtime.seconds)
-        state.walltime.reserve(placed.procs, placed.walltime_start, job.time_limit)
+        state.likely.reserve(job.procs, placed.likely_start, placed.runtime.seconds)
+        state.walltime.reserve(job.procs, placed.walltime_start, job.time_limit)
         del self._placed[site]

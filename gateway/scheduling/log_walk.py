@@ -16,6 +16,7 @@ are not part of the fingerprint: the runtime predictor keeps runs per count itse
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.scheduling.queue_profile import QueueState
@@ -46,8 +47,14 @@ class LogWalk:
     """One log's queue and histories at the walk's instant (advance, then read, then submit)."""
 
     def __init__(self, site: str, processors: int, waits: WaitPredictor | None = None,
-                 runtimes: RuntimePredictor | None = None) -> None:
+                 runtimes: RuntimePredictor | None = None,
+                 on_start: Callable[[SwfJob], None] | None = None,
+                 on_end: Callable[[SwfJob], None] | None = None) -> None:
+        """`on_start` is told of each job as it starts (its wait known), after `waits`;
+        `on_end` as it ends (its run time known), after `runtimes`."""
         self.site = site
+        self.on_start = on_start
+        self.on_end = on_end
         self.processors = processors
         self.waits = waits if waits is not None else WaitPredictor()
         self.runtimes = runtimes if runtimes is not None else RuntimePredictor()
@@ -81,6 +88,8 @@ class LogWalk:
                 held = self.running.pop(seq)
                 user, app, procs = self.need(held.job)
                 self.runtimes.observe(user, app, self.site, procs, float(held.job.run))
+                if self.on_end is not None:
+                    self.on_end(held.job)
             elif start is not None and start < now:
                 _, seq = heapq.heappop(self._starts)
                 held = self.queued.pop(seq)
@@ -88,6 +97,8 @@ class LogWalk:
                 job = held.job
                 self.waits.observe(JobClass(self.site, str(job.queue), job.procs,
                                             held.limit, held.projected_wait), float(job.wait))
+                if self.on_start is not None:
+                    self.on_start(job)
                 heapq.heappush(self._ends, (job.start + job.run, seq))
             else:
                 return

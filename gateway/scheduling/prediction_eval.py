@@ -4,8 +4,10 @@ At each job's submit instant every method predicts with only what was known then
 waits of jobs that had started before that instant, and the queue as the log says it
 was (jobs submitted but not started; jobs started but not ended). Four methods run in
 the same pass, so they see the same jobs:
-- `qbets`: `WaitPredictor` (binomial bounds per class, change points), its classes
-  including the walltime-based projection's wait class;
+- `qbets`: `WaitPredictor` (per-class histories with QBETS's change points, the
+  prediction-rank bound calibrated by the outcomes of its earlier bounds, the median of
+  the best-scored class), its classes including the walltime-based projection's wait
+  class and the user; each job's prediction is fed back when the job starts;
 - `easy_projection`: the queue projected with the EASY engine, requested times as run
   times (what `sbatch --test-only` answers); a point, so its "bound" is the point itself;
 - `easy_predicted`: the same projection with guessed run times (`LogQueue.runtime_guess`);
@@ -25,7 +27,12 @@ from typing import Any
 
 from gateway.scheduling.easy import project
 from gateway.scheduling.swf import SwfJob
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor, size_class
+from gateway.scheduling.wait_predictor import (
+    JobClass,
+    WaitPrediction,
+    WaitPredictor,
+    size_class,
+)
 
 Slot = tuple[int, float]  # (processors, seconds), as `project` takes them
 TEN_MINUTES = 600.0
@@ -102,6 +109,7 @@ class _Pending:
     seq: int
     job: SwfJob = field(compare=False)
     projected_wait: float = field(compare=False)
+    predicted: WaitPrediction | None = field(compare=False)
 
 
 @dataclass(slots=True)
@@ -116,9 +124,10 @@ class _Held:
 
 
 def job_class(job: SwfJob, site: str, projected_wait: float | None) -> JobClass:
-    """The predictor's view of a log job: queue, processors, requested time, projection."""
+    """The predictor's view of a log job: queue, processors, requested time, projection, user."""
     limit = float(job.requested_time) if job.requested_time > 0 else None
-    return JobClass(site, str(job.queue), job.procs, limit, projected_wait)
+    user = str(job.user) if job.user >= 0 else None
+    return JobClass(site, str(job.queue), job.procs, limit, projected_wait, user)
 
 
 class LogQueue:
@@ -145,7 +154,9 @@ class LogQueue:
         while self._starts and self._starts[0].start < now:
             started = heapq.heappop(self._starts)
             known = started.job
-            self.predictor.observe(job_class(known, self.site, started.projected_wait), known.wait)
+            self.predictor.observe(
+                job_class(known, self.site, started.projected_wait), known.wait, started.predicted
+            )
             self.rolling.observe(known.procs, known.wait)
             self.held[started.seq].start = started.start
             heapq.heappush(self._ends, (started.start + known.run, started.seq))
@@ -176,11 +187,17 @@ class LogQueue:
                 running.append((held.procs, held.start + held.requested - now))
         return running, queued
 
-    def submit(self, job: SwfJob, requested: float, guess: float, projected_wait: float) -> None:
-        """Hold a submitted job until the log's start time."""
+    def submit(
+        self, job: SwfJob, requested: float, guess: float, projected_wait: float,
+        predicted: WaitPrediction | None = None,
+    ) -> None:
+        """Hold a submitted job until the log's start time (`predicted`: its prediction, fed
+        back to the predictor's calibration when it starts)."""
         self._seq += 1
         self.held[self._seq] = _Held(job.procs, requested, guess, job.user)
-        heapq.heappush(self._starts, _Pending(job.start, self._seq, job, projected_wait))
+        heapq.heappush(
+            self._starts, _Pending(job.start, self._seq, job, projected_wait, predicted)
+        )
 
 
 def _project_job(
@@ -203,6 +220,7 @@ def evaluate(jobs: Iterable[SwfJob], processors: int, site: str = "log") -> dict
     queue = LogQueue(site, predictor, rolling)
     tallies = {name: Tally() for name in ("qbets", "easy_projection", "easy_predicted", "rolling")}
     longest_request = 0.0
+    waits: list[float] = []
     for job in jobs:
         if job.wait < 0 or job.procs <= 0 or job.run < 0:
             continue
@@ -214,6 +232,7 @@ def evaluate(jobs: Iterable[SwfJob], processors: int, site: str = "log") -> dict
         requested = float(job.requested_time) if job.requested_time > 0 else longest_request
         guess = queue.runtime_guess(job.user, requested)
         wait = float(job.wait)
+        waits.append(wait)
 
         projected = _project_job(processors, queue, now, (job.procs, requested), False)
         tallies["easy_projection"].score(wait, projected, projected)
@@ -229,7 +248,21 @@ def evaluate(jobs: Iterable[SwfJob], processors: int, site: str = "log") -> dict
         tallies["rolling"].score(
             wait, baseline[0] if baseline else None, baseline[1] if baseline else None
         )
-        queue.submit(job, requested, guess, projected)
+        queue.submit(job, requested, guess, projected, prediction)
     return {name: tally.report() for name, tally in tallies.items()} | {
-        "change_points": predictor.change_points()
+        "change_points": predictor.change_points(),
+        "bound_scale": round(predictor.scale(site), 3),
+        "hindsight_median_within_10min": hindsight_within(waits, TEN_MINUTES),
     }
+
+
+def hindsight_within(waits: list[float], tolerance: float) -> float | None:
+    """Share of waits within `tolerance` of the whole log's median, known only in hindsight.
+
+    A reference, not a method: no causal predictor is told the log's median in advance,
+    and on logs whose waits are mostly near zero it is about as good as a point can be.
+    """
+    if not waits:
+        return None
+    median = statistics.median(waits)
+    return round(sum(abs(wait - median) <= tolerance for wait in waits) / len(waits), 4)

@@ -2,7 +2,8 @@
 
 The queue (running jobs with their remaining times, queued jobs in queue order) is
 projected with the EASY engine (`easy.project_runs`: time limits drive the backfilling
-decisions, predicted run times the completions); every job then occupies its processors
+decisions, predicted run times the completions), a queued job the scheduler has planned
+a start for placed at that plan instead; every job then occupies its processors
 over [start, start + run time), and what is left is a step function of free processors,
 seconds from now. A new job at the queue's tail starts at the first instant from which
 enough processors stay free for its whole run: it may fill a hole the projection left,
@@ -35,12 +36,20 @@ class QueueState:
     """One site's queue at an instant: its processors, running and queued jobs.
 
     Times are seconds. A running job past its predicted end (remaining predicted <= 0)
-    is still running: its remaining limit stands in for the prediction.
+    is still running: its remaining limit stands in for the prediction. `planned`, when
+    given, holds the scheduler's own start estimate for each queued job (seconds from
+    now, None where it gave none; Slurm's backfill plan, PBS `estimated.start_time`).
     """
 
     processors: int
     running: tuple[Running, ...] = ()
     queued: tuple[Queued, ...] = ()
+    planned: tuple[float | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.planned and len(self.planned) != len(self.queued):
+            raise ValueError(f"{len(self.planned)} planned starts for "
+                             f"{len(self.queued)} queued jobs")
 
 
 class QueueProfile:
@@ -77,7 +86,7 @@ class QueueProfile:
         self._hi = [max(block) for block in self._free]
         # Per job size: runtimes asked and their answers (sorted by runtime).
         self._answers: dict[int, tuple[list[float], list[float]]] = {}
-        # Per block, per job size: its _summary (dropped whenever the block changes).
+        # Per block, per job size: its summary (see _read_block; dropped when it changes).
         self._cache: list[dict[int, tuple[int, int, float]]] = [{} for _ in self._times]
 
     @classmethod
@@ -99,7 +108,13 @@ class QueueProfile:
             run = limit if limits_as_runtimes else min(max(predicted, 0.0), limit)
             queued.append((procs, limit, run))
         starts = project_runs(state.processors, running, queued)
-        for (procs, _, run), start in zip(queued, starts, strict=True):
+        # Where the scheduler has planned a start, its plan places the job (it knows the
+        # priorities and reservations the projection does not); where the two disagree
+        # the profile may count a job twice over, which only makes new jobs wait longer.
+        for index, ((procs, _, run), start) in enumerate(zip(queued, starts, strict=True)):
+            plan = state.planned[index] if state.planned else None
+            if plan is not None:
+                start = max(plan, 0.0)
             if start is not None:
                 busy.append((start, start + run, min(max(procs, 1), state.processors)))
         return cls(state.processors, busy)
@@ -137,7 +152,7 @@ class QueueProfile:
         """The earliest start from block `first_block` on (see `earliest_start`)."""
         # One walk over the blocks, following the current run of steps with `procs`
         # free (`run` is its start): a block entirely full or entirely free is one test;
-        # a mixed one is read through its cached summary for this size.
+        # a mixed one is read through its summary for this size, once it has one.
         run: float | None = None
         for b in range(first_block, len(self._times)):
             times = self._times[b]
@@ -150,7 +165,16 @@ class QueueProfile:
                 if run is None:
                     run = times[0]
                 continue
-            first, last, longest = self._summary(b, procs)
+            summary = self._cache[b].get(procs)
+            if summary is None:
+                # Unread since the block last changed: read it step by step (the answer
+                # may lie inside), keeping its summary for later queries when it does not.
+                found, run = self._read_block(b, procs, runtime, run)
+                if found:
+                    assert run is not None
+                    return run
+                continue
+            first, last, longest = summary
             if run is None and first > 0:
                 run = times[0]
             if run is not None and times[first] - run >= runtime:
@@ -187,24 +211,30 @@ class QueueProfile:
             self._hi[t] = max(self._free[t])
             self._cache[t] = {}
 
-    def _summary(self, b: int, procs: int) -> tuple[int, int, float]:
-        """For a block with a step too full for `procs`: the first and last such step and
+    def _read_block(self, b: int, procs: int, runtime: float,
+                    run: float | None) -> tuple[bool, float | None]:
+        """Follow the run through block `b`: (True, start) when a long enough run is
+        found, else (False, the run still open at the block's end) and the block's
+        summary for `procs` cached: its first and last step too full for the job and
         the longest run of fitting steps between two of them (-1 when none)."""
-        cache = self._cache[b]
-        found = cache.get(procs)
-        if found is None:
-            times, free = self._times[b], self._free[b]
-            first = last = -1
-            longest = -1.0
-            for i, level in enumerate(free):
-                if level < procs:
-                    if first < 0:
-                        first = i
-                    elif i > last + 1:
-                        longest = max(longest, times[i] - times[last + 1])
-                    last = i
-            found = cache[procs] = (first, last, longest)
-        return found
+        times, free = self._times[b], self._free[b]
+        first = last = -1
+        longest = -1.0
+        for i, level in enumerate(free):
+            if level >= procs:
+                if run is None:
+                    run = times[i]
+                continue
+            if run is not None and times[i] - run >= runtime:
+                return True, run
+            run = None
+            if first < 0:
+                first = i
+            elif i > last + 1 and times[i] - times[last + 1] > longest:
+                longest = times[i] - times[last + 1]
+            last = i
+        self._cache[b][procs] = (first, last, longest)
+        return False, run
 
     def _inner_run(self, b: int, procs: int, runtime: float, first: int, last: int) -> float:
         """Start of the first run inside block `b` (between too-full steps) long enough."""

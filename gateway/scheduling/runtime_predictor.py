@@ -15,7 +15,9 @@ scheduler kills the job there):
 4. the same rules at the site where the fingerprint ran last, times the speed ratio of
    the two sites: learned from fingerprints run at both at the same size (geometric
    mean of their runtime ratios), else from the sites' configured relative speeds (default 1);
-5. the time limit itself.
+5. rules 1-3 over the user's runs of any application at the site (Tsafrir et al.'s key:
+   a user's new build or input keeps much of the old one's run time);
+6. the time limit itself.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ class RuntimePredictor:
         """`speeds`: each site's configured relative speed (higher is faster; default 1)."""
         self.speeds = dict(speeds or {})
         self._runs: dict[tuple[str, str, str], _Runs] = {}
+        self._user_runs: dict[tuple[str, str], _Runs] = {}  # (user, site): any application
         self._last_site: dict[tuple[str, str], str] = {}
         self._sites: dict[tuple[str, str], set[str]] = {}
         self._ratios: dict[tuple[str, str], deque[float]] = {}
@@ -99,8 +102,8 @@ class RuntimePredictor:
         if runtime <= 0 or procs <= 0:
             return  # a run that never ran says nothing about run time
         app = (user, fingerprint)
-        runs = self._runs.setdefault((user, fingerprint, site), _Runs())
-        runs.add(procs, runtime)
+        self._runs.setdefault((user, fingerprint, site), _Runs()).add(procs, runtime)
+        self._user_runs.setdefault((user, site), _Runs()).add(procs, runtime)
         self._last_site[app] = site
         sites = self._sites.setdefault(app, set())
         sites.add(site)
@@ -131,17 +134,28 @@ class RuntimePredictor:
     def predict(self, user: str, fingerprint: str, site: str, procs: int,
                 limit: float) -> RuntimeEstimate:
         """Predicted run time of the job at `site`, capped by its time `limit` (seconds)."""
-        runs = self._runs.get((user, fingerprint, site))
-        found = runs.predict(procs) if runs is not None else None
-        if found is not None:
-            seconds, basis = found
-        else:
-            last = self._last_site.get((user, fingerprint))
-            elsewhere = self._runs[(user, fingerprint, last)].predict(procs) if last else None
-            if last is None or elsewhere is None:
-                return RuntimeEstimate(limit, "time limit (no earlier runs)")
-            ratio = self.speed_ratio(last, site)
-            seconds, basis = elsewhere[0] * ratio, f"{elsewhere[1]} at '{last}' x {ratio:.2f}"
+        found = self._uncapped(user, fingerprint, site, procs)
+        if found is None:
+            return RuntimeEstimate(limit, "time limit (no earlier runs)")
+        seconds, basis = found
         if seconds >= limit:
             return RuntimeEstimate(limit, f"time limit ({basis} reach it)")
         return RuntimeEstimate(seconds, basis)
+
+    def _uncapped(self, user: str, fingerprint: str, site: str,
+                  procs: int) -> tuple[float, str] | None:
+        runs = self._runs.get((user, fingerprint, site))
+        found = runs.predict(procs) if runs is not None else None
+        if found is not None:
+            return found
+        last = self._last_site.get((user, fingerprint))
+        if last is not None:
+            elsewhere = self._runs[(user, fingerprint, last)].predict(procs)
+            if elsewhere is not None:
+                ratio = self.speed_ratio(last, site)
+                return elsewhere[0] * ratio, f"{elsewhere[1]} at '{last}' x {ratio:.2f}"
+        mine = self._user_runs.get((user, site))
+        other_apps = mine.predict(procs) if mine is not None else None
+        if other_apps is not None:
+            return other_apps[0], f"{other_apps[1]} of other applications"
+        return None

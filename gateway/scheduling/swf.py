@@ -104,29 +104,40 @@ def _open_text(path: Path) -> IO[str]:
     return path.open(encoding="ascii", errors="replace")
 
 
+def _lines(path: Path) -> Iterator[str]:
+    try:
+        with _open_text(path) as stream:
+            yield from stream
+    except (OSError, EOFError) as exc:
+        # gzip's own messages (truncated stream, bad CRC) do not say which file.
+        raise SwfError(f"{path.name}: cannot read the log: {exc}") from exc
+
+
 def read_header(path: Path) -> SwfHeader:
     """Read the `;` header lines at the top of a log (stops at the first job line)."""
     fields: dict[str, list[str]] = {}
-    with _open_text(path) as stream:
-        for line in stream:
-            stripped = line.strip()
-            if not stripped:
-                continue
-            if not stripped.startswith(";"):
-                break
-            match = _HEADER_LINE.fullmatch(stripped)
-            if match:
-                fields.setdefault(match.group(1), []).append(match.group(2))
+    for line in _lines(path):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith(";"):
+            break
+        match = _HEADER_LINE.fullmatch(stripped)
+        if match:
+            fields.setdefault(match.group(1), []).append(match.group(2))
     return SwfHeader(_header_int(fields, "MaxProcs"), _header_int(fields, "UnixStartTime"), fields)
 
 
 def iter_jobs(path: Path) -> Iterator[SwfJob]:
     """Yield the log's job records in file order (SWF files are sorted by submit time)."""
-    with _open_text(path) as stream:
-        for line in stream:
-            stripped = line.strip()
-            if stripped and not stripped.startswith(";"):
+    for number, line in enumerate(_lines(path), start=1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith(";"):
+            try:
                 yield parse_job(stripped)
+            except SwfError as exc:
+                # Which file and line: a 200,000-line log is not searched by eye.
+                raise SwfError(f"{path.name}, line {number}: {exc}") from None
 
 
 def machine_size(path: Path, header: SwfHeader | None = None) -> int:

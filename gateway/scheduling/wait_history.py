@@ -16,7 +16,12 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
 
-from gateway.scheduling.binomial import consecutive_miss_limit, minimum_history, upper_bound_rank
+from gateway.scheduling.binomial import (
+    consecutive_miss_limit,
+    minimum_history,
+    prediction_rank,
+    upper_bound_rank,
+)
 
 
 class WaitHistory:
@@ -67,6 +72,13 @@ class WaitHistory:
         if count == 0:
             return None
         rank = upper_bound_rank(count, quantile, confidence)
+        return None if rank is None else self._sorted[rank - 1]
+
+    def prediction_bound(self, quantile: float) -> float | None:
+        """Order statistic of rank ceil(q (n + 1)): exceeded by the next wait with probability
+        at most 1 - q if waits are exchangeable; None while the window is too short."""
+        count = len(self._sorted)
+        rank = prediction_rank(count, quantile) if count else None
         return None if rank is None else self._sorted[rank - 1]
 
     def median(self) -> float | None:

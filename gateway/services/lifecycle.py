@@ -298,7 +298,8 @@ class Lifecycle:
             return
         if status.state is NativeState.RUNNING:
             attempt.state = AttemptState.RUNNING
-            self._win(session, job, attempt)
+            if job.winner_attempt_id is None:
+                self._win(session, job, attempt)
             self._advance(session, job, JobState.RUNNING, raw_state=status.raw_state,
                           at=status.started_at, reason=status.reason)
             return

@@ -187,6 +187,11 @@ def test_qdel() -> None:
         d.parse_cancel(result("sge", "real_qdel_unknown.txt"), "999999")
 
 
+def test_no_accounting_file_yet_means_no_records() -> None:
+    # A cancelled pending job on a fresh cluster: it vanished, and accounting answered.
+    assert dialect().parse_accounting(result("sge", "real_qacct_no_accounting_file.txt")) == {}
+
+
 def test_cluster_queue_summary() -> None:
     queues = {q.name: q for q in dialect().parse_queues(result("sge", "qstat_gc.txt"))}
     assert queues["all.q"].default and queues["all.q"].available

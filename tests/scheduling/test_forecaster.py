@@ -68,10 +68,22 @@ def test_history_conditioned_on_the_projection_wins_when_long_enough() -> None:
     waits = history_for_a()
     forecast = SiteForecaster([SITE_A], waits, runtimes_of_60s()).forecast(JOB, "a")
     expected = waits.predict(JobClass("a", "", 4, 100.0, 40.0))
-    assert expected is not None and expected.level == "site/projection"
+    assert expected is not None and expected.level == "site/projection/limit"
     assert (forecast.wait_median, forecast.wait_bound) == (expected.median,
                                                            expected.upper_bound)
-    assert forecast.basis.startswith("history site/projection (100 waits) + live queue;")
+    assert forecast.basis.startswith("history site/projection/limit (100 waits) + live queue;")
+
+
+def test_history_conditioned_on_the_projection_is_floored_too() -> None:
+    # Jobs projected alike started within 10 s, but this queue cannot start the job
+    # before 30 s (its own pass may have filled it): the history lags, the queue floors.
+    waits = WaitPredictor()
+    for wait in range(100):
+        waits.observe(JobClass("a", "", 4, 100.0, 40.0), float(wait % 10))
+    forecast = SiteForecaster([SITE_A], waits, runtimes_of_60s()).forecast(JOB, "a")
+    assert forecast.wait_median == 30.0 and forecast.wait_bound >= 30.0
+    assert forecast.basis.startswith(
+        "history site/projection/limit (100 waits) + live queue, floored by the live queue;")
 
 
 def test_modes_history_alone_and_projection_alone() -> None:
@@ -115,3 +127,29 @@ def test_route_pass_spreads_jobs_that_see_each_other() -> None:
     # then both free at 100: a again.
     assert [r.decision.chosen for r in routed] == [("a",), ("b",), ("a",)]
     assert forecaster.forecast(jobs[0], "a").wait_median == 200.0
+
+
+def test_coarse_history_is_floored_by_the_live_queue() -> None:
+    # Waits known only without a projection (coarse classes): 100 waits of 5 s.
+    waits = WaitPredictor()
+    for _ in range(100):
+        waits.observe(JobClass("a", "", 4, 100.0, None), 5.0)
+    forecast = SiteForecaster([SITE_A], waits, runtimes_of_60s()).forecast(JOB, "a")
+    # The live queue cannot start the job before 30 s: the history's 5 s is floored.
+    assert (forecast.wait_median, forecast.wait_bound) == (30.0, 30.0)
+    assert forecast.basis.startswith(
+        "history site/queue/size/limit (100 waits), floored by the live queue;")
+    alone = SiteForecaster([SITE_A], waits, runtimes_of_60s(), mode=HISTORY).forecast(JOB, "a")
+    assert (alone.wait_median, alone.wait_bound) == (5.0, 5.0)
+    idle = SiteForecaster([SiteState("a", QueueState(10))], waits, runtimes_of_60s())
+    assert idle.forecast(JOB, "a").wait_median == 5.0  # an idle queue leaves it be
+
+
+def test_bad_needs_and_oversized_jobs_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least one processor"):
+        JobNeed("u", "app", 0, 60.0)
+    with pytest.raises(ValueError, match="time limit must be positive"):
+        JobNeed("u", "app", 1, float("nan"))
+    forecaster = SiteForecaster([SITE_A], WaitPredictor(), RuntimePredictor())
+    with pytest.raises(ValueError, match="1 to 10 processors"):
+        forecaster.forecast(JobNeed("u", "app", 11, 60.0), "a")

@@ -128,3 +128,15 @@ def _changes(steps: list[tuple[float, int]]) -> list[tuple[float, int]]:
         if not merged or merged[-1][1] != f:
             merged.append((t, f))
     return merged
+
+
+def test_the_schedulers_plan_places_a_queued_job() -> None:
+    # The scheduler plans B at 120 (its priorities; the projection said 100). C keeps its
+    # projected start. 0: 2 free; 30: C ends, 4; 100: A ends, 10; 120-170: B, 2.
+    planned = QueueState(STATE.processors, STATE.running, STATE.queued, planned=(120.0, None))
+    profile = QueueProfile.project(planned)
+    assert profile.steps() == [(0.0, 2), (30.0, 4), (100.0, 10), (120.0, 2), (170.0, 10)]
+    assert profile.earliest_start(10, 20) == 100.0
+    assert profile.earliest_start(10, 21) == 170.0
+    with pytest.raises(ValueError, match="1 planned starts for 2 queued jobs"):
+        QueueState(10, queued=STATE.queued, planned=(5.0,))

@@ -22,9 +22,21 @@ def test_mean_of_last_two_runs_at_the_same_size_capped_by_the_limit() -> None:
     capped = runs.predict("u", "app", "a", 4, 250)
     assert capped.seconds == 250
     assert capped.basis.startswith("time limit")
-    # Another user, another application, another site: none of these runs count.
-    assert runs.predict("v", "app", "a", 4, 900).seconds == 900
-    assert runs.predict("u", "other", "a", 4, 900).seconds == 900
+    # Another user's runs never count.
+    assert runs.predict("v", "app", "a", 4, 900).basis == "time limit (no earlier runs)"
+
+
+def test_a_new_application_falls_back_to_the_users_other_runs() -> None:
+    runs = RuntimePredictor()
+    runs.observe("u", "app", "a", 4, 100.0)
+    runs.observe("u", "solver", "a", 4, 300.0)
+    runs.observe("u", "solver", "a", 4, 500.0)
+    estimate = runs.predict("u", "new", "a", 4, 3600)
+    assert estimate.seconds == pytest.approx(400.0)  # the user's last two at 4: 300, 500
+    assert estimate.basis == "last 2 runs at 4 processors of other applications"
+    # The application's own runs at another site come first (scaled by speed).
+    runs.observe("u", "new", "b", 4, 50.0)
+    assert runs.predict("u", "new", "a", 4, 3600).seconds == pytest.approx(50.0)
 
 
 def test_other_size_uses_the_last_two_runs_of_any_size() -> None:

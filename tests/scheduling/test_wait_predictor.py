@@ -3,6 +3,7 @@ QBETS-style predictor. Expected ranks are worked out from the binomial CDF by ha
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from gateway.scheduling.binomial import (
     consecutive_miss_limit,
     minimum_history,
+    minimum_prediction_history,
+    prediction_rank,
     upper_bound_rank,
 )
 from gateway.scheduling.wait_history import WaitHistory
@@ -140,7 +143,9 @@ def test_projection_classes_come_first_when_known() -> None:
         predictor.observe(busy, 9000.0)
     idle_prediction, busy_prediction = predictor.predict(idle), predictor.predict(busy)
     assert idle_prediction is not None and busy_prediction is not None
-    assert idle_prediction.level == "site/projection"
+    # Finest projection class first: the projection split by the time limit (issue 12's
+    # predictor-quality change; before it, "site/projection" answered here).
+    assert idle_prediction.level == "site/projection/limit"
     assert (idle_prediction.upper_bound, busy_prediction.upper_bound) == (30.0, 9000.0)
     # The projection already weighs the job's size against the queue: one class for all sizes.
     wide = predictor.predict(JobClass("ctc", "1", procs=128, time_limit=60.0, projected_wait=5.0))
@@ -149,3 +154,123 @@ def test_projection_classes_come_first_when_known() -> None:
     plain = predictor.predict(JobClass("ctc", "1", procs=8, time_limit=3600.0))
     assert plain is not None and plain.level == "site/queue/size/limit"
     assert plain.upper_bound == 9000.0 and plain.history == 118
+
+
+def test_prediction_rank_bounds_the_next_observation() -> None:
+    # ceil(0.95 (n + 1)): n = 19 -> 19 (the maximum), n = 18 -> 19 > 18 (none), n = 99 -> 95.
+    assert [prediction_rank(n, 0.95) for n in (18, 19, 39, 99)] == [None, 19, 38, 95]
+    assert minimum_prediction_history(0.95) == 19
+    assert minimum_prediction_history(0.9) == 9
+    with pytest.raises(ValueError):
+        prediction_rank(10, 0.0)
+
+
+def test_prediction_bound_covers_the_next_wait_at_the_promised_rate() -> None:
+    # Exchangeable waits: the next one exceeds x(ceil(q (n + 1))) with probability <= 1 - q.
+    rng = random.Random(7)
+    history = WaitHistory(capacity=100, quantile=0.95, confidence=0.95)
+    covered = total = 0
+    for _ in range(20000):
+        wait = rng.lognormvariate(6.0, 2.0)
+        bound = history.prediction_bound(0.95)
+        if bound is not None:
+            total += 1
+            covered += wait <= bound
+        history.add(wait)
+    assert 0.945 <= covered / total <= 0.96
+
+
+def test_bound_needs_19_waits_and_a_user_class_answers_first() -> None:
+    predictor = WaitPredictor()
+    alice = JobClass("s", "q", 4, 3600.0, projected_wait=0.0, user="alice")
+    bob = JobClass("s", "q", 4, 3600.0, projected_wait=0.0, user="bob")
+    for _ in range(18):
+        predictor.observe(alice, 10.0)
+    assert predictor.predict(alice) is None  # 18 waits: no 95% prediction bound yet
+    predictor.observe(alice, 10.0)
+    first = predictor.predict(alice)
+    assert first is not None and (first.level, first.history) == ("site/user/projection", 19)
+    for _ in range(19):
+        predictor.observe(bob, 5000.0)
+    # Bob's own class says 5000 s; Alice's still says 10 s; both users share the coarser ones.
+    alice_now, bob_now = predictor.predict(alice), predictor.predict(bob)
+    assert alice_now is not None and bob_now is not None
+    assert (alice_now.upper_bound, bob_now.upper_bound) == (10.0, 5000.0)
+    carol = predictor.predict(JobClass("s", "q", 4, 3600.0, projected_wait=0.0, user="carol"))
+    assert carol is not None and (carol.level, carol.history) == ("site/projection/limit", 38)
+
+
+def test_calibration_widens_a_bound_that_misses_and_narrows_one_that_never_does() -> None:
+    # Waits drift upwards: each outcome fed back moves log(scale) by 0.005 (miss - 0.0475).
+    predictor = WaitPredictor()
+    job = JobClass("s", "q", 1, 600.0)
+    for wait in range(100):
+        predictor.observe(job, float(wait))
+    assert predictor.scale("s") == 1.0  # no outcome fed back yet
+    before = predictor.predict(job)
+    assert before is not None
+    predictor.observe(job, before.upper_bound + 1.0, predicted=before)  # a miss
+    assert predictor.scale("s") == pytest.approx(math.exp(0.005 * (1 - 0.0475)))
+    for _ in range(400):
+        prediction = predictor.predict(job)
+        assert prediction is not None
+        predictor.observe(job, 0.0, predicted=prediction)  # every later wait is covered
+    assert predictor.scale("s") < 1.0  # the bound shrinks while it over-covers
+    after = predictor.predict(job)
+    assert after is not None and after.upper_bound < before.upper_bound
+    # P(start by t) reads the history at the same scale: at least q by the bound.
+    by_bound = predictor.probability_by(job, after.upper_bound)
+    assert by_bound is not None and by_bound >= 0.95
+
+
+def test_calibrated_bound_reaches_its_coverage_on_drifting_waits() -> None:
+    # Exponential waits whose mean doubles every 2000 jobs: a stale window under-covers,
+    # the outcomes fed back raise the scale until the bound holds for ~95% of jobs.
+    rng = random.Random(5)
+    plain, calibrated = WaitPredictor(), WaitPredictor()
+    job = JobClass("s", "q", 1, 600.0)
+    hits = {"plain": 0, "calibrated": 0}
+    total = 8000
+    for index in range(total):
+        wait = rng.expovariate(1.0 / (60.0 * 2 ** (index / 2000)))
+        for name, predictor in (("plain", plain), ("calibrated", calibrated)):
+            prediction = predictor.predict(job)
+            hits[name] += prediction is not None and wait <= prediction.upper_bound
+            predictor.observe(job, wait, prediction if name == "calibrated" else None)
+    assert hits["calibrated"] / total >= 0.945
+    assert hits["calibrated"] > hits["plain"]
+
+
+def test_median_comes_from_the_source_that_has_been_right() -> None:
+    # Half the jobs start at once and half wait 2 h, alternating: each class's median sits
+    # on one side. Jobs of user "u" always start at once: their own class's median wins.
+    predictor = WaitPredictor()
+    quick = JobClass("s", "q", 4, 3600.0, user="u")
+    other = JobClass("s", "q", 4, 3600.0, user="v")
+    for _ in range(60):
+        predictor.observe(quick, 0.0)
+        predictor.observe(other, 7200.0)
+    prediction = predictor.predict(quick)
+    assert prediction is not None
+    assert (prediction.median_level, prediction.median) == ("site/user", 0.0)
+    # The shared classes mix both users (median 7200 s: rank ceil of the 0.5/0.5 bound).
+    shared = predictor.predict(JobClass("s", "q", 4, 3600.0))
+    assert shared is not None and shared.median == 7200.0
+
+
+def test_a_short_window_median_follows_a_shift_the_long_windows_lag() -> None:
+    # 690 waits in a 0, 0, 5000 s pattern (median 0), then 150 in a 5000, 5000, 0 pattern.
+    # No wait exceeds the bound (5000 s), so no change point cuts the 823-wait windows:
+    # their medians stay at 0 while the last 59 waits' median moves to 5000 s and is right
+    # two times in three.
+    predictor = WaitPredictor()
+    job = JobClass("s", "q", 1, 600.0)
+    for index in range(690):
+        predictor.observe(job, 5000.0 if index % 3 == 2 else 0.0)
+    before = predictor.predict(job)
+    assert before is not None and before.median == 0.0
+    for index in range(150):
+        predictor.observe(job, 0.0 if index % 3 == 2 else 5000.0)
+    assert predictor.change_points() == 0
+    after = predictor.predict(job)
+    assert after is not None and (after.median_level, after.median) == ("recent site", 5000.0)

@@ -188,3 +188,19 @@ def test_two_real_sites_one_result(runtime: Runtime, client: TestClient,
     assert job["state"] == "COMPLETED"
     ends = sorted(a["state"] for a in job["attempts"])
     assert ends == ["COMPLETED", "REVOKED"], job["attempts"]
+
+
+def test_the_jobs_own_site_claims_it_after_a_sibling_did(
+        runtime: Runtime, client: TestClient, make_user: MakeUser) -> None:
+    rt = twin_runtime(runtime)
+    user = make_user()
+    job_id = post(client, user.headers, {**SPEC, "site": "local"})
+    hedge(rt, job_id, "twin")
+    d = Driver(rt)
+    there = d.claim("twin")  # the sibling's site came first in the cycle
+    assert job_of(client, user.headers, job_id)["state"] == "STAGING_IN"
+    here = d.claim("local")  # the job's own site still gets its attempt
+    assert (there.job_id, here.job_id) == (job_id, job_id)
+    with transaction(rt.sessions) as session:  # once each
+        assert d.life.claim_accepted(session, rt.sites.get("local"), 10) == []
+        assert d.life.claim_accepted(session, rt.sites.get("twin"), 10) == []

@@ -1,0 +1,88 @@
+"""Walking a log in time order (what the gateway knows at each instant), and the offline
+evaluations built on it: golden values worked out by hand. SWF lines as the shared
+traces' README gives the fields."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.scheduling.forecast_eval import evaluate_forecasts
+from gateway.scheduling.log_walk import LogWalk, fingerprint
+from gateway.scheduling.runtime_eval import evaluate_runtimes
+from gateway.scheduling.swf import SwfJob, parse_job
+
+
+def swf(number: int, submit: int, wait: int, run: int, procs: int, requested: int,
+        user: int = 1, executable: int = -1) -> SwfJob:
+    fields = f"{number} {submit} {wait} {run} {procs} -1 -1 {procs} {requested} -1 1 {user}"
+    return parse_job(fields + f" 1 {executable} 1 -1 -1 -1")
+
+
+def test_fingerprint_is_the_executable_when_known() -> None:
+    assert fingerprint(swf(0, 0, 0, 1, 1, 1, executable=17)) == "17"
+    assert fingerprint(swf(0, 0, 0, 1, 1, 1)) == ""
+
+
+def test_queue_and_histories_follow_the_log() -> None:
+    started: list[int] = []
+    ended: list[int] = []
+    walk = LogWalk("s", 8, on_start=lambda j: started.append(j.number),
+                   on_end=lambda j: ended.append(j.number))
+    a = swf(0, 0, 0, 500, 4, 1000)  # runs 0-500
+    b = swf(1, 0, 50, 500, 2, 600)  # runs 50-550
+    c = swf(2, 10, 890, 100, 8, 200)  # waits until 900
+    walk.submit(a, 1000.0, 300.0, 0.0)
+    walk.submit(b, 600.0, 600.0, 0.0)
+    walk.advance(10.0)  # a started at 0 (< 10): its wait is known
+    walk.submit(c, 200.0, 100.0, 0.0)
+    assert started == [0]
+    state = walk.state(20.0)
+    # a: predicted 300 from its start, limit 1000: 280 and 980 s left at 20.
+    assert state.running == ((4, 280.0, 980.0),)
+    assert state.queued == ((2, 600.0, 600.0), (8, 100.0, 200.0))
+    walk.advance(600.0)  # b started at 50; a ended at 500, b at 550; c still waits
+    assert (started, ended) == ([0, 1], [0, 1])
+    assert walk.state(600.0).running == ()
+    estimate = walk.runtimes.predict("1", "", "s", 4, 3600)
+    assert (estimate.seconds, estimate.basis) == (500.0, "last 1 runs at 4 processors")
+
+
+def test_limit_of_a_job_without_a_request_is_the_longest_seen() -> None:
+    walk = LogWalk("s", 8)
+    assert walk.limit(swf(0, 0, 0, 30, 1, -1)) == 30.0  # nothing seen: its own run
+    assert walk.limit(swf(1, 0, 0, 30, 1, 7200)) == 7200.0
+    assert walk.limit(swf(2, 0, 0, 30, 1, -1)) == 7200.0
+
+
+def test_forecast_evaluation_scores_modes_and_the_rolling_baseline() -> None:
+    # 4 processors. J0 runs 0-100 (limit 200); J1 (all 4) arrives at 10, waits 90.
+    # At 10: no runs ended, so J0 is predicted to its limit: 190 s left; J1 is projected
+    # to start at 190 in every mode (no history). J0 itself was projected at 0.
+    jobs = [swf(0, 0, 0, 100, 4, 200), swf(1, 10, 90, 50, 4, 400)]
+    result = evaluate_forecasts(jobs, 4)
+    for mode in ("combined", "history", "projection"):
+        assert result[mode] == {"jobs": 2, "predicted": 2, "within_10min": 1.0,
+                                "within_1h": 1.0, "under_bound": 1.0,
+                                "median_bound_width_s": 95.0}
+    # Rolling: J0 has no known wait; J1 sees J0's 0 s: median and p95 0, under by 90 s.
+    assert result["rolling"] == {"jobs": 2, "predicted": 1, "within_10min": 0.5,
+                                 "within_1h": 0.5, "under_bound": 0.0,
+                                 "median_bound_width_s": 0}
+    assert evaluate_forecasts(jobs, 4, limit=1)["combined"]["jobs"] == 1
+
+
+def test_runtime_evaluation_against_baselines() -> None:
+    # One user, one processor, runs of 100, 200, 300 and 500 s, one at a time, limit 1000.
+    # Predictor: 1000 (no runs), 100, 150, 250: min/max 0.1, 0.5, 0.5, 0.5.
+    jobs = [swf(i, 1000 * i, 0, run, 1, 1000) for i, run in enumerate((100, 200, 300, 500))]
+    result = evaluate_runtimes(jobs, 4)
+    assert result["predictor"] == {
+        "jobs": 4, "accuracy": 0.4, "within_factor_2": 0.75, "median_ape": 0.5,
+        "mape_runs_over_1min": 2.625,  # (9 + 0.5 + 0.5 + 0.5) / 4
+        "rules": {"last runs at this size": {"jobs": 3, "accuracy": 0.5},
+                  "time limit (no runs)": {"jobs": 1, "accuracy": 0.1}},
+    }
+    assert result["last_two_user"]["accuracy"] == 0.4
+    # The request: 1000 against 100, 200, 300, 500.
+    assert result["requested"]["accuracy"] == pytest.approx(0.275)
+    assert result["requested"]["within_factor_2"] == 0.25
