@@ -10,7 +10,19 @@ from typing import Annotated
 import typer
 
 from gateway import __version__
-from gateway.cli import admin, auth, errors, fetch, jobs, render, server, simulate, site, uploads
+from gateway.cli import (
+    admin,
+    auth,
+    errors,
+    fetch,
+    jobs,
+    render,
+    routing,
+    server,
+    simulate,
+    site,
+    uploads,
+)
 from gateway.cli.errors import GatewayGroup
 from gateway.cli.state import CliState, state
 from gateway.client.api import DEFAULT_GATEWAY_URL
@@ -20,7 +32,9 @@ HELP = """Submit and follow HPC jobs through a gridgate gateway.
 
 \b
   gridgate login                   log in (open the URL, enter the code)
+  gridgate estimate job.yaml       where it would start and finish soonest
   gridgate submit job.yaml --wait  submit a job and wait for it
+  gridgate explain JOB             why it runs where it does
   gridgate list                    your jobs, newest first
   gridgate logs JOB -f             follow a job's output
   gridgate fetch JOB -o results/   download a job's outputs, verified
@@ -66,13 +80,18 @@ def root(
 
 
 def sites(ctx: typer.Context, json_out: jobs.JsonOpt = False) -> None:
-    """List the sites jobs can run at, and their status."""
+    """List the sites jobs can run at: their status and live load (queued and running
+    jobs, free cores, and the predicted wait of a 1-node, 1-hour job, median and 95%
+    bound, at the last queue snapshot a routing pass took)."""
     with state(ctx).client() as client:
         items = client.sites()
     if json_out:
         render.print_json({"items": items})
         return
-    render.stdout_console().print(render.sites_table(items))
+    console = render.stdout_console()
+    console.print(render.sites_table(items))
+    console.print()
+    console.print(render.load_table(items))
 
 
 def health(ctx: typer.Context, json_out: jobs.JsonOpt = False) -> None:
@@ -109,6 +128,8 @@ app.command("outputs-delete")(fetch.delete_outputs)
 app.command("upload")(uploads.upload)
 app.command("uploads")(uploads.list_uploads)
 app.command("upload-delete")(uploads.delete)
+app.command("estimate")(routing.estimate)
+app.command("explain")(routing.explain)
 app.command("sites")(sites)
 app.command("health")(health)
 app.command("schema")(schema)

@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gateway.client.models import Event, Job, Site
+from gateway.schemas.sites import SiteLoadOut as SiteLoad
 
 STATE_STYLES = {
     "ACCEPTED": "cyan", "STAGING_IN": "cyan", "QUEUED": "yellow", "RUNNING": "blue",
@@ -64,6 +65,24 @@ def when(moment: datetime | None) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)  # the API's naive times are UTC
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds as a person reads them: 45s, 12m30s, 3h05m, 2d04h; '-' when absent.
+    Two units at most: a prediction is no more precise than that."""
+    if seconds is None:
+        return "-"
+    total = max(0, round(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s" if secs else f"{minutes}m"
+    return f"{secs}s"
 
 
 def state_text(state: str) -> Text:
@@ -175,4 +194,34 @@ def sites_table(sites: Sequence[Site]) -> Table:
                       _text("yes" if s.get("drained") else "no"),
                       _text(s.get("max_nodes")), _text(s.get("cores_per_node")),
                       _isolation(s.get("isolation")), _text(s.get("description")))
+    return table
+
+
+def _ago(moment: datetime, now: datetime) -> str:
+    return f"{duration((now - moment).total_seconds())} ago"
+
+
+def _load_cells(load: SiteLoad | None, now: datetime) -> list[Text]:
+    if load is None:
+        return [Text("-") for _ in range(6)]
+    probe = load["probe"]
+    free, total = load["free_cores"], load["total_cores"]
+    cores = "-" if free is None else f"{free}/{total}" if total is not None else str(free)
+    return [_text(load["queued_jobs"]), _text(load["running_jobs"]), Text(cores),
+            Text(duration(probe["wait_median"])), Text(duration(probe["wait_bound"])),
+            Text(_ago(load["taken_at"], now))]
+
+
+def load_table(sites: Sequence[Site], now: datetime | None = None) -> Table:
+    """Each site's live load at its last queue snapshot (a routing pass takes one while
+    jobs wait for a site): queued and running jobs, free of total cores, and the
+    predicted wait of a 1-node, 1-hour job (median and 95% bound); '-' before any."""
+    now = now or datetime.now(UTC)
+    table = Table(title="Load (waits: a 1-node, 1-hour job)", title_justify="left",
+                  box=None, pad_edge=False, header_style="bold")
+    for column in ("NAME", "QUEUED", "RUNNING", "FREE CORES", "WAIT", "WAIT 95%",
+                   "SNAPSHOT"):
+        table.add_column(column, no_wrap=True)
+    for s in sites:
+        table.add_row(_text(s.get("name")), *_load_cells(s.get("load"), now))
     return table

@@ -79,6 +79,10 @@ class Site(Base):
     status_reason: Mapped[str | None] = mapped_column(Text)
     # When `status` last changed value (failover counts how long a site has been down).
     status_since: Mapped[datetime | None] = mapped_column(default=None)
+    # How busy the site was at its last queue snapshot (gateway.services.site_load), and
+    # when that snapshot was taken; null until a routing pass took one.
+    load: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    load_at: Mapped[datetime | None] = mapped_column(default=None)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 

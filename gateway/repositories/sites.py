@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import case, or_, select, update
@@ -64,6 +65,15 @@ def set_status(session: Session, name: str, status: str, reason: str | None) -> 
     session.execute(update(Site).where(Site.name == name)
                     .values(status=status, status_reason=reason,
                             status_since=case((changed, utcnow()), else_=Site.status_since)))
+
+
+def record_load(session: Session, name: str, load: Mapping[str, Any],
+                taken_at: datetime) -> None:
+    """Record how busy the site was at a queue snapshot taken at `taken_at`, unless a
+    newer snapshot is already recorded (workers' passes may finish out of order)."""
+    older = or_(Site.load_at.is_(None), Site.load_at < taken_at)
+    session.execute(update(Site).where(Site.name == name, older)
+                    .values(load=dict(load), load_at=taken_at))
 
 
 def ensure_rows(session: Session, sites: Sequence[ConfiguredSite]) -> None:

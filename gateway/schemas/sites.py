@@ -2,7 +2,34 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from typing_extensions import TypedDict
+
+
+class ProbeOut(TypedDict):
+    """The predicted queue wait of a probe job (`nodes` whole nodes for `walltime`
+    seconds) submitted at the snapshot, by the forecaster that routes jobs. Seconds;
+    null when the site is too small for it."""
+
+    nodes: int
+    walltime: int
+    wait_median: float | None
+    wait_bound: float | None  # 95% upper bound
+    basis: str  # where the wait came from (observed waits, the live queue)
+
+
+class SiteLoadOut(TypedDict):
+    """How busy a site was at its last queue snapshot (taken by a routing pass while
+    jobs wait for a site). Jobs are those the scheduler lets the gateway see: every
+    user's where it lists the whole queue. Cores: null when the scheduler did not say."""
+
+    taken_at: datetime
+    queued_jobs: int
+    running_jobs: int
+    free_cores: int | None
+    total_cores: int | None
+    probe: ProbeOut
 
 
 class SiteOut(TypedDict):
@@ -25,6 +52,8 @@ class SiteOut(TypedDict):
     # The local site: "sandbox" (each job confined) or "none" (jobs run as the gateway's
     # account; only that account may submit); null on other sites.
     isolation: str | None
+    # Live load from the last queue snapshot; null until a routing pass took one.
+    load: SiteLoadOut | None
 
 
 class SiteList(TypedDict):

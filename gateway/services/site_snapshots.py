@@ -1,6 +1,7 @@
 """Per-site snapshots for one routing pass: each open site asked once, all at once, for
 its whole queue (`Adapter.queue_snapshot`: its cores and every pending and running job).
-The answer feeds the forecaster (the live queue); a site that cannot be
+The answer feeds the forecaster (the live queue) and the site's recorded load
+(gateway.services.site_load); a site that cannot be
 reached (its circuit breaker open, the connection or the command timing out, a host key
 or login refused) is excluded from the pass, saying why, and so re-probed on every pass
 until it answers again.

@@ -2,7 +2,9 @@
 open site is asked once how busy it is (gateway.services.site_snapshots: the live queue
 for the forecaster, and whether it can be reached, recorded as its health); then one
 routing pass places the pending `site: auto` jobs, oldest first, and the submit step
-claims them at their sites in this same cycle. Why a job is routed once and submitted
+claims them at their sites in this same cycle. Each snapshot is recorded as the site's
+load (gateway.services.site_load) in a unit of its own, after the pass: site rows are
+never locked while job rows are. Why a job is routed once and submitted
 once: gateway.services.placement."""
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from functools import partial
 
 from gateway.services.forecasting import build_forecaster
 from gateway.services.placement import open_sites, route_pending
+from gateway.services.site_load import LoadProbe, record_loads
 from gateway.services.site_snapshots import take_snapshots, unreachable
 from gateway.worker.context import StepContext
 from gateway.worker.site_health import DOWN, UP, SiteHealth
@@ -35,11 +38,14 @@ def route_jobs(ctx: StepContext, health: SiteHealth | None = None) -> bool:
                 health.mark(ctx.rt.sites.get(snap.name), DOWN, snap.unreachable)
             elif snap.reached:
                 health.mark(ctx.rt.sites.get(snap.name), UP, None)
+    probe = LoadProbe(partial(build_forecaster, snapshots=snapshots), snapshots)
+    now = ctx.rt.clock()
     with ctx.unit() as session:
-        result = route_pending(session, ctx.rt.sites,
-                               partial(build_forecaster, snapshots=snapshots),
-                               ctx.lifecycle.actor, ROUTE_BATCH, ctx.rt.clock(),
-                               unreachable(snapshots.values()))
+        result = route_pending(session, ctx.rt.sites, probe, ctx.lifecycle.actor,
+                               ROUTE_BATCH, now, unreachable(snapshots.values()))
+        loads = probe.loads(session, ctx.rt.sites, now)
+    with ctx.unit() as session:
+        record_loads(session, loads)
     if result.placed or result.failed:
         log.info("routing pass: %d job(s) placed, %d failed (no site can run them)",
                  result.placed, result.failed)

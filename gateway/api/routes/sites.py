@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from gateway.api.deps import RuntimeDep, SitesReader
 from gateway.api.schemas import SiteList, SiteOut
+from gateway.services.site_load import load_out
 
 router = APIRouter(prefix="/api/v1", tags=["sites"])
 
@@ -28,5 +29,7 @@ def list_sites(_: SitesReader, runtime: RuntimeDep) -> SiteList:
             max_walltime_seconds=shape.max_walltime_seconds,
             mpi_launchers=sorted(shape.mpi_launchers), mpi_flavors=sorted(shape.mpi_flavors),
             max_jobs=entry.max_jobs, isolation=entry.isolation,
+            load=load_out(row.load, row.load_at) if row else None,
         ))
     return SiteList(items=items)
+

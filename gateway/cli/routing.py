@@ -1,0 +1,108 @@
+"""Routing commands: `estimate` (where a spec would go now, nothing submitted) and
+`explain` (the decision that placed a job, as it was made). Both show one row per site:
+chosen, a candidate, or excluded and why, with the forecast that ranked it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from gateway.cli import render
+from gateway.cli.jobs import JobArg, JsonOpt
+from gateway.cli.spec import SpecFlags, build_spec, load_spec_file
+from gateway.cli.state import state
+from gateway.schemas.placements import CandidateOut, EstimateOut
+
+STATUS_STYLES = {"chosen": "green", "candidate": "", "excluded": "red"}
+
+
+def _status(candidate: CandidateOut, chosen: list[str]) -> str:
+    if candidate["site"] in chosen:
+        return "chosen"
+    return "excluded" if candidate["excluded"] is not None else "candidate"
+
+
+def candidates_table(decision: EstimateOut) -> Table:
+    """One row per site, in ranked order: its status, its forecast (durations from the
+    decision), and where the wait came from, or why the site was excluded."""
+    deadline = decision["policy"] == "deadline"
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    columns = ["SITE", "STATUS", "WAIT", "WAIT 95%", "RUN", "STAGING", "COMPLETION"]
+    columns += ["P(DEADLINE)"] if deadline else []
+    for column in [*columns, "BASIS / REASON"]:
+        table.add_column(column, no_wrap=column != "BASIS / REASON")
+    for c in decision["candidates"]:
+        status = _status(c, decision["chosen"])
+        f = c["forecast"]
+        times = ([f["wait_median"], f["wait_bound"], f["runtime"], f["staging"],
+                  f["completion"]] if f is not None else [None] * 5)
+        row = [Text(c["site"]), Text(status, style=STATUS_STYLES[status]),
+               *(Text(render.duration(t)) for t in times)]
+        if deadline:
+            p = c["p_deadline"]
+            row.append(Text("-" if p is None else f"{p:.0%}"))
+        reason = c["excluded"] if c["excluded"] is not None else (f["basis"] if f else "-")
+        row.append(Text(reason))
+        table.add_row(*row)
+    return table
+
+
+def _print_decision(decision: EstimateOut, heading: str) -> None:
+    console = render.stdout_console()
+    console.print(heading, soft_wrap=True)
+    console.print(candidates_table(decision))
+    console.print(Text(decision["why"]), soft_wrap=True)  # one line, whatever the width
+
+
+def _policy(decision: EstimateOut) -> str:
+    words = f"policy {decision['policy']}"
+    if decision["hedge"] > 1:
+        words += f", hedge {decision['hedge']}"
+    if decision["deadline"] is not None:
+        words += f", deadline {render.when(decision['deadline'])}"
+    return words
+
+
+def estimate(
+    ctx: typer.Context,
+    spec_file: Annotated[Path, typer.Argument(
+        metavar="SPEC", help="A job spec file (.yaml/.yml/.json), as `gridgate submit` takes.")],
+    ranks: Annotated[int | None, typer.Option(help="MPI ranks (processes).")] = None,
+    nodes: Annotated[int | None, typer.Option(help="Nodes.")] = None,
+    walltime: Annotated[str | None, typer.Option(
+        help="Time limit: seconds or [D-][HH:]MM:SS.")] = None,
+    site: Annotated[str | None, typer.Option(help="Site name, or 'auto'.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Where a job would run now, and when it would start and finish at each site
+    (nothing is submitted). Times are predictions: a median and a 95% bound.
+
+    \b
+      gridgate estimate job.yaml
+      gridgate estimate job.yaml --ranks 64 --walltime 2:00:00
+    """
+    flags = SpecFlags(ranks=ranks, nodes=nodes, walltime=walltime, site=site)
+    spec = build_spec(load_spec_file(spec_file), flags)
+    with state(ctx).client() as client:
+        decision = client.estimate(spec)
+    if json_out:
+        render.print_json(decision)
+        return
+    _print_decision(decision, f"Estimate at {render.when(decision['decided_at'])} "
+                              f"({_policy(decision)}):")
+
+
+def explain(ctx: typer.Context, job_id: JobArg, json_out: JsonOpt = False) -> None:
+    """Why a job runs where it does: the routing decision that placed it, with every
+    site it was weighed against (excluded and why, or its forecast) as it was then."""
+    with state(ctx).client() as client:
+        decision = client.placement(job_id)
+    if json_out:
+        render.print_json(decision)
+        return
+    _print_decision(decision, f"Job {decision['job_id']} placed at "
+                              f"{render.when(decision['decided_at'])} ({_policy(decision)}):")

@@ -1,0 +1,102 @@
+"""`gridgate estimate` and `gridgate explain` against a live gateway (its local site and
+worker, SQLite and PostgreSQL): a row per site, the decision's reason, `--json` as the
+API sends it, and a job not placed yet as a not-found problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from sqlalchemy import update
+
+from gateway.cli import errors
+from gateway.db.engine import transaction
+from gateway.db.models import Site
+from tests.cli.helpers import Cli
+from tests.client.live import LiveGateway
+
+SPEC = {"name": "est", "executable": "/bin/true",
+        "resources": {"ranks": 1, "walltime": "01:00:00"}}
+
+
+def spec_file(tmp_path: Path, **over: object) -> str:
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump({**SPEC, **over}))
+    return str(path)
+
+
+def drained(gateway: LiveGateway, value: bool) -> None:
+    with transaction(gateway.runtime.sessions) as session:
+        session.execute(update(Site).where(Site.name == "local").values(drained=value))
+
+
+def test_estimate_prints_a_row_per_site_and_the_reason(cli: Cli, tmp_path: Path) -> None:
+    path = spec_file(tmp_path)
+    out = cli("estimate", path).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("Estimate at ") and "(policy fastest)" in lines[0]
+    header = lines[1].split()
+    assert header[:7] == ["SITE", "STATUS", "WAIT", "WAIT", "95%", "RUN", "STAGING"]
+    row = next(line.split() for line in lines if line.startswith("local"))
+    # No history: the run time is the time limit, one hour.
+    assert row[:2] == ["local", "chosen"] and row[4] == "1h00m", out
+    document = cli.json("estimate", path)
+    assert lines[-1] == document["why"] and document["chosen"] == ["local"]
+    (candidate,) = document["candidates"]
+    assert candidate["site"] == "local" and candidate["forecast"]["runtime"] == 3600
+    # Flags override the file, as for `gridgate submit`.
+    shorter = cli.json("estimate", path, "--walltime", "600")
+    assert shorter["candidates"][0]["forecast"]["runtime"] == 600
+
+
+def test_estimate_problems(cli: Cli, tmp_path: Path) -> None:
+    too_big = cli("estimate", spec_file(tmp_path, resources={"ranks": 100000}),
+                  code=errors.PROBLEM)
+    assert too_big.stderr.startswith("error: No site can run this job")
+    missing = cli("estimate", str(tmp_path / "nope.yaml"), code=errors.FAILURE)
+    assert "Cannot read the job spec" in missing.stderr
+
+
+def test_explain_a_routed_job_and_one_not_placed_yet(
+        cli: Cli, gateway: LiveGateway, tmp_path: Path) -> None:
+    drained(gateway, True)
+    try:
+        job_id = cli("submit", spec_file(tmp_path), "--quiet").stdout.strip()
+        waiting = cli("explain", job_id, code=errors.NOT_FOUND)
+        assert waiting.stderr.startswith(f"error: Job {job_id} has not been placed yet")
+        assert "jobs:estimate" in waiting.stderr
+    finally:
+        drained(gateway, False)
+    cli("wait", job_id, "--timeout", "60")
+    out = cli("explain", job_id).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith(f"Job {job_id} placed at ") and "(policy fastest)" in lines[0]
+    assert next(line for line in lines if line.startswith("local")).split()[1] == "chosen"
+    document = json.loads(cli("explain", job_id, "--json").stdout)
+    assert document["job_id"] == job_id and document["chosen"] == ["local"]
+    assert lines[-1] == document["why"]
+    cli("explain", "no-such-job", code=errors.NOT_FOUND)
+    # A job naming its site is pinned there: its placement says so.
+    pinned = cli("submit", spec_file(tmp_path), "--site", "local", "--quiet").stdout.strip()
+    assert cli("explain", pinned).stdout.splitlines()[0].endswith("(policy pinned):")
+    assert cli.json("explain", pinned)["chosen"] == ["local"]
+
+
+def test_sites_show_live_load_once_a_routing_pass_took_a_snapshot(
+        cli: Cli, tmp_path: Path) -> None:
+    job_id = cli("submit", spec_file(tmp_path), "--quiet").stdout.strip()
+    cli("wait", job_id, "--timeout", "60")
+    (local,) = cli.json("sites")["items"]
+    load = local["load"]
+    assert load["taken_at"] and load["total_cores"] >= 1
+    assert {"queued_jobs", "running_jobs", "free_cores"} <= set(load)
+    assert (load["probe"]["nodes"], load["probe"]["walltime"]) == (1, 3600)
+    lines = [line.rstrip() for line in cli("sites").stdout.splitlines()]
+    at = lines.index("Load (waits: a 1-node, 1-hour job)")
+    assert lines[at + 1].split() == ["NAME", "QUEUED", "RUNNING", "FREE", "CORES", "WAIT",
+                                     "WAIT", "95%", "SNAPSHOT"]
+    row = lines[at + 2].split()
+    assert row[:4] == ["local", str(load["queued_jobs"]), str(load["running_jobs"]),
+                       f"{load['free_cores']}/{load['total_cores']}"]
+    assert row[-1] == "ago"

@@ -1,0 +1,85 @@
+"""How a routing decision reads in a terminal: one row per site in ranked order (chosen,
+candidate, or excluded with its reason), durations as a person reads them, and the
+P(deadline) column under the deadline policy only."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from rich.console import Console
+from rich.table import Table
+
+from gateway.cli import render
+from gateway.cli.routing import candidates_table
+
+
+def text(table: Table) -> str:
+    console = Console(width=200, record=True, color_system=None)
+    console.print(table)
+    return console.export_text()
+
+
+def forecast(wait: float, bound: float, runtime: float, staging: float) -> dict[str, Any]:
+    return {"wait_median": wait, "wait_bound": bound, "runtime": runtime, "staging": staging,
+            "completion": staging + wait + runtime,
+            "completion_bound": staging + bound + runtime,
+            "wait_quantiles": [(0.5, wait), (0.95, bound)], "basis": "observed waits (41)"}
+
+
+def decision(policy: str = "fastest", **over: Any) -> Any:
+    return {"decided_at": datetime(2026, 11, 24, 22, 0, tzinfo=UTC), "policy": policy,
+            "hedge": 1, "deadline": None, "chosen": ["galaxy"], "why": "galaxy is first.",
+            "candidates": [
+                {"site": "galaxy", "excluded": None, "p_deadline": 0.97,
+                 "forecast": forecast(95, 1800, 7200, 30)},
+                {"site": "roadrunner", "excluded": None, "p_deadline": 0.4,
+                 "forecast": forecast(5400, 90000, 7000, 0)},
+                {"site": "local", "excluded": "needs 128 cores on one node; local has 2",
+                 "p_deadline": None, "forecast": None}], **over}
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [
+    (None, "-"), (0, "0s"), (44.6, "45s"), (60, "1m"), (95, "1m35s"), (3600, "1h00m"),
+    (3725, "1h02m"), (90000, "1d01h"), (-3, "0s")])
+def test_durations(seconds: float | None, shown: str) -> None:
+    assert render.duration(seconds) == shown
+
+
+def test_rows_in_ranked_order_with_status_and_reason() -> None:
+    rows = [line.split() for line in text(candidates_table(decision())).splitlines()]
+    assert rows[0] == ["SITE", "STATUS", "WAIT", "WAIT", "95%", "RUN", "STAGING",
+                       "COMPLETION", "BASIS", "/", "REASON"]
+    assert rows[1] == ["galaxy", "chosen", "1m35s", "30m", "2h00m", "30s", "2h02m",
+                       "observed", "waits", "(41)"]
+    assert rows[2] == ["roadrunner", "candidate", "1h30m", "1d01h", "1h56m", "0s", "3h26m",
+                       "observed", "waits", "(41)"]
+    assert rows[3] == ["local", "excluded", "-", "-", "-", "-", "-", "needs", "128", "cores",
+                       "on", "one", "node;", "local", "has", "2"]
+
+
+def test_deadline_policy_shows_the_probability() -> None:
+    shown = text(candidates_table(decision("deadline")))
+    assert "P(DEADLINE)" in shown.splitlines()[0]
+    assert "97%" in shown.splitlines()[1] and "40%" in shown.splitlines()[2]
+    assert "P(DEADLINE)" not in text(candidates_table(decision()))
+
+
+def test_load_table_rows() -> None:
+    taken = datetime(2026, 11, 24, 22, 0, tzinfo=UTC)
+    probe = {"nodes": 1, "walltime": 3600, "wait_median": 1260.0, "wait_bound": 86400.0,
+             "basis": "history site (41 waits)"}
+    sites: Any = [
+        {"name": "galaxy", "load": {"taken_at": taken, "queued_jobs": 6, "running_jobs": 1,
+                                    "free_cores": 0, "total_cores": 2, "probe": probe}},
+        {"name": "tiny", "load": {"taken_at": taken, "queued_jobs": 0, "running_jobs": 0,
+                                  "free_cores": 3, "total_cores": None,
+                                  "probe": {**probe, "wait_median": None,
+                                            "wait_bound": None}}},
+        {"name": "local", "load": None}]
+    now = datetime(2026, 11, 24, 22, 1, 30, tzinfo=UTC)
+    rows = [line.split() for line in text(render.load_table(sites, now)).splitlines()]
+    assert rows[2] == ["galaxy", "6", "1", "0/2", "21m", "1d00h", "1m30s", "ago"]
+    assert rows[3] == ["tiny", "0", "0", "3", "-", "-", "1m30s", "ago"]
+    assert rows[4] == ["local", "-", "-", "-", "-", "-", "-"]
