@@ -40,7 +40,7 @@ from gateway.scheduling.queue_profile import QueueProfile, QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.runtime_predictor import RuntimeEstimate, RuntimePredictor
 from gateway.scheduling.staging_estimate import TransferRates, staging_seconds
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 
 COMBINED = "combined"
 HISTORY = "history"
@@ -122,7 +122,8 @@ class SiteForecaster:
     ) -> None:
         """Build each site's profiles from its snapshot (once per routing pass).
 
-        `waits` and `runtimes` are read, never fed (see the module on `projected_wait`);
+        `waits` and `runtimes` are read, never fed (see the module on `projected_wait`),
+        and the answers of `waits` are kept for the pass;
         `rates` defaults to no measured transfers and the 10 MB/s fallback.
         """
         if mode not in MODES:
@@ -133,6 +134,8 @@ class SiteForecaster:
         self.rates = rates if rates is not None else TransferRates()
         self.mode = mode
         self._placed: dict[str, _Placement] = {}
+        # The histories do not change during a pass: jobs alike share one answer.
+        self._predictions: dict[JobClass, WaitPrediction | None] = {}
 
     def processors(self, site: str) -> int:
         """The site's processor count (a job needing more cannot be forecast there)."""
@@ -159,6 +162,11 @@ class SiteForecaster:
         self._placed[site] = placed
         return placed
 
+    def _history(self, job: JobClass) -> WaitPrediction | None:
+        if job not in self._predictions:
+            self._predictions[job] = self.waits.predict(job)
+        return self._predictions[job]
+
     def forecast(self, job: JobNeed, site: str) -> Forecast:
         """The job's forecast at `site`, counting every job committed this pass.
 
@@ -172,7 +180,7 @@ class SiteForecaster:
         history = None
         if self.mode != PROJECTION:
             projected = placed.walltime_start if self.mode == COMBINED else None
-            history = self.waits.predict(
+            history = self._history(
                 JobClass(site, job.queue, job.procs, job.time_limit, projected))
         if history is not None:
             median, bound = history.median, max(history.upper_bound, history.median)
