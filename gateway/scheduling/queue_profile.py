@@ -20,6 +20,7 @@ reservations answers in tens of microseconds.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -47,6 +48,13 @@ class QueueState:
     planned: tuple[float | None, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.processors <= 0:
+            raise ValueError("a site has at least one processor")
+        # A job without a limit of its own runs under its queue's maximum: give that.
+        for _, predicted, limit in (*self.running, *self.queued):
+            if not math.isfinite(limit) or math.isnan(predicted):
+                raise ValueError("every job's time limit must be finite (the queue's "
+                                 "maximum for a job that set none), its prediction a number")
         if self.planned and len(self.planned) != len(self.queued):
             raise ValueError(f"{len(self.planned)} planned starts for "
                              f"{len(self.queued)} queued jobs")
