@@ -236,8 +236,14 @@ def main() -> None:
                         help="jobs walked per log before the snapshots (default 4000)")
     parser.add_argument("--pending", type=int, default=10_000)
     parser.add_argument("--rank-jobs", type=int, default=300)
+    parser.add_argument("--traces", type=Path, default=None,
+                        help="the folder of the four shared logs (default: ../shared/traces)")
     args = parser.parse_args()
-    shared = next((d for d in SHARED_CANDIDATES if d.is_dir()), SHARED_CANDIDATES[0])
+    shared = args.traces or next((d for d in SHARED_CANDIDATES if d.is_dir()),
+                                 SHARED_CANDIDATES[0])
+    missing = [name for name in LOGS.values() if not (shared / name).is_file()]
+    if missing:
+        sys.exit(f"not in {shared}: {', '.join(missing)}")
     runtimes = RuntimePredictor()  # one for all logs, as the gateway keeps one
     walked = {name: walk_log(shared / file, name, args.warmup, runtimes)
               for name, file in LOGS.items()}
