@@ -29,7 +29,8 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
     `limit` stops after that many jobs (a prefix of the log).
     """
     rolling = RollingBaseline()
-    walk = LogWalk(site, processors, on_start=lambda job: rolling.observe(job.procs, job.wait))
+    walk = LogWalk(site, processors,
+                   on_start=lambda job, _: rolling.observe(job.procs, job.wait))
     tallies = {name: Tally() for name in (*MODES, "rolling")}
     scored = 0
     for job in jobs:

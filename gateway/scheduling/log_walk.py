@@ -48,9 +48,10 @@ class LogWalk:
 
     def __init__(self, site: str, processors: int, waits: WaitPredictor | None = None,
                  runtimes: RuntimePredictor | None = None,
-                 on_start: Callable[[SwfJob], None] | None = None,
+                 on_start: Callable[[SwfJob, JobClass], None] | None = None,
                  on_end: Callable[[SwfJob], None] | None = None) -> None:
-        """`on_start` is told of each job as it starts (its wait known), after `waits`;
+        """`on_start` is told of each job and its class as it starts (its wait known),
+        after `waits`;
         `on_end` as it ends (its run time known), after `runtimes`."""
         self.site = site
         self.on_start = on_start
@@ -95,10 +96,11 @@ class LogWalk:
                 held = self.queued.pop(seq)
                 self.running[seq] = held
                 job = held.job
-                self.waits.observe(JobClass(self.site, str(job.queue), job.procs,
-                                            held.limit, held.projected_wait), float(job.wait))
+                known = JobClass(self.site, str(job.queue), job.procs, held.limit,
+                                 held.projected_wait)
+                self.waits.observe(known, float(job.wait))
                 if self.on_start is not None:
-                    self.on_start(job)
+                    self.on_start(job, known)
                 heapq.heappush(self._ends, (job.start + job.run, seq))
             else:
                 return

@@ -26,7 +26,7 @@ def test_fingerprint_is_the_executable_when_known() -> None:
 def test_queue_and_histories_follow_the_log() -> None:
     started: list[int] = []
     ended: list[int] = []
-    walk = LogWalk("s", 8, on_start=lambda j: started.append(j.number),
+    walk = LogWalk("s", 8, on_start=lambda j, _: started.append(j.number),
                    on_end=lambda j: ended.append(j.number))
     a = swf(0, 0, 0, 500, 4, 1000)  # runs 0-500
     b = swf(1, 0, 50, 500, 2, 600)  # runs 50-550
