@@ -123,8 +123,8 @@ class SiteForecaster:
         """Build each site's profiles from its snapshot (once per routing pass).
 
         `waits` and `runtimes` are read, never fed (see the module on `projected_wait`),
-        and the answers of `waits` are kept for the pass;
-        `rates` defaults to no measured transfers and the 10 MB/s fallback.
+        and the answers of `waits` are kept for the pass; `rates` defaults to no
+        measured transfers and the 10 MB/s fallback.
         """
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")
@@ -136,10 +136,6 @@ class SiteForecaster:
         self._placed: dict[str, _Placement] = {}
         # The histories do not change during a pass: jobs alike share one answer.
         self._predictions: dict[JobClass, WaitPrediction | None] = {}
-
-    def processors(self, site: str) -> int:
-        """The site's processor count (a job needing more cannot be forecast there)."""
-        return self._sites[site].likely.processors
 
     def runtime(self, job: JobNeed, site: str) -> RuntimeEstimate:
         """The job's predicted run time at `site`."""
