@@ -117,8 +117,10 @@ class QueueProfile:
             queued.append((procs, limit, run))
         starts = project_runs(state.processors, running, queued)
         # Where the scheduler has planned a start, its plan places the job (it knows the
-        # priorities and reservations the projection does not); where the two disagree
-        # the profile may count a job twice over, which only makes new jobs wait longer.
+        # priorities and reservations the projection does not). The other jobs keep
+        # their projected starts, made with this one at its projected time: where plan
+        # and projection disagree, the profile is over-full at the plan (new jobs wait
+        # longer) and has a hole where the projection had put the job.
         for index, ((procs, _, run), start) in enumerate(zip(queued, starts, strict=True)):
             plan = state.planned[index] if state.planned else None
             if plan is not None:
