@@ -123,8 +123,8 @@ class SiteForecaster:
         """Build each site's profiles from its snapshot (once per routing pass).
 
         `waits` and `runtimes` are read, never fed (see the module on `projected_wait`),
-        and the answers of `waits` are kept for the pass; `rates` defaults to no
-        measured transfers and the 10 MB/s fallback.
+        and their answers are kept for the pass; `rates` defaults to no measured
+        transfers and the 10 MB/s fallback.
         """
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")
@@ -136,11 +136,15 @@ class SiteForecaster:
         self._placed: dict[str, _Placement] = {}
         # The histories do not change during a pass: jobs alike share one answer.
         self._predictions: dict[JobClass, WaitPrediction | None] = {}
+        self._runtimes: dict[tuple[str, str, str, int, float], RuntimeEstimate] = {}
 
     def runtime(self, job: JobNeed, site: str) -> RuntimeEstimate:
         """The job's predicted run time at `site`."""
-        return self.runtimes.predict(job.user, job.fingerprint, site, job.procs,
-                                     job.time_limit)
+        key = (job.user, job.fingerprint, site, job.procs, job.time_limit)
+        found = self._runtimes.get(key)
+        if found is None:
+            found = self._runtimes[key] = self.runtimes.predict(*key)
+        return found
 
     def projected_wait(self, job: JobNeed, site: str) -> float:
         """The walltime projection of the job's wait at `site` (its history class)."""
