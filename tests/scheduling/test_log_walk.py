@@ -86,3 +86,18 @@ def test_runtime_evaluation_against_baselines() -> None:
     # The request: 1000 against 100, 200, 300, 500.
     assert result["requested"]["accuracy"] == pytest.approx(0.275)
     assert result["requested"]["within_factor_2"] == 0.25
+
+
+def test_history_corrects_what_the_live_queue_cannot_see() -> None:
+    # 4 processors, one 1-processor job every 100 s, each held 300 s by the site (a
+    # delay no queue shows) and run 10 s. At job k's submit the queue holds jobs k-3 to
+    # k-1: the projection says 0 s every time. The waits of jobs 0 to k-4 are known;
+    # from job 62 on that is 59, enough for a bound: the history says 300 s.
+    jobs = [swf(i, 100 * i, 300, 10, 1, 60) for i in range(80)]
+    result = evaluate_forecasts(jobs, 4)
+    assert result["projection"]["under_bound"] == 0.0
+    assert result["history"]["under_bound"] == 0.225  # jobs 62-79: 18 of 80
+    assert result["combined"]["under_bound"] == 0.225
+    assert all(result[m]["within_10min"] == 1.0 for m in ("history", "projection"))
+    # Rolling answers from job 4 on (its first known wait), with 300 s.
+    assert result["rolling"]["under_bound"] == 0.95
