@@ -10,6 +10,7 @@ from gateway.scheduling.forecast_eval import evaluate_forecasts
 from gateway.scheduling.log_walk import LogWalk, fingerprint
 from gateway.scheduling.runtime_eval import evaluate_runtimes
 from gateway.scheduling.swf import SwfJob, parse_job
+from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
 
 
 def swf(number: int, submit: int, wait: int, run: int, procs: int, requested: int,
@@ -91,13 +92,23 @@ def test_runtime_evaluation_against_baselines() -> None:
 def test_history_corrects_what_the_live_queue_cannot_see() -> None:
     # 4 processors, one 1-processor job every 100 s, each held 300 s by the site (a
     # delay no queue shows) and run 10 s. At job k's submit the queue holds jobs k-3 to
-    # k-1: the projection says 0 s every time. The waits of jobs 0 to k-4 are known;
-    # from job 62 on that is 59, enough for a bound: the history says 300 s.
+    # k-1: the projection says 0 s every time. The waits of jobs 0 to k-4 are known
+    # (k - 3 of them); once that is enough for the predictor's bound, it says 300 s.
+    needed = next(n for n in range(1, 1000) if _bound_after(n))
+    first = needed + 3  # the first job with `needed` known waits
     jobs = [swf(i, 100 * i, 300, 10, 1, 60) for i in range(80)]
     result = evaluate_forecasts(jobs, 4)
     assert result["projection"]["under_bound"] == 0.0
-    assert result["history"]["under_bound"] == 0.225  # jobs 62-79: 18 of 80
-    assert result["combined"]["under_bound"] == 0.225
+    assert result["history"]["under_bound"] == pytest.approx((80 - first) / 80)
+    assert result["combined"]["under_bound"] == pytest.approx((80 - first) / 80)
     assert all(result[m]["within_10min"] == 1.0 for m in ("history", "projection"))
     # Rolling answers from job 4 on (its first known wait), with 300 s.
     assert result["rolling"]["under_bound"] == 0.95
+
+
+def _bound_after(waits: int) -> bool:
+    """Whether the wait predictor gives a bound after `waits` waits of one class."""
+    predictor = WaitPredictor()
+    for _ in range(waits):
+        predictor.observe(JobClass("log", "1", 1, 60.0, 0.0), 300.0)
+    return predictor.predict(JobClass("log", "1", 1, 60.0, 0.0)) is not None
