@@ -90,7 +90,8 @@ def walk_log(path: Path, name: str, warmup: int, runtimes: RuntimePredictor) -> 
             min(procs, walk.processors), limit)
         if index >= warmup // 2 and (index - warmup // 2) % every == 0:
             snapshots.append(state)
-        walk.submit(job, limit, predicted, projected)
+        walk.submit(job, limit, predicted,
+                    JobClass(name, str(job.queue), procs, limit, projected, user))
     return Walked(walk, recent, snapshots[-SNAPSHOTS_PER_LOG:], jobs)
 
 

@@ -162,10 +162,19 @@ class SiteForecaster:
         self._placed[site] = placed
         return placed
 
-    def _history(self, job: JobClass) -> WaitPrediction | None:
-        if job not in self._predictions:
-            self._predictions[job] = self.waits.predict(job)
-        return self._predictions[job]
+    def job_class(self, job: JobNeed, site: str) -> JobClass:
+        """The job's class at `site` for the wait predictor: record its wait in this
+        class when it starts there (the projection is the one it had when routed)."""
+        projected = self._place(job, site).walltime_start if self.mode == COMBINED else None
+        return JobClass(site, job.queue, job.procs, job.time_limit, projected, job.user)
+
+    def wait_prediction(self, job: JobNeed, site: str) -> WaitPrediction | None:
+        """The wait predictor's own answer for the job at `site` (None: no history yet):
+        give it back with the job's wait (`observe(..., predicted=)`) to calibrate it."""
+        key = self.job_class(job, site)
+        if key not in self._predictions:
+            self._predictions[key] = self.waits.predict(key)
+        return self._predictions[key]
 
     def forecast(self, job: JobNeed, site: str) -> Forecast:
         """The job's forecast at `site`, counting every job committed this pass.
@@ -177,11 +186,7 @@ class SiteForecaster:
         self._placed.pop(site, None)  # a new forecast: the site's queue may have changed
         placed = self._place(job, site)
         runtime = placed.runtime
-        history = None
-        if self.mode != PROJECTION:
-            projected = placed.walltime_start if self.mode == COMBINED else None
-            history = self._history(
-                JobClass(site, job.queue, job.procs, job.time_limit, projected))
+        history = None if self.mode == PROJECTION else self.wait_prediction(job, site)
         if history is not None:
             median, bound = history.median, max(history.upper_bound, history.median)
             basis = f"history {history.level} ({history.history} waits)"

@@ -32,10 +32,10 @@ def test_queue_and_histories_follow_the_log() -> None:
     a = swf(0, 0, 0, 500, 4, 1000)  # runs 0-500
     b = swf(1, 0, 50, 500, 2, 600)  # runs 50-550
     c = swf(2, 10, 890, 100, 8, 200)  # waits until 900
-    walk.submit(a, 1000.0, 300.0, 0.0)
-    walk.submit(b, 600.0, 600.0, 0.0)
+    walk.submit(a, 1000.0, 300.0, JobClass("s", "1", 4, 1000.0, 0.0))
+    walk.submit(b, 600.0, 600.0, JobClass("s", "1", 2, 600.0, 0.0))
     walk.advance(10.0)  # a started at 0 (< 10): its wait is known
-    walk.submit(c, 200.0, 100.0, 0.0)
+    walk.submit(c, 200.0, 100.0, JobClass("s", "1", 8, 200.0, 0.0))
     assert started == [0]
     state = walk.state(20.0)
     # a: predicted 300 from its start, limit 1000: 280 and 980 s left at 20.
