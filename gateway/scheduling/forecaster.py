@@ -7,11 +7,11 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
 - run time: `RuntimePredictor` (the user's runs of this application, scaled between
   sites by their relative speed), capped by the time limit;
 - wait, median and 95% bound: from the QBETS history (`WaitPredictor`) when it has
-  enough waits, its job class carrying the walltime projection of the job (so the
-  history says how long jobs the queue projected alike really waited); a history from
-  a coarser class (none for this projection) is floored by the likely profile's start;
-  without history, the likely profile's start for the median and the walltime
-  profile's start for the bound;
+  enough waits, its job class carrying the user and the walltime projection of the job
+  (so the history says how long jobs the queue projected alike really waited), the
+  median floored by the likely profile's start (history lags the queue); without
+  history, the likely profile's start for the median and the walltime profile's start
+  for the bound;
 - staging: `staging_estimate.staging_seconds` over the measured transfer rates.
 `commit` reserves the job on both profiles, so the next job of the pass sees it.
 
@@ -26,9 +26,9 @@ One forecaster per routing pass (its profiles are that pass's snapshots):
         waits, runtimes, TransferRates(defaults={"galaxy": 100e6}))
     routed = route_pass(jobs, exclusions, forecaster, policy_of)  # jobs: JobNeed
 
-Whoever records a started job's wait in `waits` gives its class the walltime projection
-the job had when it was routed (`projected_wait`), so that histories and forecasts are
-conditioned alike.
+Whoever records a started job's wait in `waits` records it in the class the job had
+when it was routed (`job_class`), so that histories and forecasts are conditioned
+alike, and gives back the prediction it had (`wait_prediction`) to calibrate the bound.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class SiteForecaster:
     ) -> None:
         """Build each site's profiles from its snapshot (once per routing pass).
 
-        `waits` and `runtimes` are read, never fed (see the module on `projected_wait`),
+        `waits` and `runtimes` are read, never fed (see the module on `job_class`),
         and their answers are kept for the pass; `rates` defaults to no measured
         transfers and the 10 MB/s fallback.
         """
