@@ -62,31 +62,20 @@ SNAPSHOTS_PER_LOG = 25
 HISTORY_KEPT = 1000  # waits replayed into each snapshot site's history (> the window)
 
 
-class RecordingWaits(WaitPredictor):
-    """A WaitPredictor that also keeps its last observations (to seed other site names)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.recent: deque[tuple[JobClass, float]] = deque(maxlen=HISTORY_KEPT)
-
-    def observe(self, job: JobClass, wait: float) -> None:
-        super().observe(job, wait)
-        self.recent.append((job, wait))
-
-
 @dataclasses.dataclass
 class Walked:
     """A log walked to its warm-up end: snapshots, histories, and the jobs that follow."""
 
     walk: LogWalk
-    waits: RecordingWaits
+    recent: deque[tuple[JobClass, float]]  # its last waits (to seed other site names)
     snapshots: list[QueueState]
     following: Iterator[SwfJob]
 
 
 def walk_log(path: Path, name: str, warmup: int, runtimes: RuntimePredictor) -> Walked:
-    waits = RecordingWaits()
-    walk = LogWalk(name, machine_size(path), waits, runtimes)
+    recent: deque[tuple[JobClass, float]] = deque(maxlen=HISTORY_KEPT)
+    walk = LogWalk(name, machine_size(path), WaitPredictor(), runtimes,
+                   on_start=lambda job, known: recent.append((known, float(job.wait))))
     jobs = (job for job in iter_jobs(path) if usable(job))
     every = max(warmup // (2 * SNAPSHOTS_PER_LOG), 1)
     snapshots = []
@@ -101,8 +90,9 @@ def walk_log(path: Path, name: str, warmup: int, runtimes: RuntimePredictor) -> 
             min(procs, walk.processors), limit)
         if index >= warmup // 2 and (index - warmup // 2) % every == 0:
             snapshots.append(state)
-        walk.submit(job, limit, predicted, projected)
-    return Walked(walk, waits, snapshots[-SNAPSHOTS_PER_LOG:], jobs)
+        walk.submit(job, limit, predicted,
+                    JobClass(name, str(job.queue), procs, limit, projected, user))
+    return Walked(walk, recent, snapshots[-SNAPSHOTS_PER_LOG:], jobs)
 
 
 def need_of(walked: Walked, job: SwfJob, index: int) -> JobNeed:
@@ -135,7 +125,7 @@ def rank_many(walked: dict[str, Walked], jobs: list[JobNeed]) -> dict[str, Any]:
         for i, state in enumerate(log.snapshots):
             site = f"{name}-{i:02d}"
             sites.append(SiteState(site, state))
-            for cls, wait in log.waits.recent:
+            for cls, wait in log.recent:
                 waits.observe(dataclasses.replace(cls, site=site), wait)
     began = time.perf_counter()
     forecaster = SiteForecaster(sites, waits, runtimes)
@@ -178,7 +168,7 @@ def pass_of(walked: dict[str, Walked], jobs: list[JobNeed]) -> dict[str, Any]:
     sites = [SiteState(name, walked[name].snapshots[-1]) for name in PASS_SITES]
     waits = WaitPredictor()
     for name in PASS_SITES:
-        for cls, wait in walked[name].waits.recent:
+        for cls, wait in walked[name].recent:
             waits.observe(cls, wait)
     runtimes = walked["kth"].walk.runtimes
     size = {s.name: s.queue.processors for s in sites}
@@ -236,8 +226,14 @@ def main() -> None:
                         help="jobs walked per log before the snapshots (default 4000)")
     parser.add_argument("--pending", type=int, default=10_000)
     parser.add_argument("--rank-jobs", type=int, default=300)
+    parser.add_argument("--traces", type=Path, default=None,
+                        help="the folder of the four shared logs (default: ../shared/traces)")
     args = parser.parse_args()
-    shared = next((d for d in SHARED_CANDIDATES if d.is_dir()), SHARED_CANDIDATES[0])
+    shared = args.traces or next((d for d in SHARED_CANDIDATES if d.is_dir()),
+                                 SHARED_CANDIDATES[0])
+    missing = [name for name in LOGS.values() if not (shared / name).is_file()]
+    if missing:
+        sys.exit(f"not in {shared}: {', '.join(missing)}")
     runtimes = RuntimePredictor()  # one for all logs, as the gateway keeps one
     walked = {name: walk_log(shared / file, name, args.warmup, runtimes)
               for name, file in LOGS.items()}

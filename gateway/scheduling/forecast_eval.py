@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gateway.scheduling.forecaster import MODES, JobNeed, SiteForecaster, SiteState
+from gateway.scheduling.forecaster import COMBINED, MODES, JobNeed, SiteForecaster, SiteState
 from gateway.scheduling.log_walk import LogWalk, fingerprint, usable
 from gateway.scheduling.prediction_eval import RollingBaseline, Tally
 from gateway.scheduling.swf import SwfJob
@@ -29,7 +29,8 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
     `limit` stops after that many jobs (a prefix of the log).
     """
     rolling = RollingBaseline()
-    walk = LogWalk(site, processors, on_start=lambda job: rolling.observe(job.procs, job.wait))
+    walk = LogWalk(site, processors,
+                   on_start=lambda job, _: rolling.observe(job.procs, job.wait))
     tallies = {name: Tally() for name in (*MODES, "rolling")}
     scored = 0
     for job in jobs:
@@ -51,6 +52,8 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
             tallies[mode].score(wait, forecast.wait_median, forecast.wait_bound)
         baseline = rolling.predict(job.procs)
         tallies["rolling"].score(wait, *(baseline if baseline else (None, None)))
+        # Recorded as production records it: the combined class, the answer it got.
+        forecaster.mode = COMBINED
         walk.submit(job, need.time_limit, forecaster.runtime(need, site).seconds,
-                    forecaster.projected_wait(need, site))
+                    forecaster.job_class(need, site), forecaster.wait_prediction(need, site))
     return {name: tally.report() for name, tally in tallies.items()}

@@ -7,11 +7,11 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
 - run time: `RuntimePredictor` (the user's runs of this application, scaled between
   sites by their relative speed), capped by the time limit;
 - wait, median and 95% bound: from the QBETS history (`WaitPredictor`) when it has
-  enough waits, its job class carrying the walltime projection of the job (so the
-  history says how long jobs the queue projected alike really waited); a history from
-  a coarser class (none for this projection) is floored by the likely profile's start;
-  without history, the likely profile's start for the median and the walltime
-  profile's start for the bound;
+  enough waits, its job class carrying the user and the walltime projection of the job
+  (so the history says how long jobs the queue projected alike really waited), the
+  median floored by the likely profile's start (history lags the queue); without
+  history, the likely profile's start for the median and the walltime profile's start
+  for the bound;
 - staging: `staging_estimate.staging_seconds` over the measured transfer rates.
 `commit` reserves the job on both profiles, so the next job of the pass sees it.
 
@@ -26,9 +26,9 @@ One forecaster per routing pass (its profiles are that pass's snapshots):
         waits, runtimes, TransferRates(defaults={"galaxy": 100e6}))
     routed = route_pass(jobs, exclusions, forecaster, policy_of)  # jobs: JobNeed
 
-Whoever records a started job's wait in `waits` gives its class the walltime projection
-the job had when it was routed (`projected_wait`), so that histories and forecasts are
-conditioned alike.
+Whoever records a started job's wait in `waits` records it in the class the job had
+when it was routed (`job_class`), so that histories and forecasts are conditioned
+alike, and gives back the prediction it had (`wait_prediction`) to calibrate the bound.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from gateway.scheduling.queue_profile import QueueProfile, QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.runtime_predictor import RuntimeEstimate, RuntimePredictor
 from gateway.scheduling.staging_estimate import TransferRates, staging_seconds
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 
 COMBINED = "combined"
 HISTORY = "history"
@@ -122,8 +122,9 @@ class SiteForecaster:
     ) -> None:
         """Build each site's profiles from its snapshot (once per routing pass).
 
-        `waits` and `runtimes` are read, never fed (see the module on `projected_wait`);
-        `rates` defaults to no measured transfers and the 10 MB/s fallback.
+        `waits` and `runtimes` are read, never fed (see the module on `job_class`),
+        and their answers are kept for the pass; `rates` defaults to no measured
+        transfers and the 10 MB/s fallback.
         """
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")
@@ -133,15 +134,17 @@ class SiteForecaster:
         self.rates = rates if rates is not None else TransferRates()
         self.mode = mode
         self._placed: dict[str, _Placement] = {}
-
-    def processors(self, site: str) -> int:
-        """The site's processor count (a job needing more cannot be forecast there)."""
-        return self._sites[site].likely.processors
+        # The histories do not change during a pass: jobs alike share one answer.
+        self._predictions: dict[JobClass, WaitPrediction | None] = {}
+        self._runtimes: dict[tuple[str, str, str, int, float], RuntimeEstimate] = {}
 
     def runtime(self, job: JobNeed, site: str) -> RuntimeEstimate:
         """The job's predicted run time at `site`."""
-        return self.runtimes.predict(job.user, job.fingerprint, site, job.procs,
-                                     job.time_limit)
+        key = (job.user, job.fingerprint, site, job.procs, job.time_limit)
+        found = self._runtimes.get(key)
+        if found is None:
+            found = self._runtimes[key] = self.runtimes.predict(*key)
+        return found
 
     def projected_wait(self, job: JobNeed, site: str) -> float:
         """The walltime projection of the job's wait at `site` (its history class)."""
@@ -159,6 +162,20 @@ class SiteForecaster:
         self._placed[site] = placed
         return placed
 
+    def job_class(self, job: JobNeed, site: str) -> JobClass:
+        """The job's class at `site` for the wait predictor: record its wait in this
+        class when it starts there (the projection is the one it had when routed)."""
+        projected = self._place(job, site).walltime_start if self.mode == COMBINED else None
+        return JobClass(site, job.queue, job.procs, job.time_limit, projected, job.user)
+
+    def wait_prediction(self, job: JobNeed, site: str) -> WaitPrediction | None:
+        """The wait predictor's own answer for the job at `site` (None: no history yet):
+        give it back with the job's wait (`observe(..., predicted=)`) to calibrate it."""
+        key = self.job_class(job, site)
+        if key not in self._predictions:
+            self._predictions[key] = self.waits.predict(key)
+        return self._predictions[key]
+
     def forecast(self, job: JobNeed, site: str) -> Forecast:
         """The job's forecast at `site`, counting every job committed this pass.
 
@@ -169,11 +186,7 @@ class SiteForecaster:
         self._placed.pop(site, None)  # a new forecast: the site's queue may have changed
         placed = self._place(job, site)
         runtime = placed.runtime
-        history = None
-        if self.mode != PROJECTION:
-            projected = placed.walltime_start if self.mode == COMBINED else None
-            history = self.waits.predict(
-                JobClass(site, job.queue, job.procs, job.time_limit, projected))
+        history = None if self.mode == PROJECTION else self.wait_prediction(job, site)
         if history is not None:
             median, bound = history.median, max(history.upper_bound, history.median)
             basis = f"history {history.level} ({history.history} waits)"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.runtime_predictor import RuntimePredictor
 from gateway.scheduling.swf import SwfJob
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 
 
 def fingerprint(job: SwfJob) -> str:
@@ -40,7 +40,8 @@ class _Held:
     job: SwfJob
     limit: float
     predicted: float
-    projected_wait: float | None
+    known: JobClass
+    given: WaitPrediction | None
 
 
 class LogWalk:
@@ -48,9 +49,10 @@ class LogWalk:
 
     def __init__(self, site: str, processors: int, waits: WaitPredictor | None = None,
                  runtimes: RuntimePredictor | None = None,
-                 on_start: Callable[[SwfJob], None] | None = None,
+                 on_start: Callable[[SwfJob, JobClass], None] | None = None,
                  on_end: Callable[[SwfJob], None] | None = None) -> None:
-        """`on_start` is told of each job as it starts (its wait known), after `waits`;
+        """`on_start` is told of each job and its class as it starts (its wait known),
+        after `waits`;
         `on_end` as it ends (its run time known), after `runtimes`."""
         self.site = site
         self.on_start = on_start
@@ -95,10 +97,9 @@ class LogWalk:
                 held = self.queued.pop(seq)
                 self.running[seq] = held
                 job = held.job
-                self.waits.observe(JobClass(self.site, str(job.queue), job.procs,
-                                            held.limit, held.projected_wait), float(job.wait))
+                self.waits.observe(held.known, float(job.wait), predicted=held.given)
                 if self.on_start is not None:
-                    self.on_start(job)
+                    self.on_start(job, held.known)
                 heapq.heappush(self._ends, (job.start + job.run, seq))
             else:
                 return
@@ -114,9 +115,10 @@ class LogWalk:
                        for held in self.queued.values())
         return QueueState(self.processors, running, queued)
 
-    def submit(self, job: SwfJob, limit: float, predicted: float,
-               projected_wait: float | None) -> None:
-        """Queue `job` (it starts and ends at its logged times)."""
+    def submit(self, job: SwfJob, limit: float, predicted: float, known: JobClass,
+               given: WaitPrediction | None = None) -> None:
+        """Queue `job` (it starts and ends at its logged times) with its predicted run
+        time, the class its wait will be recorded in and the wait prediction it had."""
         self._seq += 1
-        self.queued[self._seq] = _Held(job, limit, predicted, projected_wait)
+        self.queued[self._seq] = _Held(job, limit, predicted, known, given)
         heapq.heappush(self._starts, (job.start, self._seq))

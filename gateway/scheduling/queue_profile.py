@@ -20,6 +20,7 @@ reservations answers in tens of microseconds.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -47,6 +48,13 @@ class QueueState:
     planned: tuple[float | None, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.processors <= 0:
+            raise ValueError("a site has at least one processor")
+        # A job without a limit of its own runs under its queue's maximum: give that.
+        for _, predicted, limit in (*self.running, *self.queued):
+            if not math.isfinite(limit) or math.isnan(predicted):
+                raise ValueError("every job's time limit must be finite (the queue's "
+                                 "maximum for a job that set none), its prediction a number")
         if self.planned and len(self.planned) != len(self.queued):
             raise ValueError(f"{len(self.planned)} planned starts for "
                              f"{len(self.queued)} queued jobs")
@@ -109,8 +117,10 @@ class QueueProfile:
             queued.append((procs, limit, run))
         starts = project_runs(state.processors, running, queued)
         # Where the scheduler has planned a start, its plan places the job (it knows the
-        # priorities and reservations the projection does not); where the two disagree
-        # the profile may count a job twice over, which only makes new jobs wait longer.
+        # priorities and reservations the projection does not). The other jobs keep
+        # their projected starts, made with this one at its projected time: where plan
+        # and projection disagree, the profile is over-full at the plan (new jobs wait
+        # longer) and has a hole where the projection had put the job.
         for index, ((procs, _, run), start) in enumerate(zip(queued, starts, strict=True)):
             plan = state.planned[index] if state.planned else None
             if plan is not None:

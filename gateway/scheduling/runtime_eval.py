@@ -25,6 +25,7 @@ from typing import Any
 from gateway.scheduling.log_walk import LogWalk, usable
 from gateway.scheduling.runtime_predictor import RuntimePredictor
 from gateway.scheduling.swf import SwfJob
+from gateway.scheduling.wait_predictor import JobClass
 
 MAPE_FLOOR = 60.0  # seconds: shorter runs are left out of the MAPE (see module)
 
@@ -113,5 +114,5 @@ def evaluate_runtimes(jobs: Iterable[SwfJob], processors: int, site: str = "log"
             naive = min(sum(last) / len(last), limit) if last else limit
             tallies["last_two_user"].score(naive, real)
             tallies["requested"].score(limit, real)
-        walk.submit(job, limit, ours.seconds, None)
+        walk.submit(job, limit, ours.seconds, JobClass(site, str(job.queue), procs, limit))
     return {name: tally.report() for name, tally in tallies.items()}

@@ -153,3 +153,15 @@ def test_bad_needs_and_oversized_jobs_are_refused() -> None:
     forecaster = SiteForecaster([SITE_A], WaitPredictor(), RuntimePredictor())
     with pytest.raises(ValueError, match="1 to 10 processors"):
         forecaster.forecast(JobNeed("u", "app", 11, 60.0), "a")
+
+
+def test_the_class_to_record_a_wait_in_and_the_prediction_to_give_back() -> None:
+    waits = history_for_a()
+    forecaster = SiteForecaster([SITE_A], waits, runtimes_of_60s())
+    # The walltime projection (40 s) and the user key the class, as the forecast used it.
+    assert forecaster.job_class(JOB, "a") == JobClass("a", "", 4, 100.0, 40.0, "u")
+    assert forecaster.wait_prediction(JOB, "a") == waits.predict(forecaster.job_class(JOB, "a"))
+    history_alone = SiteForecaster([SITE_A], waits, runtimes_of_60s(), mode=HISTORY)
+    assert history_alone.job_class(JOB, "a").projected_wait is None
+    assert SiteForecaster([SITE_A], WaitPredictor(), runtimes_of_60s()).wait_prediction(
+        JOB, "a") is None

@@ -10,6 +10,7 @@ from gateway.scheduling.forecast_eval import evaluate_forecasts
 from gateway.scheduling.log_walk import LogWalk, fingerprint
 from gateway.scheduling.runtime_eval import evaluate_runtimes
 from gateway.scheduling.swf import SwfJob, parse_job
+from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
 
 
 def swf(number: int, submit: int, wait: int, run: int, procs: int, requested: int,
@@ -26,15 +27,15 @@ def test_fingerprint_is_the_executable_when_known() -> None:
 def test_queue_and_histories_follow_the_log() -> None:
     started: list[int] = []
     ended: list[int] = []
-    walk = LogWalk("s", 8, on_start=lambda j: started.append(j.number),
+    walk = LogWalk("s", 8, on_start=lambda j, _: started.append(j.number),
                    on_end=lambda j: ended.append(j.number))
     a = swf(0, 0, 0, 500, 4, 1000)  # runs 0-500
     b = swf(1, 0, 50, 500, 2, 600)  # runs 50-550
     c = swf(2, 10, 890, 100, 8, 200)  # waits until 900
-    walk.submit(a, 1000.0, 300.0, 0.0)
-    walk.submit(b, 600.0, 600.0, 0.0)
+    walk.submit(a, 1000.0, 300.0, JobClass("s", "1", 4, 1000.0, 0.0))
+    walk.submit(b, 600.0, 600.0, JobClass("s", "1", 2, 600.0, 0.0))
     walk.advance(10.0)  # a started at 0 (< 10): its wait is known
-    walk.submit(c, 200.0, 100.0, 0.0)
+    walk.submit(c, 200.0, 100.0, JobClass("s", "1", 8, 200.0, 0.0))
     assert started == [0]
     state = walk.state(20.0)
     # a: predicted 300 from its start, limit 1000: 280 and 980 s left at 20.
@@ -86,3 +87,28 @@ def test_runtime_evaluation_against_baselines() -> None:
     # The request: 1000 against 100, 200, 300, 500.
     assert result["requested"]["accuracy"] == pytest.approx(0.275)
     assert result["requested"]["within_factor_2"] == 0.25
+
+
+def test_history_corrects_what_the_live_queue_cannot_see() -> None:
+    # 4 processors, one 1-processor job every 100 s, each held 300 s by the site (a
+    # delay no queue shows) and run 10 s. At job k's submit the queue holds jobs k-3 to
+    # k-1: the projection says 0 s every time. The waits of jobs 0 to k-4 are known
+    # (k - 3 of them); once that is enough for the predictor's bound, it says 300 s.
+    needed = next(n for n in range(1, 1000) if _bound_after(n))
+    first = needed + 3  # the first job with `needed` known waits
+    jobs = [swf(i, 100 * i, 300, 10, 1, 60) for i in range(80)]
+    result = evaluate_forecasts(jobs, 4)
+    assert result["projection"]["under_bound"] == 0.0
+    assert result["history"]["under_bound"] == pytest.approx((80 - first) / 80)
+    assert result["combined"]["under_bound"] == pytest.approx((80 - first) / 80)
+    assert all(result[m]["within_10min"] == 1.0 for m in ("history", "projection"))
+    # Rolling answers from job 4 on (its first known wait), with 300 s.
+    assert result["rolling"]["under_bound"] == 0.95
+
+
+def _bound_after(waits: int) -> bool:
+    """Whether the wait predictor gives a bound after `waits` waits of one class."""
+    predictor = WaitPredictor()
+    for _ in range(waits):
+        predictor.observe(JobClass("log", "1", 1, 60.0, 0.0), 300.0)
+    return predictor.predict(JobClass("log", "1", 1, 60.0, 0.0)) is not None

@@ -140,3 +140,12 @@ def test_the_schedulers_plan_places_a_queued_job() -> None:
     assert profile.earliest_start(10, 21) == 170.0
     with pytest.raises(ValueError, match="1 planned starts for 2 queued jobs"):
         QueueState(10, queued=STATE.queued, planned=(5.0,))
+
+
+def test_queue_states_refuse_what_cannot_be_projected() -> None:
+    with pytest.raises(ValueError, match="time limit must be finite"):
+        QueueState(10, queued=((2, 60.0, float("inf")),))
+    with pytest.raises(ValueError, match="time limit must be finite"):
+        QueueState(10, running=((2, float("nan"), 60.0),))
+    with pytest.raises(ValueError, match="at least one processor"):
+        QueueState(0)
