@@ -81,7 +81,10 @@ def _histories(session: Session, registry: SiteRegistry
     runtimes = RuntimePredictor({e.name: e.speed for e in registry})
     for start in attempts.recent_starts(session, HISTORY):
         procs, limit, queue = _shape(start.spec)
-        waits.observe(JobClass(start.site_name, queue, procs, limit),
+        # The user's classes too, as routing forecasts with them (JobNeed.user). Not
+        # kept: the projection each job had when routed (its history class under the
+        # live queue) and the bound it was given (the bound's calibration).
+        waits.observe(JobClass(start.site_name, queue, procs, limit, user=start.owner_id),
                       (start.started_at - start.submitted_at).total_seconds())
         if start.state is AttemptState.COMPLETED and start.ended_at is not None:
             runtimes.observe(start.owner_id, fingerprint(start.spec), start.site_name, procs,
