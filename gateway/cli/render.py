@@ -189,6 +189,8 @@ def sites_table(sites: Sequence[Site]) -> Table:
                           str(s.get("status")), ""))
         if s.get("status_reason"):
             status.append(f" ({s['status_reason']})")
+        if s.get("routing_ban"):
+            status.append(f"; out of routing: {s['routing_ban']}", style="red")
         table.add_row(_text(s.get("name")), _text(s.get("kind")), status,
                       _text("yes" if s.get("enabled") else "no"),
                       _text("yes" if s.get("drained") else "no"),

@@ -54,6 +54,9 @@ class SiteOut(TypedDict):
     isolation: str | None
     # Live load from the last queue snapshot; null until a routing pass took one.
     load: SiteLoadOut | None
+    # Why routing leaves the site out now as a black hole (its jobs kept failing soon
+    # after they started); null when it does not.
+    routing_ban: str | None
 
 
 class SiteList(TypedDict):

@@ -83,3 +83,14 @@ def test_load_table_rows() -> None:
     assert rows[2] == ["galaxy", "6", "1", "0/2", "21m", "1d00h", "1m30s", "ago"]
     assert rows[3] == ["tiny", "0", "0", "3", "-", "-", "1m30s", "ago"]
     assert rows[4] == ["local", "-", "-", "-", "-", "-", "-"]
+
+
+def test_sites_table_says_a_site_is_out_of_routing() -> None:
+    site: Any = {"name": "galaxy", "kind": "sge", "status": "up", "status_reason": None,
+                 "enabled": True, "drained": False, "max_nodes": 1, "cores_per_node": 2,
+                 "isolation": None, "description": "SGE", "load": None,
+                 "routing_ban": "3 jobs in a row failed within 120 s of starting; out of "
+                                "routing for 540 s more"}
+    shown = text(render.sites_table([site, {**site, "name": "ok", "routing_ban": None}]))
+    assert "up; out of routing: 3 jobs in a row failed within 120 s" in shown
+    assert shown.count("out of routing:") == 1

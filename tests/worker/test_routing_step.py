@@ -216,3 +216,8 @@ def test_a_black_hole_is_out_of_routing_saying_so(
         "site": "local", "forecast": None, "p_deadline": None,
         "excluded": "site 'local' is out of routing: 3 jobs in a row failed within 120 s "
                     "of starting; out of routing for 540 s more"}
+    # `gridgate sites` says so too (GET /sites, at the gateway's own clock).
+    sites = {s["name"]: s for s in client.get("/api/v1/sites",
+                                               headers=user.headers).json()["items"]}
+    assert sites["local"]["routing_ban"].startswith(
+        "3 jobs in a row failed within 120 s of starting; out of routing for ")

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from gateway.api.deps import RuntimeDep, SitesReader
 from gateway.api.schemas import SiteList, SiteOut
+from gateway.services.placement import black_holes
 from gateway.services.site_load import load_out
 
 router = APIRouter(prefix="/api/v1", tags=["sites"])
@@ -15,6 +16,7 @@ router = APIRouter(prefix="/api/v1", tags=["sites"])
 def list_sites(_: SitesReader, runtime: RuntimeDep) -> SiteList:
     with runtime.readers() as session:
         rows = runtime.sites.rows(session)
+        banned = black_holes(session, runtime.sites, runtime.clock())
     items = []
     for entry in runtime.sites:
         row = rows.get(entry.name)
@@ -30,6 +32,7 @@ def list_sites(_: SitesReader, runtime: RuntimeDep) -> SiteList:
             mpi_launchers=sorted(shape.mpi_launchers), mpi_flavors=sorted(shape.mpi_flavors),
             max_jobs=entry.max_jobs, isolation=entry.isolation,
             load=load_out(row.load, row.load_at) if row else None,
+            routing_ban=banned.get(entry.name),
         ))
     return SiteList(items=items)
 
