@@ -8,6 +8,7 @@ the account services (gateway.services.accounts), never a statement of its own.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -92,3 +93,36 @@ def client_create(
     render.stderr_console().print(
         "The secret is shown only once; store it safely. Log in with:\n"
         f"  GRIDGATE_CLIENT_SECRET=... gridgate login --client-id {info['client_id']}")
+
+
+def history_import(
+    site: Annotated[str, typer.Argument(help="The site the records come from.")],
+    file: Annotated[Path, typer.Argument(help="An SWF log (gzipped or not), or a dump.")],
+    kind: Annotated[str, typer.Option(
+        "--format", help="swf, sacct (sacct --parsable2 --noheader --allocations --allusers "
+                         "--format=JobIDRaw,User,Partition,NCPUS,TimelimitRaw,Submit,Start,"
+                         "State) or qacct (qacct -j).")] = "swf",
+    timezone: Annotated[str, typer.Option(
+        help="The site's time zone, for dumps with local times (IANA name).")] = "UTC",
+) -> None:
+    """Import a site's past queue waits, so routing predicts its waits from the start."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from gateway.runtime import build_runtime
+    from gateway.services.history_import import import_history
+    from gateway.settings import Settings
+
+    try:
+        tz = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise errors.fail(f"error: unknown time zone {timezone!r} (an IANA name, e.g. "
+                          "Europe/Stockholm).", errors.USAGE) from None
+    runtime = build_runtime(Settings())
+    try:
+        with runtime.unit_of_work() as session:
+            found = import_history(session, runtime.sites, site, file, kind, tz)
+    finally:
+        runtime.close()
+    render.stderr_console().print(
+        f"Imported {len(found.waits)} waits for site {site} "
+        f"({found.skipped} records without a wait skipped).")

@@ -58,6 +58,7 @@ admin_app = typer.Typer(help="Administer accounts on the gateway host (opens the
                         no_args_is_help=True)
 admin_user = typer.Typer(help="Local users.", no_args_is_help=True)
 admin_client = typer.Typer(help="OAuth clients for automation.", no_args_is_help=True)
+admin_history = typer.Typer(help="Sites' past queue waits, for routing.", no_args_is_help=True)
 db_app = typer.Typer(help="The gateway's database (on the gateway host).", no_args_is_help=True)
 
 
@@ -138,6 +139,8 @@ admin_user.command("add")(admin.user_add)
 admin_client.command("create")(admin.client_create)
 admin_app.add_typer(admin_user, name="user")
 admin_app.add_typer(admin_client, name="client")
+admin_history.command("import")(admin.history_import)
+admin_app.add_typer(admin_history, name="history")
 db_app.command("upgrade")(server.db_upgrade)
 app.add_typer(admin_app, name="admin")
 app.add_typer(db_app, name="db")

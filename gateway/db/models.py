@@ -10,6 +10,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Enum,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -329,3 +330,21 @@ class Placement(Base):
     chosen: Mapped[list[str]] = mapped_column(JSON)
     why: Mapped[str] = mapped_column(Text)
     candidates: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+
+
+class ImportedWait(Base):
+    """A queue wait from a site's own records (an SWF log, a sacct or qacct dump),
+    imported to start the site's wait history before the gateway observed any."""
+
+    __tablename__ = "imported_waits"
+    __table_args__ = (Index("ix_imported_waits_started_at", "started_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    site_name: Mapped[str] = mapped_column(ForeignKey("sites.name"))
+    queue: Mapped[str] = mapped_column(String(64))
+    procs: Mapped[int] = mapped_column(Integer)
+    time_limit_seconds: Mapped[float | None] = mapped_column(Float)
+    user: Mapped[str | None] = mapped_column(String(255))
+    wait_seconds: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[datetime] = mapped_column()
+    source: Mapped[str] = mapped_column(String(255))

@@ -1,8 +1,9 @@
 """The production forecaster of a routing pass: `gateway.scheduling.forecaster.SiteForecaster`
 (pure) fed from the database and this pass's site snapshots.
 
-- waits: what the gateway observed, each started attempt's submitted_at -> started_at, by
-  site, queue, size and time limit (`WaitPredictor`: QBETS bounds, change points);
+- waits: the site's own records first (imported: gateway.services.history_import), then
+  what the gateway observed, each started attempt's submitted_at -> started_at, by site,
+  queue, size, time limit and user (`WaitPredictor`);
 - run times: the finished attempts of the same user and application fingerprint
   (executable and argument count, or the script's digest), scaled between sites by the
   learned or configured relative speed (`RuntimePredictor`);
@@ -25,7 +26,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from gateway.domain.states import AttemptState
-from gateway.repositories import attempts, uploads
+from gateway.repositories import attempts, imported_waits, uploads
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Forecast
@@ -38,6 +39,9 @@ from gateway.services.sites import SiteEntry, SiteRegistry
 
 # Starts read per pass (newest first): the histories' material.
 HISTORY = 5000
+# Imported waits read per site and pass (gateway.services.history_import): enough for
+# the predictor's windows (about 800 waits per class), few enough for a pass.
+IMPORTED = 2000
 MB = 1_000_000
 DEFAULT_WALLTIME = 3600  # a spec's default (gateway.domain.jobspec.Resources)
 
@@ -79,6 +83,11 @@ def _histories(session: Session, registry: SiteRegistry
                ) -> tuple[WaitPredictor, RuntimePredictor]:
     waits = WaitPredictor()
     runtimes = RuntimePredictor({e.name: e.speed for e in registry})
+    for entry in registry:  # the sites' own records first: they are the older waits
+        for past in imported_waits.recent(session, entry.name, IMPORTED):
+            waits.observe(JobClass(past.site_name, past.queue, past.procs,
+                                   past.time_limit_seconds, user=past.user),
+                          past.wait_seconds)
     for start in attempts.recent_starts(session, HISTORY):
         procs, limit, queue = _shape(start.spec)
         # The user's classes too, as routing forecasts with them (JobNeed.user). Not

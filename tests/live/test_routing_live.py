@@ -6,6 +6,7 @@ waiting jobs routed elsewhere, and the stale attempts are revoked when it return
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from gateway.db.models import Site
 from testbed import faults, manager
 from testbed.config import TestbedConfig
 from testbed.state import TestbedInfo
+from tests.cli.helpers import Cli
+from tests.client.live import serve_gateway
 from tests.live.gateway import FINAL, LiveGateway, live_gateway
 from tests.testbed.fixture import running_testbed, unique_config
 
@@ -139,3 +142,25 @@ def test_a_down_sites_waiting_jobs_fail_over_and_nothing_runs_twice(
         for filler in fillers:
             gw.cancel(filler)
         gw.until(fillers, lambda j: j["state"] in FINAL, deadline=120)
+
+
+def test_gridgate_estimate_prints_a_row_per_site(testbed: TestbedInfo, tmp_path: Path) -> None:
+    configs = tmp_path / "site-configs"
+    configs.mkdir()
+    for name in SITES:
+        shutil.copy(Path(testbed.site_configs) / f"{name}.yaml", configs)
+    (tmp_path / "data").mkdir()
+    with serve_gateway(tmp_path / "data", site_configs_dir=configs,
+                       local_site_enabled=False) as gw:
+        gw.login(tmp_path / "config")
+        cli = Cli(gw, tmp_path / "config")
+        spec = tmp_path / "job.yaml"
+        spec.write_text("name: estimate me\nexecutable: /bin/sleep\nargs: ['1']\n"
+                        "resources: {walltime: 60}\n")
+        shown = cli("estimate", str(spec)).stdout
+        rows = [line.split() for line in shown.splitlines()]
+        assert sorted(r[0] for r in rows if r and r[0] in SITES) == sorted(SITES), shown
+        assert any(r[:2] in (["roadrunner", "chosen"], ["galaxy", "chosen"]) for r in rows)
+        document = cli.json("estimate", str(spec))
+        assert sorted(c["site"] for c in document["candidates"]) == sorted(SITES)
+        assert all(c["forecast"] is not None for c in document["candidates"]), document
