@@ -32,6 +32,7 @@ from gateway.repositories import attempts, jobs, targets
 from gateway.repositories import sites as site_rows
 from gateway.repositories.attempts import Followed, PendingCancel
 from gateway.repositories.jobs import NewOutput
+from gateway.services import hedging
 from gateway.services.sites import SiteEntry
 from gateway.services.transitions import advance, note
 
@@ -198,20 +199,12 @@ class Lifecycle:
         self._end(attempt, AttemptState.FAILED, reason)
         job = jobs.lock(session, claim.job_id)
         assert job is not None
-        if self._siblings_remain(session, job, attempt):
+        if hedging.siblings_remain(session, job, attempt):
             note(session, job, f"site '{attempt.site_name}' could not take it: {reason}",
                  actor=self.actor)
         else:
             advance(session, job, JobState.FAILED, actor=self.actor, reason=reason)
         session.flush()
-
-    @staticmethod
-    def _siblings_remain(session: Session, job: Job, attempt: Attempt) -> bool:
-        # A hedge or failover sibling that may still start: this attempt's end is not
-        # the job's (unless the user cancelled: then every attempt's end is).
-        return not job.cancel_requested and job.winner_attempt_id is None and (
-            attempts.live_siblings(session, job.id, attempt.id) > 0
-            or targets.open_count(session, job.id) > 0)
 
     def cancel_before_submit(self, session: Session, claim: Claim) -> bool:
         """End the claim if its cancel came while it was staging in (nothing reached the
@@ -287,7 +280,8 @@ class Lifecycle:
             attempt.started_at = status.started_at
         lost = job.winner_attempt_id is not None and job.winner_attempt_id != attempt.id
         if lost:
-            self._apply_lost(session, job, attempt, status)
+            hedging.apply_lost(session, job, attempt, status, self.actor,
+                                self.metrics)
             return
         job.raw_state = status.raw_state
         if status.state is NativeState.UNKNOWN:
@@ -299,13 +293,13 @@ class Lifecycle:
         if status.state is NativeState.RUNNING:
             attempt.state = AttemptState.RUNNING
             if job.winner_attempt_id is None:
-                self._win(session, job, attempt)
+                hedging.win(session, job, attempt, self.actor)
             self._advance(session, job, JobState.RUNNING, raw_state=status.raw_state,
                           at=status.started_at, reason=status.reason)
             return
         if status.state is not NativeState.COMPLETED and attempt.started_at is None \
                 and job.winner_attempt_id is None \
-                and self._siblings_remain(session, job, attempt):
+                and hedging.siblings_remain(session, job, attempt):
             # Ended before it ever ran, and a sibling may still: not the job's end.
             self._end(attempt, AttemptState.of(_FINAL_TARGET[status.state]),
                       status.reason or status.raw_state or "ended")
@@ -314,7 +308,7 @@ class Lifecycle:
                  f"({attempt.reason}); waiting for the other site(s)", actor=self.actor)
             return
         if job.winner_attempt_id is None:
-            self._win(session, job, attempt)  # it ran (too fast to be seen RUNNING)
+            hedging.win(session, job, attempt, self.actor)  # it ran (too fast to be seen RUNNING)
         target = _FINAL_TARGET[status.state]
         attempt.state = AttemptState.of(target)
         attempt.exit_code = status.exit_code
@@ -336,33 +330,6 @@ class Lifecycle:
             return
         self._advance(session, job, target, raw_state=status.raw_state, at=attempt.ended_at,
                       reason=reason)
-
-    def _win(self, session: Session, job: Job, attempt: Attempt) -> None:
-        """The attempt started first: it is the job's run; its siblings are revoked (the
-        cancel step cancels every live attempt of the job but the winner)."""
-        job.winner_attempt_id = attempt.id
-        if job.site_name != attempt.site_name or targets.sites_of(session, job.id):
-            job.site_name = attempt.site_name
-            note(session, job, f"started first at site '{attempt.site_name}'; any other "
-                 "attempt is revoked", actor=self.actor)
-
-    def _apply_lost(self, session: Session, job: Job, attempt: Attempt,
-                    status: JobStatus) -> None:
-        """Another attempt of the job started first: this one is being revoked."""
-        if status.state is NativeState.RUNNING and attempt.state is not AttemptState.RUNNING:
-            attempt.state = AttemptState.RUNNING
-            self.metrics.double_starts.inc()
-            log.warning("job %s: attempt %d at %s started after the winner; revoking",
-                        job.id, attempt.id, attempt.site_name)
-            note(session, job, f"also started at site '{attempt.site_name}' before its "
-                 "revocation reached it; cancelling it there", actor=self.actor)
-        if status.state.is_final:
-            # Whatever it ended as, it is not the job's result (and never charged).
-            self._end(attempt, AttemptState.REVOKED,
-                      f"revoked: the job started first at site '{job.site_name}'"
-                      + (f" (here: {status.raw_state})" if status.raw_state else ""))
-            attempt.exit_code = status.exit_code
-            attempt.ended_at = status.ended_at or attempt.ended_at
 
     def _advance(self, session: Session, job: Job, target: JobState, *,
                  raw_state: str | None = None, at: datetime | None = None,
