@@ -28,18 +28,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.shared_traces import trace_paths  # noqa: E402
 from gateway.scheduling.federation_policies import FEWEST_QUEUED, OWN  # noqa: E402
 from gateway.scheduling.forecaster import MODES  # noqa: E402
 from gateway.scheduling.ranking import FASTEST  # noqa: E402
 from gateway.scheduling.simulation import simulate  # noqa: E402
 
-SHARED_CANDIDATES = [ROOT.parent / "shared" / "traces", ROOT.parent.parent / "shared" / "traces"]
-DEFAULT_LOGS = [
-    "KTH-SP2-1996-2.1-cln.swf.gz",
-    "CTC-SP2-1996-3.1-cln.swf.gz",
-    "HPC2N-2002-2.2-cln.swf.gz",
-    "SDSC-BLUE-2000-4.2-cln.swf.gz",
-]
 CUT_VS_OWN = 0.30
 CUT_VS_FEWEST_QUEUED = 0.10
 MAX_OWN_WAIT_RISE = 0.05
@@ -97,8 +91,7 @@ def main() -> None:
     unknown = [mode for mode in modes if mode not in MODES]
     if unknown:
         sys.exit(f"unknown forecast mode {', '.join(unknown)}; known: {', '.join(MODES)}")
-    shared = next((d for d in SHARED_CANDIDATES if d.is_dir()), SHARED_CANDIDATES[0])
-    logs = args.trace or [shared / name for name in DEFAULT_LOGS]
+    logs = trace_paths(args.trace)
     missing = [str(log) for log in logs if not log.is_file()]
     if missing:
         sys.exit(f"no such log: {', '.join(missing)}")

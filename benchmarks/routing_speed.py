@@ -41,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.shared_traces import shared_dir  # noqa: E402
 from gateway.scheduling.easy import project_runs  # noqa: E402
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState  # noqa: E402
 from gateway.scheduling.log_walk import LogWalk, fingerprint, usable  # noqa: E402
@@ -50,7 +51,6 @@ from gateway.scheduling.runtime_predictor import RuntimePredictor  # noqa: E402
 from gateway.scheduling.swf import SwfJob, iter_jobs, machine_size  # noqa: E402
 from gateway.scheduling.wait_predictor import JobClass, WaitPredictor  # noqa: E402
 
-SHARED_CANDIDATES = [ROOT.parent / "shared" / "traces", ROOT.parent.parent / "shared" / "traces"]
 LOGS = {
     "kth": "KTH-SP2-1996-2.1-cln.swf.gz",
     "ctc": "CTC-SP2-1996-3.1-cln.swf.gz",
@@ -229,8 +229,7 @@ def main() -> None:
     parser.add_argument("--traces", type=Path, default=None,
                         help="the folder of the four shared logs (default: ../shared/traces)")
     args = parser.parse_args()
-    shared = args.traces or next((d for d in SHARED_CANDIDATES if d.is_dir()),
-                                 SHARED_CANDIDATES[0])
+    shared = args.traces or shared_dir()
     missing = [name for name in LOGS.values() if not (shared / name).is_file()]
     if missing:
         sys.exit(f"not in {shared}: {', '.join(missing)}")

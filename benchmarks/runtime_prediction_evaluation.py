@@ -26,16 +26,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.shared_traces import trace_paths  # noqa: E402
 from gateway.scheduling.runtime_eval import evaluate_runtimes  # noqa: E402
 from gateway.scheduling.swf import iter_jobs, machine_size  # noqa: E402
-
-SHARED_CANDIDATES = [ROOT.parent / "shared" / "traces", ROOT.parent.parent / "shared" / "traces"]
-DEFAULT_LOGS = [
-    "KTH-SP2-1996-2.1-cln.swf.gz",
-    "CTC-SP2-1996-3.1-cln.swf.gz",
-    "HPC2N-2002-2.2-cln.swf.gz",
-    "SDSC-BLUE-2000-4.2-cln.swf.gz",
-]
 
 
 def run(log: Path) -> dict[str, Any]:
@@ -64,8 +57,7 @@ def main() -> None:
     parser.add_argument("--trace", action="append", type=Path,
                         help="an SWF log, gzipped or not (repeatable; default: the shared four)")
     args = parser.parse_args()
-    shared = next((d for d in SHARED_CANDIDATES if d.is_dir()), SHARED_CANDIDATES[0])
-    logs = args.trace or [shared / name for name in DEFAULT_LOGS]
+    logs = trace_paths(args.trace)
     missing = [str(log) for log in logs if not log.is_file()]
     if missing:
         sys.exit(f"no such log: {', '.join(missing)}")

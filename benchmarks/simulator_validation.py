@@ -22,19 +22,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.shared_traces import trace_paths  # noqa: E402
 from gateway.scheduling.federation_metrics import against_log, summarize  # noqa: E402
 from gateway.scheduling.federation_policies import OWN  # noqa: E402
 from gateway.scheduling.federation_trace import TraceLog  # noqa: E402
 from gateway.scheduling.simulation import replay  # noqa: E402
 
-# The shared logs sit beside the checkout (../shared/traces), or beside the worktrees' folder.
-SHARED_CANDIDATES = [ROOT.parent / "shared" / "traces", ROOT.parent.parent / "shared" / "traces"]
-DEFAULT_LOGS = [
-    "KTH-SP2-1996-2.1-cln.swf.gz",
-    "CTC-SP2-1996-3.1-cln.swf.gz",
-    "HPC2N-2002-2.2-cln.swf.gz",
-    "SDSC-BLUE-2000-4.2-cln.swf.gz",
-]
 TARGET_REPLAY_SECONDS = 120.0
 
 
@@ -62,8 +55,7 @@ def main() -> None:
     parser.add_argument("--trace", action="append", type=Path,
                         help="an SWF log, gzipped or not (repeatable; default: the shared four)")
     args = parser.parse_args()
-    shared = next((d for d in SHARED_CANDIDATES if d.is_dir()), SHARED_CANDIDATES[0])
-    logs = args.trace or [shared / name for name in DEFAULT_LOGS]
+    logs = trace_paths(args.trace)
     missing = [str(log) for log in logs if not log.is_file()]
     if missing:
         sys.exit(f"no such log: {', '.join(missing)}")
