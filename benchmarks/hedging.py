@@ -2,16 +2,16 @@
 often two siblings both start (prints JSON).
 
 Brings up its own testbed (needs root): roadrunner (Slurm) and galaxy (Grid Engine), two
-cores each. Each round fills both sites with short jobs of their own, roadrunner's ending
-first in even rounds and galaxy's in odd ones, then submits one job with
+cores each. Each round fills both sites' cores with short jobs of their own, roadrunner's
+ending first in even rounds and galaxy's in odd ones, then submits one job with
 `routing: {hedge: 2}`: it queues at both sites, starts where the fillers end first, and
 the other attempt must be revoked. The gateway runs as deployed for one worker: the API
 in this process (TestClient) and a Worker thread polling every WORKER_POLL_SECONDS.
 
 Measured per hedged job, from the database the gateway keeps:
-- revoke latency: from the winner's start (the scheduler's start time) to the moment the
-  sibling's cancel was sent (`cancel_sent_at`), and to the moment the sibling was
-  recorded ended (REVOKED);
+- revoke latency: from the winner's start (the scheduler's start time, whole seconds) to
+  the moment the sibling's cancel was sent (`cancel_sent_at`), and to the moment it was
+  revoked: cancel sent and, by its scheduler, ended (REVOKED);
 - double starts: siblings that started (a start time) although they lost.
 Baseline in the same run: a user's raw `ssh site scancel ID` / `ssh site qdel ID` round
 trip on a fresh connection (the least any revocation can take from the moment a start is
@@ -64,7 +64,8 @@ def _wait(gw: LiveGateway, ids: list[str], done: Any, deadline: float = 180) -> 
 
 def _round(gw: LiveGateway, headers: dict[str, str], roadrunner_first: bool) -> str:
     fast, slow = (SHORT_S, LONG_S) if roadrunner_first else (LONG_S, SHORT_S)
-    fillers = [gw.submit(headers, _sleep(fast, site="roadrunner")),
+    # Two one-core jobs fill each site's two cores.
+    fillers = [*(gw.submit(headers, _sleep(fast, site="roadrunner")) for _ in range(2)),
                *(gw.submit(headers, _sleep(slow, site="galaxy")) for _ in range(2))]
     _wait(gw, fillers, lambda j: j["state"] == "RUNNING")
     job_id = gw.submit(headers, _sleep(1, routing={"hedge": 2}))
@@ -87,9 +88,11 @@ def _measure(gw: LiveGateway, job_id: str) -> dict[str, Any]:
         out["start_to_cancel_sent_s"] = max(
             (a.cancel_sent_at - winner.started_at).total_seconds()
             for a in losers if a.cancel_sent_at is not None)
+        # Revoked: the site was told (cancel sent) and says it ended. Schedulers give
+        # whole seconds, so an end may read earlier than the cancel that caused it.
         out["start_to_revoked_s"] = max(
-            (a.ended_at - winner.started_at).total_seconds()
-            for a in losers if a.ended_at is not None)
+            (max(a.ended_at, a.cancel_sent_at or a.ended_at) - winner.started_at)
+            .total_seconds() for a in losers if a.ended_at is not None)
     return out
 
 

@@ -40,6 +40,13 @@ def _placement(gw: LiveGateway, job_id: str) -> dict[str, Any]:
     return placement
 
 
+def _cancel_unfinished(gw: LiveGateway, ids: list[str]) -> None:
+    for job_id in ids:
+        if gw.job(job_id)["state"] not in FINAL:
+            gw.cancel(job_id)
+    gw.until(ids, lambda j: j["state"] in FINAL, deadline=120)
+
+
 def _at_scheduler(gw: LiveGateway, ids: list[str]) -> None:
     gw.until(ids, lambda j: j["state"] in ("QUEUED", "RUNNING"), deadline=120)
 
@@ -54,7 +61,7 @@ def gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 def test_a_busy_site_sends_auto_jobs_to_the_idle_one(gw: LiveGateway) -> None:
     headers = gw.token()
     fillers = [gw.submit(headers, _sleep(600, 700, site="roadrunner")) for _ in range(2)]
-    _at_scheduler(gw, fillers)  # one runs (a whole node), one waits behind it
+    _at_scheduler(gw, fillers)  # both of roadrunner's cores taken
     job_id = gw.submit(headers, _sleep(1, 60))
     job = gw.until([job_id], lambda j: j["site"] is not None, deadline=60)[job_id]
     placement = _placement(gw, job_id)
@@ -67,16 +74,14 @@ def test_a_busy_site_sends_auto_jobs_to_the_idle_one(gw: LiveGateway) -> None:
                                        "completion"), placement
     assert "next best 'roadrunner'" in placement["why"], placement
     assert gw.until_final(job_id)["state"] == "COMPLETED"
-    for filler in fillers:
-        gw.cancel(filler)
-    gw.until(fillers, lambda j: j["state"] in FINAL, deadline=120)
+    _cancel_unfinished(gw, fillers)
 
 
 def test_a_hedged_job_runs_once(gw: LiveGateway) -> None:
     headers = gw.token()
-    # Both sites busy, roadrunner for less long: the job queues at both, starts at
-    # roadrunner, and its galaxy sibling (still queued) is revoked.
-    fillers = [gw.submit(headers, _sleep(20, 60, site="roadrunner")),
+    # Both sites' two cores busy, roadrunner's for less long: the job queues at both,
+    # starts at roadrunner, and its galaxy sibling (still queued) is revoked.
+    fillers = [*(gw.submit(headers, _sleep(20, 60, site="roadrunner")) for _ in range(2)),
                *(gw.submit(headers, _sleep(120, 200, site="galaxy")) for _ in range(2))]
     gw.until(fillers, lambda j: j["state"] == "RUNNING", deadline=120)
     job_id = gw.submit(headers, _sleep(5, 60, routing={"hedge": 2}))
@@ -90,9 +95,7 @@ def test_a_hedged_job_runs_once(gw: LiveGateway) -> None:
     assert job["site"] == "roadrunner"
     revoked = next(a for a in job["attempts"] if a["site"] == "galaxy")
     assert revoked["native_id"] and revoked["started_at"] is None, revoked  # never ran
-    for filler in fillers:
-        gw.cancel(filler)
-    gw.until(fillers, lambda j: j["state"] in FINAL, deadline=120)
+    _cancel_unfinished(gw, fillers)
 
 
 @pytest.fixture(scope="module")
@@ -139,9 +142,7 @@ def test_a_down_sites_waiting_jobs_fail_over_and_nothing_runs_twice(
             assert ends == [("galaxy", "REVOKED"), ("roadrunner", "COMPLETED")], job
             stale = next(a for a in job["attempts"] if a["site"] == "galaxy")
             assert stale["started_at"] is None, stale  # it never ran there
-        for filler in fillers:
-            gw.cancel(filler)
-        gw.until(fillers, lambda j: j["state"] in FINAL, deadline=120)
+        _cancel_unfinished(gw, fillers)
 
 
 def test_gridgate_estimate_prints_a_row_per_site(testbed: TestbedInfo, tmp_path: Path) -> None:

@@ -45,6 +45,15 @@ def test_qacct_dump_recorded_on_galaxy() -> None:
     assert wait.started == datetime(2026, 11, 22, 4, 9, tzinfo=UTC).timestamp()
 
 
+def test_sacct_dump_recorded_on_roadrunner() -> None:
+    text = result("slurm", "real_sacct_history_dump.txt").stdout.decode()
+    first, second = from_sacct(text.splitlines()).waits
+    assert (first.queue, first.procs, first.time_limit, first.user, first.wait) == (
+        "debug", 2, 60.0, "gwcomm", 1.0)
+    assert (second.procs, second.time_limit, second.wait, second.started) == (
+        1, 120.0, 5.0, 1795564580.0)
+
+
 def test_sacct_dump_with_epoch_times() -> None:
     # The SACCT_FORMAT columns, SLURM_TIME_FORMAT=%s (sacct(1): --parsable2, --format).
     lines = ["7|alice|batch|2|60|1795320000|1795320090|COMPLETED",
