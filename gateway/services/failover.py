@@ -3,8 +3,8 @@ routed to another site, as a sibling (`gateway.repositories.targets`).
 
 Nothing is taken from the down site: its attempt may still start there when the site
 comes back. Whichever attempt starts first wins and the other is revoked by the usual
-hedge rules (`Lifecycle._win`; the cancel step reaches the old site once it answers),
-so a job never runs to the end twice, and one the site still has is not lost.
+hedge rules (gateway.services.hedging; the cancel step reaches the old site once it
+answers), so a job never runs to the end twice, and one the site still has is not lost.
 Exactly once across workers: the job row is locked (others skip it) and a job that
 already has an open target is not picked.
 """
