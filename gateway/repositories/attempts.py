@@ -78,6 +78,7 @@ class StartedAttempt:
     ended_at: datetime | None
     owner_id: str
     spec: dict[str, Any]
+    job_id: str
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def recent_starts(session: Session, limit: int) -> list[StartedAttempt]:
     """The `limit` attempts that started most recently (any site), oldest first."""
     rows = session.execute(
         select(Attempt.site_name, Attempt.state, Attempt.submitted_at, Attempt.started_at,
-               Attempt.ended_at, Job.owner_id, Job.spec)
+               Attempt.ended_at, Job.owner_id, Job.spec, Attempt.job_id)
         .join(Job, Job.id == Attempt.job_id)
         .where(Attempt.started_at.is_not(None), Attempt.submitted_at.is_not(None))
         .order_by(Attempt.started_at.desc(), Attempt.id.desc()).limit(limit)).all()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, insert, select
+from sqlalchemy.orm import Session
 
 from gateway.db.models import Placement
 
@@ -58,3 +59,19 @@ def latest(conn: Connection, job_id: str) -> PlacementRecord | None:
                            chosen=tuple(row["chosen"]), why=row["why"],
                            candidates=tuple(row["candidates"]), id=row["id"])
 
+
+def given_bounds(session: Session, job_ids: Collection[str]) -> dict[tuple[str, str], float]:
+    """(job, site) -> the 95% wait bound the job's latest routing decision gave that site
+    (what the wait predictor calibrates its bounds on, once the job has started)."""
+    found: dict[tuple[str, str], float] = {}
+    if not job_ids:
+        return found
+    rows = session.execute(select(_placements.c.job_id, _placements.c.candidates)
+                           .where(_placements.c.job_id.in_(job_ids))
+                           .order_by(_placements.c.id))
+    for job_id, candidates in rows:  # later decisions overwrite earlier ones
+        for candidate in candidates:
+            forecast = candidate.get("forecast")
+            if forecast is not None:
+                found[(job_id, candidate["site"])] = float(forecast["wait_bound"])
+    return found

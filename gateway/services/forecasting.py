@@ -26,13 +26,13 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from gateway.domain.states import AttemptState
-from gateway.repositories import attempts, imported_waits, uploads
+from gateway.repositories import attempts, imported_waits, placements, uploads
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.runtime_predictor import RuntimePredictor
 from gateway.scheduling.staging_estimate import TransferRates
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 from gateway.services.placement import Pending
 from gateway.services.site_snapshots import SiteSnapshot
 from gateway.services.sites import SiteEntry, SiteRegistry
@@ -88,13 +88,18 @@ def _histories(session: Session, registry: SiteRegistry
             waits.observe(JobClass(past.site_name, past.queue, past.procs,
                                    past.time_limit_seconds, user=past.user),
                           past.wait_seconds)
-    for start in attempts.recent_starts(session, HISTORY):
+    starts = attempts.recent_starts(session, HISTORY)
+    given = placements.given_bounds(session, {start.job_id for start in starts})
+    for start in starts:
         procs, limit, queue = _shape(start.spec)
-        # The user's classes too, as routing forecasts with them (JobNeed.user). Not
-        # kept: the projection each job had when routed (its history class under the
-        # live queue) and the bound it was given (the bound's calibration).
+        # The user's classes too, as routing forecasts with them (JobNeed.user); and the
+        # bound the job's routing gave this site, so the predictor calibrates its bounds
+        # on their outcomes. Not kept: the projection each job had when routed.
+        bound = given.get((start.job_id, start.site_name))
         waits.observe(JobClass(start.site_name, queue, procs, limit, user=start.owner_id),
-                      (start.started_at - start.submitted_at).total_seconds())
+                      (start.started_at - start.submitted_at).total_seconds(),
+                      predicted=None if bound is None else WaitPrediction(
+                          bound, bound, waits.quantile, waits.confidence, "placement", 0))
         if start.state is AttemptState.COMPLETED and start.ended_at is not None:
             runtimes.observe(start.owner_id, fingerprint(start.spec), start.site_name, procs,
                              (start.ended_at - start.started_at).total_seconds())

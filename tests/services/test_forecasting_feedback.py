@@ -1,0 +1,59 @@
+"""Production feeds the wait predictor the bound each started job was given when it was
+routed, so the predictor calibrates its bounds on their outcomes (as the offline
+evaluation and the simulator do). SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from fastapi.testclient import TestClient
+
+from gateway.db.base import utcnow
+from gateway.db.engine import transaction
+from gateway.db.models import Attempt
+from gateway.domain.states import AttemptState
+from gateway.repositories import placements
+from gateway.repositories.placements import NewPlacement
+from gateway.runtime import Runtime
+from gateway.services.forecasting import build_forecaster
+from tests.conftest import MakeUser
+from tests.worker.test_worker_local import post
+
+
+def started_jobs(runtime: Runtime, client: TestClient, headers: dict[str, str],
+                 bound: float | None) -> None:
+    """40 jobs that waited 600 s at 'local', each routed (when `bound` is given) with that
+    95% bound for 'local'."""
+    now = utcnow()
+    for n in range(40):
+        job_id = post(client, headers, {"name": f"w{n}", "executable": "/bin/true",
+                                        "site": "local"})
+        with transaction(runtime.sessions) as session:
+            started = now - timedelta(minutes=40 - n)
+            session.add(Attempt(job_id=job_id, number=1, site_name="local", tag=f"t{n}",
+                                state=AttemptState.COMPLETED, workdir="/nowhere",
+                                submitted_at=started - timedelta(seconds=600),
+                                started_at=started, ended_at=started + timedelta(seconds=5)))
+            if bound is not None:
+                forecast = {"wait_median": bound, "wait_bound": bound, "runtime": 5.0,
+                            "staging": 0.0, "completion": bound + 5, "completion_bound":
+                            bound + 5, "wait_quantiles": [], "basis": "test"}
+                placements.add_all(session.connection(), [NewPlacement(
+                    job_id, started - timedelta(seconds=600), "fastest", 1, None, ["local"],
+                    "test", [{"site": "local", "excluded": None, "forecast": forecast,
+                              "p_deadline": None}])])
+
+
+def scale(runtime: Runtime) -> float:
+    with runtime.sessions() as session:
+        forecaster = build_forecaster(session, runtime.sites, [], utcnow())
+    return forecaster.inner.waits.scale("local")
+
+
+def test_missed_bounds_widen_the_next(client: TestClient, runtime: Runtime,
+                                      make_user: MakeUser) -> None:
+    headers = make_user().headers
+    started_jobs(runtime, client, headers, bound=None)
+    assert scale(runtime) == 1.0  # nothing given, nothing to calibrate on
+    started_jobs(runtime, client, headers, bound=60.0)  # each waited 600 s: all missed
+    assert scale(runtime) > 1.0
