@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.shared_traces import trace_paths  # noqa: E402
+from benchmarks.shared_traces import add_trace_option, each_log  # noqa: E402
 from gateway.scheduling.forecast_eval import evaluate_forecasts  # noqa: E402
 from gateway.scheduling.forecaster import MODES  # noqa: E402
 from gateway.scheduling.swf import iter_jobs, machine_size  # noqa: E402
@@ -59,19 +59,11 @@ def run(log: Path, jobs: int | None) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", action="append", type=Path,
-                        help="an SWF log, gzipped or not (repeatable; default: the shared four)")
+    add_trace_option(parser)
     parser.add_argument("--jobs", type=int, default=None,
                         help="score only the first N jobs of each log (default: all)")
     args = parser.parse_args()
-    logs = trace_paths(args.trace)
-    missing = [str(log) for log in logs if not log.is_file()]
-    if missing:
-        sys.exit(f"no such log: {', '.join(missing)}")
-    results = []
-    for log in logs:
-        results.append(run(log, args.jobs))
-        print(f"{log.name}: done", file=sys.stderr, flush=True)
+    results = each_log(lambda log: run(log, args.jobs), args.trace)
     print(json.dumps({"jobs_per_log": args.jobs or "all", "logs": results}, indent=2))
 
 

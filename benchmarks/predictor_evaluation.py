@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.shared_traces import trace_paths  # noqa: E402
+from benchmarks.shared_traces import add_trace_option, each_log  # noqa: E402
 from gateway.scheduling.prediction_eval import evaluate  # noqa: E402
 from gateway.scheduling.replay_check import replay_against_log  # noqa: E402
 from gateway.scheduling.swf import iter_jobs, machine_size, read_header  # noqa: E402
@@ -85,17 +85,9 @@ def run(log: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", action="append", type=Path,
-                        help="an SWF log, gzipped or not (repeatable; default: the shared four)")
+    add_trace_option(parser)
     args = parser.parse_args()
-    logs = trace_paths(args.trace)
-    missing = [str(log) for log in logs if not log.is_file()]
-    if missing:
-        sys.exit(f"no such log: {', '.join(missing)}")
-    results = []
-    for log in logs:
-        results.append(run(log))
-        print(f"{log.name}: done", file=sys.stderr, flush=True)
+    results = each_log(run, args.trace)
     print(json.dumps({"logs": results}, indent=2))
 
 
