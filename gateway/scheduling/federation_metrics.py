@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.scheduling.federation import SimResult
+from gateway.scheduling.replay_check import wait_agreement
 
 BOUNDED_SLOWDOWN_THRESHOLD = 10.0
 
@@ -92,17 +93,5 @@ def against_log(result: SimResult) -> dict[str, Any]:
              if truth.logged_wait >= 0]
     if not pairs:
         raise ValueError("no job has a logged wait to compare with")
-    simulated = [s for s, _ in pairs]
-    logged = [g for _, g in pairs]
-    try:
-        correlation: float | None = round(statistics.correlation(simulated, logged), 4)
-    except statistics.StatisticsError:  # fewer than two jobs, or every wait the same
-        correlation = None
-    return {
-        "jobs": len(pairs),
-        "correlation": correlation,
-        "median_abs_error_s": statistics.median(abs(s - g) for s, g in pairs),
-        "median_error_s": statistics.median(s - g for s, g in pairs),
-        "mean_wait_simulated_s": round(statistics.fmean(simulated), 1),
-        "mean_wait_logged_s": round(statistics.fmean(logged), 1),
-    }
+    return {**wait_agreement([s for s, _ in pairs], [g for _, g in pairs]),
+            "median_error_s": statistics.median(s - g for s, g in pairs)}

@@ -16,7 +16,7 @@ compared with the logged ones. They differ for reasons no EASY model removes:
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gateway.scheduling.easy import SimJob, replay
@@ -37,18 +37,23 @@ def replay_against_log(jobs: Iterable[SwfJob], processors: int) -> dict[str, Any
 
     pairs = [(start - job.submit, logged.pop(job.key)) for job, start in
              replay(simulated_jobs(), processors)]
-    simulated = [float(s) for s, _ in pairs]
-    real = [float(r) for _, r in pairs]
     if not pairs:
         raise ValueError("the log holds no job with a known wait, run time and processor count")
+    return wait_agreement([float(s) for s, _ in pairs], [float(r) for _, r in pairs])
+
+
+def wait_agreement(simulated: Sequence[float], logged: Sequence[float]) -> dict[str, Any]:
+    """How simulated waits agree with the logged ones of the same jobs (seconds): Pearson
+    correlation, median absolute error and both means."""
     try:
-        correlation: float | None = round(statistics.correlation(simulated, real), 4)
+        correlation: float | None = round(statistics.correlation(simulated, logged), 4)
     except statistics.StatisticsError:  # fewer than two jobs, or every wait the same
         correlation = None
     return {
-        "jobs": len(pairs),
+        "jobs": len(simulated),
         "correlation": correlation,
-        "median_abs_error_s": statistics.median(abs(s - r) for s, r in pairs),
+        "median_abs_error_s": statistics.median(abs(s - g) for s, g in zip(simulated, logged,
+                                                                           strict=True)),
         "mean_wait_simulated_s": round(statistics.fmean(simulated), 1),
-        "mean_wait_logged_s": round(statistics.fmean(real), 1),
+        "mean_wait_logged_s": round(statistics.fmean(logged), 1),
     }
