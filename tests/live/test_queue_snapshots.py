@@ -13,7 +13,7 @@ from adapters.base import Resources, SubmitRequest
 from adapters.scheduler import BatchAdapter
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmDialect
-from adapters.snapshot import JobPhase, QueueSnapshot
+from adapters.snapshot import JobPhase, QueueSnapshot, SnapshotJob
 from adapters.ssh import SshTarget, SshTransport
 from testbed.state import SiteInfo, TestbedInfo
 from tests.testbed.fixture import ssh
@@ -76,15 +76,7 @@ def test_slurm_snapshot_of_a_filled_site(roadrunner: tuple[SiteInfo, BatchAdapte
         owners[big] = "gwalice"
         small = _submit(site, "gwbob", [*sbatch, "-n", "1", "-t", "10", "-J", "snap-small"])
         owners[small] = "gwbob"
-        snap = _until(adapter, "the big job running and the small one pending", lambda s: {
-            (j.native_id, j.phase) for j in s.jobs} == {
-            (big, JobPhase.RUNNING), (small, JobPhase.PENDING)})
-        jobs = {j.native_id: j for j in snap.jobs}
-        assert (jobs[big].cores, jobs[big].time_limit_seconds, jobs[big].user) == (
-            2, 1200, "gwalice")
-        assert (jobs[small].cores, jobs[small].time_limit_seconds, jobs[small].user) == (
-            1, 600, "gwbob")
-        assert jobs[big].started_at is not None and jobs[small].submitted_at is not None
+        snap, jobs = _filled(adapter, big, small)
         # The free cores fell by the running job's size.
         assert snap.free_cores == (idle.free_cores or 0) - 2
         # The backfill scheduler's start estimate: when the big job reaches its limit
@@ -109,6 +101,22 @@ def test_slurm_snapshot_of_a_filled_site(roadrunner: tuple[SiteInfo, BatchAdapte
         j.native_id for j in s.jobs})
 
 
+def _filled(adapter: BatchAdapter, big: str, small: str
+            ) -> tuple[QueueSnapshot, dict[str, SnapshotJob]]:
+    """Once gwalice's 2-core, 20-minute job runs and gwbob's 1-core, 10-minute one waits
+    behind it: the snapshot shows both, with their sizes, limits, users and times."""
+    snap = _until(adapter, "the big job running and the small one pending", lambda s: {
+        (j.native_id, j.phase) for j in s.jobs} == {
+        (big, JobPhase.RUNNING), (small, JobPhase.PENDING)})
+    jobs = {j.native_id: j for j in snap.jobs}
+    assert (jobs[big].cores, jobs[big].time_limit_seconds, jobs[big].user) == (
+        2, 1200, "gwalice")
+    assert (jobs[small].cores, jobs[small].time_limit_seconds, jobs[small].user) == (
+        1, 600, "gwbob")
+    assert jobs[big].started_at is not None and jobs[small].submitted_at is not None
+    return snap, jobs
+
+
 def test_sge_snapshot_of_a_filled_site(galaxy: tuple[SiteInfo, BatchAdapter]) -> None:
     site, adapter = galaxy
     idle = _until(adapter, "an empty queue", lambda s: not s.jobs)
@@ -122,15 +130,7 @@ def test_sge_snapshot_of_a_filled_site(galaxy: tuple[SiteInfo, BatchAdapter]) ->
         small = _submit(site, "gwbob", [*qsub, "-N", "snap-small", "-l", "h_rt=600",
                                         "sleep", "600"])
         owners[small] = "gwbob"
-        snap = _until(adapter, "the big job running and the small one pending", lambda s: {
-            (j.native_id, j.phase) for j in s.jobs} == {
-            (big, JobPhase.RUNNING), (small, JobPhase.PENDING)})
-        jobs = {j.native_id: j for j in snap.jobs}
-        assert (jobs[big].cores, jobs[big].time_limit_seconds, jobs[big].user) == (
-            2, 1200, "gwalice")
-        assert (jobs[small].cores, jobs[small].time_limit_seconds, jobs[small].user) == (
-            1, 600, "gwbob")
-        assert jobs[big].started_at is not None and jobs[small].submitted_at is not None
+        snap, _ = _filled(adapter, big, small)
         assert all(j.estimated_start is None for j in snap.jobs)
         assert snap.free_cores == (idle.free_cores or 0) - 2
     finally:
