@@ -1,14 +1,16 @@
 """`BaseDialect`: what the batch-scheduler dialects share, so each holds only its differences.
 
-Every dialect submits `<submit command> <site extras> <the gateway's options>` with the
-rendered script on stdin, cancels with `<cancel command> <id>` (refusing ids not of its
-form, and reading the same three kinds of answer), and by default has neither a start
-estimate nor an accounting source. A dialect names its commands, options, script and
-parsers; see adapters.scheduler_types.SchedulerDialect for the whole contract. Pure.
+A dialect submitting `<submit command> <site extras> <the gateway's options>` with the
+rendered script on stdin derives from `OptionsDialect`. Every dialect cancels with
+`<cancel command> <id>` (refusing ids not of its form, and reading the same three kinds
+of answer), and by default has neither a start estimate nor an accounting source. A
+dialect names its commands, options, script and parsers; see
+adapters.scheduler_types.SchedulerDialect for the whole contract. Pure.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,9 +42,9 @@ class CancelAnswers:
     unknown: tuple[str, ...]
 
 
-class BaseDialect:
-    """Shared builders and parsers; subclasses set the class attributes and the methods
-    that raise NotImplementedError."""
+class BaseDialect(ABC):
+    """Shared builders and parsers; subclasses set the class attributes and implement the
+    abstract methods."""
 
     kind: str
     # The scheduler's name in messages ("Grid Engine").
@@ -61,32 +63,19 @@ class BaseDialect:
 
     # -- submit ---------------------------------------------------------------------------
 
-    def submit_words(self) -> tuple[str, ...]:
-        """The submit command and its fixed arguments (`qsub -terse`)."""
-        raise NotImplementedError
-
-    def job_options(self, request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
-        """The options the gateway decides, one option and its value per item."""
-        raise NotImplementedError
-
+    @abstractmethod
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
         """The batch script for the request: directives, environment, cd, launch."""
-        raise NotImplementedError
 
+    @abstractmethod
     def submit_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand:
-        """`<submit> <site extras> <our options>` with the script on stdin; the site's
-        extras come first so the gateway's own options win where they overlap."""
-        script = self.render_script(request, layout)
-        options = self.job_options(request, layout)
-        argv = (*self.submit_words(), *self.config.extra_submit_args,
-                *(word for option in options for word in option))
-        return SubmitCommand(argv, script.encode())
+        """The command that submits the request, with what it reads on stdin."""
 
     # -- cancel ---------------------------------------------------------------------------
 
+    @abstractmethod
     def cancel_words(self) -> tuple[str, ...]:
         """The cancel command (`qdel`); the job id follows."""
-        raise NotImplementedError
 
     def cancel_command(self, native_id: str) -> tuple[str, ...]:
         """The command that cancels one job; UnknownJob for an id not of this form."""
@@ -106,13 +95,13 @@ class BaseDialect:
 
     # -- queues and cores ------------------------------------------------------------------
 
+    @abstractmethod
     def queues_command(self) -> tuple[str, ...]:
         """The command listing partitions or queues."""
-        raise NotImplementedError
 
+    @abstractmethod
     def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
         """Partitions or queues with their limits and load."""
-        raise NotImplementedError
 
     def cores_command(self) -> tuple[str, ...]:
         """By default the queue listing, where each core belongs to one queue (see
@@ -140,3 +129,25 @@ class BaseDialect:
     def parse_estimate(self, result: CommandResult) -> StartEstimate | None:
         """The predicted start, or None if the answer holds none."""
         return None
+
+
+class OptionsDialect(BaseDialect):
+    """A dialect that submits `<submit> <site extras> <the gateway's options>` with the
+    script on stdin (Grid Engine, PBS, LSF)."""
+
+    @abstractmethod
+    def submit_words(self) -> tuple[str, ...]:
+        """The submit command and its fixed arguments (`qsub -terse`)."""
+
+    @abstractmethod
+    def job_options(self, request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
+        """The options the gateway decides, one option and its value per item."""
+
+    def submit_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand:
+        """`<submit> <site extras> <our options>` with the script on stdin; the site's
+        extras come first so the gateway's own options win where they overlap."""
+        script = self.render_script(request, layout)
+        options = self.job_options(request, layout)
+        argv = (*self.submit_words(), *self.config.extra_submit_args,
+                *(word for option in options for word in option))
+        return SubmitCommand(argv, script.encode())

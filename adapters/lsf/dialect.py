@@ -10,7 +10,7 @@ from adapters.base import Capabilities, JobStatus, SubmitRequest
 from adapters.lsf import queues, snapshot, status, submit
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.script import job_options, render_script
-from adapters.scheduler_dialect import BaseDialect, CancelAnswers
+from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
 from adapters.scheduler_text import choose_job
 from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
 from adapters.snapshot import SiteCores, SnapshotJob
@@ -24,7 +24,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class LsfDialect(BaseDialect):
+class LsfDialect(OptionsDialect):
     """LSF through bsub, bjobs, bkill and bqueues.
 
     `memory`: send memory requests as `rusage[mem=]` (the site's LSF_UNIT_FOR_LIMITS must be

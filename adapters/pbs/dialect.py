@@ -9,7 +9,7 @@ from adapters.base import Capabilities, JobStatus, SubmitRequest
 from adapters.pbs import accounting, queues, snapshot, status, submit, torque, torque_snapshot
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.script import job_options, render_script
-from adapters.scheduler_dialect import BaseDialect, CancelAnswers
+from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
 from adapters.scheduler_text import choose_job, lines, query_failed
 from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
 from adapters.snapshot import SiteCores, SnapshotJob
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from adapters.scheduler_types import SchedulerDialect
 
 
-class PbsDialect(BaseDialect):
+class PbsDialect(OptionsDialect):
     """PBS Professional / OpenPBS (or TORQUE) through qsub, qstat, qselect and qdel.
 
     `keep_files`: qsub `-k` value; "oed" writes stdout/stderr directly to their final

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from adapters.base import Capabilities, JobStatus, SubmitRequest
-from adapters.scheduler_dialect import BaseDialect, CancelAnswers
+from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
 from adapters.scheduler_text import choose_job
 from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
 from adapters.sge import accounting, queues, snapshot, status, submit
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from adapters.scheduler_types import SchedulerDialect
 
 
-class SgeDialect(BaseDialect):
+class SgeDialect(OptionsDialect):
     """Grid Engine (Son of Grid Engine 8.1) through qsub, qstat, qacct and qdel.
 
     `parallel_environment`: the PE multi-slot jobs are submitted to (`-pe <pe> <slots>`);
