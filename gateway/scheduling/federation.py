@@ -17,6 +17,7 @@ real run time lives in `Truth`, which only the engine holds: no policy can route
 from __future__ import annotations
 
 import heapq
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
@@ -93,21 +94,23 @@ class SiteView:
         return list(self._running.values())
 
 
-class Policy:
+class Policy(ABC):
     """A routing policy; `route` is required, the observation hooks are optional."""
 
     name = ""
 
+    @abstractmethod
     def route(self, now: float, jobs: Sequence[TraceJob], sites: Sequence[SiteView]
               ) -> list[int]:
         """The site index of each of `jobs` (all arriving at `now`), in order."""
-        raise NotImplementedError
 
     def started(self, job: TraceJob, site: int, start: float) -> None:
         """`job` started at `site` (its wait is now known)."""
+        return None  # optional: a policy that learns from starts overrides it
 
     def ended(self, job: TraceJob, site: int, start: float, end: float) -> None:
         """`job` ended (its run time is now known)."""
+        return None  # optional: a policy that learns from run times overrides it
 
 
 def eligible(job: TraceJob, sites: Sequence[SiteView]) -> list[int]:
