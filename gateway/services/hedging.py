@@ -36,9 +36,11 @@ def siblings_remain(session: Session, job: Job, attempt: Attempt) -> bool:
 
 
 def win(session: Session, job: Job, attempt: Attempt, actor: str) -> None:
-    """The attempt started first: it is the job's run, at its site."""
+    """The attempt started first: it is the job's run, at its site. Said in an event
+    only when that moves the job (a sibling at another site won): this runs at every
+    job's start, so the usual case costs no query."""
     job.winner_attempt_id = attempt.id
-    if job.site_name != attempt.site_name or targets.sites_of(session, job.id):
+    if job.site_name != attempt.site_name:
         job.site_name = attempt.site_name
         note(session, job, f"started first at site '{attempt.site_name}'; any other "
              "attempt is revoked", actor=actor)
