@@ -69,6 +69,13 @@ def open_count(session: Session, job_id: str) -> int:
         JobTarget.job_id == job_id, JobTarget.claimed_at.is_(None))) or 0
 
 
+def sites_of(session: Session, job_id: str) -> list[str]:
+    """Every site the job targets besides its own."""
+    return list(session.scalars(select(JobTarget.site_name)
+                                .where(JobTarget.job_id == job_id)
+                                .order_by(JobTarget.created_at, JobTarget.site_name)))
+
+
 def lock_stranded(session: Session, site_names: Sequence[str], limit: int, site_choice: str
                   ) -> list[tuple[OwnedJob, str]]:
     """Jobs whose spec chose `site_choice` (`auto`) waiting to start at one of these
@@ -96,4 +103,4 @@ def lock_stranded(session: Session, site_names: Sequence[str], limit: int, site_
 def tried_sites(session: Session, job_id: str) -> set[str]:
     """Every site the job has had an attempt or a target at."""
     return set(session.scalars(select(Attempt.site_name).where(Attempt.job_id == job_id))) \
-        | set(session.scalars(select(JobTarget.site_name).where(JobTarget.job_id == job_id)))
+        | set(sites_of(session, job_id))
