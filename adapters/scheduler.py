@@ -8,6 +8,12 @@ the gateway's rules that apply to all of them:
 - completion is never inferred from a job's absence in the queue: a job the status query
   no longer lists (or lists as finished, when the dialect says only accounting knows how a
   job ended) is looked up in accounting, and a job found nowhere is left out of the answer;
+- a job the queue lists as finished but accounting has no record of its end yet is left
+  out of the answer too, for up to `record_grace` seconds: the exit code is in that record.
+  slurmdbd lags slurmctld (measured on the testbed: sacct prints nothing for a job that
+  has just been submitted, and still PENDING for an `exit 3` job squeue already shows
+  FAILED). Past the grace, the queue's final word stands without an exit code; a site
+  whose accounting cannot be asked at all (disabled, down) keeps the queue's word at once;
 - a job the gateway cancelled and that then ended by a signal is CANCELLED, and one that
   vanished without any record after our cancel (Grid Engine keeps no accounting record of a
   job deleted while pending) is CANCELLED too. Which jobs were cancelled the caller says
@@ -18,6 +24,7 @@ the gateway's rules that apply to all of them:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -64,14 +71,21 @@ class BatchAdapter:
         command_timeout: float = 60.0,
         submit_timeout: float = 120.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        record_grace: float = 60.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`clock`: the time a queue snapshot is taken at (UTC)."""
+        """`clock`: the time a queue snapshot is taken at (UTC); `record_grace`: how long
+        a job the queue shows finished waits for its accounting record (see module)."""
         self.kind = dialect.kind
         self.transport = transport
         self.dialect = dialect
         self.command_timeout = command_timeout
         self.submit_timeout = submit_timeout
         self.clock = clock
+        self.record_grace = record_grace
+        self.monotonic = monotonic
+        # Job id -> when (monotonic) the queue first showed it finished without a record.
+        self._awaiting_record: dict[str, float] = {}
 
     @property
     def capabilities(self) -> Capabilities:
@@ -193,15 +207,22 @@ class BatchAdapter:
         ]
         accounting_answered = True
         if unsettled:
-            # Accounting is the authority on how a job ended; the queue's own final state
-            # is kept only while accounting has no record yet (or cannot be asked: the
-            # other jobs' news should not wait for slurmdbd).
+            # Accounting is the authority on how a job ended.
             try:
-                found.update(self.accounting(unsettled))
+                records = self.accounting(unsettled)
             except SiteUnavailable as exc:
+                # The queue's own final word stands: the other jobs' news should not wait
+                # for slurmdbd.
                 accounting_answered = False
                 log.warning("%s accounting unavailable, jobs %s stay unsettled: %s",
                             self.kind, ", ".join(unsettled), exc.message)
+            else:
+                # A record still PENDING or RUNNING (the queue already shows the end) is
+                # no record of the end yet.
+                settled = {i: r for i, r in records.items()
+                           if r.state.is_final or i not in found}
+                found.update(settled)
+                self._await_records(found, [i for i in unsettled if i not in settled])
         for native_id in ids:
             status = found.get(native_id)
             if status is None:
@@ -218,6 +239,27 @@ class BatchAdapter:
                     status.exit_code, status.started_at, status.ended_at,
                 )
         return {i: found[i] for i in ids if i in found}
+
+    def _await_records(self, found: dict[str, JobStatus], without_record: Sequence[str]) -> None:
+        """Hold back the queue's final word on jobs accounting has no record of yet."""
+        now = self.monotonic()
+        for native_id in list(self._awaiting_record):
+            if native_id not in without_record and (
+                    native_id in found
+                    or now - self._awaiting_record[native_id] > 10 * self.record_grace):
+                del self._awaiting_record[native_id]  # settled, or no longer asked about
+        for native_id in without_record:
+            status = found.get(native_id)
+            if status is None:
+                continue
+            since = self._awaiting_record.setdefault(native_id, now)
+            if now - since < self.record_grace:
+                del found[native_id]
+            else:
+                del self._awaiting_record[native_id]
+                log.warning("%s job %s: no accounting record %.0f s after the queue showed it "
+                            "%s; its exit code is unknown", self.kind, native_id, now - since,
+                            status.raw_state)
 
     def accounting(self, native_ids: Sequence[str]) -> Mapping[str, JobStatus]:
         """Final statuses from the scheduler's accounting; jobs without a record are left out."""

@@ -96,11 +96,52 @@ def test_many_ids_one_queue_query_and_accounting_only_for_the_unsettled() -> Non
     t.expect(sacct("10", "11"), load("slurm", "sacct_finished.txt"))
     found = adapter.status([*ids, "7"])
     t.assert_done()
-    assert list(found) == ids
+    assert list(found) == ["7", "8", "9", "11"]
     assert found["11"].state is NativeState.FAILED and found["11"].exit_code == 3
-    # sacct has no record of 10 yet: squeue's final word stands meanwhile.
-    assert found["10"].state is NativeState.CANCELLED
+    # sacct has no record of 10 yet: no news of it until there is one (its exit code).
+    assert "10" not in found
     assert found["9"].state is NativeState.RUNNING
+
+
+def test_a_finished_job_waits_for_its_record_then_the_queue_word_stands(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # The CI flake this guards against: squeue showed `exit 3` FAILED a moment before
+    # slurmdbd had the record, and the job ended FAILED with no exit code.
+    now = [100.0]
+    t = ReplayTransport()
+    adapter = slurm(t, record_grace=30.0, monotonic=lambda: now[0])
+    queue_failed = Recording(0, b"5|FAILED|NonZeroExitCode|1763777770|exit 3\n", b"")
+    t.expect(squeue("5"), queue_failed).expect(sacct("5"), OK)
+    assert adapter.status(["5"]) == {}
+    now[0] += 29
+    t.expect(squeue("5"), queue_failed).expect(sacct("5"), OK)
+    assert adapter.status(["5"]) == {}
+    now[0] += 2
+    t.expect(squeue("5"), queue_failed).expect(sacct("5"), OK)
+    with caplog.at_level("WARNING", logger="adapters.scheduler"):
+        late = adapter.status(["5"])["5"]
+    assert (late.state, late.exit_code) == (NativeState.FAILED, None)
+    assert "no accounting record 31 s after" in caplog.text
+    t.assert_done()
+    assert adapter._awaiting_record == {}
+
+
+def test_the_record_settles_a_job_the_queue_showed_finished() -> None:
+    now = [0.0]
+    t = ReplayTransport()
+    adapter = slurm(t, monotonic=lambda: now[0])
+    queue_failed = Recording(0, b"11|FAILED|NonZeroExitCode|1763777770|x\n", b"")
+    t.expect(squeue("11"), queue_failed).expect(sacct("11"), OK)
+    assert adapter.status(["11"]) == {}
+    # Seen on the testbed: the record exists, but still says PENDING.
+    pending = Recording(0, b"11|PENDING|0:0|Unknown|Unknown|None|x\n", b"")
+    t.expect(squeue("11"), queue_failed).expect(sacct("11"), pending)
+    assert adapter.status(["11"]) == {}
+    now[0] += 1
+    t.expect(squeue("11"), queue_failed).expect(sacct("11"), load("slurm", "sacct_finished.txt"))
+    done = adapter.status(["11"])["11"]
+    assert (done.state, done.exit_code) == (NativeState.FAILED, 3)
+    assert adapter._awaiting_record == {}
 
 
 def test_without_accounting_the_queue_still_answers(caplog: pytest.LogCaptureFixture) -> None:
