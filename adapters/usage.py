@@ -40,6 +40,9 @@ class UsageRecord:
     raw: str
     memory_mb: int | None = None
     gpus: int = 0
+    # The scheduler says the run never got going (Slurm BOOT_FAIL, a Grid Engine `failed`
+    # code from before the job script ran): the gateway charges nothing for it.
+    failed_at_start: bool = False
 
     @property
     def key(self) -> tuple[str, int]:

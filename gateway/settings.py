@@ -91,6 +91,14 @@ class Settings(BaseSettings):
     # A `site: auto` job not started at a site down this long is also routed elsewhere
     # (first to start wins; the other attempt is revoked).
     failover_after_seconds: float = Field(default=300.0, gt=0)
+    # The bank (README "Allocations and accounting"): with it on, a job is accepted only
+    # if an allocation of its project can cover its quote, and is charged when it ends.
+    allocations_enforced: bool = False
+    # Most SU refunded for one run the site ended (node failure, preemption).
+    refund_cap_su: float = Field(default=100.0, ge=0)
+    # How long after a job ends its lien waits for the site's usage record before the
+    # job is charged as estimated (and flagged).
+    usage_deadline_seconds: float = Field(default=24 * 3600.0, gt=0)
     max_body_bytes: int = 1024 * 1024
     # GET /metrics: with a token, it wants `Authorization: Bearer <token>`; without one,
     # it answers loopback clients only.

@@ -20,6 +20,16 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from gateway.db.bank_models import (  # noqa: F401  (registers the bank's tables too)
+    Allocation,
+    AuditEvent,
+    AuditHead,
+    LedgerEntry,
+    Lien,
+    Quote,
+    RateCard,
+    UsageRow,
+)
 from gateway.db.base import Base, utcnow
 from gateway.domain.states import AttemptState
 

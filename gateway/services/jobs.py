@@ -17,6 +17,8 @@ from gateway.domain.states import JobState, Reason
 from gateway.repositories import jobs
 from gateway.repositories.events import NewEvent
 from gateway.repositories.jobs import NewJob, ProjectRef
+from gateway.services import quotes
+from gateway.services.bank import Payer
 from gateway.services.job_inputs import StagingLimits, check_inputs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
 from gateway.services.placement import admit
@@ -53,9 +55,12 @@ def submit(
     spec: JobSpec,
     idempotency_key: str | None = None,
     limits: StagingLimits | None = None,
+    charged: bool = False,
 ) -> tuple[JobRow, bool]:
     """Accept a job. Returns (job row, created); a replayed Idempotency-Key returns the
-    original job with created=False. Inputs are checked against `limits` (if given)."""
+    original job with created=False. Inputs are checked against `limits` (if given).
+    `charged`: the bank is on, so a lien for the job's quote is held (or, when its
+    project cannot pay, InsufficientFunds is raised and nothing is kept)."""
     digest = request_hash(spec) if idempotency_key else ""
     if idempotency_key:
         replay = _replayed(session, principal, idempotency_key, digest)
@@ -82,6 +87,10 @@ def submit(
         replay = _replayed(session, principal, idempotency_key or "", digest)
         assert replay is not None
         return replay, False
+    if charged:
+        sites = quotes.possible_sites(registry, spec, principal.account_name)
+        quotes.hold_for_submit(session, job_id, Payer(project.id, project.name),
+                               quotes.quote(session, spec, sites), now, principal.display)
     return {**job.row(), "project_name": project.name, "owner_name": principal.display}, True
 
 

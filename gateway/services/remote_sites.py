@@ -115,4 +115,5 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T]) 
                      max_jobs=config.max_concurrent_jobs, adapter=adapter,
                      workdir_root=config.scratch_root.rstrip("/"), mapped=mapped,
                      labels=config.routing.label_rules(), speed=config.routing.speed,
-                     transfer_rate_mb_s=config.routing.transfer_rate_mb_s)
+                     transfer_rate_mb_s=config.routing.transfer_rate_mb_s,
+                     rate=config.charging.rate(config.charge_factor))

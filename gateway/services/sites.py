@@ -18,8 +18,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.base import Adapter
 from adapters.local.sandbox import SandboxConfig, probe
+from gateway.accounting.rates import ONE_SU_PER_CORE_HOUR, Rate
 from gateway.db.engine import transaction
 from gateway.domain.errors import Invalid
+from gateway.repositories import rate_cards
 from gateway.repositories import sites as site_rows
 from gateway.repositories.sites import Admission
 from gateway.scheduling.constraints import LabelRules
@@ -65,6 +67,8 @@ class SiteEntry:
     labels: LabelRules = field(default_factory=LabelRules)
     speed: float = 1.0
     transfer_rate_mb_s: float = DEFAULT_TRANSFER_RATE_MB_S
+    # What a job costs here (site config `charge_factor` and `charging`).
+    rate: Rate = ONE_SU_PER_CORE_HOUR
 
     def workdir(self, tag: str) -> str:
         """The directory an attempt with this tag runs in."""
@@ -298,3 +302,5 @@ class SiteRegistry:
             drained_when_new=entry.name in self._initially_drained) for entry in self]
         with transaction(sessions) as session:
             site_rows.ensure_rows(session, configured)
+            for entry in self:
+                rate_cards.ensure_current(session, entry.name, entry.rate)

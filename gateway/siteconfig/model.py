@@ -19,6 +19,7 @@ from typing import Annotated, Literal, Self
 from pydantic import AfterValidator, Field, model_validator
 
 from gateway.siteconfig.access import Accounts, Ssh
+from gateway.siteconfig.charging import SiteCharging
 from gateway.siteconfig.cluster import (
     Interconnect,
     MpiFlavor,
@@ -74,6 +75,8 @@ class SiteConfig(Section):
                                   "0700 directory per job.")
     charge_factor: float = Field(default=1.0, gt=0, description="Service units per core-hour "
                                                                 "here, relative to 1.0.")
+    charging: SiteCharging = Field(default_factory=SiteCharging, description=(
+        "Memory, GPU and node weights and a minimum charge, in SU (all optional)."))
     max_concurrent_jobs: int = Field(default=64, ge=1, description="Most gateway jobs queued "
                                                                    "or running here at once.")
     state: SiteState = Field(default=SiteState.ENABLED,

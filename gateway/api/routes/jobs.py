@@ -34,7 +34,8 @@ def submit_job(
     with runtime.unit_of_work() as session:
         row, created = job_service.submit(session, runtime.sites, principal, spec,
                                           idempotency_key,
-                                          StagingLimits.from_settings(runtime.settings))
+                                          StagingLimits.from_settings(runtime.settings),
+                                          charged=runtime.settings.allocations_enforced)
     headers = {"Location": f"/api/v1/jobs/{row['id']}"}
     if not created:
         headers["Idempotent-Replayed"] = "true"

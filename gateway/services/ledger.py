@@ -1,0 +1,102 @@
+"""The double-entry ledger: every movement of service units is one transaction whose legs
+sum to zero, appended, never changed. Services flush; the caller commits.
+
+Accounts per allocation: `funding` (where grants come from: negative), `available`,
+`held` (liens) and `used` (charges net of refunds). So, for every allocation and at
+every commit: available = deposits - charges + refunds - held, and awarded = -funding.
+The allocation row keeps these sums (written here, in the same transaction as the legs),
+and its row lock is what makes a lien or a charge atomic.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from gateway.db.bank_models import Allocation, LedgerEntry
+
+ACCOUNTS = ("funding", "available", "held", "used")
+KINDS = ("deposit", "transfer", "adjustment", "lien", "release", "charge", "refund")
+
+
+@dataclass(frozen=True)
+class Leg:
+    """One side of a transaction: `amount_milli` into (or, negative, out of) an account."""
+
+    allocation: Allocation
+    account: str
+    amount_milli: int
+
+
+@dataclass(frozen=True)
+class Posting:
+    """What a transaction is and who made it."""
+
+    kind: str
+    at: datetime
+    actor: str
+    reason: str | None = None
+    job_id: str | None = None
+    lien_id: int | None = None
+    usage_id: int | None = None
+
+
+def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
+    """Append one balanced transaction and update the allocations' running sums; returns
+    its id. The caller holds the allocations' row locks (`lock`)."""
+    if posting.kind not in KINDS:
+        raise ValueError(f"unknown ledger kind {posting.kind!r}")
+    if sum(leg.amount_milli for leg in legs) != 0:
+        raise ValueError("a ledger transaction's legs must sum to zero")
+    txn = str(uuid.uuid4())
+    for leg in legs:
+        if leg.account not in ACCOUNTS:
+            raise ValueError(f"unknown ledger account {leg.account!r}")
+        if leg.amount_milli == 0:
+            continue
+        session.add(LedgerEntry(
+            txn=txn, at=posting.at, allocation_id=leg.allocation.id, account=leg.account,
+            amount_milli=leg.amount_milli, kind=posting.kind, job_id=posting.job_id,
+            lien_id=posting.lien_id, usage_id=posting.usage_id, reason=posting.reason,
+            actor=posting.actor))
+        _apply(leg)
+    session.flush()
+    return txn
+
+
+def _apply(leg: Leg) -> None:
+    a = leg.allocation
+    if leg.account == "funding":
+        a.awarded_milli -= leg.amount_milli
+    elif leg.account == "available":
+        a.available_milli += leg.amount_milli
+    elif leg.account == "held":
+        a.held_milli += leg.amount_milli
+    else:
+        a.used_milli += leg.amount_milli
+
+
+def lock(session: Session, allocation_ids: Sequence[int]) -> list[Allocation]:
+    """The allocations, rows locked in id order (one order everywhere: no deadlocks)."""
+    if not allocation_ids:
+        return []
+    return list(session.scalars(
+        select(Allocation).where(Allocation.id.in_(sorted(set(allocation_ids))))
+        .order_by(Allocation.id).with_for_update().execution_options(populate_existing=True)))
+
+
+def sums_as_of(session: Session, allocation_id: int, as_of: datetime | None = None
+               ) -> dict[str, int]:
+    """Each account's balance from the ledger itself, at `as_of` (default: now)."""
+    query = (select(LedgerEntry.account, func.coalesce(func.sum(LedgerEntry.amount_milli), 0))
+             .where(LedgerEntry.allocation_id == allocation_id)
+             .group_by(LedgerEntry.account))
+    if as_of is not None:
+        query = query.where(LedgerEntry.at <= as_of)
+    found = {account: int(total) for account, total in session.execute(query)}
+    return {account: found.get(account, 0) for account in ACCOUNTS}

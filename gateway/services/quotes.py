@@ -1,0 +1,83 @@
+"""Quotes: what a job would cost at each site it could run at, with the rate version
+pinned, and the lien held for it at submit. Services flush; the caller commits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from gateway.accounting.rates import Usage, cost
+from gateway.accounting.units import su
+from gateway.db.bank_models import Lien, Quote
+from gateway.domain.jobspec import JobSpec
+from gateway.repositories import rate_cards
+from gateway.scheduling.constraints import JobView, screen
+from gateway.services import bank
+from gateway.services.bank import InsufficientFunds, Payer
+from gateway.services.placement import no_account, site_views
+from gateway.services.sites import SiteRegistry
+
+
+@dataclass(frozen=True)
+class SiteQuote:
+    """A job's price at one site, at the rate card version it was made with."""
+
+    site: str
+    rate_card_id: int
+    rate_version: int
+    amount_milli: int
+
+
+def requested(spec: JobSpec) -> Usage:
+    """What the job asks to hold: all its cores (ranks x threads) for its walltime."""
+    r = spec.resources
+    return Usage(seconds=r.walltime, cores=r.ranks * r.threads_per_rank, nodes=r.nodes,
+                 memory_mb=r.memory_mb * r.nodes if r.memory_mb else None)
+
+
+def possible_sites(registry: SiteRegistry, spec: JobSpec, username: str | None) -> list[str]:
+    """The sites the job may ever run at: the one it names, or (auto) every site that
+    does not exclude it for a lasting reason (shape, account, labels)."""
+    if spec.pinned:
+        return [spec.site] if spec.site else []
+    view = JobView(spec, no_account(registry, username))
+    return [site.name for site in site_views(registry, {})
+            if not screen(view, site).lasting]
+
+
+def quote(session: Session, spec: JobSpec, sites: Sequence[str]) -> list[SiteQuote]:
+    """The job's price at each of `sites` at their current rate cards, cheapest first."""
+    usage = requested(spec)
+    found = []
+    cards = rate_cards.current_all(session)
+    for site in sites:
+        card = cards.get(site)
+        if card is not None:
+            found.append(SiteQuote(site, card.id, card.version,
+                                   cost(rate_cards.rate_of(card), usage)))
+    return sorted(found, key=lambda q: (q.amount_milli, q.site))
+
+
+def hold_for_submit(session: Session, job_id: str, payer: Payer, quotes: Sequence[SiteQuote],
+                    now: datetime, actor: str) -> list[Lien]:
+    """Pin the job's quotes and hold a lien for the cheapest site its project can pay
+    at. Raises InsufficientFunds naming the cheapest quote and what is available."""
+    for q in quotes:
+        session.add(Quote(job_id=job_id, site_name=q.site, rate_card_id=q.rate_card_id,
+                          amount_milli=q.amount_milli, quoted_at=now))
+    session.flush()
+    refusals: list[InsufficientFunds] = []
+    for q in quotes:
+        try:
+            return bank.hold(session, job_id, payer, q.site, q.amount_milli, now, actor)
+        except InsufficientFunds as exc:
+            refusals.append(exc)
+    if refusals:
+        raise refusals[0]
+    raise InsufficientFunds(
+        f"No site this job could run at has a rate card yet; project '{payer.project_name}' "
+        "cannot be charged. Ask an administrator to check the site configurations.",
+        project=payer.project_name, quote_su=su(0))
