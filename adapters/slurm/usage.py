@@ -4,11 +4,14 @@
 `--allocations` keeps each run's allocation line, `--duplicates` every run of a requeued
 job instead of only the latest (each run is a row of its own, with its own Submit time;
 seen on the testbed: a `scontrol requeue`d job has a REQUEUED row, then a PENDING one).
-Runs count from 0 in the order of their rows by Submit, then Start. Times are epoch
-seconds (SLURM_TIME_FORMAT=%s); ElapsedRaw is the run's wall-clock seconds; AllocNodes is
-0 for a run that never held an allocation (cancelled while pending: sacct still prints a
-Start equal to its End and AllocCPUS 1, seen on the testbed); AllocTRES lists what the run
-held (`billing=2,cpu=2,mem=512M,node=1,gres/gpu=1`), empty when it held nothing.
+Runs count from 0 in the order of their rows by Submit, then Start (`--duplicates` would
+also list an older job that had the same id before the cluster's ids were reset: the
+gateway asks only about jobs it submitted recently, which such a reset would already have
+broken). Times are epoch seconds (SLURM_TIME_FORMAT=%s); ElapsedRaw is the run's wall-clock
+seconds; AllocNodes is 0 for a run that never held an allocation (cancelled while pending:
+sacct still prints a Start equal to its End and AllocCPUS 1, seen on the testbed);
+AllocTRES lists what the run held (`billing=2,cpu=2,mem=512M,node=1,gres/gpu=1`), empty
+when it held nothing; ReqMem is what it asked for.
 """
 
 from __future__ import annotations
@@ -25,8 +28,7 @@ from adapters.slurm.status import valid_ids
 from adapters.transport import CommandResult
 from adapters.usage import UsageRecord
 
-FIELDS = ("JobID,JobIDRaw,State,ExitCode,Submit,Start,End,ElapsedRaw,AllocCPUS,AllocNodes,"
-          "ReqMem,AllocTRES")
+FIELDS = "JobID,State,ExitCode,Submit,Start,End,ElapsedRaw,AllocCPUS,AllocNodes,ReqMem,AllocTRES"
 _COLUMNS = FIELDS.count(",") + 1
 # Ids per sacct command: a few thousand characters of `--jobs=`, far below ARG_MAX.
 IDS_PER_COMMAND = 500
@@ -57,7 +59,7 @@ def parse_usage(result: CommandResult, tz: tzinfo) -> list[UsageRecord]:
     for line in lines(result.stdout):
         fields = line.split("|", _COLUMNS - 1)
         if len(fields) == _COLUMNS:
-            order = (integer(fields[4]) or 0, integer(fields[5]) or 0)
+            order = (integer(fields[3]) or 0, integer(fields[4]) or 0)
             runs.setdefault(fields[0], []).append((order, fields, line))
     records = []
     for rows in runs.values():
@@ -70,8 +72,8 @@ def parse_usage(result: CommandResult, tz: tzinfo) -> list[UsageRecord]:
 
 
 def _record(fields: list[str], run: int, line: str, tz: tzinfo) -> UsageRecord | None:
-    (native_id, _raw_id, raw_state, exit_field, _submit, start, end, elapsed, cpus,
-     alloc_nodes, req_mem, tres) = fields
+    (native_id, raw_state, exit_field, _submit, start, end, elapsed, cpus, alloc_nodes, req_mem,
+     tres) = fields
     state, final_reason = run_state(raw_state)
     ended_at = timestamp(end, tz)
     if not state.is_final or ended_at is None:

@@ -64,7 +64,7 @@ def test_ends_the_testbed_cannot_produce() -> None:
 
 
 def test_runs_not_over_are_left_out() -> None:
-    # Job 7 runs, job 8 waits: only the requeued job 6's two ended runs.
+    # Job 11 runs, job 12 waits: only the requeued job 6's two ended runs.
     assert [(r.native_id, r.run) for r in parse_usage(
         result("slurm", "real_sacct_usage_unfinished.txt"), UTC)] == [("6", 0), ("6", 1)]
 
@@ -75,7 +75,7 @@ def test_times_and_sizes_are_the_sites_own() -> None:
     assert requeued.started_at == datetime.fromtimestamp(1795569899, UTC)
     assert requeued.ended_at == datetime.fromtimestamp(1795569919, UTC)
     assert requeued.source == "sacct"
-    assert requeued.raw == "6|6|COMPLETED|0:0|1795569767|1795569899|1795569919|20|1|1|512M|" \
+    assert requeued.raw == "6|COMPLETED|0:0|1795569767|1795569899|1795569919|20|1|1|512M|" \
                            "billing=1,cpu=1,node=1"
     # No memory in AllocTRES on the testbed: the requested 512M.
     assert requeued.memory_mb == 512
