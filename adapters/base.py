@@ -11,12 +11,15 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal, Protocol, cast
+from typing import TYPE_CHECKING, Literal, Protocol, cast
 
 from adapters.errors import AdapterError
 from adapters.reasons import StatusReason
 from adapters.snapshot import QueueSnapshot
 from adapters.transport import FileTransport
+
+if TYPE_CHECKING:
+    from adapters.usage import UsageRecord
 
 OutputStream = Literal["stdout", "stderr"]
 
@@ -104,6 +107,9 @@ class Capabilities:
     start_estimate: bool = False
     # `accounting()`: final records of jobs the queue no longer lists.
     accounting: bool = False
+    # `usage()`: the site's own usage record of each ended run of a job (what a charge is
+    # computed from); without it the gateway has only its own estimate.
+    usage: bool = False
     # `queue_snapshot()` lists every user's jobs, not only the gateway's (unless the site
     # hides them from its account: Slurm PrivateData=jobs, PBS query_other_jobs=false).
     whole_queue: bool = False
@@ -155,6 +161,12 @@ class Adapter(Protocol):
 
     def cancel(self, native_id: str) -> None:
         """Ask the scheduler to cancel; idempotent."""
+        ...
+
+    def usage(self, native_ids: Sequence[str]) -> list[UsageRecord]:
+        """The site's usage record of every ended run of these jobs (adapters.usage);
+        runs not over and jobs without a record are left out, [] where the site keeps
+        none (`capabilities.usage` says whether it does)."""
         ...
 
     def read_output(

@@ -32,6 +32,11 @@ class Reason(StrEnum):
     OUT_OF_MEMORY = "OUT_OF_MEMORY"
     PREEMPTED = "PREEMPTED"
     REVOKED = "REVOKED"
+    # One run of a job the scheduler put back in the queue (usage records; the job goes on).
+    REQUEUED = "REQUEUED"
+    # The scheduler could not start the run (followed by its own words): Grid Engine's
+    # `failed` codes before the job, PBS's JOB_EXEC_FAIL*. Slurm says BOOT_FAIL.
+    FAILED_AT_START = "failed at start"
     KILLED_BY_SIGNAL = "killed by signal"  # followed by the signal number
     CANCELLED = "cancelled"
     CANCEL_REQUESTED = "cancel requested"

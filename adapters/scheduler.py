@@ -50,6 +50,7 @@ from adapters.scheduler_types import (
 )
 from adapters.snapshot import QueueSnapshot
 from adapters.transport import CommandResult, FileTransport, Transport
+from adapters.usage import UsageRecord
 
 log = logging.getLogger(__name__)
 
@@ -268,6 +269,18 @@ class BatchAdapter:
         for argv in self.dialect.accounting_commands(ids):
             records.update(self.dialect.parse_accounting(self._run(argv)))
         return {i: records[i] for i in ids if i in records}
+
+    def usage(self, native_ids: Sequence[str]) -> list[UsageRecord]:
+        """The usage record of every ended run of these jobs, in the site's own words
+        (adapters.usage); jobs without one are left out."""
+        order = {native_id: at for at, native_id in enumerate(dict.fromkeys(native_ids))}
+        records: dict[tuple[str, int], UsageRecord] = {}
+        for argv in self.dialect.usage_commands(list(order)):
+            for record in self.dialect.parse_usage(self._run(argv)):
+                # Only what was asked: an answer may hold more (other jobs of a log file).
+                if record.native_id in order:
+                    records[record.key] = record
+        return sorted(records.values(), key=lambda r: (order[r.native_id], r.run))
 
     # -- cancel ---------------------------------------------------------------------------
 

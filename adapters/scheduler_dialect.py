@@ -3,7 +3,8 @@
 A dialect submitting `<submit command> <site extras> <the gateway's options>` with the
 rendered script on stdin derives from `OptionsDialect`. Every dialect cancels with
 `<cancel command> <id>` (refusing ids not of its form, and reading the same three kinds
-of answer), and by default has neither a start estimate nor an accounting source. A
+of answer), and by default has neither a start estimate nor an accounting source; each
+says where its usage records come from (`usage_commands`, `parse_usage`). A
 dialect names its commands, options, script and parsers; see
 adapters.scheduler_types.SchedulerDialect for the whole contract. Pure.
 """
@@ -27,6 +28,7 @@ from adapters.scheduler_types import (
 from adapters.snapshot import SiteCores, cores_of_queues
 from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
+from adapters.usage import UsageRecord
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,14 @@ class BaseDialect(ABC):
     def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
         """Final statuses found in accounting; jobs without a record are left out."""
         return {}
+
+    @abstractmethod
+    def usage_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
+        """Commands asking the usage records of jobs' ended runs ([] if there are none)."""
+
+    @abstractmethod
+    def parse_usage(self, result: CommandResult) -> list[UsageRecord]:
+        """A record per ended run found (adapters.usage); runs not over are left out."""
 
     def estimate_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand | None:
         """A dry run predicting the start time, or None if the scheduler has none."""

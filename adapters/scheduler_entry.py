@@ -34,6 +34,17 @@ class DialectOption:
     mpi_hint: str | None = None
 
 
+# An accounting log directory on the site (PBS, LSF): one option, so one meaning everywhere.
+ACCOUNTING_DIR = DialectOption(
+    "accounting_dir", "accounting log directories",
+    "The directory of the scheduler's accounting logs, if the gateway's account may read "
+    "it: PBS_HOME/server_priv/accounting on PBS (E, R and D records: how jobs `qstat -x` "
+    "no longer lists ended, and each run's usage), LSB_SHAREDIR/<cluster>/logdir on LSF "
+    "(lsb.acct: each run's usage).",
+    TextRule("absolute directory", r"/[A-Za-z0-9._+/-]*",
+             "use an absolute path such as /var/spool/pbs/server_priv/accounting"))
+
+
 @dataclass(frozen=True)
 class DialectSettings:
     """A site's choices for one dialect: its config, command paths and options."""

@@ -16,6 +16,7 @@ from adapters.base import Capabilities, JobStatus, NativeState, SubmitRequest
 from adapters.snapshot import JobPhase, SiteCores, SnapshotJob
 from adapters.snapshot import QueueInfo as QueueInfo
 from adapters.transport import CommandResult
+from adapters.usage import UsageRecord
 
 # Files of one job, relative to its working directory (the same names as the local site).
 STDOUT_NAME = "stdout"
@@ -166,6 +167,14 @@ class SchedulerDialect(Protocol):
 
     def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
         """Final statuses found in accounting; jobs without a record are left out."""
+        ...
+
+    def usage_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
+        """Commands asking the usage records of jobs' ended runs ([] if there are none)."""
+        ...
+
+    def parse_usage(self, result: CommandResult) -> list[UsageRecord]:
+        """A record per ended run found; runs still waiting or running are left out."""
         ...
 
     def cancel_command(self, native_id: str) -> tuple[str, ...]:

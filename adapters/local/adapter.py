@@ -47,9 +47,11 @@ from adapters.local.snapshot import local_snapshot
 from adapters.local.spawn import reap_runners, spawn_runner
 from adapters.local.state import job_status
 from adapters.local.stop import cancel_job
+from adapters.local.usage import job_usage
 from adapters.reasons import Reason, because
 from adapters.snapshot import QueueSnapshot
 from adapters.transport import FileTransport, LocalTransport
+from adapters.usage import UsageRecord
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -58,8 +60,9 @@ class LocalAdapter:
     """Runs jobs as process groups on this machine, below `jobs_root`."""
 
     kind = "local"
-    # Processes on this host: no queue, no scheduler accounting, one job per submit.
-    capabilities = Capabilities()
+    # Processes on this host: no queue, no scheduler accounting, one job per submit; each
+    # ended job's usage from its own records (adapters.local.usage).
+    capabilities = Capabilities(usage=True)
 
     def __init__(
         self,
@@ -213,6 +216,22 @@ class LocalAdapter:
         reap_runners()
         return local_snapshot(self._index, datetime.now(UTC), len(os.sched_getaffinity(0)),
                               self._runner_start_timeout)
+
+    def usage(self, native_ids: Sequence[str]) -> list[UsageRecord]:
+        """The usage record of each of these jobs that has ended (adapters.local.usage)."""
+        records = []
+        for native_id in dict.fromkeys(native_ids):
+            files = self.files_of(native_id)
+            if files is None:
+                continue
+            try:
+                record = job_usage(native_id, files)
+            except (OSError, ValueError) as exc:
+                raise SiteUnavailable(f"cannot read the records of job {native_id}: {exc}") \
+                    from exc
+            if record is not None:
+                records.append(record)
+        return records
 
     # -- cancel -------------------------------------------------------------------
 

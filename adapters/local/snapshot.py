@@ -25,20 +25,25 @@ def _number(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def requested_cores(request: Mapping[str, Any]) -> int | None:
+    """ranks x threads of a job's request.json, as submitted; None if it does not say."""
+    resources = request.get("resources")
+    resources = resources if isinstance(resources, dict) else {}
+    ranks, threads = _number(resources.get("ranks")), _number(resources.get("threads_per_rank"))
+    return ranks * threads if ranks and threads else None
+
+
 def _job(status: JobStatus, request: Mapping[str, Any]) -> SnapshotJob | None:
     phase = job_phase(status.state)
     if phase is None:
         return None
-    resources = request.get("resources")
-    resources = resources if isinstance(resources, dict) else {}
-    ranks, threads = _number(resources.get("ranks")), _number(resources.get("threads_per_rank"))
     walltime = request.get("walltime_seconds")
     submitted = request.get("submitted_at")
     return SnapshotJob(
         native_id=status.native_id,
         phase=phase,
         raw_state=status.raw_state,
-        cores=ranks * threads if ranks and threads else None,
+        cores=requested_cores(request),
         nodes=1,
         time_limit_seconds=round(walltime) if isinstance(walltime, int | float) else None,
         submitted_at=_iso(submitted),

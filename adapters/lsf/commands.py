@@ -13,3 +13,5 @@ class LsfCommands:
     bqueues: str = "bqueues"
     # Lists the hosts and their job slots (queue snapshots).
     bhosts: str = "bhosts"
+    # Searches the job log lsb.acct (when the site lets the gateway read it).
+    grep: str = "grep"

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from adapters.base import Capabilities, JobStatus, SubmitRequest
-from adapters.lsf import queues, snapshot, status, submit
+from adapters.lsf import queues, snapshot, status, submit, usage
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.script import job_options, render_script
 from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
@@ -15,6 +15,7 @@ from adapters.scheduler_text import choose_job
 from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
 from adapters.snapshot import SiteCores, SnapshotJob
 from adapters.transport import CommandResult
+from adapters.usage import UsageRecord
 
 if TYPE_CHECKING:
     from adapters.scheduler_types import SchedulerDialect
@@ -28,7 +29,9 @@ class LsfDialect(OptionsDialect):
     """LSF through bsub, bjobs, bkill and bqueues.
 
     `memory`: send memory requests as `rusage[mem=]` (the site's LSF_UNIT_FOR_LIMITS must be
-    MB). `clock`: today's date, to give bjobs' year-less times a year.
+    MB). `clock`: today's date, to give bjobs' year-less times a year. `accounting_dir`:
+    the directory of the job log lsb.acct (LSB_SHAREDIR/<cluster>/logdir), if the gateway
+    account can read it: usage records (adapters.lsf.usage).
 
     No accounting source: `bjobs -a` shows finished jobs with their exit code for LSF's
     CLEAN_PERIOD (one hour by default), well beyond a gateway's polling interval; bacct
@@ -52,16 +55,20 @@ class LsfDialect(OptionsDialect):
         *,
         memory: bool = True,
         clock: Callable[[], datetime] = _now,
+        accounting_dir: str | None = None,
     ) -> None:
         super().__init__(config)
         self.commands = commands
         self.memory = memory
         self.clock = clock
+        self.accounting_dir = accounting_dir
 
     @property
     def capabilities(self) -> Capabilities:
-        """Start estimates where the site runs LSF's estimator (LSB_ENABLE_ESTIMATION)."""
-        return Capabilities(queue_snapshot=True, whole_queue=True, queue_start_estimates=True)
+        """Start estimates where the site runs LSF's estimator (LSB_ENABLE_ESTIMATION);
+        usage records where the site names its lsb.acct directory."""
+        return Capabilities(queue_snapshot=True, usage=self.accounting_dir is not None,
+                            whole_queue=True, queue_start_estimates=True)
 
     def submit_words(self) -> tuple[str, ...]:
         return (self.commands.bsub,)
@@ -82,6 +89,15 @@ class LsfDialect(OptionsDialect):
         self, result: CommandResult, native_ids: Sequence[str]
     ) -> dict[str, JobStatus]:
         return status.parse_status(result, native_ids, self.config.timezone, self.clock())
+
+    def usage_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
+        if self.accounting_dir is None:
+            return []
+        command = usage.usage_command(self.commands, native_ids, self.accounting_dir)
+        return [] if command is None else [command]
+
+    def parse_usage(self, result: CommandResult) -> list[UsageRecord]:
+        return usage.parse_usage(result)
 
     def cancel_words(self) -> tuple[str, ...]:
         return (self.commands.bkill,)

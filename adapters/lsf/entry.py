@@ -4,19 +4,26 @@ from __future__ import annotations
 
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.dialect import LsfDialect
-from adapters.scheduler_entry import DialectOption, DialectSettings, SchedulerEntry
+from adapters.scheduler_entry import (
+    ACCOUNTING_DIR,
+    DialectOption,
+    DialectSettings,
+    SchedulerEntry,
+)
 
 OPTIONS = (
     DialectOption(
         "memory_requests", "rusage memory requests",
         "Send a job's memory request as `-R rusage[mem=]` per slot (true by default; the "
         "site's LSF_UNIT_FOR_LIMITS must be MB)."),
+    ACCOUNTING_DIR,
 )
 
 
 def _build(settings: DialectSettings) -> LsfDialect:
     return LsfDialect(settings.config, LsfCommands(**settings.commands),
-                      memory=settings.flag("memory_requests", True))
+                      memory=settings.flag("memory_requests", True),
+                      accounting_dir=settings.text("accounting_dir"))
 
 
 ENTRY = SchedulerEntry(

@@ -39,16 +39,20 @@ class AccountingRecord:
     type: str
     native_id: str
     fields: dict[str, str]
+    # The log line as written, kept for audit (usage records).
+    line: str = ""
 
 
 def accounting_command(
-    commands: PbsCommands, native_ids: Sequence[str], accounting_dir: str
+    commands: PbsCommands, native_ids: Sequence[str], accounting_dir: str, types: str = "ED"
 ) -> tuple[str, ...]:
-    """E and D records of these jobs from every log file (fixed strings, no regex)."""
+    """The records of these `types` (E and D by default) of these jobs from every log file
+    (fixed strings, no regex)."""
     patterns: list[str] = []
     for native_id in native_ids:
         if JOB_ID.matches(native_id):
-            patterns += ["-e", f";E;{native_id};", "-e", f";D;{native_id};"]
+            for record_type in types:
+                patterns += ["-e", f";{record_type};{native_id};"]
     return (commands.grep, "-h", "-r", "-F", *patterns, "--", accounting_dir)
 
 
@@ -72,12 +76,13 @@ def parse_records(data: str) -> list[AccountingRecord]:
         match = _RECORD.fullmatch(line.strip())
         if match:
             records.append(AccountingRecord(
-                match["at"], match["type"], match["id"], _pairs(match["message"])
+                match["at"], match["type"], match["id"], _pairs(match["message"]), line.strip()
             ))
     return records
 
 
-def _epoch(value: str | None) -> datetime | None:
+def epoch(value: str | None) -> datetime | None:
+    """A time of the record's message (epoch seconds); None for none or 0."""
     seconds = integer(value)
     return datetime.fromtimestamp(seconds, UTC) if seconds else None
 
@@ -90,17 +95,22 @@ def record_status(record: AccountingRecord) -> JobStatus:
     exit_status = integer(record.fields.get("Exit_status"))
     state, reason, code = ended(exit_status, None)
     return JobStatus(record.native_id, state, f"E (Exit_status {exit_status})", reason, code,
-                     _epoch(record.fields.get("start")), _epoch(record.fields.get("end")))
+                     epoch(record.fields.get("start")), epoch(record.fields.get("end")))
+
+
+def found_records(result: CommandResult) -> list[AccountingRecord]:
+    """The records grep found; [] when it matched none."""
+    if result.exit_status == _NO_MATCH and not result.stdout:
+        return []
+    if result.exit_status != 0:
+        raise query_failed(result)
+    return parse_records(text(result.stdout))
 
 
 def parse_accounting(result: CommandResult) -> dict[str, JobStatus]:
     """An E record settles a job; a D record alone means it was deleted before it ran."""
-    if result.exit_status == _NO_MATCH and not result.stdout:
-        return {}
-    if result.exit_status != 0:
-        raise query_failed(result)
     found: dict[str, JobStatus] = {}
-    records = [r for r in parse_records(text(result.stdout)) if r.type in ("E", "D")]
+    records = [r for r in found_records(result) if r.type in ("E", "D")]
     # D records first, so a job's E record (it ran, then was deleted) has the last word.
     for record in sorted(records, key=lambda r: r.type == "E"):
         found[record.native_id] = record_status(record)

@@ -6,7 +6,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from adapters.base import Capabilities, JobStatus, SubmitRequest
-from adapters.pbs import accounting, queues, snapshot, status, submit, torque, torque_snapshot
+from adapters.pbs import (
+    accounting,
+    queues,
+    snapshot,
+    status,
+    submit,
+    torque,
+    torque_snapshot,
+    usage,
+)
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.script import job_options, render_script
 from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
@@ -14,6 +23,7 @@ from adapters.scheduler_text import choose_job, lines, query_failed
 from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
 from adapters.snapshot import SiteCores, SnapshotJob
 from adapters.transport import CommandResult
+from adapters.usage import UsageRecord
 
 if TYPE_CHECKING:
     from adapters.scheduler_types import SchedulerDialect
@@ -59,7 +69,8 @@ class PbsDialect(OptionsDialect):
     def capabilities(self) -> Capabilities:
         """Accounting records from the server's log, when the site names its directory;
         start estimates from PBS Professional's scheduler, not TORQUE."""
-        return Capabilities(queue_snapshot=True, accounting=self.accounting_dir is not None,
+        readable = self.accounting_dir is not None
+        return Capabilities(queue_snapshot=True, accounting=readable, usage=readable,
                             whole_queue=True, queue_start_estimates=not self.torque)
 
     def submit_words(self) -> tuple[str, ...]:
@@ -96,6 +107,16 @@ class PbsDialect(OptionsDialect):
 
     def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
         return accounting.parse_accounting(result)
+
+    def usage_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
+        """TORQUE writes the same log records as PBS Professional (adapters.pbs.usage)."""
+        ids = [i for i in native_ids if submit.JOB_ID.matches(i)]
+        if self.accounting_dir is None or not ids:
+            return []
+        return [usage.usage_command(self.commands, ids, self.accounting_dir)]
+
+    def parse_usage(self, result: CommandResult) -> list[UsageRecord]:
+        return usage.parse_usage(result)
 
     def cancel_words(self) -> tuple[str, ...]:
         return (self.commands.qdel,)

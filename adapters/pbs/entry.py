@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.dialect import PbsDialect
-from adapters.scheduler_entry import DialectOption, DialectSettings, SchedulerEntry
+from adapters.scheduler_entry import (
+    ACCOUNTING_DIR,
+    DialectOption,
+    DialectSettings,
+    SchedulerEntry,
+)
 from adapters.text_rules import TextRule
 
 # qsub.1B -k: any of e, o (keep on the execution host) and d (write directly to the final
 # path), or n (keep neither).
 KEEP_FILES = TextRule("qsub -k value", r"n|[eod]{1,3}", "use e, o and d (e.g. oed), or n")
-DIRECTORY = TextRule("absolute directory", r"/[A-Za-z0-9._+/-]*",
-                     "use an absolute path such as /var/spool/pbs/server_priv/accounting")
 
 SERVER = TextRule("PBS server kind", r"pro|torque",
                   "use pro (PBS Professional / OpenPBS) or torque")
@@ -26,11 +29,7 @@ OPTIONS = (
         "qsub -k value; default oed on PBS Professional / OpenPBS (output is written straight "
         "to the job directory, so it can be read while the job runs), none on TORQUE (output "
         "arrives when the job ends).", KEEP_FILES),
-    DialectOption(
-        "accounting_dir", "PBS accounting logs",
-        "The server's accounting log directory (PBS_HOME/server_priv/accounting), if the "
-        "gateway's account may read it: how jobs `qstat -x` no longer lists ended.",
-        DIRECTORY),
+    ACCOUNTING_DIR,
 )
 
 

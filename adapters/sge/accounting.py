@@ -42,27 +42,40 @@ def find_command(commands: SgeCommands, tag: str) -> tuple[str, ...]:
     return (commands.qacct, "-m", "-j", tag)
 
 
-def parse_records(result: CommandResult) -> list[dict[str, str]]:
-    """The `key value` blocks qacct printed; [] when it knows no such job."""
+def blocks(result: CommandResult) -> list[str]:
+    """Each record qacct printed, verbatim; [] when it knows no such job."""
     if result.exit_status != 0:
         if _NOT_FOUND.search(text(result.stderr) + text(result.stdout)) \
                 or _NOTHING_ENDED_YET.search(text(result.stdout)):
             return []
         raise query_failed(result)
-    records: list[dict[str, str]] = []
-    current: dict[str, str] = {}
+    found: list[str] = []
+    current: list[str] = []
     for line in text(result.stdout).splitlines():
         if _SEPARATOR.fullmatch(line):
             if current:
-                records.append(current)
-            current = {}
-            continue
+                found.append("\n".join(current))
+            current = []
+        elif line.strip():
+            current.append(line)
+    if current:
+        found.append("\n".join(current))
+    return found
+
+
+def block_fields(block: str) -> dict[str, str]:
+    """One record's `key value` lines as a dict."""
+    fields: dict[str, str] = {}
+    for line in block.splitlines():
         key, _, value = line.strip().partition(" ")
         if key:
-            current[key] = value.strip()
-    if current:
-        records.append(current)
-    return records
+            fields[key] = value.strip()
+    return fields
+
+
+def parse_records(result: CommandResult) -> list[dict[str, str]]:
+    """The `key value` blocks qacct printed; [] when it knows no such job."""
+    return [block_fields(block) for block in blocks(result)]
 
 
 def record_status(record: dict[str, str], tz: tzinfo) -> JobStatus:

@@ -9,11 +9,12 @@ from adapters.base import Capabilities, JobStatus, SubmitRequest
 from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
 from adapters.scheduler_text import choose_job
 from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
-from adapters.sge import accounting, queues, snapshot, status, submit
+from adapters.sge import accounting, queues, snapshot, status, submit, usage
 from adapters.sge.commands import SgeCommands
 from adapters.sge.script import job_options, render_script
 from adapters.snapshot import SnapshotJob
 from adapters.transport import CommandResult
+from adapters.usage import UsageRecord
 
 if TYPE_CHECKING:
     from adapters.scheduler_types import SchedulerDialect
@@ -55,7 +56,7 @@ class SgeDialect(OptionsDialect):
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(queue_snapshot=True, accounting=True, whole_queue=True)
+        return Capabilities(queue_snapshot=True, accounting=True, usage=True, whole_queue=True)
 
     def submit_words(self) -> tuple[str, ...]:
         return (self.commands.qsub, "-terse")
@@ -90,6 +91,12 @@ class SgeDialect(OptionsDialect):
 
     def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
         return accounting.parse_accounting(result, self.config.timezone)
+
+    def usage_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
+        return usage.usage_commands(self.commands, native_ids)
+
+    def parse_usage(self, result: CommandResult) -> list[UsageRecord]:
+        return usage.parse_usage(result, self.config.timezone)
 
     def cancel_words(self) -> tuple[str, ...]:
         return (self.commands.qdel,)

@@ -108,6 +108,13 @@ FAILED_CODES: dict[int, str] = {
 }
 # Codes meaning the job ran and was killed from outside.
 KILLED_CODES = frozenset({17, 37, 100})
+# Codes meaning the job itself never started: the shepherd failed while setting it up
+# (up to "before job", and the setup steps after it: output file, shell, directory, AFS,
+# password, helper service, daemons, groups).
+BEFORE_JOB_CODES = frozenset({1, 3, 4, 6, 7, 8, 9, 10, 11, 21, 26, 27, 28, 29, 31, 32, 33,
+                              34, 35, 36, 38})
+# The run was ended to run the job again (`qmod -rj`, a queue's rerun).
+RESCHEDULED = 25
 
 
 def native_state(raw: str) -> tuple[NativeState, Reason | None]:

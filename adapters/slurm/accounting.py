@@ -48,25 +48,37 @@ def exit_code(value: str) -> tuple[int | None, int]:
     return number, 0
 
 
-def row_status(fields: list[str], tz: tzinfo) -> JobStatus:
-    native_id, raw_state, exit_field, start, end, reason = fields[:6]
-    state, final_reason = native_state(raw_state)
+def ended_how(
+    state: NativeState, final_reason: StatusReason | None, exit_field: str
+) -> tuple[StatusReason | None, int | None]:
+    """The reason and shell exit code of an allocation line in a final `state` (from
+    `native_state`), given its `code:signal` ExitCode."""
     code, signal = exit_code(exit_field)
-    if state is NativeState.QUEUED:
-        why: StatusReason | None = None if no_value(reason) else scheduler_says(reason)
-    elif state is NativeState.FAILED and final_reason is Reason.NON_ZERO_EXIT and signal:
+    why = final_reason
+    if state is NativeState.FAILED and final_reason is Reason.NON_ZERO_EXIT and signal:
         why = because(Reason.KILLED_BY_SIGNAL, signal, " ")
-    else:
-        why = final_reason if state.is_final else None
     if state is not NativeState.COMPLETED and code == 0 and not signal:
         # Cancelled or timed-out allocations show 0:0 (seen on the testbed): no exit status.
         code = None
+    return why, code
+
+
+def row_status(fields: list[str], tz: tzinfo) -> JobStatus:
+    native_id, raw_state, exit_field, start, end, reason = fields[:6]
+    state, final_reason = native_state(raw_state)
+    if state is NativeState.QUEUED:
+        why: StatusReason | None = None if no_value(reason) else scheduler_says(reason)
+        code = None
+    elif state.is_final:
+        why, code = ended_how(state, final_reason, exit_field)
+    else:
+        why, code = None, None
     return JobStatus(
         native_id=native_id,
         state=state,
         raw_state=raw_state,
         reason=why,
-        exit_code=code if state.is_final else None,
+        exit_code=code,
         started_at=timestamp(start, tz),
         ended_at=timestamp(end, tz) if state.is_final else None,
     )

@@ -15,12 +15,13 @@ from adapters.scheduler_types import (
     StartEstimate,
     SubmitCommand,
 )
-from adapters.slurm import accounting, queues, snapshot, status, submit
+from adapters.slurm import accounting, queues, snapshot, status, submit, usage
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.script import render_script
 from adapters.slurm.states import native_state
 from adapters.snapshot import SiteCores, SnapshotJob
 from adapters.transport import CommandResult
+from adapters.usage import UsageRecord
 
 if TYPE_CHECKING:
     from adapters.scheduler_types import SchedulerDialect
@@ -58,7 +59,7 @@ class SlurmDialect(BaseDialect):
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(queue_snapshot=True, start_estimate=True, accounting=True,
-                            whole_queue=True, queue_start_estimates=True)
+                            usage=True, whole_queue=True, queue_start_estimates=True)
 
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
         return render_script(request, layout, self.config, srun=self.commands.srun)
@@ -84,6 +85,12 @@ class SlurmDialect(BaseDialect):
 
     def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
         return accounting.parse_accounting(result, self.config.timezone)
+
+    def usage_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
+        return usage.usage_commands(self.commands, native_ids)
+
+    def parse_usage(self, result: CommandResult) -> list[UsageRecord]:
+        return usage.parse_usage(result, self.config.timezone)
 
     def cancel_words(self) -> tuple[str, ...]:
         return (self.commands.scancel,)

@@ -81,3 +81,18 @@ def native_state(raw: str) -> tuple[NativeState, Reason | None]:
         log.warning("unknown Slurm job state %r: reported as UNKNOWN", raw)
         return NativeState.UNKNOWN, None
     return mapped
+
+
+# A run's allocation line in `sacct --duplicates` that is not the job's last: the job was
+# put back in the queue and this run is over. REQUEUED: "completing job is being requeued"
+# (`scontrol requeue`); the others are the hold variants of the same (see STATES).
+_REQUEUE_STATES = frozenset({"REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "SPECIAL_EXIT"})
+
+
+def run_state(raw: str) -> tuple[NativeState, Reason | None]:
+    """How one run ended, for usage records: as `native_state`, except that a run ended by
+    a requeue is over (CANCELLED, REQUEUED) although the job waits again."""
+    words = raw.split()
+    if words and words[0].rstrip("+").upper() in _REQUEUE_STATES:
+        return NativeState.CANCELLED, Reason.REQUEUED
+    return native_state(raw)

@@ -86,7 +86,8 @@ def test_options_reach_the_dialect() -> None:
     # One option name means one thing in every scheduler that takes it.
     assert set(registry.options()) == {"parallel_environment", "memory_resource", "pbs_server",
                                        "keep_files", "accounting_dir", "memory_requests"}
-    assert [e.kind for e in registry.offering_option("accounting_dir")] == ["pbs"]
+    # Issue 13: LSF reads its lsb.acct from an accounting directory too (usage records).
+    assert [e.kind for e in registry.offering_option("accounting_dir")] == ["pbs", "lsf"]
     assert [e.kind for e in registry.offering_launcher("srun")] == ["slurm"]
 
 
@@ -94,18 +95,21 @@ def test_capabilities_are_stated_per_scheduler() -> None:
     # Issue 12: every scheduler's snapshot lists the whole queue; Slurm, PBS Professional
     # and LSF give pending jobs their own start estimate, Grid Engine and TORQUE none.
     q = Capabilities(queue_snapshot=True, whole_queue=True, queue_start_estimates=True)
+    # Issue 13: Slurm and Grid Engine give usage records (sacct, qacct); PBS and LSF only
+    # from an accounting directory the site names.
     assert _relocated("slurm").capabilities == Capabilities(
-        queue_snapshot=True, start_estimate=True, accounting=True, whole_queue=True,
-        queue_start_estimates=True)
+        queue_snapshot=True, start_estimate=True, accounting=True, usage=True,
+        whole_queue=True, queue_start_estimates=True)
     assert _relocated("sge").capabilities == Capabilities(queue_snapshot=True, accounting=True,
-                                                          whole_queue=True)
+                                                          usage=True, whole_queue=True)
     assert _relocated("lsf").capabilities == q
     # PBS reads accounting only from a log directory the site names.
     assert _relocated("pbs").capabilities == q
     with_log = registry.dialect("pbs", DialectSettings(
         options={"accounting_dir": "/var/spool/pbs/server_priv/accounting"}))
     assert with_log.capabilities == Capabilities(queue_snapshot=True, accounting=True,
-                                                 whole_queue=True, queue_start_estimates=True)
+                                                 usage=True, whole_queue=True,
+                                                 queue_start_estimates=True)
     torque = registry.dialect("pbs", DialectSettings(options={"pbs_server": "torque"}))
     assert torque.capabilities == Capabilities(queue_snapshot=True, whole_queue=True)
 
@@ -118,7 +122,8 @@ def test_the_adapter_states_batch_submission(tmp_path: Path) -> None:
                                             "queue start estimates"]
     assert batch_submitter(adapter) is adapter
     local = LocalAdapter(tmp_path, None)
-    assert local.capabilities == Capabilities() and batch_submitter(local) is None
+    # Issue 13: the local site's usage records come from its own job records.
+    assert local.capabilities == Capabilities(usage=True) and batch_submitter(local) is None
 
 
 def _kind_literals(path: Path) -> list[str]:

@@ -337,8 +337,9 @@ def test_site_check_reports_a_pbs_site(tmp_path: Path) -> None:
         ("launcher mpirun", Status.OK), ("scratch_root", Status.OK)], report.checks
     assert report.ok
     scheduler = report.checks[1].detail
+    # Issue 13: a PBS site whose accounting logs the gateway reads also gives usage records.
     assert scheduler == ("pbs answers; partitions: workq, closedq; the adapter offers: "
-                         "batch submit, queue snapshot, accounting, whole queue, "
+                         "batch submit, queue snapshot, accounting, usage, whole queue, "
                          "queue start estimates")
 
 
