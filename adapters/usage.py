@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from adapters.base import NativeState
-from adapters.reasons import StatusReason
+from adapters.reasons import Reason, StatusReason
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,13 @@ class UsageRecord:
     raw: str
     memory_mb: int | None = None
     gpus: int = 0
-    # The scheduler says the run never got going (Slurm BOOT_FAIL, a Grid Engine `failed`
-    # code from before the job script ran): the gateway charges nothing for it.
-    failed_at_start: bool = False
+
+    @property
+    def failed_at_start(self) -> bool:
+        """The scheduler says the run never got going (Slurm BOOT_FAIL, a Grid Engine
+        `failed` code from before the job script ran, PBS JOB_EXEC_FAIL*)."""
+        return self.reason is not None and (
+            self.reason == Reason.BOOT_FAIL or self.reason.startswith(Reason.FAILED_AT_START))
 
     @property
     def key(self) -> tuple[str, int]:

@@ -259,3 +259,29 @@ def _record_of(row: UsageRow) -> UsageRecord:
     return UsageRecord(row.native_id, row.run, NativeState(row.state), None, row.exit_code,
                        row.started_at, row.ended_at, row.elapsed_seconds, row.cores,
                        row.nodes, row.source, row.raw)
+
+
+@pytest.mark.parametrize(("changes", "rule"), [
+    ({"reason": Reason.BOOT_FAIL, "elapsed_seconds": 2}, "failed at start (BOOT_FAIL)"),
+    ({"reason": "failed at start: failed 26: opening input/output file"},
+     "failed at start (failed at start: failed 26"),
+    ({"started_at": None, "elapsed_seconds": 0}, "never ran"),
+    ({"elapsed_seconds": 0}, "never ran"),
+])
+def test_runs_that_never_got_going_cost_nothing(changes: dict[str, object], rule: str) -> None:
+    record = UsageRecord(**{**BASE_RECORD, **changes})  # type: ignore[arg-type]
+    charge = charge_for(record, RATE, 3600, CAP)
+    assert (charge.amount_milli, charge.refund_milli) == (0, 0)
+    assert charge.rule.startswith(rule)
+
+
+def test_a_run_past_its_walltime_is_charged_the_walltime() -> None:
+    record = UsageRecord(**{**BASE_RECORD, "elapsed_seconds": 4000, "cores": 3})  # type: ignore[arg-type]
+    charge = charge_for(record, RATE, 3600, CAP)
+    assert charge.amount_milli == 3000
+    assert "charged up to the walltime asked for" in charge.rule
+
+
+BASE_RECORD: dict[str, object] = dict(
+    native_id="1", run=0, state=NativeState.FAILED, reason=None, exit_code=1, started_at=NOW,
+    ended_at=NOW, elapsed_seconds=60, cores=1, nodes=1, source="sacct", raw="1|FAILED")
