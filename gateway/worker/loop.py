@@ -9,7 +9,7 @@ Any number of workers may run against one PostgreSQL database. Each step is one 
 more units of work committed at its end; what makes a crash between any two of them
 safe is said where it is kept: routing in gateway.services.placement, claims and leases
 in gateway.services.lifecycle, adoption by tag in gateway.worker.submit, cancels in
-gateway.worker.cancel.
+gateway.worker.cancel, charges in gateway.services.settlement.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from gateway.worker.failover import fail_over_stranded
 from gateway.worker.housekeeping import Housekeeping
 from gateway.worker.poll import poll
 from gateway.worker.route import route_jobs
+from gateway.worker.settle import settle, settle_unrun
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 from gateway.worker.stage_out import stage_outs
 from gateway.worker.submit import submit_accepted, submit_recovered
@@ -44,7 +45,7 @@ SITE_STEPS: tuple[tuple[str, SiteStep, bool], ...] = (
     ("cancel", send_cancels, False),
     ("poll", poll, False),
     ("stage-out", stage_outs, True),
-    # "settle" (accounting, next issue) goes here: over attempts whose job is final.
+    ("settle", settle, False),  # finished jobs' liens -> charges (when the bank is on)
 )
 
 
@@ -76,6 +77,7 @@ class Worker:
         self.housekeeping.run()
         busy = route_jobs(self.ctx, self.health)
         busy |= fail_over_stranded(self.ctx)
+        settle_unrun(self.ctx)
         for site in self.rt.sites:
             busy |= self._run_site(site)
         return busy

@@ -1,0 +1,77 @@
+"""Settle step: finished jobs' liens become charges from the site's usage records (see
+gateway.services.settlement for why a crash anywhere here charges each job once)."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from datetime import timedelta
+
+from adapters.base import Adapter
+from adapters.usage import UsageRecord
+from gateway.accounting.units import milli
+from gateway.db.base import utcnow
+from gateway.services import settlement
+from gateway.services.settlement import RunToSettle
+from gateway.services.sites import NoAccount, SiteEntry
+from gateway.worker.context import CLAIM_BATCH, StepContext
+
+log = logging.getLogger(__name__)
+
+
+def settle_unrun(ctx: StepContext) -> bool:
+    """Release the liens of finished jobs that never reached a scheduler (once a cycle,
+    for all sites); True when there were some."""
+    if not ctx.rt.settings.allocations_enforced:
+        return False
+    with ctx.unit() as session:
+        return settlement.release_unrun(session, utcnow()) > 0
+
+
+def settle(ctx: StepContext, site: SiteEntry) -> bool:
+    """Charge the site's finished jobs from its usage records; True when it asked the site."""
+    settings = ctx.rt.settings
+    if not settings.allocations_enforced:
+        return False
+    with ctx.rt.sessions() as session:
+        runs = settlement.finished_with_liens(session, site.name, CLAIM_BATCH)
+    if not runs:
+        return False
+    records = _records(site, runs)
+    by_job: dict[str, list[RunToSettle]] = defaultdict(list)
+    for run in runs:
+        by_job[run.job_id].append(run)
+    deadline = timedelta(seconds=settings.usage_deadline_seconds)
+    cap = milli(settings.refund_cap_su)
+    for job_id, job_runs in by_job.items():
+        found = [r for run in job_runs for r in records.get(run.native_id, [])]
+        now = utcnow()
+        with ctx.unit() as session:
+            job_terms = settlement.terms(session, job_id)
+            if not settlement.ready(job_runs, found, job_terms.finished_at, now, deadline):
+                continue
+            made = settlement.estimated_records(job_runs, found, job_terms.cores,
+                                                job_terms.walltime_seconds)
+            if made:
+                log.warning("job %s at %s: no usage record by the deadline; charged as "
+                            "estimated", job_id, site.name)
+            settlement.settle_job(session, site.name, job_id, [*found, *made], bool(made),
+                                  now, cap)
+    return True
+
+
+def _records(site: SiteEntry, runs: list[RunToSettle]) -> dict[str, list[UsageRecord]]:
+    """The site's usage records of these runs, by native id (one query per account)."""
+    asked: dict[int, tuple[Adapter, list[str]]] = {}
+    for run in runs:
+        try:
+            adapter = site.adapter_for(run.owner)
+        except NoAccount as exc:
+            log.error("job %s at %s cannot be settled: %s", run.job_id, site.name, exc.detail)
+            continue
+        asked.setdefault(id(adapter), (adapter, []))[1].append(run.native_id)
+    found: dict[str, list[UsageRecord]] = defaultdict(list)
+    for adapter, ids in asked.values():
+        for record in adapter.usage(ids):
+            found[record.native_id].append(record)
+    return found

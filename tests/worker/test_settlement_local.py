@@ -1,0 +1,193 @@
+"""The bank through the API and the worker on the local site (real processes, its own
+usage records; SQLite and PostgreSQL): a lien at submit, the charge from the site's
+record at the end, a refusal when the project cannot pay, a release for a job that never
+ran, a crash between the record and the charge, and no overspend under concurrency."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from gateway.accounting.rates import ONE_SU_PER_CORE_HOUR, Usage, cost
+from gateway.db.bank_models import Allocation, LedgerEntry, Lien, UsageRow
+from gateway.db.engine import transaction
+from gateway.domain.jobspec import JobSpec
+from gateway.runtime import Runtime
+from gateway.services import allocations, bank
+from gateway.services import jobs as job_service
+from gateway.services.allocations import Grant
+from gateway.services.bank import InsufficientFunds
+from gateway.settings import Settings
+from gateway.worker.loop import Worker
+from tests.conftest import MakeUser, TestUser
+from tests.worker.test_worker_local import post, run_until
+
+PY = sys.executable
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"allocations_enforced": True})
+
+
+def _grant(runtime: Runtime, user: TestUser, su: int) -> int:
+    now = runtime.clock()
+    with transaction(runtime.sessions) as s:
+        project = job_service.jobs.personal_project(s.connection(), user.principal.user_id)
+        assert project is not None
+        a = allocations.grant(s, Grant(project.name, "*", su * 1000, now - timedelta(days=1),
+                                       now + timedelta(days=30)), {"local"}, "committee",
+                              "startup allocation", now)
+        return a.id
+
+
+def _allocation(runtime: Runtime, allocation_id: int) -> Allocation:
+    with runtime.sessions() as s:
+        a = s.get(Allocation, allocation_id)
+        assert a is not None
+        s.expunge(a)
+        return a
+
+
+def _settled(worker: Worker, runtime: Runtime, job_id: str, rounds: int = 50) -> None:
+    for _ in range(rounds):
+        with runtime.sessions() as s:
+            if not s.scalars(select(Lien).where(Lien.job_id == job_id,
+                                                Lien.status == "held")).first():
+                return
+        worker.run_once()
+    raise AssertionError(f"job {job_id} still holds a lien")
+
+
+def test_a_job_is_charged_from_the_sites_record(client: TestClient, runtime: Runtime,
+                                                make_user: MakeUser) -> None:
+    user = make_user()
+    alloc = _grant(runtime, user, 10)
+    job_id = post(client, user.headers, {
+        "name": "two cores", "executable": PY, "args": ["-c", "import time; time.sleep(1.5)"],
+        "resources": {"ranks": 1, "threads_per_rank": 2, "walltime": 600}})
+    held = _allocation(runtime, alloc)
+    quote = cost(ONE_SU_PER_CORE_HOUR, Usage(600, 2))
+    assert (held.held_milli, held.available_milli) == (quote, 10_000 - quote)
+    worker = Worker(runtime)
+    run_until(worker, client, user.headers, job_id, {"COMPLETED"})
+    _settled(worker, runtime, job_id)
+    with runtime.sessions() as s:
+        [row] = s.scalars(select(UsageRow).where(UsageRow.job_id == job_id)).all()
+        kinds = [e.kind for e in s.scalars(select(LedgerEntry).where(
+            LedgerEntry.job_id == job_id).order_by(LedgerEntry.id))]
+    assert row.source == "local" and row.cores == 2 and row.elapsed_seconds >= 1
+    assert row.charged_milli == cost(ONE_SU_PER_CORE_HOUR, Usage(row.elapsed_seconds, 2))
+    assert kinds == ["lien", "lien", "charge", "charge", "release", "release"]
+    after = _allocation(runtime, alloc)
+    assert (after.held_milli, after.used_milli) == (0, row.charged_milli)
+    assert after.available_milli == 10_000 - row.charged_milli
+    # More cycles change nothing: the record was applied once.
+    worker.run_once()
+    assert _allocation(runtime, alloc).used_milli == row.charged_milli
+
+
+def test_refused_at_submit_when_the_project_cannot_pay(client: TestClient, runtime: Runtime,
+                                                       make_user: MakeUser) -> None:
+    user = make_user()
+    _grant(runtime, user, 1)
+    r = client.post("/api/v1/jobs", headers=user.headers, json={
+        "name": "big", "executable": "/bin/true",
+        "resources": {"ranks": 1, "threads_per_rank": 2, "walltime": 3600}})
+    assert r.status_code == 422, r.text
+    problem: dict[str, Any] = r.json()
+    assert problem["quote_su"] == "2.000" and problem["available_su"] == "1.000"
+    assert "Ask for less" in problem["detail"]
+    assert client.get("/api/v1/jobs", headers=user.headers).json()["items"] == []
+
+
+def test_a_project_without_an_allocation_is_refused(client: TestClient,
+                                                   make_user: MakeUser) -> None:
+    r = client.post("/api/v1/jobs", headers=make_user().headers,
+                    json={"name": "x", "executable": "/bin/true"})
+    assert r.status_code == 422 and "0.000 SU available" in r.json()["detail"]
+
+
+def test_cancelled_while_waiting_is_charged_nothing(client: TestClient, runtime: Runtime,
+                                                    make_user: MakeUser) -> None:
+    user = make_user()
+    alloc = _grant(runtime, user, 5)
+    job_id = post(client, user.headers, {"name": "never", "executable": "/bin/true"})
+    assert client.post(f"/api/v1/jobs/{job_id}/cancel", headers=user.headers).status_code == 202
+    _settled(Worker(runtime), runtime, job_id)
+    a = _allocation(runtime, alloc)
+    assert (a.available_milli, a.held_milli, a.used_milli) == (5000, 0, 0)
+
+
+def test_a_crash_between_the_record_and_the_charge_charges_once(
+        client: TestClient, runtime: Runtime, make_user: MakeUser,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    user = make_user()
+    alloc = _grant(runtime, user, 5)
+    job_id = post(client, user.headers, {"name": "once", "executable": PY,
+                                         "args": ["-c", "import time; time.sleep(1.2)"]})
+    real_settle = bank.settle
+
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        real_settle(*args, **kwargs)  # every leg posted and flushed ...
+        raise KeyboardInterrupt("killed before the commit")  # ... and never committed
+
+    monkeypatch.setattr(bank, "settle", crash)
+    worker = Worker(runtime)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in range(200):
+            worker.run_once()
+            time.sleep(0.05)
+    with runtime.sessions() as s:
+        assert s.scalars(select(UsageRow).where(UsageRow.job_id == job_id)).all() == []
+    monkeypatch.setattr(bank, "settle", real_settle)
+    _settled(Worker(runtime), runtime, job_id)
+    with runtime.sessions() as s:
+        charges = s.scalars(select(LedgerEntry).where(
+            LedgerEntry.job_id == job_id, LedgerEntry.kind == "charge",
+            LedgerEntry.account == "used")).all()
+        [row] = s.scalars(select(UsageRow).where(UsageRow.job_id == job_id)).all()
+    assert len(charges) == 1 and charges[0].amount_milli == row.charged_milli > 0
+    assert _allocation(runtime, alloc).used_milli == charges[0].amount_milli
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_200_concurrent_submissions_against_50_jobs_worth(runtime: Runtime,
+                                                         make_user: MakeUser) -> None:
+    user = make_user()
+    alloc = _grant(runtime, user, 50)  # each job: 1 core x 1 h = 1 SU
+    spec = JobSpec.model_validate({"name": "one", "executable": "/bin/true"})
+    start = threading.Barrier(20)
+    outcomes: list[str] = []
+    errors: list[BaseException] = []
+
+    def submit_ten() -> None:
+        try:
+            start.wait()
+            for _ in range(10):
+                try:
+                    with runtime.unit_of_work() as session:
+                        job_service.submit(session, runtime.sites, user.principal, spec,
+                                           charged=True)
+                    outcomes.append("accepted")
+                except InsufficientFunds:
+                    outcomes.append("refused")
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=submit_ten) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert (outcomes.count("accepted"), outcomes.count("refused")) == (50, 150)
+    a = _allocation(runtime, alloc)
+    assert (a.available_milli, a.held_milli) == (0, 50_000)
