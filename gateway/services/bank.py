@@ -147,7 +147,16 @@ def settle(session: Session, job_id: str, charges: Sequence[tuple[UsageRow, Char
     credit limit; refund what the rules refund; release the rest of the liens."""
     liens = held_liens(session, job_id)
     pay_from = _paying_allocations(session, job_id, liens)
-    allocations = {a.id: a for a in ledger.lock(session, [a.id for a in pay_from])}
+    locked = {a.id: a for a in ledger.lock(session, [a.id for a in pay_from])}
+    return settle_locked(session, liens, [locked[a.id] for a in pay_from], charges, now, actor)
+
+
+def settle_locked(session: Session, liens: Sequence[Lien], pay_from: Sequence[Allocation],
+                  charges: Sequence[tuple[UsageRow, Charge]], now: datetime, actor: str
+                  ) -> Settled:
+    """`settle` for one job whose held liens and paying allocations the caller has
+    locked (many jobs at once: gateway.services.settlement)."""
+    allocations = {a.id: a for a in pay_from}
     remaining = {lien.id: lien.amount_milli for lien in liens}
     total = Settled(0, 0, 0, 0)
     for row, charge in charges:
@@ -188,7 +197,7 @@ def _charge(session: Session, row: UsageRow, charge: Charge, liens: Sequence[Lie
             legs_by.append((lien, allocations[lien.allocation_id], take))
             remaining[lien.id] -= take
             due -= take
-    for allocation in (allocations[a.id] for a in pay_from):
+    for allocation in pay_from:
         take = min(due, spendable(allocation))
         if take:
             legs_by.append((None, allocation, take))
@@ -209,5 +218,4 @@ def _charge(session: Session, row: UsageRow, charge: Charge, liens: Sequence[Lie
     row.refunded_milli = refund
     row.rule = charge.rule if not due else (
         f"{charge.rule}; {su(due)} SU could not be charged: the allocation ran out")
-    session.flush()
     return paid, due

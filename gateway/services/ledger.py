@@ -65,7 +65,8 @@ def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
             lien_id=posting.lien_id, usage_id=posting.usage_id, reason=posting.reason,
             actor=posting.actor))
         _apply(leg)
-    session.flush()
+    # No flush here: the legs go to the database with the unit of work's next flush,
+    # many transactions in one batch when a caller settles many jobs.
     return txn
 
 

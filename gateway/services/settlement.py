@@ -15,7 +15,8 @@ and the stored record is flagged `estimated`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -24,13 +25,13 @@ from sqlalchemy.orm import Session
 
 from adapters.base import NativeState
 from adapters.usage import UsageRecord
-from gateway.accounting.charging import Charge, charge_for
+from gateway.accounting.charging import charge_for
 from gateway.accounting.rates import Rate
 from gateway.db.bank_models import Lien, Quote, RateCard, UsageRow
 from gateway.db.models import Attempt, Job, User
 from gateway.domain.states import FINAL_STATES, AttemptState
 from gateway.repositories import rate_cards
-from gateway.services import bank
+from gateway.services import bank, ledger
 
 ACTOR = "gateway (settlement)"
 ESTIMATED = "estimate"
@@ -92,19 +93,26 @@ class JobTerms:
     rates: Mapping[str, Rate]
 
 
-def terms(session: Session, job_id: str) -> JobTerms:
-    """The job's walltime and cores, and each site's pinned rate (else the current one)."""
-    job = session.get(Job, job_id)
-    assert job is not None
-    resources = job.spec.get("resources", {})
-    rates = {site: rate_cards.rate_of(card) for site, card in session.execute(
-        select(Quote.site_name, RateCard).join(RateCard, RateCard.id == Quote.rate_card_id)
-        .where(Quote.job_id == job_id))}
-    for site, card in rate_cards.current_all(session).items():
-        rates.setdefault(site, rate_cards.rate_of(card))
-    return JobTerms(int(resources.get("walltime", 3600)),
-                    int(resources.get("ranks", 1)) * int(resources.get("threads_per_rank", 1)),
-                    job.finished_at, rates)
+def terms(session: Session, job_ids: Collection[str]) -> dict[str, JobTerms]:
+    """Each job's walltime and cores, and each site's rate pinned by its quote (else the
+    site's current rate)."""
+    current = {site: rate_cards.rate_of(card)
+               for site, card in rate_cards.current_all(session).items()}
+    pinned: dict[str, dict[str, Rate]] = defaultdict(dict)
+    for job_id, site, card in session.execute(
+            select(Quote.job_id, Quote.site_name, RateCard)
+            .join(RateCard, RateCard.id == Quote.rate_card_id)
+            .where(Quote.job_id.in_(job_ids))):
+        pinned[job_id][site] = rate_cards.rate_of(card)
+    found = {}
+    for job_id, spec, finished_at in session.execute(
+            select(Job.id, Job.spec, Job.finished_at).where(Job.id.in_(job_ids))):
+        resources = spec.get("resources", {})
+        found[job_id] = JobTerms(
+            int(resources.get("walltime", 3600)),
+            int(resources.get("ranks", 1)) * int(resources.get("threads_per_rank", 1)),
+            finished_at, {**current, **pinned[job_id]})
+    return found
 
 
 def ready(runs: Sequence[RunToSettle], records: Sequence[UsageRecord],
@@ -137,37 +145,62 @@ def estimated_records(runs: Sequence[RunToSettle], records: Sequence[UsageRecord
     return made
 
 
-def settle_job(session: Session, site: str, job_id: str, records: Sequence[UsageRecord],
-               estimated: bool, now: datetime, refund_cap_milli: int) -> bank.Settled | None:
-    """Store the job's records at `site` and settle its liens in this unit of work; None
-    when another worker settled it first."""
-    if not bank.held_liens(session, job_id):
-        return None
-    job_terms = terms(session, job_id)
-    rate = job_terms.rates[site]
-    charges: list[tuple[UsageRow, Charge]] = []
-    for record in records:
-        row = _stored(session, site, job_id, record, now, estimated and
-                      record.source == ESTIMATED)
-        charges.append((row, charge_for(record, rate, job_terms.walltime_seconds,
-                                        refund_cap_milli)))
-    return bank.settle(session, job_id, charges, now, ACTOR)
+@dataclass(frozen=True)
+class ToSettle:
+    """One job's usage records at a site, ready to be charged."""
+
+    job_id: str
+    records: Sequence[UsageRecord]
+    terms: JobTerms
 
 
-def _stored(session: Session, site: str, job_id: str, record: UsageRecord, now: datetime,
-            estimated: bool) -> UsageRow:
-    existing = session.scalar(select(UsageRow).where(
-        UsageRow.site_name == site, UsageRow.native_id == record.native_id,
-        UsageRow.run == record.run))
-    if existing is not None:
-        return existing
-    row = UsageRow(site_name=site, native_id=record.native_id, run=record.run, job_id=job_id,
-                   source=record.source, received_at=now, started_at=record.started_at,
-                   ended_at=record.ended_at, elapsed_seconds=record.elapsed_seconds,
-                   cores=record.cores, nodes=record.nodes, gpus=record.gpus,
-                   memory_mb=record.memory_mb, state=record.state.value,
-                   reason=record.reason, exit_code=record.exit_code, raw=record.raw,
-                   estimated=estimated)
-    session.add(row)
+def settle_jobs(session: Session, site: str, items: Sequence[ToSettle], now: datetime,
+                refund_cap_milli: int) -> dict[str, bank.Settled]:
+    """Store the jobs' records at `site` and settle their liens, all in this unit of
+    work; a job another worker settled first is skipped (left out of the answer)."""
+    liens: dict[str, list[Lien]] = defaultdict(list)
+    for lien in session.scalars(
+            select(Lien).where(Lien.job_id.in_([i.job_id for i in items]),
+                               Lien.status == "held")
+            .order_by(Lien.job_id, Lien.id).with_for_update()):
+        liens[lien.job_id].append(lien)
+    todo = [i for i in items if liens[i.job_id]]
+    if not todo:
+        return {}
+    allocations = {a.id: a for a in ledger.lock(
+        session, [lien.allocation_id for i in todo for lien in liens[i.job_id]])}
+    rows = _stored(session, site, todo, now)
+    settled = {}
+    for item in todo:
+        rate = item.terms.rates[site]
+        charges = [(rows[(r.native_id, r.run)],
+                    charge_for(r, rate, item.terms.walltime_seconds, refund_cap_milli))
+                   for r in item.records]
+        pay_from = [allocations[a] for a in dict.fromkeys(
+            lien.allocation_id for lien in liens[item.job_id])]
+        settled[item.job_id] = bank.settle_locked(session, liens[item.job_id], pay_from,
+                                                  charges, now, ACTOR)
     session.flush()
-    return row
+    return settled
+
+
+def _stored(session: Session, site: str, items: Sequence[ToSettle], now: datetime
+            ) -> dict[tuple[str, int], UsageRow]:
+    """Every record as a stored row, by (native id, run): stored once, found after."""
+    wanted = {(r.native_id, r.run): (item.job_id, r) for item in items for r in item.records}
+    rows = {(row.native_id, row.run): row for row in session.scalars(select(UsageRow).where(
+        UsageRow.site_name == site,
+        UsageRow.native_id.in_({native_id for native_id, _ in wanted})))}
+    for key, (job_id, record) in wanted.items():
+        if key not in rows:
+            rows[key] = UsageRow(
+                site_name=site, native_id=record.native_id, run=record.run, job_id=job_id,
+                source=record.source, received_at=now, started_at=record.started_at,
+                ended_at=record.ended_at, elapsed_seconds=record.elapsed_seconds,
+                cores=record.cores, nodes=record.nodes, gpus=record.gpus,
+                memory_mb=record.memory_mb, state=record.state.value, reason=record.reason,
+                exit_code=record.exit_code, raw=record.raw,
+                estimated=record.source == ESTIMATED)
+            session.add(rows[key])
+    session.flush()
+    return rows

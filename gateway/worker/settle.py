@@ -4,6 +4,7 @@ gateway.services.settlement for why a crash anywhere here charges each job once)
 from __future__ import annotations
 
 import logging
+import os
 from collections import defaultdict
 from datetime import timedelta
 
@@ -17,6 +18,8 @@ from gateway.services.sites import NoAccount, SiteEntry
 from gateway.worker.context import CLAIM_BATCH, StepContext
 
 log = logging.getLogger(__name__)
+
+FAULT_BEFORE_CHARGE_ENV = "GRIDGATE_FAULT_BEFORE_CHARGE"
 
 
 def settle_unrun(ctx: StepContext) -> bool:
@@ -41,23 +44,35 @@ def settle(ctx: StepContext, site: SiteEntry) -> bool:
     by_job: dict[str, list[RunToSettle]] = defaultdict(list)
     for run in runs:
         by_job[run.job_id].append(run)
+    now = utcnow()
     deadline = timedelta(seconds=settings.usage_deadline_seconds)
-    cap = milli(settings.refund_cap_su)
+    items = []
+    with ctx.rt.sessions() as session:
+        all_terms = settlement.terms(session, list(by_job))
     for job_id, job_runs in by_job.items():
+        terms = all_terms[job_id]
         found = [r for run in job_runs for r in records.get(run.native_id, [])]
-        now = utcnow()
+        if not settlement.ready(job_runs, found, terms.finished_at, now, deadline):
+            continue
+        made = settlement.estimated_records(job_runs, found, terms.cores,
+                                            terms.walltime_seconds)
+        if made:
+            log.warning("job %s at %s: no usage record by the deadline; charged as "
+                        "estimated", job_id, site.name)
+        items.append(settlement.ToSettle(job_id, [*found, *made], terms))
+    if items:
         with ctx.unit() as session:
-            job_terms = settlement.terms(session, job_id)
-            if not settlement.ready(job_runs, found, job_terms.finished_at, now, deadline):
-                continue
-            made = settlement.estimated_records(job_runs, found, job_terms.cores,
-                                                job_terms.walltime_seconds)
-            if made:
-                log.warning("job %s at %s: no usage record by the deadline; charged as "
-                            "estimated", job_id, site.name)
-            settlement.settle_job(session, site.name, job_id, [*found, *made], bool(made),
-                                  now, cap)
+            settlement.settle_jobs(session, site.name, items, now,
+                                   milli(settings.refund_cap_su))
+            _fault_before_charge()
     return True
+
+
+def _fault_before_charge() -> None:
+    """Test-only crash point (off unless the env says `exit`): die like `kill -9` after
+    the records were fetched and the charges posted, before the commit."""
+    if os.environ.get(FAULT_BEFORE_CHARGE_ENV) == "exit":
+        os._exit(137)
 
 
 def _records(site: SiteEntry, runs: list[RunToSettle]) -> dict[str, list[UsageRecord]]:

@@ -133,13 +133,13 @@ def test_a_crash_between_the_record_and_the_charge_charges_once(
     alloc = _grant(runtime, user, 5)
     job_id = post(client, user.headers, {"name": "once", "executable": PY,
                                          "args": ["-c", "import time; time.sleep(1.2)"]})
-    real_settle = bank.settle
+    real_settle = bank.settle_locked
 
     def crash(*args: Any, **kwargs: Any) -> Any:
         real_settle(*args, **kwargs)  # every leg posted and flushed ...
         raise KeyboardInterrupt("killed before the commit")  # ... and never committed
 
-    monkeypatch.setattr(bank, "settle", crash)
+    monkeypatch.setattr(bank, "settle_locked", crash)
     worker = Worker(runtime)
     with pytest.raises(KeyboardInterrupt):
         for _ in range(200):
@@ -147,7 +147,7 @@ def test_a_crash_between_the_record_and_the_charge_charges_once(
             time.sleep(0.05)
     with runtime.sessions() as s:
         assert s.scalars(select(UsageRow).where(UsageRow.job_id == job_id)).all() == []
-    monkeypatch.setattr(bank, "settle", real_settle)
+    monkeypatch.setattr(bank, "settle_locked", real_settle)
     _settled(Worker(runtime), runtime, job_id)
     with runtime.sessions() as s:
         charges = s.scalars(select(LedgerEntry).where(
