@@ -167,12 +167,13 @@ def test_a_worker_killed_before_the_charge_commits_charges_once(
     # Killed after posting: nothing of it was committed.
     assert all(_rows(gw, job_id) == [] for job_id in jobs.values())
     _settled(gw, list(jobs.values()))
-    with gw.runtime.sessions() as s:
-        for job_id in jobs.values():
+    for job_id in jobs.values():
+        [row] = _rows(gw, job_id)
+        with gw.runtime.sessions() as s:
             charges = s.scalars(select(LedgerEntry).where(
                 LedgerEntry.job_id == job_id, LedgerEntry.kind == "charge",
                 LedgerEntry.account == "used")).all()
-            [row] = _rows(gw, job_id)
-            assert sum(c.amount_milli for c in charges) == row.charged_milli
             assert len(s.scalars(select(Attempt).where(Attempt.job_id == job_id)).all()) == 1
+        assert row.charged_milli and sum(c.amount_milli for c in charges) == row.charged_milli
+    with gw.runtime.sessions() as s:
         check_invariants(s)

@@ -191,3 +191,23 @@ def test_200_concurrent_submissions_against_50_jobs_worth(runtime: Runtime,
     assert (outcomes.count("accepted"), outcomes.count("refused")) == (50, 150)
     a = _allocation(runtime, alloc)
     assert (a.available_milli, a.held_milli) == (0, 50_000)
+
+
+def test_usage_is_charged_within_one_cycle_of_the_record(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    # The local site writes its record when the job ends: the charge must follow in the
+    # cycle that sees the job finished, or the next one at the latest.
+    user = make_user()
+    _grant(runtime, user, 5)
+    job_id = post(client, user.headers, {"name": "quick", "executable": PY,
+                                         "args": ["-c", "import time; time.sleep(1.1)"]})
+    worker = Worker(runtime)
+    run_until(worker, client, user.headers, job_id, {"COMPLETED"})
+    cycles = 0
+    while True:
+        with runtime.sessions() as s:
+            if s.scalars(select(UsageRow).where(UsageRow.job_id == job_id)).first():
+                break
+        assert cycles < 1, "usage not charged one cycle after the job ended"
+        worker.run_once()
+        cycles += 1
