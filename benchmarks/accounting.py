@@ -4,7 +4,7 @@
    balance check and lien in the submit's own transaction) against the same gateway
    with the bank off, measured in the same run, alternating off/on rounds so a noisy
    neighbour hits both alike. Targets: on >= 0.8 x off, and on >= 300/s.
-2. Settling 10,000 usage records as the worker does (batches of CLAIM_BATCH jobs per unit
+2. Settling 10,000 usage records as the worker does (batches of SETTLE_BATCH jobs per unit
    of work: liens locked, records stored, charges, refunds and releases posted), against
    a baseline in the same run: inserting the same 10,000 records as plain rows with one
    executemany and nothing else. Target: under 5 s.
@@ -45,7 +45,6 @@ from gateway.services.accounts import create_local_user  # noqa: E402
 from gateway.services.allocations import Grant  # noqa: E402
 from gateway.services.bank import Payer  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
-from gateway.worker.context import CLAIM_BATCH  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
 from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402
 
@@ -143,9 +142,9 @@ def settling(base: Path, db_url: str, records: int) -> dict[str, Any]:
                            f"b{i}|COMPLETED")
 
     began = time.perf_counter()
-    for start in range(0, records, CLAIM_BATCH):
+    for start in range(0, records, settlement.SETTLE_BATCH):
         batch = [settlement.ToSettle(job_ids[i], [record(i)], terms)
-                 for i in range(start, min(records, start + CLAIM_BATCH))]
+                 for i in range(start, min(records, start + settlement.SETTLE_BATCH))]
         with transaction(runtime.sessions) as session:
             settlement.settle_jobs(session, "local", batch, now, 0)
     settle_s = time.perf_counter() - began
@@ -162,7 +161,8 @@ def settling(base: Path, db_url: str, records: int) -> dict[str, Any]:
         charged = session.scalar(select(UsageRow.charged_milli).where(
             UsageRow.native_id == "b0"))
     runtime.close()
-    return {"records": records, "batch": CLAIM_BATCH, "settle_seconds": round(settle_s, 3),
+    return {"records": records, "batch": settlement.SETTLE_BATCH,
+            "settle_seconds": round(settle_s, 3),
             "baseline_plain_insert_seconds": round(baseline_s, 3),
             "records_per_s": round(records / settle_s), "charged_milli_each": charged}
 

@@ -12,16 +12,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gateway.accounting.charging import Charge
 from gateway.accounting.units import su
-from gateway.db.bank_models import FEDERATION_POOL, Allocation, Lien, UsageRow
+from gateway.db.bank_models import FEDERATION_POOL, Allocation, Lien
 from gateway.domain.errors import Invalid
 from gateway.services import ledger
 from gateway.services.ledger import Leg, Posting
+
+
+class ChargedRecord(Protocol):
+    """A stored usage record as the bank charges it (a UsageRow, or its columns)."""
+
+    id: int
+    job_id: str | None
+    charged_milli: int | None
+    refunded_milli: int
+    rule: str | None
 
 
 class InsufficientFunds(Invalid):
@@ -140,7 +151,7 @@ class Settled:
     short_milli: int
 
 
-def settle(session: Session, job_id: str, charges: Sequence[tuple[UsageRow, Charge]],
+def settle(session: Session, job_id: str, charges: Sequence[tuple[ChargedRecord, Charge]],
            now: datetime, actor: str) -> Settled:
     """Charge each new usage record (once: a record already charged is skipped), from the
     job's liens first and then from its allocations' available funds down to their
@@ -152,7 +163,7 @@ def settle(session: Session, job_id: str, charges: Sequence[tuple[UsageRow, Char
 
 
 def settle_locked(session: Session, liens: Sequence[Lien], pay_from: Sequence[Allocation],
-                  charges: Sequence[tuple[UsageRow, Charge]], now: datetime, actor: str
+                  charges: Sequence[tuple[ChargedRecord, Charge]], now: datetime, actor: str
                   ) -> Settled:
     """`settle` for one job whose held liens and paying allocations the caller has
     locked (many jobs at once: gateway.services.settlement)."""
@@ -186,7 +197,7 @@ def _paying_allocations(session: Session, job_id: str, liens: Sequence[Lien]
     return list(session.scalars(select(Allocation).where(Allocation.id.in_(ids))))
 
 
-def _charge(session: Session, row: UsageRow, charge: Charge, liens: Sequence[Lien],
+def _charge(session: Session, row: ChargedRecord, charge: Charge, liens: Sequence[Lien],
             remaining: dict[int, int], pay_from: Sequence[Allocation],
             allocations: dict[int, Allocation], now: datetime, actor: str) -> tuple[int, int]:
     due = charge.amount_milli

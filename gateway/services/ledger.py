@@ -14,11 +14,13 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import func, select
+from sqlalchemy import Table, event, func, select
 from sqlalchemy.orm import Session
 
 from gateway.db.bank_models import Allocation, LedgerEntry
+from gateway.repositories import bulk
 
 ACCOUNTS = ("funding", "available", "held", "used")
 KINDS = ("deposit", "transfer", "adjustment", "lien", "release", "charge", "refund")
@@ -48,26 +50,45 @@ class Posting:
 
 def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
     """Append one balanced transaction and update the allocations' running sums; returns
-    its id. The caller holds the allocations' row locks (`lock`)."""
+    its id. The caller holds the allocations' row locks (`lock`). The legs are written
+    with the unit of work's next flush, all transactions since the last one in a single
+    statement (a settle step posts thousands)."""
     if posting.kind not in KINDS:
         raise ValueError(f"unknown ledger kind {posting.kind!r}")
     if sum(leg.amount_milli for leg in legs) != 0:
         raise ValueError("a ledger transaction's legs must sum to zero")
     txn = str(uuid.uuid4())
+    pending = session.info.setdefault(_PENDING, [])
     for leg in legs:
         if leg.account not in ACCOUNTS:
             raise ValueError(f"unknown ledger account {leg.account!r}")
         if leg.amount_milli == 0:
             continue
-        session.add(LedgerEntry(
-            txn=txn, at=posting.at, allocation_id=leg.allocation.id, account=leg.account,
-            amount_milli=leg.amount_milli, kind=posting.kind, job_id=posting.job_id,
-            lien_id=posting.lien_id, usage_id=posting.usage_id, reason=posting.reason,
-            actor=posting.actor))
+        pending.append({
+            "txn": txn, "at": posting.at, "allocation_id": leg.allocation.id,
+            "account": leg.account, "amount_milli": leg.amount_milli, "kind": posting.kind,
+            "job_id": posting.job_id, "lien_id": posting.lien_id,
+            "usage_id": posting.usage_id, "reason": posting.reason, "actor": posting.actor})
         _apply(leg)
-    # No flush here: the legs go to the database with the unit of work's next flush,
-    # many transactions in one batch when a caller settles many jobs.
     return txn
+
+
+_PENDING = "gridgate.ledger.pending"
+_LEDGER = cast(Table, LedgerEntry.__table__)
+
+
+@event.listens_for(Session, "before_flush")
+def _write_pending(session: Session, *_: object) -> None:
+    """Write the legs posted since the last flush (before the allocations' new sums, in
+    the same flush, so both or neither reach the database)."""
+    rows = session.info.pop(_PENDING, None)
+    if rows:
+        bulk.insert_rows(session.connection(), _LEDGER, rows)
+
+
+@event.listens_for(Session, "after_rollback")
+def _drop_pending(session: Session) -> None:
+    session.info.pop(_PENDING, None)
 
 
 def _apply(leg: Leg) -> None:

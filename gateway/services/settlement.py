@@ -19,8 +19,9 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import exists, or_, select
+from sqlalchemy import Table, exists, or_, select
 from sqlalchemy.orm import Session
 
 from adapters.base import NativeState
@@ -30,10 +31,13 @@ from gateway.accounting.rates import Rate
 from gateway.db.bank_models import Lien, Quote, RateCard, UsageRow
 from gateway.db.models import Attempt, Job, User
 from gateway.domain.states import FINAL_STATES, AttemptState
-from gateway.repositories import rate_cards
+from gateway.repositories import bulk, rate_cards
 from gateway.services import bank, ledger
 
 ACTOR = "gateway (settlement)"
+# Jobs settled per site and worker cycle, in one unit of work (one usage query per
+# account at the site, a handful of statements at the database).
+SETTLE_BATCH = 500
 ESTIMATED = "estimate"
 # Attempts that never reached the scheduler's accounting on their own terms: a hedge
 # revoked before it started, a job deleted while pending (Grid Engine keeps no record).
@@ -154,10 +158,25 @@ class ToSettle:
     terms: JobTerms
 
 
+@dataclass
+class _Line:
+    """A usage record being charged (bank.ChargedRecord): stored after its charge."""
+
+    id: int
+    job_id: str | None
+    charged_milli: int | None = None
+    refunded_milli: int = 0
+    rule: str | None = None
+
+
 def settle_jobs(session: Session, site: str, items: Sequence[ToSettle], now: datetime,
                 refund_cap_milli: int) -> dict[str, bank.Settled]:
     """Store the jobs' records at `site` and settle their liens, all in this unit of
-    work; a job another worker settled first is skipped (left out of the answer)."""
+    work; a job another worker settled first is skipped (left out of the answer).
+
+    A few statements whatever the number of jobs: the liens and allocations locked, the
+    records already stored looked up, ids drawn for the new ones, which are then written
+    with their charges in one bulk insert, followed by every ledger leg in another."""
     liens: dict[str, list[Lien]] = defaultdict(list)
     for lien in session.scalars(
             select(Lien).where(Lien.job_id.in_([i.job_id for i in items]),
@@ -169,38 +188,52 @@ def settle_jobs(session: Session, site: str, items: Sequence[ToSettle], now: dat
         return {}
     allocations = {a.id: a for a in ledger.lock(
         session, [lien.allocation_id for i in todo for lien in liens[i.job_id]])}
-    rows = _stored(session, site, todo, now)
+    lines, new = _lines(session, site, todo)
     settled = {}
     for item in todo:
         rate = item.terms.rates[site]
-        charges = [(rows[(r.native_id, r.run)],
+        charges = [(lines[(r.native_id, r.run)],
                     charge_for(r, rate, item.terms.walltime_seconds, refund_cap_milli))
                    for r in item.records]
         pay_from = [allocations[a] for a in dict.fromkeys(
             lien.allocation_id for lien in liens[item.job_id])]
         settled[item.job_id] = bank.settle_locked(session, liens[item.job_id], pay_from,
                                                   charges, now, ACTOR)
-    session.flush()
+    bulk.insert_rows(session.connection(), _USAGE, [
+        _row(site, record, lines[(record.native_id, record.run)], now) for record in new])
+    session.flush()  # the ledger's legs, the liens' and allocations' new state
     return settled
 
 
-def _stored(session: Session, site: str, items: Sequence[ToSettle], now: datetime
-            ) -> dict[tuple[str, int], UsageRow]:
-    """Every record as a stored row, by (native id, run): stored once, found after."""
+_USAGE = cast(Table, UsageRow.__table__)
+
+
+def _lines(session: Session, site: str, items: Sequence[ToSettle]
+           ) -> tuple[dict[tuple[str, int], _Line], list[UsageRecord]]:
+    """A line per record, by (native id, run): those stored before with their charge (a
+    replay: charged already), the new ones with a fresh id; and the new records."""
     wanted = {(r.native_id, r.run): (item.job_id, r) for item in items for r in item.records}
-    rows = {(row.native_id, row.run): row for row in session.scalars(select(UsageRow).where(
-        UsageRow.site_name == site,
-        UsageRow.native_id.in_({native_id for native_id, _ in wanted})))}
-    for key, (job_id, record) in wanted.items():
-        if key not in rows:
-            rows[key] = UsageRow(
-                site_name=site, native_id=record.native_id, run=record.run, job_id=job_id,
-                source=record.source, received_at=now, started_at=record.started_at,
-                ended_at=record.ended_at, elapsed_seconds=record.elapsed_seconds,
-                cores=record.cores, nodes=record.nodes, gpus=record.gpus,
-                memory_mb=record.memory_mb, state=record.state.value, reason=record.reason,
-                exit_code=record.exit_code, raw=record.raw,
-                estimated=record.source == ESTIMATED)
-            session.add(rows[key])
-    session.flush()
-    return rows
+    lines = {(native_id, run): _Line(row_id, job_id, charged, refunded, rule)
+             for row_id, native_id, run, job_id, charged, refunded, rule in session.execute(
+                 select(UsageRow.id, UsageRow.native_id, UsageRow.run, UsageRow.job_id,
+                        UsageRow.charged_milli, UsageRow.refunded_milli, UsageRow.rule)
+                 .where(UsageRow.site_name == site,
+                        UsageRow.native_id.in_({n for n, _ in wanted})))}
+    new = [(key, job_id, record) for key, (job_id, record) in wanted.items()
+           if key not in lines]
+    for (key, job_id, _), row_id in zip(
+            new, bulk.reserve_ids(session.connection(), _USAGE, len(new)), strict=True):
+        lines[key] = _Line(row_id, job_id)
+    return lines, [record for _, _, record in new]
+
+
+def _row(site: str, record: UsageRecord, line: _Line, now: datetime) -> dict[str, Any]:
+    return {"id": line.id, "site_name": site, "native_id": record.native_id,
+            "run": record.run, "job_id": line.job_id, "source": record.source,
+            "received_at": now, "started_at": record.started_at, "ended_at": record.ended_at,
+            "elapsed_seconds": record.elapsed_seconds, "cores": record.cores,
+            "nodes": record.nodes, "gpus": record.gpus, "memory_mb": record.memory_mb,
+            "state": record.state.value, "reason": record.reason,
+            "exit_code": record.exit_code, "raw": record.raw,
+            "estimated": record.source == ESTIMATED, "charged_milli": line.charged_milli,
+            "refunded_milli": line.refunded_milli, "rule": line.rule}

@@ -15,7 +15,7 @@ from gateway.db.base import utcnow
 from gateway.services import settlement
 from gateway.services.settlement import RunToSettle
 from gateway.services.sites import NoAccount, SiteEntry
-from gateway.worker.context import CLAIM_BATCH, StepContext
+from gateway.worker.context import StepContext
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,8 @@ def settle(ctx: StepContext, site: SiteEntry) -> bool:
     if not settings.allocations_enforced:
         return False
     with ctx.rt.sessions() as session:
-        runs = settlement.finished_with_liens(session, site.name, CLAIM_BATCH)
+        runs = settlement.finished_with_liens(session, site.name,
+                                                  settlement.SETTLE_BATCH)
     if not runs:
         return False
     records = _records(site, runs)
