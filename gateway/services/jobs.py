@@ -90,7 +90,8 @@ def submit(
     if charged:
         sites = quotes.possible_sites(registry, spec, principal.account_name)
         quotes.hold_for_submit(session, job_id, Payer(project.id, project.name),
-                               quotes.quote(session, spec, sites), now, principal.display)
+                               quotes.quote(session, spec, sites, registry.rate_cards), now,
+                               principal.display)
     return {**job.row(), "project_name": project.name, "owner_name": principal.display}, True
 
 

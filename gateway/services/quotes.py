@@ -3,7 +3,7 @@ pinned, and the lien held for it at submit. Services flush; the caller commits."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,9 +11,9 @@ from sqlalchemy.orm import Session
 
 from gateway.accounting.rates import Usage, cost
 from gateway.accounting.units import su
-from gateway.db.bank_models import Lien, Quote
+from gateway.db.bank_models import Quote, RateCard
 from gateway.domain.jobspec import JobSpec
-from gateway.repositories import rate_cards
+from gateway.repositories import fast_hold, rate_cards
 from gateway.scheduling.constraints import JobView, screen
 from gateway.services import bank
 from gateway.services.bank import InsufficientFunds, Payer
@@ -48,11 +48,13 @@ def possible_sites(registry: SiteRegistry, spec: JobSpec, username: str | None) 
             if not screen(view, site).lasting]
 
 
-def quote(session: Session, spec: JobSpec, sites: Sequence[str]) -> list[SiteQuote]:
-    """The job's price at each of `sites` at their current rate cards, cheapest first."""
+def quote(session: Session, spec: JobSpec, sites: Sequence[str],
+          cards: Mapping[str, RateCard] | None = None) -> list[SiteQuote]:
+    """The job's price at each of `sites` at their current rate cards (`cards`, else read
+    from the database), cheapest first."""
     usage = requested(spec)
     found = []
-    cards = rate_cards.current_all(session)
+    cards = cards if cards is not None else rate_cards.current_all(session)
     for site in sites:
         card = cards.get(site)
         if card is not None:
@@ -62,22 +64,32 @@ def quote(session: Session, spec: JobSpec, sites: Sequence[str]) -> list[SiteQuo
 
 
 def hold_for_submit(session: Session, job_id: str, payer: Payer, quotes: Sequence[SiteQuote],
-                    now: datetime, actor: str) -> list[Lien]:
+                    now: datetime, actor: str) -> None:
     """Pin the job's quotes and hold a lien for the cheapest site its project can pay
     at. Raises InsufficientFunds naming the cheapest quote and what is available."""
-    for q in quotes:
-        session.add(Quote(job_id=job_id, site_name=q.site, rate_card_id=q.rate_card_id,
-                          amount_milli=q.amount_milli, quoted_at=now))
-    session.flush()
+    if not quotes:
+        raise InsufficientFunds(
+            f"No site this job could run at has a rate card yet; project "
+            f"'{payer.project_name}' cannot be charged. Ask an administrator to check the "
+            "site configurations.", project=payer.project_name, quote_su=su(0))
+    conn = session.connection()
+    if conn.dialect.name == "postgresql":
+        cheapest = quotes[0]
+        if fast_hold.quote_and_hold(
+                conn, job_id, payer.project_id,
+                [(q.site, q.rate_card_id, q.amount_milli) for q in quotes], cheapest.site,
+                cheapest.amount_milli, now, actor):
+            return
+    else:
+        for q in quotes:
+            session.add(Quote(job_id=job_id, site_name=q.site, rate_card_id=q.rate_card_id,
+                              amount_milli=q.amount_milli, quoted_at=now))
+        session.flush()
     refusals: list[InsufficientFunds] = []
     for q in quotes:
         try:
-            return bank.hold(session, job_id, payer, q.site, q.amount_milli, now, actor)
+            bank.hold(session, job_id, payer, q.site, q.amount_milli, now, actor)
+            return
         except InsufficientFunds as exc:
             refusals.append(exc)
-    if refusals:
-        raise refusals[0]
-    raise InsufficientFunds(
-        f"No site this job could run at has a rate card yet; project '{payer.project_name}' "
-        "cannot be charged. Ask an administrator to check the site configurations.",
-        project=payer.project_name, quote_su=su(0))
+    raise refusals[0]

@@ -31,6 +31,7 @@ from gateway.siteconfig.routing import DEFAULT_TRANSFER_RATE_MB_S
 
 if TYPE_CHECKING:
     from adapters.ssh.pool import TransportPool
+    from gateway.db.bank_models import RateCard
     from gateway.db.models import Site
 
 log = logging.getLogger(__name__)
@@ -236,6 +237,9 @@ class SiteRegistry:
         self._initially_drained = initially_drained or set()
         self._pool: TransportPool[Any] | None = None
         self._admission: tuple[float, dict[str, Admission]] = (0.0, {})
+        # Each site's current rate card, as `sync` made sure of it (a site's rate changes
+        # only with its config, which the gateway reads at start).
+        self.rate_cards: dict[str, RateCard] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings,
@@ -303,4 +307,6 @@ class SiteRegistry:
         with transaction(sessions) as session:
             site_rows.ensure_rows(session, configured)
             for entry in self:
-                rate_cards.ensure_current(session, entry.name, entry.rate)
+                card = rate_cards.ensure_current(session, entry.name, entry.rate)
+                session.expunge(card)
+                self.rate_cards[entry.name] = card
