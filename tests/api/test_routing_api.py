@@ -46,7 +46,7 @@ def problem(client: TestClient, headers: dict[str, str], spec: dict[str, Any]
     ({"hedge": 2}, "local", "body", "hedging needs `site: auto`"),
     ({"hedge": 5}, "auto", "routing.hedge", "less than or equal to 4"),
     ({"hedge": 0}, "auto", "routing.hedge", "greater than or equal to 1"),
-    ({"policy": "cheapest"}, "auto", "routing.policy", "fastest"),
+    ({"policy": "priciest"}, "auto", "routing.policy", "fastest"),
 ])
 def test_bad_routing_is_a_clear_422(client: TestClient, make_user: MakeUser,
                                     routing: dict[str, Any], site: str, field: str,
