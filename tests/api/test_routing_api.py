@@ -68,6 +68,15 @@ def test_routing_is_stored_with_the_spec(client: TestClient, make_user: MakeUser
                                                 "deadline": None}
     default = client.post("/api/v1/jobs", json=SPEC, headers=user.headers).json()
     assert default["spec"]["routing"]["policy"] == "fastest" and default["site"] is None
+    # Issue 13: `cheapest`, with or without a deadline; the served schema lists it.
+    for routing in ({"policy": "cheapest"}, {"policy": "cheapest", "deadline": FUTURE}):
+        cheap = client.post("/api/v1/jobs", json={**SPEC, "routing": routing},
+                            headers=user.headers)
+        assert cheap.status_code == 202, cheap.text
+        assert cheap.json()["spec"]["routing"] == {"hedge": 1, "deadline": None, **routing}
+    schema = client.get("/api/v1/schemas/job-spec").json()
+    assert schema["$defs"]["RoutingPolicy"]["enum"] == [
+        "fastest", "deadline", "cheapest", "pinned"]
 
 
 def drain(runtime: Runtime) -> None:
