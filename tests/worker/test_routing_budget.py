@@ -37,9 +37,12 @@ from gateway.services.placement import route_pending
 from gateway.services.sites import SiteRegistry
 from gateway.settings import Settings
 from gateway.worker.context import StepContext
+from gateway.worker.failover import fail_over_stranded
 from gateway.worker.route import route_jobs
 from tests.conftest import LOOPBACK, MakeUser, TestUser
 from tests.services.bank_fixtures import check_invariants
+from tests.worker.test_failover import mark_down
+from tests.worker.test_hedging import Driver
 from tests.worker.test_worker_local import post
 
 # One core for an hour: 4.000 SU at 'local', 1.000 SU at 'twin'.
@@ -292,3 +295,45 @@ def test_two_workers_draw_each_jobs_lien_once(
                                         ("lien", "held", quote)]
     with bank.sessions() as session:
         check_invariants(session)
+
+
+def strand_at_local(api: TestClient, bank: Runtime, user: TestUser) -> str:
+    """A job routed to 'local' and queued there, then 'local' down for ten minutes."""
+    job_id = post(api, user.headers, SPEC)
+    assert route_jobs(StepContext.of(bank, "w")) is True
+    d = Driver(bank)
+    claim = d.claim("local")
+    d.submit("local", claim, "101")
+    mark_down(bank, "local", minutes=10)
+    return job_id
+
+
+def test_failover_draws_the_lien_where_the_job_may_now_start(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "*", 10)
+    job_id = strand_at_local(api, bank, user)
+    assert fail_over_stranded(StepContext.of(bank, "w")) is True
+    # It may now start at either site (first to start wins): the lien covers the dearer
+    # ('local', 4 SU), drawn for 'twin', where it was routed again.
+    assert liens(bank, job_id)[-2:] == [("local", 4000, "released"), ("twin", 4000, "held")]
+
+
+def test_no_failover_to_a_site_the_project_cannot_pay_at(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "local", 10)  # nothing pays at 'twin'
+    job_id = strand_at_local(api, bank, user)
+    assert fail_over_stranded(StepContext.of(bank, "w")) is False
+    assert liens(bank, job_id)[-1] == ("local", 4000, "held")
+
+
+def test_a_hedged_jobs_lien_covers_its_dearest_site(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "*", 10)
+    job_id = post(api, user.headers, {**SPEC, "routing": {"policy": "cheapest", "hedge": 2}})
+    assert route_jobs(StepContext.of(bank, "w")) is True
+    assert placement(api, user, job_id)["chosen"] == ["twin", "local"]
+    # Either copy may be the one that runs: held for 'local' (4 SU), drawn at 'twin'.
+    assert liens(bank, job_id)[-1] == ("twin", 4000, "held")
