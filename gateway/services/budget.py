@@ -16,14 +16,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gateway.accounting.units import su
-from gateway.db.bank_models import FEDERATION_POOL, Allocation, Lien
-from gateway.db.models import Project
+from gateway.db.bank_models import FEDERATION_POOL, Allocation
+from gateway.db.engine import savepoint
 from gateway.domain.jobspec import JobSpec
-from gateway.repositories import jobs
+from gateway.repositories import jobs, liens, projects
 from gateway.services import bank, ledger, quotes
 from gateway.services.bank import InsufficientFunds, Payer
 
@@ -74,13 +73,9 @@ def open_books(session: Session, job_projects: Mapping[str, int], now: datetime,
     """The books of these jobs (job id -> project id). `lock`: the allocations' rows
     are locked until the caller's unit of work ends (a routing pass that draws liens)."""
     project_ids = sorted(set(job_projects.values()))
-    payers = {p.id: Payer(p.id, p.name) for p in session.scalars(
-        select(Project).where(Project.id.in_(project_ids)))}
-    held: dict[str, dict[int, int]] = {}
-    for lien in session.scalars(select(Lien).where(Lien.job_id.in_(list(job_projects)),
-                                                   Lien.status == "held")):
-        own = held.setdefault(lien.job_id, {})
-        own[lien.allocation_id] = own.get(lien.allocation_id, 0) + lien.amount_milli
+    payers = {pid: Payer(pid, name) for pid, name in projects.names(session,
+                                                                     project_ids).items()}
+    held = liens.held_by_job(session, list(job_projects))
     payable = {pid: bank.payable(session, pid, None, now) for pid in project_ids}
     if lock:
         ids = [a.id for found in payable.values() for a in found]
@@ -106,7 +101,7 @@ def draw(session: Session, payer: Payer, job_id: str, site: str, amount_milli: i
     unit of work: None when it is held; else nothing changed, and why the project cannot
     pay there now (another job's lien may have spent it since the books were opened)."""
     try:
-        with session.begin_nested():
+        with savepoint(session):
             bank.rehold(session, job_id, payer, site, amount_milli, now, actor)
     except InsufficientFunds as exc:
         return shortfall(payer, site, str(exc.extra.get("available_su", su(0))), amount_milli)
