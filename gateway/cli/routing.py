@@ -28,10 +28,13 @@ def _status(candidate: CandidateOut, chosen: list[str]) -> str:
 
 def candidates_table(decision: EstimateOut) -> Table:
     """One row per site, in ranked order: its status, its forecast (durations from the
-    decision), and where the wait came from, or why the site was excluded."""
-    deadline = decision["policy"] == "deadline"
+    decision), its quote when routing priced the job, and where the wait came from, or
+    why the site was excluded."""
+    deadline = decision["policy"] == "deadline" or decision["deadline"] is not None
+    priced = any("quote_su" in c for c in decision["candidates"])
     table = Table(box=None, pad_edge=False, header_style="bold")
     columns = ["SITE", "STATUS", "WAIT", "WAIT 95%", "RUN", "STAGING", "COMPLETION"]
+    columns += ["QUOTE (SU)"] if priced else []
     columns += ["P(DEADLINE)"] if deadline else []
     for column in [*columns, "BASIS / REASON"]:
         table.add_column(column, no_wrap=column != "BASIS / REASON")
@@ -42,6 +45,8 @@ def candidates_table(decision: EstimateOut) -> Table:
                   f["completion"]] if f is not None else [None] * 5)
         row = [Text(c["site"]), Text(status, style=STATUS_STYLES[status]),
                *(Text(render.duration(t)) for t in times)]
+        if priced:
+            row.append(Text(c.get("quote_su", "-"), justify="right"))
         if deadline:
             p = c["p_deadline"]
             row.append(Text("-" if p is None else f"{p:.0%}"))

@@ -67,6 +67,14 @@ def make_reader_engine(engine: Engine) -> Engine:
 
 
 @contextmanager
+def savepoint(session: Session) -> Iterator[None]:
+    """A step of the caller's unit of work that an error undoes alone (SAVEPOINT): the
+    rest of the unit is kept, and it still commits at its boundary."""
+    with session.begin_nested():
+        yield
+
+
+@contextmanager
 def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     """One unit of work: commit when the block ends without an error; an error in the
     block, or in the commit itself, rolls everything back."""

@@ -163,6 +163,7 @@ class RoutingPolicy(StrEnum):
 
     FASTEST = "fastest"  # lowest predicted median completion
     DEADLINE = "deadline"  # highest probability of finishing by `deadline`
+    CHEAPEST = "cheapest"  # lowest quote among sites predicted to meet an optional deadline
     PINNED = "pinned"  # the site the job names
 
 
@@ -195,12 +196,15 @@ class Routing(Strict):
 
     policy: RoutingPolicy = Field(default=RoutingPolicy.FASTEST, description=(
         "fastest (default): the site with the earliest predicted completion; deadline: the "
-        "site most likely to finish by `deadline`; pinned: the site the job names."))
+        "site most likely to finish by `deadline`; cheapest: the site with the lowest quote "
+        "among those predicted to finish by `deadline` (if given); pinned: the site the "
+        "job names."))
     hedge: Annotated[int, Field(ge=1, le=MAX_HEDGE, description=(
         f"Submit to this many of the best sites (at most {MAX_HEDGE}); the first copy to "
         "start wins and the others are cancelled."))] = 1
     deadline: datetime | None = Field(default=None, description=(
-        "RFC 3339 time the job should finish by; required by the deadline policy."))
+        "RFC 3339 time the job should finish by; required by the deadline policy, "
+        "optional under cheapest."))
 
     @field_validator("deadline", mode="before")
     @classmethod
@@ -214,9 +218,10 @@ class Routing(Strict):
         if self.policy == RoutingPolicy.DEADLINE and self.deadline is None:
             raise ValueError("the deadline policy needs 'deadline': the RFC 3339 time the job "
                              "should finish by")
-        if self.policy != RoutingPolicy.DEADLINE and self.deadline is not None:
-            raise ValueError("'deadline' goes with `policy: deadline`; set the policy or drop "
-                             "the deadline")
+        if (self.policy not in (RoutingPolicy.DEADLINE, RoutingPolicy.CHEAPEST)
+                and self.deadline is not None):
+            raise ValueError("'deadline' goes with `policy: deadline` (or `policy: cheapest`); "
+                             "set the policy or drop the deadline")
         return self
 
 

@@ -8,8 +8,10 @@ sentence kept for the explanation. Each exclusion is also *lasting* or not:
   lifts them, so a job every site excludes for such reasons is refused (POST /jobs says
   why for each site);
 - passing: the site disabled or drained, unreachable (its circuit breaker open, or down
-  when the worker last tried), out of routing for a while (a black hole), or it already
-  failed this job. A job that only lacks an open site waits for one.
+  when the worker last tried), out of routing for a while (a black hole), it already
+  failed this job, or (the bank on) the job's project cannot pay for it there now:
+  balances change. A job that only lacks an open site waits for one.
+Every candidate carries the job's quote at its site when the caller priced it.
 """
 
 from __future__ import annotations
@@ -74,6 +76,11 @@ class JobView:
     no_account: Mapping[str, str] = field(default_factory=dict)
     # Sites where an attempt of this job failed.
     failed_at: frozenset[str] = frozenset()
+    # What the job would cost at each priced site (milli-SU), for the explanation and
+    # the `cheapest` policy.
+    quotes: Mapping[str, int] = field(default_factory=dict)
+    # Why the job's project cannot pay for it at each site where it cannot (the bank on).
+    budget: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,18 +94,15 @@ class Screened:
 def screen(job: JobView, site: SiteView) -> Screened:
     """`site` for `job`: open, or excluded with a sentence (lasting or passing)."""
     name = site.name
+    quote = job.quotes.get(name)
     reason = unfit_reason(job.spec, site.shape)
+    if reason is None and name in job.no_account:
+        reason = f"site '{name}' has no account for you"
+    if reason is None:
+        reason = site.labels.problem(job.spec.labels, name)
     if reason is not None:
-        return Screened(Candidate(name, reason), lasting=True)
-    if name in job.no_account:
-        return Screened(Candidate(name, f"site '{name}' has no account for you"), lasting=True)
-    labelled = site.labels.problem(job.spec.labels, name)
-    if labelled is not None:
-        return Screened(Candidate(name, labelled), lasting=True)
-    passing = _passing(job, site)
-    if passing is not None:
-        return Screened(Candidate(name, passing))
-    return Screened(Candidate(name))
+        return Screened(Candidate(name, reason, quote_milli=quote), lasting=True)
+    return Screened(Candidate(name, _passing(job, site), quote_milli=quote))
 
 
 def _passing(job: JobView, site: SiteView) -> str | None:
@@ -113,7 +117,7 @@ def _passing(job: JobView, site: SiteView) -> str | None:
         return f"site '{name}' is out of routing: {site.banned}"
     if name in job.failed_at:
         return f"this job already failed at site '{name}'"
-    return None
+    return job.budget.get(name)
 
 
 def screen_all(job: JobView, sites: Sequence[SiteView]) -> list[Screened]:

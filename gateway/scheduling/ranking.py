@@ -5,7 +5,11 @@ the explanation); then the sites left are ordered by a policy over each site's
 `Forecast` (staging + queue wait + run time, seconds from now):
 - `fastest` (the default): lowest predicted median completion; the 95% bound, then the
   site name, break ties, so equal forecasts always give the same answer;
-- `deadline`: highest probability of finishing by the deadline, then `fastest`.
+- `deadline`: highest probability of finishing by the deadline, then `fastest`;
+- `cheapest`: the lowest quote (the site's price for the job, milli-SU, given with the
+  candidate) among the sites predicted to finish by the optional deadline (median
+  completion), ties broken by `fastest`; a site without a quote after every priced one;
+  when no site is predicted to make the deadline, `fastest` over all of them.
 A job naming its site is `pinned`: it has one candidate (routing.py never ranks it).
 
 `route_pass` routes a batch of pending jobs in one computation: each job routed adds
@@ -18,13 +22,16 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, Protocol, TypeVar
+
+from gateway.accounting.units import su
 
 FASTEST = "fastest"
 DEADLINE = "deadline"
+CHEAPEST = "cheapest"
 PINNED = "pinned"
-POLICIES = (FASTEST, DEADLINE, PINNED)
+POLICIES = (FASTEST, DEADLINE, CHEAPEST, PINNED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +83,13 @@ class Forecast:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One site for one job: excluded (and why) or forecast."""
+    """One site for one job: excluded (and why) or forecast, and what the job would
+    cost there (milli-SU; None when not priced: no rate card, or nobody asked)."""
 
     site: str
     excluded: str | None = None
     forecast: Forecast | None = None
+    quote_milli: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +114,9 @@ def rank(candidates: Iterable[Candidate], policy: str = FASTEST, hedge: int = 1,
          deadline: float | None = None) -> Decision:
     """Order `candidates` by `policy` and choose the best `hedge` of them.
 
-    `deadline` (seconds from now) is required by the `deadline` policy and ignored by
-    the others. A candidate neither excluded nor forecast is a caller's error.
+    `deadline` (seconds from now) is required by the `deadline` policy, optional under
+    `cheapest` and ignored by the others. A candidate neither excluded nor forecast is a
+    caller's error.
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown routing policy {policy!r}")
@@ -121,11 +131,30 @@ def rank(candidates: Iterable[Candidate], policy: str = FASTEST, hedge: int = 1,
         if deadline is None:
             raise ValueError("the deadline policy needs a deadline")
         ordered = sorted(open_, key=lambda c: (-_p_finish(c, deadline), *_fastest_key(c)))
+    elif policy == CHEAPEST:
+        ordered = _cheapest_order(open_, deadline)
     else:
         ordered = sorted(open_, key=_fastest_key)
     chosen = tuple(c.site for c in ordered[:hedge])
     return Decision(policy, chosen, tuple(ordered + excluded),
                     _why(policy, ordered, excluded, chosen, deadline))
+
+
+def _in_time(candidate: Candidate, deadline: float | None) -> bool:
+    assert candidate.forecast is not None
+    return deadline is None or candidate.forecast.completion <= deadline
+
+
+def _cheapest_order(open_: Sequence[Candidate], deadline: float | None) -> list[Candidate]:
+    def price(c: Candidate) -> tuple[bool, int]:
+        return c.quote_milli is None, c.quote_milli or 0
+
+    in_time = sorted((c for c in open_ if _in_time(c, deadline)),
+                     key=lambda c: (*price(c), *_fastest_key(c)))
+    # Late everywhere: a cheap site that misses the deadline is no bargain, so the rest
+    # go fastest first (the nearest to making it).
+    late = sorted((c for c in open_ if not _in_time(c, deadline)), key=_fastest_key)
+    return in_time + late
 
 
 def _p_finish(candidate: Candidate, deadline: float) -> float:
@@ -145,6 +174,8 @@ def _why(policy: str, ordered: Sequence[Candidate], excluded: Sequence[Candidate
                 f"({_p_finish(best, deadline):.0%})")
     elif policy == PINNED:
         lead = f"the job names site '{best.site}'"
+    elif policy == CHEAPEST:
+        return _why_cheapest(ordered, chosen, deadline)
     else:
         lead = (f"site '{best.site}' has the earliest predicted completion "
                 f"({_duration(best.forecast.completion)}, 95% bound "
@@ -153,6 +184,34 @@ def _why(policy: str, ordered: Sequence[Candidate], excluded: Sequence[Candidate
         runner = ordered[1]
         assert runner.forecast is not None
         lead += f"; next best '{runner.site}' at {_duration(runner.forecast.completion)}"
+    return _sentence(lead, chosen)
+
+
+def _why_cheapest(ordered: Sequence[Candidate], chosen: tuple[str, ...],
+                  deadline: float | None) -> str:
+    best = ordered[0]
+    assert best.forecast is not None
+    timing = (f"{_duration(best.forecast.completion)}, 95% bound "
+              f"{_duration(best.forecast.completion_bound)}")
+    in_time = " predicted to finish by the deadline" if deadline is not None else ""
+    if not _in_time(best, deadline):
+        lead = ("no site is predicted to finish by the deadline; site "
+                f"'{best.site}' has the earliest predicted completion ({timing})")
+    elif best.quote_milli is None:
+        lead = (f"no site{in_time} has a quote for this job; site '{best.site}' has the "
+                f"earliest predicted completion ({timing})")
+    else:
+        among = f" of the sites{in_time}" if in_time else ""
+        lead = (f"site '{best.site}' has the lowest quote{among} "
+                f"({su(best.quote_milli)} SU; predicted completion {timing})")
+        runner = ordered[1] if len(ordered) > 1 else None
+        if runner is not None and _in_time(runner, deadline):
+            price = "no quote" if runner.quote_milli is None else f"{su(runner.quote_milli)} SU"
+            lead += f"; next cheapest '{runner.site}' at {price}"
+    return _sentence(lead, chosen)
+
+
+def _sentence(lead: str, chosen: tuple[str, ...]) -> str:
     if len(chosen) > 1:
         lead += "; hedged over " + ", ".join(f"'{s}'" for s in chosen)
     return lead[0].upper() + lead[1:] + "."
@@ -198,15 +257,15 @@ def route_pass(jobs: Iterable[JobT], exclusions: Callable[[JobT], Sequence[Candi
     """Route `jobs` in order (the caller's priority: oldest first, usually).
 
     `exclusions(job)` gives every site as a Candidate, with `excluded` set where a hard
-    constraint rules it out (no forecast yet); `policy_of(job)` gives (policy, hedge,
-    deadline in seconds from now). The chosen sites are committed to the forecaster
-    before the next job is ranked.
+    constraint rules it out (no forecast yet) and its quote where it was priced;
+    `policy_of(job)` gives (policy, hedge, deadline in seconds from now). The chosen
+    sites are committed to the forecaster before the next job is ranked.
     """
     routed = []
     for job in jobs:
         policy, hedge, deadline = policy_of(job)
         candidates = [c if c.excluded is not None
-                      else Candidate(c.site, None, forecaster.forecast(job, c.site))
+                      else replace(c, forecast=forecaster.forecast(job, c.site))
                       for c in exclusions(job)]
         decision = rank(candidates, policy, hedge, deadline)
         for site in decision.chosen:

@@ -8,6 +8,7 @@ predicted start is `decided_at + staging + wait_median`."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NotRequired
 
 from typing_extensions import TypedDict
 
@@ -33,8 +34,11 @@ class CandidateOut(TypedDict):
     site: str
     excluded: str | None
     forecast: ForecastOut | None
-    # P(finishing by the deadline) under the deadline policy; null otherwise.
+    # P(finishing by the deadline) when the job has one (deadline or cheapest policy).
     p_deadline: float | None
+    # What the job would cost at the site, in SU ("8.000"), when routing priced it (the
+    # bank on, or the cheapest policy); absent otherwise.
+    quote_su: NotRequired[str]
 
 
 class EstimateOut(TypedDict):

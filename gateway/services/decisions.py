@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from gateway.accounting.units import su
 from gateway.domain.jobspec import RoutingPolicy
 from gateway.repositories.placements import NewPlacement, PlacementRecord
 from gateway.scheduling.ranking import Candidate, Decision, Forecast
@@ -23,14 +24,18 @@ def forecast_out(forecast: Forecast) -> ForecastOut:
 
 
 def candidate_out(candidate: Candidate, deadline_in: float | None) -> CandidateOut:
-    """One candidate as sent; `deadline_in` (seconds) only under the deadline policy."""
+    """One candidate as sent; `deadline_in` (seconds) only when the job has a deadline.
+    Its quote only when it was priced (unpriced decisions read as they always did)."""
     forecast = candidate.forecast
     p_deadline = None
     if forecast is not None and deadline_in is not None:
         p_deadline = forecast.p_finish_within(deadline_in)
-    return CandidateOut(site=candidate.site, excluded=candidate.excluded,
-                        forecast=None if forecast is None else forecast_out(forecast),
-                        p_deadline=p_deadline)
+    out = CandidateOut(site=candidate.site, excluded=candidate.excluded,
+                       forecast=None if forecast is None else forecast_out(forecast),
+                       p_deadline=p_deadline)
+    if candidate.quote_milli is not None:
+        out["quote_su"] = su(candidate.quote_milli)
+    return out
 
 
 def deadline_in(deadline: datetime | None, now: datetime) -> float | None:
@@ -41,7 +46,8 @@ def deadline_in(deadline: datetime | None, now: datetime) -> float | None:
 def estimate_out(decision: Decision, now: datetime, hedge: int,
                  deadline: datetime | None) -> EstimateOut:
     """A decision made at `now`, as the estimate document."""
-    seconds = deadline_in(deadline, now) if decision.policy == RoutingPolicy.DEADLINE else None
+    seconds = (deadline_in(deadline, now)
+               if decision.policy in (RoutingPolicy.DEADLINE, RoutingPolicy.CHEAPEST) else None)
     return EstimateOut(decided_at=now, policy=decision.policy, hedge=hedge, deadline=deadline,
                        chosen=list(decision.chosen), why=decision.why,
                        candidates=[candidate_out(c, seconds) for c in decision.candidates])

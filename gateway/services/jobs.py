@@ -21,7 +21,7 @@ from gateway.services import quotes
 from gateway.services.bank import Payer
 from gateway.services.job_inputs import StagingLimits, check_inputs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
-from gateway.services.placement import admit
+from gateway.services.placement import admit, possible_sites
 from gateway.services.sites import SiteRegistry
 from gateway.services.transitions import advance
 
@@ -88,7 +88,7 @@ def submit(
         assert replay is not None
         return replay, False
     if charged:
-        sites = quotes.possible_sites(registry, spec, principal.account_name)
+        sites = possible_sites(registry, spec, principal.account_name)
         quotes.hold_for_submit(session, job_id, Payer(project.id, project.name),
                                quotes.quote(session, spec, sites, registry.rate_cards), now,
                                principal.display)

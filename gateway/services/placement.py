@@ -15,12 +15,18 @@ which the claim step takes exactly once (gateway.services.lifecycle). Only ACCEP
 are routed, and a claim moves a job out of ACCEPTED in the unit of work that creates its
 attempt, so routing never moves a job that has an attempt. A job is routed again only
 when the site it was placed at stops accepting jobs before it is claimed there.
+
+Money (gateway.services.budget): a job is priced at every site when the bank is on or
+its policy is `cheapest`; with the bank on, a site its project cannot pay at is excluded
+for the pass, and the job's lien is drawn again for the chosen site in the unit of work
+that places it (a site that can no longer pay by then is excluded, and the next choice
+tried).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from pydantic import ValidationError
@@ -28,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models import Job, Site
 from gateway.domain.errors import Invalid
-from gateway.domain.jobspec import SUBMITTED, JobSpec, deadline_problem
+from gateway.domain.jobspec import SUBMITTED, JobSpec, RoutingPolicy, deadline_problem
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.repositories import attempts, jobs, placements, targets
 from gateway.repositories import sites as site_rows
@@ -36,7 +42,7 @@ from gateway.repositories.jobs import OwnedJob
 from gateway.repositories.placements import NewPlacement
 from gateway.repositories.sites import CLOSED, Admission
 from gateway.scheduling.black_holes import AttemptEnd, ban_in_force
-from gateway.scheduling.constraints import JobView, Screened, SiteView, screen_all
+from gateway.scheduling.constraints import JobView, Screened, SiteView, screen, screen_all
 from gateway.scheduling.ranking import (
     Candidate,
     Decision,
@@ -48,6 +54,9 @@ from gateway.scheduling.ranking import (
 from gateway.scheduling.routing import Admitted
 from gateway.scheduling.routing import admit as admission
 from gateway.schemas.placements import EstimateOut
+from gateway.services import budget
+from gateway.services.bank import Payer
+from gateway.services.budget import Books
 from gateway.services.decisions import deadline_in, estimate_out, new_placement
 from gateway.services.sites import NoAccount, SiteRegistry
 from gateway.services.transitions import advance, note
@@ -111,6 +120,16 @@ def no_account(registry: SiteRegistry, username: str | None) -> dict[str, str]:
     return found
 
 
+def possible_sites(registry: SiteRegistry, spec: JobSpec, username: str | None) -> list[str]:
+    """The sites the job may ever run at: the one it names, or (auto) every site that
+    does not exclude it for a lasting reason (shape, account, labels)."""
+    if spec.pinned:
+        return [spec.site] if spec.site else []
+    view = JobView(spec, no_account(registry, username))
+    return [site.name for site in site_views(registry, {})
+            if not screen(view, site).lasting]
+
+
 def admit(session: Session, registry: SiteRegistry, spec: JobSpec, username: str | None,
           now: datetime) -> str | None:
     """The site a new job waits at (None: a routing pass places it); Invalid (422)
@@ -130,19 +149,43 @@ def _policy(spec: JobSpec, now: datetime) -> tuple[str, int, float | None]:
     return routing.policy.value, routing.hedge, deadline_in(routing.deadline, now)
 
 
+def _money(session: Session, books: Books | None, job_id: str, project_id: int | None,
+           spec: JobSpec, sites: Sequence[str]) -> tuple[dict[str, int], dict[str, str]]:
+    """The job's quote at each site (when the bank is on or its policy is `cheapest`),
+    and, the bank on, why its project cannot pay at each site where it cannot."""
+    if books is None and spec.routing.policy != RoutingPolicy.CHEAPEST:
+        return {}, {}  # nobody asked: no rate card is read
+    quoted = budget.priced(session, spec, sites)
+    if books is None or project_id is None:
+        return quoted, {}
+    return quoted, books.unpayable(job_id, project_id, quoted, sites)
+
+
 def estimate(session: Session, registry: SiteRegistry, spec: JobSpec, username: str | None,
              owner_id: str, make_forecaster: ForecasterFactory, now: datetime,
-             unreachable: Mapping[str, str] | None = None) -> EstimateOut:
+             unreachable: Mapping[str, str] | None = None, charged: bool = False
+             ) -> EstimateOut:
     """What a routing pass would decide for `spec` now: every site excluded (and why) or
     forecast, and the choice. Nothing is stored or submitted. A spec naming its site is
-    estimated at that site only."""
+    estimated at that site only. `charged`: the bank is on (each site priced, and
+    excluded where the job's project cannot pay for it)."""
     admit(session, registry, spec, username, now)
     views = site_views(registry, _flags(site_rows.all_sites(session)), unreachable,
                        black_holes(session, registry, now))
     if spec.pinned:
         views = [v for v in views if v.name == spec.site]
+    names = [v.name for v in views]
+    if not charged:
+        quoted, unpayable = _money(session, None, "", None, spec, names)
+    else:
+        quoted, unpayable = budget.priced(session, spec, names), {}
+        payer = budget.payer_of(session, owner_id, spec.project)
+        if payer is not None:  # else no project to charge it to: submitting says why
+            books = budget.open_books(session, {"": payer.project_id}, now, lock=False)
+            unpayable = books.unpayable("", payer.project_id, quoted, names)
     job = Pending("", spec, username, owner_id,
-                  JobView(spec, no_account(registry, username)), now)
+                  JobView(spec, no_account(registry, username), quotes=quoted,
+                          budget=unpayable), now)
     hedge = spec.routing.hedge
     return estimate_out(_decide(session, registry, job, views, make_forecaster, now, hedge),
                         now, hedge, spec.routing.deadline)
@@ -150,13 +193,17 @@ def estimate(session: Session, registry: SiteRegistry, spec: JobSpec, username: 
 
 def decide_elsewhere(session: Session, registry: SiteRegistry, owned: OwnedJob, spec: JobSpec,
                      avoid: Mapping[str, str], make_forecaster: ForecasterFactory,
-                     now: datetime) -> Decision:
+                     now: datetime, books: Books | None = None) -> Decision:
     """A decision for one job (failover) over every site but those in `avoid` (site ->
-    why not), by the job's policy; nothing is recorded."""
+    why not), by the job's policy; nothing is recorded. `books`: the bank is on (each
+    candidate priced; excluded where the job's project cannot pay)."""
     views = site_views(registry, _flags(site_rows.all_sites(session)), avoid,
                        black_holes(session, registry, now))
+    quoted, unpayable = _money(session, books, owned.job.id, owned.job.project_id, spec,
+                               registry.names())
     job = Pending(owned.job.id, spec, owned.owner, owned.owner_id,
-                  JobView(spec, no_account(registry, owned.owner)), owned.job.created_at)
+                  JobView(spec, no_account(registry, owned.owner), quotes=quoted,
+                          budget=unpayable), owned.job.created_at)
     return _decide(session, registry, job, views, make_forecaster, now, hedge=1)
 
 
@@ -165,7 +212,7 @@ def _decide(session: Session, registry: SiteRegistry, job: Pending, views: list[
     """One job's decision over `views`, alone (no pass: nothing else committed)."""
     forecaster = make_forecaster(session, registry, [job], now)
     candidates = [c if c.excluded is not None
-                  else Candidate(c.site, None, forecaster.forecast(job, c.site))
+                  else replace(c, forecast=forecaster.forecast(job, c.site))
                   for c in (s.candidate for s in screen_all(job.view, views))]
     policy, _, deadline = _policy(job.spec, now)
     return rank(candidates, policy, hedge, deadline)
@@ -198,11 +245,12 @@ def open_sites(session: Session, registry: SiteRegistry) -> list[str] | None:
 
 def route_pending(session: Session, registry: SiteRegistry,
                   make_forecaster: ForecasterFactory, actor: str, limit: int,
-                  now: datetime, unreachable: Mapping[str, str] | None = None) -> PassResult:
+                  now: datetime, unreachable: Mapping[str, str] | None = None,
+                  charged: bool = False) -> PassResult:
     """One routing pass over up to `limit` pending `site: auto` jobs, oldest first (see
     module): those not placed yet, and those placed at a site that has since stopped
     accepting jobs. `unreachable`: site -> why it cannot be reached now (this cycle's
-    snapshots). Flushes; the caller's unit of work commits."""
+    snapshots); `charged`: the bank is on. Flushes; the caller's unit of work commits."""
     flags = _flags(site_rows.all_sites(session))  # fresh: the API's cache may lag
     closed = [e.name for e in registry if not flags.get(e.name, CLOSED).accepting]
     owned = jobs.lock_unrouted(session, closed, limit)
@@ -210,6 +258,9 @@ def route_pending(session: Session, registry: SiteRegistry,
         return PassResult(0, 0)
     views = site_views(registry, flags, unreachable, black_holes(session, registry, now))
     failed_at = attempts.failed_sites(session, [o.job.id for o in owned])
+    books = (budget.open_books(session, {o.job.id: o.job.project_id for o in owned}, now,
+                               lock=True) if charged else None)
+    names = registry.names()
     by_id: dict[str, Job] = {}
     pending: list[Pending] = []
     failed = 0
@@ -225,9 +276,11 @@ def route_pending(session: Session, registry: SiteRegistry,
             failed += 1
             continue
         by_id[job.id] = job
+        quoted, unpayable = _money(session, books, job.id, job.project_id, spec, names)
         pending.append(Pending(job.id, spec, item.owner, item.owner_id,
                                JobView(spec, no_account(registry, item.owner),
-                                       failed_at.get(job.id, frozenset())), job.created_at))
+                                       failed_at.get(job.id, frozenset()), quoted, unpayable),
+                               job.created_at))
     screened: dict[str, list[Screened]] = {}
 
     def exclusions(job: Pending) -> list[Candidate]:
@@ -239,6 +292,9 @@ def route_pending(session: Session, registry: SiteRegistry,
     decided = []
     for routing in routed:
         job = by_id[routing.job.job_id]
+        if books is not None and routing.decision.chosen:
+            routing = Routing(routing.job, _drawn(session, books.payers[job.project_id],
+                                                  routing, actor, now))
         if routing.decision.chosen:
             decided.append(_place(session, job, routing, actor, now))
         elif all(s.lasting for s in screened[job.id]):
@@ -252,6 +308,30 @@ def route_pending(session: Session, registry: SiteRegistry,
     session.flush()
     placements.add_all(session.connection(), decided)
     return PassResult(len(decided), failed)
+
+
+def _drawn(session: Session, payer: Payer, routing: Routing[Pending], actor: str,
+           now: datetime) -> Decision:
+    """The decision once the job's lien is drawn again for it: a chosen site its project
+    can no longer pay at (another job of this pass may have spent the funds) is excluded
+    for this pass and the job ranked again without it (against the forecasts of the pass:
+    the load it was committed with stays counted, a rare over-estimate the next pass
+    corrects); no choice left, and the job waits, saying why."""
+    job, decision = routing.job, routing.decision
+    policy, hedge, deadline = _policy(job.spec, now)
+    quoted = job.view.quotes  # the bank on: every open site was priced (else excluded)
+    while decision.chosen:
+        # A hedged job may start at any of its sites, so its lien covers the most
+        # expensive of them, drawn from the allocations that can pay at the first choice
+        # (the job's own site); the revoked siblings are never charged.
+        dearest = max(decision.chosen, key=lambda site: quoted[site])
+        refused = budget.draw(session, payer, job.job_id, decision.chosen[0], quoted[dearest],
+                              now, actor)
+        if refused is None:
+            return decision
+        decision = rank([replace(c, excluded=refused, forecast=None) if c.site == dearest
+                         else c for c in decision.candidates], policy, hedge, deadline)
+    return decision
 
 
 def _place(session: Session, job: Job, routing: Routing[Pending], actor: str,

@@ -14,11 +14,8 @@ from gateway.accounting.units import su
 from gateway.db.bank_models import Quote, RateCard
 from gateway.domain.jobspec import JobSpec
 from gateway.repositories import fast_hold, rate_cards
-from gateway.scheduling.constraints import JobView, screen
 from gateway.services import bank
 from gateway.services.bank import InsufficientFunds, Payer
-from gateway.services.placement import no_account, site_views
-from gateway.services.sites import SiteRegistry
 
 
 @dataclass(frozen=True)
@@ -36,16 +33,6 @@ def requested(spec: JobSpec) -> Usage:
     r = spec.resources
     return Usage(seconds=r.walltime, cores=r.ranks * r.threads_per_rank, nodes=r.nodes,
                  memory_mb=r.memory_mb * r.nodes if r.memory_mb else None)
-
-
-def possible_sites(registry: SiteRegistry, spec: JobSpec, username: str | None) -> list[str]:
-    """The sites the job may ever run at: the one it names, or (auto) every site that
-    does not exclude it for a lasting reason (shape, account, labels)."""
-    if spec.pinned:
-        return [spec.site] if spec.site else []
-    view = JobView(spec, no_account(registry, username))
-    return [site.name for site in site_views(registry, {})
-            if not screen(view, site).lasting]
 
 
 def quote(session: Session, spec: JobSpec, sites: Sequence[str],

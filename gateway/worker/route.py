@@ -42,7 +42,8 @@ def route_jobs(ctx: StepContext, health: SiteHealth | None = None) -> bool:
     now = ctx.rt.clock()
     with ctx.unit() as session:
         result = route_pending(session, ctx.rt.sites, probe, ctx.lifecycle.actor,
-                               ROUTE_BATCH, now, unreachable(snapshots.values()))
+                               ROUTE_BATCH, now, unreachable(snapshots.values()),
+                               ctx.rt.settings.allocations_enforced)
         loads = probe.loads(session, ctx.rt.sites, now)
     with ctx.unit() as session:
         record_loads(session, loads)

@@ -46,7 +46,7 @@ def problem(client: TestClient, headers: dict[str, str], spec: dict[str, Any]
     ({"hedge": 2}, "local", "body", "hedging needs `site: auto`"),
     ({"hedge": 5}, "auto", "routing.hedge", "less than or equal to 4"),
     ({"hedge": 0}, "auto", "routing.hedge", "greater than or equal to 1"),
-    ({"policy": "cheapest"}, "auto", "routing.policy", "fastest"),
+    ({"policy": "priciest"}, "auto", "routing.policy", "fastest"),
 ])
 def test_bad_routing_is_a_clear_422(client: TestClient, make_user: MakeUser,
                                     routing: dict[str, Any], site: str, field: str,
@@ -68,6 +68,15 @@ def test_routing_is_stored_with_the_spec(client: TestClient, make_user: MakeUser
                                                 "deadline": None}
     default = client.post("/api/v1/jobs", json=SPEC, headers=user.headers).json()
     assert default["spec"]["routing"]["policy"] == "fastest" and default["site"] is None
+    # Issue 13: `cheapest`, with or without a deadline; the served schema lists it.
+    for routing in ({"policy": "cheapest"}, {"policy": "cheapest", "deadline": FUTURE}):
+        cheap = client.post("/api/v1/jobs", json={**SPEC, "routing": routing},
+                            headers=user.headers)
+        assert cheap.status_code == 202, cheap.text
+        assert cheap.json()["spec"]["routing"] == {"hedge": 1, "deadline": None, **routing}
+    schema = client.get("/api/v1/schemas/job-spec").json()
+    assert schema["$defs"]["RoutingPolicy"]["enum"] == [
+        "fastest", "deadline", "cheapest", "pinned"]
 
 
 def drain(runtime: Runtime) -> None:

@@ -66,6 +66,22 @@ def test_deadline_policy_shows_the_probability() -> None:
     assert "P(DEADLINE)" not in text(candidates_table(decision()))
 
 
+def test_quotes_show_as_a_column_when_priced() -> None:
+    priced = decision("cheapest")
+    for c, quote in zip(priced["candidates"], ("2.000", "8.000", None), strict=True):
+        if quote is not None:
+            c["quote_su"] = quote
+    rows = [line.split() for line in text(candidates_table(priced)).splitlines()]
+    assert rows[0][8:11] == ["QUOTE", "(SU)", "BASIS"]
+    assert rows[1][:8] == ["galaxy", "chosen", "1m35s", "30m", "2h00m", "30s", "2h02m",
+                           "2.000"]
+    assert rows[2][7] == "8.000" and rows[3][7] == "-"
+    # A cheapest job with a deadline also shows how likely each site makes it.
+    with_deadline = text(candidates_table({**priced, "deadline": priced["decided_at"]}))
+    assert "P(DEADLINE)" in with_deadline.splitlines()[0]
+    assert "QUOTE" not in text(candidates_table(decision()))
+
+
 def test_load_table_rows() -> None:
     taken = datetime(2026, 11, 24, 22, 0, tzinfo=UTC)
     probe = {"nodes": 1, "walltime": 3600, "wait_median": 1260.0, "wait_bound": 86400.0,

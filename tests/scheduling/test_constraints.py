@@ -31,9 +31,12 @@ def view(name: str = "s", *, labels: LabelRules | None = None, enabled: bool = T
 
 
 def job(no_account: dict[str, str] | None = None, failed_at: frozenset[str] = frozenset(),
-        **spec: Any) -> JobView:
+        budget: dict[str, str] | None = None, **spec: Any) -> JobView:
     return JobView(JobSpec.model_validate({"name": "j", "executable": "a", **spec}),
-                   no_account or {}, failed_at)
+                   no_account or {}, failed_at, budget=budget or {})
+
+
+NO_FUNDS = "project 'x' has 3.000 SU available at 's'; this job would cost 8.000 SU"
 
 
 RESIDENCY = LabelRules(requires={"residency": frozenset({"eu", "ch"})})
@@ -73,6 +76,14 @@ REFUSES_US = LabelRules(refuses={"residency": frozenset({"us"})})
     (job(), view(banned="3 jobs in a row failed"),
      "site 's' is out of routing: 3 jobs in a row failed", False),
     (job(failed_at=frozenset({"s"})), view(), "this job already failed at site 's'", False),
+    # The project cannot pay there now: passing (balances change), the sentence as given.
+    (job(budget={"s": NO_FUNDS}), view(), NO_FUNDS, False),
+    (job(budget={"elsewhere": NO_FUNDS}), view(), None, False),
+    # What the site itself says comes first; a lasting reason before any of them.
+    (job(budget={"s": NO_FUNDS}), view(drained=True),
+     "site 's' is drained (not accepting jobs)", False),
+    (job(budget={"s": NO_FUNDS}, resources={"walltime": 7201}), view(),
+     "walltime 7201 s exceeds site 's' limit of 7200 s", True),
     # A lasting reason is reported before a passing one.
     (job(resources={"nodes": 5, "ranks": 5}), view(drained=True),
      "needs 5 nodes; site 's' has at most 4", True),
@@ -92,3 +103,14 @@ def test_refusal_only_when_every_site_is_excluded_for_good() -> None:
     assert refusal([]) == "No site can run this job: no sites."
     assert candidates(drained, [view("a"), view("b", enabled=False)]) == [
         Candidate("a"), Candidate("b", "site 'b' is disabled")]
+
+
+def test_each_candidate_carries_its_quote_excluded_or_not() -> None:
+    spec = JobSpec.model_validate({"name": "j", "executable": "a"})
+    priced = JobView(spec, {"b": "no"}, quotes={"a": 8000, "b": 2000, "c": 500},
+                     budget={"c": NO_FUNDS})
+    assert candidates(priced, [view("a"), view("b"), view("c"), view("d")]) == [
+        Candidate("a", quote_milli=8000),
+        Candidate("b", "site 'b' has no account for you", quote_milli=2000),
+        Candidate("c", NO_FUNDS, quote_milli=500),
+        Candidate("d")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.scheduling.ranking import (
+    CHEAPEST,
     DEADLINE,
     FASTEST,
     Candidate,
@@ -74,11 +75,90 @@ def test_hedge_chooses_k_best_and_all_excluded_says_why() -> None:
 
 def test_bad_calls_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown routing policy"):
-        rank([], "cheapest")
+        rank([], "cheapest-first")
     with pytest.raises(ValueError, match="needs a deadline"):
         rank([Candidate("a", forecast=fc(1, 2))], DEADLINE)
     with pytest.raises(ValueError, match="needs a forecast"):
         rank([Candidate("a")])
+
+
+def priced(site: str, quote: int | None, completion: float, bound: float | None = None,
+           ) -> Candidate:
+    """A candidate finishing (median) `completion` s from now, priced `quote` milli-SU."""
+    return Candidate(site, forecast=fc(completion - 100, (bound or completion) - 100),
+                     quote_milli=quote)
+
+
+CHEAP_SLOW = priced("cheap", 2000, 5000)
+MID = priced("mid", 4000, 1000)
+DEAR_FAST = priced("dear", 8000, 200)
+
+
+@pytest.mark.parametrize(("candidates", "hedge", "deadline", "chosen", "order", "why"), [
+    # No deadline: the lowest quote, however slow.
+    ([DEAR_FAST, MID, CHEAP_SLOW], 1, None, ("cheap",), ["cheap", "mid", "dear"],
+     "Site 'cheap' has the lowest quote (2.000 SU; predicted completion 83 min, 95% bound "
+     "83 min); next cheapest 'mid' at 4.000 SU."),
+    # A deadline the cheap site misses: the cheapest of those predicted to make it.
+    ([DEAR_FAST, MID, CHEAP_SLOW], 1, 3600.0, ("mid",), ["mid", "dear", "cheap"],
+     "Site 'mid' has the lowest quote of the sites predicted to finish by the deadline "
+     "(4.000 SU; predicted completion 17 min, 95% bound 17 min); next cheapest 'dear' at "
+     "8.000 SU."),
+    # Hedge k takes the k cheapest (within the deadline first).
+    ([DEAR_FAST, MID, CHEAP_SLOW], 2, None, ("cheap", "mid"), ["cheap", "mid", "dear"],
+     "Site 'cheap' has the lowest quote (2.000 SU; predicted completion 83 min, 95% bound "
+     "83 min); next cheapest 'mid' at 4.000 SU; hedged over 'cheap', 'mid'."),
+    ([DEAR_FAST, MID, CHEAP_SLOW], 2, 3600.0, ("mid", "dear"), ["mid", "dear", "cheap"],
+     None),
+    # Equal quotes: the earlier predicted completion, then the 95% bound, then the name.
+    ([priced("b", 1000, 900), priced("a", 1000, 300)], 1, None, ("a",), ["a", "b"], None),
+    ([priced("b", 1000, 300, 400), priced("a", 1000, 300, 900)], 1, None, ("b",),
+     ["b", "a"], None),
+    ([priced("b", 1000, 300), priced("a", 1000, 300)], 1, None, ("a",), ["a", "b"], None),
+    # A site without a quote comes after every priced one.
+    ([priced("free?", None, 100), MID], 1, None, ("mid",), ["mid", "free?"],
+     "Site 'mid' has the lowest quote (4.000 SU; predicted completion 17 min, 95% bound "
+     "17 min); next cheapest 'free?' at no quote."),
+    ([priced("x", None, 900), priced("y", None, 100)], 1, None, ("y",), ["y", "x"],
+     "No site has a quote for this job; site 'y' has the earliest predicted completion "
+     "(2 min, 95% bound 2 min)."),
+    # Nobody is predicted to make the deadline: the earliest completion, whatever it costs.
+    ([DEAR_FAST, MID, CHEAP_SLOW], 1, 100.0, ("dear",), ["dear", "mid", "cheap"],
+     "No site is predicted to finish by the deadline; site 'dear' has the earliest "
+     "predicted completion (3 min, 95% bound 3 min)."),
+    # The deadline is met on the median completion, so a site exactly at it qualifies.
+    ([DEAR_FAST, MID], 1, 1000.0, ("mid",), ["mid", "dear"], None),
+    # Excluded sites stay last, in the order given, their quote kept.
+    ([Candidate("gone", "site 'gone' is drained (not accepting jobs)", quote_milli=1),
+      MID], 1, None, ("mid",), ["mid", "gone"], None),
+])
+def test_cheapest(candidates: list[Candidate], hedge: int, deadline: float | None,
+                  chosen: tuple[str, ...], order: list[str], why: str | None) -> None:
+    decision = rank(candidates, CHEAPEST, hedge, deadline)
+    assert decision.policy == CHEAPEST
+    assert decision.chosen == chosen
+    assert [c.site for c in decision.candidates] == order
+    if why is not None:
+        assert decision.why == why
+    # Quotes travel with the candidates (the explanation shows them).
+    assert {c.site: c.quote_milli for c in decision.candidates} == {
+        c.site: c.quote_milli for c in candidates}
+
+
+def test_other_policies_ignore_quotes() -> None:
+    candidates = [DEAR_FAST, MID, CHEAP_SLOW]
+    assert rank(candidates, FASTEST).chosen == ("dear",)
+    assert rank(candidates, DEADLINE, deadline=1200).chosen == ("dear",)
+
+
+def test_route_pass_keeps_each_candidates_quote() -> None:
+    routed = route_pass([100.0], lambda job: [Candidate("x", quote_milli=9000),
+                                              Candidate("y", quote_milli=1000)],
+                        QueueLength(), lambda job: (CHEAPEST, 1, None))
+    [decision] = [r.decision for r in routed]
+    assert decision.chosen == ("y",)
+    assert [(c.site, c.quote_milli, c.forecast is not None) for c in decision.candidates] == [
+        ("y", 1000, True), ("x", 9000, True)]
 
 
 class QueueLength:

@@ -101,7 +101,8 @@ def estimate_job(spec: JobSpec, principal: JobsReader, runtime: RuntimeDep) -> R
         document = placement.estimate(session, runtime.sites, spec, principal.account_name,
                                       principal.user_id,
                                       partial(build_forecaster, snapshots=snapshots),
-                                      runtime.clock(), unreachable(snapshots.values()))
+                                      runtime.clock(), unreachable(snapshots.values()),
+                                      runtime.settings.allocations_enforced)
     return json_response(EstimateOut, document)
 
 

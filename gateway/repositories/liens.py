@@ -1,0 +1,23 @@
+"""Liens: funds of an allocation held for a job (written by gateway.services.bank)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from gateway.db.bank_models import Lien
+
+
+def held_by_job(session: Session, job_ids: Collection[str]) -> dict[str, dict[int, int]]:
+    """What each of these jobs holds now: job id -> allocation id -> milli-SU."""
+    held: dict[str, dict[int, int]] = {}
+    if not job_ids:
+        return held
+    for job_id, allocation_id, amount in session.execute(
+            select(Lien.job_id, Lien.allocation_id, Lien.amount_milli)
+            .where(Lien.job_id.in_(list(job_ids)), Lien.status == "held")):
+        own = held.setdefault(job_id, {})
+        own[allocation_id] = own.get(allocation_id, 0) + amount
+    return held

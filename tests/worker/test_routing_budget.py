@@ -1,0 +1,339 @@
+"""Routing meets the bank (issue 13, scope 4), SQLite and PostgreSQL: with allocations
+enforced, a routing pass only places a job where its project can pay (a site it cannot
+pay at is excluded, saying so, in GET /jobs/{id}/placement), shows each site's quote,
+draws the job's lien again for the chosen site (the ledger shows the release and the new
+lien), and tries the next choice when another job of the same pass spent the funds
+first; `cheapest` takes the site with the lowest quote.
+
+The federation is the local site twice under two names with different charge factors
+(site config `charge_factor`: 'local' 4 SU per core-hour, 'twin' 1), so their forecasts
+tie (fastest breaks the tie by name: 'local') and only the price differs."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from gateway.accounting.rates import Rate
+from gateway.api.app import create_app
+from gateway.db.bank_models import LedgerEntry, Lien
+from gateway.db.base import utcnow
+from gateway.db.engine import transaction
+from gateway.db.models import Job, Placement
+from gateway.repositories import jobs
+from gateway.runtime import Runtime
+from gateway.services import allocations
+from gateway.services.allocations import Grant
+from gateway.services.forecasting import build_forecaster
+from gateway.services.placement import route_pending
+from gateway.services.sites import SiteRegistry
+from gateway.settings import Settings
+from gateway.worker.context import StepContext
+from gateway.worker.failover import fail_over_stranded
+from gateway.worker.route import route_jobs
+from tests.conftest import LOOPBACK, MakeUser, TestUser
+from tests.services.bank_fixtures import check_invariants
+from tests.worker.test_failover import mark_down
+from tests.worker.test_hedging import Driver
+from tests.worker.test_worker_local import post
+
+# One core for an hour: 4.000 SU at 'local', 1.000 SU at 'twin'.
+SPEC: dict[str, Any] = {"name": "b", "executable": "/bin/true",
+                        "resources": {"walltime": 3600}}
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"allocations_enforced": True})
+
+
+@pytest.fixture
+def bank(runtime: Runtime) -> Runtime:
+    """The runtime with the bank on and two priced sites."""
+    local = runtime.sites.get("local")
+    registry = SiteRegistry([dataclasses.replace(local, rate=Rate(core_hour_milli=4000)),
+                             dataclasses.replace(local, name="twin",
+                                                 rate=Rate(core_hour_milli=1000))])
+    registry.sync(runtime.sessions)
+    return dataclasses.replace(runtime, sites=registry)
+
+
+@pytest.fixture
+def api(bank: Runtime) -> Iterator[TestClient]:
+    with TestClient(create_app(runtime=bank), client=LOOPBACK) as c:
+        yield c
+
+
+def project(runtime: Runtime, user: TestUser) -> str:
+    """The name of the user's personal project (their jobs' payer)."""
+    with runtime.sessions() as session:
+        ref = jobs.personal_project(session.connection(), user.principal.user_id)
+        assert ref is not None
+        return ref.name
+
+
+def grant(runtime: Runtime, user: TestUser, pool: str, su: int) -> int:
+    """An allocation of `su` SU at `pool` for the user's personal project."""
+    now = utcnow()
+    with transaction(runtime.sessions) as session:
+        a = allocations.grant(session, Grant(project(runtime, user), pool, su * 1000,
+                                             now - timedelta(days=1), now + timedelta(days=30)),
+                              {"local", "twin"}, "committee", "award", now)
+        return a.id
+
+
+def placement(client: TestClient, user: TestUser, job_id: str) -> dict[str, Any]:
+    r = client.get(f"/api/v1/jobs/{job_id}/placement", headers=user.headers)
+    assert r.status_code == 200, r.text
+    document: dict[str, Any] = r.json()
+    return document
+
+
+def job(client: TestClient, user: TestUser, job_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
+    return found
+
+
+def ledger(runtime: Runtime, job_id: str) -> list[tuple[str, str, int]]:
+    """The job's ledger legs on `held`, in order: (kind, account, milli-SU)."""
+    with runtime.sessions() as session:
+        return [(e.kind, e.account, e.amount_milli) for e in session.scalars(
+            select(LedgerEntry).where(LedgerEntry.job_id == job_id,
+                                      LedgerEntry.account == "held")
+            .order_by(LedgerEntry.id))]
+
+
+def liens(runtime: Runtime, job_id: str) -> list[tuple[str | None, int, str]]:
+    with runtime.sessions() as session:
+        return [(lien.site_name, lien.amount_milli, lien.status) for lien in session.scalars(
+            select(Lien).where(Lien.job_id == job_id).order_by(Lien.id))]
+
+
+def test_a_site_the_project_cannot_pay_at_is_excluded_saying_why(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "twin", 1)  # only 'twin' is paid for: exactly one job's quote there
+    job_id = post(api, user.headers, SPEC)
+    assert liens(bank, job_id) == [("twin", 1000, "held")]  # submit: the cheapest it can pay
+
+    assert route_jobs(StepContext.of(bank, "w")) is True
+    decision = placement(api, user, job_id)
+    assert decision["chosen"] == ["twin"]
+    name = project(bank, user)
+    twin, local = decision["candidates"]
+    # Its own lien counts for itself: the allocation has 0 SU left, and 1 held for it.
+    assert (twin["site"], twin["excluded"], twin["quote_su"]) == ("twin", None, "1.000")
+    assert local == {"site": "local", "forecast": None, "p_deadline": None,
+                     "quote_su": "4.000",
+                     "excluded": f"project '{name}' has 0.000 SU available at 'local'; "
+                                 "this job would cost 4.000 SU"}
+    assert job(api, user, job_id)["site"] == "twin"
+    # Drawn again for the chosen site: the old lien released, the new one held.
+    assert ledger(bank, job_id) == [("lien", "held", 1000), ("release", "held", -1000),
+                                    ("lien", "held", 1000)]
+    assert liens(bank, job_id) == [("twin", 1000, "released"), ("twin", 1000, "held")]
+
+
+def test_the_lien_moves_to_the_chosen_sites_quote(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "*", 10)
+    job_id = post(api, user.headers, SPEC)
+    assert route_jobs(StepContext.of(bank, "w")) is True
+    decision = placement(api, user, job_id)
+    assert decision["policy"] == "fastest" and decision["chosen"] == ["local"]
+    assert [(c["site"], c["excluded"], c["quote_su"]) for c in decision["candidates"]] == [
+        ("local", None, "4.000"), ("twin", None, "1.000")]
+    # Held at submit for the cheapest site; routed to the faster one, at its price.
+    assert ledger(bank, job_id) == [("lien", "held", 1000), ("release", "held", -1000),
+                                    ("lien", "held", 4000)]
+    assert liens(bank, job_id) == [("twin", 1000, "released"), ("local", 4000, "held")]
+
+
+def test_cheapest_takes_the_lowest_quote(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "*", 10)
+    cheap = post(api, user.headers, {**SPEC, "routing": {"policy": "cheapest"}})
+    fast = post(api, user.headers, SPEC)
+    assert route_jobs(StepContext.of(bank, "w")) is True
+    decision = placement(api, user, cheap)
+    assert decision["policy"] == "cheapest" and decision["chosen"] == ["twin"]
+    assert decision["why"].startswith("Site 'twin' has the lowest quote (1.000 SU; "
+                                      "predicted completion ")
+    assert decision["why"].endswith("; next cheapest 'local' at 4.000 SU.")
+    assert placement(api, user, fast)["chosen"] == ["local"]
+    assert liens(bank, cheap)[-1] == ("twin", 1000, "held")
+
+
+def test_cheapest_meets_the_deadline_first(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "*", 10)
+    # A deadline the job can meet anywhere (it runs 1 s): the cheaper site still wins,
+    # and the estimate says how likely each site makes it.
+    deadline = (utcnow() + timedelta(hours=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    spec = {**SPEC, "routing": {"policy": "cheapest", "deadline": deadline}}
+    r = api.post("/api/v1/jobs:estimate", headers=user.headers, json=spec)
+    assert r.status_code == 200, r.text
+    estimate = r.json()
+    assert estimate["chosen"] == ["twin"]
+    assert "lowest quote of the sites predicted to finish by the deadline" in estimate["why"]
+    assert [(c["site"], c["quote_su"], c["p_deadline"]) for c in estimate["candidates"]] == [
+        ("twin", "1.000", 0.95), ("local", "4.000", 0.95)]
+
+
+def test_a_site_spent_by_an_earlier_job_of_the_pass_gives_way_to_the_next_choice(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "*", 6)
+    first = post(api, user.headers, SPEC)  # each holds 1 SU (at 'twin') from submit
+    second = post(api, user.headers, SPEC)
+    # When the pass opens its books, each job could pay for 'local' (4 available + its own
+    # 1); the first one's lien there leaves 2 for the second, which goes to 'twin'.
+    assert route_jobs(StepContext.of(bank, "w")) is True
+    assert placement(api, user, first)["chosen"] == ["local"]
+    decision = placement(api, user, second)
+    assert decision["chosen"] == ["twin"]
+    assert decision["candidates"][1] == {
+        "site": "local", "forecast": None, "p_deadline": None, "quote_su": "4.000",
+        "excluded": f"project '{project(bank, user)}' has 2.000 SU available at "
+                    "'local'; this job would cost 4.000 SU"}
+    assert liens(bank, first)[-1] == ("local", 4000, "held")
+    assert liens(bank, second) == [("twin", 1000, "released"), ("twin", 1000, "held")]
+
+
+def test_a_job_its_project_cannot_pay_for_anywhere_waits_saying_why(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    allocation = grant(bank, user, "*", 10)
+    job_id = post(api, user.headers, SPEC)
+    with transaction(bank.sessions) as session:
+        allocations.set_status(session, allocation, "suspended")
+    assert route_jobs(StepContext.of(bank, "w")) is False
+    waiting = job(api, user, job_id)
+    name = project(bank, user)
+    assert (waiting["site"], waiting["state"]) == (None, "ACCEPTED")
+    assert waiting["state_reason"] == (
+        f"waiting for a site: No site can run this job (local: project '{name}' has 0.000 "
+        f"SU available at 'local'; this job would cost 4.000 SU; twin: project '{name}' has "
+        "0.000 SU available at 'twin'; this job would cost 1.000 SU).")
+    assert liens(bank, job_id) == [("twin", 1000, "held")]  # nothing drawn, nothing lost
+    # Balances change: once the allocation is active again, the next pass places it.
+    with transaction(bank.sessions) as session:
+        allocations.set_status(session, allocation, "active")
+    assert route_jobs(StepContext.of(bank, "w")) is True
+    assert job(api, user, job_id)["site"] == "local"
+
+
+def test_with_the_bank_off_only_cheapest_is_priced(
+        bank: Runtime, make_user: MakeUser) -> None:
+    rt = dataclasses.replace(bank, settings=bank.settings.model_copy(
+        update={"allocations_enforced": False}))
+    user = make_user()  # no allocation at all: nothing is checked, nothing held
+    with TestClient(create_app(runtime=rt), client=LOOPBACK) as client:
+        plain = post(client, user.headers, SPEC)
+        cheap = post(client, user.headers, {**SPEC, "routing": {"policy": "cheapest"}})
+        assert route_jobs(StepContext.of(rt, "w")) is True
+        decision = placement(client, user, plain)
+        assert decision["chosen"] == ["local"]
+        # The decision reads as it did before the bank.
+        assert all("quote_su" not in c for c in decision["candidates"])
+        decision = placement(client, user, cheap)
+        assert decision["chosen"] == ["twin"]
+        assert [c["quote_su"] for c in decision["candidates"]] == ["1.000", "4.000"]
+    assert liens(rt, plain) == [] and liens(rt, cheap) == []
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_two_workers_draw_each_jobs_lien_once(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    """Two workers route the same project's jobs at once (the race of
+    tests/worker/test_routing_race.py, the bank on): each job is placed once and its lien
+    drawn once, and the allocations' locks taken in one order never deadlock."""
+    user = make_user()
+    grant(bank, user, "*", 200)
+    ids = {post(api, user.headers, {**SPEC, "name": f"j{i}"}) for i in range(40)}
+    start = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def work(name: str) -> None:
+        ctx = StepContext.of(bank, name)
+        try:
+            start.wait()
+            while True:
+                with ctx.unit() as session:
+                    result = route_pending(session, bank.sites, build_forecaster,
+                                           ctx.lifecycle.actor, 3, bank.clock(), charged=True)
+                if not result.placed:
+                    return
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(f"w{i}",)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    with bank.sessions() as session:
+        placed = Counter(session.scalars(select(Placement.job_id)))
+        sites = {job_id: site for job_id, site in session.execute(select(Job.id, Job.site_name))}
+    assert set(placed) == ids and set(placed.values()) == {1}
+    for job_id in ids:
+        # Submit held 1 SU at 'twin'; routing released it and drew the chosen site's quote.
+        quote = {"local": 4000, "twin": 1000}[sites[job_id] or ""]
+        assert ledger(bank, job_id) == [("lien", "held", 1000), ("release", "held", -1000),
+                                        ("lien", "held", quote)]
+    with bank.sessions() as session:
+        check_invariants(session)
+
+
+def strand_at_local(api: TestClient, bank: Runtime, user: TestUser) -> str:
+    """A job routed to 'local' and queued there, then 'local' down for ten minutes."""
+    job_id = post(api, user.headers, SPEC)
+    assert route_jobs(StepContext.of(bank, "w")) is True
+    d = Driver(bank)
+    claim = d.claim("local")
+    d.submit("local", claim, "101")
+    mark_down(bank, "local", minutes=10)
+    return job_id
+
+
+def test_failover_draws_the_lien_where_the_job_may_now_start(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "*", 10)
+    job_id = strand_at_local(api, bank, user)
+    assert fail_over_stranded(StepContext.of(bank, "w")) is True
+    # It may now start at either site (first to start wins): the lien covers the dearer
+    # ('local', 4 SU), drawn for 'twin', where it was routed again.
+    assert liens(bank, job_id)[-2:] == [("local", 4000, "released"), ("twin", 4000, "held")]
+
+
+def test_no_failover_to_a_site_the_project_cannot_pay_at(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "local", 10)  # nothing pays at 'twin'
+    job_id = strand_at_local(api, bank, user)
+    assert fail_over_stranded(StepContext.of(bank, "w")) is False
+    assert liens(bank, job_id)[-1] == ("local", 4000, "held")
+
+
+def test_a_hedged_jobs_lien_covers_its_dearest_site(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    grant(bank, user, "*", 10)
+    job_id = post(api, user.headers, {**SPEC, "routing": {"policy": "cheapest", "hedge": 2}})
+    assert route_jobs(StepContext.of(bank, "w")) is True
+    assert placement(api, user, job_id)["chosen"] == ["twin", "local"]
+    # Either copy may be the one that runs: held for 'local' (4 SU), drawn at 'twin'.
+    assert liens(bank, job_id)[-1] == ("twin", 4000, "held")
