@@ -126,7 +126,12 @@ def rehold(session: Session, job_id: str, payer: Payer, site: str, amount_milli:
            now: datetime, actor: str) -> list[Lien]:
     """Draw the job's lien again for `site` (its routing chose it): the old liens are
     released and the new one held in one step. Raises InsufficientFunds (nothing changed
-    once the caller rolls back) when the project cannot pay there."""
+    once the caller rolls back) when the project cannot pay there. A lien already drawn
+    for that site and amount (the quote routing chose at submit) stays as it is."""
+    held = held_liens(session, job_id)
+    if held and all(lien.site_name == site for lien in held) and sum(
+            lien.amount_milli for lien in held) == amount_milli:
+        return held
     release(session, job_id, now, actor, f"drawn again for site '{site}'")
     return hold(session, job_id, payer, site, amount_milli, now, actor)
 
