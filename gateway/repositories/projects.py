@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gateway.db.models import Membership, Project
+from gateway.db.models import Membership, Project, User
 
 
 def name_taken(session: Session, name: str) -> bool:
@@ -21,3 +23,38 @@ def add(session: Session, project: Project) -> None:
 def add_member(session: Session, project_id: int, user_id: str, role: str) -> None:
     """Make the user a member of the project with `role`."""
     session.add(Membership(project_id=project_id, user_id=user_id, role=role))
+
+
+def by_name(session: Session, name: str) -> Project | None:
+    """The project named `name`."""
+    return session.scalar(select(Project).where(Project.name == name))
+
+
+def membership(session: Session, project_id: int, user_id: str) -> Membership | None:
+    """The user's membership of the project, row locked (roles change under it)."""
+    return session.scalar(select(Membership).where(
+        Membership.project_id == project_id, Membership.user_id == user_id).with_for_update())
+
+
+def members(session: Session, project_id: int) -> list[tuple[str, str | None, str]]:
+    """(user id, username, role) of every member, by username."""
+    rows = session.execute(
+        select(Membership.user_id, User.username, Membership.role)
+        .join(User, User.id == Membership.user_id)
+        .where(Membership.project_id == project_id)
+        .order_by(User.username, Membership.user_id))
+    return [(user_id, username, role) for user_id, username, role in rows]
+
+
+def count_with_role(session: Session, project_id: int, role: str) -> int:
+    """How many members hold `role` in the project."""
+    return int(session.scalar(select(func.count()).select_from(Membership).where(
+        Membership.project_id == project_id, Membership.role == role)) or 0)
+
+
+def member_counts(session: Session, project_ids: Sequence[int]) -> dict[int, int]:
+    """Members per project, for the projects given."""
+    rows = session.execute(
+        select(Membership.project_id, func.count()).where(Membership.project_id.in_(project_ids))
+        .group_by(Membership.project_id))
+    return {project_id: int(count) for project_id, count in rows}
