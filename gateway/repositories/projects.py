@@ -58,3 +58,8 @@ def member_counts(session: Session, project_ids: Sequence[int]) -> dict[int, int
         select(Membership.project_id, func.count()).where(Membership.project_id.in_(project_ids))
         .group_by(Membership.project_id))
     return {project_id: int(count) for project_id, count in rows}
+
+
+def remove_member(session: Session, membership: Membership) -> None:
+    """Stage the membership's removal."""
+    session.delete(membership)

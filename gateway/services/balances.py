@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gateway.auth.principal import Principal
 from gateway.db.bank_models import Allocation
-from gateway.db.models import Project
+from gateway.repositories import allocation_views
 from gateway.services.project_access import Access, access, is_auditor, visible_projects
 
 
@@ -46,11 +45,8 @@ def views(session: Session, project_ids: Sequence[int] | None, now: datetime
           ) -> list[AllocationView]:
     """The allocations of these projects (None: of every project), by project, then
     earliest-ending first (the order liens draw on them)."""
-    query = (select(Allocation, Project.name).join(Project, Project.id == Allocation.project_id)
-             .order_by(Project.name, Allocation.ends_at, Allocation.id))
-    if project_ids is not None:
-        query = query.where(Allocation.project_id.in_(project_ids))
-    return [AllocationView(a, name, status_of(a, now)) for a, name in session.execute(query)]
+    return [AllocationView(a, name, status_of(a, now))
+            for a, name in allocation_views.with_project(session, project_ids)]
 
 
 def available_now(found: Sequence[AllocationView]) -> int:
@@ -77,6 +73,12 @@ def list_allocations(session: Session, principal: Principal, project: str | None
 
 def view(session: Session, allocation: Allocation, now: datetime) -> AllocationView:
     """One allocation's view (after an action on it)."""
-    project = session.get(Project, allocation.project_id)
-    assert project is not None  # a foreign key
-    return AllocationView(allocation, project.name, status_of(allocation, now))
+    return AllocationView(allocation, allocation_views.project_name(session, allocation.project_id),
+                          status_of(allocation, now))
+
+
+def view_of(session: Session, allocation_id: int, now: datetime) -> AllocationView:
+    """The view of the allocation with this id (which exists: an action just used it)."""
+    allocation = allocation_views.by_id(session, allocation_id)
+    assert allocation is not None, allocation_id
+    return view(session, allocation, now)

@@ -162,5 +162,5 @@ def remove_member(session: Session, principal: Principal, name: str, user: str) 
     if membership is None:
         raise Invalid(f"'{user}' is not a member of project '{name}'.", field="user")
     _keep_a_pi(session, seen, membership, user)
-    session.delete(membership)
+    projects.remove_member(session, membership)
     session.flush()

@@ -125,10 +125,9 @@ def transfer(body: TransferIn, principal: JobsWriter, runtime: RuntimeDep) -> Re
     with runtime.unit_of_work() as session:
         allocation_admin.transfer(session, principal, body.source, body.target,
                                   milli(body.amount), body.reason, now)
-        source, target = (session.get(Allocation, i) for i in (body.source, body.target))
-        assert source is not None and target is not None  # the transfer locked both
-        document = TransferOut(source=_out(session, source, now),
-                               target=_out(session, target, now))
+        document = TransferOut(
+            source=allocation_out(balances.view_of(session, body.source, now)),
+            target=allocation_out(balances.view_of(session, body.target, now)))
     return json_response(TransferOut, document)
 
 
