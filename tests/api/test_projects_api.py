@@ -5,19 +5,37 @@ three decimals; bad input is a 422 problem naming the field."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import io
+import json
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from gateway.cli.render import print_json
+from gateway.client import GatewayClient
 from gateway.db.bank_models import LedgerEntry
 from gateway.db.engine import transaction
 from gateway.db.models import Project
 from gateway.runtime import Runtime
+from gateway.schemas import parse
+from gateway.schemas.projects import (
+    AllocationList,
+    AllocationOut,
+    BalanceOut,
+    MemberOut,
+    ProjectList,
+    ProjectOut,
+    TransferOut,
+)
 from gateway.services import bank
 from gateway.services.bank import Payer
+from tests.api.test_shared_schemas import _Recording
 from tests.conftest import MakeUser, TestUser
 from tests.services import bank_fixtures as bf
 
@@ -241,3 +259,40 @@ def test_adjust_and_transfer_refusals(client: TestClient, make_user: MakeUser) -
                        json={"source": a["id"], "target": a["id"], "amount": 1, "reason": "x"},
                        headers=admin.headers)
     assert problem(same, 404)["detail"].startswith("A transfer needs two different")
+
+
+def test_the_client_keeps_every_field_the_server_sends(client: TestClient,
+                                                       make_user: MakeUser) -> None:
+    admin = make_user("root", roles=("admin",))
+    make_user("bob")
+    recording = _Recording(client)
+    ends = datetime(2099, 1, 1, tzinfo=UTC)
+    with GatewayClient("http://testserver", lambda: admin.token, transport=recording) as gw:
+        calls: list[tuple[Any, Callable[[], Any]]] = [
+            (ProjectOut, lambda: gw.create_project("climate", "runs")),
+            (MemberOut, lambda: gw.add_member("climate", "bob", pi=True)),
+            (AllocationOut, lambda: gw.grant("climate", "*", Decimal("12.5"), ends, "award",
+                                             credit_limit=1)),
+            (AllocationOut, lambda: gw.grant("climate", "local", 3, ends, "award")),
+            (AllocationOut, lambda: gw.adjust(1, "-0.25", "fix")),
+            (TransferOut, lambda: gw.transfer(1, 2, "1.125", "move")),
+            (AllocationOut, lambda: gw.set_allocation_status(2, "suspend", "late")),
+            (AllocationOut, lambda: gw.set_allocation_status(2, "resume", "in")),
+            (AllocationList, lambda: {"items": gw.allocations("climate")}),
+            (BalanceOut, lambda: gw.balance("climate")),
+            (ProjectOut, lambda: gw.project("climate")),
+            (ProjectList, lambda: {"items": gw.projects()}),
+        ]
+        for schema, fetch in calls:
+            document = fetch()
+            sent = recording.bodies[-1]
+            assert document == parse(schema, json.loads(sent))
+            printed = io.StringIO()
+            with redirect_stdout(printed):
+                print_json(document)
+            # What `--json` prints is what the server sent, byte for byte.
+            assert printed.getvalue() == json.dumps(json.loads(sent), indent=2,
+                                                    ensure_ascii=False) + "\n"
+        assert gw.balance("climate")["allocations"][0]["available"] == Decimal("11.125")
+        gw.remove_member("climate", "bob")
+        assert gw.project("climate")["members"] == []
