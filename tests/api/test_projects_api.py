@@ -268,23 +268,26 @@ def test_the_client_keeps_every_field_the_server_sends(client: TestClient,
     recording = _Recording(client)
     ends = datetime(2099, 1, 1, tzinfo=UTC)
     with GatewayClient("http://testserver", lambda: admin.token, transport=recording) as gw:
+        ids: list[int] = []
         calls: list[tuple[Any, Callable[[], Any]]] = [
             (ProjectOut, lambda: gw.create_project("climate", "runs")),
             (MemberOut, lambda: gw.add_member("climate", "bob", pi=True)),
             (AllocationOut, lambda: gw.grant("climate", "*", Decimal("12.5"), ends, "award",
                                              credit_limit=1)),
             (AllocationOut, lambda: gw.grant("climate", "local", 3, ends, "award")),
-            (AllocationOut, lambda: gw.adjust(1, "-0.25", "fix")),
-            (TransferOut, lambda: gw.transfer(1, 2, "1.125", "move")),
-            (AllocationOut, lambda: gw.set_allocation_status(2, "suspend", "late")),
-            (AllocationOut, lambda: gw.set_allocation_status(2, "resume", "in")),
             (AllocationList, lambda: {"items": gw.allocations("climate")}),
+            (AllocationOut, lambda: gw.adjust(ids[0], "-0.25", "fix")),
+            (TransferOut, lambda: gw.transfer(ids[0], ids[1], "1.125", "move")),
+            (AllocationOut, lambda: gw.set_allocation_status(ids[1], "suspend", "late")),
+            (AllocationOut, lambda: gw.set_allocation_status(ids[1], "resume", "in")),
             (BalanceOut, lambda: gw.balance("climate")),
             (ProjectOut, lambda: gw.project("climate")),
             (ProjectList, lambda: {"items": gw.projects()}),
         ]
         for schema, fetch in calls:
             document = fetch()
+            if schema is AllocationOut and len(ids) < 2:
+                ids.append(document["id"])
             sent = recording.bodies[-1]
             assert document == parse(schema, json.loads(sent))
             printed = io.StringIO()
