@@ -12,6 +12,7 @@ import typer
 from gateway import __version__
 from gateway.cli import (
     admin,
+    allocations,
     auth,
     errors,
     fetch,
@@ -54,7 +55,8 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-admin_app = typer.Typer(help="Administer accounts on the gateway host (opens the database).",
+admin_app = typer.Typer(help="Administer the gateway: accounts and site histories on the gateway "
+                             "host (open the database); allocations through the API.",
                         no_args_is_help=True)
 admin_user = typer.Typer(help="Local users.", no_args_is_help=True)
 admin_client = typer.Typer(help="OAuth clients for automation.", no_args_is_help=True)
@@ -135,6 +137,10 @@ app.command("sites")(sites)
 app.command("health")(health)
 app.command("schema")(schema)
 app.command("simulate")(simulate.simulate)
+app.command("projects")(allocations.projects)
+app.command("balance")(allocations.balance)
+app.add_typer(allocations.project_app, name="project")
+admin_app.add_typer(allocations.allocation_app, name="allocation")
 admin_user.command("add")(admin.user_add)
 admin_client.command("create")(admin.client_create)
 admin_app.add_typer(admin_user, name="user")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
+from datetime import datetime
+from decimal import Decimal
 from typing import Any, Literal, TypeVar, cast
 from urllib.parse import quote
 
@@ -32,6 +34,16 @@ from gateway.client.models import (
 from gateway.schemas import parse
 from gateway.schemas.jobs import EventList, JobFileList
 from gateway.schemas.placements import EstimateOut, PlacementOut
+from gateway.schemas.projects import (
+    AllocationList,
+    AllocationOut,
+    BalanceOut,
+    MemberOut,
+    ProjectList,
+    ProjectOut,
+    ProjectSummaryOut,
+    TransferOut,
+)
 from gateway.schemas.sites import SiteList
 from gateway.schemas.uploads import UploadList
 
@@ -43,6 +55,8 @@ Stream = Literal["stdout", "stderr"]
 # AuthenticationRequired (not logged in, or the session expired).
 TokenProvider = Callable[[], str | None]
 Document = TypeVar("Document")
+# Service units: sent as decimal text, so no float rounding on the way.
+Amount = Decimal | int | str
 
 
 class _BearerAuth(httpx.Auth):
@@ -264,6 +278,69 @@ class GatewayClient:
         """GET /sites."""
         return self._document(SiteList, "GET", "/sites")["items"]
 
+    # -- projects, allocations and balances --------------------------------------------
+
+    def projects(self) -> list[ProjectSummaryOut]:
+        """GET /projects: the projects you may read, with your standing in each."""
+        return self._document(ProjectList, "GET", "/projects")["items"]
+
+    def project(self, name: str) -> ProjectOut:
+        """GET /projects/{name}: members and allocations (404 unless you may read it)."""
+        return self._document(ProjectOut, "GET", f"/projects/{_name(name)}")
+
+    def create_project(self, name: str, description: str | None = None) -> ProjectOut:
+        """POST /projects (administrators)."""
+        body = {"name": name, **({"description": description} if description else {})}
+        return self._document(ProjectOut, "POST", "/projects", json=body)
+
+    def add_member(self, project: str, user: str, *, pi: bool = False) -> MemberOut:
+        """POST /projects/{name}/members: add `user` (or change their role)."""
+        return self._document(MemberOut, "POST", f"/projects/{_name(project)}/members",
+                              json={"user": user, "pi": pi})
+
+    def remove_member(self, project: str, user: str) -> None:
+        """DELETE /projects/{name}/members/{user}."""
+        self._request("DELETE", f"/projects/{_name(project)}/members/{_name(user)}")
+
+    def balance(self, project: str) -> BalanceOut:
+        """GET /projects/{name}/balance: per allocation awarded, used, held, available."""
+        return self._document(BalanceOut, "GET", f"/projects/{_name(project)}/balance")
+
+    def allocations(self, project: str | None = None) -> list[AllocationOut]:
+        """GET /allocations: of `project`, or of every project you may read."""
+        params = {"project": project} if project is not None else {}
+        return self._document(AllocationList, "GET", "/allocations", params=params)["items"]
+
+    def grant(self, project: str, pool: str, amount: Amount, ends_at: datetime, reason: str,
+              *, starts_at: datetime | None = None, credit_limit: Amount | None = None
+              ) -> AllocationOut:
+        """POST /allocations (administrators): grant `amount` SU at `pool` (a site or *)."""
+        body: dict[str, Any] = {"project": project, "pool": pool, "amount": str(amount),
+                                "ends_at": ends_at.isoformat(), "reason": reason}
+        if starts_at is not None:
+            body["starts_at"] = starts_at.isoformat()
+        if credit_limit is not None:
+            body["credit_limit"] = str(credit_limit)
+        return self._document(AllocationOut, "POST", "/allocations", json=body)
+
+    def adjust(self, allocation_id: int, amount: Amount, reason: str) -> AllocationOut:
+        """POST /allocations/{id}:adjust: add SU (negative: take back)."""
+        return self._document(AllocationOut, "POST", f"/allocations/{int(allocation_id)}:adjust",
+                              json={"amount": str(amount), "reason": reason})
+
+    def transfer(self, source: int, target: int, amount: Amount, reason: str) -> TransferOut:
+        """POST /allocations:transfer: move SU from one allocation to another."""
+        return self._document(TransferOut, "POST", "/allocations:transfer",
+                              json={"source": source, "target": target, "amount": str(amount),
+                                    "reason": reason})
+
+    def set_allocation_status(self, allocation_id: int, action: Literal["suspend", "resume"],
+                              reason: str) -> AllocationOut:
+        """POST /allocations/{id}:suspend or :resume."""
+        return self._document(AllocationOut, "POST",
+                              f"/allocations/{int(allocation_id)}:{action}",
+                              json={"reason": reason})
+
     def health(self) -> Health:
         """GET /health (no token needed)."""
         return self._document(Health, "GET", "/health", auth=None)
@@ -367,6 +444,13 @@ def _segment(value: str) -> str:
     if not value or "/" in value or value in (".", ".."):
         raise ClientError(f"{value!r} is not a job id.")
     return value
+
+
+def _name(value: str) -> str:
+    # A project or user name is one path segment, quoted: never a way to climb the path.
+    if not value or "/" in value or value in (".", ".."):
+        raise ClientError(f"{value!r} is not a project or user name.")
+    return quote(value, safe="~")
 
 
 def _int_header(response: httpx.Response, name: str, default: int) -> int:

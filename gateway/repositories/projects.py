@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gateway.db.models import Membership, Project
+from gateway.db.models import Membership, Project, User
 
 
 def name_taken(session: Session, name: str) -> bool:
@@ -31,3 +31,43 @@ def names(session: Session, project_ids: Collection[int]) -> dict[int, str]:
         return {}
     return {pid: name for pid, name in session.execute(
         select(Project.id, Project.name).where(Project.id.in_(list(project_ids))))}
+
+
+def by_name(session: Session, name: str) -> Project | None:
+    """The project named `name`."""
+    return session.scalar(select(Project).where(Project.name == name))
+
+
+def membership(session: Session, project_id: int, user_id: str) -> Membership | None:
+    """The user's membership of the project, row locked (roles change under it)."""
+    return session.scalar(select(Membership).where(
+        Membership.project_id == project_id, Membership.user_id == user_id).with_for_update())
+
+
+def members(session: Session, project_id: int) -> list[tuple[str, str | None, str]]:
+    """(user id, username, role) of every member, by username."""
+    rows = session.execute(
+        select(Membership.user_id, User.username, Membership.role)
+        .join(User, User.id == Membership.user_id)
+        .where(Membership.project_id == project_id)
+        .order_by(User.username, Membership.user_id))
+    return [(user_id, username, role) for user_id, username, role in rows]
+
+
+def count_with_role(session: Session, project_id: int, role: str) -> int:
+    """How many members hold `role` in the project."""
+    return int(session.scalar(select(func.count()).select_from(Membership).where(
+        Membership.project_id == project_id, Membership.role == role)) or 0)
+
+
+def member_counts(session: Session, project_ids: Sequence[int]) -> dict[int, int]:
+    """Members per project, for the projects given."""
+    rows = session.execute(
+        select(Membership.project_id, func.count()).where(Membership.project_id.in_(project_ids))
+        .group_by(Membership.project_id))
+    return {project_id: int(count) for project_id, count in rows}
+
+
+def remove_member(session: Session, membership: Membership) -> None:
+    """Stage the membership's removal."""
+    session.delete(membership)

@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 
 import gateway.schemas.jobs
 import gateway.schemas.placements
+import gateway.schemas.projects
 import gateway.schemas.sites
 import gateway.schemas.uploads
 from gateway.cli.render import print_json
@@ -33,7 +34,8 @@ from gateway.schemas.uploads import UploadList, UploadOut
 from tests.conftest import MakeUser
 
 SHARED = {name: value for module in (gateway.schemas.jobs, gateway.schemas.placements,
-                                     gateway.schemas.sites, gateway.schemas.uploads)
+                                     gateway.schemas.projects, gateway.schemas.sites,
+                                     gateway.schemas.uploads)
           for name, value in vars(module).items()
           if name.endswith(("Out", "List")) or name == "Health"}
 
