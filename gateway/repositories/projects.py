@@ -71,3 +71,21 @@ def member_counts(session: Session, project_ids: Sequence[int]) -> dict[int, int
 def remove_member(session: Session, membership: Membership) -> None:
     """Stage the membership's removal."""
     session.delete(membership)
+
+
+def role_of(session: Session, project_id: int, user_id: str) -> str | None:
+    """The user's membership role in the project, if a member."""
+    return session.scalar(select(Membership.role).where(
+        Membership.project_id == project_id, Membership.user_id == user_id))
+
+
+def all_projects(session: Session) -> list[Project]:
+    """Every project, by name."""
+    return list(session.scalars(select(Project).order_by(Project.name)))
+
+
+def of_member(session: Session, user_id: str) -> list[tuple[Project, str]]:
+    """(project, role) of every project the user is a member of, by name."""
+    return [(p, role) for p, role in session.execute(
+        select(Project, Membership.role).join(Membership, Membership.project_id == Project.id)
+        .where(Membership.user_id == user_id).order_by(Project.name))]

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gateway.accounting.units import su
 from gateway.db.bank_models import FEDERATION_POOL, Allocation
 from gateway.db.models import Project
 from gateway.domain.errors import Invalid, NotFound
+from gateway.repositories import bank_rows, projects
 from gateway.services import ledger
 from gateway.services.bank import spendable
 from gateway.services.ledger import Leg, Posting
@@ -34,7 +34,7 @@ class Grant:
 
 def project_by_name(session: Session, name: str) -> Project:
     """The project named `name`, or NotFound."""
-    project = session.scalar(select(Project).where(Project.name == name))
+    project = projects.by_name(session, name)
     if project is None:
         raise NotFound(f"No project named '{name}'.")
     return project
@@ -58,7 +58,7 @@ def grant(session: Session, g: Grant, sites: set[str], approver: str, reason: st
                             credit_limit_milli=g.credit_limit_milli, awarded_milli=0,
                             available_milli=0, held_milli=0, used_milli=0, created_at=now,
                             created_by=approver)
-    session.add(allocation)
+    bank_rows.add(session, allocation)
     session.flush()
     ledger.post(session, Posting("deposit", now, approver, reason),
                 [Leg(allocation, "funding", -g.amount_milli),

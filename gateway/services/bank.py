@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gateway.accounting.charging import Charge
 from gateway.accounting.units import su
-from gateway.db.bank_models import FEDERATION_POOL, Allocation, Lien
+from gateway.db.bank_models import Allocation, Lien
 from gateway.domain.errors import Invalid
+from gateway.repositories import bank_rows
 from gateway.services import ledger
 from gateway.services.ledger import Leg, Posting
 
@@ -53,12 +53,7 @@ def payable(session: Session, project_id: int, site: str | None, now: datetime
             ) -> list[Allocation]:
     """The project's allocations that can pay at `site` now (None: at any site),
     earliest-ending first."""
-    query = select(Allocation).where(
-        Allocation.project_id == project_id, Allocation.status == "active",
-        Allocation.starts_at <= now, Allocation.ends_at > now)
-    if site is not None:
-        query = query.where(Allocation.pool.in_((site, FEDERATION_POOL)))
-    return sorted(session.scalars(query), key=lambda a: (a.ends_at, a.id))
+    return bank_rows.payable(session, project_id, site, now)
 
 
 def spendable(allocation: Allocation) -> int:
@@ -93,7 +88,7 @@ def hold(session: Session, job_id: str, payer: Payer, site: str | None, amount_m
             continue
         lien = Lien(job_id=job_id, allocation_id=allocation.id, site_name=site,
                     amount_milli=take, status="held", created_at=now)
-        session.add(lien)
+        bank_rows.add(session, lien)
         session.flush()
         ledger.post(session, Posting("lien", now, actor, f"held for job {job_id}", job_id,
                                      lien.id),
@@ -105,9 +100,7 @@ def hold(session: Session, job_id: str, payer: Payer, site: str | None, amount_m
 
 def held_liens(session: Session, job_id: str) -> list[Lien]:
     """The job's liens still held, oldest first, rows locked."""
-    return list(session.scalars(
-        select(Lien).where(Lien.job_id == job_id, Lien.status == "held")
-        .order_by(Lien.id).with_for_update()))
+    return bank_rows.held_liens(session, [job_id])
 
 
 def release(session: Session, job_id: str, now: datetime, actor: str, reason: str) -> int:
@@ -196,10 +189,9 @@ def _paying_allocations(session: Session, job_id: str, liens: Sequence[Lien]
     if liens:
         ids = list(dict.fromkeys(lien.allocation_id for lien in liens))
     else:
-        last = session.scalars(select(Lien).where(Lien.job_id == job_id)
-                               .order_by(Lien.id.desc())).first()
+        last = bank_rows.last_lien(session, job_id)
         ids = [] if last is None else [last.allocation_id]
-    return list(session.scalars(select(Allocation).where(Allocation.id.in_(ids))))
+    return bank_rows.allocations(session, ids)
 
 
 def _charge(session: Session, row: ChargedRecord, charge: Charge, liens: Sequence[Lien],

@@ -14,13 +14,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
 
-from sqlalchemy import Table, event, func, select
 from sqlalchemy.orm import Session
 
-from gateway.db.bank_models import Allocation, LedgerEntry
-from gateway.repositories import bulk
+from gateway.db.bank_models import Allocation
+from gateway.repositories import bank_rows
 
 ACCOUNTS = ("funding", "available", "held", "used")
 KINDS = ("deposit", "transfer", "adjustment", "lien", "release", "charge", "refund")
@@ -58,37 +56,20 @@ def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
     if sum(leg.amount_milli for leg in legs) != 0:
         raise ValueError("a ledger transaction's legs must sum to zero")
     txn = str(uuid.uuid4())
-    pending = session.info.setdefault(_PENDING, [])
+    rows = []
     for leg in legs:
         if leg.account not in ACCOUNTS:
             raise ValueError(f"unknown ledger account {leg.account!r}")
         if leg.amount_milli == 0:
             continue
-        pending.append({
+        rows.append({
             "txn": txn, "at": posting.at, "allocation_id": leg.allocation.id,
             "account": leg.account, "amount_milli": leg.amount_milli, "kind": posting.kind,
             "job_id": posting.job_id, "lien_id": posting.lien_id,
             "usage_id": posting.usage_id, "reason": posting.reason, "actor": posting.actor})
         _apply(leg)
+    bank_rows.stage_legs(session, rows)
     return txn
-
-
-_PENDING = "gridgate.ledger.pending"
-_LEDGER = cast(Table, LedgerEntry.__table__)
-
-
-@event.listens_for(Session, "before_flush")
-def _write_pending(session: Session, *_: object) -> None:
-    """Write the legs posted since the last flush (before the allocations' new sums, in
-    the same flush, so both or neither reach the database)."""
-    rows = session.info.pop(_PENDING, None)
-    if rows:
-        bulk.insert_rows(session.connection(), _LEDGER, rows)
-
-
-@event.listens_for(Session, "after_rollback")
-def _drop_pending(session: Session) -> None:
-    session.info.pop(_PENDING, None)
 
 
 def _apply(leg: Leg) -> None:
@@ -105,20 +86,10 @@ def _apply(leg: Leg) -> None:
 
 def lock(session: Session, allocation_ids: Sequence[int]) -> list[Allocation]:
     """The allocations, rows locked in id order (one order everywhere: no deadlocks)."""
-    if not allocation_ids:
-        return []
-    return list(session.scalars(
-        select(Allocation).where(Allocation.id.in_(sorted(set(allocation_ids))))
-        .order_by(Allocation.id).with_for_update().execution_options(populate_existing=True)))
+    return bank_rows.lock(session, allocation_ids)
 
 
 def sums_as_of(session: Session, allocation_id: int, as_of: datetime | None = None
                ) -> dict[str, int]:
     """Each account's balance from the ledger itself, at `as_of` (default: now)."""
-    query = (select(LedgerEntry.account, func.coalesce(func.sum(LedgerEntry.amount_milli), 0))
-             .where(LedgerEntry.allocation_id == allocation_id)
-             .group_by(LedgerEntry.account))
-    if as_of is not None:
-        query = query.where(LedgerEntry.at <= as_of)
-    found = {account: int(total) for account, total in session.execute(query)}
-    return {account: found.get(account, 0) for account in ACCOUNTS}
+    return bank_rows.sums_as_of(session, allocation_id, ACCOUNTS, as_of)

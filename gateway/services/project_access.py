@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gateway.auth.principal import Principal
-from gateway.db.models import Membership, Project
+from gateway.db.models import Project
 from gateway.domain.errors import Forbidden, NotFound
+from gateway.repositories import projects
 
 PI_ROLE = "manager"
 
@@ -57,14 +57,13 @@ def is_auditor(principal: Principal) -> bool:
 def access(session: Session, principal: Principal, project_name: str) -> Access:
     """The caller's standing on the project named `project_name`; NotFound when they have
     none (the same answer as for a project that does not exist)."""
-    project = session.scalar(select(Project).where(Project.name == project_name))
+    project = projects.by_name(session, project_name)
     if project is not None:
         if "admin" in principal.roles:
             return Access(project, Standing.ADMIN)
         if is_auditor(principal):
             return Access(project, Standing.AUDITOR)
-        role = session.scalar(select(Membership.role).where(
-            Membership.project_id == project.id, Membership.user_id == principal.user_id))
+        role = projects.role_of(session, project.id, principal.user_id)
         if role is not None:
             return Access(project, Standing.PI if role == PI_ROLE else Standing.MEMBER)
     raise NotFound(f"No project named '{project_name}' that you can see.")
@@ -80,9 +79,6 @@ def visible_projects(session: Session, principal: Principal) -> list[Access]:
     """Every project the caller may read, by name."""
     if "admin" in principal.roles or is_auditor(principal):
         standing = Standing.ADMIN if "admin" in principal.roles else Standing.AUDITOR
-        projects = session.scalars(select(Project).order_by(Project.name))
-        return [Access(p, standing) for p in projects]
-    rows = session.execute(
-        select(Project, Membership.role).join(Membership, Membership.project_id == Project.id)
-        .where(Membership.user_id == principal.user_id).order_by(Project.name))
-    return [Access(p, Standing.PI if role == PI_ROLE else Standing.MEMBER) for p, role in rows]
+        return [Access(p, standing) for p in projects.all_projects(session)]
+    return [Access(p, Standing.PI if role == PI_ROLE else Standing.MEMBER)
+            for p, role in projects.of_member(session, principal.user_id)]

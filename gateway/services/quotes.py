@@ -13,7 +13,7 @@ from gateway.accounting.rates import Usage, cost
 from gateway.accounting.units import su
 from gateway.db.bank_models import Quote, RateCard
 from gateway.domain.jobspec import JobSpec
-from gateway.repositories import fast_hold, rate_cards
+from gateway.repositories import bank_rows, fast_hold, rate_cards
 from gateway.services import bank
 from gateway.services.bank import InsufficientFunds, Payer
 
@@ -69,8 +69,9 @@ def hold_for_submit(session: Session, job_id: str, payer: Payer, quotes: Sequenc
             return
     else:
         for q in quotes:
-            session.add(Quote(job_id=job_id, site_name=q.site, rate_card_id=q.rate_card_id,
-                              amount_milli=q.amount_milli, quoted_at=now))
+            bank_rows.add(session, Quote(job_id=job_id, site_name=q.site,
+                                         rate_card_id=q.rate_card_id,
+                                         amount_milli=q.amount_milli, quoted_at=now))
         session.flush()
     refusals: list[InsufficientFunds] = []
     for q in quotes:

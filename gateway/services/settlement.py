@@ -21,17 +21,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, exists, or_, select
+from sqlalchemy import Table
 from sqlalchemy.orm import Session
 
 from adapters.base import NativeState
 from adapters.usage import UsageRecord
 from gateway.accounting.charging import charge_for
 from gateway.accounting.rates import Rate
-from gateway.db.bank_models import Lien, Quote, RateCard, UsageRow
-from gateway.db.models import Attempt, Job, User
-from gateway.domain.states import FINAL_STATES, AttemptState
-from gateway.repositories import bulk, rate_cards
+from gateway.db.bank_models import Lien, UsageRow
+from gateway.domain.states import AttemptState
+from gateway.repositories import bank_rows, bulk, rate_cards, usage_rows
 from gateway.services import bank, ledger
 
 ACTOR = "gateway (settlement)"
@@ -61,27 +60,16 @@ def finished_with_liens(session: Session, site: str, limit: int) -> list[RunToSe
     """Attempts at `site` (with a scheduler id) of finished jobs that still hold liens:
     the job's run (the attempt that started first), or any, if none ever started. A
     hedge's or failover's other attempts never started, so they cost nothing."""
-    held = exists().where(Lien.job_id == Job.id, Lien.status == "held")
-    the_run = or_(Job.winner_attempt_id == Attempt.id, Job.winner_attempt_id.is_(None))
-    rows = session.execute(
-        select(Attempt.job_id, Attempt.id, Attempt.native_id, User.username,
-               Attempt.started_at, Attempt.ended_at, Attempt.state)
-        .join(Job, Job.id == Attempt.job_id).join(User, User.id == Job.owner_id)
-        .where(Attempt.site_name == site, Attempt.native_id.is_not(None),
-               Job.state.in_([s.value for s in FINAL_STATES]), held, the_run)
-        .order_by(Job.finished_at, Attempt.id).limit(limit))
-    return [RunToSettle(r[0], r[1], r[2] or "", r[3], r[4], r[5], AttemptState(r[6]))
-            for r in rows]
+    return [RunToSettle(job_id, attempt_id, native_id, owner, started, ended,
+                        AttemptState(state))
+            for job_id, attempt_id, native_id, owner, started, ended, state
+            in usage_rows.finished_runs(session, site, limit)]
 
 
 def release_unrun(session: Session, now: datetime, limit: int = 500) -> int:
     """Release the liens of finished jobs no scheduler ever had (cancelled while waiting
     at the gateway, refused at submit, failed staging in); returns how many jobs."""
-    submitted = exists().where(Attempt.job_id == Job.id, Attempt.native_id.is_not(None))
-    job_ids = list(session.scalars(
-        select(Job.id).where(Job.state.in_([s.value for s in FINAL_STATES]), ~submitted,
-                             exists().where(Lien.job_id == Job.id, Lien.status == "held"))
-        .limit(limit)))
+    job_ids = usage_rows.unrun_with_liens(session, limit)
     for job_id in job_ids:
         bank.release(session, job_id, now, ACTOR, "the job never reached a scheduler")
     return len(job_ids)
@@ -103,14 +91,10 @@ def terms(session: Session, job_ids: Collection[str]) -> dict[str, JobTerms]:
     current = {site: rate_cards.rate_of(card)
                for site, card in rate_cards.current_all(session).items()}
     pinned: dict[str, dict[str, Rate]] = defaultdict(dict)
-    for job_id, site, card in session.execute(
-            select(Quote.job_id, Quote.site_name, RateCard)
-            .join(RateCard, RateCard.id == Quote.rate_card_id)
-            .where(Quote.job_id.in_(job_ids))):
+    for job_id, site, card in usage_rows.pinned_rates(session, job_ids):
         pinned[job_id][site] = rate_cards.rate_of(card)
     found = {}
-    for job_id, spec, finished_at in session.execute(
-            select(Job.id, Job.spec, Job.finished_at).where(Job.id.in_(job_ids))):
+    for job_id, spec, finished_at in usage_rows.requests(session, job_ids):
         resources = spec.get("resources", {})
         found[job_id] = JobTerms(
             int(resources.get("walltime", 3600)),
@@ -178,10 +162,7 @@ def settle_jobs(session: Session, site: str, items: Sequence[ToSettle], now: dat
     records already stored looked up, ids drawn for the new ones, which are then written
     with their charges in one bulk insert, followed by every ledger leg in another."""
     liens: dict[str, list[Lien]] = defaultdict(list)
-    for lien in session.scalars(
-            select(Lien).where(Lien.job_id.in_([i.job_id for i in items]),
-                               Lien.status == "held")
-            .order_by(Lien.job_id, Lien.id).with_for_update()):
+    for lien in bank_rows.held_liens(session, [i.job_id for i in items]):
         liens[lien.job_id].append(lien)
     todo = [i for i in items if liens[i.job_id]]
     if not todo:
@@ -214,11 +195,8 @@ def _lines(session: Session, site: str, items: Sequence[ToSettle]
     replay: charged already), the new ones with a fresh id; and the new records."""
     wanted = {(r.native_id, r.run): (item.job_id, r) for item in items for r in item.records}
     lines = {(native_id, run): _Line(row_id, job_id, charged, refunded, rule)
-             for row_id, native_id, run, job_id, charged, refunded, rule in session.execute(
-                 select(UsageRow.id, UsageRow.native_id, UsageRow.run, UsageRow.job_id,
-                        UsageRow.charged_milli, UsageRow.refunded_milli, UsageRow.rule)
-                 .where(UsageRow.site_name == site,
-                        UsageRow.native_id.in_({n for n, _ in wanted})))}
+             for row_id, native_id, run, job_id, charged, refunded, rule
+             in usage_rows.stored(session, site, {n for n, _ in wanted})}
     new = [(key, job_id, record) for key, (job_id, record) in wanted.items()
            if key not in lines]
     for (key, job_id, _), row_id in zip(
