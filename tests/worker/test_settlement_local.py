@@ -211,3 +211,28 @@ def test_usage_is_charged_within_one_cycle_of_the_record(
         assert cycles < 1, "usage not charged one cycle after the job ended"
         worker.run_once()
         cycles += 1
+
+
+def test_the_submit_lien_draws_earliest_ending_first_and_splits(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    # On PostgreSQL the one-statement lien takes the whole quote from the earliest-ending
+    # allocation when it can; a split falls back to the locked path: same result.
+    user = make_user()
+    later = _grant(runtime, user, 10)
+    now = runtime.clock()
+    with transaction(runtime.sessions) as s:
+        project = job_service.jobs.personal_project(s.connection(), user.principal.user_id)
+        assert project is not None
+        sooner = allocations.grant(s, Grant(project.name, "*", 1500, now - timedelta(days=1),
+                                            now + timedelta(days=2)), {"local"}, "committee",
+                                   "ends sooner", now).id
+    spec = {"name": "one", "executable": "/bin/true"}  # 1 core x 1 h: 1 SU
+    first = post(client, user.headers, spec)
+    second = post(client, user.headers, spec)
+    with runtime.sessions() as s:
+        drawn = {job: [(lien.allocation_id, lien.amount_milli) for lien in s.scalars(
+            select(Lien).where(Lien.job_id == job).order_by(Lien.id))]
+            for job in (first, second)}
+    assert drawn == {first: [(sooner, 1000)], second: [(sooner, 500), (later, 500)]}
+    assert (_allocation(runtime, sooner).available_milli,
+            _allocation(runtime, later).available_milli) == (0, 9500)
