@@ -3,6 +3,7 @@ buckets, nearest-rank positions and the expansion factor."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -23,7 +24,7 @@ def test_size_buckets(cores: int, label: str) -> None:
 
 def test_size_buckets_cover_every_core_count_once() -> None:
     edges = [(low, high) for _, low, high in rm.SIZE_BUCKETS]
-    for (_, high), (low, _) in zip(edges, edges[1:], strict=False):
+    for (_, high), (low, _) in itertools.pairwise(edges):
         assert high is not None and low == high + 1
     assert edges[0][0] == 1 and edges[-1][1] is None
 
