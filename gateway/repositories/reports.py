@@ -11,9 +11,11 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Integer,
     Select,
     and_,
     case,
+    cast,
     false,
     func,
     literal,
@@ -378,3 +380,24 @@ def job_usage(session: Session, scope: Scope, window: Window, limit: int) -> lis
                      int(r.runs or 0), int(r.elapsed or 0), int(r.cores or 0),
                      int(r.charged or 0), int(r.refunded or 0))
             for r in session.execute(query)]
+
+
+def available_by_day(session: Session, scope: Scope, as_of: datetime
+                     ) -> list[tuple[int, int, int]]:
+    """(allocation id, day since its start, change of its available funds that day) for
+    the ledger rows at or before `as_of`: the points of a burn-down chart."""
+    days = _seconds(session, LedgerEntry.at, Allocation.starts_at) / 86400.0
+    # Whole days, rounded down (PostgreSQL's cast rounds; SQLite's truncates, the same
+    # for the non-negative days of an allocation's life).
+    if session.get_bind().dialect.name == "postgresql":
+        days = func.floor(days)
+    day = cast(days, Integer)
+    query = (select(LedgerEntry.allocation_id, day.label("day"),
+                    func.sum(LedgerEntry.amount_milli).label("delta"))
+             .join(Allocation, Allocation.id == LedgerEntry.allocation_id)
+             .join(Project, Project.id == Allocation.project_id)
+             .where(LedgerEntry.account == "available", LedgerEntry.at <= as_of,
+                    scope.projects())
+             .group_by(LedgerEntry.allocation_id, day)
+             .order_by(LedgerEntry.allocation_id, day))
+    return [(int(r.allocation_id), int(r.day), int(r.delta)) for r in session.execute(query)]

@@ -217,3 +217,15 @@ def job_usage(session: Session, principal: Principal, project: str | None, perio
         job_id=j.id, name=j.name, project=j.project, owner=j.owner, site=j.site,
         state=j.state, created_at=j.created_at, runs=j.runs, elapsed_seconds=j.elapsed_seconds,
         cores=j.cores, charge_su=_su(j.charged_milli - j.refunded_milli)) for j in jobs])
+
+
+def daily_available(session: Session, principal: Principal, project: str | None,
+                    period: Period, now: datetime) -> dict[int, list[tuple[int, float]]]:
+    """Per allocation: (day since its start, change of its remaining SU that day) as of T,
+    the points of its burn-down."""
+    scope = scope_for(session, principal, project)
+    as_of = _window(period, now).as_of
+    series: dict[int, list[tuple[int, float]]] = {}
+    for allocation_id, day, delta in repo.available_by_day(session, scope, as_of):
+        series.setdefault(allocation_id, []).append((max(day, 0), _su(delta)))
+    return series
