@@ -199,6 +199,9 @@ def load(session: Session, n: int, now: datetime, projects: list[int], users: li
               "users": users, "u": len(users), "projects": projects, "p": len(projects),
               "sites": list(SITES), "s": len(SITES), "rates": list(SITES.values()),
               "a0": first_allocation}
+    # A bulk loader's shortcut: the rows are consistent by construction, so the foreign
+    # keys' per-row triggers are skipped for this transaction (the server's superuser).
+    session.execute(text("SET LOCAL session_replication_role = replica"))
     for statement in LOAD:
         session.execute(text(statement.format(**MACROS)), params)
 

@@ -118,30 +118,54 @@ class AllocationSums:
     used_in_window_milli: int
 
 
-def allocation_sums(session: Session, scope: Scope, as_of: datetime,
-                    window_start: datetime) -> list[AllocationSums]:
-    """Each allocation created by `as_of`, with its accounts summed over the ledger rows
-    at or before `as_of` and the usage (net of refunds) after `window_start`."""
-    sums = (select(LedgerEntry.allocation_id.label("allocation_id"),
-                   _leg("funding").label("funding"),
-                   _leg("available").label("available"),
-                   _leg("held").label("held"),
-                   _leg("used").label("used"),
-                   _leg("used", LedgerEntry.at > window_start).label("recent"))
-            .where(LedgerEntry.at <= as_of)
-            .group_by(LedgerEntry.allocation_id).subquery())
-    query = (select(Allocation, Project.name, sums)
+def _sums(*where: ColumnElement[bool]) -> Any:
+    """Each allocation's accounts summed over the ledger rows matching `where`."""
+    return (select(LedgerEntry.allocation_id.label("allocation_id"),
+                   _leg("funding").label("funding"), _leg("available").label("available"),
+                   _leg("held").label("held"), _leg("used").label("used"))
+            .where(*where).group_by(LedgerEntry.allocation_id).subquery())
+
+
+def allocation_sums(session: Session, scope: Scope, as_of: datetime, window_start: datetime,
+                    now: datetime) -> list[AllocationSums]:
+    """Each allocation created by `as_of`, with its accounts as of `as_of` and its usage
+    (net of refunds) in (`window_start`, `as_of`].
+
+    When `as_of` is nearer the start than `now`, the rows at or before it are summed;
+    otherwise each allocation's running sums (written in the same transaction as every
+    ledger row, and checked against the ledger by the audit) less the rows after it: the
+    same figures from fewer rows. Either way one statement, so one snapshot."""
+    first = session.scalar(select(func.min(Allocation.created_at))
+                           .join(Project, Project.id == Allocation.project_id)
+                           .where(scope.projects()))
+    if first is None:
+        return []
+    recent_side = as_of - first > now - as_of
+    sums = _sums(LedgerEntry.at > as_of) if recent_side else _sums(LedgerEntry.at <= as_of)
+    window = (select(LedgerEntry.allocation_id.label("allocation_id"),
+                     func.sum(LedgerEntry.amount_milli).label("recent"))
+              .where(LedgerEntry.at > window_start, LedgerEntry.at <= as_of,
+                     LedgerEntry.account == "used")
+              .group_by(LedgerEntry.allocation_id).subquery())
+    query = (select(Allocation, Project.name, sums.c.funding, sums.c.available,
+                    sums.c.held, sums.c.used, window.c.recent)
              .join(Project, Project.id == Allocation.project_id)
              .outerjoin(sums, sums.c.allocation_id == Allocation.id)
+             .outerjoin(window, window.c.allocation_id == Allocation.id)
              .where(scope.projects(), Allocation.created_at <= as_of)
              .order_by(Project.name, Allocation.ends_at, Allocation.id))
     found = []
     for row in session.execute(query):
         a: Allocation = row[0]
+        funding, available, held, used = (int(v or 0) for v in (
+            row.funding, row.available, row.held, row.used))
+        if recent_side:  # the running sums (every row) less the rows after as_of
+            funding = -a.awarded_milli - funding
+            available, held, used = (a.available_milli - available, a.held_milli - held,
+                                     a.used_milli - used)
         found.append(AllocationSums(
             a.id, row.name, a.pool, a.starts_at, a.ends_at, a.status, a.credit_limit_milli,
-            -int(row.funding or 0), int(row.available or 0), int(row.held or 0),
-            int(row.used or 0), int(row.recent or 0)))
+            -funding, available, held, used, int(row.recent or 0)))
     return found
 
 
@@ -187,7 +211,8 @@ def usage_by(session: Session, scope: Scope, window: Window, by: str) -> list[Us
     }[by]
     query: Select[Any] = select(
         key.label("key"), func.count().label("runs"),
-        func.count(func.distinct(UsageRow.job_id)).label("jobs"),
+        # A job's first run (run 0) at the site: a requeued job's later runs are not jobs.
+        func.coalesce(func.sum(case((UsageRow.run == 0, 1), else_=0)), 0).label("jobs"),
         func.coalesce(func.sum(UsageRow.cores * UsageRow.elapsed_seconds), 0).label("cs"),
         func.coalesce(func.sum(UsageRow.charged_milli), 0).label("charged"),
         func.coalesce(func.sum(UsageRow.refunded_milli), 0).label("refunded"),
@@ -202,14 +227,6 @@ def usage_by(session: Session, scope: Scope, window: Window, by: str) -> list[Us
     query = query.group_by(key).order_by(key)
     return [UsageGroup(str(r.key), int(r.runs), int(r.jobs), int(r.cs), int(r.charged),
                        int(r.refunded)) for r in session.execute(query)]
-
-
-def distinct_jobs(session: Session, scope: Scope, window: Window) -> int:
-    """How many jobs have usage in the window (a job counts once over all its runs)."""
-    query = select(func.count(func.distinct(UsageRow.job_id))).where(*_usage_filters(window))
-    if not scope.unrestricted:
-        query = query.join(Job, Job.id == UsageRow.job_id).where(scope.jobs())
-    return int(session.scalar(query) or 0)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ ALLOCATIONS_BASIS = (
     "transfers, minus used and held). Burn rate = used in the window / its days; "
     "exhaustion = as_of + remaining / burn rate.")
 USAGE_BASIS = (
-    "Usage records received by as_of, by the time the site says the run ended. SU are "
+    "Usage records received by as_of, by the time the site says the run ended; jobs = "
+    "first runs (a requeue is another run of the same job). SU are "
     "charged per run as core-hours x the site's SU per core-hour (its rate card, shown per "
     "site), so SU add up across sites; core-hours do not compare across sites.")
 WAITS_BASIS = (
@@ -112,7 +113,7 @@ def allocation_report(session: Session, principal: Principal, project: str | Non
     as_of = _window(period, now).as_of
     window = timedelta(days=window_days)
     rows: list[AllocationRow] = []
-    for a in repo.allocation_sums(session, scope, as_of, as_of - window):
+    for a in repo.allocation_sums(session, scope, as_of, as_of - window, now):
         burn = rm.burn_per_day_milli(a.used_in_window_milli, window)
         ends = rm.exhaustion(a.available_milli, burn, as_of, a.ends_at)
         rows.append(AllocationRow(
@@ -146,14 +147,10 @@ def usage_report(session: Session, principal: Principal, by: str, project: str |
     rates = repo.rate_basis(session, window.as_of) if by == "site" else {}
     rows = [_usage_out(g.key, g.runs, g.jobs, g.core_seconds, g.charged_milli,
                        g.refunded_milli, rates.get(g.key)) for g in groups]
-    # A job's runs may fall in two groups (a requeue at another size): jobs do not add up.
-    total = _usage_out("total", sum(g.runs for g in groups),
-                       sum(g.jobs for g in groups) if by in ("user", "project") else -1,
+    total = _usage_out("total", sum(g.runs for g in groups), sum(g.jobs for g in groups),
                        sum(g.core_seconds for g in groups),
                        sum(g.charged_milli for g in groups),
                        sum(g.refunded_milli for g in groups))
-    if total["jobs"] < 0:
-        total["jobs"] = repo.distinct_jobs(session, scope, window)
     return UsageReport(as_of=window.as_of, by=by, since=window.since, until=window.until,
                        basis=USAGE_BASIS, rows=rows, total=total)
 

@@ -50,6 +50,7 @@ class World:
     astro_allocation: int
     geo_allocation: int
     jobs: dict[str, str]
+    now: datetime
 
 
 def _run(s: Session, owner: str, payer: Payer, site: str, rate: Rate, cores: int,
@@ -81,31 +82,35 @@ def _run(s: Session, owner: str, payer: Payer, site: str, rate: Rate, cores: int
     return job_id
 
 
-def build(s: Session, pi: str, member: str, other: str) -> World:
-    """The history above, in one session (the caller commits)."""
+def build(s: Session, pi: str, member: str, other: str, now: datetime = NOW) -> World:
+    """The history above, ending at `now`, in one session (the caller commits)."""
+    day0 = now - (NOW - DAY0)
     for name, rate in (("alpha", ALPHA), ("beta", BETA)):
         bf.site(s, name)
-        rate_cards.ensure_current(s, name, rate).created_at = DAY0 - timedelta(days=1)
+        rate_cards.ensure_current(s, name, rate).created_at = day0 - timedelta(days=1)
     astro, geo = bf.project(s, pi), bf.project(s, other)
     projects.add_member(s, astro.id, pi, "manager")
     projects.add_member(s, astro.id, member, "member")
     projects.add_member(s, geo.id, other, "manager")
     sites = {"alpha", "beta"}
-    a = allocations.grant(s, Grant(astro.name, "*", 100_000, DAY0, NOW + timedelta(days=60)),
-                          sites, "committee", "2026 award", DAY0)
-    g = allocations.grant(s, Grant(geo.name, "alpha", 50_000, DAY0, NOW + timedelta(days=60)),
-                          sites, "committee", "2026 award", DAY0)
+    a = allocations.grant(s, Grant(astro.name, "*", 100_000, day0, now + timedelta(days=60)),
+                          sites, "committee", "2026 award", day0)
+    g = allocations.grant(s, Grant(geo.name, "alpha", 50_000, day0, now + timedelta(days=60)),
+                          sites, "committee", "2026 award", day0)
     pa, pg = Payer(astro.id, astro.name), Payer(geo.id, geo.name)
     jobs = {
-        "j1": _run(s, pi, pa, "alpha", ALPHA, 2, 1, 100, DAY0 + timedelta(days=1)),
-        "j2": _run(s, member, pa, "beta", BETA, 4, 1, 300, NOW - timedelta(days=5)),
-        "j3": _run(s, member, pa, "alpha", ALPHA, 32, 0.5, 900, NOW - timedelta(days=2),
+        "j1": _run(s, pi, pa, "alpha", ALPHA, 2, 1, 100, day0 + timedelta(days=1)),
+        "j2": _run(s, member, pa, "beta", BETA, 4, 1, 300, now - timedelta(days=5)),
+        "j3": _run(s, member, pa, "alpha", ALPHA, 32, 0.5, 900, now - timedelta(days=2),
                    reason=Reason.NODE_FAIL),
-        "j5": _run(s, other, pg, "alpha", ALPHA, 1, 2, 60, NOW - timedelta(days=3)),
+        "j5": _run(s, other, pg, "alpha", ALPHA, 1, 2, 60, now - timedelta(days=3)),
     }
     j4 = bf.job(s, member, astro.id, "beta")
-    bank.hold(s, j4, pa, "beta", 5000, NOW - timedelta(hours=1), "gateway")
+    waiting = s.get(Job, j4)
+    assert waiting is not None
+    waiting.created_at = now - timedelta(hours=1)
+    bank.hold(s, j4, pa, "beta", 5000, now - timedelta(hours=1), "gateway")
     jobs["j4"] = j4
     allocations.adjust(s, a.id, 10_000, "committee", "extra for the review",
-                       NOW - timedelta(days=1))
-    return World(astro.name, geo.name, a.id, g.id, jobs)
+                       now - timedelta(days=1))
+    return World(astro.name, geo.name, a.id, g.id, jobs, now)

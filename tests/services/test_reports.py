@@ -14,6 +14,8 @@ from gateway.accounting import report_math as rm
 from gateway.auth.principal import Principal
 from gateway.db.engine import transaction
 from gateway.domain.errors import Invalid, NotFound
+from gateway.repositories import reports as repo
+from gateway.repositories.reports import Scope
 from gateway.runtime import Runtime
 from gateway.services import reports
 from gateway.services.reports import Period
@@ -230,3 +232,20 @@ def test_a_users_jobs_like_sacct(runtime: Runtime, world: tuple[World, People]) 
         listed(p.other, w.astro)
     with pytest.raises(Invalid, match="state"):
         listed(p.member, states=("DONE",))
+
+
+def test_both_ways_of_reading_a_past_balance_agree(runtime: Runtime,
+                                                   world: tuple[World, People]) -> None:
+    """As of T the rows up to T are summed, or (T nearer now) the running sums less the
+    rows after T: the same figures at every moment of the history."""
+    moments = [DAY0, DAY0 + timedelta(days=1, seconds=-1), DAY0 + timedelta(days=1),
+               NOW - timedelta(days=5), NOW - timedelta(days=2, seconds=1),
+               NOW - timedelta(hours=1), NOW]
+    with transaction(runtime.sessions) as s:
+        for t in moments:
+            window = t - timedelta(days=30)
+            summed = repo.allocation_sums(s, Scope(everything=True), t, window,
+                                          now=t + timedelta(days=3650))
+            subtracted = repo.allocation_sums(s, Scope(everything=True), t, window, now=t)
+            assert summed == subtracted, t
+            assert summed  # the allocations exist from DAY0
