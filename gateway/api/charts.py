@@ -49,13 +49,14 @@ class Frame:
 
 def steps(start: float, deltas: Sequence[tuple[int, float]], last_day: int
           ) -> list[tuple[float, float]]:
-    """A running balance as (day, value) points: `start`, then each day's change at the
-    end of that day, held flat until `last_day`."""
-    points = [(0.0, start)]
-    value = start
-    for day, delta in sorted(deltas):
+    """A running balance as (day, value) points: `start` with day 0's changes (a grant
+    starts the line at its award), then each later day's change, held flat until
+    `last_day`."""
+    value = start + sum(delta for day, delta in deltas if day <= 0)
+    points = [(0.0, value)]
+    for day, delta in sorted(d for d in deltas if d[0] > 0):
         value += delta
-        points.append((float(day + 1), value))
+        points.append((float(day), value))
     if points[-1][0] < last_day:
         points.append((float(last_day), value))
     return points

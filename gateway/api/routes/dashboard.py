@@ -138,7 +138,7 @@ def _error_page(status: int, message: str) -> HTMLResponse:
 @router.get(PATH, response_class=HTMLResponse)
 def dashboard(request: Request, runtime: RuntimeDep,
               project: Annotated[str | None, Query(max_length=64)] = None,
-              as_of: datetime | None = None) -> Response:
+              as_of: Annotated[str | None, Query(max_length=64)] = None) -> Response:
     """The committee dashboard (a sign-in form until the caller is signed in)."""
     token = _token(request)
     if token is None:
@@ -151,10 +151,15 @@ def dashboard(request: Request, runtime: RuntimeDep,
         return page
     if SCOPE not in principal.scopes:
         return _error_page(403, f"This needs a token with the '{SCOPE}' scope.")
-    if as_of is not None and as_of.tzinfo is None:
-        as_of = as_of.replace(tzinfo=UTC)
     try:
-        return _render(runtime, principal, project or None, as_of)
+        when = datetime.fromisoformat(as_of.strip()) if as_of and as_of.strip() else None
+    except ValueError:
+        return _error_page(400, f"'{as_of}' is not a time; write it as 2026-10-01T00:00:00Z "
+                                "(a time without a zone is UTC).")
+    if when is not None and when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    try:
+        return _render(runtime, principal, project or None, when)
     except NotFound as exc:
         return _error_page(404, exc.detail)
     except Invalid as exc:
