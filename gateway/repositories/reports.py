@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from gateway.accounting.report_math import SIZE_BUCKETS
+from gateway.accounting.report_math import SIZE_BUCKETS, rank_offset
 from gateway.db.bank_models import Allocation, LedgerEntry, RateCard, UsageRow
 from gateway.db.models import Attempt, Job, Project, User
 
@@ -296,25 +296,38 @@ def wait_totals(session: Session, scope: Scope, window: Window) -> list[WaitTota
             for r in rows]
 
 
-def waits_at_ranks(session: Session, scope: Scope, window: Window,
-                   wanted: Sequence[tuple[str | None, int]]) -> dict[tuple[str | None, int], float]:
-    """The wait at each (site, 0-based rank) asked for, ranked by a window function in the
-    database; site None ranks every site together."""
-    if not wanted:
-        return {}
+def wait_quantiles(session: Session, scope: Scope, window: Window,
+                   counts: dict[str | None, int], quantiles: Sequence[float]
+                   ) -> dict[tuple[str | None, float], float]:
+    """The nearest-rank wait at each quantile, per site (of `counts`: site -> started jobs)
+    and over every site (key None). PostgreSQL's percentile_disc is that rank in one
+    aggregate; elsewhere a window function ranks the waits."""
     sub = _started(session, scope, window)
+    found: dict[tuple[str | None, float], float] = {}
+    if session.get_bind().dialect.name == "postgresql":
+        columns = [func.percentile_disc(q).within_group(sub.c.wait).label(f"q{i}")
+                   for i, q in enumerate(quantiles)]
+        for row in session.execute(select(sub.c.site, *columns).group_by(sub.c.site)):
+            found.update({(row.site, q): float(row[i + 1]) for i, q in enumerate(quantiles)})
+        overall = session.execute(select(*columns)).one()
+        if overall[0] is not None:
+            found.update({(None, q): float(overall[i]) for i, q in enumerate(quantiles)})
+        return found
+    wanted = {(site, q): offset for site, n in counts.items() for q in quantiles
+              if (offset := rank_offset(n, q)) is not None}
+    if not wanted:
+        return found
     by_site = func.row_number().over(partition_by=sub.c.site, order_by=sub.c.wait)
-    overall = func.row_number().over(order_by=sub.c.wait)
+    overall_rank = func.row_number().over(order_by=sub.c.wait)
     ranked = select(sub.c.site, sub.c.wait, by_site.label("in_site"),
-                    overall.label("in_all")).subquery()
-    picks = [and_(ranked.c.site == site, ranked.c.in_site == rank + 1) if site is not None
-             else ranked.c.in_all == rank + 1 for site, rank in wanted]
-    found: dict[tuple[str | None, int], float] = {}
+                    overall_rank.label("in_all")).subquery()
+    picks = [and_(ranked.c.site == site, ranked.c.in_site == offset + 1) if site is not None
+             else ranked.c.in_all == offset + 1 for (site, _), offset in wanted.items()]
     for row in session.execute(select(ranked).where(or_(*picks))):
-        for site, rank in wanted:
-            if (site is None and row.in_all == rank + 1) or (
-                    site == row.site and row.in_site == rank + 1):
-                found[(site, rank)] = float(row.wait)
+        for (site, q), offset in wanted.items():
+            rank = row.in_all if site is None else row.in_site
+            if rank == offset + 1 and site in (None, row.site):
+                found[(site, q)] = float(row.wait)
     return found
 
 

@@ -165,18 +165,13 @@ def wait_report(session: Session, principal: Principal, project: str | None, per
         "*", sum(t.jobs for t in totals), sum(t.wait_seconds for t in totals),
         sum(t.finished for t in totals), sum(t.finished_wait_seconds for t in totals),
         sum(t.run_seconds for t in totals))
-    wanted: list[tuple[str | None, int]] = []
-    for t in [*totals, everyone]:
-        for q in QUANTILES:
-            offset = rm.rank_offset(t.jobs, q)
-            if offset is not None:
-                wanted.append((None if t.site == "*" else t.site, offset))
-    values = repo.waits_at_ranks(session, scope, window, wanted)
+    counts: dict[str | None, int] = {t.site: t.jobs for t in totals}
+    counts[None] = everyone.jobs
+    values = repo.wait_quantiles(session, scope, window, counts, QUANTILES)
 
     def row(t: repo.WaitTotals) -> WaitRow:
         site = None if t.site == "*" else t.site
-        at = {q: values.get((site, o)) for q in QUANTILES
-              if (o := rm.rank_offset(t.jobs, q)) is not None}
+        at = {q: values.get((site, q)) for q in QUANTILES}
         return WaitRow(site=t.site, jobs=t.jobs, wait_p50_seconds=at.get(0.5),
                        wait_p90_seconds=at.get(0.9),
                        wait_mean_seconds=t.wait_seconds / t.jobs if t.jobs else None,
