@@ -12,7 +12,6 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from gateway.accounting.units import su
 from gateway.cli import render
 from gateway.cli.jobs import JsonOpt
 from gateway.cli.state import state
@@ -38,7 +37,8 @@ def _params(**values: object) -> list[tuple[str, str]]:
 
 
 def _money(value: float | None) -> Text:
-    return Text("-" if value is None else su(round(value * 1000)), justify="right")
+    # SU to the milli-SU the ledger keeps, as the API and the dashboard show them.
+    return Text("-" if value is None else f"{value:,.3f}", justify="right")
 
 
 def _table(columns: Sequence[str]) -> Table:
