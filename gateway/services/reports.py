@@ -92,9 +92,9 @@ def scope_for(session: Session, principal: Principal, project: str | None) -> Sc
                          project_id=acc.project.id)
         return Scope(whole=(acc.project.id,), user_id=principal.user_id,
                      project_id=acc.project.id)
-    visible = visible_projects(session, principal)
     if "admin" in principal.roles or principal.has_role("auditor"):
         return Scope(everything=True, user_id=principal.user_id)
+    visible = visible_projects(session, principal)
     return Scope(whole=tuple(a.project.id for a in visible if a.reads_everyones_usage),
                  own=tuple(a.project.id for a in visible if not a.reads_everyones_usage),
                  user_id=principal.user_id)
