@@ -25,9 +25,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from gateway.accounting.report_math import SIZE_BUCKETS, rank_offset
+from gateway.accounting.report_math import SIZE_BUCKETS
 from gateway.db.bank_models import Allocation, LedgerEntry, RateCard, UsageRow
-from gateway.db.models import Attempt, Job, Project, User
+from gateway.db.models import Job, Project, User
 
 GROUPINGS = ("site", "user", "project", "size")
 
@@ -88,7 +88,7 @@ class Window:
     states: Sequence[str] = field(default_factory=tuple)
 
 
-def _seconds(session: Session, later: Any, earlier: Any) -> ColumnElement[Any]:
+def seconds_between(session: Session, later: Any, earlier: Any) -> ColumnElement[Any]:
     """`later - earlier` in seconds, in the database's own date arithmetic."""
     if session.get_bind().dialect.name == "postgresql":
         return func.extract("epoch", later - earlier)
@@ -249,89 +249,6 @@ def rate_basis(session: Session, as_of: datetime) -> dict[str, RateBasis]:
 
 
 @dataclass(frozen=True)
-class WaitTotals:
-    """Waits of one site's started jobs: how many, and the sums the expansion factor needs
-    (waits and runs of the jobs that finished by T)."""
-
-    site: str
-    jobs: int
-    wait_seconds: float
-    finished: int
-    finished_wait_seconds: float
-    run_seconds: float
-
-
-def _started(session: Session, scope: Scope, window: Window) -> Any:
-    """(site, wait, run) of each job's winning attempt started by T, as a subquery: wait
-    from the job's creation to the attempt's start, run from its start to its end (run is
-    null while it runs at T), both on the gateway's clock."""
-    wait = _seconds(session, Attempt.started_at, Job.created_at)
-    finished = and_(Attempt.ended_at.is_not(None), Attempt.ended_at <= window.as_of)
-    run = case((finished, _seconds(session, Attempt.ended_at, Attempt.started_at)), else_=None)
-    query = (select(Attempt.site_name.label("site"), wait.label("wait"), run.label("run"))
-             .join(Job, and_(Job.id == Attempt.job_id, Job.winner_attempt_id == Attempt.id))
-             .where(Attempt.started_at.is_not(None), Attempt.started_at <= window.as_of,
-                    scope.jobs()))
-    if window.since is not None:
-        query = query.where(Attempt.started_at >= window.since)
-    if window.until is not None:
-        query = query.where(Attempt.started_at < window.until)
-    if window.states:
-        query = query.where(Job.state.in_(list(window.states)))
-    return query.subquery()
-
-
-def wait_totals(session: Session, scope: Scope, window: Window) -> list[WaitTotals]:
-    """Per site: started jobs, total wait, and the waits and runs of those finished."""
-    sub = _started(session, scope, window)
-    ran = sub.c.run.is_not(None)
-    rows = session.execute(
-        select(sub.c.site, func.count().label("n"),
-               func.coalesce(func.sum(sub.c.wait), 0).label("w"),
-               func.count(sub.c.run).label("ran"),
-               func.coalesce(func.sum(case((ran, sub.c.wait), else_=0)), 0).label("wr"),
-               func.coalesce(func.sum(sub.c.run), 0).label("r"))
-        .group_by(sub.c.site).order_by(sub.c.site))
-    return [WaitTotals(r.site, int(r.n), float(r.w), int(r.ran), float(r.wr), float(r.r))
-            for r in rows]
-
-
-def wait_quantiles(session: Session, scope: Scope, window: Window,
-                   counts: dict[str | None, int], quantiles: Sequence[float]
-                   ) -> dict[tuple[str | None, float], float]:
-    """The nearest-rank wait at each quantile, per site (of `counts`: site -> started jobs)
-    and over every site (key None). PostgreSQL's percentile_disc is that rank in one
-    aggregate; elsewhere a window function ranks the waits."""
-    sub = _started(session, scope, window)
-    found: dict[tuple[str | None, float], float] = {}
-    if session.get_bind().dialect.name == "postgresql":
-        columns = [func.percentile_disc(q).within_group(sub.c.wait).label(f"q{i}")
-                   for i, q in enumerate(quantiles)]
-        for row in session.execute(select(sub.c.site, *columns).group_by(sub.c.site)):
-            found.update({(row.site, q): float(row[i + 1]) for i, q in enumerate(quantiles)})
-        overall = session.execute(select(*columns)).one()
-        if overall[0] is not None:
-            found.update({(None, q): float(overall[i]) for i, q in enumerate(quantiles)})
-        return found
-    wanted = {(site, q): offset for site, n in counts.items() for q in quantiles
-              if (offset := rank_offset(n, q)) is not None}
-    if not wanted:
-        return found
-    by_site = func.row_number().over(partition_by=sub.c.site, order_by=sub.c.wait)
-    overall_rank = func.row_number().over(order_by=sub.c.wait)
-    ranked = select(sub.c.site, sub.c.wait, by_site.label("in_site"),
-                    overall_rank.label("in_all")).subquery()
-    picks = [and_(ranked.c.site == site, ranked.c.in_site == offset + 1) if site is not None
-             else ranked.c.in_all == offset + 1 for (site, _), offset in wanted.items()]
-    for row in session.execute(select(ranked).where(or_(*picks))):
-        for (site, q), offset in wanted.items():
-            rank = row.in_all if site is None else row.in_site
-            if rank == offset + 1 and site in (None, row.site):
-                found[(site, q)] = float(row.wait)
-    return found
-
-
-@dataclass(frozen=True)
 class Adjustment:
     """One refund or adjustment: the amount into the allocation's available funds."""
 
@@ -417,7 +334,7 @@ def available_by_day(session: Session, scope: Scope, as_of: datetime
                      ) -> list[tuple[int, int, int]]:
     """(allocation id, day since its start, change of its available funds that day) for
     the ledger rows at or before `as_of`: the points of a burn-down chart."""
-    days = _seconds(session, LedgerEntry.at, Allocation.starts_at) / 86400.0
+    days = seconds_between(session, LedgerEntry.at, Allocation.starts_at) / 86400.0
     # Whole days, rounded down (PostgreSQL's cast rounds; SQLite's truncates, the same
     # for the non-negative days of an allocation's life).
     if session.get_bind().dialect.name == "postgresql":

@@ -19,6 +19,7 @@ from gateway.accounting import report_math as rm
 from gateway.auth.principal import Principal
 from gateway.domain.errors import Invalid
 from gateway.domain.states import JobState
+from gateway.repositories import report_waits
 from gateway.repositories import reports as repo
 from gateway.repositories.reports import Scope, Window
 from gateway.schemas.reports import (
@@ -160,16 +161,13 @@ def wait_report(session: Session, principal: Principal, project: str | None, per
     """Wait p50/p90, mean and expansion factor per site and over every site ('*')."""
     scope = scope_for(session, principal, project)
     window = _window(period, now)
-    totals = repo.wait_totals(session, scope, window)
-    everyone = repo.WaitTotals(
+    totals, values = report_waits.wait_figures(session, scope, window, QUANTILES)
+    everyone = report_waits.WaitTotals(
         "*", sum(t.jobs for t in totals), sum(t.wait_seconds for t in totals),
         sum(t.finished for t in totals), sum(t.finished_wait_seconds for t in totals),
         sum(t.run_seconds for t in totals))
-    counts: dict[str | None, int] = {t.site: t.jobs for t in totals}
-    counts[None] = everyone.jobs
-    values = repo.wait_quantiles(session, scope, window, counts, QUANTILES)
 
-    def row(t: repo.WaitTotals) -> WaitRow:
+    def row(t: report_waits.WaitTotals) -> WaitRow:
         site = None if t.site == "*" else t.site
         at = {q: values.get((site, q)) for q in QUANTILES}
         return WaitRow(site=t.site, jobs=t.jobs, wait_p50_seconds=at.get(0.5),

@@ -190,6 +190,11 @@ def test_waits_and_expansion_factor(runtime: Runtime, world: tuple[World, People
         early = reports.wait_report(s, p.admin, None,
                                     Period(as_of=DAY0 + timedelta(days=2)), NOW)
     assert {r["site"]: r["jobs"] for r in early["rows"]} == {"alpha": 1, "*": 1}
+    with transaction(runtime.sessions) as s:
+        none = reports.wait_report(s, p.admin, None, Period(as_of=DAY0), NOW)
+    assert none["rows"] == [{"site": "*", "jobs": 0, "wait_p50_seconds": None,
+                             "wait_p90_seconds": None, "wait_mean_seconds": None,
+                             "finished": 0, "expansion_factor": None}]
 
 
 def test_refunds_and_adjustments_with_reasons(runtime: Runtime,
