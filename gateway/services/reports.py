@@ -34,7 +34,12 @@ from gateway.schemas.reports import (
     WaitReport,
     WaitRow,
 )
-from gateway.services.project_access import Standing, access, visible_projects
+from gateway.services.project_access import (
+    Standing,
+    access,
+    is_auditor,
+    visible_projects,
+)
 
 ALLOCATIONS_BASIS = (
     "From the ledger rows at or before as_of: awarded = deposits and adjustments, used = "
@@ -93,7 +98,7 @@ def scope_for(session: Session, principal: Principal, project: str | None) -> Sc
                          project_id=acc.project.id)
         return Scope(whole=(acc.project.id,), user_id=principal.user_id,
                      project_id=acc.project.id)
-    if "admin" in principal.roles or principal.has_role("auditor"):
+    if "admin" in principal.roles or is_auditor(principal):
         return Scope(everything=True, user_id=principal.user_id)
     visible = visible_projects(session, principal)
     return Scope(whole=tuple(a.project.id for a in visible if a.reads_everyones_usage),
