@@ -14,7 +14,9 @@ from gateway import __version__
 from gateway.api import problems
 from gateway.api.middleware import BodyLimit, RequestMetrics
 from gateway.api.nul_guard import RejectNul
+from gateway.api.routes import dashboard as dashboard_page
 from gateway.api.routes import job_files, job_output, jobs, oauth, sites, system, uploads
+from gateway.api.routes import reports as report_routes
 from gateway.api.routes.allocations import router as allocations_router
 from gateway.api.routes.projects import router as projects_router
 from gateway.runtime import Runtime, build_runtime
@@ -68,7 +70,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
     app.state.runtime = runtime
     problems.install(app)
     routers = (jobs.router, job_output.router, job_files.router, uploads.router, sites.router,
-               system.router, oauth.router, projects_router, allocations_router)
+               system.router, oauth.router, projects_router, allocations_router,
+               report_routes.router, dashboard_page.router)
     for router in routers:
         app.include_router(router)
     app.add_middleware(RejectNul, routes=[route for router in routers for route in router.routes],

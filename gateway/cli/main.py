@@ -18,6 +18,7 @@ from gateway.cli import (
     fetch,
     jobs,
     render,
+    reports,
     routing,
     server,
     simulate,
@@ -151,6 +152,8 @@ db_app.command("upgrade")(server.db_upgrade)
 app.add_typer(admin_app, name="admin")
 app.add_typer(db_app, name="db")
 app.add_typer(site.site_app, name="site")
+app.add_typer(reports.report_app, name="report")
+app.command("usage")(reports.usage)
 
 
 TESTBED_MISSING = (

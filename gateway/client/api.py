@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, TypeVar, cast
@@ -44,6 +44,13 @@ from gateway.schemas.projects import (
     ProjectSummaryOut,
     TransferOut,
 )
+from gateway.schemas.reports import (
+    AdjustmentReport,
+    AllocationReport,
+    JobUsageList,
+    UsageReport,
+    WaitReport,
+)
 from gateway.schemas.sites import SiteList
 from gateway.schemas.uploads import UploadList
 
@@ -57,6 +64,9 @@ TokenProvider = Callable[[], str | None]
 Document = TypeVar("Document")
 # Service units: sent as decimal text, so no float rounding on the way.
 Amount = Decimal | int | str
+ReportKind = Literal["allocations", "usage", "waits", "adjustments"]
+REPORT_DOCUMENTS: dict[str, Any] = {"allocations": AllocationReport, "usage": UsageReport,
+                                    "waits": WaitReport, "adjustments": AdjustmentReport}
 
 
 class _BearerAuth(httpx.Auth):
@@ -344,6 +354,22 @@ class GatewayClient:
     def health(self) -> Health:
         """GET /health (no token needed)."""
         return self._document(Health, "GET", "/health", auth=None)
+
+    def report(self, kind: ReportKind, params: Sequence[tuple[str, str]] = ()) -> Any:
+        """GET /reports/{kind} (allocations, usage, waits, adjustments) as its document."""
+        return self._document(REPORT_DOCUMENTS[kind], "GET", f"/reports/{kind}",
+                              params=list(params))
+
+    def report_csv(self, kind: ReportKind | Literal["usage-jobs"],
+                   params: Sequence[tuple[str, str]] = ()) -> str:
+        """The same report as CSV text (`usage-jobs`: GET /usage)."""
+        path = "/usage" if kind == "usage-jobs" else f"/reports/{kind}"
+        return self._request("GET", path, params=[*params, ("format", "csv")]).text
+
+    def usage(self, params: Sequence[tuple[str, str]] = ()) -> JobUsageList:
+        """GET /usage: your jobs (a PI's `project`: the project's) with elapsed time,
+        cores and charge."""
+        return self._document(JobUsageList, "GET", "/usage", params=list(params))
 
     def job_spec_schema(self) -> dict[str, Any]:
         """GET /schemas/job-spec: the JSON Schema of a job request."""

@@ -115,6 +115,8 @@ class LedgerEntry(Base):
     __tablename__ = "ledger_entries"
     __table_args__ = (
         Index("ix_ledger_entries_allocation_at", "allocation_id", "at"),
+        # Reports as of T read the rows before (or after) T by this index alone.
+        Index("ix_ledger_entries_at_cover", "at", "allocation_id", "account", "amount_milli"),
         # One charge per usage record and lien: a replayed record finds it taken.
         UniqueConstraint("usage_id", "lien_id", "account", "kind",
                          name="uq_ledger_entries_usage_leg"),

@@ -22,6 +22,7 @@ from fastapi.testclient import TestClient
 import gateway.schemas.jobs
 import gateway.schemas.placements
 import gateway.schemas.projects
+import gateway.schemas.reports
 import gateway.schemas.sites
 import gateway.schemas.uploads
 from gateway.cli.render import print_json
@@ -35,9 +36,9 @@ from tests.conftest import MakeUser
 
 SHARED = {name: value for module in (gateway.schemas.jobs, gateway.schemas.placements,
                                      gateway.schemas.projects, gateway.schemas.sites,
-                                     gateway.schemas.uploads)
+                                     gateway.schemas.uploads, gateway.schemas.reports)
           for name, value in vars(module).items()
-          if name.endswith(("Out", "List")) or name == "Health"}
+          if name.endswith(("Out", "List", "Report")) or name == "Health"}
 
 
 def _json_refs(operation: dict[str, Any]) -> list[str]:
