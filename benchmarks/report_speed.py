@@ -101,10 +101,10 @@ LOAD = [
               {charge}, 0
        FROM generate_series(1, :n) g""",
     """INSERT INTO liens (id, job_id, allocation_id, site_name, amount_milli, status,
-         created_at, settle_by, closed_at)
+         created_at, closed_at)
        SELECT g, 'bench-' || g, :a0 + g % :p, {site},
               {quote}, 'settled',
-              {created}, NULL,
+              {created},
               {received}
        FROM generate_series(1, :n) g""",
     # The six legs the bank posts per job: lien (available -> held), charge (held ->
