@@ -3,7 +3,9 @@
 1. Submissions per second through the API (`wrk`, 16 clients) with the bank on (quote,
    balance check and lien in the submit's own transaction) against the same gateway
    with the bank off, measured in the same run, alternating off/on rounds so a noisy
-   neighbour hits both alike. Targets: on >= 0.8 x off, and on >= 300/s.
+   neighbour hits both alike; from 16 projects in turn, and from one project (whose one
+   allocation row every lien updates: the worst case). Targets, on the 16 projects:
+   on >= 0.8 x off, and on >= 300/s.
 2. Settling 10,000 usage records as the worker does (batches of SETTLE_BATCH jobs per unit
    of work: liens locked, records stored, charges, refunds and releases posted), against
    a baseline in the same run: inserting the same 10,000 records as plain rows with one
@@ -50,6 +52,7 @@ from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402
 
 SPEC = {"name": "bench", "executable": "/bin/true"}
 CLIENTS = 16
+PROJECTS = 16
 TARGETS = {"submit_ratio_min": 0.8, "submit_per_s_min": 300, "settle_10k_seconds_max": 5.0}
 
 
@@ -75,15 +78,22 @@ def _grant(runtime: Runtime, project: str, su: float) -> None:
 
 
 def submissions(base: Path, db_url: str, seconds: float, rounds: int) -> dict[str, Any]:
-    """Submit throughput with the bank off and on, alternating rounds."""
+    """Submit throughput with the bank off and on, alternating rounds, for two loads:
+    every request from one project (one allocation row takes every lien: the worst case)
+    and requests from PROJECTS projects in turn (a federation's usual load)."""
     binary = ensure_wrk()
     settings = Settings(data_dir=base / "data", database_url=db_url,
                         public_url="http://127.0.0.1", run_worker=False)
     runtime = build_runtime(settings)
-    _, token, project = _user(runtime, "submitter")
-    _grant(runtime, project.name, 1e9)  # never the limit: this measures the bank's cost
+    tokens = []
+    for i in range(PROJECTS):
+        _, token, project = _user(runtime, f"submitter{i}")
+        _grant(runtime, project.name, 1e9)  # never the limit: this measures the bank's cost
+        tokens.append(token)
     runtime.close()
-    per_s: dict[str, list[float]] = {"off": [], "on": []}
+    loads = {"one_project": tuple(tokens[:1]), "many_projects": tuple(tokens)}
+    per_s: dict[str, dict[str, list[float]]] = {
+        load: {"off": [], "on": []} for load in loads}
     for _ in range(rounds):
         for mode in ("off", "on"):
             port = free_port()
@@ -98,18 +108,23 @@ def submissions(base: Path, db_url: str, seconds: float, rounds: int) -> dict[st
                 url = f"{gateway.url}/api/v1/jobs"
                 body = json.dumps(SPEC)
                 first = httpx.post(url, content=body, timeout=10, headers={
-                    "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+                    "Authorization": f"Bearer {tokens[0]}", "Content-Type": "application/json"})
                 assert first.status_code == 202, first.text
-                wrk(binary, url, CLIENTS, 1, method="POST", body=body, token=token)  # warm up
-                result = wrk(binary, url, CLIENTS, seconds, method="POST", body=body,
-                             token=token)
-                assert result["errors"] == 0, result
-                per_s[mode].append(result["per_s"])
+                for load, used in loads.items():
+                    wrk(binary, url, CLIENTS, 1, method="POST", body=body, tokens=used)  # warm
+                    result = wrk(binary, url, CLIENTS, seconds, method="POST", body=body,
+                                 tokens=used)
+                    assert result["errors"] == 0, result
+                    per_s[load][mode].append(result["per_s"])
             finally:
                 gateway.stop()
-    off, on = statistics.median(per_s["off"]), statistics.median(per_s["on"])
-    return {"clients": CLIENTS, "seconds_per_round": seconds, "rounds": per_s,
-            "median_per_s_off": off, "median_per_s_on": on, "ratio_on_vs_off": round(on / off, 3)}
+    report: dict[str, Any] = {"clients": CLIENTS, "projects": PROJECTS,
+                              "seconds_per_round": seconds}
+    for load, modes in per_s.items():
+        off, on = statistics.median(modes["off"]), statistics.median(modes["on"])
+        report[load] = {"rounds": modes, "median_per_s_off": off, "median_per_s_on": on,
+                        "ratio_on_vs_off": round(on / off, 3)}
+    return report
 
 
 def settling(base: Path, db_url: str, records: int) -> dict[str, Any]:
@@ -188,9 +203,12 @@ def main() -> None:
         "benchmark": "accounting", "database": "postgresql", "cpu_group": cpu_group,
         "submissions": submit,
         "settlement": settle, "targets": TARGETS,
+        # Judged on the many-projects load; one_project is the worst case, shown beside.
         "met": {
-            "submit_ratio": submit["ratio_on_vs_off"] >= TARGETS["submit_ratio_min"],
-            "submit_per_s": submit["median_per_s_on"] >= TARGETS["submit_per_s_min"],
+            "submit_ratio": submit["many_projects"]["ratio_on_vs_off"]
+            >= TARGETS["submit_ratio_min"],
+            "submit_per_s": submit["many_projects"]["median_per_s_on"]
+            >= TARGETS["submit_per_s_min"],
             "settle_10k": settle["settle_seconds"] <= TARGETS["settle_10k_seconds_max"],
         }}, indent=2))
 

@@ -217,8 +217,10 @@ def ensure_wrk() -> str:
 
 
 def wrk(binary: str, url: str, clients: int, seconds: float, *, method: str = "GET",
-        body: str = "", token: str = "") -> dict[str, Any]:
-    env = {**os.environ, "WRK_METHOD": method, "WRK_BODY": body, "WRK_TOKEN": token}
+        body: str = "", token: str = "", tokens: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`tokens`: one per request in turn (many users) instead of `token`."""
+    env = {**os.environ, "WRK_METHOD": method, "WRK_BODY": body, "WRK_TOKEN": token,
+           "WRK_TOKENS": ",".join(tokens)}
     out = subprocess.run(
         [binary, "-t", str(min(clients, 2)), "-c", str(clients), "-d", f"{max(1, round(seconds))}s",
          "--timeout", "10s", "-s", str(ROOT / "benchmarks" / "request.lua"), url],

@@ -10,6 +10,20 @@ if token and token ~= "" then
   wrk.headers["Authorization"] = "Bearer " .. token
 end
 
+-- WRK_TOKENS (comma-separated): each request takes the next, round robin (many users).
+local tokens = {}
+for t in string.gmatch(os.getenv("WRK_TOKENS") or "", "[^,]+") do
+  tokens[#tokens + 1] = t
+end
+local next_token = 0
+if #tokens > 0 then
+  request = function()
+    next_token = next_token % #tokens + 1
+    wrk.headers["Authorization"] = "Bearer " .. tokens[next_token]
+    return wrk.format()
+  end
+end
+
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
