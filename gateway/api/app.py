@@ -18,6 +18,7 @@ from gateway.api.routes import dashboard as dashboard_page
 from gateway.api.routes import job_files, job_output, jobs, oauth, sites, system, uploads
 from gateway.api.routes import reports as report_routes
 from gateway.api.routes.allocations import router as allocations_router
+from gateway.api.routes.audit import router as audit_router
 from gateway.api.routes.projects import router as projects_router
 from gateway.runtime import Runtime, build_runtime
 from gateway.settings import Settings
@@ -71,7 +72,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
     problems.install(app)
     routers = (jobs.router, job_output.router, job_files.router, uploads.router, sites.router,
                system.router, oauth.router, projects_router, allocations_router,
-               report_routes.router, dashboard_page.router)
+               report_routes.router, dashboard_page.router, audit_router)
     for router in routers:
         app.include_router(router)
     app.add_middleware(RejectNul, routes=[route for router in routers for route in router.routes],

@@ -25,6 +25,7 @@ from gateway.cli import (
     site,
     uploads,
 )
+from gateway.cli.audit import audit_app
 from gateway.cli.errors import GatewayGroup
 from gateway.cli.state import CliState, state
 from gateway.client.api import DEFAULT_GATEWAY_URL
@@ -154,6 +155,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(site.site_app, name="site")
 app.add_typer(reports.report_app, name="report")
 app.command("usage")(reports.usage)
+app.add_typer(audit_app, name="audit")
 
 
 TESTBED_MISSING = (

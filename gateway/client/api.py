@@ -32,6 +32,7 @@ from gateway.client.models import (
     is_final,
 )
 from gateway.schemas import parse
+from gateway.schemas.audit import AuditVerifyOut, JobStoryOut
 from gateway.schemas.jobs import EventList, JobFileList
 from gateway.schemas.placements import EstimateOut, PlacementOut
 from gateway.schemas.projects import (
@@ -162,6 +163,15 @@ class GatewayClient:
     def placement(self, job_id: str) -> PlacementOut:
         """GET /jobs/{id}/placement: the routing decision that placed the job, as made."""
         return self._document(PlacementOut, "GET", f"/jobs/{_segment(job_id)}/placement")
+
+    def audit_verify(self) -> AuditVerifyOut:
+        """GET /audit/verify: the hash chain's first broken link, if any, and the ledger's
+        problems (auditors and admins)."""
+        return self._document(AuditVerifyOut, "GET", "/audit/verify")
+
+    def audit_job(self, job_id: str) -> JobStoryOut:
+        """GET /audit/jobs/{id}: the job's story from request to charge."""
+        return self._document(JobStoryOut, "GET", f"/audit/jobs/{_segment(job_id)}")
 
     def estimate(self, spec: Mapping[str, Any] | BaseModel) -> EstimateOut:
         """POST /jobs:estimate: where the job would go now and why (nothing submitted)."""

@@ -1,4 +1,5 @@
-"""Events: the append-only history of every state change of a job."""
+"""Events: the append-only history of every state change of a job; each is also a link
+of the audit chain."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Event
+from gateway.repositories import audit
 
 
 @dataclass(frozen=True)
@@ -30,12 +32,20 @@ class NewEvent:
                 "to_state": self.to_state, "reason": self.reason, "actor": self.actor,
                 "raw_state": self.raw_state}
 
+    def chain(self, session: Session) -> None:
+        """Chain the state change into the audit trail (written at commit)."""
+        audit.append(session, "job.state", f"job:{self.job_id}", self.actor,
+                     {"from": self.from_state, "to": self.to_state, "reason": self.reason,
+                      "raw_state": self.raw_state}, self.at)
+
 
 def add(session: Session, event: NewEvent) -> None:
     """Append an event to the unit of work (written at its next flush)."""
     session.add(Event(**event.row()))
+    event.chain(session)
 
 
-def insert_now(conn: Connection, event: NewEvent) -> None:
+def insert_now(session: Session, event: NewEvent) -> None:
     """Append an event with one Core statement (the submit path)."""
-    conn.execute(insert(Event), [event.row()])
+    session.connection().execute(insert(Event), [event.row()])
+    event.chain(session)

@@ -10,7 +10,8 @@ ever overspent. It draws only when the earliest-ending allocation that can pay a
 site covers the whole amount, exactly what `gateway.services.bank.hold` would do then;
 any other case (a split across allocations, a balance spent meanwhile) returns False and
 the caller takes bank.hold's locked path. The allocation's running sums are updated here
-with the legs, as gateway.services.ledger does.
+with the legs, as gateway.services.ledger does, and the transaction is chained into the
+audit trail as ledger.post chains it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Connection, text
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from gateway.repositories import audit
 
 _HOLD = text("""
 WITH q AS (
@@ -51,20 +55,26 @@ SELECT :txn, :now, lien.allocation_id, leg.account, leg.amount, 'lien', :job_id,
        :reason, :actor
 FROM lien CROSS JOIN (VALUES ('available', -CAST(:amount AS bigint)),
                              ('held', CAST(:amount AS bigint))) AS leg(account, amount)
-RETURNING lien_id
+RETURNING lien_id, allocation_id
 """)
 
 
-def quote_and_hold(conn: Connection, job_id: str, project_id: int,
+def quote_and_hold(session: Session, job_id: str, project_id: int,
                    quotes: Sequence[tuple[str, int, int]], site: str, amount_milli: int,
                    now: datetime, actor: str) -> bool:
     """Store the job's quotes (site, rate card id, amount) and, if one allocation can pay
     the whole `amount_milli` at `site`, hold it; False when the lien was not taken (the
     quotes are stored either way)."""
-    rows = conn.execute(_HOLD, {
+    txn, reason = str(uuid.uuid4()), f"held for job {job_id}"
+    rows = session.connection().execute(_HOLD, {
         "job_id": job_id, "now": now, "project_id": project_id, "site": site,
-        "amount": amount_milli, "txn": str(uuid.uuid4()), "actor": actor,
-        "reason": f"held for job {job_id}",
+        "amount": amount_milli, "txn": txn, "actor": actor, "reason": reason,
         "q_sites": [q[0] for q in quotes], "q_cards": [q[1] for q in quotes],
         "q_amounts": [q[2] for q in quotes]}).all()
-    return len(rows) == 2
+    if len(rows) != 2:
+        return False
+    lien_id, allocation_id = rows[0]
+    audit.posting(session, "lien", actor, now, txn, reason, job_id, lien_id, None,
+                  [(allocation_id, "available", -amount_milli),
+                   (allocation_id, "held", amount_milli)])
+    return True

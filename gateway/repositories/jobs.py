@@ -113,15 +113,17 @@ def member_project(conn: Connection, user_id: str, name: str) -> ProjectRef | No
     return None if row is None else ProjectRef(row.id, row.name)
 
 
-def insert_new(conn: Connection, job: NewJob) -> bool:
+def insert_new(session: Session, job: NewJob) -> bool:
     """Insert the job, its first event, labels and key. False (nothing written) when a
     concurrent request already took the same Idempotency-Key."""
     labels = [{"job_id": job.id, "key": k, "value": v} for k, v in job.labels.items()]
+    conn = session.connection()
     try:
-        # A savepoint only when a concurrent twin request could collide on the key.
-        with conn.begin_nested() if job.idempotency_key else nullcontext():
+        # A savepoint only when a concurrent twin request could collide on the key (the
+        # session's: rolling it back drops the first event's audit link too).
+        with session.begin_nested() if job.idempotency_key else nullcontext():
             conn.execute(insert(Job), [job.row()])
-            events.insert_now(conn, job.first_event)
+            events.insert_now(session, job.first_event)
             if labels:
                 conn.execute(insert(JobLabel), labels)
             if job.idempotency_key:

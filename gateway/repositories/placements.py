@@ -1,4 +1,5 @@
-"""Placements: the routing decisions, one row each, as they were made (append-only)."""
+"""Placements: the routing decisions, one row each, as they were made (append-only); each
+is also a link of the audit chain."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from sqlalchemy import Connection, insert, select
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Placement
+from gateway.repositories import audit
 
 _placements = Placement.__table__
 
@@ -41,10 +43,16 @@ class PlacementRecord(NewPlacement):
     id: int = 0
 
 
-def add_all(conn: Connection, placements: Sequence[NewPlacement]) -> None:
+def add_all(session: Session, placements: Sequence[NewPlacement], actor: str) -> None:
     """Record the decisions (one statement for a routing pass's batch)."""
-    if placements:
-        conn.execute(insert(Placement), [p.row() for p in placements])
+    if not placements:
+        return
+    session.connection().execute(insert(Placement), [p.row() for p in placements])
+    for p in placements:
+        audit.append(session, "routing.decision", f"job:{p.job_id}", actor,
+                     {"policy": p.policy, "hedge": p.hedge, "chosen": list(p.chosen),
+                      "deadline": None if p.deadline is None else p.deadline.isoformat(),
+                      "why": p.why}, p.decided_at)
 
 
 def latest(conn: Connection, job_id: str) -> PlacementRecord | None:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from adapters.text_rules import TextRule
 from gateway.auth.principal import Principal
 from gateway.db.bank_models import Allocation
+from gateway.db.base import utcnow
 from gateway.domain.errors import Invalid
 from gateway.services import allocations
 from gateway.services.allocations import Grant
@@ -58,9 +59,10 @@ def transfer(session: Session, principal: Principal, source_id: int, target_id: 
 def set_status(session: Session, principal: Principal, allocation_id: int, status: str,
                reason: str) -> Allocation:
     """Suspend an allocation (no new liens; held ones settle) or make it active again.
-    The ledger has no entry for this (nothing moves), so the approver and reason go to
-    the gateway's log."""
+    The ledger has no entry for this (nothing moves): the approver and reason go to the
+    audit chain and the gateway's log."""
     approver = _approved(principal, reason)
-    allocation = allocations.set_status(session, allocation_id, status)
+    allocation = allocations.set_status(session, allocation_id, status, approver, reason,
+                                        utcnow())
     log.info("allocation %s %s by %s: %s", allocation_id, status, approver, reason)
     return allocation

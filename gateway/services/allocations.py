@@ -12,7 +12,7 @@ from gateway.accounting.units import su
 from gateway.db.bank_models import FEDERATION_POOL, Allocation
 from gateway.db.models import Project
 from gateway.domain.errors import Invalid, NotFound
-from gateway.repositories import bank_rows, projects
+from gateway.repositories import audit, bank_rows, projects
 from gateway.services import ledger
 from gateway.services.bank import spendable
 from gateway.services.ledger import Leg, Posting
@@ -60,6 +60,10 @@ def grant(session: Session, g: Grant, sites: set[str], approver: str, reason: st
                             created_by=approver)
     bank_rows.add(session, allocation)
     session.flush()
+    audit.append(session, "allocation.grant", f"allocation:{allocation.id}", approver,
+                 {"project": project.name, "pool": g.pool, "amount_milli": g.amount_milli,
+                  "starts_at": g.starts_at.isoformat(), "ends_at": g.ends_at.isoformat(),
+                  "credit_limit_milli": g.credit_limit_milli, "reason": reason}, now)
     ledger.post(session, Posting("deposit", now, approver, reason),
                 [Leg(allocation, "funding", -g.amount_milli),
                  Leg(allocation, "available", g.amount_milli)])
@@ -107,11 +111,14 @@ def transfer(session: Session, source_id: int, target_id: int, amount_milli: int
                 [Leg(source, "available", -amount_milli), Leg(target, "available", amount_milli)])
 
 
-def set_status(session: Session, allocation_id: int, status: str) -> Allocation:
+def set_status(session: Session, allocation_id: int, status: str, actor: str, reason: str,
+               now: datetime) -> Allocation:
     """Suspend an allocation (no new liens) or make it active again."""
     if status not in STATUSES:
         raise Invalid(f"An allocation's status is one of {', '.join(STATUSES)}.", field="status")
     allocation = _locked(session, allocation_id)
+    audit.append(session, "allocation.status", f"allocation:{allocation.id}", actor,
+                 {"from": allocation.status, "to": status, "reason": reason}, now)
     allocation.status = status
     session.flush()
     return allocation

@@ -60,7 +60,8 @@ def _owner_filter(principal: Principal) -> str | None:
     return None if sees_all(principal) else principal.user_id
 
 
-def _check_id(job_id: str) -> None:
+def check_id(job_id: str) -> None:
+    """NotFound unless `job_id` is a job id's shape (a UUID)."""
     try:
         uuid.UUID(job_id)
     except ValueError:
@@ -70,7 +71,7 @@ def _check_id(job_id: str) -> None:
 def job_detail(conn: Connection, principal: Principal, job_id: str
                ) -> tuple[JobView, Sequence[AttemptView]]:
     """The job and its attempts in one round trip; NotFound for other users' jobs."""
-    _check_id(job_id)
+    check_id(job_id)
     job, attempts = repo.job_detail(conn, job_id, _owner_filter(principal))
     if job is None:
         raise NotFound(f"No job with id '{job_id}'.")
@@ -118,7 +119,7 @@ def events(conn: Connection, principal: Principal, job_id: str) -> Sequence[Even
 
 def ensure_visible(conn: Connection, principal: Principal, job_id: str) -> None:
     """NotFound unless the principal may see this job."""
-    _check_id(job_id)
+    check_id(job_id)
     if not repo.is_visible(conn, job_id, _owner_filter(principal)):
         raise NotFound(f"No job with id '{job_id}'.")
 

@@ -82,7 +82,7 @@ def submit(
                              "submitted; waiting for a routing pass to choose its site",
                              principal.display),
         idempotency_key=idempotency_key, request_hash=digest)
-    if not jobs.insert_new(session.connection(), job):
+    if not jobs.insert_new(session, job):
         # A concurrent request with the same key won the race: answer as it did.
         replay = _replayed(session, principal, idempotency_key or "", digest)
         assert replay is not None

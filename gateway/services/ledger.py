@@ -5,7 +5,8 @@ Accounts per allocation: `funding` (where grants come from: negative), `availabl
 `held` (liens) and `used` (charges net of refunds). So, for every allocation and at
 every commit: available = deposits - charges + refunds - held, and awarded = -funding.
 The allocation row keeps these sums (written here, in the same transaction as the legs),
-and its row lock is what makes a lien or a charge atomic.
+and its row lock is what makes a lien or a charge atomic. Every transaction is also one
+link of the audit chain (kind = the posting's kind, with its legs).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from gateway.db.bank_models import Allocation
-from gateway.repositories import bank_rows
+from gateway.repositories import audit, bank_rows
 
 ACCOUNTS = ("funding", "available", "held", "used")
 KINDS = ("deposit", "transfer", "adjustment", "lien", "release", "charge", "refund")
@@ -57,6 +58,7 @@ def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
         raise ValueError("a ledger transaction's legs must sum to zero")
     txn = str(uuid.uuid4())
     rows = []
+    written = []
     for leg in legs:
         if leg.account not in ACCOUNTS:
             raise ValueError(f"unknown ledger account {leg.account!r}")
@@ -68,7 +70,10 @@ def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
             "job_id": posting.job_id, "lien_id": posting.lien_id,
             "usage_id": posting.usage_id, "reason": posting.reason, "actor": posting.actor})
         _apply(leg)
+        written.append((leg.allocation.id, leg.account, leg.amount_milli))
     bank_rows.stage_legs(session, rows)
+    audit.posting(session, posting.kind, posting.actor, posting.at, txn, posting.reason,
+                  posting.job_id, posting.lien_id, posting.usage_id, written)
     return txn
 
 

@@ -306,7 +306,7 @@ def route_pending(session: Session, registry: SiteRegistry,
             job.state_reason = "waiting for a site: " + routing.decision.why
         # else: placed at a site that closed, and no other takes it: it waits there.
     session.flush()
-    placements.add_all(session.connection(), decided)
+    placements.add_all(session, decided, actor)
     return PassResult(len(decided), failed)
 
 

@@ -1,6 +1,6 @@
 """Projects and who belongs to them: admins create projects; a project's PI (or an admin)
 adds and removes members and names PIs. Who sees what is `project_access`'s rule.
-Services flush; the caller commits."""
+Every change is also a link of the audit chain. Services flush; the caller commits."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from sqlalchemy.orm import Session
 
 from adapters.text_rules import TextRule
 from gateway.auth.principal import Principal
+from gateway.db.base import utcnow
 from gateway.db.models import Membership, Project
 from gateway.domain.errors import Conflict, Forbidden, Invalid
-from gateway.repositories import projects, users
+from gateway.repositories import audit, projects, users
 from gateway.services.balances import AllocationView, available_now, views
 from gateway.services.project_access import (
     PI_ROLE,
@@ -75,6 +76,8 @@ def create(session: Session, principal: Principal, name: str, description: str |
     project = Project(name=name, description=description, created_at=now)
     projects.add(session, project)
     session.flush()
+    audit.append(session, "project.create", f"project:{project.id}", principal.display,
+                 {"name": name, "description": description}, now)
     return project
 
 
@@ -147,8 +150,10 @@ def set_member(session: Session, principal: Principal, name: str, user: str, pi:
     created = membership is None
     if membership is None:
         projects.add_member(session, seen.project.id, user_id, role)
+        _audit(session, principal, seen, "project.member.add", user_id, None, role)
     elif membership.role != role:
         _keep_a_pi(session, seen, membership, user)
+        _audit(session, principal, seen, "project.member.role", user_id, membership.role, role)
         membership.role = role
     session.flush()
     return Member(user, "pi" if pi else MEMBER_ROLE), created
@@ -162,5 +167,13 @@ def remove_member(session: Session, principal: Principal, name: str, user: str) 
     if membership is None:
         raise Invalid(f"'{user}' is not a member of project '{name}'.", field="user")
     _keep_a_pi(session, seen, membership, user)
+    _audit(session, principal, seen, "project.member.remove", user_id, membership.role, None)
     projects.remove_member(session, membership)
     session.flush()
+
+
+def _audit(session: Session, principal: Principal, seen: Access, kind: str, user_id: str,
+           was: str | None, now_role: str | None) -> None:
+    audit.append(session, kind, f"project:{seen.project.id}", principal.display,
+                 {"project": seen.project.name, "user": user_id, "from": was,
+                  "to": now_role}, utcnow())

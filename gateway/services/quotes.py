@@ -63,7 +63,7 @@ def hold_for_submit(session: Session, job_id: str, payer: Payer, quotes: Sequenc
     if conn.dialect.name == "postgresql":
         cheapest = quotes[0]
         if fast_hold.quote_and_hold(
-                conn, job_id, payer.project_id,
+                session, job_id, payer.project_id,
                 [(q.site, q.rate_card_id, q.amount_milli) for q in quotes], cheapest.site,
                 cheapest.amount_milli, now, actor):
             return

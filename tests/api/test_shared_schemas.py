@@ -19,6 +19,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+import gateway.schemas.audit
 import gateway.schemas.jobs
 import gateway.schemas.placements
 import gateway.schemas.projects
@@ -28,6 +29,7 @@ import gateway.schemas.uploads
 from gateway.cli.render import print_json
 from gateway.client import GatewayClient
 from gateway.schemas import adapter, parse
+from gateway.schemas.audit import JobStoryOut
 from gateway.schemas.jobs import EventList, JobFileList, JobList, JobOut
 from gateway.schemas.placements import EstimateOut, PlacementOut
 from gateway.schemas.sites import Health, SiteList
@@ -36,7 +38,8 @@ from tests.conftest import MakeUser
 
 SHARED = {name: value for module in (gateway.schemas.jobs, gateway.schemas.placements,
                                      gateway.schemas.projects, gateway.schemas.sites,
-                                     gateway.schemas.uploads, gateway.schemas.reports)
+                                     gateway.schemas.uploads, gateway.schemas.reports,
+                                     gateway.schemas.audit)
           for name, value in vars(module).items()
           if name.endswith(("Out", "List", "Report")) or name == "Health"}
 
@@ -93,7 +96,7 @@ class _Recording(httpx.BaseTransport):
 @pytest.mark.parametrize("call", ["submit", "get_job", "list_jobs", "cancel", "events",
                                   "sites", "health", "create_upload", "put_chunk",
                                   "complete_upload", "get_upload", "list_uploads",
-                                  "job_files", "estimate", "placement"])
+                                  "job_files", "estimate", "placement", "audit_job"])
 def test_the_client_keeps_every_field_the_server_sends(
         client: TestClient, make_user: MakeUser, call: str) -> None:
     user = make_user()
@@ -122,6 +125,7 @@ def test_the_client_keeps_every_field_the_server_sends(
             "estimate": (EstimateOut, lambda: gw.estimate({"name": "e", "executable": "x"})),
             "placement": (PlacementOut, lambda: gw.placement(gw.submit(
                 {"name": "p", "executable": "x", "site": "local"})["id"])),
+            "audit_job": (JobStoryOut, lambda: gw.audit_job(job["id"])),
         }
         schema, fetch = calls[call]
         document = fetch()

@@ -108,7 +108,7 @@ def test_an_expired_or_suspended_allocation_takes_no_new_lien(
         job = bf.job(s, owner, payer.project_id)
         with pytest.raises(InsufficientFunds):
             bank.hold(s, job, payer, "alpha", 1000, NOW + 2 * YEAR, "alice")
-        allocations.set_status(s, alloc, "suspended")
+        allocations.set_status(s, alloc, "suspended", "committee", "test", NOW)
         with pytest.raises(InsufficientFunds):
             bank.hold(s, job, payer, "alpha", 1000, NOW, "alice")
 

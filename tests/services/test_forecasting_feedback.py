@@ -38,10 +38,10 @@ def started_jobs(runtime: Runtime, client: TestClient, headers: dict[str, str],
                 forecast = {"wait_median": bound, "wait_bound": bound, "runtime": 5.0,
                             "staging": 0.0, "completion": bound + 5, "completion_bound":
                             bound + 5, "wait_quantiles": [], "basis": "test"}
-                placements.add_all(session.connection(), [NewPlacement(
+                placements.add_all(session, [NewPlacement(
                     job_id, started - timedelta(seconds=600), "fastest", 1, None, ["local"],
                     "test", [{"site": "local", "excluded": None, "forecast": forecast,
-                              "p_deadline": None}])])
+                              "p_deadline": None}])], "router")
 
 
 def scale(runtime: Runtime) -> float:

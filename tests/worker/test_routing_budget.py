@@ -216,7 +216,8 @@ def test_a_job_its_project_cannot_pay_for_anywhere_waits_saying_why(
     allocation = grant(bank, user, "*", 10)
     job_id = post(api, user.headers, SPEC)
     with transaction(bank.sessions) as session:
-        allocations.set_status(session, allocation, "suspended")
+        allocations.set_status(session, allocation, "suspended", "committee", "test",
+                               utcnow())
     assert route_jobs(StepContext.of(bank, "w")) is False
     waiting = job(api, user, job_id)
     name = project(bank, user)
@@ -228,7 +229,7 @@ def test_a_job_its_project_cannot_pay_for_anywhere_waits_saying_why(
     assert liens(bank, job_id) == [("twin", 1000, "held")]  # nothing drawn, nothing lost
     # Balances change: once the allocation is active again, the next pass places it.
     with transaction(bank.sessions) as session:
-        allocations.set_status(session, allocation, "active")
+        allocations.set_status(session, allocation, "active", "committee", "test", utcnow())
     assert route_jobs(StepContext.of(bank, "w")) is True
     assert job(api, user, job_id)["site"] == "local"
 

@@ -1,0 +1,40 @@
+"""/api/v1/audit: check the audit chain and the ledger (auditors, admins), and tell one
+job's story from request to charge (its owner, its project's PI, auditors, admins)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from gateway.api.deps import JobsReader, RuntimeDep
+from gateway.api.schemas import attempt_out, event_out, json_response
+from gateway.schemas.audit import AuditVerifyOut, JobStoryOut
+from gateway.services import audit, job_story
+
+router = APIRouter(prefix="/api/v1", tags=["audit"])
+
+
+@router.get("/audit/verify", response_model=AuditVerifyOut)
+def verify(principal: JobsReader, runtime: RuntimeDep) -> Response:
+    """Walk the whole hash chain and name its first broken link (edited, deleted,
+    reordered or truncated); check every allocation's running sums against its ledger
+    and that every ledger transaction sums to zero."""
+    audit.require_auditor(principal)
+    with runtime.sessions() as session:
+        document = audit.verify(session, runtime.clock())
+    return json_response(AuditVerifyOut, document)
+
+
+@router.get("/audit/jobs/{job_id}", response_model=JobStoryOut)
+def job(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> Response:
+    """One job from request to charge: who asked, where it was routed and why, every
+    attempt, its liens, usage records and charges, each with its time."""
+    with runtime.readers() as session:
+        s = job_story.story(session, principal, job_id)
+    j = s.job
+    return json_response(JobStoryOut, JobStoryOut(
+        job_id=j["id"], name=j["name"], project=j["project_name"], state=j["state"],
+        created_at=j["created_at"], owner=s.owner,
+        requested_by=s.events[0]["actor"] if s.events else j["owner_name"],
+        events=[event_out(e) for e in s.events], placements=s.placements,
+        attempts=[attempt_out(a) for a in s.attempts], liens=s.liens, usage=s.usage,
+        ledger=s.ledger, audit=s.audit))

@@ -1,0 +1,114 @@
+"""`gridgate audit`: check the tamper-evident audit chain and the ledger (`verify`,
+auditors and admins), and tell one job's story from request to charge (`job`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from gateway.accounting.units import su
+from gateway.cli import errors, render
+from gateway.cli.jobs import JobArg, JsonOpt
+from gateway.cli.state import state
+from gateway.schemas.audit import AuditVerifyOut, JobStoryOut
+
+audit_app = typer.Typer(help="Audit: the hash chain, the ledger, one job's story.",
+                        no_args_is_help=True)
+
+
+@audit_app.command("verify")
+def verify(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Check the whole audit chain (every event linked to the one before by its hash) and
+    the ledger (each allocation's sums, each transaction balanced); name the first broken
+    link. Exit 1 when anything is wrong. Auditors and admins only."""
+    with state(ctx).client() as client:
+        report = client.audit_verify()
+    if json_out:
+        render.print_json(report)
+    else:
+        _print_verdict(report)
+    if not report["ok"]:
+        raise typer.Exit(errors.FAILURE)
+
+
+def _print_verdict(report: AuditVerifyOut) -> None:
+    console = render.stdout_console()
+    broken = report["broken"]
+    head = report["head"]
+    console.print(f"Audit chain: {report['events']} event(s) verified"
+                  + (f", head at event {head['last_id']}" if head else ", no events yet")
+                  + f" (checked {render.when(report['checked_at'])}).", soft_wrap=True)
+    if broken is None:
+        console.print(Text("Chain intact.", style="green"))
+    else:
+        where = f"event {broken['event_id']}" if broken["event_id"] is not None else "head"
+        console.print(Text(f"BROKEN at {where} ({broken['fault']}): {broken['detail']}",
+                           style="red"), soft_wrap=True)
+    console.print(f"Ledger: {report['allocations']} allocation(s) checked.")
+    if not report["ledger_problems"]:
+        console.print(Text("Ledger balanced; every allocation's sums match it.", style="green"))
+    for problem in report["ledger_problems"]:
+        console.print(Text(problem, style="red"), soft_wrap=True)
+
+
+@audit_app.command("job")
+def job(ctx: typer.Context, job_id: JobArg, json_out: JsonOpt = False) -> None:
+    """One job's story from request to charge: who asked and as whom, where it was routed
+    and why, every attempt, the lien, the site's usage record and the charge, in time
+    order. For the job's owner, its project's PI, auditors and admins."""
+    with state(ctx).client() as client:
+        story = client.audit_job(job_id)
+    if json_out:
+        render.print_json(story)
+        return
+    console = render.stdout_console()
+    owner = story["owner"]
+    console.print(f"Job {story['job_id']} ({story['name']}), project {story['project']}, "
+                  f"now {story['state']}", soft_wrap=True)
+    console.print(f"Owner {owner['username'] or '-'} (issuer {owner['issuer']}, subject "
+                  f"{owner['subject']}); requested by {story['requested_by']}", soft_wrap=True)
+    console.print(story_table(story))
+
+
+def story_table(story: JobStoryOut) -> Table:
+    """Every step of the story, oldest first: AT, WHAT, DETAIL."""
+    steps: list[tuple[datetime, str, str]] = []
+    for e in story["events"]:
+        steps.append((e["at"], f"state {e['to_state']}",
+                      f"{e['from_state'] or '-'} -> {e['to_state']} by {e['actor']}"
+                      + (f": {e['reason']}" if e["reason"] else "")))
+    for p in story["placements"]:
+        steps.append((p["decided_at"], "routed",
+                      f"to {', '.join(p['chosen']) or 'nowhere'} ({p['policy']}): {p['why']}"))
+    for a in story["attempts"]:
+        where = f"attempt {a['number']} at {a['site']} (native id {a['native_id'] or '-'})"
+        for moment, what in ((a["submitted_at"], "submitted"), (a["started_at"], "started"),
+                             (a["ended_at"], f"ended {a['state']}")):
+            if moment is not None:
+                steps.append((moment, what, where))
+    for lien in story["liens"]:
+        steps.append((lien["created_at"], "lien held",
+                      f"{su(lien['amount_milli'])} SU from allocation {lien['allocation_id']}"
+                      f" at {lien['site'] or 'any site'} (now {lien['status']})"))
+    for u in story["usage"]:
+        charged = "-" if u["charged_milli"] is None else f"{su(u['charged_milli'])} SU"
+        steps.append((u["received_at"], "usage record",
+                      f"{u['site']} {u['native_id']} run {u['run']} ({u['source']}): "
+                      f"{u['state']}, {u['elapsed_seconds']} s on {u['cores']} core(s), "
+                      f"charged {charged}" + (" (estimated)" if u["estimated"] else "")
+                      + (f"; {u['rule']}" if u["rule"] else "")))
+    # Each transaction once: its leg into an account (the other leg is the way out).
+    for leg in (leg for leg in story["ledger"] if leg["amount_milli"] > 0):
+        steps.append((leg["at"], f"ledger {leg['kind']}",
+                      f"{su(leg['amount_milli'])} SU into {leg['account']} of allocation "
+                      f"{leg['allocation_id']} by {leg['actor']}"
+                      + (f": {leg['reason']}" if leg["reason"] else "")))
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("AT", "WHAT", "DETAIL"):
+        table.add_column(column, no_wrap=column != "DETAIL")
+    for moment, what, detail in sorted(steps, key=lambda step: step[0]):
+        table.add_row(render.when(moment), what, Text(detail))
+    return table

@@ -1,0 +1,65 @@
+"""Checking the audit trail: the whole hash chain, walked in id order in constant memory,
+and the ledger against the allocations' running sums. Auditors and admins only."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from gateway.accounting import audit_chain
+from gateway.auth.principal import Principal
+from gateway.domain.errors import Forbidden
+from gateway.repositories import audit
+from gateway.schemas.audit import AuditBreakOut, AuditHeadOut, AuditVerifyOut
+from gateway.services import ledger
+from gateway.services.project_access import is_auditor
+
+# How many ledger problems of each kind a report names (the first ones, by id).
+SHOWN = 10
+
+
+def require_auditor(principal: Principal) -> None:
+    """Forbidden unless the caller is an auditor or an administrator."""
+    if not is_auditor(principal):
+        raise Forbidden("Only an auditor or a gateway administrator may check the audit trail.")
+
+
+def verify(session: Session, now: datetime) -> AuditVerifyOut:
+    """Walk the chain to its first broken link and check the ledger, all in one snapshot
+    (`session` must not have begun yet): an append committed meanwhile is not half seen."""
+    postgres = session.get_bind().dialect.name == "postgresql"
+    # SQLite's transactions already are snapshots (and take the write lock here).
+    conn = session.connection(execution_options={"isolation_level": "REPEATABLE READ"}
+                              if postgres else None)
+    head = audit.head(conn)
+    verdict = audit_chain.verify(audit.links(conn), head, lambda h: audit.find(conn, h))
+    broken = verdict.broken
+    allocations, problems = _ledger_problems(session)
+    return AuditVerifyOut(
+        ok=broken is None and not problems, checked_at=now, events=verdict.events,
+        head=None if head is None else AuditHeadOut(last_id=head[0], last_hash=head[1]),
+        broken=None if broken is None else AuditBreakOut(
+            event_id=broken.event_id, fault=broken.fault.value, detail=broken.detail),
+        allocations=allocations, ledger_problems=problems)
+
+
+def _ledger_problems(session: Session) -> tuple[int, list[str]]:
+    """(allocations checked, problems): running sums that differ from the ledger, and
+    transactions whose legs do not sum to zero."""
+    problems: list[str] = []
+    checked = 0
+    for a in audit.allocations(session):
+        checked += 1
+        sums = ledger.sums_as_of(session, a.id)
+        stored = {"funding": -a.awarded_milli, "available": a.available_milli,
+                  "held": a.held_milli, "used": a.used_milli}
+        differ = [f"{account} {stored[account]} (ledger {sums[account]})"
+                  for account in ledger.ACCOUNTS if stored[account] != sums[account]]
+        if differ and len(problems) < SHOWN:
+            problems.append(f"allocation {a.id}: running sums differ from its ledger: "
+                            + ", ".join(differ))
+    problems += [f"ledger transaction {txn} (from entry {first}) sums to {total}, not 0"
+                 for txn, total, first in audit.unbalanced(session, SHOWN)]
+    return checked, problems
+

@@ -1,0 +1,140 @@
+"""The audit API (SQLite and PostgreSQL): GET /audit/verify for auditors and admins only,
+and GET /audit/jobs/{id}, one job's story from request to charge with the bank on, for
+its owner, its project's PI, auditors and admins (404 for anyone else)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from gateway.db.base import utcnow
+from gateway.db.engine import transaction
+from gateway.db.models import Membership, Project
+from gateway.runtime import Runtime
+from gateway.services import allocations
+from gateway.services.allocations import Grant
+from gateway.settings import Settings
+from gateway.worker.loop import Worker
+from tests.conftest import MakeUser, TestUser
+from tests.staging.helpers import run_until
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The bank on: a submit holds a lien for the job's quote."""
+    return settings.model_copy(update={"allocations_enforced": True})
+
+
+def _grant(runtime: Runtime, project: str, su: int = 1000) -> int:
+    now = utcnow()
+    with transaction(runtime.sessions) as s:
+        return allocations.grant(s, Grant(project, "*", su * 1000, now - timedelta(days=1),
+                                          now + timedelta(days=365)), {"local"}, "committee",
+                                 "award for the audit test", now).id
+
+
+def personal(runtime: Runtime, user: TestUser) -> str:
+    """The name of the user's personal project."""
+    with runtime.sessions() as s:
+        name = s.scalar(select(Project.name).where(
+            Project.personal_owner_id == user.principal.user_id))
+    assert name is not None
+    return name
+
+
+def _join(runtime: Runtime, project: str, user: TestUser, role: str) -> None:
+    with transaction(runtime.sessions) as s:
+        project_id = s.scalar(select(Project.id).where(Project.name == project))
+        s.add(Membership(project_id=project_id, user_id=user.principal.user_id, role=role))
+
+
+def story(client: TestClient, user: TestUser, job_id: str, status: int = 200
+          ) -> dict[str, Any]:
+    r = client.get(f"/api/v1/audit/jobs/{job_id}", headers=user.headers)
+    assert r.status_code == status, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def test_a_job_story_from_request_to_charge(client: TestClient, runtime: Runtime,
+                                           make_user: MakeUser) -> None:
+    owner = make_user()
+    name = personal(runtime, owner)
+    allocation = _grant(runtime, name)
+    # Two seconds of run: a charge above nothing (the local site's record has whole seconds).
+    r = client.post("/api/v1/jobs", json={"name": "told", "executable": "/bin/sleep",
+                                          "args": ["2"]}, headers=owner.headers)
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+    worker = Worker(runtime)
+    run_until(worker, client, owner, job_id)
+    told = story(client, owner, job_id)
+    for _ in range(20):  # the worker settles a finished job on a later cycle
+        if told["usage"]:
+            break
+        worker.run_once()
+        told = story(client, owner, job_id)
+    assert (told["job_id"], told["project"], told["requested_by"]) == (
+        job_id, name, owner.principal.username)
+    assert told["owner"]["subject"] == owner.principal.subject
+    assert told["owner"]["issuer"] == owner.principal.issuer
+    [lien, *_] = told["liens"]
+    assert lien["allocation_id"] == allocation and lien["amount_milli"] > 0
+    held = [leg for leg in told["ledger"] if leg["kind"] == "lien" and leg["account"] == "held"]
+    assert held and held[0]["amount_milli"] == lien["amount_milli"]
+    assert told["placements"] and told["placements"][0]["chosen"] == ["local"]
+    [attempt] = told["attempts"]
+    assert attempt["site"] == "local" and attempt["native_id"]
+    states = [e["to_state"] for e in told["events"] if e["from_state"] != e["to_state"]]
+    assert states[0] == "ACCEPTED" and states[-1] == "COMPLETED"
+    [usage] = told["usage"]
+    assert usage["site"] == "local" and usage["native_id"] == attempt["native_id"]
+    assert usage["charged_milli"] and usage["charged_milli"] > 0
+    charged = sum(leg["amount_milli"] for leg in told["ledger"]
+                  if leg["kind"] == "charge" and leg["account"] == "used")
+    assert charged == usage["charged_milli"]
+    assert {leg["kind"] for leg in told["ledger"]} == {"lien", "charge", "release"}
+    assert lien["status"] == "settled"
+    kinds = [link["kind"] for link in told["audit"]]
+    assert kinds[0] == "job.state" and "routing.decision" in kinds
+    assert kinds.count("job.state") == len(told["events"])
+    assert [k for k in kinds if k in ("lien", "charge", "release")] == [
+        "lien", "charge", "release"]
+
+
+def test_who_reads_a_job_story(client: TestClient, runtime: Runtime,
+                               make_user: MakeUser) -> None:
+    owner = make_user()
+    project = personal(runtime, owner)
+    _grant(runtime, project)
+    job_id = client.post("/api/v1/jobs", json={"name": "s", "executable": "/bin/true"},
+                         headers=owner.headers).json()["id"]
+    pi, member, stranger = make_user(), make_user(), make_user()
+    _join(runtime, project, pi, "manager")
+    _join(runtime, project, member, "member")
+    for reader in (owner, pi, make_user(roles=("auditor",)), make_user(roles=("admin",))):
+        assert story(client, reader, job_id)["liens"]
+    for outsider in (member, stranger):
+        assert story(client, outsider, job_id, 404)["title"] == "Not found"
+    story(client, stranger, "not-a-uuid", 404)
+
+
+def test_verify_is_for_auditors_and_admins(client: TestClient, runtime: Runtime,
+                                           make_user: MakeUser) -> None:
+    researcher = make_user()
+    _grant(runtime, personal(runtime, researcher))
+    refused = client.get("/api/v1/audit/verify", headers=researcher.headers)
+    assert refused.status_code == 403
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert "auditor" in refused.json()["detail"]
+    for role in ("auditor", "admin"):
+        r = client.get("/api/v1/audit/verify", headers=make_user(roles=(role,)).headers)
+        assert r.status_code == 200, r.text
+        report = r.json()
+        assert report["ok"] and report["broken"] is None and report["allocations"] == 1
+        assert report["events"] == 2  # the grant and its deposit
+        assert report["head"]["last_id"] == report["events"]

@@ -1,0 +1,69 @@
+"""`gridgate audit` against a real gateway: one job's story (table and --json), and
+`verify`, refused to a researcher and run by an auditor."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+from sqlalchemy import text
+
+from gateway.cli import errors
+from gateway.db.engine import transaction
+from tests.cli.helpers import Cli
+
+
+def _login_as_auditor(cli: Cli, config: Path) -> Cli:
+    auditor = Cli(cli.gateway, config)
+    name = f"aud{uuid.uuid4().hex[:8]}"
+    auditor("admin", "user", "add", name, "--role", "auditor", "--password-stdin",
+            input="correct horse battery\n")
+    created = json.loads(auditor("admin", "client", "create", f"{name}-cli", "--user", name,
+                                 "--json").stdout)
+    secret = config.parent / f"{name}.secret"
+    secret.write_text(created["client_secret"] + "\n")
+    auditor("login", "--client-id", created["client_id"], "--client-secret-file", str(secret))
+    return auditor
+
+
+def test_audit_job_tells_the_story(cli: Cli) -> None:
+    result = cli("submit", "--name", "storied", "--exe", "sh", "--wait", "--", "-c", "true")
+    job_id = result.stdout.split()[2]
+    story = cli.json("audit", "job", job_id)
+    assert story["job_id"] == job_id and story["name"] == "storied"
+    assert story["attempts"][0]["site"] == "local"
+    assert [link["kind"] for link in story["audit"]].count("job.state") == len(story["events"])
+    table = cli("audit", "job", job_id).stdout
+    assert f"Job {job_id} (storied)" in table
+    assert "state COMPLETED" in table and "attempt 1 at local" in table
+    cli("audit", "job", str(uuid.uuid4()), code=errors.NOT_FOUND)
+
+
+def test_audit_verify_is_for_auditors(cli: Cli, tmp_path: Path) -> None:
+    cli("submit", "-q", "--exe", "sh", "--wait", "--", "-c", "true")
+    refused = cli("audit", "verify", code=errors.PROBLEM)
+    assert "auditor" in refused.stderr
+    auditor = _login_as_auditor(cli, tmp_path / "auditor")
+    report = auditor.json("audit", "verify")
+    assert report["ok"] and report["broken"] is None and report["events"] > 0
+    out = auditor("audit", "verify").stdout
+    assert "Chain intact." in out and f"{report['events']} event(s) verified" in out
+    first = min(link["id"] for link in cli.json("audit", "job", _any_job(cli))["audit"])
+    with transaction(cli.gateway.runtime.sessions) as s:
+        actor = s.scalar(text("SELECT actor FROM audit_events WHERE id = :id"), {"id": first})
+        s.execute(text("UPDATE audit_events SET actor = 'mallory' WHERE id = :id"),
+                  {"id": first})
+    try:
+        broken = auditor("audit", "verify", code=errors.FAILURE).stdout
+        assert f"BROKEN at event {first} (edited)" in broken
+    finally:
+        with transaction(cli.gateway.runtime.sessions) as s:
+            s.execute(text("UPDATE audit_events SET actor = :actor WHERE id = :id"),
+                      {"actor": actor, "id": first})
+    auditor("audit", "verify")
+
+
+def _any_job(cli: Cli) -> str:
+    job_id: str = cli.json("list")["items"][0]["id"]
+    return job_id
