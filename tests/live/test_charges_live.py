@@ -97,46 +97,49 @@ def _running(gw: LiveGateway, job_id: str) -> dict[str, Any]:
     return gw.until([job_id], lambda j: j["state"] == "RUNNING" or j["state"] in FINAL)[job_id]
 
 
-@pytest.mark.parametrize("site", SITES)
-def test_each_kind_of_end_is_charged_by_the_rules(gw: LiveGateway, testbed: TestbedInfo,
-                                                  site: str) -> None:
-    filler = _job(gw, site, "walltime", "sleep 600", walltime=60, cores=2)
-    _running(gw, filler)
-    waiting = _job(gw, site, "cancel me", "sleep 5")
-    gw.until([waiting], lambda j: bool(j["attempts"]) and j["attempts"][-1]["native_id"])
-    gw.cancel(waiting)
-    failing = _job(gw, site, "exit 3", "exit 3")
-    normal = _job(gw, site, "two cores", "sleep 3", cores=2)
-    jobs = [filler, waiting, failing, normal]
-    requeued = None
-    if site == "roadrunner":
-        requeued = _job(gw, site, "requeued", "sleep 15")
-        jobs.append(requeued)
-        job = _running(gw, requeued)
-        time.sleep(4)
-        ssh(testbed.sites[site], COMMUNITY, ["scontrol", "requeue",
-                                             job["attempts"][-1]["native_id"]])
+def test_each_kind_of_end_is_charged_by_the_rules(gw: LiveGateway, testbed: TestbedInfo
+                                                  ) -> None:
+    # Both sites at once: the walltime job holds each site's two cores for its minute.
+    filler = {site: _job(gw, site, "walltime", "sleep 600", walltime=60, cores=2)
+              for site in SITES}
+    gw.until(list(filler.values()), lambda j: j["state"] == "RUNNING" or j["state"] in FINAL)
+    waiting = {site: _job(gw, site, "cancel me", "sleep 5") for site in SITES}
+    gw.until(list(waiting.values()),
+             lambda j: bool(j["attempts"]) and j["attempts"][-1]["native_id"])
+    for job_id in waiting.values():
+        gw.cancel(job_id)
+    failing = {site: _job(gw, site, "exit 3", "exit 3") for site in SITES}
+    normal = {site: _job(gw, site, "two cores", "sleep 3", cores=2) for site in SITES}
+    requeued = _job(gw, "roadrunner", "requeued", "sleep 15")
+    job = _running(gw, requeued)
+    time.sleep(4)
+    ssh(testbed.sites["roadrunner"], COMMUNITY,
+        ["scontrol", "requeue", job["attempts"][-1]["native_id"]])
+    jobs = [requeued, *(j for kind in (filler, waiting, failing, normal)
+                        for j in kind.values())]
     final = gw.until(jobs, lambda j: j["state"] in FINAL, deadline=400)
     _settled(gw, jobs)
-    assert final[filler]["state_reason"] == "TIMEOUT"
-    assert final[waiting]["state"] == "CANCELLED"
-    assert final[failing]["exit_code"] == 3
 
-    for job_id, walltime in ((filler, 60), (failing, 120), (normal, 120)):
-        [row] = _rows(gw, job_id)
-        assert row.source == ("sacct" if site == "roadrunner" else "qacct")
-        assert row.charged_milli == _expected(gw, site, row, walltime), row.rule
-    [timeout] = _rows(gw, filler)
-    assert timeout.elapsed_seconds >= 60 and timeout.cores == 2
-    assert "charged up to the walltime" in (timeout.rule or "") or timeout.elapsed_seconds == 60
-    [two] = _rows(gw, normal)
-    assert two.cores == 2 and two.charged_milli and two.charged_milli > 0
-    # Cancelled while pending: nothing (Slurm keeps a record of 0 s; Grid Engine none).
-    assert all(r.charged_milli == 0 for r in _rows(gw, waiting))
-    if requeued is not None:
-        runs = _rows(gw, requeued)
-        assert [r.run for r in runs] == [0, 1]
-        assert all(r.charged_milli == _expected(gw, site, r, 120) > 0 for r in runs)
+    for site in SITES:
+        assert final[filler[site]]["state_reason"] == "TIMEOUT"
+        assert final[waiting[site]]["state"] == "CANCELLED"
+        assert final[failing[site]]["exit_code"] == 3
+        for job_id, walltime in ((filler[site], 60), (failing[site], 120),
+                                 (normal[site], 120)):
+            [row] = _rows(gw, job_id)
+            assert row.source == ("sacct" if site == "roadrunner" else "qacct")
+            assert row.charged_milli == _expected(gw, site, row, walltime), row.rule
+        [timeout] = _rows(gw, filler[site])
+        assert timeout.elapsed_seconds >= 60 and timeout.cores == 2
+        assert ("charged up to the walltime" in (timeout.rule or "")
+                or timeout.elapsed_seconds == 60)
+        [two] = _rows(gw, normal[site])
+        assert two.cores == 2 and two.charged_milli and two.charged_milli > 0
+        # Cancelled while pending: nothing (Slurm keeps a record of 0 s; Grid Engine none).
+        assert all(r.charged_milli == 0 for r in _rows(gw, waiting[site]))
+    runs = _rows(gw, requeued)
+    assert [r.run for r in runs] == [0, 1]
+    assert all(r.charged_milli == _expected(gw, "roadrunner", r, 120) > 0 for r in runs)
     with gw.runtime.sessions() as s:
         check_invariants(s)
         held = s.scalars(select(Allocation.held_milli)).all()
