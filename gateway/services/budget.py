@@ -19,7 +19,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from gateway.accounting.units import su
-from gateway.db.bank_models import FEDERATION_POOL, Allocation
+from gateway.db.bank_models import FEDERATION_POOL, Allocation, RateCard
 from gateway.db.engine import savepoint
 from gateway.domain.jobspec import JobSpec
 from gateway.repositories import jobs, liens, projects
@@ -27,9 +27,11 @@ from gateway.services import bank, ledger, quotes
 from gateway.services.bank import InsufficientFunds, Payer
 
 
-def priced(session: Session, spec: JobSpec, sites: Collection[str]) -> dict[str, int]:
-    """The job's quote (milli-SU) at each of `sites` that has a rate card."""
-    return {q.site: q.amount_milli for q in quotes.quote(session, spec, list(sites))}
+def priced(session: Session, spec: JobSpec, sites: Collection[str],
+           cards: Mapping[str, RateCard]) -> dict[str, int]:
+    """The job's quote (milli-SU) at each of `sites` that has a rate card (`cards`: the
+    registry's, so a routing pass reads none per job)."""
+    return {q.site: q.amount_milli for q in quotes.quote(session, spec, list(sites), cards)}
 
 
 @dataclass(frozen=True)

@@ -149,13 +149,14 @@ def _policy(spec: JobSpec, now: datetime) -> tuple[str, int, float | None]:
     return routing.policy.value, routing.hedge, deadline_in(routing.deadline, now)
 
 
-def _money(session: Session, books: Books | None, job_id: str, project_id: int | None,
-           spec: JobSpec, sites: Sequence[str]) -> tuple[dict[str, int], dict[str, str]]:
+def _money(session: Session, registry: SiteRegistry, books: Books | None, job_id: str,
+           project_id: int | None, spec: JobSpec, sites: Sequence[str]
+           ) -> tuple[dict[str, int], dict[str, str]]:
     """The job's quote at each site (when the bank is on or its policy is `cheapest`),
     and, the bank on, why its project cannot pay at each site where it cannot."""
     if books is None and spec.routing.policy != RoutingPolicy.CHEAPEST:
         return {}, {}  # nobody asked: no rate card is read
-    quoted = budget.priced(session, spec, sites)
+    quoted = budget.priced(session, spec, sites, registry.rate_cards)
     if books is None or project_id is None:
         return quoted, {}
     return quoted, books.unpayable(job_id, project_id, quoted, sites)
@@ -176,9 +177,9 @@ def estimate(session: Session, registry: SiteRegistry, spec: JobSpec, username: 
         views = [v for v in views if v.name == spec.site]
     names = [v.name for v in views]
     if not charged:
-        quoted, unpayable = _money(session, None, "", None, spec, names)
+        quoted, unpayable = _money(session, registry, None, "", None, spec, names)
     else:
-        quoted, unpayable = budget.priced(session, spec, names), {}
+        quoted, unpayable = budget.priced(session, spec, names, registry.rate_cards), {}
         payer = budget.payer_of(session, owner_id, spec.project)
         if payer is not None:  # else no project to charge it to: submitting says why
             books = budget.open_books(session, {"": payer.project_id}, now, lock=False)
@@ -199,8 +200,8 @@ def decide_elsewhere(session: Session, registry: SiteRegistry, owned: OwnedJob, 
     candidate priced; excluded where the job's project cannot pay)."""
     views = site_views(registry, _flags(site_rows.all_sites(session)), avoid,
                        black_holes(session, registry, now))
-    quoted, unpayable = _money(session, books, owned.job.id, owned.job.project_id, spec,
-                               registry.names())
+    quoted, unpayable = _money(session, registry, books, owned.job.id, owned.job.project_id,
+                               spec, registry.names())
     job = Pending(owned.job.id, spec, owned.owner, owned.owner_id,
                   JobView(spec, no_account(registry, owned.owner), quotes=quoted,
                           budget=unpayable), owned.job.created_at)
@@ -276,7 +277,8 @@ def route_pending(session: Session, registry: SiteRegistry,
             failed += 1
             continue
         by_id[job.id] = job
-        quoted, unpayable = _money(session, books, job.id, job.project_id, spec, names)
+        quoted, unpayable = _money(session, registry, books, job.id, job.project_id, spec,
+                                   names)
         pending.append(Pending(job.id, spec, item.owner, item.owner_id,
                                JobView(spec, no_account(registry, item.owner),
                                        failed_at.get(job.id, frozenset()), quoted, unpayable),
