@@ -243,7 +243,8 @@ say "lint-imports"
 
 say "pytest"
 rc=0
-run_child "$VENV/bin/pytest" -q "$@" || rc=$?
+# --durations: the slowest tests in every log, so suite time is watched, not guessed.
+run_child "$VENV/bin/pytest" -q --durations=25 "$@" || rc=$?
 if ((rc == 5)); then
     die "pytest collected no tests (exit 5)"
 fi
