@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -16,11 +17,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from gateway.accounting.rates import ONE_SU_PER_CORE_HOUR, Usage, cost
-from gateway.db.bank_models import Allocation, LedgerEntry, Lien, UsageRow
+from gateway.auth.principal import Principal
+from gateway.db.bank_models import Allocation, LedgerEntry, Lien, Quote, UsageRow
 from gateway.db.engine import transaction
 from gateway.domain.jobspec import JobSpec
 from gateway.runtime import Runtime
-from gateway.services import allocations, bank
+from gateway.services import allocations, bank, projects
 from gateway.services import jobs as job_service
 from gateway.services.allocations import Grant
 from gateway.services.bank import InsufficientFunds
@@ -236,3 +238,72 @@ def test_the_submit_lien_draws_earliest_ending_first_and_splits(
     assert drawn == {first: [(sooner, 1000)], second: [(sooner, 500), (later, 500)]}
     assert (_allocation(runtime, sooner).available_milli,
             _allocation(runtime, later).available_milli) == (0, 9500)
+
+
+def _shared_project(runtime: Runtime, member: TestUser, su: int) -> tuple[str, int]:
+    """A project `member` belongs to, with an allocation of `su`."""
+    admin = Principal(user_id="admin", issuer="local", subject="admin", username="admin",
+                      roles=frozenset({"admin"}))
+    now, name = runtime.clock(), f"p{uuid.uuid4().hex[:8]}"
+    with transaction(runtime.sessions) as s:
+        projects.create(s, admin, name, None, now)
+        projects.set_member(s, admin, name, member.principal.account_name or "", pi=False)
+        a = allocations.grant(s, Grant(name, "*", su * 1000, now - timedelta(days=1),
+                                       now + timedelta(days=30)), {"local"}, "committee",
+                              "shared", now)
+        return name, a.id
+
+
+def _bank_rows(runtime: Runtime, job_id: str) -> tuple[int, int, int]:
+    with runtime.sessions() as s:
+        return (len(s.scalars(select(Quote).where(Quote.job_id == job_id)).all()),
+                len(s.scalars(select(Lien).where(Lien.job_id == job_id)).all()),
+                len(s.scalars(select(LedgerEntry).where(LedgerEntry.job_id == job_id)).all()))
+
+
+def test_a_named_project_pays_and_one_the_user_is_not_in_is_refused(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    # On PostgreSQL the project is found in the lien's own statement; same answers.
+    user, stranger = make_user(), make_user()
+    _grant(runtime, user, 10)  # the personal project: must not pay for the named one
+    name, shared = _shared_project(runtime, user, 3)
+    job_id = post(client, user.headers, {"name": "shared", "executable": "/bin/true",
+                                         "project": name})
+    assert client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()["project"] == name
+    assert _allocation(runtime, shared).held_milli == 1000
+    assert _bank_rows(runtime, job_id) == (1, 1, 2)
+    r = client.post("/api/v1/jobs", headers=stranger.headers,
+                    json={"name": "x", "executable": "/bin/true", "project": name})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"] == f"You are not a member of a project named '{name}'."
+    assert _allocation(runtime, shared).held_milli == 1000
+    with runtime.sessions() as s:
+        assert len(s.scalars(select(Quote)).all()) == 1  # the refused one stored none
+
+
+def test_a_keyed_submission_holds_one_lien_however_often_it_is_sent(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    alloc = _grant(runtime, user, 5)
+    headers = {**user.headers, "Idempotency-Key": "k-1"}
+    spec = {"name": "keyed", "executable": "/bin/true"}
+    first = client.post("/api/v1/jobs", headers=headers, json=spec)
+    again = client.post("/api/v1/jobs", headers=headers, json=spec)
+    assert first.status_code == again.status_code == 202, again.text
+    assert first.json()["id"] == again.json()["id"]
+    assert _bank_rows(runtime, first.json()["id"]) == (1, 1, 2)
+    assert _allocation(runtime, alloc).held_milli == 1000
+
+
+def test_a_job_a_site_cannot_take_holds_nothing(client: TestClient, runtime: Runtime,
+                                                make_user: MakeUser) -> None:
+    # The lien is taken before the site's limits are checked: the refusal drops it.
+    user = make_user()
+    alloc = _grant(runtime, user, 5)
+    r = client.post("/api/v1/jobs", headers=user.headers, json={
+        "name": "huge", "executable": "/bin/true", "site": "local",
+        "resources": {"ranks": 100000, "walltime": 60}})
+    assert r.status_code == 422, r.text
+    assert _allocation(runtime, alloc).held_milli == 0
+    with runtime.sessions() as s:
+        assert s.scalars(select(Quote)).all() == [] and s.scalars(select(Lien)).all() == []
