@@ -21,7 +21,6 @@ import sys
 from typing import Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 
 from gateway.client.errors import (
@@ -43,8 +42,19 @@ NOT_FOUND = 6
 TIMEOUT = 124
 CANCELLED = 130
 
-# Markup off: server text (a problem's detail) must be printed as-is, never interpreted.
-_stderr = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+
+
+class _Stderr:
+    """A rich console on stderr, made on first use: `gridgate --version` needs no rich."""
+
+    def print(self, message: str) -> None:
+        from gateway.cli.render import stderr_console
+
+        # Markup off (render's consoles): server text is printed as-is, never interpreted.
+        stderr_console().print(message)
+
+
+_stderr = _Stderr()
 
 
 def fail(message: str, code: int = FAILURE) -> typer.Exit:

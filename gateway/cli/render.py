@@ -9,23 +9,18 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
 from gateway.client.models import Event, Job, Site
 from gateway.schemas.sites import SiteLoadOut as SiteLoad
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 STATE_STYLES = {
     "ACCEPTED": "cyan", "STAGING_IN": "cyan", "QUEUED": "yellow", "RUNNING": "blue",
@@ -46,6 +41,15 @@ def stderr_console() -> Console:
 
 def transfer_progress() -> Progress:
     """Progress bars (bytes, speed, time left) on stderr for uploads and downloads."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
     return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                     TransferSpeedColumn(), TimeRemainingColumn(),
                     console=stderr_console(), transient=True)

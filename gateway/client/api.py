@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -13,6 +14,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from gateway import __version__
+from gateway.client.defaults import DEFAULT_GATEWAY_URL as DEFAULT_GATEWAY_URL
 from gateway.client.errors import (
     AuthenticationRequired,
     ClientError,
@@ -55,7 +57,6 @@ from gateway.schemas.reports import (
 from gateway.schemas.sites import SiteList
 from gateway.schemas.uploads import UploadList
 
-DEFAULT_GATEWAY_URL = "http://127.0.0.1:8642"
 API_PREFIX = "/api/v1"
 
 Stream = Literal["stdout", "stderr"]
@@ -98,7 +99,7 @@ class GatewayClient:
         self._http = httpx.Client(
             base_url=self.base_url + API_PREFIX,
             auth=_BearerAuth(token_provider) if token_provider else None,
-            transport=transport,
+            transport=transport or _plain_http_transport(self.base_url),
             timeout=timeout,
             headers={"User-Agent": f"gridgate-client/{__version__}",
                      "Accept": "application/json, application/problem+json"},
@@ -473,6 +474,15 @@ def _raise_for_problem(response: httpx.Response) -> None:
             text += "; run 'gridgate login'"
         raise AuthenticationRequired(text if text.endswith(".") else text + ".")
     raise problem_error(response.status_code, body, response.text)
+
+
+def _plain_http_transport(base_url: str) -> httpx.BaseTransport | None:
+    """For an http:// gateway, a transport that skips loading the CA bundle (httpx loads it
+    for every client: a third of a CLI command's start-up). TLS stays verified: its context
+    trusts no authority, so an https connection would be refused, never trusted."""
+    if not base_url.lower().startswith("http://"):
+        return None
+    return httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
 
 
 def _segment(value: str) -> str:

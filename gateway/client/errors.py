@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:  # httpx is imported by whoever made the request: the CLI starts faster
+    import httpx
 
 
 class ClientError(Exception):
@@ -125,6 +126,8 @@ def _phrase(status: int) -> str:
 
 def transport_reason(exc: httpx.TransportError) -> str:
     """A few words on why a connection failed."""
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         return "timed out"
     text = str(exc)
