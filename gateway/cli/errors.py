@@ -63,6 +63,19 @@ def fail(message: str, code: int = FAILURE) -> typer.Exit:
     return typer.Exit(code)
 
 
+def exit_code(exc: Exception) -> int:
+    """The exit code for `exc` (what `report` returns), without printing anything."""
+    if isinstance(exc, GatewayUnreachable):
+        return UNREACHABLE
+    if isinstance(exc, AuthenticationRequired):
+        return AUTH
+    if isinstance(exc, ProblemError):
+        return NOT_FOUND if isinstance(exc, NotFoundError) else PROBLEM
+    if isinstance(exc, GatewayError):
+        return NOT_FOUND if isinstance(exc, NotFound) else PROBLEM
+    return FAILURE
+
+
 def report(exc: Exception) -> int:
     """Print one plain line (plus per-field errors) for `exc`; return its exit code."""
     if isinstance(exc, GatewayUnreachable):
@@ -72,10 +85,15 @@ def report(exc: Exception) -> int:
         _stderr.print(f"error: {exc.message}")
         return AUTH
     if isinstance(exc, ProblemError):
-        _stderr.print(f"error: {exc.detail or exc.title}")
+        if not exc.errors:
+            _stderr.print(f"error: {exc.detail or exc.title}")
+            return exit_code(exc)
+        # The detail repeats the errors in one line: print each problem once, one a line.
+        count = len(exc.errors)
+        _stderr.print(f"error: {exc.title} ({count} problem{'s' if count > 1 else ''}):")
         for err in exc.errors:
             _stderr.print(f"  {err.field}: {err.message}")
-        return NOT_FOUND if isinstance(exc, NotFoundError) else PROBLEM
+        return exit_code(exc)
     if isinstance(exc, ClientError):
         _stderr.print(f"error: {exc.message}")
         return FAILURE

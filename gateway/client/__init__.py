@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from gateway.client.credentials import Credentials, CredentialStore, StoredTokenProvider
     from gateway.client.defaults import DEFAULT_GATEWAY_URL
     from gateway.client.errors import (
+        AmbiguousJobId,
         AuthenticationRequired,
         ClientError,
         ConflictError,
@@ -36,8 +37,8 @@ _WHERE = {
     "gateway.client.api": ("GatewayClient", "TokenProvider"),
     "gateway.client.defaults": ("DEFAULT_GATEWAY_URL",),
     "gateway.client.credentials": ("Credentials", "CredentialStore", "StoredTokenProvider"),
-    "gateway.client.errors": ("AuthenticationRequired", "ClientError", "ConflictError",
-                              "FieldError", "GatewayUnreachable", "NotFoundError",
+    "gateway.client.errors": ("AmbiguousJobId", "AuthenticationRequired", "ClientError",
+                              "ConflictError", "FieldError", "GatewayUnreachable", "NotFoundError",
                               "ProblemError", "SessionExpired", "ValidationFailed"),
     "gateway.client.models": ("Event", "Health", "Job", "JobPage", "Output", "Site",
                               "is_final"),
@@ -47,6 +48,7 @@ _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names
 
 __all__ = [
     "DEFAULT_GATEWAY_URL",
+    "AmbiguousJobId",
     "AuthenticationRequired",
     "AuthorizationServer",
     "ClientError",

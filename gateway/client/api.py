@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 import time
+import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from gateway import __version__
 from gateway.client.defaults import DEFAULT_GATEWAY_URL as DEFAULT_GATEWAY_URL
 from gateway.client.errors import (
+    AmbiguousJobId,
     AuthenticationRequired,
     ClientError,
     GatewayUnreachable,
@@ -58,6 +60,8 @@ from gateway.schemas.sites import SiteList
 from gateway.schemas.uploads import UploadList
 
 API_PREFIX = "/api/v1"
+# Jobs an ambiguous short id lists (and asks for one more, to say there are more).
+MAX_ID_CANDIDATES = 10
 
 Stream = Literal["stdout", "stderr"]
 # Returns a bearer token, or None to send the request without one. It may raise
@@ -126,11 +130,15 @@ class GatewayClient:
 
     def list_jobs(self, *, state: str | None = None, site: str | None = None,
                   project: str | None = None, labels: Mapping[str, str] | None = None,
-                  limit: int = 50, cursor: str | None = None) -> JobPage:
-        """GET /jobs: one page of your jobs, newest first."""
+                  limit: int = 50, cursor: str | None = None, name: str | None = None,
+                  id_prefix: str | None = None, mine: bool = False) -> JobPage:
+        """GET /jobs: one page of your jobs, newest first (`name`: exactly; `id_prefix`:
+        ids starting with it; `mine`: only yours even when you may read everyone's)."""
         params: list[tuple[str, str | int]] = [("limit", limit)]
+        if mine:
+            params.append(("mine", "true"))
         for key, value in (("state", state), ("site", site), ("project", project),
-                           ("cursor", cursor)):
+                           ("cursor", cursor), ("name", name), ("id_prefix", id_prefix)):
             if value is not None:
                 params.append((key, value))
         params += [("label", f"{k}={v}") for k, v in (labels or {}).items()]
@@ -138,12 +146,13 @@ class GatewayClient:
 
     def iter_jobs(self, *, state: str | None = None, site: str | None = None,
                   project: str | None = None, labels: Mapping[str, str] | None = None,
-                  page_size: int = 100) -> Iterator[Job]:
+                  page_size: int = 100, name: str | None = None,
+                  mine: bool = False) -> Iterator[Job]:
         """Every matching job, following `next_cursor` page by page."""
         cursor: str | None = None
         while True:
             page = self.list_jobs(state=state, site=site, project=project, labels=labels,
-                                  limit=page_size, cursor=cursor)
+                                  limit=page_size, cursor=cursor, name=name, mine=mine)
             yield from page["items"]
             cursor = page.get("next_cursor")
             if not cursor:
@@ -156,6 +165,32 @@ class GatewayClient:
     def cancel(self, job_id: str) -> Job:
         """POST /jobs/{id}/cancel (202); the job ends CANCELLED once the site confirms."""
         return self._document(Job, "POST", f"/jobs/{_segment(job_id)}/cancel")
+
+    def hold(self, job_id: str) -> Job:
+        """POST /jobs/{id}/hold: keep an ACCEPTED job from being routed or submitted
+        (ConflictError once a worker has taken it)."""
+        return self._document(Job, "POST", f"/jobs/{_segment(job_id)}/hold")
+
+    def release(self, job_id: str) -> Job:
+        """POST /jobs/{id}/release: let a held job run."""
+        return self._document(Job, "POST", f"/jobs/{_segment(job_id)}/release")
+
+    def resolve_job_id(self, text: str) -> str:
+        """The id of the job `text` names: a whole id as it is, else the one job of yours
+        whose id starts with it (`d3eca39f`), found by the gateway in one request.
+        NotFoundError when none does; AmbiguousJobId, listing them, when several do."""
+        wanted = text.strip().lower()
+        if _is_job_id(wanted):
+            return wanted
+        page = self.list_jobs(id_prefix=wanted, mine=True, limit=MAX_ID_CANDIDATES + 1)
+        found = page["items"]
+        if len(found) == 1:
+            return found[0]["id"]
+        if not found:
+            raise problem_error(404, {"title": "Not found", "detail": (
+                f"No job of yours has an id starting with '{text}'.")})
+        raise AmbiguousJobId(text, found[:MAX_ID_CANDIDATES],
+                             more=len(found) > MAX_ID_CANDIDATES)
 
     def events(self, job_id: str) -> list[Event]:
         """GET /jobs/{id}/events: every state change, oldest first."""
@@ -461,6 +496,13 @@ def _raise_for_problem(response: httpx.Response) -> None:
     if not response.is_error:
         # 1xx/3xx are not expected from this API; treat as a problem too.
         raise problem_error(response.status_code, None, response.text)
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if response.status_code in (404, 405) and not kind.endswith("json"):
+        # Every error of a gridgate gateway is a problem document: this is another server.
+        raise problem_error(response.status_code, {"title": "Not a gridgate gateway", "detail": (
+            f"{response.request.url} answered {response.status_code} with "
+            f"{kind or 'no content type'}, not a gridgate problem document: the gateway "
+            "URL (--gateway or GRIDGATE_URL) points at another web server.")})
     try:
         body: Any = response.json()
     except ValueError:
@@ -483,6 +525,13 @@ def _plain_http_transport(base_url: str) -> httpx.BaseTransport | None:
     if not base_url.lower().startswith("http://"):
         return None
     return httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+
+
+def _is_job_id(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
 
 
 def _segment(value: str) -> str:

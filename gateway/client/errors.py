@@ -2,6 +2,7 @@
 
     ClientError                  anything the client reports; `str()` is a sentence for a person
     ├── GatewayUnreachable       no connection (refused, DNS, timeout): carries the URL
+    ├── AmbiguousJobId           a short id that starts several of your jobs' ids
     ├── AuthenticationRequired   no token, or the gateway answered 401
     │   └── SessionExpired       the access and refresh tokens have both expired
     └── ProblemError             the gateway answered an RFC 9457 problem (or another error)
@@ -38,6 +39,22 @@ class GatewayUnreachable(ClientError):
         )
         self.url = url
         self.reason = reason
+
+
+class AmbiguousJobId(ClientError):
+    """A short job id that starts more than one of your jobs' ids; `candidates` are
+    (some of) those jobs, newest first, and `more` says whether there are others."""
+
+    def __init__(self, prefix: str, candidates: list[Any], *, more: bool = False) -> None:
+        lines = [f"'{prefix}' starts the ids of {'more than ' if more else ''}"
+                 f"{len(candidates)} of your jobs; give more of the id:"]
+        lines += [f"  {job['id']}  {job['state']:<11}  {job['name']}" for job in candidates]
+        if more:
+            lines.append("  ...")
+        super().__init__("\n".join(lines))
+        self.prefix = prefix
+        self.candidates = candidates
+        self.more = more
 
 
 class AuthenticationRequired(ClientError):

@@ -134,6 +134,8 @@ class JobFilter:
     name: str | None = None
     # The start of a job id (lower-case hex and dashes only: checked by the service).
     id_prefix: str | None = None
+    # Only the caller's own jobs, even for readers who see every job (auditors, admins).
+    mine: bool = False
 
 
 _OWNER_NAME = func.coalesce(_users.c.username, _users.c.subject)

@@ -112,8 +112,8 @@ def list_jobs(conn: Connection, principal: Principal, filters: JobFilter, *, lim
     if filters.id_prefix is not None and not JOB_ID_PREFIX.matches(filters.id_prefix):
         raise Invalid(str(JOB_ID_PREFIX.problem(filters.id_prefix)), field="id_prefix")
     after = _decode_cursor(cursor) if cursor else None
-    rows = repo.job_page(conn, _owner_filter(principal), filters, limit=limit + 1,
-                         after=after)
+    owner = principal.user_id if filters.mine else _owner_filter(principal)
+    rows = repo.job_page(conn, owner, filters, limit=limit + 1, after=after)
     next_cursor = _encode_cursor(rows[limit - 1]) if len(rows) > limit else None
     return JobPage(rows[:limit], next_cursor)
 

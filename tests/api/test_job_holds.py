@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from alembic import command
 from fastapi.testclient import TestClient
 
+from gateway.db.engine import is_postgres
+from gateway.db.migrate import alembic_config, upgrade_database
 from gateway.runtime import Runtime
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser
@@ -104,6 +107,11 @@ def test_id_prefix_finds_only_the_callers_jobs(client: TestClient, make_user: Ma
     assert listed(alice.headers, mine[1]) == [mine[1]]
     assert listed(alice.headers, theirs[:8]) == []  # never another user's job
     assert listed(bob.headers, theirs[:12]) == [theirs]
+    auditor = make_user(roles=("auditor",))  # reads every job, but `mine` is only theirs
+    assert listed(auditor.headers, theirs[:8]) == [theirs]
+    mine_only = client.get("/api/v1/jobs", params={"id_prefix": theirs[:8], "mine": True},
+                           headers=auditor.headers)
+    assert mine_only.json()["items"] == []
     # Every hex digit starts some of a few ids; one character is usually ambiguous.
     first = mine[0][0]
     assert set(listed(alice.headers, first)) == {j for j in mine if j.startswith(first)}
@@ -119,3 +127,22 @@ def test_name_filter_is_exact(client: TestClient, make_user: MakeUser) -> None:
     post(client, user.headers, {**TRUE, "name": "sweep-2"})
     r = client.get("/api/v1/jobs", params={"name": "sweep"}, headers=user.headers)
     assert [j["id"] for j in r.json()["items"]] == [a]
+
+
+def test_migration_0011_keeps_existing_jobs(client: TestClient, runtime: Runtime,
+                                            make_user: MakeUser) -> None:
+    """Down to 0010 and up again with jobs, events and labels in the database: on SQLite a
+    table rebuild would break the foreign keys that point at jobs."""
+    user = make_user()
+    job_id = post(client, user.headers, {**TRUE, "labels": {"k": "v"}})
+    cfg = alembic_config(runtime.engine)
+    if is_postgres(runtime.engine):
+        with runtime.engine.connect() as conn:
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0010")
+            conn.commit()
+    else:
+        command.downgrade(alembic_config(runtime.engine), "0010")
+    upgrade_database(runtime.engine)
+    job = show(client, user.headers, job_id)
+    assert (job["state"], job["held"], job["labels"]) == ("ACCEPTED", False, {"k": "v"})

@@ -70,10 +70,12 @@ def list_jobs(
     id_prefix: Annotated[str | None, Query(max_length=36, description=(
         "Only jobs whose id starts with this (lower-case hex and '-'): how a client turns "
         "a short id such as `d3eca39f` into the job's id, in one request."))] = None,
+    mine: Annotated[bool, Query(description="Only your own jobs (auditors and "
+                                "administrators otherwise see everyone's).")] = False,
 ) -> Response:
     """Your jobs, newest first; follow `next_cursor` for the next page."""
     filters = JobFilter(state=state, site=site, project=project, labels=_label_pairs(label),
-                        name=name, id_prefix=id_prefix)
+                        name=name, id_prefix=id_prefix, mine=mine)
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters, limit=limit, cursor=cursor)
     return json_response(JobList, JobList(items=[job_out(row) for row in page.jobs],

@@ -16,12 +16,12 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
+# Plain ALTER TABLE on both databases: a batch "move and copy" on SQLite would drop the
+# jobs table, which every job's events, attempts and labels reference.
 def upgrade() -> None:
-    with op.batch_alter_table('jobs', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('held', sa.Boolean(), server_default=sa.false(),
-                                      nullable=False))
+    op.add_column('jobs', sa.Column('held', sa.Boolean(), server_default=sa.false(),
+                                    nullable=False))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('jobs', schema=None) as batch_op:
-        batch_op.drop_column('held')
+    op.drop_column('jobs', 'held')
