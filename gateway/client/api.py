@@ -21,6 +21,7 @@ from gateway.client.errors import (
     AuthenticationRequired,
     ClientError,
     GatewayUnreachable,
+    StreamEnded,
     problem_error,
     transport_reason,
 )
@@ -245,6 +246,7 @@ class GatewayClient:
                 yield first.data
             position = first.offset + len(first.data)
         failures = 0
+        ended: str | None = None  # why the last stream stopped before the job's end
         while True:
             try:
                 with self._stream("GET", path, params={"follow": "true", "offset": position}) \
@@ -253,12 +255,21 @@ class GatewayClient:
                         position += len(chunk)
                         failures = 0
                         yield chunk
-                return
+                # The gateway ends a follow when the job is over, or early when it stops
+                # (gateway.api.stopping): then it is resumed, like a dropped connection.
+                ended = "the gateway ended the stream before the job ended"
+                if is_final(self.get_job(job_id)):
+                    return
             except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                failures += 1
-                if failures > reconnects:
-                    raise GatewayUnreachable(self.base_url, transport_reason(exc)) from exc
-                time.sleep(min(2.0 ** failures / 4, 5.0))
+                ended = f"the connection to the gateway broke ({transport_reason(exc)})"
+            except GatewayUnreachable as exc:
+                if ended is None:  # the first request: no stream to resume
+                    raise
+                if failures >= reconnects:
+                    raise StreamEnded(self.base_url, job_id, stream, ended, exc.reason) \
+                        from exc
+            failures += 1
+            time.sleep(min(2.0 ** failures / 4, 5.0))
 
     def wait(self, job_id: str, *, poll_seconds: float = 1.0, timeout: float | None = None,
              on_update: Callable[[Job], None] | None = None) -> Job:

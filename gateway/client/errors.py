@@ -2,6 +2,7 @@
 
     ClientError                  anything the client reports; `str()` is a sentence for a person
     ├── GatewayUnreachable       no connection (refused, DNS, timeout): carries the URL
+    │   └── StreamEnded          a followed output stream ended early and could not resume
     ├── AmbiguousJobId           a short id that starts several of your jobs' ids
     ├── AuthenticationRequired   no token, or the gateway answered 401
     │   └── SessionExpired       the access and refresh tokens have both expired
@@ -55,6 +56,20 @@ class AmbiguousJobId(ClientError):
         self.prefix = prefix
         self.candidates = candidates
         self.more = more
+
+
+class StreamEnded(GatewayUnreachable):
+    """A followed output stream ended before its job did (the gateway stopped, or the
+    connection broke) and the gateway could not be reached again to resume it."""
+
+    def __init__(self, url: str, job_id: str, stream: str, ended: str, reason: str) -> None:
+        super().__init__(url, reason)
+        self.message = (
+            f"The {stream} stream of job {job_id} ended: {ended}, and the gateway at {url} "
+            f"cannot be reached now ({reason}); it was probably stopped or restarted. The "
+            f"job goes on at its site: run `gridgate logs {job_id} -f` again once the "
+            "gateway is back.")
+        self.args = (self.message,)
 
 
 class AuthenticationRequired(ClientError):
