@@ -129,7 +129,10 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gridgate-cli-startup."))
     port = free_port()
-    env = {**os.environ, "GRIDGATE_DATA_DIR": str(work / "data"),
+    # Bytecode cached as in any installation (pip compiles on install): a
+    # PYTHONDONTWRITEBYTECODE environment would time the compiler instead.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {**env, "GRIDGATE_DATA_DIR": str(work / "data"),
            "GRIDGATE_CONFIG_DIR": str(work / "config"), "GRIDGATE_HOST": "127.0.0.1",
            "GRIDGATE_PORT": str(port), "GRIDGATE_PUBLIC_URL": f"http://127.0.0.1:{port}",
            "GRIDGATE_URL": f"http://127.0.0.1:{port}", "COLUMNS": "80"}
