@@ -14,6 +14,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from adapters.text_rules import JOB_ID_PREFIX
 from gateway import __version__
 from gateway.client.defaults import DEFAULT_GATEWAY_URL as DEFAULT_GATEWAY_URL
 from gateway.client.errors import (
@@ -183,6 +184,10 @@ class GatewayClient:
         wanted = text.strip().lower()
         if _is_job_id(wanted):
             return wanted
+        if not JOB_ID_PREFIX.matches(wanted):  # cannot start any id: no need to ask
+            raise problem_error(404, {"title": "Not found", "detail": (
+                f"No job of yours has an id starting with '{text}' ("
+                f"{JOB_ID_PREFIX.hint}).")})
         page = self.list_jobs(id_prefix=wanted, mine=True, limit=MAX_ID_CANDIDATES + 1)
         found = page["items"]
         if len(found) == 1:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection
 
-from adapters.text_rules import TextRule
+from adapters.text_rules import JOB_ID_PREFIX
 from gateway.auth.principal import Principal
 from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.jobspec import AUTO
@@ -34,10 +34,6 @@ READ_ALL_ROLES = ("auditor", "admin")
 MAX_LABEL_FILTERS = 16
 # What the API shows of a job (kept under this name for the services that return one).
 JobRow = JobView
-# The start of a job id, as `gridgate` takes it (`d3eca39f`): what a UUID is made of.
-JOB_ID_PREFIX = TextRule("job id prefix", r"[0-9a-f-]{1,36}",
-                         "give the first characters of a job id: digits 0-9, letters a-f "
-                         "and '-' (at most 36)")
 
 __all__ = ["MAX_LABEL_FILTERS", "JobFilter", "JobPage", "JobRow", "ensure_visible", "events",
            "job_detail", "jobs_by_state_and_site", "list_jobs", "output_place", "placement",
