@@ -13,6 +13,8 @@ from fastapi import Request
 from pydantic import BaseModel
 
 _VALUE_ERROR = "Value error, "
+# pydantic's words for an unknown field, kept: clients may already look for them.
+_UNKNOWN = "Extra inputs are not permitted"
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
@@ -60,12 +62,12 @@ def unknown_field(request: Request, loc: Sequence[Any]) -> str:
     model = _body_model(request) if loc and loc[0] == "body" else None
     parent = _model_at(model, loc[1:-1]) if model is not None else None
     if parent is None:
-        return "unknown field"
+        return _UNKNOWN
     allowed = [name for name, f in parent.model_fields.items() if not f.exclude]
     close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
     if close:
-        return f"unknown field; did you mean '{close[0]}'?"
-    return "unknown field; the fields here are " + ", ".join(allowed)
+        return f"{_UNKNOWN}; did you mean '{close[0]}'?"
+    return f"{_UNKNOWN}; the fields here are " + ", ".join(allowed)
 
 
 def message(request: Request, error: dict[str, Any]) -> str:

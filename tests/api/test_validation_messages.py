@@ -22,16 +22,16 @@ def test_misspelt_fields_get_a_did_you_mean(client: TestClient, make_user: MakeU
     found = problems(client, user.headers, {
         "name": "t", "exectuable": "/bin/true", "resources": {"rank": 2},
         "inputs": [{"source": "https://example.org/x", "dset": "x"}]})
-    assert found["exectuable"] == "unknown field; did you mean 'executable'?"
-    assert found["resources.rank"] == "unknown field; did you mean 'ranks'?"
-    assert found["inputs[0].dset"] == "unknown field; did you mean 'dest'?"
+    assert found["exectuable"] == "Extra inputs are not permitted; did you mean 'executable'?"
+    assert found["resources.rank"] == "Extra inputs are not permitted; did you mean 'ranks'?"
+    assert found["inputs[0].dset"] == "Extra inputs are not permitted; did you mean 'dest'?"
 
 
 def test_an_unrecognisable_field_lists_the_fields_allowed(client: TestClient,
                                                          make_user: MakeUser) -> None:
     user = make_user()
     found = problems(client, user.headers, {**SPEC, "mpi": {"zzz": 1}})
-    assert found["mpi.zzz"].startswith("unknown field; the fields here are launcher")
+    assert found["mpi.zzz"].startswith("Extra inputs are not permitted; the fields here are launcher")
 
 
 def test_a_capitalised_site_name_says_site_names_are_lower_case(

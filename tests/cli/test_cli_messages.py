@@ -21,8 +21,8 @@ def test_each_problem_once_with_did_you_mean(cli: Cli, tmp_path: Path) -> None:
     spec.write_text("name: t\nexectuable: /bin/true\nresources: {nodes: 1, rank: 2}\n")
     lines = cli("submit", str(spec), code=errors.PROBLEM).stderr.splitlines()
     assert lines[0].startswith("error: Invalid request (") and lines[0].endswith("problems):")
-    assert "  exectuable: unknown field; did you mean 'executable'?" in lines
-    assert "  resources.rank: unknown field; did you mean 'ranks'?" in lines
+    assert "  exectuable: Extra inputs are not permitted; did you mean 'executable'?" in lines
+    assert "  resources.rank: Extra inputs are not permitted; did you mean 'ranks'?" in lines
     assert len(lines) == len(set(lines)), "no problem printed twice"
     assert sum("exectuable" in line for line in lines) == 1
 
