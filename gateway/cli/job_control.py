@@ -19,7 +19,7 @@ from gateway.client.errors import ClientError
 from gateway.client.models import FINAL_STATES, Job
 
 JobsArg = Annotated[list[str] | None, typer.Argument(
-    metavar="[JOB]...", help="Job ids, or unique starts of them.",
+    metavar="JOB", help="Job ids, or unique starts of them.",
     callback=job_ids.resolve_many, show_default=False)]
 NameOpt = Annotated[str | None, typer.Option(
     "--name", help="Select your jobs of this exact name.")]

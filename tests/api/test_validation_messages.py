@@ -31,7 +31,8 @@ def test_an_unrecognisable_field_lists_the_fields_allowed(client: TestClient,
                                                          make_user: MakeUser) -> None:
     user = make_user()
     found = problems(client, user.headers, {**SPEC, "mpi": {"zzz": 1}})
-    assert found["mpi.zzz"].startswith("Extra inputs are not permitted; the fields here are launcher")
+    assert found["mpi.zzz"].startswith(
+        "Extra inputs are not permitted; the fields here are launcher")
 
 
 def test_a_capitalised_site_name_says_site_names_are_lower_case(

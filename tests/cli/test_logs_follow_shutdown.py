@@ -63,3 +63,42 @@ def test_stopping_the_server_ends_a_followed_log_cleanly(tmp_path: Path) -> None
     assert "cannot be reached now (connection refused)" in stderr
     assert f"run `gridgate logs {job_id} -f` again once the gateway is back" in stderr
     assert "Traceback" not in stderr
+
+
+def test_a_followed_log_resumes_when_the_gateway_is_back(tmp_path: Path) -> None:
+    """Stopped and started again while `logs -f` waits: it goes on from the byte it had,
+    and ends with the job, every line once."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server_env = {"GRIDGATE_DATA_DIR": str(tmp_path / "data"), "GRIDGATE_PORT": str(port),
+                  "GRIDGATE_HOST": "127.0.0.1", "GRIDGATE_PUBLIC_URL": url,
+                  "GRIDGATE_WORKER_POLL_SECONDS": "0.2"}
+    env = {**os.environ, **server_env, "GRIDGATE_URL": url,
+           "GRIDGATE_CONFIG_DIR": str(tmp_path / "config")}
+    server = GatewayProcess(server_env, tmp_path / "serve.log")
+    server.start()
+    try:
+        created = json.loads(gridgate(env, "admin", "client", "create", "t", "--json"))
+        (tmp_path / "secret").write_text(created["client_secret"] + "\n")
+        gridgate(env, "login", "--client-id", created["client_id"], "--client-secret-file",
+                 str(tmp_path / "secret"))
+        # The job goes on at its site while the gateway is down (it prints "two" then or
+        # later: the follower gets it from where it stopped either way).
+        job_id = gridgate(env, "submit", "-q", "--site", "local", "--exe", "sh", "--", "-c",
+                          "echo one; sleep 5; echo two").strip()
+        follower = subprocess.Popen([sys.executable, "-m", "gateway.cli.main", "logs",
+                                     job_id, "-f"], env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        try:
+            assert follower.stdout is not None
+            assert follower.stdout.readline() == "one\n"
+            server.stop()
+            server.start()  # the follower is still retrying: it reconnects
+            stdout, stderr = follower.communicate(timeout=120)
+        finally:
+            if follower.poll() is None:
+                follower.kill()
+                follower.wait()
+    finally:
+        server.stop()
+    assert (follower.returncode, stdout) == (0, "two\n"), stderr
