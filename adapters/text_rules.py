@@ -83,6 +83,11 @@ ACCOUNT = TextRule(
 MPI_FLAVOR = TextRule(
     "MPI flavor name", r"[a-z0-9][a-z0-9._-]{0,31}",
     "use 1-32 lowercase letters, digits, '.', '_' or '-' (e.g. mpich, openmpi)")
+# The start of a gateway job id (a UUID), as people type one: `d3eca39f`. Used by the API's
+# `id_prefix` filter and by the client before it asks.
+JOB_ID_PREFIX = TextRule(
+    "job id prefix", r"[0-9a-f-]{1,36}",
+    "give the first characters of a job id: digits 0-9, letters a-f and '-' (at most 36)")
 # Slurm's time format; `d`, `h`, `m`, `s` are the groups `parse` reads.
 DURATION = TextRule(
     "duration", r"(?:(?P<d>[0-9]+)-)?(?:(?P<h>[0-9]+):)?(?P<m>[0-9]+):(?P<s>[0-9]+)",

@@ -40,6 +40,7 @@ from adapters.errors import (
     SubmitRejected,
     UnknownJob,
 )
+from gateway.api import suggestions
 from gateway.domain import errors
 
 PROBLEM_JSON = "application/problem+json"
@@ -112,7 +113,7 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
 
 def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
     fields = [
-        {"field": _field(err.get("loc", ())), "message": str(err.get("msg", ""))}
+        {"field": _field(err.get("loc", ())), "message": suggestions.message(request, err)}
         for err in exc.errors()
     ]
     summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])

@@ -21,7 +21,6 @@ import sys
 from typing import Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperGroup
 
 from gateway.client.errors import (
@@ -43,14 +42,38 @@ NOT_FOUND = 6
 TIMEOUT = 124
 CANCELLED = 130
 
-# Markup off: server text (a problem's detail) must be printed as-is, never interpreted.
-_stderr = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
+
+
+class _Stderr:
+    """A rich console on stderr, made on first use: `gridgate --version` needs no rich."""
+
+    def print(self, message: str) -> None:
+        from gateway.cli.render import stderr_console
+
+        # Markup off (render's consoles): server text is printed as-is, never interpreted.
+        stderr_console().print(message)
+
+
+_stderr = _Stderr()
 
 
 def fail(message: str, code: int = FAILURE) -> typer.Exit:
     """Print `message` on stderr and return the Exit to raise."""
     _stderr.print(message)
     return typer.Exit(code)
+
+
+def exit_code(exc: Exception) -> int:
+    """The exit code for `exc` (what `report` returns), without printing anything."""
+    if isinstance(exc, GatewayUnreachable):
+        return UNREACHABLE
+    if isinstance(exc, AuthenticationRequired):
+        return AUTH
+    if isinstance(exc, ProblemError):
+        return NOT_FOUND if isinstance(exc, NotFoundError) else PROBLEM
+    if isinstance(exc, GatewayError):
+        return NOT_FOUND if isinstance(exc, NotFound) else PROBLEM
+    return FAILURE
 
 
 def report(exc: Exception) -> int:
@@ -62,10 +85,15 @@ def report(exc: Exception) -> int:
         _stderr.print(f"error: {exc.message}")
         return AUTH
     if isinstance(exc, ProblemError):
-        _stderr.print(f"error: {exc.detail or exc.title}")
+        if not exc.errors:
+            _stderr.print(f"error: {exc.detail or exc.title}")
+            return exit_code(exc)
+        # The detail repeats the errors in one line: print each problem once, one a line.
+        count = len(exc.errors)
+        _stderr.print(f"error: {exc.title} ({count} problem{'s' if count > 1 else ''}):")
         for err in exc.errors:
             _stderr.print(f"  {err.field}: {err.message}")
-        return NOT_FOUND if isinstance(exc, NotFoundError) else PROBLEM
+        return exit_code(exc)
     if isinstance(exc, ClientError):
         _stderr.print(f"error: {exc.message}")
         return FAILURE

@@ -1,4 +1,5 @@
-"""Job commands: submit, list, show, events, logs, cancel, wait."""
+"""Job commands: submit, list, show, events, logs, wait (cancel, hold, release:
+job_control)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from gateway.cli import errors, render
+from gateway.cli import errors, job_ids, render
 from gateway.cli.spec import SpecFlags, build_spec, load_spec_file, pairs
 from gateway.cli.state import state
 from gateway.cli.waiting import job_exit_code, wait_for
@@ -16,7 +17,9 @@ from gateway.client.api import GatewayClient, Stream
 from gateway.client.models import Output
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON instead of a table.")]
-JobArg = Annotated[str, typer.Argument(metavar="JOB", help="Job id.")]
+JobArg = Annotated[str, typer.Argument(
+    metavar="JOB", help="Job id, or any unique start of it (e.g. the 8 characters `list` "
+    "shows).", callback=job_ids.resolve_one)]
 TimeoutOpt = Annotated[float | None, typer.Option(
     "--timeout", min=0, help="Give up waiting after this many seconds (exit 124).")]
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
@@ -206,16 +209,6 @@ def logs(
                 out.write(data)
                 out.flush()
     out.flush()
-
-
-def cancel(ctx: typer.Context, job_id: JobArg, json_out: JsonOpt = False) -> None:
-    """Cancel a job (it ends CANCELLED once its site confirms)."""
-    with state(ctx).client() as client:
-        job = client.cancel(job_id)
-    if json_out:
-        render.print_json(job)
-        return
-    render.stderr_console().print(f"Cancel requested for job {job['id']} (now {job['state']}).")
 
 
 def wait(

@@ -1,35 +1,22 @@
 """The `gridgate` command: a client of the REST API, plus the gateway's own server commands.
 
+Each command's module is imported when the command runs (gateway.cli.lazy), so
+`gridgate --version` loads no client and `gridgate list` only the job commands'.
 Exit codes are listed in `gateway.cli.errors`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import gc
+from typing import Annotated, Any
 
 import typer
+from typer._click import Command
 
 from gateway import __version__
-from gateway.cli import (
-    admin,
-    allocations,
-    auth,
-    errors,
-    fetch,
-    jobs,
-    render,
-    reports,
-    routing,
-    server,
-    simulate,
-    site,
-    uploads,
-)
-from gateway.cli.audit import audit_app
+from gateway.cli import lazy
 from gateway.cli.errors import GatewayGroup
-from gateway.cli.state import CliState, state
-from gateway.client.api import DEFAULT_GATEWAY_URL
-from gateway.client.credentials import normalize_url
+from gateway.client.defaults import DEFAULT_GATEWAY_URL
 
 HELP = """Submit and follow HPC jobs through a gridgate gateway.
 
@@ -48,8 +35,81 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 gateway unreachable,
 `wait` mirrors the job (its exit code, 130 cancelled, 124 timeout).
 """
 
+# Command name -> "module:attribute" (a command function or a typer.Typer sub-app).
+COMMANDS = {
+    "serve": "gateway.cli.server:serve",
+    "worker": "gateway.cli.server:worker",
+    "login": "gateway.cli.auth:login",
+    "logout": "gateway.cli.auth:logout",
+    "submit": "gateway.cli.jobs:submit",
+    "list": "gateway.cli.jobs:list_jobs",
+    "show": "gateway.cli.jobs:show",
+    "events": "gateway.cli.jobs:events",
+    "logs": "gateway.cli.jobs:logs",
+    "cancel": "gateway.cli.job_control:cancel",
+    "hold": "gateway.cli.job_control:hold",
+    "release": "gateway.cli.job_control:release",
+    "wait": "gateway.cli.jobs:wait",
+    "fetch": "gateway.cli.fetch:fetch",
+    "outputs-delete": "gateway.cli.fetch:delete_outputs",
+    "upload": "gateway.cli.uploads:upload",
+    "uploads": "gateway.cli.uploads:list_uploads",
+    "upload-delete": "gateway.cli.uploads:delete",
+    "estimate": "gateway.cli.routing:estimate",
+    "explain": "gateway.cli.routing:explain",
+    "sites": "gateway.cli.system:sites",
+    "health": "gateway.cli.system:health",
+    "schema": "gateway.cli.system:schema",
+    "simulate": "gateway.cli.simulate:simulate",
+    "projects": "gateway.cli.allocations:projects",
+    "balance": "gateway.cli.allocations:balance",
+    "usage": "gateway.cli.reports:usage",
+    "project": "gateway.cli.allocations:project_app",
+    "admin": "gateway.cli.host_apps:admin_app",
+    "db": "gateway.cli.host_apps:db_app",
+    "site": "gateway.cli.site:site_app",
+    "report": "gateway.cli.reports:report_app",
+    "audit": "gateway.cli.audit:audit_app",
+}
+
+TESTBED_MISSING = (
+    "gridgate testbed: the testbed tooling is not installed (it is a developer tool, not "
+    "part of the gridgate package). From a clone of gridgate: pip install -e ./testbed")
+
+
+def testbed_missing(ctx: typer.Context) -> None:
+    """Say what to install: the testbed is a distribution of its own (testbed/pyproject.toml)."""
+    from gateway.cli import errors
+
+    raise errors.fail(TESTBED_MISSING)
+
+
+def _testbed() -> Command:
+    try:
+        from gateway.cli.testbed import testbed_app
+    except ModuleNotFoundError as exc:
+        if exc.name != "testbed":
+            raise
+        return lazy.build(
+            "testbed", testbed_missing, add_help_option=False,
+            help="The local multi-site testbed (not installed: pip install -e ./testbed).",
+            context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    return lazy.build("testbed", testbed_app)
+
+
+class RootGroup(GatewayGroup):
+    """`gridgate`: its commands load on first use."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        loaders = {name: lazy.command(name, target) for name, target in COMMANDS.items()}
+        loaders["testbed"] = _testbed
+        eager = kwargs.pop("commands", None) or {}
+        commands: Any = lazy.LazyCommands(loaders, eager)  # a mapping is all click needs
+        super().__init__(*args, commands=commands, **kwargs)
+
+
 app = typer.Typer(
-    cls=GatewayGroup,
+    cls=RootGroup,
     help=HELP,
     no_args_is_help=True,
     add_completion=False,
@@ -57,13 +117,6 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-admin_app = typer.Typer(help="Administer the gateway: accounts and site histories on the gateway "
-                             "host (open the database); allocations through the API.",
-                        no_args_is_help=True)
-admin_user = typer.Typer(help="Local users.", no_args_is_help=True)
-admin_client = typer.Typer(help="OAuth clients for automation.", no_args_is_help=True)
-admin_history = typer.Typer(help="Sites' past queue waits, for routing.", no_args_is_help=True)
-db_app = typer.Typer(help="The gateway's database (on the gateway host).", no_args_is_help=True)
 
 
 def _version(value: bool) -> None:
@@ -81,116 +134,20 @@ def root(
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Show the version.")] = False,
 ) -> None:
+    from gateway.cli.state import CliState
+    from gateway.client.credentials import normalize_url
+
     ctx.obj = CliState(normalize_url(gateway))
-
-
-def sites(ctx: typer.Context, json_out: jobs.JsonOpt = False) -> None:
-    """List the sites jobs can run at: their status and live load (queued and running
-    jobs, free cores, and the predicted wait of a 1-node, 1-hour job, median and 95%
-    bound, at the last queue snapshot a routing pass took)."""
-    with state(ctx).client() as client:
-        items = client.sites()
-    if json_out:
-        render.print_json({"items": items})
-        return
-    console = render.stdout_console()
-    console.print(render.sites_table(items))
-    console.print()
-    console.print(render.load_table(items))
-
-
-def health(ctx: typer.Context, json_out: jobs.JsonOpt = False) -> None:
-    """Check that the gateway is up and reaches its database (no login needed)."""
-    with state(ctx).client(authenticated=False) as client:
-        info = client.health()
-    if json_out:
-        render.print_json(info)
-        return
-    render.stdout_console().print(
-        f"{state(ctx).gateway}: {info.get('status')} (database {info.get('database')}, "
-        f"version {info.get('version')})")
-
-
-def schema(ctx: typer.Context) -> None:
-    """Print the JSON Schema of a job spec."""
-    with state(ctx).client(authenticated=False) as client:
-        render.print_json(client.job_spec_schema())
-
-
-app.command("serve")(server.serve)
-app.command("worker")(server.worker)
-app.command("login")(auth.login)
-app.command("logout")(auth.logout)
-app.command("submit")(jobs.submit)
-app.command("list")(jobs.list_jobs)
-app.command("show")(jobs.show)
-app.command("events")(jobs.events)
-app.command("logs")(jobs.logs)
-app.command("cancel")(jobs.cancel)
-app.command("wait")(jobs.wait)
-app.command("fetch")(fetch.fetch)
-app.command("outputs-delete")(fetch.delete_outputs)
-app.command("upload")(uploads.upload)
-app.command("uploads")(uploads.list_uploads)
-app.command("upload-delete")(uploads.delete)
-app.command("estimate")(routing.estimate)
-app.command("explain")(routing.explain)
-app.command("sites")(sites)
-app.command("health")(health)
-app.command("schema")(schema)
-app.command("simulate")(simulate.simulate)
-app.command("projects")(allocations.projects)
-app.command("balance")(allocations.balance)
-app.add_typer(allocations.project_app, name="project")
-admin_app.add_typer(allocations.allocation_app, name="allocation")
-admin_user.command("add")(admin.user_add)
-admin_client.command("create")(admin.client_create)
-admin_app.add_typer(admin_user, name="user")
-admin_app.add_typer(admin_client, name="client")
-admin_history.command("import")(admin.history_import)
-admin_app.add_typer(admin_history, name="history")
-db_app.command("upgrade")(server.db_upgrade)
-app.add_typer(admin_app, name="admin")
-app.add_typer(db_app, name="db")
-app.add_typer(site.site_app, name="site")
-app.add_typer(reports.report_app, name="report")
-app.command("usage")(reports.usage)
-app.add_typer(audit_app, name="audit")
-
-
-TESTBED_MISSING = (
-    "gridgate testbed: the testbed tooling is not installed (it is a developer tool, not "
-    "part of the gridgate package). From a clone of gridgate: pip install -e ./testbed")
-
-
-def testbed_missing(ctx: typer.Context) -> None:
-    """Say what to install: the testbed is a distribution of its own (testbed/pyproject.toml)."""
-    raise errors.fail(TESTBED_MISSING)
-
-
-def _add_testbed(parent: typer.Typer) -> None:
-    # Imported at start-up only as far as the option declarations need (testbed.config);
-    # the commands import the rest when they run.
-    try:
-        from gateway.cli.testbed import testbed_app
-    except ModuleNotFoundError as exc:
-        if exc.name != "testbed":
-            raise
-        parent.command(
-            "testbed", add_help_option=False,
-            help="The local multi-site testbed (not installed: pip install -e ./testbed).",
-            context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-        )(testbed_missing)
-        return
-    parent.add_typer(testbed_app, name="testbed")
-
-
-_add_testbed(app)
 
 
 def main() -> None:
     """Console-script entry point."""
-    app(prog_name="gridgate")
+    try:
+        app(prog_name="gridgate")
+    finally:
+        # Everything a command built lives until exit: spare the collector its walk over
+        # them during interpreter shutdown (a third of `gridgate list`'s time otherwise).
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -7,25 +7,22 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
 from gateway.client.models import Event, Job, Site
 from gateway.schemas.sites import SiteLoadOut as SiteLoad
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+SHORT_ID = 8  # characters of a job id tables show; any unique start is accepted back
 
 STATE_STYLES = {
     "ACCEPTED": "cyan", "STAGING_IN": "cyan", "QUEUED": "yellow", "RUNNING": "blue",
@@ -46,6 +43,15 @@ def stderr_console() -> Console:
 
 def transfer_progress() -> Progress:
     """Progress bars (bytes, speed, time left) on stderr for uploads and downloads."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
     return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                     TransferSpeedColumn(), TimeRemainingColumn(),
                     console=stderr_console(), transient=True)
@@ -100,14 +106,58 @@ def _site(job: Job) -> Text:
     return _text(job.get("site"))
 
 
+def short_when(moment: datetime | None, now: datetime | None = None) -> str:
+    """An API timestamp in local time, as squeue shows one: the time of day when it is
+    today, else the date and minute; '-' when absent."""
+    if moment is None:
+        return "-"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    local = moment.astimezone()
+    today = (now or datetime.now(UTC)).astimezone().date()
+    return local.strftime("%H:%M:%S" if local.date() == today else "%m-%d %H:%M")
+
+
+def _job_state(job: Job) -> Text:
+    # A held job is ACCEPTED in the API; squeue users look for it as held.
+    return Text("HELD", style="yellow") if job.get("held") and job["state"] == "ACCEPTED" \
+        else state_text(job["state"])
+
+
 def jobs_table(jobs: Sequence[Job]) -> Table:
+    """One job per line, readable at 80 columns: short ids (any unique start of an id is
+    accepted back), and long names, sites and projects wrapped rather than cut."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("ID", "NAME", "STATE", "SITE", "EXIT", "PROJECT", "CREATED"):
-        table.add_column(column, no_wrap=column in ("ID", "STATE", "CREATED"))
+    table.add_column("ID", no_wrap=True, min_width=SHORT_ID)
+    table.add_column("NAME", overflow="fold", min_width=8, ratio=3)
+    table.add_column("STATE", no_wrap=True)
+    table.add_column("SITE", overflow="fold", min_width=6, ratio=1)
+    table.add_column("EXIT", no_wrap=True, justify="right", min_width=4)
+    table.add_column("PROJECT", overflow="fold", min_width=7, ratio=1)
+    table.add_column("CREATED", no_wrap=True)
     for job in jobs:
-        table.add_row(_text(job["id"]), _text(job["name"]), state_text(job["state"]),
+        table.add_row(Text(job["id"][:SHORT_ID]), _text(job["name"]), _job_state(job),
                       _site(job), _text(job.get("exit_code")),
-                      _text(job.get("project")), _text(when(job.get("created_at"))))
+                      _text(job.get("project")), Text(short_when(job.get("created_at"))))
+    return table
+
+
+def results_table(done: str, results: Sequence[Mapping[str, Any]]) -> Table:
+    """One line per job a bulk command acted on: its new state, or why not."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("ID", no_wrap=True, min_width=SHORT_ID)
+    table.add_column("NAME", overflow="fold", max_width=24)
+    table.add_column("RESULT", overflow="fold")
+    for r in results:
+        job = r.get("job")
+        if job is not None:
+            table.add_row(Text(r["id"][:SHORT_ID]), _text(job["name"]),
+                          Text(f"{done} (now {job['state']})", style="green"))
+        else:
+            problem = r.get("error") or {}
+            table.add_row(Text(r["id"][:SHORT_ID]), Text("-"),
+                          Text(str(problem.get("detail") or problem.get("title") or "failed"),
+                               style="red"))
     return table
 
 
@@ -135,6 +185,7 @@ def job_details(job: Job) -> Table:
                            f"{resources.get('walltime', '-')} s")),
         ("Labels", _text(", ".join(f"{k}={v}" for k, v in (job.get("labels") or {}).items()))),
         ("Cancel requested", _text("yes" if job.get("cancel_requested") else "no")),
+        ("Held", _text("yes (gridgate release to let it run)" if job.get("held") else "no")),
         ("Created", _text(when(job.get("created_at")))),
         ("Started", _text(when(job.get("started_at")))),
         ("Finished", _text(when(job.get("finished_at")))),

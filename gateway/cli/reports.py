@@ -137,7 +137,8 @@ def _adjustments(report: Any) -> None:
     table = _table(["WHEN", "KIND", "ALLOCATION", "PROJECT", "SU", "BY", "JOB", "REASON"])
     for r in report["rows"]:
         table.add_row(render.when(r["at"]), r["kind"], str(r["allocation_id"]), r["project"],
-                      _money(r["amount_su"]), r["actor"], r["job_id"] or "-",
+                      _money(r["amount_su"]), r["actor"],
+                      r["job_id"][:render.SHORT_ID] if r["job_id"] else "-",
                       r["reason"] or "-")
     render.stdout_console().print(table)
 
@@ -194,6 +195,7 @@ def usage(
         return
     table = _table(["JOB", "NAME", "SITE", "STATE", "ELAPSED", "CORES", "CHARGE SU"])
     for j in found["jobs"]:
-        table.add_row(j["job_id"], j["name"], j["site"] or "-", render.state_text(j["state"]),
+        table.add_row(j["job_id"][:render.SHORT_ID], j["name"], j["site"] or "-",
+                      render.state_text(j["state"]),
                       elapsed(j["elapsed_seconds"]), str(j["cores"]), _money(j["charge_su"]))
     render.stdout_console().print(table)

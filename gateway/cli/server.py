@@ -53,7 +53,7 @@ def serve(
     import uvicorn
 
     from gateway.runtime import build_runtime
-    from gateway.serving import serving_app
+    from gateway.serving import GatewayServer, serving_app
 
     settings = _settings(host=host, port=port, run_worker=worker)
     render.stderr_console().print(
@@ -62,13 +62,13 @@ def serve(
         f"worker {'on' if settings.run_worker else 'off'}, {workers} process(es))")
     if workers == 1:
         app = serving_app(settings)
+        server = GatewayServer(uvicorn.Config(app, host=settings.host, port=settings.port,
+                                              log_level=log_level,
+                                              timeout_graceful_shutdown=10), app)
         if settings.reuse_port:
-            server = uvicorn.Server(uvicorn.Config(app, log_level=log_level,
-                                                   timeout_graceful_shutdown=10))
             server.run(sockets=[_reuse_port_socket(settings.host, settings.port)])
         else:
-            uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level,
-                        timeout_graceful_shutdown=10)
+            server.run()
         return
     # Migrate, create the signing key and register sites once, before the children
     # start. Each child binds its own SO_REUSEPORT socket, so the kernel spreads

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gateway.client.errors import ClientError
 
 MPI_LAUNCHERS = ("none", "mpirun", "srun")
@@ -38,6 +36,8 @@ class SpecFlags:
 
 def load_spec_file(path: Path) -> dict[str, Any]:
     """A job spec from a .json file, or YAML (any other suffix)."""
+    import yaml  # here, not at the top: only commands that read a spec pay for it
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

@@ -4,26 +4,51 @@
     with GatewayClient(url, StoredTokenProvider(url)) as gw:
         job = gw.submit({"name": "hello", "executable": "hostname"})
         gw.wait(job["id"])
+
+The names below are imported on first use (PEP 562), so importing one light module
+of the package (`gateway.client.errors`) does not load httpx and pydantic.
 """
 
-from gateway.client.api import DEFAULT_GATEWAY_URL, GatewayClient, TokenProvider
-from gateway.client.credentials import Credentials, CredentialStore, StoredTokenProvider
-from gateway.client.errors import (
-    AuthenticationRequired,
-    ClientError,
-    ConflictError,
-    FieldError,
-    GatewayUnreachable,
-    NotFoundError,
-    ProblemError,
-    SessionExpired,
-    ValidationFailed,
-)
-from gateway.client.models import Event, Health, Job, JobPage, Output, Site, is_final
-from gateway.client.oauth import AuthorizationServer, OAuthError
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.client.api import GatewayClient, TokenProvider
+    from gateway.client.credentials import Credentials, CredentialStore, StoredTokenProvider
+    from gateway.client.defaults import DEFAULT_GATEWAY_URL
+    from gateway.client.errors import (
+        AmbiguousJobId,
+        AuthenticationRequired,
+        ClientError,
+        ConflictError,
+        FieldError,
+        GatewayUnreachable,
+        NotFoundError,
+        ProblemError,
+        SessionExpired,
+        ValidationFailed,
+    )
+    from gateway.client.models import Event, Health, Job, JobPage, Output, Site, is_final
+    from gateway.client.oauth import AuthorizationServer, OAuthError
+
+_WHERE = {
+    "gateway.client.api": ("GatewayClient", "TokenProvider"),
+    "gateway.client.defaults": ("DEFAULT_GATEWAY_URL",),
+    "gateway.client.credentials": ("Credentials", "CredentialStore", "StoredTokenProvider"),
+    "gateway.client.errors": ("AmbiguousJobId", "AuthenticationRequired", "ClientError",
+                              "ConflictError", "FieldError", "GatewayUnreachable", "NotFoundError",
+                              "ProblemError", "SessionExpired", "ValidationFailed"),
+    "gateway.client.models": ("Event", "Health", "Job", "JobPage", "Output", "Site",
+                              "is_final"),
+    "gateway.client.oauth": ("AuthorizationServer", "OAuthError"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "DEFAULT_GATEWAY_URL",
+    "AmbiguousJobId",
     "AuthenticationRequired",
     "AuthorizationServer",
     "ClientError",
@@ -48,3 +73,12 @@ __all__ = [
     "ValidationFailed",
     "is_final",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gateway.client' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ssl
 import time
+import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -12,11 +14,15 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from adapters.text_rules import JOB_ID_PREFIX
 from gateway import __version__
+from gateway.client.defaults import DEFAULT_GATEWAY_URL as DEFAULT_GATEWAY_URL
 from gateway.client.errors import (
+    AmbiguousJobId,
     AuthenticationRequired,
     ClientError,
     GatewayUnreachable,
+    StreamEnded,
     problem_error,
     transport_reason,
 )
@@ -55,8 +61,9 @@ from gateway.schemas.reports import (
 from gateway.schemas.sites import SiteList
 from gateway.schemas.uploads import UploadList
 
-DEFAULT_GATEWAY_URL = "http://127.0.0.1:8642"
 API_PREFIX = "/api/v1"
+# Jobs an ambiguous short id lists (and asks for one more, to say there are more).
+MAX_ID_CANDIDATES = 10
 
 Stream = Literal["stdout", "stderr"]
 # Returns a bearer token, or None to send the request without one. It may raise
@@ -98,7 +105,7 @@ class GatewayClient:
         self._http = httpx.Client(
             base_url=self.base_url + API_PREFIX,
             auth=_BearerAuth(token_provider) if token_provider else None,
-            transport=transport,
+            transport=transport or _plain_http_transport(self.base_url),
             timeout=timeout,
             headers={"User-Agent": f"gridgate-client/{__version__}",
                      "Accept": "application/json, application/problem+json"},
@@ -125,11 +132,15 @@ class GatewayClient:
 
     def list_jobs(self, *, state: str | None = None, site: str | None = None,
                   project: str | None = None, labels: Mapping[str, str] | None = None,
-                  limit: int = 50, cursor: str | None = None) -> JobPage:
-        """GET /jobs: one page of your jobs, newest first."""
+                  limit: int = 50, cursor: str | None = None, name: str | None = None,
+                  id_prefix: str | None = None, mine: bool = False) -> JobPage:
+        """GET /jobs: one page of your jobs, newest first (`name`: exactly; `id_prefix`:
+        ids starting with it; `mine`: only yours even when you may read everyone's)."""
         params: list[tuple[str, str | int]] = [("limit", limit)]
+        if mine:
+            params.append(("mine", "true"))
         for key, value in (("state", state), ("site", site), ("project", project),
-                           ("cursor", cursor)):
+                           ("cursor", cursor), ("name", name), ("id_prefix", id_prefix)):
             if value is not None:
                 params.append((key, value))
         params += [("label", f"{k}={v}") for k, v in (labels or {}).items()]
@@ -137,12 +148,13 @@ class GatewayClient:
 
     def iter_jobs(self, *, state: str | None = None, site: str | None = None,
                   project: str | None = None, labels: Mapping[str, str] | None = None,
-                  page_size: int = 100) -> Iterator[Job]:
+                  page_size: int = 100, name: str | None = None,
+                  mine: bool = False) -> Iterator[Job]:
         """Every matching job, following `next_cursor` page by page."""
         cursor: str | None = None
         while True:
             page = self.list_jobs(state=state, site=site, project=project, labels=labels,
-                                  limit=page_size, cursor=cursor)
+                                  limit=page_size, cursor=cursor, name=name, mine=mine)
             yield from page["items"]
             cursor = page.get("next_cursor")
             if not cursor:
@@ -155,6 +167,36 @@ class GatewayClient:
     def cancel(self, job_id: str) -> Job:
         """POST /jobs/{id}/cancel (202); the job ends CANCELLED once the site confirms."""
         return self._document(Job, "POST", f"/jobs/{_segment(job_id)}/cancel")
+
+    def hold(self, job_id: str) -> Job:
+        """POST /jobs/{id}/hold: keep an ACCEPTED job from being routed or submitted
+        (ConflictError once a worker has taken it)."""
+        return self._document(Job, "POST", f"/jobs/{_segment(job_id)}/hold")
+
+    def release(self, job_id: str) -> Job:
+        """POST /jobs/{id}/release: let a held job run."""
+        return self._document(Job, "POST", f"/jobs/{_segment(job_id)}/release")
+
+    def resolve_job_id(self, text: str) -> str:
+        """The id of the job `text` names: a whole id as it is, else the one job of yours
+        whose id starts with it (`d3eca39f`), found by the gateway in one request.
+        NotFoundError when none does; AmbiguousJobId, listing them, when several do."""
+        wanted = text.strip().lower()
+        if _is_job_id(wanted):
+            return wanted
+        if not JOB_ID_PREFIX.matches(wanted):  # cannot start any id: no need to ask
+            raise problem_error(404, {"title": "Not found", "detail": (
+                f"No job of yours has an id starting with '{text}' ("
+                f"{JOB_ID_PREFIX.hint}).")})
+        page = self.list_jobs(id_prefix=wanted, mine=True, limit=MAX_ID_CANDIDATES + 1)
+        found = page["items"]
+        if len(found) == 1:
+            return found[0]["id"]
+        if not found:
+            raise problem_error(404, {"title": "Not found", "detail": (
+                f"No job of yours has an id starting with '{text}'.")})
+        raise AmbiguousJobId(text, found[:MAX_ID_CANDIDATES],
+                             more=len(found) > MAX_ID_CANDIDATES)
 
     def events(self, job_id: str) -> list[Event]:
         """GET /jobs/{id}/events: every state change, oldest first."""
@@ -209,6 +251,7 @@ class GatewayClient:
                 yield first.data
             position = first.offset + len(first.data)
         failures = 0
+        ended: str | None = None  # why the last stream stopped before the job's end
         while True:
             try:
                 with self._stream("GET", path, params={"follow": "true", "offset": position}) \
@@ -217,12 +260,21 @@ class GatewayClient:
                         position += len(chunk)
                         failures = 0
                         yield chunk
-                return
+                # The gateway ends a follow when the job is over, or early when it stops
+                # (gateway.api.stopping): then it is resumed, like a dropped connection.
+                ended = "the gateway ended the stream before the job ended"
+                if is_final(self.get_job(job_id)):
+                    return
             except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                failures += 1
-                if failures > reconnects:
-                    raise GatewayUnreachable(self.base_url, transport_reason(exc)) from exc
-                time.sleep(min(2.0 ** failures / 4, 5.0))
+                ended = f"the connection to the gateway broke ({transport_reason(exc)})"
+            except GatewayUnreachable as exc:
+                if ended is None:  # the first request: no stream to resume
+                    raise
+                if failures >= reconnects:
+                    raise StreamEnded(self.base_url, job_id, stream, ended, exc.reason) \
+                        from exc
+            failures += 1
+            time.sleep(min(2.0 ** failures / 4, 5.0))
 
     def wait(self, job_id: str, *, poll_seconds: float = 1.0, timeout: float | None = None,
              on_update: Callable[[Job], None] | None = None) -> Job:
@@ -460,6 +512,13 @@ def _raise_for_problem(response: httpx.Response) -> None:
     if not response.is_error:
         # 1xx/3xx are not expected from this API; treat as a problem too.
         raise problem_error(response.status_code, None, response.text)
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if response.status_code in (404, 405) and not kind.endswith("json"):
+        # Every error of a gridgate gateway is a problem document: this is another server.
+        raise problem_error(response.status_code, {"title": "Not a gridgate gateway", "detail": (
+            f"{response.request.url} answered {response.status_code} with "
+            f"{kind or 'no content type'}, not a gridgate problem document: the gateway "
+            "URL (--gateway or GRIDGATE_URL) points at another web server.")})
     try:
         body: Any = response.json()
     except ValueError:
@@ -473,6 +532,22 @@ def _raise_for_problem(response: httpx.Response) -> None:
             text += "; run 'gridgate login'"
         raise AuthenticationRequired(text if text.endswith(".") else text + ".")
     raise problem_error(response.status_code, body, response.text)
+
+
+def _plain_http_transport(base_url: str) -> httpx.BaseTransport | None:
+    """For an http:// gateway, a transport that skips loading the CA bundle (httpx loads it
+    for every client: a third of a CLI command's start-up). TLS stays verified: its context
+    trusts no authority, so an https connection would be refused, never trusted."""
+    if not base_url.lower().startswith("http://"):
+        return None
+    return httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+
+
+def _is_job_id(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
 
 
 def _segment(value: str) -> str:

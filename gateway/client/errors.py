@@ -2,6 +2,8 @@
 
     ClientError                  anything the client reports; `str()` is a sentence for a person
     ├── GatewayUnreachable       no connection (refused, DNS, timeout): carries the URL
+    │   └── StreamEnded          a followed output stream ended early and could not resume
+    ├── AmbiguousJobId           a short id that starts several of your jobs' ids
     ├── AuthenticationRequired   no token, or the gateway answered 401
     │   └── SessionExpired       the access and refresh tokens have both expired
     └── ProblemError             the gateway answered an RFC 9457 problem (or another error)
@@ -14,9 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:  # httpx is imported by whoever made the request: the CLI starts faster
+    import httpx
 
 
 class ClientError(Exception):
@@ -37,6 +40,36 @@ class GatewayUnreachable(ClientError):
         )
         self.url = url
         self.reason = reason
+
+
+class AmbiguousJobId(ClientError):
+    """A short job id that starts more than one of your jobs' ids; `candidates` are
+    (some of) those jobs, newest first, and `more` says whether there are others."""
+
+    def __init__(self, prefix: str, candidates: list[Any], *, more: bool = False) -> None:
+        lines = [f"'{prefix}' starts the ids of {'more than ' if more else ''}"
+                 f"{len(candidates)} of your jobs; give more of the id:"]
+        lines += [f"  {job['id']}  {job['state']:<11}  {job['name']}" for job in candidates]
+        if more:
+            lines.append("  ...")
+        super().__init__("\n".join(lines))
+        self.prefix = prefix
+        self.candidates = candidates
+        self.more = more
+
+
+class StreamEnded(GatewayUnreachable):
+    """A followed output stream ended before its job did (the gateway stopped, or the
+    connection broke) and the gateway could not be reached again to resume it."""
+
+    def __init__(self, url: str, job_id: str, stream: str, ended: str, reason: str) -> None:
+        super().__init__(url, reason)
+        self.message = (
+            f"The {stream} stream of job {job_id} ended: {ended}, and the gateway at {url} "
+            f"cannot be reached now ({reason}); it was probably stopped or restarted. The "
+            f"job goes on at its site: run `gridgate logs {job_id} -f` again once the "
+            "gateway is back.")
+        self.args = (self.message,)
 
 
 class AuthenticationRequired(ClientError):
@@ -125,6 +158,8 @@ def _phrase(status: int) -> str:
 
 def transport_reason(exc: httpx.TransportError) -> str:
     """A few words on why a connection failed."""
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         return "timed out"
     text = str(exc)

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -117,6 +118,9 @@ class Job(Base):
     site_name: Mapped[str | None] = mapped_column(ForeignKey("sites.name"))
     exit_code: Mapped[int | None] = mapped_column(Integer)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Held by its owner (`gridgate hold`): while ACCEPTED, no routing pass places it and
+    # no worker claims it, until it is released.
+    held: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(default=None)

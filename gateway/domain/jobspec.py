@@ -81,6 +81,14 @@ def rule_schema(rule: TextRule) -> Any:
     return Field(json_schema_extra={"pattern": rule.json_pattern})
 
 
+def _site_name(value: str) -> str:
+    # `--site Local`: say what is wrong with it, not only what a site name looks like.
+    if not SITE_NAME.matches(value) and SITE_NAME.matches(value.lower()):
+        raise ValueError(f"{value!r} is not a valid site name: site names are lower case; "
+                         f"did you mean '{value.lower()}'?")
+    return SITE_NAME.check(value)
+
+
 def parse_walltime(value: Any) -> int:
     """Seconds from an int or a Slurm-style `[D-][HH:]MM:SS` string."""
     if isinstance(value, bool):
@@ -271,7 +279,7 @@ class JobSpec(Strict):
     )] = {}
     resources: Resources = Resources()
     mpi: Mpi = Mpi()
-    site: Annotated[str, AfterValidator(SITE_NAME.check), rule_schema(SITE_NAME)] = AUTO
+    site: Annotated[str, AfterValidator(_site_name), rule_schema(SITE_NAME)] = AUTO
     partition: Annotated[str, AfterValidator(PARTITION.check), rule_schema(PARTITION)] | None = (
         Field(default=None, description="Partition (Slurm) or queue; default: the site's."))
     labels: Annotated[dict[str, Annotated[str, Field(max_length=255)]], Field(max_length=64)] = {}

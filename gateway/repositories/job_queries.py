@@ -51,6 +51,7 @@ class JobRecord(TypedDict):
     site_name: str | None
     exit_code: int | None
     cancel_requested: bool
+    held: bool
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None
@@ -130,6 +131,11 @@ class JobFilter:
     site: str | None = None
     project: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
+    name: str | None = None
+    # The start of a job id (lower-case hex and dashes only: checked by the service).
+    id_prefix: str | None = None
+    # Only the caller's own jobs, even for readers who see every job (auditors, admins).
+    mine: bool = False
 
 
 _OWNER_NAME = func.coalesce(_users.c.username, _users.c.subject)
@@ -218,6 +224,11 @@ def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limi
         query = query.where(_projects.c.name == filters.project)
     if filters.labels:
         query = query.where(jobs.id.in_(_jobs_with_labels(filters.labels)))
+    if filters.name is not None:
+        query = query.where(jobs.name == filters.name)
+    if filters.id_prefix is not None:
+        # LIKE 'prefix%' with any wildcard escaped: user text is never a pattern.
+        query = query.where(jobs.id.startswith(filters.id_prefix, autoescape=True))
     if after is not None:
         created, job_id = after
         query = query.where(or_(jobs.created_at < created,

@@ -58,7 +58,8 @@ class NewJob:
             "id": self.id, "owner_id": self.owner_id, "project_id": self.project_id,
             "name": self.name, "spec": dict(self.spec), "state": JobState.ACCEPTED.value,
             "state_reason": None, "raw_state": None, "site_name": self.site_name,
-            "exit_code": None, "cancel_requested": False, "created_at": self.created_at,
+            "exit_code": None, "cancel_requested": False, "held": False,
+            "created_at": self.created_at,
             "updated_at": self.created_at, "started_at": None, "finished_at": None,
         }
 
@@ -163,7 +164,8 @@ def lock_accepted(session: Session, site_names: Collection[str], limit: int
         return []
     query = (select(Job, User.username, User.id)
              .join(User, User.id == Job.owner_id)
-             .where(Job.state == JobState.ACCEPTED.value, Job.site_name.in_(site_names)))
+             .where(Job.state == JobState.ACCEPTED.value, Job.site_name.in_(site_names),
+                    Job.held.is_(False)))
     rows = session.execute(
         query.order_by(Job.created_at, Job.id).limit(limit)
         .with_for_update(of=Job, skip_locked=True)).all()
@@ -174,7 +176,7 @@ def _unrouted(closed_sites: Collection[str]) -> ColumnElement[bool]:
     waiting: ColumnElement[bool] = Job.site_name.is_(None)
     if closed_sites:
         waiting = or_(waiting, Job.site_name.in_(closed_sites))
-    return and_(Job.state == JobState.ACCEPTED.value, waiting,
+    return and_(Job.state == JobState.ACCEPTED.value, waiting, Job.held.is_(False),
                 Job.spec["site"].as_string() == AUTO)
 
 

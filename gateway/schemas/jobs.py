@@ -37,6 +37,8 @@ class JobOut(TypedDict):
     site: str | None
     exit_code: int | None
     cancel_requested: bool
+    # Held by its owner: not routed or submitted until released (only while ACCEPTED).
+    held: bool
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None

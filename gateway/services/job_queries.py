@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection
 
+from adapters.text_rules import JOB_ID_PREFIX
 from gateway.auth.principal import Principal
 from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.jobspec import AUTO
@@ -104,9 +105,11 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
 def list_jobs(conn: Connection, principal: Principal, filters: JobFilter, *, limit: int,
               cursor: str | None) -> JobPage:
     """The principal's jobs, newest first, one page at a time (keyset pagination)."""
+    if filters.id_prefix is not None and not JOB_ID_PREFIX.matches(filters.id_prefix):
+        raise Invalid(str(JOB_ID_PREFIX.problem(filters.id_prefix)), field="id_prefix")
     after = _decode_cursor(cursor) if cursor else None
-    rows = repo.job_page(conn, _owner_filter(principal), filters, limit=limit + 1,
-                         after=after)
+    owner = principal.user_id if filters.mine else _owner_filter(principal)
+    rows = repo.job_page(conn, owner, filters, limit=limit + 1, after=after)
     next_cursor = _encode_cursor(rows[limit - 1]) if len(rows) > limit else None
     return JobPage(rows[:limit], next_cursor)
 

@@ -136,6 +136,7 @@ def cancel(session: Session, principal: Principal, job_id: str) -> JobRow:
         raise Conflict(f"Job {job.id} has finished running; its outputs are being collected "
                        "and it ends on its own shortly.")
     if state is JobState.ACCEPTED:
+        job.held = False  # a cancelled job is no longer waiting for a release
         advance(session, job, JobState.CANCELLED, actor=principal.display,
                 reason=Reason.CANCELLED_BY_USER)
     else:

@@ -111,9 +111,10 @@ def test_usage_like_sacct(people: People) -> None:
     assert out[0].split() == ["JOB", "NAME", "SITE", "STATE", "ELAPSED", "CORES", "CHARGE",
                               "SU"]
     listed = {line.split()[0]: line.split()[1:] for line in out[1:]}
-    assert listed[jobs["j3"]] == ["j", "alpha", "COMPLETED", "00:30:00", "32", "0.000"]
-    assert listed[jobs["j2"]] == ["j", "beta", "COMPLETED", "01:00:00", "4", "8.000"]
-    assert listed[jobs["j4"]] == ["j", "beta", "ACCEPTED", "00:00:00", "0", "0.000"]
+    # Short ids, as `gridgate list` shows them (issue 14).
+    assert listed[jobs["j3"][:8]] == ["j", "alpha", "COMPLETED", "00:30:00", "32", "0.000"]
+    assert listed[jobs["j2"][:8]] == ["j", "beta", "COMPLETED", "01:00:00", "4", "8.000"]
+    assert listed[jobs["j4"][:8]] == ["j", "beta", "ACCEPTED", "00:00:00", "0", "0.000"]
     done = json.loads(people.member("usage", "--state", "completed", "--json").stdout)
     assert [j["job_id"] for j in done["jobs"]] == [jobs["j3"], jobs["j2"]]
     as_csv = list(csv.DictReader(io.StringIO(people.member("usage", "--csv").stdout)))

@@ -27,6 +27,7 @@ from starlette.types import Receive, Scope, Send
 
 from adapters.base import OutputChunk
 from adapters.errors import AdapterError
+from gateway.api import stopping
 from gateway.api.deps import JobsReader, RuntimeDep
 from gateway.api.problems import problem
 from gateway.api.stream_slots import SlotRefused, StreamSlot, StreamSlots
@@ -181,7 +182,11 @@ async def _follow(request: Request, runtime: Runtime, polls: anyio.CapacityLimit
             yield data
         elif final:
             return
-        else:
+        if stopping.is_stopping(request.app):
+            # The server is stopping: end the response cleanly now (the client sees the
+            # job is not over, and resumes from its offset or says why it cannot).
+            return
+        if not data:
             await asyncio.sleep(FOLLOW_POLL_SECONDS)
             if await request.is_disconnected():
                 return

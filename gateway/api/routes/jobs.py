@@ -13,7 +13,7 @@ from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState
 from gateway.schemas.placements import EstimateOut, PlacementOut
-from gateway.services import job_queries, placement
+from gateway.services import job_holds, job_queries, placement
 from gateway.services import jobs as job_service
 from gateway.services.forecasting import build_forecaster
 from gateway.services.job_inputs import StagingLimits
@@ -65,9 +65,17 @@ def list_jobs(
     label: Annotated[list[str], Query()] = [],  # noqa: B006  (FastAPI copies defaults)
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
+    name: Annotated[str | None, Query(max_length=255, description="Only jobs of this exact "
+                                      "name.")] = None,
+    id_prefix: Annotated[str | None, Query(max_length=36, description=(
+        "Only jobs whose id starts with this (lower-case hex and '-'): how a client turns "
+        "a short id such as `d3eca39f` into the job's id, in one request."))] = None,
+    mine: Annotated[bool, Query(description="Only your own jobs (auditors and "
+                                "administrators otherwise see everyone's).")] = False,
 ) -> Response:
     """Your jobs, newest first; follow `next_cursor` for the next page."""
-    filters = JobFilter(state=state, site=site, project=project, labels=_label_pairs(label))
+    filters = JobFilter(state=state, site=site, project=project, labels=_label_pairs(label),
+                        name=name, id_prefix=id_prefix, mine=mine)
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters, limit=limit, cursor=cursor)
     return json_response(JobList, JobList(items=[job_out(row) for row in page.jobs],
@@ -87,6 +95,23 @@ def cancel_job(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Respo
     with runtime.unit_of_work() as session:
         row = job_service.cancel(session, principal, job_id)
     return json_response(JobOut, job_out(row), 202)
+
+
+@router.post("/jobs/{job_id}/hold", response_model=JobOut)
+def hold_job(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Response:
+    """Hold a job that is still ACCEPTED: no worker routes or submits it until it is
+    released. 409 once a worker has taken it to a site (cancel it instead)."""
+    with runtime.unit_of_work() as session:
+        row = job_holds.hold(session, principal, job_id)
+    return json_response(JobOut, job_out(row))
+
+
+@router.post("/jobs/{job_id}/release", response_model=JobOut)
+def release_job(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Response:
+    """Release a held job: the worker routes and submits it as usual."""
+    with runtime.unit_of_work() as session:
+        row = job_holds.release(session, principal, job_id)
+    return json_response(JobOut, job_out(row))
 
 
 @router.post("/jobs:estimate", response_model=EstimateOut)

@@ -1,0 +1,21 @@
+"""Whether this server process has begun to stop: long-lived responses (followed output)
+then end on their own, cleanly, instead of being cancelled when the grace period runs out
+(which uvicorn logs as a CancelledError traceback per stream)."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.applications import Starlette
+
+log = logging.getLogger(__name__)
+
+
+def mark_stopping(app: Starlette) -> None:
+    """Called by the server (gateway.serving.GatewayServer) as its shutdown begins."""
+    app.state.stopping = True
+    log.info("shutting down: open output streams end at their next poll")
+
+
+def is_stopping(app: Starlette) -> bool:
+    return bool(getattr(app.state, "stopping", False))
