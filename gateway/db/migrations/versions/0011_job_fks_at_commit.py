@@ -21,18 +21,19 @@ depends_on: str | Sequence[str] | None = None
 TABLES = ('quotes', 'liens', 'ledger_entries')
 
 
-def _job_fk(table: str, **when: str | bool) -> None:
-    name = f'fk_{table}_job_id_jobs'
-    with op.batch_alter_table(table, schema=None) as batch_op:
-        batch_op.drop_constraint(name, type_='foreignkey')
-        batch_op.create_foreign_key(name, 'jobs', ['job_id'], ['id'], **when)  # type: ignore[arg-type]
+def _job_fks(when: str) -> None:
+    # Only PostgreSQL takes the one-statement path. SQLite checks foreign keys per
+    # statement either way, and altering a constraint there means copying the table
+    # (liens is referenced by the ledger): left as it is.
+    if op.get_bind().dialect.name != 'postgresql':
+        return
+    for table in TABLES:
+        op.execute(f'ALTER TABLE {table} ALTER CONSTRAINT fk_{table}_job_id_jobs {when}')
 
 
 def upgrade() -> None:
-    for table in TABLES:
-        _job_fk(table, deferrable=True, initially='DEFERRED')
+    _job_fks('DEFERRABLE INITIALLY DEFERRED')
 
 
 def downgrade() -> None:
-    for table in TABLES:
-        _job_fk(table)
+    _job_fks('NOT DEFERRABLE')
