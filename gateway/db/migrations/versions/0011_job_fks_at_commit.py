@@ -21,19 +21,24 @@ depends_on: str | Sequence[str] | None = None
 TABLES = ('quotes', 'liens', 'ledger_entries')
 
 
-def _job_fks(when: str) -> None:
-    # Only PostgreSQL takes the one-statement path. SQLite checks foreign keys per
-    # statement either way, and altering a constraint there means copying the table
-    # (liens is referenced by the ledger): left as it is.
-    if op.get_bind().dialect.name != 'postgresql':
+def _job_fks(**when: str | bool) -> None:
+    if op.get_bind().dialect.name == 'postgresql':
+        clause = 'DEFERRABLE INITIALLY DEFERRED' if when else 'NOT DEFERRABLE'
+        for table in TABLES:
+            op.execute(f'ALTER TABLE {table} ALTER CONSTRAINT fk_{table}_job_id_jobs {clause}')
         return
+    # SQLite alters a constraint by copying the table (env.py switches foreign keys off
+    # meanwhile: the ledger references liens).
     for table in TABLES:
-        op.execute(f'ALTER TABLE {table} ALTER CONSTRAINT fk_{table}_job_id_jobs {when}')
+        name = f'fk_{table}_job_id_jobs'
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.drop_constraint(name, type_='foreignkey')
+            batch_op.create_foreign_key(name, 'jobs', ['job_id'], ['id'], **when)  # type: ignore[arg-type]
 
 
 def upgrade() -> None:
-    _job_fks('DEFERRABLE INITIALLY DEFERRED')
+    _job_fks(deferrable=True, initially='DEFERRED')
 
 
 def downgrade() -> None:
-    _job_fks('NOT DEFERRABLE')
+    _job_fks()
