@@ -24,6 +24,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
+from gateway.cli.state import accept_gateway_everywhere
 from gateway.client.errors import (
     AuthenticationRequired,
     ClientError,
@@ -78,7 +79,12 @@ def report(exc: Exception) -> int:
 
 
 class GatewayGroup(TyperGroup):
-    """The root command group: turns known errors into a message and an exit code."""
+    """The root command group: turns known errors into a message and an exit code, and
+    takes `--gateway URL` after any command's name."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        accept_gateway_everywhere(self)
 
     def invoke(self, ctx: Any) -> Any:
         try:

@@ -27,14 +27,13 @@ from gateway.cli import (
 )
 from gateway.cli.audit import audit_app
 from gateway.cli.errors import GatewayGroup
-from gateway.cli.state import CliState, state
-from gateway.client.api import DEFAULT_GATEWAY_URL
-from gateway.client.credentials import normalize_url
+from gateway.cli.state import GATEWAY_HELP, URL_ENV, state
 
 HELP = """Submit and follow HPC jobs through a gridgate gateway.
 
 \b
   gridgate login                   log in (open the URL, enter the code)
+  gridgate whoami                  your account, projects and token
   gridgate estimate job.yaml       where it would start and finish soonest
   gridgate submit job.yaml --wait  submit a job and wait for it
   gridgate explain JOB             why it runs where it does
@@ -75,13 +74,13 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    gateway: Annotated[str, typer.Option(
-        "--gateway", envvar="GRIDGATE_URL", metavar="URL",
-        help="The gateway's base URL.")] = DEFAULT_GATEWAY_URL,
+    gateway: Annotated[str | None, typer.Option(
+        "--gateway", envvar=URL_ENV, metavar="URL", show_default=False,
+        help=GATEWAY_HELP + " Accepted after any command's name too.")] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Show the version.")] = False,
 ) -> None:
-    ctx.obj = CliState(normalize_url(gateway))
+    state(ctx).given = gateway
 
 
 def sites(ctx: typer.Context, json_out: jobs.JsonOpt = False) -> None:
@@ -121,6 +120,7 @@ app.command("serve")(server.serve)
 app.command("worker")(server.worker)
 app.command("login")(auth.login)
 app.command("logout")(auth.logout)
+app.command("whoami")(auth.whoami)
 app.command("submit")(jobs.submit)
 app.command("list")(jobs.list_jobs)
 app.command("show")(jobs.show)
