@@ -43,8 +43,9 @@ HELP = """Submit and follow HPC jobs through a gridgate gateway.
 
 \b
 Exit codes: 0 ok, 1 failure, 2 usage, 3 gateway unreachable,
-4 not logged in or session expired, 5 request refused, 6 not found;
-`wait` mirrors the job (its exit code, 130 cancelled, 124 timeout).
+4 not logged in or session expired, 5 request refused, 6 not found,
+130 interrupted (Ctrl-C: the job keeps running); `wait` mirrors the job
+(its exit code, 125 cancelled, 124 timeout).
 """
 
 app = typer.Typer(

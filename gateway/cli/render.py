@@ -17,14 +17,16 @@ from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeRemainingColumn,
-    TransferSpeedColumn,
 )
 from rich.table import Table
 from rich.text import Text
 
 from gateway.client.models import Event, Job, Site
+from gateway.domain.sizes import short_size
 from gateway.schemas.sites import SiteLoadOut as SiteLoad
 
 STATE_STYLES = {
@@ -44,11 +46,23 @@ def stderr_console() -> Console:
                    soft_wrap=True)
 
 
-def transfer_progress() -> Progress:
-    """Progress bars (bytes, speed, time left) on stderr for uploads and downloads."""
-    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                    TransferSpeedColumn(), TimeRemainingColumn(),
-                    console=stderr_console(), transient=True)
+class BinarySpeedColumn(ProgressColumn):
+    """Transfer speed in the byte units the CLI uses everywhere (KiB, MiB, GiB per s)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if speed is None:
+            return Text("?", style="progress.data.speed")
+        return Text(f"{short_size(int(speed))}/s", style="progress.data.speed")
+
+
+def transfer_progress(console: Console | None = None) -> Progress:
+    """Progress bars (bytes, speed, time left) on stderr for uploads and downloads, in
+    binary units (MiB, GiB) as `gridgate uploads` shows sizes."""
+    return Progress(TextColumn("{task.description}"), BarColumn(),
+                    DownloadColumn(binary_units=True), BinarySpeedColumn(),
+                    TimeRemainingColumn(), console=console or stderr_console(),
+                    transient=True)
 
 
 def print_json(data: Any) -> None:
