@@ -22,3 +22,7 @@ def test_quickstart_prints_table_and_model() -> None:
     assert "    1 MiB   1048576" in out, "the table reaches 1 MiB"
     assert "      0 B         0" in out, "the table starts at 0 B"
     assert "Two-regime model" in out and "for n <=" in out and "for n >" in out
+    # Issue 14: the program was uploaded by `gridgate submit` as the spec's local input,
+    # and the end says how to put gridgate on the PATH.
+    assert "Input pingpong.py: " in out
+    assert f'export PATH="{sys.prefix}/bin:$PATH"' in out and "pipx install '" in out

@@ -8,8 +8,9 @@
 #    port, with its data in a temporary directory;
 # 3. creates an automation client and logs in with it (client credentials);
 # 4. submits the MPI ping-pong of the seed papers (2 ranks, 0 B to 1 MiB) through the
-#    REST API and waits for it;
-# 5. prints a latency/bandwidth table and the fitted two-regime model;
+#    REST API (uploading its program) and waits for it;
+# 5. prints a latency/bandwidth table and the fitted two-regime model, and how to put
+#    gridgate on your PATH;
 # 6. stops the gateway and removes the temporary directory, whatever happened.
 #
 # Your own gridgate login and data are not touched (GRIDGATE_CONFIG_DIR and
@@ -111,19 +112,12 @@ client_id="$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["cli
 
 # --- 4. submit the ping-pong ------------------------------------------------------------
 say "Submitting the MPI ping-pong (2 ranks, 0 B to 1 MiB) through the REST API"
-# The job runs sandboxed in its own directory, which sees nothing of this checkout:
-# upload pingpong.py and stage it in as an input; run it with this venv's Python
-# (which has mpi4py; --exe also replaces the spec's args, hence `-- pingpong.py`).
-# The spec file itself stays portable.
-upload="$("$gridgate" upload "$here/pingpong.py" 2>/dev/null)"
-"$py" - "$here/job.yaml" "$upload" >"$work/job.json" <<'PY'
-import json, sys, yaml
-spec = yaml.safe_load(open(sys.argv[1]))
-spec["inputs"] = [{"source": f"upload:{sys.argv[2]}", "dest": "pingpong.py"}]
-print(json.dumps(spec))
-PY
+# The job runs sandboxed in a fresh directory of its own, which sees nothing of this
+# checkout: `gridgate submit` uploads pingpong.py (the spec's input names the file next
+# to it) and the job finds it there. It runs with this venv's Python (which has mpi4py;
+# --exe also replaces the spec's args, hence `-- pingpong.py`).
 set +e
-job="$("$gridgate" submit --file "$work/job.json" --exe "$py" --quiet --wait -- pingpong.py)"
+job="$("$gridgate" submit --file "$here/job.yaml" --exe "$py" --quiet --wait -- pingpong.py)"
 status=$?
 set -e
 if [ "$status" -ne 0 ]; then
@@ -142,3 +136,10 @@ fi
 say "Ping-pong results (job $job)"
 "$py" "$here/report.py" "$work/stdout.txt"
 say "Done in $((SECONDS - started)) s"
+cat >&2 <<EOF
+
+gridgate is installed in $venv/bin. To put it on your PATH:
+    export PATH="$venv/bin:\$PATH"       (add it to ~/.bashrc to keep it)
+or install it for your user with pipx (see the README's Install section):
+    pipx install '$root[mpi]'
+EOF

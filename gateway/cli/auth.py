@@ -1,17 +1,23 @@
-"""`gridgate login` and `gridgate logout`."""
+"""`gridgate login`, `gridgate whoami` and `gridgate logout`."""
 
 from __future__ import annotations
 
 import os
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
+from rich.text import Text
 
 from gateway.cli import render
+from gateway.cli.allocations import STANDINGS
+from gateway.cli.jobs import JsonOpt
 from gateway.cli.state import state
 from gateway.client.credentials import Credentials, CredentialStore
-from gateway.client.errors import ClientError, GatewayUnreachable
+from gateway.client.errors import ClientError, GatewayUnreachable, ProblemError
 from gateway.client.oauth import CLI_CLIENT_ID, DEFAULT_SCOPE, AuthorizationServer, OAuthError
 
 SECRET_ENV = "GRIDGATE_CLIENT_SECRET"  # noqa: S105  (a variable name, not a secret)
@@ -67,8 +73,60 @@ def login(
         creds = Credentials.from_token(gateway, token, used_client, server.token_endpoint)
     store = CredentialStore()
     store.save(creds)
-    who = f"client {used_client}" if client_id else "you"
-    err.print(f"Logged in to {gateway} as {who}; token stored in {store.path}.")
+    with state(ctx).client() as client:
+        me = client.me()
+    err.print(f"Logged in to {gateway} as {me['user']}; token stored in {store.path}.")
+
+
+def _expiry(expires_at: float | None, now: float) -> str:
+    if expires_at is None:
+        return "no expiry given"
+    moment = datetime.fromtimestamp(expires_at, UTC)
+    left = expires_at - now
+    when = render.when(moment)
+    if left <= 0:
+        return f"expired {when}"
+    return f"{when} (in {render.duration(left)})"
+
+
+def whoami(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Who you are at the gateway: account, issuer, projects, scopes and token expiry."""
+    cli = state(ctx)
+    with cli.client() as client:
+        me = client.me()
+        try:
+            projects: list[dict[str, str]] | None = [
+                {"name": p["name"], "standing": p["standing"]} for p in client.projects()]
+        except ProblemError:  # e.g. a token without jobs:read
+            projects = None
+    creds = CredentialStore().load(cli.gateway)  # after the calls: a refresh shows
+    expires_at = creds.expires_at if creds is not None else None
+    if json_out:
+        render.print_json({"gateway": cli.gateway, **me, "projects": projects,
+                           "client_id": creds.client_id if creds else None,
+                           "token_expires_at": (datetime.fromtimestamp(expires_at, UTC)
+                                                if expires_at is not None else None)})
+        return
+    renewal = ("; renewed with the refresh token" if creds is not None
+               and creds.refresh_token else f"; then run '{cli.command('login')}' again")
+    issuer = me["issuer"] + (" (this gateway's own accounts)" if me["issuer"] == "local"
+                             else "")
+    rows = [("Gateway", cli.gateway), ("User", me["user"]), ("Issuer", issuer),
+            ("Subject", me["subject"]),
+            ("Projects", "(not readable with this token: it lacks jobs:read)"
+             if projects is None else ", ".join(
+                 f"{p['name']} ({STANDINGS.get(p['standing'], p['standing'])})"
+                 for p in projects) or "none"),
+            ("Scopes", " ".join(me["scopes"]) or "none"),
+            ("Roles", ", ".join(me["roles"]) or "none"),
+            ("Client", creds.client_id if creds else "-"),
+            ("Token expires", _expiry(expires_at, time.time()) + renewal)]
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for name, value in rows:
+        table.add_row(name, Text(value))
+    render.stdout_console().print(table)
 
 
 def logout() -> None:

@@ -10,7 +10,8 @@ Exit codes (stable; scripts may rely on them):
     5    the gateway refused the request (a problem: its detail is printed)
     6    not found (no such job, or not yours)
     124  `wait --timeout` ran out before the job ended
-    130  the job was CANCELLED (or the command was interrupted with Ctrl-C)
+    125  the job was CANCELLED
+    130  the command was interrupted (Ctrl-C); the job, if any, keeps running
     N    `wait`: a FAILED job's own exit code N (1-255; a signal k gives 128+k)
 """
 
@@ -40,7 +41,9 @@ AUTH = 4
 PROBLEM = 5
 NOT_FOUND = 6
 TIMEOUT = 124
-CANCELLED = 130
+CANCELLED = 125
+# 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+INTERRUPTED = 130
 
 
 
@@ -55,6 +58,14 @@ class _Stderr:
 
 
 _stderr = _Stderr()
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped the command; `message` says what goes on and what to run next."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 def fail(message: str, code: int = FAILURE) -> typer.Exit:
@@ -113,9 +124,12 @@ class GatewayGroup(TyperGroup):
             return super().invoke(ctx)
         except (ClientError, GatewayError) as exc:
             raise typer.Exit(report(exc)) from None
+        except Interrupted as exc:
+            _stderr.print(exc.message)
+            raise typer.Exit(INTERRUPTED) from None
         except KeyboardInterrupt:
             _stderr.print("interrupted")
-            raise typer.Exit(CANCELLED) from None
+            raise typer.Exit(INTERRUPTED) from None
         except BrokenPipeError:
             # `gridgate logs JOB | head`: the reader left; that is not an error.
             devnull = os.open(os.devnull, os.O_WRONLY)

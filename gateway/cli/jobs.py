@@ -10,11 +10,11 @@ from typing import Annotated, BinaryIO
 import typer
 
 from gateway.cli import errors, job_ids, render
+from gateway.cli.inputs import InputOpt, upload_inputs
 from gateway.cli.spec import SpecFlags, build_spec, load_spec_file, pairs
 from gateway.cli.state import state
-from gateway.cli.waiting import job_exit_code, wait_for
-from gateway.client.api import GatewayClient, Stream
-from gateway.client.models import Output
+from gateway.cli.waiting import job_exit_code, keeps_running, show_failure, tail_lines, wait_for
+from gateway.client.api import Stream
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON instead of a table.")]
 JobArg = Annotated[str, typer.Argument(
@@ -48,6 +48,7 @@ def submit(
         "--env", "-e", help="Environment variable K=V (repeatable).")] = None,
     label: Annotated[list[str] | None, typer.Option(
         "--label", "-l", help="Label k=v (repeatable).")] = None,
+    input_files: InputOpt = None,
     wait: Annotated[bool, typer.Option(
         "--wait", "-w", help="Wait for the job to end; exit like `gridgate wait`.")] = False,
     timeout: TimeoutOpt = None,
@@ -60,9 +61,14 @@ def submit(
 ) -> None:
     """Submit a job from a spec file and/or flags.
 
+    The job runs in a fresh, empty directory of its own at the site. Inputs whose source
+    is a file on this machine (`source: ./data.csv`, relative to the spec file, or
+    `--input FILE`) are uploaded first (resumable) and placed there.
+
     \b
       gridgate submit job.yaml
       gridgate submit job.yaml --ranks 4 -- input.dat
+      gridgate submit --exe python3 --input fit.py -- fit.py
       gridgate submit --name hello --exe echo -- hello world
     """
     words = list(words or [])
@@ -78,21 +84,29 @@ def submit(
     base = load_spec_file(spec_path) if spec_path is not None else {}
     flags = SpecFlags(name=name, executable=exe, args=words if words or exe else None,
                       ranks=ranks, nodes=nodes, walltime=walltime, mpi=mpi, site=site,
-                      project=project, env=env or [], labels=label or [])
+                      project=project, env=env or [], labels=label or [],
+                      inputs=input_files or [])
     spec = build_spec(base, flags)
-    with state(ctx).client() as client:
+    cli = state(ctx)
+    with cli.client() as client:
+        spec = upload_inputs(client, spec, spec_path.parent if spec_path else Path("."))
         job = client.submit(spec, idempotency_key=idempotency_key)
-        if json_out and not wait:
-            render.print_json(job)
-        elif quiet:
-            print(job["id"], flush=True)
-        elif not json_out:
-            print(f"Submitted job {job['id']} ({job['state']})", flush=True)
-        if wait:
+        # From here on, Ctrl-C stops this command, never the job: say so.
+        with keeps_running(cli, job["id"], "waiting" if wait else "submitting"):
+            if json_out and not wait:
+                render.print_json(job)
+            elif quiet:
+                print(job["id"], flush=True)
+            elif not json_out:
+                print(f"Submitted job {job['id']} ({job['state']})", flush=True)
+            if not wait:
+                return
             final = wait_for(client, job["id"], timeout=timeout)
-            if json_out:
-                render.print_json(client.get_job(job["id"]))
-            raise typer.Exit(job_exit_code(final))
+        if json_out:
+            render.print_json(client.get_job(job["id"]))
+        else:
+            show_failure(client, cli, final)
+        raise typer.Exit(job_exit_code(final))
 
 
 def list_jobs(
@@ -163,20 +177,6 @@ def events(ctx: typer.Context, job_id: JobArg, json_out: JsonOpt = False) -> Non
     render.stdout_console().print(render.events_table(items))
 
 
-def tail_lines(client: GatewayClient, job_id: str, stream: Stream, lines: int) -> Output:
-    """The last `lines` lines of a stream (fetching more bytes until there are enough)."""
-    want = max(4096, lines * 256)
-    cap = 64 * 1024 * 1024
-    while True:
-        out = client.output(job_id, stream, tail=want)
-        chunks = out.data.splitlines(keepends=True)
-        # One more line than asked, unless we hold the whole file: the first may be cut.
-        if len(chunks) > lines or out.offset == 0 or want >= cap:
-            data = b"".join(chunks[-lines:]) if lines else b""
-            return Output(data, out.offset + len(out.data) - len(data), out.size)
-        want = min(cap, want * 4)
-
-
 def logs(
     ctx: typer.Context,
     job_id: JobArg,
@@ -205,9 +205,10 @@ def logs(
                 if not chunk.data or offset >= chunk.size:
                     break
         if follow:
-            for data in client.follow(job_id, stream, offset=offset):
-                out.write(data)
-                out.flush()
+            with keeps_running(state(ctx), job_id, "following its output"):
+                for data in client.follow(job_id, stream, offset=offset):
+                    out.write(data)
+                    out.flush()
     out.flush()
 
 
@@ -225,11 +226,17 @@ def wait(
     0    COMPLETED
     N    FAILED with exit code N (a job killed by signal k: 128+k)
     1    FAILED without an exit code of its own
-    130  CANCELLED
+    125  CANCELLED
     124  --timeout passed first
+    130  interrupted (Ctrl-C): the job keeps running
     """
-    with state(ctx).client() as client:
-        job = wait_for(client, job_id, timeout=timeout, poll_seconds=interval, quiet=json_out)
+    cli = state(ctx)
+    with cli.client() as client:
+        with keeps_running(cli, job_id, "waiting"):
+            job = wait_for(client, job_id, timeout=timeout, poll_seconds=interval,
+                           quiet=json_out)
+        if not json_out:
+            show_failure(client, cli, job)
     if json_out:
         render.print_json(job)
     raise typer.Exit(job_exit_code(job))

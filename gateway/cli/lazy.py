@@ -16,17 +16,24 @@ import typer
 from typer import _click as click
 from typer.main import get_command, get_group
 
+from gateway.cli.state import accept_gateway
+
 Loader = Callable[[], click.Command]
 
 
-def command(name: str, target: str, **settings: Any) -> Loader:
+def command(name: str, target: str, *, gateway_option: bool = False,
+            **settings: Any) -> Loader:
     """A loader of `target` ("package.module:attribute"): a command function, or a
-    `typer.Typer` sub-app; `settings` are `Typer.command`'s keyword arguments."""
+    `typer.Typer` sub-app; `settings` are `Typer.command`'s keyword arguments.
+    `gateway_option`: the command (and its subcommands) take `--gateway URL` too."""
 
     def load() -> click.Command:
         module, _, attribute = target.partition(":")
         obj = getattr(import_module(module), attribute)
-        return build(name, obj, **settings)
+        cmd = build(name, obj, **settings)
+        if gateway_option:
+            accept_gateway(cmd, name)
+        return cmd
 
     return load
 

@@ -16,12 +16,13 @@ from typer._click import Command
 from gateway import __version__
 from gateway.cli import lazy
 from gateway.cli.errors import GatewayGroup
-from gateway.client.defaults import DEFAULT_GATEWAY_URL
+from gateway.cli.state import GATEWAY_HELP, HOST_COMMANDS, URL_ENV, state
 
 HELP = """Submit and follow HPC jobs through a gridgate gateway.
 
 \b
   gridgate login                   log in (open the URL, enter the code)
+  gridgate whoami                  your account, projects and token
   gridgate estimate job.yaml       where it would start and finish soonest
   gridgate submit job.yaml --wait  submit a job and wait for it
   gridgate explain JOB             why it runs where it does
@@ -31,8 +32,9 @@ HELP = """Submit and follow HPC jobs through a gridgate gateway.
 
 \b
 Exit codes: 0 ok, 1 failure, 2 usage, 3 gateway unreachable,
-4 not logged in or session expired, 5 request refused, 6 not found;
-`wait` mirrors the job (its exit code, 130 cancelled, 124 timeout).
+4 not logged in or session expired, 5 request refused, 6 not found,
+130 interrupted (Ctrl-C: the job keeps running); `wait` mirrors the job
+(its exit code, 125 cancelled, 124 timeout).
 """
 
 # Command name -> "module:attribute" (a command function or a typer.Typer sub-app).
@@ -41,6 +43,7 @@ COMMANDS = {
     "worker": "gateway.cli.server:worker",
     "login": "gateway.cli.auth:login",
     "logout": "gateway.cli.auth:logout",
+    "whoami": "gateway.cli.auth:whoami",
     "submit": "gateway.cli.jobs:submit",
     "list": "gateway.cli.jobs:list_jobs",
     "show": "gateway.cli.jobs:show",
@@ -101,7 +104,9 @@ class RootGroup(GatewayGroup):
     """`gridgate`: its commands load on first use."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        loaders = {name: lazy.command(name, target) for name, target in COMMANDS.items()}
+        loaders = {name: lazy.command(name, target,
+                                      gateway_option=name not in HOST_COMMANDS)
+                   for name, target in COMMANDS.items()}
         loaders["testbed"] = _testbed
         eager = kwargs.pop("commands", None) or {}
         commands: Any = lazy.LazyCommands(loaders, eager)  # a mapping is all click needs
@@ -128,16 +133,13 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    gateway: Annotated[str, typer.Option(
-        "--gateway", envvar="GRIDGATE_URL", metavar="URL",
-        help="The gateway's base URL.")] = DEFAULT_GATEWAY_URL,
+    gateway: Annotated[str | None, typer.Option(
+        "--gateway", envvar=URL_ENV, metavar="URL", show_default=False,
+        help=GATEWAY_HELP + " Accepted after any command's name too.")] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Show the version.")] = False,
 ) -> None:
-    from gateway.cli.state import CliState
-    from gateway.client.credentials import normalize_url
-
-    ctx.obj = CliState(normalize_url(gateway))
+    state(ctx).given = gateway
 
 
 def main() -> None:

@@ -41,20 +41,12 @@ def stderr_console() -> Console:
                    soft_wrap=True)
 
 
-def transfer_progress() -> Progress:
-    """Progress bars (bytes, speed, time left) on stderr for uploads and downloads."""
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
+def transfer_progress(console: Console | None = None) -> Progress:
+    """Progress bars (bytes, speed, time left) on stderr for uploads and downloads, in
+    binary units (MiB, GiB) as `gridgate uploads` shows sizes."""
+    from gateway.cli.progress import transfer_progress as bars  # rich.progress: on use
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                    TransferSpeedColumn(), TimeRemainingColumn(),
-                    console=stderr_console(), transient=True)
+    return bars(console or stderr_console())
 
 
 def print_json(data: Any) -> None:

@@ -1,13 +1,15 @@
 """Build a job request from a spec file (YAML or JSON) and command-line flags.
 
 Flags override the file. The gateway validates the result; the CLI only checks
-what it must parse itself (KEY=VALUE pairs, the --mpi value).
+what it must parse itself (KEY=VALUE pairs, the --mpi value) and the inputs that name
+files on this machine, which it uploads (`gateway.cli.inputs`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,9 @@ from typing import Any
 from gateway.client.errors import ClientError
 
 MPI_LAUNCHERS = ("none", "mpirun", "srun")
+# `upload:ID`, `site://...`, `https://...`: a source with a scheme is the gateway's to
+# fetch. Anything else is a file on this machine (write `./a:b` for a name with a colon).
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 @dataclass
@@ -32,6 +37,16 @@ class SpecFlags:
     project: str | None = None
     env: Sequence[str] = field(default_factory=list)
     labels: Sequence[str] = field(default_factory=list)
+    inputs: Sequence[Path] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LocalInput:
+    """An input of the spec that names a file on this machine: `inputs[index]`."""
+
+    index: int
+    path: Path
+    dest: str
 
 
 def load_spec_file(path: Path) -> dict[str, Any]:
@@ -113,4 +128,41 @@ def build_spec(base: dict[str, Any] | None, flags: SpecFlags) -> dict[str, Any]:
         spec["environment"] = {**(spec.get("environment") or {}), **pairs(flags.env, "--env")}
     if flags.labels:
         spec["labels"] = {**(spec.get("labels") or {}), **pairs(flags.labels, "--label")}
+    if flags.inputs:
+        # Relative to where the command runs, as a shell would read them.
+        spec["inputs"] = [*(spec.get("inputs") or []),
+                          *({"source": str(p.absolute()), "dest": p.name} for p in flags.inputs)]
     return spec
+
+
+def local_inputs(spec: Mapping[str, Any], base_dir: Path) -> list[LocalInput]:
+    """The inputs whose `source` is a path on this machine (no `scheme:`), relative to
+    `base_dir` (the spec file's directory); `dest` defaults to the file's name. Entries
+    the gateway must judge (not a mapping, a source with a scheme) are left to it."""
+    found: list[LocalInput] = []
+    inputs = spec.get("inputs")
+    if not isinstance(inputs, list):
+        return found
+    for i, entry in enumerate(inputs):
+        source = entry.get("source") if isinstance(entry, dict) else None
+        if not isinstance(source, str) or not source or _SCHEME.match(source):
+            continue
+        path = base_dir / Path(source).expanduser()
+        if not path.is_file():
+            raise ClientError(
+                f"inputs[{i}].source {source!r}: there is no file {path}. A source without "
+                "upload:, site:// or https:// is a file on this machine, relative to the job "
+                "spec's directory; gridgate submit uploads it.")
+        dest = entry.get("dest")
+        found.append(LocalInput(i, path, dest if isinstance(dest, str) and dest
+                                else path.name))
+    return found
+
+
+def with_uploads(spec: Mapping[str, Any], uploaded: Mapping[int, tuple[str, str]]
+                 ) -> dict[str, Any]:
+    """`spec` with `inputs[i]` sent as `upload:ID` to `dest` for each i: (ID, dest)."""
+    inputs = list(spec.get("inputs") or [])
+    for i, (upload_id, dest) in uploaded.items():
+        inputs[i] = {**inputs[i], "source": f"upload:{upload_id}", "dest": dest}
+    return {**spec, "inputs": inputs}

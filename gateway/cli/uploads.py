@@ -11,10 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
+from gateway.cli.inputs import send_file
 from gateway.cli.jobs import JsonOpt
 from gateway.cli.state import state
 from gateway.client.models import Upload
-from gateway.client.uploads import CHUNK_BYTES, file_sha256, upload_file
+from gateway.client.uploads import CHUNK_BYTES
 from gateway.domain.sizes import short_size
 
 
@@ -35,21 +36,16 @@ def upload(
     An interrupted upload of the same file is continued from the last byte the gateway
     holds (run the command again). Prints the upload id, for job inputs.
     """
-    size = file.stat().st_size
-    with render.transfer_progress() as progress:
-        hashing = progress.add_task(f"checksum {file.name}", total=size)
-        sha = file_sha256(file, lambda n: progress.advance(hashing, n))
-        progress.remove_task(hashing)
-        sending = progress.add_task(f"upload {file.name}", total=size)
-        with state(ctx).client() as client:
-            done = upload_file(client, file, name=name, sha256=sha,
-                               chunk_bytes=chunk_mib * 2**20, resume=not fresh,
-                               on_offset=lambda n: progress.update(sending, completed=n))
+    with state(ctx).client() as client:
+        done = send_file(client, file, name=name, chunk_bytes=chunk_mib * 2**20,
+                         resume=not fresh, again="run the same command again to resume it "
+                         "(--fresh starts over)")
     if json_out:
         render.print_json(done)
         return
     render.stderr_console().print(
-        f"Uploaded {file} ({size} bytes, sha256 {done['sha256']}) as upload {done['id']}")
+        f"Uploaded {file} ({short_size(done['size'])}, sha256 {done['sha256']}) as upload "
+        f"{done['id']}")
     print(done["id"])
 
 

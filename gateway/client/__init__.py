@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gateway.client.api import GatewayClient, TokenProvider
     from gateway.client.credentials import Credentials, CredentialStore, StoredTokenProvider
-    from gateway.client.defaults import DEFAULT_GATEWAY_URL
     from gateway.client.errors import (
         AmbiguousJobId,
         AuthenticationRequired,
@@ -32,10 +31,11 @@ if TYPE_CHECKING:
     )
     from gateway.client.models import Event, Health, Job, JobPage, Output, Site, is_final
     from gateway.client.oauth import AuthorizationServer, OAuthError
+    from gateway.client.urls import DEFAULT_GATEWAY_URL
 
 _WHERE = {
     "gateway.client.api": ("GatewayClient", "TokenProvider"),
-    "gateway.client.defaults": ("DEFAULT_GATEWAY_URL",),
+    "gateway.client.urls": ("DEFAULT_GATEWAY_URL",),
     "gateway.client.credentials": ("Credentials", "CredentialStore", "StoredTokenProvider"),
     "gateway.client.errors": ("AmbiguousJobId", "AuthenticationRequired", "ClientError",
                               "ConflictError", "FieldError", "GatewayUnreachable", "NotFoundError",

@@ -16,7 +16,6 @@ from pydantic import BaseModel, ValidationError
 
 from adapters.text_rules import JOB_ID_PREFIX
 from gateway import __version__
-from gateway.client.defaults import DEFAULT_GATEWAY_URL as DEFAULT_GATEWAY_URL
 from gateway.client.errors import (
     AmbiguousJobId,
     AuthenticationRequired,
@@ -37,8 +36,10 @@ from gateway.client.models import (
     Upload,
     is_final,
 )
+from gateway.client.urls import DEFAULT_GATEWAY_URL, name_gateway
 from gateway.schemas import parse
 from gateway.schemas.audit import AuditVerifyOut, JobStoryOut
+from gateway.schemas.identity import MeOut
 from gateway.schemas.jobs import EventList, JobFileList
 from gateway.schemas.placements import EstimateOut, PlacementOut
 from gateway.schemas.projects import (
@@ -60,6 +61,8 @@ from gateway.schemas.reports import (
 )
 from gateway.schemas.sites import SiteList
 from gateway.schemas.uploads import UploadList
+
+__all__ = ["DEFAULT_GATEWAY_URL", "GatewayClient", "Stream", "TokenProvider"]
 
 API_PREFIX = "/api/v1"
 # Jobs an ambiguous short id lists (and asks for one more, to say there are more).
@@ -350,6 +353,10 @@ class GatewayClient:
         """GET /sites."""
         return self._document(SiteList, "GET", "/sites")["items"]
 
+    def me(self) -> MeOut:
+        """GET /me: who the token says you are, its scopes and your roles."""
+        return self._document(MeOut, "GET", "/me")
+
     # -- projects, allocations and balances --------------------------------------------
 
     def projects(self) -> list[ProjectSummaryOut]:
@@ -467,7 +474,7 @@ class GatewayClient:
             response = self._http.request(method, path, auth=auth, **kwargs)
         except httpx.TransportError as exc:
             raise GatewayUnreachable(self.base_url, transport_reason(exc)) from exc
-        _raise_for_problem(response)
+        _raise_for_problem(response, self.base_url)
         return response
 
     def _stream(self, method: str, path: str, **kwargs: Any) -> _StreamContext:
@@ -498,7 +505,7 @@ class _StreamContext:
         if response.is_error:
             response.read()
             response.close()
-            _raise_for_problem(response)
+            _raise_for_problem(response, self._client.base_url)
         return response
 
     def __exit__(self, *exc: object) -> None:
@@ -506,7 +513,7 @@ class _StreamContext:
             self._response.close()
 
 
-def _raise_for_problem(response: httpx.Response) -> None:
+def _raise_for_problem(response: httpx.Response, gateway: str) -> None:
     if response.is_success:
         return
     if not response.is_error:
@@ -530,6 +537,7 @@ def _raise_for_problem(response: httpx.Response) -> None:
             text += f": {detail}"
         if "gridgate login" not in text:
             text += "; run 'gridgate login'"
+        text = name_gateway(text, gateway)
         raise AuthenticationRequired(text if text.endswith(".") else text + ".")
     raise problem_error(response.status_code, body, response.text)
 

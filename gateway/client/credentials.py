@@ -21,6 +21,10 @@ import platformdirs
 
 from gateway.client.errors import AuthenticationRequired, SessionExpired
 from gateway.client.oauth import AuthorizationServer, OAuthError, TokenResponse
+from gateway.client.urls import login_command, normalize_url
+
+__all__ = ["CONFIG_DIR_ENV", "CredentialStore", "Credentials", "StoredTokenProvider",
+           "config_dir", "credentials_path", "normalize_url", "remembered_gateway"]
 
 CONFIG_DIR_ENV = "GRIDGATE_CONFIG_DIR"
 # Refresh this long before expiry, so a token never dies in flight.
@@ -67,17 +71,15 @@ class Credentials:
                        expires_at=token.expires_at)
 
 
-def normalize_url(url: str) -> str:
-    return url.rstrip("/")
-
-
 class CredentialStore:
     """Load, save and delete `credentials.json` (0600)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or credentials_path()
 
-    def load(self) -> Credentials | None:
+    def load(self, gateway: str | None = None) -> Credentials | None:
+        """The stored login; None when there is none. `gateway` names the server in the
+        hint when the file is unreadable."""
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -91,8 +93,9 @@ class CredentialStore:
                 client_id=str(data["client_id"]), token_endpoint=str(data["token_endpoint"]),
             )
         except (ValueError, KeyError, TypeError) as exc:
+            hint = login_command(gateway) if gateway else "gridgate login"
             raise AuthenticationRequired(
-                f"The credentials file {self.path} is unreadable ({exc}); run 'gridgate login'."
+                f"The credentials file {self.path} is unreadable ({exc}); run '{hint}'."
             ) from exc
 
     def save(self, creds: Credentials) -> None:
@@ -164,14 +167,14 @@ class StoredTokenProvider:
             if not creds.expires_soon():
                 return creds.access_token
             if not creds.refresh_token:
-                raise SessionExpired()
+                raise self._expired()
             server = self._server or AuthorizationServer(self.gateway_url)
             try:
                 token = server.refresh(creds.refresh_token, creds.client_id,
                                        creds.token_endpoint)
             except OAuthError as exc:
                 if exc.error in ("invalid_grant", "invalid_client", "unauthorized_client"):
-                    raise SessionExpired() from exc
+                    raise self._expired() from exc
                 raise
             finally:
                 if self._server is None:
@@ -180,13 +183,31 @@ class StoredTokenProvider:
             self.store.save(fresh)
             return fresh.access_token
 
+    def _expired(self) -> SessionExpired:
+        return SessionExpired(
+            f"Your session has expired; run '{login_command(self.gateway_url)}'.")
+
     def _load(self) -> Credentials:
-        creds = self.store.load()
+        creds = self.store.load(self.gateway_url)
         if creds is None:
-            raise AuthenticationRequired()
+            raise AuthenticationRequired(f"You are not logged in to {self.gateway_url}; run "
+                                         f"'{login_command(self.gateway_url)}'.")
         if creds.gateway != self.gateway_url:
+            # Only an explicit --gateway or GRIDGATE_URL gets here: without either, the CLI
+            # uses the gateway of the stored login.
             raise AuthenticationRequired(
-                f"You are logged in to {creds.gateway}, not {self.gateway_url}; "
-                f"run 'gridgate --gateway {self.gateway_url} login'."
+                f"You are logged in to {creds.gateway}, not {self.gateway_url}: run "
+                f"'{login_command(self.gateway_url)}' to log in there, or leave out "
+                f"--gateway and GRIDGATE_URL to use {creds.gateway}."
             )
         return creds
+
+
+def remembered_gateway(store: CredentialStore | None = None) -> str | None:
+    """The gateway of the stored login, which commands use when given none; None when
+    there is no readable login."""
+    try:
+        creds = (store or CredentialStore()).load()
+    except AuthenticationRequired:
+        return None  # the token provider says what is wrong with the file, and the fix
+    return creds.gateway if creds is not None else None

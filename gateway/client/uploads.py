@@ -31,10 +31,12 @@ def file_sha256(path: Path, on_bytes: Callable[[int], None] | None = None) -> st
     return digest.hexdigest()
 
 
-def find_resumable(client: GatewayClient, name: str, size: int, sha256: str) -> Upload | None:
-    """An open upload of the same file (name, size and sha256) to continue, if any."""
+def find_resumable(client: GatewayClient, name: str, size: int, sha256: str,
+                   state: str = "open") -> Upload | None:
+    """An upload of the same file (name, size and sha256) in `state`, if any: an open
+    one to continue, or a complete one to use again."""
     for upload in client.list_uploads():
-        if (upload["state"] == "open" and upload["name"] == name and upload["size"] == size
+        if (upload["state"] == state and upload["name"] == name and upload["size"] == size
                 and upload["sha256"] == sha256):
             return upload
     return None
@@ -84,12 +86,18 @@ def send_chunks(client: GatewayClient, upload: Upload, path: Path, *,
 
 def upload_file(client: GatewayClient, path: Path, *, name: str | None = None,
                 sha256: str | None = None, chunk_bytes: int = CHUNK_BYTES, resume: bool = True,
-                retries: int = 5, on_offset: Callable[[int], None] | None = None) -> Upload:
+                retries: int = 5, on_offset: Callable[[int], None] | None = None,
+                reuse: bool = False) -> Upload:
     """Upload `path` and finalize it; returns the complete upload. With `resume`, an
-    open upload of the same file (an earlier, interrupted run) is continued."""
+    open upload of the same file (an earlier, interrupted run) is continued. With
+    `reuse`, a complete upload of the same file is returned as it is (nothing sent)."""
     name = name or path.name
     size = path.stat().st_size
     sha = sha256 or file_sha256(path)
+    if reuse:
+        done = find_resumable(client, name, size, sha, state="complete")
+        if done is not None:
+            return done
     upload = find_resumable(client, name, size, sha) if resume else None
     if upload is None:
         upload = client.create_upload(name, size, sha)

@@ -199,6 +199,20 @@ def deadline_problem(routing: Routing, now: datetime) -> str | None:
     return None
 
 
+def launcher_problem(spec: JobSpec) -> str | None:
+    """Why a new job could not start all its ranks, or None. A program asking for more
+    than one rank with no MPI launcher would run as one process: refused rather than
+    guessed, since an `auto` job's site (and so its launcher) is not known yet. A script
+    starts its ranks itself (`mpirun` or `srun` in it), so it needs no launcher here."""
+    ranks = spec.resources.ranks
+    if ranks <= 1 or spec.script is not None or spec.mpi.launcher != MpiLauncher.NONE:
+        return None
+    return (f"{ranks} ranks need an MPI launcher to start them, and 'mpi.launcher' is "
+            "'none' (one process would run). Set mpi.launcher to 'mpirun' (any site with "
+            "MPI) or 'srun' (Slurm sites), e.g. `mpi: {launcher: mpirun, flavor: mpich}`; "
+            "or ask for 1 rank; or give a 'script' that starts the ranks itself.")
+
+
 class Routing(Strict):
     """Where a `site: auto` job goes: by `policy`, over its `hedge` best sites."""
 

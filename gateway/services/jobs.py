@@ -92,8 +92,8 @@ def submit(
         spec=spec.model_dump(mode="json"), site_name=site, created_at=now,
         labels=spec.labels,
         first_event=NewEvent(job_id, now, None, JobState.ACCEPTED.value,
-                             f"submitted to site '{site}'" if site else
-                             "submitted; waiting for a routing pass to choose its site",
+                             f"accepted for site '{site}'" if site else
+                             "accepted; waiting for a routing pass to choose its site",
                              principal.display),
         idempotency_key=idempotency_key, request_hash=digest)
     if not jobs.insert_new(session, job):

@@ -309,6 +309,10 @@ class Lifecycle:
             return
         if job.winner_attempt_id is None:
             hedging.win(session, job, attempt, self.actor)  # it ran (too fast to be seen RUNNING)
+        if job.started_at is None:
+            # Never seen RUNNING (it ended between two status calls): the site knows when
+            # it started, and `show` should say so.
+            job.started_at = attempt.started_at
         target = _FINAL_TARGET[status.state]
         attempt.state = AttemptState.of(target)
         attempt.exit_code = status.exit_code

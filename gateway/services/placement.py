@@ -34,7 +34,13 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models import Job, Site
 from gateway.domain.errors import Invalid
-from gateway.domain.jobspec import SUBMITTED, JobSpec, RoutingPolicy, deadline_problem
+from gateway.domain.jobspec import (
+    SUBMITTED,
+    JobSpec,
+    RoutingPolicy,
+    deadline_problem,
+    launcher_problem,
+)
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.repositories import attempts, jobs, placements, targets
 from gateway.repositories import sites as site_rows
@@ -139,9 +145,13 @@ def admit(session: Session, registry: SiteRegistry, spec: JobSpec, username: str
         raise Invalid(problem, field="routing.deadline")
     decided = admission(spec, site_views(registry, registry.admission(session)),
                         no_account(registry, username))
-    if isinstance(decided, Admitted):
-        return decided.site
-    raise Invalid(decided.reason, field=decided.field)
+    if not isinstance(decided, Admitted):
+        raise Invalid(decided.reason, field=decided.field)
+    # After the sites' verdict: a shape no site can run says so first.
+    problem = launcher_problem(spec)
+    if problem is not None:
+        raise Invalid(problem, field="mpi.launcher")
+    return decided.site
 
 
 def _policy(spec: JobSpec, now: datetime) -> tuple[str, int, float | None]:

@@ -20,6 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import gateway.schemas.audit
+import gateway.schemas.identity
 import gateway.schemas.jobs
 import gateway.schemas.placements
 import gateway.schemas.projects
@@ -30,6 +31,7 @@ from gateway.cli.render import print_json
 from gateway.client import GatewayClient
 from gateway.schemas import adapter, parse
 from gateway.schemas.audit import JobStoryOut
+from gateway.schemas.identity import MeOut
 from gateway.schemas.jobs import EventList, JobFileList, JobList, JobOut
 from gateway.schemas.placements import EstimateOut, PlacementOut
 from gateway.schemas.sites import Health, SiteList
@@ -39,7 +41,7 @@ from tests.conftest import MakeUser
 SHARED = {name: value for module in (gateway.schemas.jobs, gateway.schemas.placements,
                                      gateway.schemas.projects, gateway.schemas.sites,
                                      gateway.schemas.uploads, gateway.schemas.reports,
-                                     gateway.schemas.audit)
+                                     gateway.schemas.audit, gateway.schemas.identity)
           for name, value in vars(module).items()
           if name.endswith(("Out", "List", "Report")) or name == "Health"}
 
@@ -96,7 +98,7 @@ class _Recording(httpx.BaseTransport):
 @pytest.mark.parametrize("call", ["submit", "get_job", "list_jobs", "cancel", "events",
                                   "sites", "health", "create_upload", "put_chunk",
                                   "complete_upload", "get_upload", "list_uploads",
-                                  "job_files", "estimate", "placement", "audit_job"])
+                                  "job_files", "estimate", "placement", "audit_job", "me"])
 def test_the_client_keeps_every_field_the_server_sends(
         client: TestClient, make_user: MakeUser, call: str) -> None:
     user = make_user()
@@ -126,6 +128,7 @@ def test_the_client_keeps_every_field_the_server_sends(
             "placement": (PlacementOut, lambda: gw.placement(gw.submit(
                 {"name": "p", "executable": "x", "site": "local"})["id"])),
             "audit_job": (JobStoryOut, lambda: gw.audit_job(job["id"])),
+            "me": (MeOut, lambda: gw.me()),
         }
         schema, fetch = calls[call]
         document = fetch()

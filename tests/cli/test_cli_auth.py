@@ -36,7 +36,7 @@ def test_unreachable_gateway_is_one_line_and_exit_3(gateway: LiveGateway,
     CredentialStore(tmp_path / "credentials.json").save(Credentials(
         gateway=url, access_token="t", refresh_token=None, expires_at=time.time() + 3600,
         client_id="c", token_endpoint=f"{url}/oauth/token"))
-    for args in (["health"], ["list"], ["logs", "-f", "some-job"],
+    for args in (["health"], ["list"], ["logs", "-f", "d3eca39f"],
                  ["login", "--client-id", "x"]):
         result = cli("--gateway", url, *args, code=errors.UNREACHABLE)
         lines = result.stderr.strip().splitlines()
@@ -48,7 +48,10 @@ def test_unreachable_gateway_is_one_line_and_exit_3(gateway: LiveGateway,
 def test_not_logged_in_exit_4(gateway: LiveGateway, tmp_path: Path) -> None:
     cli = Cli(gateway, tmp_path / "empty")
     result = cli("list", code=errors.AUTH)
-    assert result.stderr.strip() == "error: You are not logged in; run 'gridgate login'."
+    # Issue 14: the hint names the gateway to log in to (the tests' is not the default).
+    url = gateway.url
+    assert result.stderr.strip() == (
+        f"error: You are not logged in to {url}; run 'gridgate login --gateway {url}'.")
 
 
 def test_expired_session_exit_4(cli: Cli, tmp_path: Path) -> None:
@@ -57,11 +60,13 @@ def test_expired_session_exit_4(cli: Cli, tmp_path: Path) -> None:
     assert creds is not None
     store.save(replace(creds, expires_at=time.time() - 10, refresh_token=None))
     result = cli("list", code=errors.AUTH)
-    assert "Your session has expired; run 'gridgate login'." in result.stderr
+    # Issue 14: the hint names the gateway to log in to (the tests' is not the default).
+    expired = f"Your session has expired; run 'gridgate login --gateway {cli.gateway.url}'."
+    assert expired in result.stderr
     # A refresh token the gateway no longer honours ends the same way.
     store.save(replace(creds, expires_at=time.time() - 10, refresh_token="revoked-or-bogus"))
     result = cli("list", code=errors.AUTH)
-    assert "Your session has expired; run 'gridgate login'." in result.stderr
+    assert expired in result.stderr
 
 
 def test_token_for_another_gateway_is_not_sent(cli: Cli, tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def test_gridgate_version_loads_no_client_and_no_server_module() -> None:
     assert _server(loaded) == []
     assert sorted(m for m in loaded if m.startswith(HEAVY)) == []
     assert sorted(m for m in loaded if m.startswith("gateway.cli.")) == [
-        "gateway.cli.errors", "gateway.cli.lazy", "gateway.cli.main"]
+        "gateway.cli.errors", "gateway.cli.lazy", "gateway.cli.main", "gateway.cli.state"]
 
 
 def test_a_job_command_loads_the_job_commands_only() -> None:

@@ -50,7 +50,7 @@ def test_wait_exit_code_mirrors_a_failing_job(cli: Cli) -> None:
     assert cli.json("wait", job_id, code=7)["exit_code"] == 7  # the JSON view exits 7 as well
 
 
-def test_wait_on_a_cancelled_job_exits_130(cli: Cli) -> None:
+def test_wait_on_a_cancelled_job_exits_cancelled(cli: Cli) -> None:
     job_id = cli("submit", "-q", "--exe", "sleep", "--", "60").stdout.strip()
     cancelled = cli.json("cancel", job_id)
     # Not yet started: cancelled at once; already at the site: cancel requested.

@@ -117,5 +117,6 @@ def test_describe() -> None:
 
 def test_exit_codes_are_distinct() -> None:
     codes = [errors.OK, errors.FAILURE, errors.USAGE, errors.UNREACHABLE, errors.AUTH,
-             errors.PROBLEM, errors.NOT_FOUND, errors.TIMEOUT, errors.CANCELLED]
+             errors.PROBLEM, errors.NOT_FOUND, errors.TIMEOUT, errors.CANCELLED,
+             errors.INTERRUPTED]
     assert len(set(codes)) == len(codes)

@@ -102,7 +102,9 @@ def test_provider_without_login(tmp_path: Path) -> None:
 def test_expired_without_refresh_token(tmp_path: Path) -> None:
     store = CredentialStore(tmp_path / "credentials.json")
     store.save(creds(expires_at=time.time() - 1, refresh_token=None))
-    expected = re.escape("Your session has expired; run 'gridgate login'.")
+    # Issue 14: the hint names the gateway (not the default one) to log in to.
+    expected = re.escape("Your session has expired; run "
+                         "'gridgate login --gateway http://gw.example:8642'.")
     with pytest.raises(SessionExpired, match=expected):
         StoredTokenProvider("http://gw.example:8642", store)()
 

@@ -107,8 +107,10 @@ def sites(settings: Settings, tmp_path: Path) -> Iterator[Sites]:
 
 
 def _post(sites: Sites, headers: dict[str, str], site: str, **spec: Any) -> str:
+    # Two cores as one rank of two threads: a program with 2 ranks needs an MPI launcher.
     body = {"name": "hello", "site": site, "executable": "/bin/hostname",
-            "resources": {"nodes": 1, "ranks": 2, "walltime": 600}, **spec}
+            "resources": {"nodes": 1, "ranks": 1, "threads_per_rank": 2, "walltime": 600},
+            **spec}
     r = sites.client.post("/api/v1/jobs", json=body, headers=headers)
     assert r.status_code == 202, r.text
     job_id: str = r.json()["id"]
@@ -140,7 +142,7 @@ def _pbs_qsub(job_id: str) -> tuple[str, ...]:
     return ("sh", "-c", MKDIR_THEN[0], MKDIR_THEN[1], workdir, f"{workdir}/.gridgate",
             "/opt/pbs/bin/qsub", "-N", tag, "-o", f"{workdir}/stdout",
             "-e", f"{workdir}/stderr", "-j", "n", "-S", "/bin/sh", "-l", "walltime=0:10:00",
-            "-l", "select=1:ncpus=2:mpiprocs=2:ompthreads=1", "-k", "oed", "-q", "batch")
+            "-l", "select=1:ncpus=2:mpiprocs=1:ompthreads=2", "-k", "oed", "-q", "batch")
 
 
 def _qstat(native_id: str) -> tuple[str, ...]:
@@ -173,6 +175,23 @@ def test_pbs_job_completes_from_qstat_history(sites: Sites, make_user: MakeUser)
     assert (attempt["started_at"], attempt["ended_at"]) == (
         "2025-11-22T02:15:02Z", "2025-11-22T02:15:10Z")
 
+
+
+def test_a_job_never_seen_running_shows_when_it_started(sites: Sites,
+                                                        make_user: MakeUser) -> None:
+    """Issue 14: it ended between two status calls (QUEUED, then COMPLETED): the job's
+    `started_at` is the site's start, as its attempt says, not empty."""
+    user = make_user()
+    job_id = _post(sites, user.headers, PBS_SITE)
+    t = sites.transport
+    t.expect(_pbs_qsub(job_id), _with_script(load("pbs", "qsub_ok.txt"), job_id))
+    t.expect(_qstat("101.pbsserver"), load("pbs", "qstat_jobs.txt"))
+    sites.worker.run_once()
+    job = _job(sites, user.headers, job_id)
+    states = [e["to_state"] for e in sites.client.get(
+        f"/api/v1/jobs/{job_id}/events", headers=user.headers).json()["items"]]
+    assert "RUNNING" not in states and job["state"] == "COMPLETED", states
+    assert job["started_at"] == job["attempts"][0]["started_at"] == "2025-11-22T02:15:02Z"
 
 
 def test_pbs_job_settled_by_the_accounting_log(sites: Sites, make_user: MakeUser) -> None:

@@ -175,7 +175,8 @@ def test_jobs_of_one_pass_see_each_other_and_a_hedge_gets_its_sibling(
     user = make_user()
     twins = twin_runtime(runtime)
     cores = runtime.sites.get("local").shape.cores_per_node
-    whole = {**SPEC, "resources": {"ranks": cores}}  # each fills a site for its hour
+    # Each fills a site for its hour (one rank of `cores` threads: no MPI launcher needed).
+    whole = {**SPEC, "resources": {"ranks": 1, "threads_per_rank": cores}}
     first, second = post(client, user.headers, whole), post(client, user.headers, whole)
     hedged = post(client, user.headers, {**SPEC, "routing": {"hedge": 2}})
     assert route_jobs(StepContext.of(twins, "w")) is True  # one pass, oldest first

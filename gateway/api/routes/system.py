@@ -11,11 +11,12 @@ from pydantic import SecretStr
 
 from gateway import __version__
 from gateway.api.client_address import is_loopback
-from gateway.api.deps import RuntimeDep
-from gateway.api.schemas import Health
+from gateway.api.deps import CurrentPrincipal, RuntimeDep
+from gateway.api.schemas import Health, json_response
 from gateway.domain.errors import Forbidden, Unauthenticated
 from gateway.domain.jobspec import JobSpec
 from gateway.repositories.database import ping
+from gateway.schemas.identity import MeOut
 
 router = APIRouter(tags=["system"])
 
@@ -54,6 +55,16 @@ def metrics(request: Request, runtime: RuntimeDep) -> Response:
     """Prometheus exposition of this process's metrics."""
     _check_scraper(request, runtime.settings.metrics_token)
     return Response(generate_latest(runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/api/v1/me", response_model=MeOut)
+def me(principal: CurrentPrincipal) -> Response:
+    """Who you are: your account, its issuer and subject, your token's scopes and your
+    roles (any valid token; `gridgate whoami`)."""
+    document = MeOut(user=principal.display, issuer=principal.issuer,
+                     subject=principal.subject, scopes=sorted(principal.scopes),
+                     roles=sorted(principal.roles))
+    return json_response(MeOut, document)
 
 
 @router.get("/api/v1/schemas/job-spec")
