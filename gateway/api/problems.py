@@ -40,6 +40,7 @@ from adapters.errors import (
     SubmitRejected,
     UnknownJob,
 )
+from gateway.api.problem_types import BY_NAME, uri_for
 from gateway.domain import errors
 
 PROBLEM_JSON = "application/problem+json"
@@ -68,11 +69,11 @@ _ADAPTER_STATUS: tuple[tuple[type[AdapterError], int, str], ...] = (
 
 def problem(
     status: int, detail: str, *, title: str | None = None, instance: str | None = None,
-    headers: dict[str, str] | None = None, **extra: Any,
+    headers: dict[str, str] | None = None, type_: str | None = None, **extra: Any,
 ) -> JSONResponse:
-    """A problem+json response."""
+    """A problem+json response; its `type` names the kind of error (problem_types)."""
     body: dict[str, Any] = {
-        "type": "about:blank",
+        "type": type_ or uri_for(status),
         "title": title or HTTPStatus(status).phrase,
         "status": status,
         "detail": detail,
@@ -86,7 +87,7 @@ def problem(
 async def send_problem(send: Send, status: int, detail: str, *, title: str | None = None,
                        headers: dict[str, str] | None = None, **extra: Any) -> None:
     """Send a problem+json response from pure ASGI middleware (before any route runs)."""
-    body = json.dumps({"type": "about:blank", "title": title or HTTPStatus(status).phrase,
+    body = json.dumps({"type": uri_for(status), "title": title or HTTPStatus(status).phrase,
                        "status": status, "detail": detail, **extra}).encode()
     raw_headers = [(b"content-type", PROBLEM_JSON.encode()),
                    (b"content-length", str(len(body)).encode())]
@@ -136,8 +137,9 @@ def _adapter(request: Request, exc: AdapterError) -> JSONResponse:
         detail += " Try again later."
     log.log(logging.WARNING if exc.transient else logging.ERROR, "%s %s: %s (%s)",
             request.method, request.url.path, exc.message, type(exc).__name__)
+    kind = BY_NAME["site-rejected"].uri if isinstance(exc, SubmitRejected) else None
     return problem(status, detail, title=title, instance=request.url.path,
-                   headers=_retry_after(exc))
+                   headers=_retry_after(exc), type_=kind)
 
 
 def _incident(request: Request) -> JSONResponse:

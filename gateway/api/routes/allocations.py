@@ -94,7 +94,7 @@ def list_allocations(principal: JobsReader, runtime: RuntimeDep,
 
 
 @router.post("/allocations", status_code=201, response_model=AllocationOut)
-def grant(body: GrantIn, principal: JobsWriter, runtime: RuntimeDep) -> Response:
+def grant_allocation(body: GrantIn, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Grant a project an allocation (administrators)."""
     now = runtime.clock()
     g = Grant(body.project, body.pool, milli(body.amount), body.starts_at or now, body.ends_at,
@@ -107,8 +107,8 @@ def grant(body: GrantIn, principal: JobsWriter, runtime: RuntimeDep) -> Response
 
 
 @router.post("/allocations/{allocation_id}:adjust", response_model=AllocationOut)
-def adjust(allocation_id: int, body: AdjustIn, principal: JobsWriter, runtime: RuntimeDep
-           ) -> Response:
+def adjust_allocation(allocation_id: int, body: AdjustIn, principal: JobsWriter,
+                      runtime: RuntimeDep) -> Response:
     """Add SU to an allocation, or take SU back (never more than it has spendable)."""
     now = runtime.clock()
     with runtime.unit_of_work() as session:
@@ -119,7 +119,8 @@ def adjust(allocation_id: int, body: AdjustIn, principal: JobsWriter, runtime: R
 
 
 @router.post("/allocations:transfer", response_model=TransferOut)
-def transfer(body: TransferIn, principal: JobsWriter, runtime: RuntimeDep) -> Response:
+def transfer_allocation(body: TransferIn, principal: JobsWriter, runtime: RuntimeDep
+                        ) -> Response:
     """Move SU from one allocation to another (of the same project or not)."""
     now = runtime.clock()
     with runtime.unit_of_work() as session:
@@ -142,14 +143,14 @@ def _status(allocation_id: int, status: str, body: StatusIn, principal: JobsWrit
 
 
 @router.post("/allocations/{allocation_id}:suspend", response_model=AllocationOut)
-def suspend(allocation_id: int, body: StatusIn, principal: JobsWriter, runtime: RuntimeDep
-            ) -> Response:
+def suspend_allocation(allocation_id: int, body: StatusIn, principal: JobsWriter,
+                       runtime: RuntimeDep) -> Response:
     """No new job may draw on the allocation; jobs holding liens on it settle as usual."""
     return _status(allocation_id, "suspended", body, principal, runtime)
 
 
 @router.post("/allocations/{allocation_id}:resume", response_model=AllocationOut)
-def resume(allocation_id: int, body: StatusIn, principal: JobsWriter, runtime: RuntimeDep
-           ) -> Response:
+def resume_allocation(allocation_id: int, body: StatusIn, principal: JobsWriter,
+                      runtime: RuntimeDep) -> Response:
     """Make a suspended allocation active again."""
     return _status(allocation_id, "active", body, principal, runtime)

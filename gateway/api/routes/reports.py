@@ -134,7 +134,7 @@ def adjustments_report(
 
 
 @router.get("/usage", response_model=JobUsageList)
-def usage(
+def usage_by_job(
     request: Request, principal: JobsReader, runtime: RuntimeDep, project: Project = None,
     since: Since = None, until: Until = None,
     state: Annotated[list[str], Query(max_length=16)] = [],  # noqa: B006  (FastAPI copies)

@@ -20,7 +20,8 @@ from gateway.repositories.database import ping
 router = APIRouter(tags=["system"])
 
 
-@router.get("/api/v1/health", response_model=Health)
+@router.get("/api/v1/health", response_model=Health,
+            responses={503: {"model": Health, "description": "Up, but the database is not"}})
 @router.get("/health", response_model=Health, include_in_schema=False)
 def health(runtime: RuntimeDep, response: Response) -> Health:
     """Up, and able to reach its database."""
