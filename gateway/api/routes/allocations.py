@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from gateway.accounting.units import milli
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
+from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.project_schemas import (
     AllocationList,
     AllocationOut,
@@ -33,7 +34,7 @@ from gateway.api.project_schemas import (
 from gateway.api.schemas import json_response
 from gateway.db.bank_models import Allocation
 from gateway.runtime import Runtime
-from gateway.services import allocation_admin, balances
+from gateway.services import allocation_admin, balances, cursors
 from gateway.services.allocations import Grant
 
 router = APIRouter(prefix="/api/v1", tags=["allocations"])
@@ -84,12 +85,16 @@ def _out(session: Session, allocation: Allocation, now: datetime) -> AllocationO
 
 @router.get("/allocations", response_model=AllocationList)
 def list_allocations(principal: JobsReader, runtime: RuntimeDep,
-                     project: Annotated[str | None, Query(max_length=64)] = None) -> Response:
-    """The allocations of `project`, or of every project you may read."""
+                     project: Annotated[str | None, Query(max_length=64)] = None,
+                     limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Response:
+    """The allocations of `project`, or of every project you may read; follow
+    `next_cursor` for the next page."""
     now = runtime.clock()
     with runtime.readers() as session:
-        found = balances.list_allocations(session, principal, project, now)
-        document = AllocationList(items=[allocation_out(v) for v in found])
+        found = cursors.from_list(balances.list_allocations(session, principal, project, now),
+                                  limit, cursor, lambda v: str(v.allocation.id))
+        document = AllocationList(items=[allocation_out(v) for v in found.rows],
+                                  next_cursor=found.next_cursor)
     return json_response(AllocationList, document)
 
 

@@ -27,6 +27,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Scope
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
+from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.problems import problem
 from gateway.api.upload_schemas import UploadList, UploadOut, upload_out
 from gateway.db.base import utcnow
@@ -90,11 +91,13 @@ def create_upload(body: UploadCreate, principal: JobsWriter, runtime: RuntimeDep
 
 
 @router.get("/uploads", response_model=UploadList)
-def list_uploads(principal: JobsReader, runtime: RuntimeDep) -> UploadList:
-    """Your uploads, newest first."""
+def list_uploads(principal: JobsReader, runtime: RuntimeDep, limit: Limit = DEFAULT_LIMIT,
+                 cursor: Cursor = None) -> UploadList:
+    """Your uploads, newest first; follow `next_cursor` for the next page."""
     with runtime.readers() as session:
-        return UploadList(items=[upload_out(u)
-                                 for u in service.list_uploads(session, principal.user_id)])
+        page = service.list_uploads(session, principal.user_id, limit=limit, cursor=cursor)
+        return UploadList(items=[upload_out(u) for u in page.rows],
+                          next_cursor=page.next_cursor)
 
 
 @router.get("/uploads/{upload_id}", response_model=UploadOut)
