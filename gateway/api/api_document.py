@@ -42,6 +42,22 @@ EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "deleteUpload": (409,),
     "createProject": (409,),
     "addMember": (409,),
+    "removeMember": (409,),
+    "deleteFetchedFiles": (409,),
+    # A `project` filter names a project that may not exist (or not be yours).
+    "listAllocations": (404,),
+    "allocationsReport": (404,),
+    "usageReport": (404,),
+    "waitsReport": (404,),
+    "adjustmentsReport": (404,),
+    "usageByJob": (404,),
+}
+# The OAuth endpoints answer errors as RFC 6749 5.2 says, not as problem documents.
+OAUTH_ERRORS = {"token": (400, 401), "deviceAuthorization": (400, 401), "revoke": (400, 401)}
+OAUTH_ERROR = {
+    "type": "object", "title": "OAuthError", "required": ["error"],
+    "properties": {"error": {"type": "string", "examples": ["invalid_client"]},
+                   "error_description": {"type": "string"}},
 }
 
 
@@ -58,16 +74,23 @@ def _scopes(dependant: Dependant) -> list[str]:
     return found
 
 
+def _query_names(route: APIRoute) -> set[str]:
+    return {field.alias for field in route.dependant.query_params}
+
+
 def _error_statuses(route: APIRoute, scopes: list[str]) -> set[int]:
     # 422: any request text with a NUL (headers included) or failing validation; 500: a
     # bug; 503: the database unreachable.
     statuses = {422, 500, 503}
     if scopes:
         statuses |= {401, 403}
+    # A path names a resource that may not exist (or be invisible to the caller, which
+    # reads the same).
     if route.dependant.path_params:
         statuses.add(404)
     if route.body_field is not None:
-        statuses.add(413)
+        # 400: a body that is not text at all (not UTF-8); 413: over the size limit.
+        statuses |= {400, 413}
     statuses.update(EXTRA_STATUSES.get(operation_id(route), ()))
     return statuses
 
@@ -99,7 +122,41 @@ def _security_schemes(device_url: str, token_url: str) -> dict[str, Any]:
     }
 
 
-def _complete(document: dict[str, Any], routes: Iterable[APIRoute]) -> None:
+# gateway.api.nul_guard refuses NUL in every request text; the document says so.
+NO_NUL = r"^[^\u0000]*$"
+_CONSTRAINED = {"pattern", "enum", "const", "format"}
+
+
+def _forbid_nul(schema: dict[str, Any], schemas: dict[str, Any], seen: set[str]) -> None:
+    """Give every request string (and object key) without a rule of its own the NUL
+    rule, following references once each."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[1]
+        if name not in seen:
+            seen.add(name)
+            _forbid_nul(schemas[name], schemas, seen)
+        return
+    if schema.get("type") == "string" and not _CONSTRAINED & schema.keys():
+        schema["pattern"] = NO_NUL
+    if schema.get("type") == "object" and schema.get("additionalProperties", True):
+        schema.setdefault("propertyNames", {"pattern": NO_NUL})
+    subschemas = [*schema.get("anyOf", []), *schema.get("oneOf", []),
+                  *schema.get("allOf", []), *schema.get("properties", {}).values()]
+    subschemas += [schema[key] for key in ("items", "additionalProperties")
+                   if isinstance(schema.get(key), dict)]
+    for sub in subschemas:
+        _forbid_nul(sub, schemas, seen)
+
+
+def _request_schemas(operation: dict[str, Any]) -> list[dict[str, Any]]:
+    found = [p["schema"] for p in operation.get("parameters", []) if "schema" in p]
+    for media in operation.get("requestBody", {}).get("content", {}).values():
+        found += [media["schema"]] if "schema" in media else []
+    return found
+
+
+def _complete(document: dict[str, Any], routes: Iterable[APIRoute],
+              maxima: dict[tuple[str, str], int]) -> None:
     operations = {op["operationId"]: op for path in document["paths"].values()
                   for op in path.values()}
     for route in routes:
@@ -110,6 +167,14 @@ def _complete(document: dict[str, Any], routes: Iterable[APIRoute]) -> None:
         if scopes:
             operation["security"] = [{"oauth2": scopes}, {"bearer": []}]
         responses = operation.setdefault("responses", {})
+        if "format" in _query_names(route):  # reports: `format=csv` (or Accept: text/csv)
+            responses["200"].setdefault("content", {})["text/csv"] = {
+                "schema": {"type": "string"}}
+        for status in OAUTH_ERRORS.get(operation_id(route), ()):
+            responses[str(status)] = {
+                "description": HTTPStatus(status).phrase + " (an OAuth error, RFC 6749 5.2)",
+                "content": {"application/json": {"schema": {
+                    "$ref": "#/components/schemas/OAuthError"}}}}
         for status in sorted(_error_statuses(route, scopes)):
             documented = responses.setdefault(str(status), {})
             content = documented.get("content", {})
@@ -118,18 +183,27 @@ def _complete(document: dict[str, Any], routes: Iterable[APIRoute]) -> None:
                 # validation error, which the gateway never sends, goes.
                 documented.update(_problem_response(status))
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    seen: set[str] = set()
+    for operation in operations.values():
+        for schema in _request_schemas(operation):
+            _forbid_nul(schema, schemas, seen)
+    for (model, field), maximum in maxima.items():
+        schemas[model]["properties"][field]["maximum"] = maximum
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)
     problem_schema = adapter(Problem).json_schema(
         mode="serialization", ref_template="#/components/schemas/{model}")
     schemas.update(problem_schema.pop("$defs", {}))
     schemas["Problem"] = problem_schema
+    schemas["OAuthError"] = OAUTH_ERROR
     document["components"]["securitySchemes"] = _security_schemes(
         "/oauth/device_authorization", "/oauth/token")
 
 
-def install(app: FastAPI, routers: Iterable[APIRouter]) -> None:
-    """Make `app.openapi()` return the completed document (built once, then cached)."""
+def install(app: FastAPI, routers: Iterable[APIRouter],
+            maxima: dict[tuple[str, str], int] | None = None) -> None:
+    """Make `app.openapi()` return the completed document (built once, then cached).
+    `maxima` are limits set by configuration: (schema, property) -> maximum."""
     routes = [route for router in routers for route in router.routes
               if isinstance(route, APIRoute)]
     build: Callable[[], dict[str, Any]] = app.openapi
@@ -137,7 +211,7 @@ def install(app: FastAPI, routers: Iterable[APIRouter]) -> None:
     def openapi() -> dict[str, Any]:
         document = build()
         if "securitySchemes" not in document.get("components", {}):
-            _complete(document, routes)
+            _complete(document, routes, maxima or {})
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]

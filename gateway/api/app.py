@@ -72,14 +72,17 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
         docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None,
     )
     app.state.runtime = runtime
-    problems.install(app)
     routers = (jobs.router, job_output.router, job_files.router, uploads.router, sites.router,
                system.router, oauth.router, projects_router, allocations_router,
                report_routes.router, dashboard_page.router, audit_router, docs_page.router)
+    routes = [route for router in routers for route in router.routes]
+    problems.install(app, routes)
     for router in routers:
-        app.include_router(router)
-    api_document.install(app, routers)
-    app.add_middleware(RejectNul, routes=[route for router in routers for route in router.routes],
+        # The dashboard is pages for a browser, not API operations.
+        app.include_router(router, include_in_schema=router is not dashboard_page.router)
+    api_document.install(app, routers,
+                         {("UploadCreate", "size"): settings.upload_max_bytes})
+    app.add_middleware(RejectNul, routes=routes,
                        stream_body=uploads.is_chunk_put)
     app.add_middleware(RequestMetrics, metrics=runtime.metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, exempt=uploads.is_chunk_put)

@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
@@ -28,6 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 from starlette.types import Send
 
 from adapters.errors import (
@@ -150,8 +152,18 @@ def _incident(request: Request) -> JSONResponse:
                    instance=request.url.path, incident=incident)
 
 
-def install(app: FastAPI) -> None:
-    """Register the handlers that turn every error into problem details."""
+def allowed_methods(request: Request, routes: Sequence[BaseRoute]) -> str:
+    """The Allow header for the request's path: the methods of every route on it."""
+    methods: set[str] = set()
+    for route in routes:
+        if route.matches(request.scope)[0] != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
+
+
+def install(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
+    """Register the handlers that turn every error into problem details (`routes`: the
+    app's routes, for the Allow header of a 405)."""
 
     @app.exception_handler(errors.GatewayError)
     async def _gateway(request: Request, exc: errors.GatewayError) -> JSONResponse:
@@ -184,5 +196,8 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
-        return problem(exc.status_code, detail, instance=request.url.path,
-                       headers=getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            # Starlette names only the first route on the path; a path may have several.
+            headers = {**(headers or {}), "Allow": allowed_methods(request, routes)}
+        return problem(exc.status_code, detail, instance=request.url.path, headers=headers)

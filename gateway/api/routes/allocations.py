@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Query, Response
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 from sqlalchemy.orm import Session
 
 from gateway.accounting.units import milli
@@ -41,7 +42,20 @@ router = APIRouter(prefix="/api/v1", tags=["allocations"])
 
 # 15 digits before the point: far more SU than any machine delivers, and milli-SU of it
 # still fit the ledger's 64-bit integers.
+SU_TEXT = r"^[+-]?\d{1,15}(?:\.\d{0,3})?$"
+
+
+def _su_text(schema: JsonDict) -> None:
+    """The document's rule for SU given as text (a number is the other form)."""
+    for form in cast(list[JsonDict], schema.get("anyOf", [])):
+        if form.get("type") == "string":
+            form["pattern"] = SU_TEXT
+        if form.get("type") == "number":  # as max_digits and decimal_places allow
+            form.update(exclusiveMaximum=1e15, exclusiveMinimum=-1e15, multipleOf=0.001)
+
+
 SU = Annotated[Decimal, Field(max_digits=18, decimal_places=3, allow_inf_nan=False,
+                              json_schema_extra=_su_text,
                               description="Service units, e.g. \"1250.5\" (3 decimals at most)")]
 Reason = Annotated[str, Field(min_length=1, max_length=500,
                               description="Why, for the committee's record.")]

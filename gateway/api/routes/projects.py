@@ -82,7 +82,9 @@ def get_project(name: str, principal: JobsReader, runtime: RuntimeDep) -> Respon
     return json_response(ProjectOut, document)
 
 
-@router.post("/projects/{name}/members", status_code=201, response_model=MemberOut)
+@router.post("/projects/{name}/members", status_code=201, response_model=MemberOut,
+             responses={200: {"model": MemberOut,
+                              "description": "Already a member: their role is set"}})
 def add_member(name: str, body: MemberAdd, principal: JobsWriter, runtime: RuntimeDep
                ) -> Response:
     """Add a member or change their role: 201 when new, 200 when they were one."""
