@@ -6,6 +6,7 @@ the gateway's own assets."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -116,3 +117,9 @@ def test_docs_reference_only_the_gateways_own_assets(client: TestClient) -> None
     assert client.get("/docs/assets/..%2Fmain.py").status_code == 404
     assert client.get("/docs/oauth2-redirect").status_code == 200
     assert client.get("/redoc").status_code == 404  # ReDoc exists only on a CDN
+
+
+def test_the_readme_lists_every_problem_type() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for kind in TYPES:
+        assert f"| `{kind.uri}` | {kind.status} |" in readme, kind.uri
