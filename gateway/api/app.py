@@ -11,11 +11,11 @@ import anyio.to_thread
 from fastapi import FastAPI
 
 from gateway import __version__
-from gateway.api import problems
+from gateway.api import api_document, problems
 from gateway.api.middleware import BodyLimit, RequestMetrics
 from gateway.api.nul_guard import RejectNul
 from gateway.api.routes import dashboard as dashboard_page
-from gateway.api.routes import job_files, job_output, jobs, oauth, sites, system, uploads
+from gateway.api.routes import docs_page, job_files, job_output, jobs, oauth, sites, system, uploads
 from gateway.api.routes import reports as report_routes
 from gateway.api.routes.allocations import router as allocations_router
 from gateway.api.routes.audit import router as audit_router
@@ -67,15 +67,22 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
         # A redirect to the slash-less path would build its Location from the request's
         # Host header (an open redirect for a forged Host): unknown paths are 404.
         redirect_slashes=False,
+        generate_unique_id_function=api_document.operation_id,
+        # /docs is served from local assets (routes/docs_page.py); ReDoc needs a CDN.
+        docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None,
     )
     app.state.runtime = runtime
-    problems.install(app)
     routers = (jobs.router, job_output.router, job_files.router, uploads.router, sites.router,
                system.router, oauth.router, projects_router, allocations_router,
-               report_routes.router, dashboard_page.router, audit_router)
+               report_routes.router, dashboard_page.router, audit_router, docs_page.router)
+    routes = [route for router in routers for route in router.routes]
+    problems.install(app, routes)
     for router in routers:
-        app.include_router(router)
-    app.add_middleware(RejectNul, routes=[route for router in routers for route in router.routes],
+        # The dashboard is pages for a browser, not API operations.
+        app.include_router(router, include_in_schema=router is not dashboard_page.router)
+    api_document.install(app, routers,
+                         {("UploadCreate", "size"): settings.upload_max_bytes})
+    app.add_middleware(RejectNul, routes=routes,
                        stream_body=uploads.is_chunk_put)
     app.add_middleware(RequestMetrics, metrics=runtime.metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, exempt=uploads.is_chunk_put)

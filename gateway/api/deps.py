@@ -12,7 +12,6 @@ code of a `yield` dependency runs after the response is sent (FastAPI's default
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -59,17 +58,24 @@ async def authenticate(request: Request) -> Principal:
 CurrentPrincipal = Annotated[Principal, Depends(authenticate)]
 
 
-def require_scope(scope: str) -> Callable[[Request], Awaitable[Principal]]:
-    """A dependency that admits only tokens carrying `scope`."""
+class ScopeCheck:
+    """A dependency that admits only tokens carrying `scope` (the OpenAPI document reads
+    `scope` to name each operation's security requirement)."""
 
-    async def check(request: Request) -> Principal:
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+
+    async def __call__(self, request: Request) -> Principal:
         principal = await authenticate(request)
-        if scope not in principal.scopes:
-            raise Forbidden(f"This needs the '{scope}' scope; the token has: "
+        if self.scope not in principal.scopes:
+            raise Forbidden(f"This needs the '{self.scope}' scope; the token has: "
                             f"{' '.join(sorted(principal.scopes)) or 'none'}.")
         return principal
 
-    return check
+
+def require_scope(scope: str) -> ScopeCheck:
+    """A dependency that admits only tokens carrying `scope`."""
+    return ScopeCheck(scope)
 
 
 JobsReader = Annotated[Principal, Depends(require_scope("jobs:read"))]

@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
@@ -28,6 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 from starlette.types import Send
 
 from adapters.errors import (
@@ -41,6 +43,7 @@ from adapters.errors import (
     UnknownJob,
 )
 from gateway.api import suggestions
+from gateway.api.problem_types import BY_NAME, uri_for
 from gateway.domain import errors
 
 PROBLEM_JSON = "application/problem+json"
@@ -69,11 +72,11 @@ _ADAPTER_STATUS: tuple[tuple[type[AdapterError], int, str], ...] = (
 
 def problem(
     status: int, detail: str, *, title: str | None = None, instance: str | None = None,
-    headers: dict[str, str] | None = None, **extra: Any,
+    headers: dict[str, str] | None = None, type_: str | None = None, **extra: Any,
 ) -> JSONResponse:
-    """A problem+json response."""
+    """A problem+json response; its `type` names the kind of error (problem_types)."""
     body: dict[str, Any] = {
-        "type": "about:blank",
+        "type": type_ or uri_for(status),
         "title": title or HTTPStatus(status).phrase,
         "status": status,
         "detail": detail,
@@ -87,7 +90,7 @@ def problem(
 async def send_problem(send: Send, status: int, detail: str, *, title: str | None = None,
                        headers: dict[str, str] | None = None, **extra: Any) -> None:
     """Send a problem+json response from pure ASGI middleware (before any route runs)."""
-    body = json.dumps({"type": "about:blank", "title": title or HTTPStatus(status).phrase,
+    body = json.dumps({"type": uri_for(status), "title": title or HTTPStatus(status).phrase,
                        "status": status, "detail": detail, **extra}).encode()
     raw_headers = [(b"content-type", PROBLEM_JSON.encode()),
                    (b"content-length", str(len(body)).encode())]
@@ -137,8 +140,9 @@ def _adapter(request: Request, exc: AdapterError) -> JSONResponse:
         detail += " Try again later."
     log.log(logging.WARNING if exc.transient else logging.ERROR, "%s %s: %s (%s)",
             request.method, request.url.path, exc.message, type(exc).__name__)
+    kind = BY_NAME["site-rejected"].uri if isinstance(exc, SubmitRejected) else None
     return problem(status, detail, title=title, instance=request.url.path,
-                   headers=_retry_after(exc))
+                   headers=_retry_after(exc), type_=kind)
 
 
 def _incident(request: Request) -> JSONResponse:
@@ -149,8 +153,18 @@ def _incident(request: Request) -> JSONResponse:
                    instance=request.url.path, incident=incident)
 
 
-def install(app: FastAPI) -> None:
-    """Register the handlers that turn every error into problem details."""
+def allowed_methods(request: Request, routes: Sequence[BaseRoute]) -> str:
+    """The Allow header for the request's path: the methods of every route on it."""
+    methods: set[str] = set()
+    for route in routes:
+        if route.matches(request.scope)[0] != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return ", ".join(sorted(methods))
+
+
+def install(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
+    """Register the handlers that turn every error into problem details (`routes`: the
+    app's routes, for the Allow header of a 405)."""
 
     @app.exception_handler(errors.GatewayError)
     async def _gateway(request: Request, exc: errors.GatewayError) -> JSONResponse:
@@ -183,5 +197,8 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
-        return problem(exc.status_code, detail, instance=request.url.path,
-                       headers=getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            # Starlette names only the first route on the path; a path may have several.
+            headers = {**(headers or {}), "Allow": allowed_methods(request, routes)}
+        return problem(exc.status_code, detail, instance=request.url.path, headers=headers)

@@ -28,8 +28,9 @@ def attempt_out(row: AttemptView) -> AttemptOut:
                       started_at=row["started_at"], ended_at=row["ended_at"])
 
 
-def job_out(row: JobView, attempts: Sequence[AttemptView] | None = None) -> JobOut:
-    """From a job_queries row (job columns + project_name + owner_name)."""
+def job_out(row: JobView, attempts: Sequence[AttemptView]) -> JobOut:
+    """From a job_queries row (job columns + project_name + owner_name) and its attempts
+    (every route sends them: a list item and GET of one job are the same document)."""
     return JobOut(
         id=row["id"], name=row["name"], owner=row["owner_name"],
         project=row["project_name"], state=row["state"], state_reason=row["state_reason"],
@@ -38,7 +39,7 @@ def job_out(row: JobView, attempts: Sequence[AttemptView] | None = None) -> JobO
         updated_at=row["updated_at"], started_at=row["started_at"],
         finished_at=row["finished_at"], labels=dict(row["spec"].get("labels") or {}),
         spec=row["spec"],
-        attempts=None if attempts is None else [attempt_out(a) for a in attempts],
+        attempts=[attempt_out(a) for a in attempts],
     )
 
 

@@ -67,6 +67,8 @@ __all__ = ["DEFAULT_GATEWAY_URL", "GatewayClient", "Stream", "TokenProvider"]
 API_PREFIX = "/api/v1"
 # Jobs an ambiguous short id lists (and asks for one more, to say there are more).
 MAX_ID_CANDIDATES = 10
+# Items per page when the client reads a whole list (the API allows up to 500).
+PAGE_SIZE = 500
 
 Stream = Literal["stdout", "stderr"]
 # Returns a bearer token, or None to send the request without one. It may raise
@@ -202,8 +204,8 @@ class GatewayClient:
                              more=len(found) > MAX_ID_CANDIDATES)
 
     def events(self, job_id: str) -> list[Event]:
-        """GET /jobs/{id}/events: every state change, oldest first."""
-        return self._document(EventList, "GET", f"/jobs/{_segment(job_id)}/events")["items"]
+        """GET /jobs/{id}/events: every state change, oldest first (all pages)."""
+        return self._every_page(EventList, f"/jobs/{_segment(job_id)}/events")
 
     def placement(self, job_id: str) -> PlacementOut:
         """GET /jobs/{id}/placement: the routing decision that placed the job, as made."""
@@ -298,7 +300,7 @@ class GatewayClient:
 
     def job_files(self, job_id: str) -> list[JobFile]:
         """GET /jobs/{id}/files: the job's collected outputs."""
-        return self._document(JobFileList, "GET", f"/jobs/{_segment(job_id)}/files")["items"]
+        return self._every_page(JobFileList, f"/jobs/{_segment(job_id)}/files")
 
     def open_job_file(self, job_id: str, path: str, *, offset: int = 0) -> _StreamContext:
         """GET /jobs/{id}/files/{path} from byte `offset` (a Range): use with `with`, then
@@ -322,8 +324,8 @@ class GatewayClient:
         return self._document(Upload, "GET", f"/uploads/{_segment(upload_id)}")
 
     def list_uploads(self) -> list[Upload]:
-        """GET /uploads: your uploads, newest first."""
-        return self._document(UploadList, "GET", "/uploads")["items"]
+        """GET /uploads: your uploads, newest first (all pages)."""
+        return self._every_page(UploadList, "/uploads")
 
     def put_chunk(self, upload_id: str, data: bytes, start: int, total: int) -> Upload:
         """PUT one chunk at byte `start` of a `total`-byte file. A ConflictError's
@@ -351,7 +353,7 @@ class GatewayClient:
 
     def sites(self) -> list[Site]:
         """GET /sites."""
-        return self._document(SiteList, "GET", "/sites")["items"]
+        return self._every_page(SiteList, "/sites")
 
     def me(self) -> MeOut:
         """GET /me: who the token says you are, its scopes and your roles."""
@@ -361,7 +363,7 @@ class GatewayClient:
 
     def projects(self) -> list[ProjectSummaryOut]:
         """GET /projects: the projects you may read, with your standing in each."""
-        return self._document(ProjectList, "GET", "/projects")["items"]
+        return self._every_page(ProjectList, "/projects")
 
     def project(self, name: str) -> ProjectOut:
         """GET /projects/{name}: members and allocations (404 unless you may read it)."""
@@ -388,7 +390,7 @@ class GatewayClient:
     def allocations(self, project: str | None = None) -> list[AllocationOut]:
         """GET /allocations: of `project`, or of every project you may read."""
         params = {"project": project} if project is not None else {}
-        return self._document(AllocationList, "GET", "/allocations", params=params)["items"]
+        return self._every_page(AllocationList, "/allocations", params)
 
     def grant(self, project: str, pool: str, amount: Amount, ends_at: datetime, reason: str,
               *, starts_at: datetime | None = None, credit_limit: Amount | None = None
@@ -459,6 +461,18 @@ class GatewayClient:
                 f"The gateway's answer to {method} {path} does not match this client's "
                 f"{document.__name__} ({where}: {first['msg']}); are the client and the "
                 "gateway of the same version?") from exc
+
+    def _every_page(self, document: type[Document], path: str,
+                    filters: Mapping[str, str] | None = None) -> list[Any]:
+        """The items of every page of a list (each is `{items, next_cursor}`)."""
+        items: list[Any] = []
+        params: dict[str, str | int] = {**(filters or {}), "limit": PAGE_SIZE}
+        while True:
+            page = cast(dict[str, Any], self._document(document, "GET", path, params=params))
+            items += page["items"]
+            if not page["next_cursor"]:
+                return items
+            params["cursor"] = page["next_cursor"]
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._request(method, path, **kwargs)

@@ -216,6 +216,16 @@ def launcher_problem(spec: JobSpec) -> str | None:
 class Routing(Strict):
     """Where a `site: auto` job goes: by `policy`, over its `hedge` best sites."""
 
+    # _deadline_policy's rule, in the schema: the deadline policy needs a deadline, and a
+    # deadline needs the deadline or cheapest policy.
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"allOf": [
+        {"if": {"required": ["policy"], "properties": {"policy": {"const": "deadline"}}},
+         "then": {"required": ["deadline"], "properties": {"deadline": {"type": "string"}}}},
+        {"if": {"required": ["deadline"], "properties": {"deadline": {"type": "string"}}},
+         "then": {"required": ["policy"],
+                  "properties": {"policy": {"enum": ["deadline", "cheapest"]}}}},
+    ]})
+
     policy: RoutingPolicy = Field(default=RoutingPolicy.FASTEST, description=(
         "fastest (default): the site with the earliest predicted completion; deadline: the "
         "site most likely to finish by `deadline`; cheapest: the site with the lowest quote "
@@ -278,6 +288,14 @@ class Input(Strict):
 class JobSpec(Strict):
     """A job request. Exactly one of `executable` or `script`."""
 
+    # The schema says "exactly one" too, so generated requests and clients know it (as
+    # if/then/else: a oneOf would make client generators split JobSpec in two types).
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={
+        "if": {"required": ["executable"], "properties": {"executable": {"type": "string"}}},
+        "then": {"not": {"required": ["script"],
+                         "properties": {"script": {"type": "string"}}}},
+        "else": {"required": ["script"], "properties": {"script": {"type": "string"}}}})
+
     name: Annotated[str, Field(min_length=1, max_length=255)]
     project: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
         default=None, description="Project to charge; defaults to the user's personal project."
@@ -289,14 +307,16 @@ class JobSpec(Strict):
             "A batch script, run by /bin/sh unless it has a #! line. Its scheduler directive "
             "lines (#SBATCH, #$, #PBS, #BSUB) may only ask for mail; any other is refused."))
     environment: Annotated[dict[str, Annotated[str, Field(max_length=65536)]], Field(
-        max_length=1024
+        max_length=1024, json_schema_extra={"propertyNames": {"pattern": ENV_NAME.json_pattern}}
     )] = {}
     resources: Resources = Resources()
     mpi: Mpi = Mpi()
     site: Annotated[str, AfterValidator(_site_name), rule_schema(SITE_NAME)] = AUTO
     partition: Annotated[str, AfterValidator(PARTITION.check), rule_schema(PARTITION)] | None = (
         Field(default=None, description="Partition (Slurm) or queue; default: the site's."))
-    labels: Annotated[dict[str, Annotated[str, Field(max_length=255)]], Field(max_length=64)] = {}
+    labels: Annotated[dict[str, Annotated[str, Field(max_length=255)]], Field(
+        max_length=64, json_schema_extra={"propertyNames": {"pattern": LABEL_KEY.json_pattern}}
+    )] = {}
     routing: Routing = Field(default_factory=Routing, description=(
         "How a `site: auto` job's site is chosen; a job naming its site is pinned there."))
     inputs: Annotated[list[Input], Field(max_length=10_000, description=(

@@ -244,18 +244,37 @@ def is_visible(conn: Connection, job_id: str, owner_id: str | None) -> bool:
     return found.first() is not None
 
 
-def events(conn: Connection, job_id: str) -> list[EventView]:
-    """The job's history, oldest first."""
-    rows = conn.execute(select(_events).where(_events.c.job_id == job_id)
-                        .order_by(_events.c.id)).mappings()
+def events(conn: Connection, job_id: str, *, after: int | None = None,
+           limit: int | None = None) -> list[EventView]:
+    """The job's history, oldest first: all of it, or up to `limit` events after the
+    event id `after` (keyset pagination)."""
+    query = select(_events).where(_events.c.job_id == job_id)
+    if after is not None:
+        query = query.where(_events.c.id > after)
+    rows = conn.execute(query.order_by(_events.c.id).limit(limit)).mappings()
     return [cast(EventView, dict(row)) for row in rows]
 
 
-def outputs(conn: Connection, job_id: str) -> list[OutputView]:
-    """The job's collected outputs, by path."""
-    rows = conn.execute(select(_outputs).where(_outputs.c.job_id == job_id)
-                        .order_by(_outputs.c.path)).mappings()
+def outputs(conn: Connection, job_id: str, *, after: str | None = None,
+            limit: int | None = None) -> list[OutputView]:
+    """The job's collected outputs, by path: up to `limit` after the path `after`."""
+    query = select(_outputs).where(_outputs.c.job_id == job_id)
+    if after is not None:
+        query = query.where(_outputs.c.path > after)
+    rows = conn.execute(query.order_by(_outputs.c.path).limit(limit)).mappings()
     return [cast(OutputView, dict(row)) for row in rows]
+
+
+def attempts_of(conn: Connection, job_ids: Sequence[str]) -> dict[str, list[AttemptView]]:
+    """The attempts of each of these jobs (by job id, oldest first), in one query."""
+    found: dict[str, list[AttemptView]] = {job_id: [] for job_id in job_ids}
+    if not job_ids:
+        return found
+    rows = conn.execute(select(_attempts).where(_attempts.c.job_id.in_(list(job_ids)))
+                        .order_by(_attempts.c.job_id, _attempts.c.number)).mappings()
+    for row in rows:
+        found[row["job_id"]].append(cast(AttemptView, dict(row)))
+    return found
 
 
 def output(conn: Connection, job_id: str, path: str) -> OutputView | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Job, JobOutput, Upload
@@ -46,10 +46,17 @@ def facts(session: Session, owner_id: str, upload_id: str) -> UploadFacts | None
     return None if row is None else UploadFacts(row.state, row.sha256, int(row.size))
 
 
-def list_owned(session: Session, owner_id: str) -> list[Upload]:
-    """The owner's uploads, newest first."""
-    return list(session.scalars(select(Upload).where(Upload.owner_id == owner_id)
-                                .order_by(Upload.created_at.desc(), Upload.id)))
+def list_owned(session: Session, owner_id: str, *, after: tuple[datetime, str] | None = None,
+               limit: int | None = None) -> list[Upload]:
+    """The owner's uploads, newest first: up to `limit` after the (created_at, id) key
+    `after` (keyset pagination)."""
+    query = select(Upload).where(Upload.owner_id == owner_id)
+    if after is not None:
+        created, upload_id = after
+        query = query.where(or_(Upload.created_at < created,
+                                and_(Upload.created_at == created, Upload.id > upload_id)))
+    return list(session.scalars(query.order_by(Upload.created_at.desc(), Upload.id)
+                                .limit(limit)))
 
 
 def advance_offset(session: Session, upload_id: str, state: str, start: int, end: int,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, NotRequired
+from typing import Any
 
 # pydantic reads TypedDicts from typing_extensions on Python < 3.12.
 from typing_extensions import TypedDict
@@ -25,7 +25,8 @@ class AttemptOut(TypedDict):
 
 
 class JobOut(TypedDict):
-    """A job. `attempts` is filled by GET /jobs/{id}, null in lists."""
+    """A job, the same in lists and alone: `attempts` lists its submissions, oldest
+    first (empty before the first)."""
 
     id: str
     name: str
@@ -45,7 +46,7 @@ class JobOut(TypedDict):
     finished_at: datetime | None
     labels: dict[str, str]
     spec: dict[str, Any]
-    attempts: NotRequired[list[AttemptOut] | None]
+    attempts: list[AttemptOut]
 
 
 class JobList(TypedDict):
@@ -68,7 +69,10 @@ class EventOut(TypedDict):
 
 
 class EventList(TypedDict):
+    """A page of a job's events, oldest first; `next_cursor` asks for the next one."""
+
     items: list[EventOut]
+    next_cursor: str | None
 
 
 class JobFileOut(TypedDict):
@@ -83,4 +87,7 @@ class JobFileOut(TypedDict):
 
 
 class JobFileList(TypedDict):
+    """A page of a job's outputs, by path; `next_cursor` asks for the next one."""
+
     items: list[JobFileOut]
+    next_cursor: str | None

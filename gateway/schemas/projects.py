@@ -41,7 +41,10 @@ class AllocationOut(TypedDict):
 
 
 class AllocationList(TypedDict):
+    """A page of allocations; `next_cursor` asks for the next one."""
+
     items: list[AllocationOut]
+    next_cursor: str | None
 
 
 class TransferOut(TypedDict):
@@ -74,7 +77,10 @@ class ProjectSummaryOut(TypedDict):
 
 
 class ProjectList(TypedDict):
+    """A page of projects you may read; `next_cursor` asks for the next one."""
+
     items: list[ProjectSummaryOut]
+    next_cursor: str | None
 
 
 class ProjectOut(TypedDict):

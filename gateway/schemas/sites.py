@@ -60,7 +60,10 @@ class SiteOut(TypedDict):
 
 
 class SiteList(TypedDict):
+    """A page of sites; `next_cursor` asks for the next one."""
+
     items: list[SiteOut]
+    next_cursor: str | None
 
 
 class Health(TypedDict):

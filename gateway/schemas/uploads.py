@@ -22,4 +22,7 @@ class UploadOut(TypedDict):
 
 
 class UploadList(TypedDict):
+    """A page of your uploads, newest first; `next_cursor` asks for the next one."""
+
     items: list[UploadOut]
+    next_cursor: str | None

@@ -3,8 +3,6 @@ ones fetched into the gateway store."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
@@ -14,14 +12,19 @@ from gateway.domain.states import JobState
 from gateway.repositories import job_outputs
 from gateway.repositories import job_queries as repo
 from gateway.repositories.job_queries import OutputView
+from gateway.services import cursors
 from gateway.services.job_queries import ensure_visible
 from gateway.services.uploads import StoreCleanup
 
 
-def list_outputs(conn: Connection, principal: Principal, job_id: str) -> Sequence[OutputView]:
-    """The job's collected outputs, by path; NotFound for jobs the principal cannot see."""
+def list_outputs(conn: Connection, principal: Principal, job_id: str, *, limit: int,
+                 cursor: str | None) -> cursors.Page[OutputView]:
+    """One page of the job's collected outputs, by path; NotFound for jobs the
+    principal cannot see."""
     ensure_visible(conn, principal, job_id)
-    return repo.outputs(conn, job_id)
+    after = str(cursors.decode(cursor, (str,))[0]) if cursor else None
+    rows = repo.outputs(conn, job_id, after=after, limit=limit + 1)
+    return cursors.page(rows, limit, lambda row: (row["path"],))
 
 
 def get_output(conn: Connection, principal: Principal, job_id: str, path: str) -> OutputView:

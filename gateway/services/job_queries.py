@@ -27,6 +27,7 @@ from gateway.repositories.job_queries import (
     OutputPlace,
 )
 from gateway.schemas.placements import PlacementOut
+from gateway.services import cursors
 from gateway.services.decisions import pinned_out, placement_out
 
 READ_ALL_ROLES = ("auditor", "admin")
@@ -114,10 +115,18 @@ def list_jobs(conn: Connection, principal: Principal, filters: JobFilter, *, lim
     return JobPage(rows[:limit], next_cursor)
 
 
-def events(conn: Connection, principal: Principal, job_id: str) -> Sequence[EventView]:
-    """The job's history, oldest first."""
+def events(conn: Connection, principal: Principal, job_id: str, *, limit: int,
+           cursor: str | None) -> cursors.Page[EventView]:
+    """One page of the job's history, oldest first."""
     ensure_visible(conn, principal, job_id)
-    return repo.events(conn, job_id)
+    after = int(cursors.decode(cursor, (int,))[0]) if cursor else None
+    rows = repo.events(conn, job_id, after=after, limit=limit + 1)
+    return cursors.page(rows, limit, lambda row: (row["id"],))
+
+
+def attempts_of(conn: Connection, jobs: Sequence[JobView]) -> dict[str, list[AttemptView]]:
+    """The attempts of each of these (visible) jobs, oldest first, in one query."""
+    return repo.attempts_of(conn, [job["id"] for job in jobs])
 
 
 def ensure_visible(conn: Connection, principal: Principal, job_id: str) -> None:

@@ -30,6 +30,7 @@ from gateway.db.models import Upload
 from gateway.domain.errors import Conflict, Invalid, NotFound, TooLarge
 from gateway.domain.sizes import human_bytes
 from gateway.repositories import uploads as repo
+from gateway.services import cursors
 from gateway.settings import Settings
 from gateway.store import hashing
 from gateway.store.blobs import BlobStore, is_sha256
@@ -130,9 +131,18 @@ def get_upload(session: Session, owner_id: str, upload_id: str, *,
     return upload
 
 
-def list_uploads(session: Session, owner_id: str) -> list[Upload]:
-    """The caller's uploads, newest first."""
-    return repo.list_owned(session, owner_id)
+def list_uploads(session: Session, owner_id: str, *, limit: int,
+                 cursor: str | None) -> cursors.Page[Upload]:
+    """One page of the caller's uploads, newest first."""
+    after = None
+    if cursor:
+        created, upload_id = cursors.decode(cursor, (str, str))
+        try:
+            after = (datetime.fromisoformat(str(created)), str(upload_id))
+        except ValueError as exc:
+            raise cursors.refused() from exc
+    rows = repo.list_owned(session, owner_id, after=after, limit=limit + 1)
+    return cursors.page(rows, limit, lambda row: (row.created_at.isoformat(), row.id))
 
 
 def ensure_writable(upload: Upload, start: int, total: int) -> None:

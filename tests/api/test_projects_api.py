@@ -275,14 +275,14 @@ def test_the_client_keeps_every_field_the_server_sends(client: TestClient,
             (AllocationOut, lambda: gw.grant("climate", "*", Decimal("12.5"), ends, "award",
                                              credit_limit=1)),
             (AllocationOut, lambda: gw.grant("climate", "local", 3, ends, "award")),
-            (AllocationList, lambda: {"items": gw.allocations("climate")}),
+            (AllocationList, lambda: {"items": gw.allocations("climate"), "next_cursor": None}),
             (AllocationOut, lambda: gw.adjust(ids[0], "-0.25", "fix")),
             (TransferOut, lambda: gw.transfer(ids[0], ids[1], "1.125", "move")),
             (AllocationOut, lambda: gw.set_allocation_status(ids[1], "suspend", "late")),
             (AllocationOut, lambda: gw.set_allocation_status(ids[1], "resume", "in")),
             (BalanceOut, lambda: gw.balance("climate")),
             (ProjectOut, lambda: gw.project("climate")),
-            (ProjectList, lambda: {"items": gw.projects()}),
+            (ProjectList, lambda: {"items": gw.projects(), "next_cursor": None}),
         ]
         for schema, fetch in calls:
             document = fetch()

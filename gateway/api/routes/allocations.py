@@ -16,14 +16,16 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Query, Response
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 from sqlalchemy.orm import Session
 
 from gateway.accounting.units import milli
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
+from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.project_schemas import (
     AllocationList,
     AllocationOut,
@@ -33,14 +35,27 @@ from gateway.api.project_schemas import (
 from gateway.api.schemas import json_response
 from gateway.db.bank_models import Allocation
 from gateway.runtime import Runtime
-from gateway.services import allocation_admin, balances
+from gateway.services import allocation_admin, balances, cursors
 from gateway.services.allocations import Grant
 
 router = APIRouter(prefix="/api/v1", tags=["allocations"])
 
 # 15 digits before the point: far more SU than any machine delivers, and milli-SU of it
 # still fit the ledger's 64-bit integers.
+SU_TEXT = r"^[+-]?\d{1,15}(?:\.\d{0,3})?$"
+
+
+def _su_text(schema: JsonDict) -> None:
+    """The document's rule for SU given as text (a number is the other form)."""
+    for form in cast(list[JsonDict], schema.get("anyOf", [])):
+        if form.get("type") == "string":
+            form["pattern"] = SU_TEXT
+        if form.get("type") == "number":  # as max_digits and decimal_places allow
+            form.update(exclusiveMaximum=1e15, exclusiveMinimum=-1e15, multipleOf=0.001)
+
+
 SU = Annotated[Decimal, Field(max_digits=18, decimal_places=3, allow_inf_nan=False,
+                              json_schema_extra=_su_text,
                               description="Service units, e.g. \"1250.5\" (3 decimals at most)")]
 Reason = Annotated[str, Field(min_length=1, max_length=500,
                               description="Why, for the committee's record.")]
@@ -84,17 +99,21 @@ def _out(session: Session, allocation: Allocation, now: datetime) -> AllocationO
 
 @router.get("/allocations", response_model=AllocationList)
 def list_allocations(principal: JobsReader, runtime: RuntimeDep,
-                     project: Annotated[str | None, Query(max_length=64)] = None) -> Response:
-    """The allocations of `project`, or of every project you may read."""
+                     project: Annotated[str | None, Query(max_length=64)] = None,
+                     limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Response:
+    """The allocations of `project`, or of every project you may read; follow
+    `next_cursor` for the next page."""
     now = runtime.clock()
     with runtime.readers() as session:
-        found = balances.list_allocations(session, principal, project, now)
-        document = AllocationList(items=[allocation_out(v) for v in found])
+        found = cursors.from_list(balances.list_allocations(session, principal, project, now),
+                                  limit, cursor, lambda v: str(v.allocation.id))
+        document = AllocationList(items=[allocation_out(v) for v in found.rows],
+                                  next_cursor=found.next_cursor)
     return json_response(AllocationList, document)
 
 
 @router.post("/allocations", status_code=201, response_model=AllocationOut)
-def grant(body: GrantIn, principal: JobsWriter, runtime: RuntimeDep) -> Response:
+def grant_allocation(body: GrantIn, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Grant a project an allocation (administrators)."""
     now = runtime.clock()
     g = Grant(body.project, body.pool, milli(body.amount), body.starts_at or now, body.ends_at,
@@ -107,8 +126,8 @@ def grant(body: GrantIn, principal: JobsWriter, runtime: RuntimeDep) -> Response
 
 
 @router.post("/allocations/{allocation_id}:adjust", response_model=AllocationOut)
-def adjust(allocation_id: int, body: AdjustIn, principal: JobsWriter, runtime: RuntimeDep
-           ) -> Response:
+def adjust_allocation(allocation_id: int, body: AdjustIn, principal: JobsWriter,
+                      runtime: RuntimeDep) -> Response:
     """Add SU to an allocation, or take SU back (never more than it has spendable)."""
     now = runtime.clock()
     with runtime.unit_of_work() as session:
@@ -119,7 +138,8 @@ def adjust(allocation_id: int, body: AdjustIn, principal: JobsWriter, runtime: R
 
 
 @router.post("/allocations:transfer", response_model=TransferOut)
-def transfer(body: TransferIn, principal: JobsWriter, runtime: RuntimeDep) -> Response:
+def transfer_allocation(body: TransferIn, principal: JobsWriter, runtime: RuntimeDep
+                        ) -> Response:
     """Move SU from one allocation to another (of the same project or not)."""
     now = runtime.clock()
     with runtime.unit_of_work() as session:
@@ -142,14 +162,14 @@ def _status(allocation_id: int, status: str, body: StatusIn, principal: JobsWrit
 
 
 @router.post("/allocations/{allocation_id}:suspend", response_model=AllocationOut)
-def suspend(allocation_id: int, body: StatusIn, principal: JobsWriter, runtime: RuntimeDep
-            ) -> Response:
+def suspend_allocation(allocation_id: int, body: StatusIn, principal: JobsWriter,
+                       runtime: RuntimeDep) -> Response:
     """No new job may draw on the allocation; jobs holding liens on it settle as usual."""
     return _status(allocation_id, "suspended", body, principal, runtime)
 
 
 @router.post("/allocations/{allocation_id}:resume", response_model=AllocationOut)
-def resume(allocation_id: int, body: StatusIn, principal: JobsWriter, runtime: RuntimeDep
-           ) -> Response:
+def resume_allocation(allocation_id: int, body: StatusIn, principal: JobsWriter,
+                      runtime: RuntimeDep) -> Response:
     """Make a suspended allocation active again."""
     return _status(allocation_id, "active", body, principal, runtime)

@@ -14,7 +14,7 @@ router = APIRouter(prefix="/api/v1", tags=["audit"])
 
 
 @router.get("/audit/verify", response_model=AuditVerifyOut)
-def verify(principal: JobsReader, runtime: RuntimeDep) -> Response:
+def verify_audit(principal: JobsReader, runtime: RuntimeDep) -> Response:
     """Walk the whole hash chain and name its first broken link (edited, deleted,
     reordered or truncated); check every allocation's running sums against its ledger
     and that every ledger transaction sums to zero."""
@@ -25,7 +25,7 @@ def verify(principal: JobsReader, runtime: RuntimeDep) -> Response:
 
 
 @router.get("/audit/jobs/{job_id}", response_model=JobStoryOut)
-def job(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> Response:
+def get_job_story(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> Response:
     """One job from request to charge: who asked, where it was routed and why, every
     attempt, its liens, usage records and charges, each with its time."""
     with runtime.readers() as session:

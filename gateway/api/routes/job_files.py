@@ -24,6 +24,7 @@ from fastapi.responses import StreamingResponse
 
 from adapters.transfer import SiteFile
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
+from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.problems import problem
 from gateway.api.ranges import Unsatisfiable, parse_range
 from gateway.domain.errors import Invalid, Unavailable
@@ -41,13 +42,15 @@ SEND_BLOCK = 256 * 1024
 
 
 @router.get("/jobs/{job_id}/files", response_model=JobFileList)
-def list_files(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> JobFileList:
-    """The job's outputs (matched by its output globs after the run), by path."""
+def list_files(job_id: str, principal: JobsReader, runtime: RuntimeDep,
+               limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JobFileList:
+    """The job's outputs (matched by its output globs after the run), by path; follow
+    `next_cursor` for the next page."""
     with runtime.reading() as conn:
-        rows = job_files.list_outputs(conn, principal, job_id)
+        page = job_files.list_outputs(conn, principal, job_id, limit=limit, cursor=cursor)
     return JobFileList(items=[JobFileOut(path=r["path"], size=r["size"], sha256=r["sha256"],
                                          location=r["location"], site=r["site_name"])
-                              for r in rows])
+                              for r in page.rows], next_cursor=page.next_cursor)
 
 
 @router.delete("/jobs/{job_id}/files", status_code=204, response_class=Response)

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
+from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import EventList, JobList, JobOut, event_out, job_out, json_response
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
@@ -36,10 +37,13 @@ def submit_job(
                                           idempotency_key,
                                           StagingLimits.from_settings(runtime.settings),
                                           charged=runtime.settings.allocations_enforced)
+        # A new job has no attempt yet; a replayed one may have several.
+        attempts = [] if created else job_queries.attempts_of(session.connection(),
+                                                              [row])[row["id"]]
     headers = {"Location": f"/api/v1/jobs/{row['id']}"}
     if not created:
         headers["Idempotent-Replayed"] = "true"
-    return json_response(JobOut, job_out(row), 202, headers)
+    return json_response(JobOut, job_out(row, attempts), 202, headers)
 
 
 def _label_pairs(labels: list[str]) -> tuple[tuple[str, str], ...]:
@@ -63,8 +67,8 @@ def list_jobs(
     site: str | None = None,
     project: str | None = None,
     label: Annotated[list[str], Query()] = [],  # noqa: B006  (FastAPI copies defaults)
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    limit: Limit = DEFAULT_LIMIT,
+    cursor: Cursor = None,
     name: Annotated[str | None, Query(max_length=255, description="Only jobs of this exact "
                                       "name.")] = None,
     id_prefix: Annotated[str | None, Query(max_length=36, description=(
@@ -78,8 +82,10 @@ def list_jobs(
                         name=name, id_prefix=id_prefix, mine=mine)
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters, limit=limit, cursor=cursor)
-    return json_response(JobList, JobList(items=[job_out(row) for row in page.jobs],
-                                          next_cursor=page.next_cursor))
+        attempts = job_queries.attempts_of(conn, page.jobs)
+    return json_response(JobList, JobList(
+        items=[job_out(row, attempts[row["id"]]) for row in page.jobs],
+        next_cursor=page.next_cursor))
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut)
@@ -94,7 +100,8 @@ def cancel_job(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Respo
     """Cancel a job. Queued or running jobs end CANCELLED once the site confirms."""
     with runtime.unit_of_work() as session:
         row = job_service.cancel(session, principal, job_id)
-    return json_response(JobOut, job_out(row), 202)
+        attempts = job_queries.attempts_of(session.connection(), [row])[row["id"]]
+    return json_response(JobOut, job_out(row, attempts), 202)
 
 
 @router.post("/jobs/{job_id}/hold", response_model=JobOut)
@@ -103,7 +110,8 @@ def hold_job(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Respons
     released. 409 once a worker has taken it to a site (cancel it instead)."""
     with runtime.unit_of_work() as session:
         row = job_holds.hold(session, principal, job_id)
-    return json_response(JobOut, job_out(row))
+        attempts = job_queries.attempts_of(session.connection(), [row])[row["id"]]
+    return json_response(JobOut, job_out(row, attempts))
 
 
 @router.post("/jobs/{job_id}/release", response_model=JobOut)
@@ -111,7 +119,8 @@ def release_job(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Resp
     """Release a held job: the worker routes and submits it as usual."""
     with runtime.unit_of_work() as session:
         row = job_holds.release(session, principal, job_id)
-    return json_response(JobOut, job_out(row))
+        attempts = job_queries.attempts_of(session.connection(), [row])[row["id"]]
+    return json_response(JobOut, job_out(row, attempts))
 
 
 @router.post("/jobs:estimate", response_model=EstimateOut)
@@ -141,7 +150,10 @@ def job_placement(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> Re
 
 
 @router.get("/jobs/{job_id}/events", response_model=EventList)
-def job_events(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> EventList:
+def job_events(job_id: str, principal: JobsReader, runtime: RuntimeDep,
+               limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> EventList:
+    """The job's state changes, oldest first; follow `next_cursor` for the next page."""
     with runtime.reading() as conn:
-        rows = job_queries.events(conn, principal, job_id)
-    return EventList(items=[event_out(row) for row in rows])
+        page = job_queries.events(conn, principal, job_id, limit=limit, cursor=cursor)
+    return EventList(items=[event_out(row) for row in page.rows],
+                     next_cursor=page.next_cursor)

@@ -190,7 +190,8 @@ def _page(runtime: Runtime, status: int = 200, *, csrf: str | None = None,
     return response
 
 
-@router.get(VERIFICATION_PATH, response_class=HTMLResponse)
+# The verification page is for a person's browser, not an API operation.
+@router.get(VERIFICATION_PATH, response_class=HTMLResponse, include_in_schema=False)
 def device_page(request: Request, runtime: RuntimeDep, user_code: str = "") -> HTMLResponse:
     """The page where a person enters the user code and approves the login."""
     if not is_secure(request, runtime.settings):  # before anyone types a password into it
@@ -198,7 +199,7 @@ def device_page(request: Request, runtime: RuntimeDep, user_code: str = "") -> H
     return _page(runtime, state="form", user_code=user_code[:32])
 
 
-@router.post(VERIFICATION_PATH, response_class=HTMLResponse)
+@router.post(VERIFICATION_PATH, response_class=HTMLResponse, include_in_schema=False)
 async def device_decision(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     """Approve or deny a device login with a local username and password."""
     if not is_secure(request, runtime.settings):

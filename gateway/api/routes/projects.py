@@ -18,6 +18,7 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
+from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.project_schemas import (
     BalanceOut,
     MemberOut,
@@ -29,7 +30,7 @@ from gateway.api.project_schemas import (
     summary_out,
 )
 from gateway.api.schemas import json_response
-from gateway.services import balances, projects
+from gateway.services import balances, cursors, projects
 from gateway.services.projects import MAX_DESCRIPTION
 
 router = APIRouter(prefix="/api/v1", tags=["projects"])
@@ -50,11 +51,15 @@ class MemberAdd(BaseModel):
 
 
 @router.get("/projects", response_model=ProjectList)
-def list_projects(principal: JobsReader, runtime: RuntimeDep) -> Response:
-    """The projects you may read: yours, or every project for auditors and admins."""
+def list_projects(principal: JobsReader, runtime: RuntimeDep, limit: Limit = DEFAULT_LIMIT,
+                  cursor: Cursor = None) -> Response:
+    """The projects you may read: yours, or every project for auditors and admins;
+    follow `next_cursor` for the next page."""
     with runtime.readers() as session:
-        found = projects.summaries(session, principal, runtime.clock())
-        document = ProjectList(items=[summary_out(s) for s in found])
+        found = cursors.from_list(projects.summaries(session, principal, runtime.clock()),
+                                  limit, cursor, lambda s: s.seen.project.name)
+        document = ProjectList(items=[summary_out(s) for s in found.rows],
+                               next_cursor=found.next_cursor)
     return json_response(ProjectList, document)
 
 
@@ -77,7 +82,9 @@ def get_project(name: str, principal: JobsReader, runtime: RuntimeDep) -> Respon
     return json_response(ProjectOut, document)
 
 
-@router.post("/projects/{name}/members", status_code=201, response_model=MemberOut)
+@router.post("/projects/{name}/members", status_code=201, response_model=MemberOut,
+             responses={200: {"model": MemberOut,
+                              "description": "Already a member: their role is set"}})
 def add_member(name: str, body: MemberAdd, principal: JobsWriter, runtime: RuntimeDep
                ) -> Response:
     """Add a member or change their role: 201 when new, 200 when they were one."""

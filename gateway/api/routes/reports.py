@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
+from pydantic import BeforeValidator
 
 from gateway.api.deps import JobsReader, RuntimeDep
 from gateway.api.schemas import json_response
+from gateway.domain.states import JobState
 from gateway.schemas.reports import (
     AdjustmentReport,
     AllocationReport,
@@ -30,10 +33,23 @@ from gateway.services.reports import Period
 router = APIRouter(prefix="/api/v1", tags=["reports"])
 
 Project = Annotated[str | None, Query(max_length=64, description="A project's name.")]
-AsOf = Annotated[datetime | None, Query(description="Report as of this time (default now); "
-                                                    "a time without a zone is UTC.")]
-Since = Annotated[datetime | None, Query(description="From this time (inclusive).")]
-Until = Annotated[datetime | None, Query(description="Up to this time (exclusive).")]
+# An ISO 8601 date, then optionally a time and a zone; pydantic alone would also take
+# a bare number ("0.5") as seconds since 1970, which the document does not offer.
+_ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                       r"(?:Z|z|[+-]\d{2}:?\d{2})?)?")
+
+
+def _iso_time(value: object) -> object:
+    if isinstance(value, str) and not _ISO_TIME.fullmatch(value):
+        raise ValueError("give an ISO 8601 time, e.g. 2026-11-01T00:00:00Z")
+    return value
+
+
+Time = Annotated[datetime | None, BeforeValidator(_iso_time)]
+AsOf = Annotated[Time, Query(description="Report as of this time (default now); "
+                                         "a time without a zone is UTC.")]
+Since = Annotated[Time, Query(description="From this time (inclusive).")]
+Until = Annotated[Time, Query(description="Up to this time (exclusive).")]
 Format = Annotated[Literal["json", "csv"] | None, Query(description="json (default) or csv; "
                                                                     "or send Accept: text/csv")]
 
@@ -134,10 +150,11 @@ def adjustments_report(
 
 
 @router.get("/usage", response_model=JobUsageList)
-def usage(
+def usage_by_job(
     request: Request, principal: JobsReader, runtime: RuntimeDep, project: Project = None,
     since: Since = None, until: Until = None,
-    state: Annotated[list[str], Query(max_length=16)] = [],  # noqa: B006  (FastAPI copies)
+    state: Annotated[list[str], Query(max_length=16, json_schema_extra={"items": {
+        "type": "string", "enum": [s.value for s in JobState]}})] = [],  # noqa: B006
     limit: Annotated[int, Query(ge=1, le=reports.MAX_JOBS)] = 1000,
     format: Format = None,
 ) -> Response:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from gateway.api.deps import RuntimeDep, SitesReader
+from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import SiteList, SiteOut
+from gateway.services import cursors
 from gateway.services.placement import black_holes
 from gateway.services.site_load import load_out
 
@@ -13,7 +15,10 @@ router = APIRouter(prefix="/api/v1", tags=["sites"])
 
 
 @router.get("/sites", response_model=SiteList)
-def list_sites(_: SitesReader, runtime: RuntimeDep) -> SiteList:
+def list_sites(_: SitesReader, runtime: RuntimeDep, limit: Limit = DEFAULT_LIMIT,
+               cursor: Cursor = None) -> SiteList:
+    """The configured sites, in the config's order; follow `next_cursor` for the next
+    page."""
     with runtime.readers() as session:
         rows = runtime.sites.rows(session)
         banned = black_holes(session, runtime.sites, runtime.clock())
@@ -34,5 +39,6 @@ def list_sites(_: SitesReader, runtime: RuntimeDep) -> SiteList:
             load=load_out(row.load, row.load_at) if row else None,
             routing_ban=banned.get(entry.name),
         ))
-    return SiteList(items=items)
+    page = cursors.from_list(items, limit, cursor, lambda site: site["name"])
+    return SiteList(items=list(page.rows), next_cursor=page.next_cursor)
 

@@ -21,7 +21,8 @@ from gateway.schemas.identity import MeOut
 router = APIRouter(tags=["system"])
 
 
-@router.get("/api/v1/health", response_model=Health)
+@router.get("/api/v1/health", response_model=Health,
+            responses={503: {"model": Health, "description": "Up, but the database is not"}})
 @router.get("/health", response_model=Health, include_in_schema=False)
 def health(runtime: RuntimeDep, response: Response) -> Health:
     """Up, and able to reach its database."""

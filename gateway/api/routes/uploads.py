@@ -21,12 +21,14 @@ import re
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
+from pydantic.config import JsonDict
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import Scope
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
+from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.problems import problem
 from gateway.api.upload_schemas import UploadList, UploadOut, upload_out
 from gateway.db.base import utcnow
@@ -50,14 +52,29 @@ def is_chunk_put(scope: Scope) -> bool:
     return scope.get("method") == "PUT" and bool(_CHUNK_PATH.fullmatch(scope.get("path", "")))
 
 
+# The rules gateway.services.uploads enforces (with its own messages), told to clients in
+# the OpenAPI document.
+SHA256: JsonDict = {"pattern": "^[0-9a-fA-F]{64}$"}
+FILE_NAME: JsonDict = {"pattern": r"^[^/\u0000-\u001f]+$"}
+
+
+def _not_bool(value: object) -> object:
+    # JSON true is no size (pydantic would read it as 1).
+    if isinstance(value, bool):
+        raise ValueError("give the size in bytes, a whole number")
+    return value
+
+
 class UploadCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=255)
-    size: int = Field(ge=0)
-    sha256: str | None = Field(default=None, min_length=64, max_length=64)
+    name: str = Field(min_length=1, max_length=255, json_schema_extra=FILE_NAME)
+    size: Annotated[int, BeforeValidator(_not_bool)] = Field(ge=0)
+    sha256: str | None = Field(default=None, min_length=64, max_length=64,
+                               json_schema_extra=SHA256)
 
 
 class UploadComplete(BaseModel):
-    sha256: str | None = Field(default=None, min_length=64, max_length=64)
+    sha256: str | None = Field(default=None, min_length=64, max_length=64,
+                               json_schema_extra=SHA256)
 
 
 def store_of(runtime: Runtime) -> BlobStore:
@@ -90,11 +107,13 @@ def create_upload(body: UploadCreate, principal: JobsWriter, runtime: RuntimeDep
 
 
 @router.get("/uploads", response_model=UploadList)
-def list_uploads(principal: JobsReader, runtime: RuntimeDep) -> UploadList:
-    """Your uploads, newest first."""
+def list_uploads(principal: JobsReader, runtime: RuntimeDep, limit: Limit = DEFAULT_LIMIT,
+                 cursor: Cursor = None) -> UploadList:
+    """Your uploads, newest first; follow `next_cursor` for the next page."""
     with runtime.readers() as session:
-        return UploadList(items=[upload_out(u)
-                                 for u in service.list_uploads(session, principal.user_id)])
+        page = service.list_uploads(session, principal.user_id, limit=limit, cursor=cursor)
+        return UploadList(items=[upload_out(u) for u in page.rows],
+                          next_cursor=page.next_cursor)
 
 
 @router.get("/uploads/{upload_id}", response_model=UploadOut)
@@ -176,8 +195,10 @@ async def put_chunk(
     request: Request,
     principal: JobsWriter,
     runtime: RuntimeDep,
-    content_range: Annotated[str, Header()],
-    content_length: Annotated[int | None, Header()] = None,
+    # The pattern is parse_content_range's (which words the error), told to clients.
+    content_range: Annotated[str, Header(
+        max_length=64, description="bytes FIRST-LAST/TOTAL (LAST inclusive)",
+        json_schema_extra={"pattern": r"^bytes \d+-\d+/\d+$"})],
 ) -> Response:
     """Write one chunk. It must start at the current offset; the body must be exactly
     the range. A dropped connection keeps the bytes that arrived."""
@@ -189,6 +210,9 @@ async def put_chunk(
                        f"{length}, {length - limit} too many. Send smaller chunks.",
                        limit="upload_chunk_max_bytes", limit_bytes=limit,
                        excess_bytes=length - limit)
+    # Content-Length is HTTP's own header (not an API parameter); the server checked it.
+    declared = request.headers.get("content-length")
+    content_length = int(declared) if declared and declared.isdigit() else None
     if content_length is not None and content_length != length:
         raise Invalid(f"The body has {content_length} bytes but Content-Range covers "
                       f"{length}.", field="Content-Length")
