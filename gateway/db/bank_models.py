@@ -73,19 +73,12 @@ class RateCard(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-# A submission's quotes, lien and lien legs may be written before its job row, in the
-# same transaction (gateway/repositories/fast_hold.py: one round trip on PostgreSQL), so
-# their job foreign keys are checked when the transaction commits.
-JOB_FK_AT_COMMIT: dict[str, Any] = {"deferrable": True, "initially": "DEFERRED"}
-
-
 class Quote(Base):
     """What a job would cost at one site, with the rate version pinned at submit."""
 
     __tablename__ = "quotes"
 
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", **JOB_FK_AT_COMMIT),
-                                        primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
     site_name: Mapped[str] = mapped_column(ForeignKey("sites.name"), primary_key=True)
     rate_card_id: Mapped[int] = mapped_column(ForeignKey("rate_cards.id"))
     amount_milli: Mapped[int] = mapped_column(BigInteger)
@@ -97,7 +90,7 @@ class Lien(Base):
 
     __tablename__ = "liens"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", **JOB_FK_AT_COMMIT), index=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
     allocation_id: Mapped[int] = mapped_column(ForeignKey("allocations.id"))
     # The site the lien was drawn for (null while an `auto` job waits for routing).
     site_name: Mapped[str | None] = mapped_column(ForeignKey("sites.name"), default=None)
@@ -132,8 +125,7 @@ class LedgerEntry(Base):
     amount_milli: Mapped[int] = mapped_column(BigInteger)
     # deposit, transfer, adjustment, lien, release, charge, refund
     kind: Mapped[str] = mapped_column(String(16))
-    job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id", **JOB_FK_AT_COMMIT),
-                                               index=True, default=None)
+    job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id"), index=True, default=None)
     lien_id: Mapped[int | None] = mapped_column(ForeignKey("liens.id"), default=None)
     usage_id: Mapped[int | None] = mapped_column(ForeignKey("usage_records.id"), default=None)
     reason: Mapped[str | None] = mapped_column(Text, default=None)

@@ -114,9 +114,10 @@ def member_project(conn: Connection, user_id: str, name: str) -> ProjectRef | No
     return None if row is None else ProjectRef(row.id, row.name)
 
 
-def insert_new(session: Session, job: NewJob) -> bool:
-    """Insert the job, its first event, labels and key. False (nothing written) when a
-    concurrent request already took the same Idempotency-Key."""
+def insert_new(session: Session, job: NewJob, first_event: bool = True) -> bool:
+    """Insert the job, its first event (unless the caller writes it: `first_event`
+    False), labels and key. False (nothing written) when a concurrent request already
+    took the same Idempotency-Key."""
     labels = [{"job_id": job.id, "key": k, "value": v} for k, v in job.labels.items()]
     conn = session.connection()
     try:
@@ -124,7 +125,8 @@ def insert_new(session: Session, job: NewJob) -> bool:
         # session's: rolling it back drops the first event's audit link too).
         with session.begin_nested() if job.idempotency_key else nullcontext():
             conn.execute(insert(Job), [job.row()])
-            events.insert_now(session, job.first_event)
+            if first_event:
+                events.insert_now(session, job.first_event)
             if labels:
                 conn.execute(insert(JobLabel), labels)
             if job.idempotency_key:

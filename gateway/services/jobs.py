@@ -16,7 +16,6 @@ from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState, Reason
 from gateway.repositories import jobs
 from gateway.repositories.events import NewEvent
-from gateway.repositories.fast_hold import LienTaken
 from gateway.repositories.jobs import NewJob, ProjectRef
 from gateway.services import quotes
 from gateway.services.bank import Payer
@@ -67,28 +66,15 @@ def submit(
         replay = _replayed(session, principal, idempotency_key, digest)
         if replay is not None:
             return replay, False
+    project = _resolve_project(session, principal, spec.project)
     now = utcnow()
-    job_id = str(uuid.uuid4())
-    site_quotes: list[quotes.SiteQuote] = []
-    fast: tuple[Payer, LienTaken | None] | None = None  # found in one round trip
-    if charged:
-        site_quotes = quotes.quote(session, spec,
-                                   possible_sites(registry, spec, principal.account_name),
-                                   registry.rate_cards)
-        if not idempotency_key:  # a keyed request may lose to its twin: its lien follows
-            fast = quotes.project_and_hold(session, job_id, principal.user_id, spec.project,
-                                           site_quotes, now, principal.display)
-    if fast is not None:
-        payer, taken = fast
-    else:
-        project = _resolve_project(session, principal, spec.project)
-        payer, taken = Payer(project.id, project.name), None
     site = admit(session, registry, spec, principal.account_name, now)
     if spec.inputs:
         check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,
                      spec)
+    job_id = str(uuid.uuid4())
     job = NewJob(
-        id=job_id, owner_id=principal.user_id, project_id=payer.project_id, name=spec.name,
+        id=job_id, owner_id=principal.user_id, project_id=project.id, name=spec.name,
         spec=spec.model_dump(mode="json"), site_name=site, created_at=now,
         labels=spec.labels,
         first_event=NewEvent(job_id, now, None, JobState.ACCEPTED.value,
@@ -96,18 +82,27 @@ def submit(
                              "accepted; waiting for a routing pass to choose its site",
                              principal.display),
         idempotency_key=idempotency_key, request_hash=digest)
-    if not jobs.insert_new(session, job):
+    # A keyed request may lose to its twin: its first event is written (with the key, in
+    # a savepoint) before its lien; otherwise, on PostgreSQL, the event and the lien are
+    # one round trip (the allocation's row lock is then held the shortest).
+    one_trip = charged and not idempotency_key and quotes.one_round_trip(session)
+    if not jobs.insert_new(session, job, first_event=not one_trip):
         # A concurrent request with the same key won the race: answer as it did.
         replay = _replayed(session, principal, idempotency_key or "", digest)
         assert replay is not None
         return replay, False
-    if charged and fast is None:
-        quotes.hold_for_submit(session, job_id, payer, site_quotes, now, principal.display)
-    elif charged and taken is None:
-        quotes.hold_cheapest(session, job_id, payer, site_quotes, now, principal.display)
-    elif taken is not None:
-        quotes.chain_lien(session, taken)
-    return {**job.row(), "project_name": payer.project_name, "owner_name": principal.display}, True
+    if charged:
+        payer = Payer(project.id, project.name)
+        site_quotes = quotes.quote(session, spec,
+                                   possible_sites(registry, spec, principal.account_name),
+                                   registry.rate_cards)
+        if one_trip:
+            quotes.event_and_hold(session, job.first_event, payer, site_quotes,
+                                  principal.display)
+        else:
+            quotes.hold_for_submit(session, job_id, payer, site_quotes, now,
+                                   principal.display)
+    return {**job.row(), "project_name": project.name, "owner_name": principal.display}, True
 
 
 def _replayed(

@@ -14,7 +14,7 @@ from gateway.accounting.units import su
 from gateway.db.bank_models import Quote, RateCard
 from gateway.domain.jobspec import JobSpec
 from gateway.repositories import bank_rows, fast_hold, rate_cards
-from gateway.repositories.fast_hold import LienTaken
+from gateway.repositories.events import NewEvent
 from gateway.services import bank
 from gateway.services.bank import InsufficientFunds, Payer
 
@@ -56,50 +56,30 @@ def hold_for_submit(session: Session, job_id: str, payer: Payer, quotes: Sequenc
     """Pin the job's quotes and hold a lien for the cheapest site its project can pay
     at. Raises InsufficientFunds naming the cheapest quote and what is available."""
     _require_quotes(quotes, payer.project_name)
-    if session.connection().dialect.name == "postgresql":
-        cheapest = quotes[0]
-        found = fast_hold.quote_and_hold(
-            session, job_id, "", payer.project_id,
-            [(q.site, q.rate_card_id, q.amount_milli) for q in quotes], cheapest.site,
-            cheapest.amount_milli, now, actor)
-        if found is not None and found.lien is not None:
-            fast_hold.chain(session, found.lien)
-            return
-    else:
-        for q in quotes:
-            bank_rows.add(session, Quote(job_id=job_id, site_name=q.site,
-                                         rate_card_id=q.rate_card_id,
-                                         amount_milli=q.amount_milli, quoted_at=now))
-        session.flush()
+    for q in quotes:
+        bank_rows.add(session, Quote(job_id=job_id, site_name=q.site,
+                                     rate_card_id=q.rate_card_id,
+                                     amount_milli=q.amount_milli, quoted_at=now))
+    session.flush()
     hold_cheapest(session, job_id, payer, quotes, now, actor)
 
 
-def project_and_hold(session: Session, job_id: str, user_id: str, project: str | None,
-                     quotes: Sequence[SiteQuote], now: datetime, actor: str
-                     ) -> tuple[Payer, LienTaken | None] | None:
-    """Before the job row is written, on PostgreSQL: find the project to charge (named,
-    and the user a member; else the user's personal one), pin the job's quotes and hold
-    the cheapest quote's lien, in one round trip. Returns (payer, the lien taken): once
-    the job row is written the caller chains a taken lien (`chain_lien`), or, when none
-    was taken, calls `hold_cheapest` (a split across allocations, or a refusal). None,
-    with nothing written, when this cannot be done here (another database, no quote, no
-    such project): the caller takes the usual path."""
-    if not quotes or session.connection().dialect.name != "postgresql":
-        return None
+def one_round_trip(session: Session) -> bool:
+    """Whether `event_and_hold` can be used here (PostgreSQL)."""
+    return session.connection().dialect.name == "postgresql"
+
+
+def event_and_hold(session: Session, first_event: NewEvent, payer: Payer,
+                   quotes: Sequence[SiteQuote], actor: str) -> None:
+    """`hold_for_submit` for a job whose row is written and whose first event is not:
+    on PostgreSQL the event, the quotes and (most often) the lien in one round trip."""
+    _require_quotes(quotes, payer.project_name)
     cheapest = quotes[0]
-    found = fast_hold.quote_and_hold(
-        session, job_id, user_id, project,
-        [(q.site, q.rate_card_id, q.amount_milli) for q in quotes], cheapest.site,
-        cheapest.amount_milli, now, actor)
-    if found is None:
-        return None
-    return Payer(found.project_id, found.project_name), found.lien
-
-
-def chain_lien(session: Session, lien: LienTaken) -> None:
-    """Append a lien `project_and_hold` took to the audit chain (after the job's first
-    link, so a job's story starts with its request)."""
-    fast_hold.chain(session, lien)
+    if not fast_hold.event_and_hold(
+            session, first_event, payer.project_id,
+            [(q.site, q.rate_card_id, q.amount_milli) for q in quotes], cheapest.site,
+            cheapest.amount_milli, actor):
+        hold_cheapest(session, first_event.job_id, payer, quotes, first_event.at, actor)
 
 
 def hold_cheapest(session: Session, job_id: str, payer: Payer, quotes: Sequence[SiteQuote],

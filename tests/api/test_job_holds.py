@@ -129,7 +129,7 @@ def test_name_filter_is_exact(client: TestClient, make_user: MakeUser) -> None:
     assert [j["id"] for j in r.json()["items"]] == [a]
 
 
-def test_migration_0012_keeps_existing_jobs(client: TestClient, runtime: Runtime,
+def test_migration_0011_keeps_existing_jobs(client: TestClient, runtime: Runtime,
                                             make_user: MakeUser) -> None:
     """Down to 0010 and up again with jobs, events and labels in the database: on SQLite a
     table rebuild would break the foreign keys that point at jobs."""

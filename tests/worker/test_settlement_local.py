@@ -13,15 +13,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from alembic import command
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from gateway.accounting.rates import ONE_SU_PER_CORE_HOUR, Usage, cost
 from gateway.auth.principal import Principal
 from gateway.db.bank_models import Allocation, LedgerEntry, Lien, Quote, UsageRow
-from gateway.db.engine import is_postgres, transaction
-from gateway.db.migrate import alembic_config, upgrade_database
+from gateway.db.engine import transaction
 from gateway.domain.jobspec import JobSpec
 from gateway.runtime import Runtime
 from gateway.services import allocations, bank, projects
@@ -265,7 +263,7 @@ def _bank_rows(runtime: Runtime, job_id: str) -> tuple[int, int, int]:
 
 def test_a_named_project_pays_and_one_the_user_is_not_in_is_refused(
         client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
-    # On PostgreSQL the project is found in the lien's own statement; same answers.
+    # On PostgreSQL the lien is taken with the job's first event; same answers.
     user, stranger = make_user(), make_user()
     _grant(runtime, user, 10)  # the personal project: must not pay for the named one
     name, shared = _shared_project(runtime, user, 3)
@@ -299,7 +297,7 @@ def test_a_keyed_submission_holds_one_lien_however_often_it_is_sent(
 
 def test_a_job_a_site_cannot_take_holds_nothing(client: TestClient, runtime: Runtime,
                                                 make_user: MakeUser) -> None:
-    # The lien is taken before the site's limits are checked: the refusal drops it.
+    # Nothing of the bank is written for a job no site can take.
     user = make_user()
     alloc = _grant(runtime, user, 5)
     r = client.post("/api/v1/jobs", headers=user.headers, json={
@@ -310,26 +308,3 @@ def test_a_job_a_site_cannot_take_holds_nothing(client: TestClient, runtime: Run
     with runtime.sessions() as s:
         assert s.scalars(select(Quote)).all() == [] and s.scalars(select(Lien)).all() == []
 
-
-def test_migration_0011_keeps_the_bank_rows(client: TestClient, runtime: Runtime,
-                                            make_user: MakeUser) -> None:
-    """Down to 0010 and up again with a lien, its legs and its quote stored: on SQLite
-    the tables are copied, and the ledger's references to liens must hold after."""
-    user = make_user()
-    alloc = _grant(runtime, user, 5)
-    job_id = post(client, user.headers, {"name": "kept", "executable": "/bin/true"})
-    cfg = alembic_config(runtime.engine)
-    with runtime.engine.connect() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0010")
-        conn.commit()
-    upgrade_database(runtime.engine)
-    assert _bank_rows(runtime, job_id) == (1, 1, 2)
-    assert _allocation(runtime, alloc).held_milli == 1000
-    with runtime.engine.connect() as conn:
-        if not is_postgres(runtime.engine):
-            assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
-    # The lien is still released whole when the job is cancelled.
-    assert client.post(f"/api/v1/jobs/{job_id}/cancel", headers=user.headers).status_code == 202
-    _settled(Worker(runtime), runtime, job_id)
-    assert _allocation(runtime, alloc).held_milli == 0

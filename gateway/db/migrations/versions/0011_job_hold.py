@@ -1,7 +1,7 @@
 """job hold: jobs.held, set by `gridgate hold` while a job is ACCEPTED (issue 14)
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-11-25 05:00:00
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0012'
-down_revision: str | None = '0011'
+revision: str = '0011'
+down_revision: str | None = '0010'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
