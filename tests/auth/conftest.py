@@ -67,7 +67,7 @@ def make_auth_runtime(tmp_path: Path, database_url: str, **overrides: object) ->
 def make_app(rt: AuthRuntime) -> FastAPI:
     app = FastAPI()
     app.state.runtime = rt
-    problems.install(app)
+    problems.install(app, oauth.router.routes)
     app.include_router(oauth.router)
 
     @app.get("/whoami")
