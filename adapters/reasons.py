@@ -2,7 +2,7 @@
 
 It lives in `adapters` because adapters may not import `gateway`, while the gateway may
 import adapters: both reach it here, and `gateway.domain.states` re-exports `Reason`.
-The strings are what the API has always shown (`Attempt.reason`, `Job.state_reason`,
+The strings are what the API has always shown (`Attempt.reason`, `Job.reason`,
 events), so clients that match on them keep working.
 
 A reason is one of three things, and its type says which (mypy rejects a bare literal):

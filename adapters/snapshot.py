@@ -25,7 +25,7 @@ class QueueInfo:
     default: bool = False
     available: bool | None = None
     state: str | None = None
-    max_walltime_seconds: int | None = None
+    max_walltime: int | None = None
     max_nodes: int | None = None
     nodes_total: int | None = None
     nodes_idle: int | None = None

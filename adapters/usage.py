@@ -31,7 +31,7 @@ class UsageRecord:
     ended_at: datetime | None
     # Wall-clock seconds the run held its cores (the scheduler's own elapsed figure where
     # it prints one, else end - start from its timestamps); 0 for a run that never ran.
-    elapsed_seconds: int
+    elapsed: int
     cores: int
     nodes: int
     # Which accounting said so: "sacct", "qacct", "pbs-accounting", "lsb.acct", "local".

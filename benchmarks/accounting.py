@@ -150,7 +150,7 @@ def settling(base: Path, db_url: str, records: int) -> dict[str, Any]:
                 {"id": j, "owner_id": user_id, "project_id": project.id, "name": "b",
                  "spec": {"resources": {"walltime": 3600}}, "state": "COMPLETED",
                  "site_name": "local", "created_at": now, "updated_at": now,
-                 "finished_at": now} for j in job_ids[start:start + 1000]])
+                 "ended_at": now} for j in job_ids[start:start + 1000]])
             for job_id in job_ids[start:start + 1000]:
                 bank.hold(session, job_id, payer, "local", 1000, now, "bench")
     with runtime.sessions() as session:
@@ -173,7 +173,7 @@ def settling(base: Path, db_url: str, records: int) -> dict[str, Any]:
     with transaction(runtime.sessions) as session:
         session.execute(insert(UsageRow), [
             {"site_name": "local", "native_id": f"c{i}", "run": 0, "job_id": job_ids[i],
-             "source": "local", "received_at": now, "elapsed_seconds": 1800, "cores": 1,
+             "source": "local", "received_at": now, "elapsed": 1800, "cores": 1,
              "nodes": 1, "state": "COMPLETED", "raw": f"c{i}|COMPLETED"}
             for i in range(records)])
     baseline_s = time.perf_counter() - began

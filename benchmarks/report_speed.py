@@ -78,7 +78,7 @@ MACROS["quote"] = f"((1 << (g % 8)) * 7200 * {MACROS['rate']}) / 3600"
 # g % P (allocation id a0 + g % P), user g % U, site g % S; waits, runs and cores vary.
 LOAD = [
     """INSERT INTO jobs (id, owner_id, project_id, name, spec, state, site_name,
-         cancel_requested, created_at, updated_at, started_at, finished_at, winner_attempt_id)
+         cancel_requested, created_at, updated_at, started_at, ended_at, winner_attempt_id)
        SELECT 'bench-' || g, {user}, {project}, 'job' || g,
               '{{}}', 'COMPLETED', {site}, false,
               {created}, {created}, NULL, NULL, g
@@ -91,7 +91,7 @@ LOAD = [
               {ended}
        FROM generate_series(1, :n) g""",
     """INSERT INTO usage_records (id, site_name, native_id, run, job_id, source, received_at,
-         started_at, ended_at, elapsed_seconds, cores, nodes, gpus, state, raw, estimated,
+         started_at, ended_at, elapsed, cores, nodes, gpus, state, raw, estimated,
          charged_milli, refunded_milli)
        SELECT g, {site}, g::text, 0, 'bench-' || g, 'sacct',
               {received},
@@ -147,7 +147,7 @@ RAW_ALLOCATIONS = """
     SELECT allocation_id, account, sum(amount_milli) FROM ledger_entries
     WHERE at <= :as_of GROUP BY allocation_id, account"""
 RAW_USAGE_BY_SITE = """
-    SELECT site_name, count(*), sum(cores * elapsed_seconds), sum(charged_milli)
+    SELECT site_name, count(*), sum(cores * elapsed), sum(charged_milli)
     FROM usage_records WHERE received_at <= :as_of GROUP BY site_name"""
 
 
@@ -167,7 +167,7 @@ def setup(runtime: Runtime, now: datetime) -> tuple[Principal, list[int], list[s
     with transaction(runtime.sessions) as s:
         for site, rate in SITES.items():
             s.add(Site(name=site, kind="slurm", enabled=True, drained=False, config={},
-                       status="up"))
+                       state="up"))
             s.flush()
             rate_cards.ensure_current(s, site, Rate(core_hour_milli=rate)).created_at = (
                 now - timedelta(days=400))

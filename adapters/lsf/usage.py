@@ -107,7 +107,7 @@ def _record(line: str) -> tuple[int, UsageRecord]:
         exit_code=code,
         started_at=started,
         ended_at=datetime.fromtimestamp(ended_epoch, UTC),
-        elapsed_seconds=max(ended_epoch - start_epoch, 0) if ran else 0,
+        elapsed=max(ended_epoch - start_epoch, 0) if ran else 0,
         cores=(sum(n for n, _ in slots) or integer(fields[_NUM_PROCESSORS]) or 1) if ran else 0,
         nodes=(len({host for _, host in slots}) or 1) if ran else 0,
         source="lsb.acct",

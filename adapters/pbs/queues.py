@@ -41,7 +41,7 @@ def parse_queues(result: CommandResult, default_queue: str | None) -> list[Queue
             default=name == default_queue,
             available=available,
             state="enabled, started" if available else "disabled or stopped",
-            max_walltime_seconds=duration(str(limits.get("walltime", ""))),
+            max_walltime=duration(str(limits.get("walltime", ""))),
             max_nodes=integer(str(limits.get("nodect", ""))),
             jobs_running=counts.get("Running"),
             jobs_pending=None if not counts else counts.get("Queued", 0) + counts.get("Held", 0),

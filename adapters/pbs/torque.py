@@ -148,7 +148,7 @@ def parse_queues(result: CommandResult, default_queue: str | None) -> list[Queue
             default=name == default_queue,
             available=available,
             state="enabled, started" if available else "disabled or stopped",
-            max_walltime_seconds=duration(attrs.get("resources_max.walltime")),
+            max_walltime=duration(attrs.get("resources_max.walltime")),
             max_nodes=integer(attrs.get("resources_max.nodes")),
             jobs_running=counts.get("Running"),
             jobs_pending=None if not counts else counts.get("Queued", 0) + counts.get("Held", 0),

@@ -88,7 +88,7 @@ def _record(record: AccountingRecord, run: int, deletion: AccountingRecord | Non
         exit_code=code,
         started_at=started,
         ended_at=ended_at,
-        elapsed_seconds=_elapsed(fields, started, ended_at) if ran else 0,
+        elapsed=_elapsed(fields, started, ended_at) if ran else 0,
         cores=_cores(fields) if ran else 0,
         nodes=_nodes(fields) if ran else 0,
         source="pbs-accounting",

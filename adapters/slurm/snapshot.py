@@ -96,7 +96,7 @@ class _Partition:
         return QueueInfo(
             name=self.name, default=self.default, available=self.available,
             state="up" if self.available else "not up",
-            max_walltime_seconds=duration(self.limit), max_nodes=integer(max_nodes),
+            max_walltime=duration(self.limit), max_nodes=integer(max_nodes),
             nodes_total=self.nodes, nodes_idle=self.nodes_idle,
             cpus_total=self.cpus, cpus_idle=self.cpus_idle,
             cpus_per_node=max(self.cpus_per_node, default=None),

@@ -91,7 +91,7 @@ def _record(fields: list[str], run: int, line: str, tz: tzinfo) -> UsageRecord |
         exit_code=code,
         started_at=timestamp(start, tz) if held else None,
         ended_at=ended_at,
-        elapsed_seconds=max(integer(elapsed) or 0, 0) if held else 0,
+        elapsed=max(integer(elapsed) or 0, 0) if held else 0,
         cores=(integer(allocated.get("cpu")) or integer(cpus) or 0) if held else 0,
         nodes=nodes,
         source="sacct",

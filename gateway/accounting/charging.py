@@ -42,15 +42,15 @@ def charge_for(record: UsageRecord, rate: Rate, walltime_seconds: int,
     if record.failed_at_start:
         return Charge(0, 0, f"failed at start ({record.reason or record.state}): "
                             "nothing charged")
-    if record.started_at is None or record.elapsed_seconds <= 0:
+    if record.started_at is None or record.elapsed <= 0:
         return Charge(0, 0, "never ran: nothing charged")
-    seconds = min(record.elapsed_seconds, walltime_seconds)
+    seconds = min(record.elapsed, walltime_seconds)
     amount = cost(rate, Usage(seconds, record.cores, record.nodes, record.gpus,
                               record.memory_mb))
     rule = (f"{record.cores} cores x {seconds} s at {su(rate.core_hour_milli)} SU "
             "per core-hour")
-    if record.elapsed_seconds > walltime_seconds:
-        rule += f" (ran {record.elapsed_seconds} s; charged up to the walltime asked for)"
+    if record.elapsed > walltime_seconds:
+        rule += f" (ran {record.elapsed} s; charged up to the walltime asked for)"
     if record.reason in SITE_CAUSED:
         refund = min(amount, refund_cap_milli)
         return Charge(amount, refund, f"{rule}; ended by the site ({record.reason}): "

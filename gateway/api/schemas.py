@@ -33,11 +33,11 @@ def job_out(row: JobView, attempts: Sequence[AttemptView]) -> JobOut:
     (every route sends them: a list item and GET of one job are the same document)."""
     return JobOut(
         id=row["id"], name=row["name"], owner=row["owner_name"],
-        project=row["project_name"], state=row["state"], state_reason=row["state_reason"],
+        project=row["project_name"], state=row["state"], reason=row["reason"],
         raw_state=row["raw_state"], site=row["site_name"], exit_code=row["exit_code"],
         cancel_requested=row["cancel_requested"], held=row["held"], created_at=row["created_at"],
         updated_at=row["updated_at"], started_at=row["started_at"],
-        finished_at=row["finished_at"], labels=dict(row["spec"].get("labels") or {}),
+        ended_at=row["ended_at"], labels=dict(row["spec"].get("labels") or {}),
         spec=row["spec"],
         attempts=[attempt_out(a) for a in attempts],
     )

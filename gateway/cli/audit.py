@@ -97,7 +97,7 @@ def story_table(story: JobStoryOut) -> Table:
         charged = "-" if u["charged_milli"] is None else f"{su(u['charged_milli'])} SU"
         steps.append((u["received_at"], "usage record",
                       f"{u['site']} {u['native_id']} run {u['run']} ({u['source']}): "
-                      f"{u['state']}, {u['elapsed_seconds']} s on {u['cores']} core(s), "
+                      f"{u['state']}, {u['elapsed']} s on {u['cores']} core(s), "
                       f"charged {charged}" + (" (estimated)" if u["estimated"] else "")
                       + (f"; {u['rule']}" if u["rule"] else "")))
     # Each transaction once: its leg into an account (the other leg is the way out).

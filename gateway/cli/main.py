@@ -28,6 +28,7 @@ HELP = """Submit and follow HPC jobs through a gridgate gateway.
   gridgate explain JOB             why it runs where it does
   gridgate list                    your jobs, newest first
   gridgate logs JOB -f             follow a job's output
+  gridgate outputs JOB             the files a job left (its outputs)
   gridgate fetch JOB -o results/   download a job's outputs, verified
 
 \b
@@ -53,8 +54,9 @@ COMMANDS = {
     "hold": "gateway.cli.job_control:hold",
     "release": "gateway.cli.job_control:release",
     "wait": "gateway.cli.jobs:wait",
-    "fetch": "gateway.cli.fetch:fetch",
-    "outputs-delete": "gateway.cli.fetch:delete_outputs",
+    "outputs": "gateway.cli.outputs:list_outputs",
+    "fetch": "gateway.cli.outputs:fetch",
+    "outputs-delete": "gateway.cli.outputs:delete_outputs",
     "upload": "gateway.cli.uploads:upload",
     "uploads": "gateway.cli.uploads:list_uploads",
     "upload-delete": "gateway.cli.uploads:delete",

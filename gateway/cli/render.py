@@ -165,7 +165,7 @@ def job_details(job: Job) -> Table:
         ("ID", _text(job["id"])),
         ("Name", _text(job["name"])),
         ("State", state_text(job["state"])),
-        ("Reason", _text(job.get("state_reason"))),
+        ("Reason", _text(job.get("reason"))),
         ("Raw state", _text(job.get("raw_state"))),
         ("Exit code", _text(job.get("exit_code"))),
         ("Site", _site(job)),
@@ -180,7 +180,7 @@ def job_details(job: Job) -> Table:
         ("Held", _text("yes (gridgate release to let it run)" if job.get("held") else "no")),
         ("Created", _text(when(job.get("created_at")))),
         ("Started", _text(when(job.get("started_at")))),
-        ("Finished", _text(when(job.get("finished_at")))),
+        ("Ended", _text(when(job.get("ended_at")))),
     ]
     for name, value in rows:
         table.add_row(name, value)
@@ -223,18 +223,17 @@ def _isolation(value: str | None) -> Text:
 
 def sites_table(sites: Sequence[Site]) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("NAME", "KIND", "STATUS", "ENABLED", "DRAINED", "NODES", "CORES/NODE",
+    for column in ("NAME", "KIND", "STATE", "ENABLED", "DRAINED", "NODES", "CORES/NODE",
                    "ISOLATION", "DESCRIPTION"):
         table.add_column(column)
     for s in sites:
-        status = Text(str(s.get("status", "-")),
-                      style={"ok": "green", "up": "green", "down": "red"}.get(
-                          str(s.get("status")), ""))
-        if s.get("status_reason"):
-            status.append(f" ({s['status_reason']})")
+        state = Text(str(s.get("state", "-")),
+                     style={"up": "green", "down": "red"}.get(str(s.get("state")), ""))
+        if s.get("reason"):
+            state.append(f" ({s['reason']})")
         if s.get("routing_ban"):
-            status.append(f"; out of routing: {s['routing_ban']}", style="red")
-        table.add_row(_text(s.get("name")), _text(s.get("kind")), status,
+            state.append(f"; out of routing: {s['routing_ban']}", style="red")
+        table.add_row(_text(s.get("name")), _text(s.get("kind")), state,
                       _text("yes" if s.get("enabled") else "no"),
                       _text("yes" if s.get("drained") else "no"),
                       _text(s.get("max_nodes")), _text(s.get("cores_per_node")),

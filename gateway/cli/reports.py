@@ -118,9 +118,9 @@ def _waits(report: Any) -> None:
     for r in report["rows"]:
         factor = r["expansion_factor"]
         table.add_row("all sites" if r["site"] == "*" else r["site"], str(r["jobs"]),
-                      render.duration(r["wait_p50_seconds"]),
-                      render.duration(r["wait_p90_seconds"]),
-                      render.duration(r["wait_mean_seconds"]), str(r["finished"]),
+                      render.duration(r["wait_p50"]),
+                      render.duration(r["wait_p90"]),
+                      render.duration(r["wait_mean"]), str(r["finished"]),
                       "-" if factor is None else f"{factor:.2f}")
     render.stdout_console().print(table)
 
@@ -197,5 +197,5 @@ def usage(
     for j in found["jobs"]:
         table.add_row(j["job_id"][:render.SHORT_ID], j["name"], j["site"] or "-",
                       render.state_text(j["state"]),
-                      elapsed(j["elapsed_seconds"]), str(j["cores"]), _money(j["charge_su"]))
+                      elapsed(j["elapsed"]), str(j["cores"]), _money(j["charge_su"]))
     render.stdout_console().print(table)

@@ -46,8 +46,8 @@ def describe(job: Job) -> str:
     text = job["state"]
     if job.get("exit_code") is not None and is_final(job):
         text += f" (exit {job['exit_code']})"
-    if job.get("state_reason"):
-        text += f": {job['state_reason']}"
+    if job.get("reason"):
+        text += f": {job['reason']}"
     return text
 
 

@@ -29,7 +29,7 @@ from gateway.client.models import (
     Event,
     Health,
     Job,
-    JobFile,
+    JobOutput,
     JobPage,
     Output,
     Site,
@@ -40,7 +40,7 @@ from gateway.client.urls import DEFAULT_GATEWAY_URL, name_gateway
 from gateway.schemas import parse
 from gateway.schemas.audit import AuditVerifyOut, JobStoryOut
 from gateway.schemas.identity import MeOut
-from gateway.schemas.jobs import EventList, JobFileList
+from gateway.schemas.jobs import EventList, JobOutputList
 from gateway.schemas.placements import EstimateOut, PlacementOut
 from gateway.schemas.projects import (
     AllocationList,
@@ -228,13 +228,13 @@ class GatewayClient:
 
     def output(self, job_id: str, stream: Stream = "stdout", *, offset: int | None = None,
                tail: int | None = None) -> Output:
-        """GET /jobs/{id}/output/{stream}: from `offset`, or the last `tail` bytes."""
+        """GET /jobs/{id}/logs/{stream}: from `offset`, or the last `tail` bytes."""
         params: dict[str, int] = {}
         if offset is not None:
             params["offset"] = offset
         if tail is not None:
             params["tail"] = tail
-        response = self._request("GET", f"/jobs/{_segment(job_id)}/output/{stream}",
+        response = self._request("GET", f"/jobs/{_segment(job_id)}/logs/{stream}",
                                  params=params)
         data = response.content
         size = _int_header(response, "X-Output-Size", (offset or 0) + len(data))
@@ -248,7 +248,7 @@ class GatewayClient:
                tail: int | None = None, reconnects: int = 5) -> Iterator[bytes]:
         """Stream the job's output as it is written, until the job is final and all
         output was sent. A dropped connection is resumed from the last byte received."""
-        path = f"/jobs/{_segment(job_id)}/output/{stream}"
+        path = f"/jobs/{_segment(job_id)}/logs/{stream}"
         position = offset
         if tail is not None:
             first = self.output(job_id, stream, tail=tail)
@@ -298,16 +298,16 @@ class GatewayClient:
 
     # -- job files (gateway.client.downloads.fetch_outputs drives these) -----------------
 
-    def job_files(self, job_id: str) -> list[JobFile]:
-        """GET /jobs/{id}/files: the job's collected outputs."""
-        return self._every_page(JobFileList, f"/jobs/{_segment(job_id)}/files")
+    def job_outputs(self, job_id: str) -> list[JobOutput]:
+        """GET /jobs/{id}/outputs: the job's collected outputs."""
+        return self._every_page(JobOutputList, f"/jobs/{_segment(job_id)}/outputs")
 
-    def open_job_file(self, job_id: str, path: str, *, offset: int = 0) -> _StreamContext:
-        """GET /jobs/{id}/files/{path} from byte `offset` (a Range): use with `with`, then
+    def open_job_output(self, job_id: str, path: str, *, offset: int = 0) -> _StreamContext:
+        """GET /jobs/{id}/outputs/{path} from byte `offset` (a Range): use with `with`, then
         iterate the response's bytes."""
         quoted = "/".join(quote(part, safe="") for part in path.split("/"))
         headers = {"Range": f"bytes={offset}-"} if offset else {}
-        return self._stream("GET", f"/jobs/{_segment(job_id)}/files/{quoted}",
+        return self._stream("GET", f"/jobs/{_segment(job_id)}/outputs/{quoted}",
                             headers=headers)
 
     # -- uploads (gateway.client.uploads.upload_file drives these) ----------------------
@@ -341,9 +341,9 @@ class GatewayClient:
         return self._document(Upload, "POST", f"/uploads/{_segment(upload_id)}/complete",
                               json=body)
 
-    def delete_job_files(self, job_id: str) -> None:
-        """DELETE /jobs/{id}/files: drop the job's outputs held in the gateway store."""
-        self._request("DELETE", f"/jobs/{_segment(job_id)}/files")
+    def delete_job_outputs(self, job_id: str) -> None:
+        """DELETE /jobs/{id}/outputs: drop the job's outputs held in the gateway store."""
+        self._request("DELETE", f"/jobs/{_segment(job_id)}/outputs")
 
     def delete_upload(self, upload_id: str) -> None:
         """DELETE /uploads/{id}."""

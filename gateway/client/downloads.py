@@ -2,8 +2,8 @@
 dropped connection, verified by sha256, then renamed into place.
 
     with GatewayClient(url, provider) as gw:
-        for f in select_files(gw.job_files(job_id), "*.h5"):
-            download_file(gw, job_id, f, Path("results"))
+        for f in select_files(gw.job_outputs(job_id), "*.h5"):
+            download_output(gw, job_id, f, Path("results"))
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import httpx
 
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ClientError, GatewayUnreachable
-from gateway.client.models import JobFile
+from gateway.client.models import JobOutput
 
 
-def select_files(files: Sequence[JobFile], pattern: str | None) -> list[JobFile]:
+def select_files(files: Sequence[JobOutput], pattern: str | None) -> list[JobOutput]:
     """The files whose path (or, for a pattern without '/', whose name) matches."""
     if pattern is None:
         return list(files)
@@ -40,7 +40,7 @@ def local_target(directory: Path, path: str) -> Path:
     return directory.joinpath(*parts)
 
 
-def download_file(client: GatewayClient, job_id: str, item: JobFile, directory: Path, *,
+def download_output(client: GatewayClient, job_id: str, item: JobOutput, directory: Path, *,
                   retries: int = 5, on_done: Callable[[int], None] | None = None) -> Path:
     """Download one output into `directory` (keeping its relative path) and verify its
     sha256; returns the final path. A partial file left by an interrupted run is
@@ -58,7 +58,7 @@ def download_file(client: GatewayClient, job_id: str, item: JobFile, directory: 
             break
         done = have
         try:
-            with client.open_job_file(job_id, item["path"], offset=have) as response, \
+            with client.open_job_output(job_id, item["path"], offset=have) as response, \
                     partial.open("ab") as out:
                 if have and response.status_code != 206:
                     out.truncate(0)  # the gateway sent the whole file instead

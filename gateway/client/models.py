@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 from gateway.schemas.jobs import AttemptOut as Attempt
 from gateway.schemas.jobs import EventOut as Event
-from gateway.schemas.jobs import JobFileOut as JobFile
 from gateway.schemas.jobs import JobList as JobPage
 from gateway.schemas.jobs import JobOut as Job
+from gateway.schemas.jobs import JobOutputOut as JobOutput
 from gateway.schemas.sites import Health
 from gateway.schemas.sites import SiteOut as Site
 from gateway.schemas.uploads import UploadOut as Upload
 
-__all__ = ["FINAL_STATES", "Attempt", "Event", "Health", "Job", "JobFile", "JobPage",
+__all__ = ["FINAL_STATES", "Attempt", "Event", "Health", "Job", "JobOutput", "JobPage",
            "Output", "Site", "Upload", "is_final"]
 
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})

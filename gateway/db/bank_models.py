@@ -149,7 +149,7 @@ class UsageRow(Base):
     # The site's own clock.
     started_at: Mapped[datetime | None] = mapped_column(default=None)
     ended_at: Mapped[datetime | None] = mapped_column(default=None)
-    elapsed_seconds: Mapped[int] = mapped_column(Integer)
+    elapsed: Mapped[int] = mapped_column(Integer)
     cores: Mapped[int] = mapped_column(Integer)
     nodes: Mapped[int] = mapped_column(Integer)
     gpus: Mapped[int] = mapped_column(Integer, default=0)

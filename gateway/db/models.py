@@ -87,10 +87,10 @@ class Site(Base):
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     drained: Mapped[bool] = mapped_column(Boolean, default=False)
     config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    status: Mapped[str] = mapped_column(String(16), default="unknown")
-    status_reason: Mapped[str | None] = mapped_column(Text)
-    # When `status` last changed value (failover counts how long a site has been down).
-    status_since: Mapped[datetime | None] = mapped_column(default=None)
+    state: Mapped[str] = mapped_column(String(16), default="unknown")
+    reason: Mapped[str | None] = mapped_column(Text)
+    # When `state` last changed value (failover counts how long a site has been down).
+    state_since: Mapped[datetime | None] = mapped_column(default=None)
     # How busy the site was at its last queue snapshot (gateway.services.site_load), and
     # when that snapshot was taken; null until a routing pass took one.
     load: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
@@ -113,7 +113,7 @@ class Job(Base):
     name: Mapped[str] = mapped_column(String(255))
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     state: Mapped[str] = mapped_column(String(16))
-    state_reason: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
     raw_state: Mapped[str | None] = mapped_column(String(64))
     site_name: Mapped[str | None] = mapped_column(ForeignKey("sites.name"))
     exit_code: Mapped[int | None] = mapped_column(Integer)
@@ -124,7 +124,7 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(default=None)
-    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+    ended_at: Mapped[datetime | None] = mapped_column(default=None)
     # The attempt that started first: the job's run. Any other attempt of the job (a
     # hedge or failover sibling) is revoked. Set once, under the job's row lock.
     winner_attempt_id: Mapped[int | None] = mapped_column(Integer, default=None)

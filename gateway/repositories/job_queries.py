@@ -46,7 +46,7 @@ class JobRecord(TypedDict):
     name: str
     spec: dict[str, Any]
     state: str
-    state_reason: str | None
+    reason: str | None
     raw_state: str | None
     site_name: str | None
     exit_code: int | None
@@ -55,7 +55,7 @@ class JobRecord(TypedDict):
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None
-    finished_at: datetime | None
+    ended_at: datetime | None
 
 
 class JobView(JobRecord):

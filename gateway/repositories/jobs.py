@@ -57,10 +57,10 @@ class NewJob:
         return {
             "id": self.id, "owner_id": self.owner_id, "project_id": self.project_id,
             "name": self.name, "spec": dict(self.spec), "state": JobState.ACCEPTED.value,
-            "state_reason": None, "raw_state": None, "site_name": self.site_name,
+            "reason": None, "raw_state": None, "site_name": self.site_name,
             "exit_code": None, "cancel_requested": False, "held": False,
             "created_at": self.created_at,
-            "updated_at": self.created_at, "started_at": None, "finished_at": None,
+            "updated_at": self.created_at, "started_at": None, "ended_at": None,
         }
 
 

@@ -213,7 +213,7 @@ def usage_by(session: Session, scope: Scope, window: Window, by: str) -> list[Us
         key.label("key"), func.count().label("runs"),
         # A job's first run (run 0) at the site: a requeued job's later runs are not jobs.
         func.coalesce(func.sum(case((UsageRow.run == 0, 1), else_=0)), 0).label("jobs"),
-        func.coalesce(func.sum(UsageRow.cores * UsageRow.elapsed_seconds), 0).label("cs"),
+        func.coalesce(func.sum(UsageRow.cores * UsageRow.elapsed), 0).label("cs"),
         func.coalesce(func.sum(UsageRow.charged_milli), 0).label("charged"),
         func.coalesce(func.sum(UsageRow.refunded_milli), 0).label("refunded"),
     ).where(*_usage_filters(window))
@@ -295,7 +295,7 @@ class JobUsage:
     state: str
     created_at: datetime
     runs: int
-    elapsed_seconds: int
+    elapsed: int
     cores: int
     charged_milli: int
     refunded_milli: int
@@ -304,7 +304,7 @@ class JobUsage:
 def job_usage(session: Session, scope: Scope, window: Window, limit: int) -> list[JobUsage]:
     """The jobs in scope created in [since, until), newest first, with their usage."""
     per_job = (select(UsageRow.job_id.label("job_id"), func.count().label("runs"),
-                      func.sum(UsageRow.elapsed_seconds).label("elapsed"),
+                      func.sum(UsageRow.elapsed).label("elapsed"),
                       func.max(UsageRow.cores).label("cores"),
                       func.coalesce(func.sum(UsageRow.charged_milli), 0).label("charged"),
                       func.sum(UsageRow.refunded_milli).label("refunded"))

@@ -1,4 +1,4 @@
-"""Site rows: admission flags (enabled, drained), health status, and the rows every
+"""Site rows: admission flags (enabled, drained), health state, and the rows every
 configured site keeps."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class ConfiguredSite:
 
 
 def all_sites(session: Session) -> list[Site]:
-    """Every site row (flags and the status the worker last saw)."""
+    """Every site row (flags and the state the worker last saw)."""
     return list(session.scalars(select(Site)))
 
 
@@ -59,12 +59,12 @@ def lock_admission(session: Session, name: str) -> Admission | None:
     return None if row is None else Admission(row.enabled, row.drained)
 
 
-def set_status(session: Session, name: str, status: str, reason: str | None) -> None:
+def set_state(session: Session, name: str, state: str, reason: str | None) -> None:
     """Record the site's health as the worker last saw it (and since when, on a change)."""
-    changed = or_(Site.status != status, Site.status_since.is_(None))
+    changed = or_(Site.state != state, Site.state_since.is_(None))
     session.execute(update(Site).where(Site.name == name)
-                    .values(status=status, status_reason=reason,
-                            status_since=case((changed, utcnow()), else_=Site.status_since)))
+                    .values(state=state, reason=reason,
+                            state_since=case((changed, utcnow()), else_=Site.state_since)))
 
 
 def record_load(session: Session, name: str, load: Mapping[str, Any],
@@ -83,7 +83,7 @@ def ensure_rows(session: Session, sites: Sequence[ConfiguredSite]) -> None:
         row = existing.get(site.name)
         if row is None:
             session.add(Site(name=site.name, kind=site.kind, config=dict(site.config),
-                             status="up", drained=site.drained_when_new))
+                             state="up", drained=site.drained_when_new))
         else:
             row.kind, row.config = site.kind, dict(site.config)
     session.flush()

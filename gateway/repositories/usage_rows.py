@@ -30,7 +30,7 @@ def finished_runs(session: Session, site: str, limit: int
         .join(Job, Job.id == Attempt.job_id).join(User, User.id == Job.owner_id)
         .where(Attempt.site_name == site, Attempt.native_id.is_not(None),
                Job.state.in_(_FINAL), _HELD, the_run)
-        .order_by(Job.finished_at, Attempt.id).limit(limit))
+        .order_by(Job.ended_at, Attempt.id).limit(limit))
     return [(r[0], r[1], r[2] or "", r[3], r[4], r[5], str(r[6])) for r in rows]
 
 
@@ -54,7 +54,7 @@ def requests(session: Session, job_ids: Collection[str]
              ) -> list[tuple[str, dict[str, Any], datetime | None]]:
     """(job id, spec, finished at) of these jobs."""
     return [(job_id, spec, finished) for job_id, spec, finished in session.execute(
-        select(Job.id, Job.spec, Job.finished_at).where(Job.id.in_(list(job_ids))))]
+        select(Job.id, Job.spec, Job.ended_at).where(Job.id.in_(list(job_ids))))]
 
 
 def stored(session: Session, site: str, native_ids: Collection[str]

@@ -15,7 +15,7 @@ class SiteShape:
     max_nodes: int
     cores_per_node: int
     memory_mb_per_node: int | None
-    max_walltime_seconds: int
+    max_walltime: int
     mpi_launchers: frozenset[str]
     mpi_flavors: frozenset[str]
 
@@ -42,10 +42,10 @@ def unfit_reason(spec: JobSpec, site: SiteShape) -> str | None:
             f"needs {res.memory_mb} MiB per node; site '{site.name}' has "
             f"{site.memory_mb_per_node} MiB"
         )
-    if res.walltime > site.max_walltime_seconds:
+    if res.walltime > site.max_walltime:
         return (
             f"walltime {res.walltime} s exceeds site '{site.name}' limit of "
-            f"{site.max_walltime_seconds} s"
+            f"{site.max_walltime} s"
         )
     launcher = spec.mpi.launcher
     if launcher != MpiLauncher.NONE and launcher.value not in site.mpi_launchers:

@@ -75,7 +75,7 @@ class StoryUsageOut(TypedDict):
     received_at: datetime
     started_at: datetime | None
     ended_at: datetime | None
-    elapsed_seconds: int
+    elapsed: int
     cores: int
     state: str
     exit_code: int | None

@@ -33,7 +33,7 @@ class JobOut(TypedDict):
     owner: str
     project: str
     state: str
-    state_reason: str | None
+    reason: str | None
     raw_state: str | None
     site: str | None
     exit_code: int | None
@@ -43,7 +43,7 @@ class JobOut(TypedDict):
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None
-    finished_at: datetime | None
+    ended_at: datetime | None
     labels: dict[str, str]
     spec: dict[str, Any]
     attempts: list[AttemptOut]
@@ -75,8 +75,8 @@ class EventList(TypedDict):
     next_cursor: str | None
 
 
-class JobFileOut(TypedDict):
-    """One collected output of a job (GET /jobs/{id}/files)."""
+class JobOutputOut(TypedDict):
+    """One collected output of a job (GET /jobs/{id}/outputs)."""
 
     path: str
     size: int
@@ -86,8 +86,8 @@ class JobFileOut(TypedDict):
     site: str
 
 
-class JobFileList(TypedDict):
+class JobOutputList(TypedDict):
     """A page of a job's outputs, by path; `next_cursor` asks for the next one."""
 
-    items: list[JobFileOut]
+    items: list[JobOutputOut]
     next_cursor: str | None

@@ -65,9 +65,9 @@ class WaitRow(TypedDict):
 
     site: str
     jobs: int
-    wait_p50_seconds: float | None
-    wait_p90_seconds: float | None
-    wait_mean_seconds: float | None
+    wait_p50: float | None
+    wait_p90: float | None
+    wait_mean: float | None
     finished: int
     expansion_factor: float | None
 
@@ -112,7 +112,7 @@ class JobUsageRow(TypedDict):
     state: str
     created_at: datetime
     runs: int
-    elapsed_seconds: int
+    elapsed: int
     cores: int
     charge_su: float
 

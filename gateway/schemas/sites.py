@@ -33,19 +33,19 @@ class SiteLoadOut(TypedDict):
 
 
 class SiteOut(TypedDict):
-    """A site the gateway can submit to, with its shape and current status."""
+    """A site the gateway can submit to, with its shape and current state."""
 
     name: str
     kind: str
     description: str
     enabled: bool
     drained: bool
-    status: str
-    status_reason: str | None
+    state: str  # up, down or unknown: as the worker last reached it
+    reason: str | None
     max_nodes: int
     cores_per_node: int
     memory_mb_per_node: int | None
-    max_walltime_seconds: int
+    max_walltime: int
     mpi_launchers: list[str]
     mpi_flavors: list[str]
     max_jobs: int

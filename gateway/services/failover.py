@@ -34,7 +34,7 @@ DOWN = "down"
 def down_since_before(session: Session, cutoff: datetime) -> list[str]:
     """Sites down since before `cutoff`."""
     return [s.name for s in site_rows.all_sites(session)
-            if s.status == DOWN and s.status_since is not None and s.status_since <= cutoff]
+            if s.state == DOWN and s.state_since is not None and s.state_since <= cutoff]
 
 
 def fail_over(session: Session, registry: SiteRegistry, now: datetime, after: timedelta,
@@ -42,7 +42,7 @@ def fail_over(session: Session, registry: SiteRegistry, now: datetime, after: ti
     """Route elsewhere the jobs stranded at sites down longer than `after`; how many.
     `charged`: the bank is on."""
     rows = site_rows.all_sites(session)
-    down = {s.name for s in rows if s.status == DOWN}
+    down = {s.name for s in rows if s.state == DOWN}
     stale = down_since_before(session, now - after)
     if not stale:
         return 0

@@ -116,7 +116,7 @@ def _queue(session: Session, entry: SiteEntry, snapshot: SiteSnapshot | None,
     queue = snapshot.queue if snapshot is not None else None
     if queue is None:
         return _own_attempts(session, entry, capacity, now)
-    longest = float(shape.max_walltime_seconds)
+    longest = float(shape.max_walltime)
     running, queued = [], []
     for job in queue.running:
         limit = float(job.time_limit_seconds or longest)

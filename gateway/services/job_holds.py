@@ -45,7 +45,7 @@ def hold(session: Session, principal: Principal, job_id: str) -> JobRow:
     if not job.held:
         now = utcnow()
         why = f"held by {principal.display}; release it to let it run"
-        job.held, job.state_reason, job.updated_at = True, why, now
+        job.held, job.reason, job.updated_at = True, why, now
         note(session, job, why, actor=principal.display, at=now)
         session.flush()
     return job_detail(session.connection(), principal, job_id)[0]
@@ -60,7 +60,7 @@ def release(session: Session, principal: Principal, job_id: str) -> JobRow:
     if job.held:
         now = utcnow()
         why = f"released by {principal.display}"
-        job.held, job.state_reason, job.updated_at = False, why, now
+        job.held, job.reason, job.updated_at = False, why, now
         note(session, job, why, actor=principal.display, at=now)
         session.flush()
     return job_detail(session.connection(), principal, job_id)[0]

@@ -155,7 +155,7 @@ def placement(conn: Connection, principal: Principal, job_id: str) -> PlacementO
         return placement_out(record)
     if job["spec"].get("site", AUTO) != AUTO and job["site_name"] is not None:
         return pinned_out(job_id, job["site_name"], job["created_at"])
-    reason = f" ({job['state_reason']})" if job["state_reason"] else ""
+    reason = f" ({job['reason']})" if job["reason"] else ""
     raise NotPlaced(f"Job {job_id} has not been placed yet{reason}: a routing pass chooses "
                    "its site when a worker dispatches it. `POST /api/v1/jobs:estimate` "
                    "shows what it would choose now.")

@@ -88,7 +88,7 @@ def _may_read(session: Session, principal: Principal, job: JobView) -> bool:
 def _usage(u: UsageRow) -> StoryUsageOut:
     return StoryUsageOut(site=u.site_name, native_id=u.native_id, run=u.run, source=u.source,
                          received_at=u.received_at, started_at=u.started_at,
-                         ended_at=u.ended_at, elapsed_seconds=u.elapsed_seconds,
+                         ended_at=u.ended_at, elapsed=u.elapsed,
                          cores=u.cores, state=u.state, exit_code=u.exit_code,
                          estimated=u.estimated, charged_milli=u.charged_milli,
                          refunded_milli=u.refunded_milli, rule=u.rule)

@@ -381,7 +381,7 @@ class Lifecycle:
         session.flush()
 
 
-def record_site_status(session: Session, site_name: str, status: str,
-                       reason: str | None) -> None:
+def record_site_state(session: Session, site_name: str, state: str,
+                      reason: str | None) -> None:
     """Record a site's health (up, or down and why) as the worker saw it."""
-    site_rows.set_status(session, site_name, status, reason)
+    site_rows.set_state(session, site_name, state, reason)

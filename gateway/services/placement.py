@@ -315,7 +315,7 @@ def route_pending(session: Session, registry: SiteRegistry,
                     reason=routing.decision.why)
             failed += 1
         elif job.site_name is None:
-            job.state_reason = "waiting for a site: " + routing.decision.why
+            job.reason = "waiting for a site: " + routing.decision.why
         # else: placed at a site that closed, and no other takes it: it waits there.
     session.flush()
     placements.add_all(session, decided, actor)
@@ -360,7 +360,7 @@ def _place(session: Session, job: Job, routing: Routing[Pending], actor: str,
     if len(decision.chosen) > 1:
         targets.add(session, job.id, list(decision.chosen[1:]),
                     f"hedge {spec.routing.hedge}: {why}", now)
-    job.state_reason, job.updated_at = why, now
+    job.reason, job.updated_at = why, now
     note(session, job, why, actor=actor, at=now)
     document = estimate_out(decision, now, spec.routing.hedge, spec.routing.deadline)
     return new_placement(job.id, {**document, "why": why})

@@ -175,9 +175,9 @@ def wait_report(session: Session, principal: Principal, project: str | None, per
     def row(t: report_waits.WaitTotals) -> WaitRow:
         site = None if t.site == "*" else t.site
         at = {q: values.get((site, q)) for q in QUANTILES}
-        return WaitRow(site=t.site, jobs=t.jobs, wait_p50_seconds=at.get(0.5),
-                       wait_p90_seconds=at.get(0.9),
-                       wait_mean_seconds=t.wait_seconds / t.jobs if t.jobs else None,
+        return WaitRow(site=t.site, jobs=t.jobs, wait_p50=at.get(0.5),
+                       wait_p90=at.get(0.9),
+                       wait_mean=t.wait_seconds / t.jobs if t.jobs else None,
                        finished=t.finished,
                        expansion_factor=rm.expansion_factor(t.finished_wait_seconds,
                                                             t.run_seconds))
@@ -210,7 +210,7 @@ def job_usage(session: Session, principal: Principal, project: str | None, perio
     jobs = repo.job_usage(session, scope, window, limit)
     return JobUsageList(as_of=window.as_of, jobs=[JobUsageRow(
         job_id=j.id, name=j.name, project=j.project, owner=j.owner, site=j.site,
-        state=j.state, created_at=j.created_at, runs=j.runs, elapsed_seconds=j.elapsed_seconds,
+        state=j.state, created_at=j.created_at, runs=j.runs, elapsed=j.elapsed,
         cores=j.cores, charge_su=_su(j.charged_milli - j.refunded_milli)) for j in jobs])
 
 

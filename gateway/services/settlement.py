@@ -81,7 +81,7 @@ class JobTerms:
 
     walltime_seconds: int
     cores: int
-    finished_at: datetime | None
+    ended_at: datetime | None
     rates: Mapping[str, Rate]
 
 
@@ -94,23 +94,23 @@ def terms(session: Session, job_ids: Collection[str]) -> dict[str, JobTerms]:
     for job_id, site, card in usage_rows.pinned_rates(session, job_ids):
         pinned[job_id][site] = rate_cards.rate_of(card)
     found = {}
-    for job_id, spec, finished_at in usage_rows.requests(session, job_ids):
+    for job_id, spec, ended_at in usage_rows.requests(session, job_ids):
         resources = spec.get("resources", {})
         found[job_id] = JobTerms(
             int(resources.get("walltime", 3600)),
             int(resources.get("ranks", 1)) * int(resources.get("threads_per_rank", 1)),
-            finished_at, {**current, **pinned[job_id]})
+            ended_at, {**current, **pinned[job_id]})
     return found
 
 
 def ready(runs: Sequence[RunToSettle], records: Sequence[UsageRecord],
-          finished_at: datetime | None, now: datetime, deadline: timedelta) -> bool:
+          ended_at: datetime | None, now: datetime, deadline: timedelta) -> bool:
     """Whether a job can be settled now: every run that should have a record has one,
     or the deadline for records has passed."""
     have = {r.native_id for r in records}
     missing = [r for r in runs if r.native_id not in have
                and not (r.state in _NO_RECORD_NEEDED and r.started_at is None)]
-    return not missing or (finished_at is not None and now - finished_at >= deadline)
+    return not missing or (ended_at is not None and now - ended_at >= deadline)
 
 
 def estimated_records(runs: Sequence[RunToSettle], records: Sequence[UsageRecord],
@@ -127,7 +127,7 @@ def estimated_records(runs: Sequence[RunToSettle], records: Sequence[UsageRecord
         made.append(UsageRecord(
             native_id=run.native_id, run=0, state=NativeState.COMPLETED, reason=None,
             exit_code=None, started_at=run.started_at, ended_at=run.ended_at,
-            elapsed_seconds=max(0, elapsed), cores=cores, nodes=1, source=ESTIMATED,
+            elapsed=max(0, elapsed), cores=cores, nodes=1, source=ESTIMATED,
             raw="no usage record came by the deadline: estimated from the attempt's "
                 "start and end"))
     return made
@@ -209,7 +209,7 @@ def _row(site: str, record: UsageRecord, line: _Line, now: datetime) -> dict[str
     return {"id": line.id, "site_name": site, "native_id": record.native_id,
             "run": record.run, "job_id": line.job_id, "source": record.source,
             "received_at": now, "started_at": record.started_at, "ended_at": record.ended_at,
-            "elapsed_seconds": record.elapsed_seconds, "cores": record.cores,
+            "elapsed": record.elapsed, "cores": record.cores,
             "nodes": record.nodes, "gpus": record.gpus, "memory_mb": record.memory_mb,
             "state": record.state.value, "reason": record.reason,
             "exit_code": record.exit_code, "raw": record.raw,

@@ -119,11 +119,11 @@ def partition_problems(partition: Partition, queue: QueueInfo) -> list[str]:
     if queue.nodes_total is not None and partition.max_nodes > queue.nodes_total:
         problems.append(f"max_nodes {partition.max_nodes} > the {queue.nodes_total} nodes "
                         "the partition has")
-    if queue.max_walltime_seconds is not None and (
+    if queue.max_walltime is not None and (
             partition.max_walltime is None
-            or partition.max_walltime > queue.max_walltime_seconds):
+            or partition.max_walltime > queue.max_walltime):
         problems.append(f"max_walltime {_limit(partition.max_walltime)} > the scheduler's "
-                        f"{_limit(queue.max_walltime_seconds)}")
+                        f"{_limit(queue.max_walltime)}")
     if queue.cpus_per_node is not None and partition.cores_per_node > queue.cpus_per_node:
         problems.append(f"cores_per_node {partition.cores_per_node} > the scheduler's "
                         f"{queue.cpus_per_node}")

@@ -204,7 +204,7 @@ def local_site(settings: Settings) -> SiteEntry:
         max_nodes=1,
         cores_per_node=os.cpu_count() or 1,
         memory_mb_per_node=_memory_mb(),
-        max_walltime_seconds=7 * 24 * 3600,
+        max_walltime=7 * 24 * 3600,
         mpi_launchers=frozenset({"mpirun"} if mpiexec else set()),
         mpi_flavors=frozenset({"mpich"} if mpiexec else set()),
     )

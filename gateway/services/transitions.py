@@ -30,14 +30,14 @@ def advance(
         return False
     now = at or utcnow()
     job.state = target.value
-    job.state_reason = reason
+    job.reason = reason
     if raw_state is not None:
         job.raw_state = raw_state
     job.updated_at = now
     if target is JobState.RUNNING and job.started_at is None:
         job.started_at = now
     if target.is_final:
-        job.finished_at = now
+        job.ended_at = now
     events.add(session, NewEvent(job.id, now, current.value, target.value, reason, actor,
                                  raw_state))
     return True

@@ -14,7 +14,7 @@ Decisions (the API documents them too):
 - An open upload expires `upload_ttl_seconds` after its last accepted chunk.
 - Quota: the declared sizes of the user's open and complete uploads (each counted,
   even when two hold the same content), plus the outputs of the user's jobs fetched
-  into the store (freed with DELETE /jobs/{id}/files).
+  into the store (freed with DELETE /jobs/{id}/outputs).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def site_shape(config: SiteConfig) -> SiteShape:
         max_nodes=max(p.max_nodes for p in parts),
         cores_per_node=max(p.cores_per_node for p in parts),
         memory_mb_per_node=max(p.memory_mb_per_node for p in parts),
-        max_walltime_seconds=max(
+        max_walltime=max(
             UNLIMITED_WALLTIME_SECONDS if p.max_walltime is None else p.max_walltime
             for p in parts),
         mpi_launchers=frozenset(launchers),

@@ -53,7 +53,7 @@ def settle(ctx: StepContext, site: SiteEntry) -> bool:
     for job_id, job_runs in by_job.items():
         terms = all_terms[job_id]
         found = [r for run in job_runs for r in records.get(run.native_id, [])]
-        if not settlement.ready(job_runs, found, terms.finished_at, now, deadline):
+        if not settlement.ready(job_runs, found, terms.ended_at, now, deadline):
             continue
         made = settlement.estimated_records(job_runs, found, terms.cores,
                                             terms.walltime_seconds)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.services.lifecycle import record_site_status
+from gateway.services.lifecycle import record_site_state
 from gateway.services.sites import SiteEntry
 from gateway.worker.context import StepContext
 
@@ -16,9 +16,9 @@ class SiteHealth:
         self.ctx = ctx
         self._seen: dict[str, tuple[str, str | None]] = {}
 
-    def mark(self, site: SiteEntry, status: str, reason: str | None) -> None:
-        if self._seen.get(site.name) == (status, reason):
+    def mark(self, site: SiteEntry, state: str, reason: str | None) -> None:
+        if self._seen.get(site.name) == (state, reason):
             return
         with self.ctx.unit() as session:
-            record_site_status(session, site.name, status, reason)
-        self._seen[site.name] = (status, reason)
+            record_site_state(session, site.name, state, reason)
+        self._seen[site.name] = (state, reason)

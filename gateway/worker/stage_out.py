@@ -195,7 +195,7 @@ def _check_quota(matched: list[_Match], store_left: int) -> None:
             f"fetching the outputs ({human_bytes(total)}) would take the owner's gateway "
             f"store usage over their quota (store_quota_bytes) by "
             f"{human_bytes(total - max(0, store_left))}; they are still "
-            "on the site. Free space (DELETE /jobs/{id}/files, 'gridgate upload-delete') "
+            "on the site. Free space (DELETE /jobs/{id}/outputs, 'gridgate upload-delete') "
             "or use outputs_mode: keep")
 
 

@@ -42,7 +42,7 @@ def test_a_record_from_an_outcome() -> None:
     record = usage_record("local-" + "0" * 24, {"resources": {"ranks": 2, "threads_per_rank": 3,
                                                                "memory_mb": 1024}},
                           outcome, "{}")
-    assert (record.run, record.state, record.exit_code, record.elapsed_seconds, record.cores,
+    assert (record.run, record.state, record.exit_code, record.elapsed, record.cores,
             record.nodes, record.memory_mb, record.source) == (
         0, NativeState.COMPLETED, 0, 90, 6, 1, 1024, "local")
 
@@ -51,7 +51,7 @@ def test_a_job_that_never_started_held_nothing() -> None:
     outcome = Outcome(NativeState.CANCELLED, "cancelled", None, Reason.CANCELLED_BEFORE_START,
                       None, T0)
     record = usage_record("local-" + "0" * 24, {"resources": {"ranks": 4}}, outcome, "{}")
-    assert (record.started_at, record.elapsed_seconds, record.cores, record.nodes) == (
+    assert (record.started_at, record.elapsed, record.cores, record.nodes) == (
         None, 0, 0, 0)
 
 
@@ -69,7 +69,7 @@ def test_ended_jobs_have_records_running_ones_none(site: LocalAdapter) -> None:
     # The runner's own times, the same the status reports.
     assert (record.started_at, record.ended_at) == (status.started_at, status.ended_at)
     assert record.started_at is not None and record.ended_at is not None
-    assert record.elapsed_seconds == round((record.ended_at - record.started_at).total_seconds())
+    assert record.elapsed == round((record.ended_at - record.started_at).total_seconds())
     assert '"exit_code": 3' in record.raw
 
 
@@ -77,5 +77,5 @@ def test_a_job_cancelled_before_its_runner_started(site: LocalAdapter) -> None:
     native_id = site.prepare(request(site, ["true"], ranks=2))
     site.cancel(native_id)
     [record] = site.usage([native_id])
-    assert (record.state, record.started_at, record.elapsed_seconds, record.cores) == (
+    assert (record.state, record.started_at, record.elapsed, record.cores) == (
         NativeState.CANCELLED, None, 0, 0)

@@ -3,7 +3,7 @@
 Sites that fail for real: `faraway` points at a port where nothing listens (a socket
 bound but not listening holds it, so connections are refused), and `wrongkey` at a real
 sshd (tests/ssh/sshd.py) whose host key the site config does not pin. A job's output is
-read through GET /jobs/{id}/output/stdout, the route that reaches a site while the
+read through GET /jobs/{id}/logs/stdout, the route that reaches a site while the
 request waits.
 
 No route raises a command timeout, an unknown job, a rejected submission or an output
@@ -116,12 +116,12 @@ def test_unreachable_site_is_503(client: TestClient, runtime: Runtime,
                                  make_user: MakeUser) -> None:
     user = make_user()
     job_id = _job_at(client, runtime, user.headers, "faraway")
-    r = client.get(f"/api/v1/jobs/{job_id}/output/stdout", headers=user.headers)
+    r = client.get(f"/api/v1/jobs/{job_id}/logs/stdout", headers=user.headers)
     assert r.status_code == 503, r.text
     assert r.headers["content-type"] == PROBLEM
     body = r.json()
     assert body["title"] == "Site unavailable"
-    assert body["instance"] == f"/api/v1/jobs/{job_id}/output/stdout"
+    assert body["instance"] == f"/api/v1/jobs/{job_id}/logs/stdout"
     assert body["detail"].startswith("cannot connect to faraway (127.0.0.1:")
     assert body["detail"].endswith(". Try again later.")
 
@@ -135,7 +135,7 @@ def test_open_circuit_is_503_with_retry_after(client: TestClient, runtime: Runti
         breaker.record_failure("Connection refused")
     retry_at = breaker.state().retry_at
     assert breaker.is_open and retry_at is not None
-    r = client.get(f"/api/v1/jobs/{job_id}/output/stdout", headers=user.headers)
+    r = client.get(f"/api/v1/jobs/{job_id}/logs/stdout", headers=user.headers)
     assert r.status_code == 503, r.text
     assert r.headers["content-type"] == PROBLEM
     assert r.json()["title"] == "Site unavailable"
@@ -150,7 +150,7 @@ def test_host_key_mismatch_is_502_naming_the_site(client: TestClient, runtime: R
                                                   other_sshd: Sshd) -> None:
     user = make_user()
     job_id = _job_at(client, runtime, user.headers, "wrongkey")
-    r = client.get(f"/api/v1/jobs/{job_id}/output/stdout", headers=user.headers)
+    r = client.get(f"/api/v1/jobs/{job_id}/logs/stdout", headers=user.headers)
     assert r.status_code == 502, r.text
     assert r.headers["content-type"] == PROBLEM
     body = r.json()

@@ -34,7 +34,7 @@ def test_a_held_job_is_not_routed_or_submitted_until_released(
         held = client.post(f"/api/v1/jobs/{job_id}/hold", headers=user.headers)
         assert held.status_code == 200, held.text
         assert held.json()["held"] is True and held.json()["state"] == "ACCEPTED"
-        assert held.json()["state_reason"].startswith("held by ")
+        assert held.json()["reason"].startswith("held by ")
         for _ in range(3):
             worker.run_once()
         job = show(client, user.headers, job_id)

@@ -1,4 +1,4 @@
-"""GET /jobs/{id}/output/{stream} with offsets at and past the end of the output."""
+"""GET /jobs/{id}/logs/{stream} with offsets at and past the end of the output."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_offset_past_the_end_is_416_once_the_job_has_ended(
     job_id = post(client, user.headers, {"name": "out", "executable": PY,
                                          "args": ["-c", "print('out')"]})
     run_until(Worker(runtime), client, user.headers, job_id, {"COMPLETED"})
-    url = f"/api/v1/jobs/{job_id}/output/stdout"
+    url = f"/api/v1/jobs/{job_id}/logs/stdout"
     at_end = client.get(url, params={"offset": 4}, headers=user.headers)
     assert at_end.status_code == 200 and at_end.text == ""
     assert at_end.headers["x-output-size"] == "4"
@@ -46,7 +46,7 @@ def test_offset_past_the_end_of_a_running_job_is_empty(
     try:
         # The output may still get there: nothing yet, not an error.
         for offset in (1, 2**62):
-            ahead = client.get(f"/api/v1/jobs/{job_id}/output/stdout",
+            ahead = client.get(f"/api/v1/jobs/{job_id}/logs/stdout",
                                params={"offset": offset}, headers=user.headers)
             assert ahead.status_code == 200 and ahead.text == "", ahead.text
             assert ahead.headers["x-output-size"] == "0"

@@ -79,7 +79,7 @@ def test_other_users_jobs_are_404_on_every_verb(client: TestClient, make_user: M
     alice, bob = make_user(), make_user()
     job_id = submit(client, alice.headers)["id"]
     for method, path in [("GET", ""), ("POST", "/cancel"), ("GET", "/events"),
-                         ("GET", "/output/stdout"), ("GET", "/output/stderr")]:
+                         ("GET", "/logs/stdout"), ("GET", "/logs/stderr")]:
         r = client.request(method, f"/api/v1/jobs/{job_id}{path}", headers=bob.headers)
         assert r.status_code == 404, (method, path, r.text)
         assert r.headers["content-type"] == "application/problem+json"

@@ -24,7 +24,7 @@ FOLLOWS = 50
 def open_follow(port: int, token: str, job_id: str) -> tuple[int, socket.socket]:
     """A follow request on its own connection, read up to the end of the headers."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-    sock.sendall(f"GET /api/v1/jobs/{job_id}/output/stdout?follow=true HTTP/1.1\r\n"
+    sock.sendall(f"GET /api/v1/jobs/{job_id}/logs/stdout?follow=true HTTP/1.1\r\n"
                  f"Host: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
     head = b""
     while b"\r\n\r\n" not in head:
@@ -69,7 +69,7 @@ def test_fifty_follows_leave_the_api_answering_and_free_their_slots(
             for _ in range(5):
                 assert client.get("/api/v1/health").status_code == 200
                 assert client.get(f"/api/v1/jobs/{job_id}").json()["state"] == "ACCEPTED"
-            refused = client.get(f"/api/v1/jobs/{job_id}/output/stdout",
+            refused = client.get(f"/api/v1/jobs/{job_id}/logs/stdout",
                                  params={"follow": True})
             assert refused.status_code == 429
             assert refused.headers["content-type"] == "application/problem+json"

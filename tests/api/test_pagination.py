@@ -58,7 +58,7 @@ def test_uploads_page_newest_first(client: TestClient, make_user: MakeUser) -> N
     assert sorted(u["id"] for p in pages for u in p) == sorted(made)
 
 
-def test_events_files_and_sites_page(client: TestClient, make_user: MakeUser,
+def test_events_outputs_and_sites_page(client: TestClient, make_user: MakeUser,
                                      runtime: Runtime) -> None:
     user = make_user()
     job = client.post("/api/v1/jobs", json=SPEC, headers=user.headers).json()
@@ -69,7 +69,7 @@ def test_events_files_and_sites_page(client: TestClient, make_user: MakeUser,
         session.add_all(JobOutput(job_id=job["id"], path=f"out/{i}.txt", size=i,
                                   sha256="0" * 64, location="site", site_name="local",
                                   site_path=f"/tmp/{i}") for i in range(3))
-    files = _every_page(client, f"/api/v1/jobs/{job['id']}/files", user, 2)
+    files = _every_page(client, f"/api/v1/jobs/{job['id']}/outputs", user, 2)
     assert [[f["path"] for f in p] for p in files] == [["out/0.txt", "out/1.txt"],
                                                        ["out/2.txt"]]
     sites = _every_page(client, "/api/v1/sites", user, 1)

@@ -109,7 +109,7 @@ def test_usage_lists_my_jobs_like_sacct(client: TestClient, setup: Setup) -> Non
     assert [j["job_id"] for j in mine] == [jobs["j4"], jobs["j3"], jobs["j2"]]
     done = client.get(REPORTS[4], params={"state": "COMPLETED", "format": "csv"},
                       headers=setup.member.headers)
-    assert [(row["job_id"], row["cores"], row["elapsed_seconds"], row["charge_su"])
+    assert [(row["job_id"], row["cores"], row["elapsed"], row["charge_su"])
             for row in _csv(done.text)] == [(jobs["j3"], "32", "1800", "0.0"),
                                             (jobs["j2"], "4", "3600", "8.0")]
     project = client.get(REPORTS[4], params={"project": setup.world.astro},

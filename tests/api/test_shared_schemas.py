@@ -32,7 +32,7 @@ from gateway.client import GatewayClient
 from gateway.schemas import adapter, parse
 from gateway.schemas.audit import JobStoryOut
 from gateway.schemas.identity import MeOut
-from gateway.schemas.jobs import EventList, JobFileList, JobList, JobOut
+from gateway.schemas.jobs import EventList, JobList, JobOut, JobOutputList
 from gateway.schemas.placements import EstimateOut, PlacementOut
 from gateway.schemas.sites import Health, SiteList
 from gateway.schemas.uploads import UploadList, UploadOut
@@ -98,7 +98,7 @@ class _Recording(httpx.BaseTransport):
 @pytest.mark.parametrize("call", ["submit", "get_job", "list_jobs", "cancel", "events",
                                   "sites", "health", "create_upload", "put_chunk",
                                   "complete_upload", "get_upload", "list_uploads",
-                                  "job_files", "estimate", "placement", "audit_job", "me"])
+                                  "job_outputs", "estimate", "placement", "audit_job", "me"])
 def test_the_client_keeps_every_field_the_server_sends(
         client: TestClient, make_user: MakeUser, call: str) -> None:
     user = make_user()
@@ -125,7 +125,7 @@ def test_the_client_keeps_every_field_the_server_sends(
             "get_upload": (UploadOut, lambda: gw.get_upload(upload["id"])),
             "list_uploads": (UploadList, lambda: {"items": gw.list_uploads(),
                                                    "next_cursor": None}),
-            "job_files": (JobFileList, lambda: {"items": gw.job_files(job["id"]),
+            "job_outputs": (JobOutputList, lambda: {"items": gw.job_outputs(job["id"]),
                                                  "next_cursor": None}),
             "estimate": (EstimateOut, lambda: gw.estimate({"name": "e", "executable": "x"})),
             "placement": (PlacementOut, lambda: gw.placement(gw.submit(

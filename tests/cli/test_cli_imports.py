@@ -56,7 +56,7 @@ def test_a_job_command_loads_the_job_commands_only() -> None:
     loaded = _loaded_by(BUILD.format(names=["list"]))
     assert "gateway.client.api" in loaded and "gateway.schemas.jobs" in loaded
     assert _server(loaded) == []
-    assert "gateway.cli.allocations" not in loaded and "gateway.cli.fetch" not in loaded
+    assert "gateway.cli.allocations" not in loaded and "gateway.cli.outputs" not in loaded
 
 
 def test_every_client_command_loads_no_server_module() -> None:

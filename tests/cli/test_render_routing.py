@@ -102,7 +102,7 @@ def test_load_table_rows() -> None:
 
 
 def test_sites_table_says_a_site_is_out_of_routing() -> None:
-    site: Any = {"name": "galaxy", "kind": "sge", "status": "up", "status_reason": None,
+    site: Any = {"name": "galaxy", "kind": "sge", "state": "up", "reason": None,
                  "enabled": True, "drained": False, "max_nodes": 1, "cores_per_node": 2,
                  "isolation": None, "description": "SGE", "load": None,
                  "routing_ban": "3 jobs in a row failed within 120 s of starting; out of "

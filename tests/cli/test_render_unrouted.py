@@ -21,9 +21,9 @@ def text(table: Table) -> str:
 def job(**over: Any) -> dict[str, Any]:
     now = datetime(2026, 11, 24, 22, 0, tzinfo=UTC)
     return {"id": "7b0c", "name": "sim", "owner": "alice", "project": "~alice",
-            "state": "ACCEPTED", "state_reason": None, "raw_state": None, "site": None,
+            "state": "ACCEPTED", "reason": None, "raw_state": None, "site": None,
             "exit_code": None, "cancel_requested": False, "created_at": now,
-            "updated_at": now, "started_at": None, "finished_at": None, "labels": {},
+            "updated_at": now, "started_at": None, "ended_at": None, "labels": {},
             "spec": {"site": "auto"}, "attempts": [], **over}
 
 

@@ -87,9 +87,9 @@ def test_load_spec_file_formats(tmp_path: Path) -> None:
 
 def job(state: str, exit_code: int | None = None, reason: str | None = None) -> Job:
     return {"id": "j", "name": "n", "owner": "o", "project": "p", "state": state,
-            "state_reason": reason, "raw_state": None, "site": "local",
+            "reason": reason, "raw_state": None, "site": "local",
             "exit_code": exit_code, "cancel_requested": False, "created_at": "",
-            "updated_at": "", "started_at": None, "finished_at": None, "labels": {},
+            "updated_at": "", "started_at": None, "ended_at": None, "labels": {},
             "spec": {}}
 
 

@@ -88,7 +88,7 @@ class LiveGateway:
         return self.until([job_id], lambda j: j["state"] in FINAL, deadline)[job_id]
 
     def output(self, job_id: str, stream: str = "stdout") -> str:
-        r = self.client.get(f"/api/v1/jobs/{job_id}/output/{stream}",
+        r = self.client.get(f"/api/v1/jobs/{job_id}/logs/{stream}",
                             headers=self._owners[job_id])
         assert r.status_code == 200, r.text
         text: str = r.text

@@ -86,7 +86,7 @@ def _expected(gw: LiveGateway, site: str, row: UsageRow, walltime: int) -> int:
         card = rate_cards.current(s, site)
         assert card is not None
     record = UsageRecord(row.native_id, row.run, NativeState(row.state), row.reason,
-                         row.exit_code, row.started_at, row.ended_at, row.elapsed_seconds,
+                         row.exit_code, row.started_at, row.ended_at, row.elapsed,
                          row.cores, row.nodes, row.source, row.raw)
     charge = charge_for(record, rate_cards.rate_of(card), walltime,
                         milli(gw.runtime.settings.refund_cap_su))
@@ -121,7 +121,7 @@ def test_each_kind_of_end_is_charged_by_the_rules(gw: LiveGateway, testbed: Test
     _settled(gw, jobs)
 
     for site in SITES:
-        assert final[filler[site]]["state_reason"] == "TIMEOUT"
+        assert final[filler[site]]["reason"] == "TIMEOUT"
         assert final[waiting[site]]["state"] == "CANCELLED"
         assert final[failing[site]]["exit_code"] == 3
         for job_id, walltime in ((filler[site], 60), (failing[site], 120),
@@ -130,9 +130,9 @@ def test_each_kind_of_end_is_charged_by_the_rules(gw: LiveGateway, testbed: Test
             assert row.source == ("sacct" if site == "roadrunner" else "qacct")
             assert row.charged_milli == _expected(gw, site, row, walltime), row.rule
         [timeout] = _rows(gw, filler[site])
-        assert timeout.elapsed_seconds >= 60 and timeout.cores == 2
+        assert timeout.elapsed >= 60 and timeout.cores == 2
         assert ("charged up to the walltime" in (timeout.rule or "")
-                or timeout.elapsed_seconds == 60)
+                or timeout.elapsed == 60)
         [two] = _rows(gw, normal[site])
         assert two.cores == 2 and two.charged_milli and two.charged_milli > 0
         # Cancelled while pending: nothing (Slurm keeps a record of 0 s; Grid Engine none).

@@ -65,8 +65,8 @@ def test_community_users_cannot_reach_each_others_jobs(gw: LiveGateway) -> None:
     a, b = gw.token(), gw.token()
     job_id, as_a = _whoami(gw, a, "roadrunner")
     assert as_a["mode"] == "700"
-    for method, path in (("GET", ""), ("GET", "/events"), ("GET", "/output/stdout"),
-                         ("GET", "/output/stderr"), ("POST", "/cancel")):
+    for method, path in (("GET", ""), ("GET", "/events"), ("GET", "/logs/stdout"),
+                         ("GET", "/logs/stderr"), ("POST", "/cancel")):
         r = gw.client.request(method, f"/api/v1/jobs/{job_id}{path}", headers=b)
         assert r.status_code == 404, (path, r.text)
     listed = gw.client.get("/api/v1/jobs", headers=b).json()["items"]

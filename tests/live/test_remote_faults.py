@@ -62,14 +62,14 @@ def test_job_outrunning_its_walltime_fails_with_timeout(gw: LiveGateway) -> None
     jobs = gw.until(list(ids.values()), lambda j: j["state"] in FINAL, deadline=300)
     for site, job_id in ids.items():
         job = jobs[job_id]
-        assert job["state"] == "FAILED" and job["state_reason"] == "TIMEOUT", (site, job)
+        assert job["state"] == "FAILED" and job["reason"] == "TIMEOUT", (site, job)
         assert job["attempts"][0]["native_id"], job
 
 
 def test_unknown_partition_fails_with_the_schedulers_message(gw: LiveGateway) -> None:
     ids = _on_every_site(gw, 1, 60, partition="nosuch")
     jobs = gw.until(list(ids.values()), lambda j: j["state"] in FINAL, deadline=120)
-    said = {site: jobs[i]["state_reason"] or "" for site, i in ids.items()}
+    said = {site: jobs[i]["reason"] or "" for site, i in ids.items()}
     for site, job_id in ids.items():
         job = jobs[job_id]
         assert job["state"] == "FAILED", job
@@ -113,7 +113,7 @@ def test_a_burst_goes_in_one_command_per_site_and_a_refusal_stays_alone(
     for site, site_ids in ids.items():
         refused = jobs[site_ids.pop(2)]
         assert refused["state"] == "FAILED", refused
-        assert refused["state_reason"].startswith("SUBMIT_REJECTED: "), refused
+        assert refused["reason"].startswith("SUBMIT_REJECTED: "), refused
         for n, job_id in enumerate(site_ids):
             assert jobs[job_id]["state"] == "COMPLETED", (site, jobs[job_id])
             assert gw.output(job_id) == f"job {n} $(id)\n"
@@ -147,7 +147,7 @@ def test_cancel_of_a_queued_and_of_a_running_job(gw: LiveGateway) -> None:
                     lambda j: j["state"] in FINAL, deadline=120)
     for job in jobs.values():
         assert job["state"] == "CANCELLED", job
-        assert job["state_reason"] == "cancelled by user", job
+        assert job["reason"] == "cancelled by user", job
         assert job["cancel_requested"] is True
 
 
@@ -170,12 +170,12 @@ def test_sshd_outage_leaves_jobs_right_and_the_api_up(
                 assert gw.job(job_id)["state"] == "RUNNING"
                 time.sleep(1)
             site = gw.sites()["roadrunner"]
-            assert site["status"] == "down" and site["status_reason"], site
+            assert site["state"] == "down" and site["reason"], site
         finally:
             manager.up(config)  # starts sshd again, with the same host key
         job = gw.until_final(job_id, deadline=180)
         assert job["state"] == "COMPLETED" and job["exit_code"] == 0, job
-        assert gw.sites()["roadrunner"]["status"] == "up"
+        assert gw.sites()["roadrunner"]["state"] == "up"
 
 
 def test_changed_host_key_takes_the_site_down_and_submits_nothing(
@@ -185,15 +185,15 @@ def test_changed_host_key_takes_the_site_down_and_submits_nothing(
         headers = gw.token()
         first = gw.submit(headers, _sleep_job("roadrunner", 1, 60))
         assert gw.until_final(first)["state"] == "COMPLETED"
-        assert gw.sites()["roadrunner"]["status"] == "up"
+        assert gw.sites()["roadrunner"]["state"] == "up"
 
         rotated = faults.rotate_host_key(config, "roadrunner")
         job_id = gw.submit(headers, _sleep_job("roadrunner", 1, 60))
         for _ in range(3):
             gw.worker.run_once()
         site = gw.sites()["roadrunner"]
-        assert site["status"] == "down", site
-        assert "host key" in site["status_reason"] and "pinned" in site["status_reason"], site
+        assert site["state"] == "down", site
+        assert "host key" in site["reason"] and "pinned" in site["reason"], site
         job = gw.job(job_id)
         assert job["state"] not in FINAL, job
         assert all(a["native_id"] is None for a in job["attempts"]), job

@@ -72,7 +72,7 @@ def _states(gw: LiveGateway, headers: dict[str, str], job_id: str) -> list[str]:
 
 
 def _files(gw: LiveGateway, headers: dict[str, str], job_id: str) -> list[dict[str, Any]]:
-    r = gw.client.get(f"/api/v1/jobs/{job_id}/files", headers=headers)
+    r = gw.client.get(f"/api/v1/jobs/{job_id}/outputs", headers=headers)
     assert r.status_code == 200, r.text
     items: list[dict[str, Any]] = r.json()["items"]
     return items
@@ -115,7 +115,7 @@ def test_three_inputs_and_fetched_outputs(gw: LiveGateway, tmp_path: Path,
                              "out/sums.txt"]
     got: dict[str, bytes] = {}
     for path, item in files.items():
-        r = gw.client.get(f"/api/v1/jobs/{job_id}/files/{path}", headers=headers)
+        r = gw.client.get(f"/api/v1/jobs/{job_id}/outputs/{path}", headers=headers)
         assert r.status_code == 200, r.text
         assert hashlib.sha256(r.content).hexdigest() == item["sha256"]
         assert len(r.content) == item["size"] and item["location"] == "gateway"
@@ -173,5 +173,5 @@ def test_paths_and_symlinks_leaving_the_job_are_refused(gw: LiveGateway, site: s
         site, "cat in/secret.txt",
         inputs=[{"source": f"site://{site}{alice_dir}/secret.txt", "dest": "in/secret.txt"}]))
     job = gw.until_final(steal)
-    assert job["state"] == "FAILED" and "STAGE_IN_FAILED" in job["state_reason"], job
+    assert job["state"] == "FAILED" and "STAGE_IN_FAILED" in job["reason"], job
     assert "alice-secret" not in gw.output(steal)

@@ -83,5 +83,5 @@ def test_a_two_core_job_has_its_sites_usage_record(site: tuple[SiteInfo, BatchAd
     # and the job slept for SLEEP seconds of it.
     assert record.started_at is not None and record.ended_at is not None
     span = (record.ended_at - record.started_at).total_seconds()
-    assert SLEEP <= record.elapsed_seconds <= span + 1, (record.elapsed_seconds, span)
+    assert SLEEP <= record.elapsed <= span + 1, (record.elapsed, span)
     assert record.key == (native_id, 0)

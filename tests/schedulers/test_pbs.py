@@ -159,7 +159,7 @@ def test_find_cancel_queues() -> None:
     queues = {q.name: q for q in d.parse_queues(result("pbs", "qstat_queues.txt"))}
     assert set(queues) == {"workq", "closedq"}  # routing queues run no jobs
     workq = queues["workq"]
-    assert (workq.default, workq.available, workq.max_walltime_seconds, workq.max_nodes) == (
+    assert (workq.default, workq.available, workq.max_walltime, workq.max_nodes) == (
         True, True, 86400, 4)
     assert (workq.jobs_running, workq.jobs_pending) == (1, 2)
     assert queues["closedq"].available is False

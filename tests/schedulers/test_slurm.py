@@ -322,15 +322,15 @@ def test_sinfo_partitions_limits_and_load() -> None:
     queues = {q.name: q for q in dialect().parse_queues(result("slurm", "sinfo.txt"))}
     assert set(queues) == {"debug", "long", "maint"}
     debug = queues["debug"]
-    assert (debug.default, debug.available, debug.max_walltime_seconds, debug.max_nodes) == (
+    assert (debug.default, debug.available, debug.max_walltime, debug.max_nodes) == (
         True, True, 3600, None)
     assert (debug.cpus_idle, debug.cpus_total, debug.memory_mb_per_node) == (2, 2, 1000)
     long = queues["long"]  # two lines of unlike nodes, added up
-    assert (long.max_walltime_seconds, long.max_nodes) == (7 * 86400, 2)
+    assert (long.max_walltime, long.max_nodes) == (7 * 86400, 2)
     assert (long.nodes_total, long.nodes_idle, long.cpus_total, long.cpus_idle) == (2, 1, 6, 4)
     assert (long.cpus_per_node, long.memory_mb_per_node) == (4, 4000)
-    assert queues["maint"].available is False and queues["maint"].max_walltime_seconds is None
+    assert queues["maint"].available is False and queues["maint"].max_walltime is None
     (real,) = dialect().parse_queues(result("slurm", "real_sinfo.txt"))
-    assert (real.name, real.default, real.max_walltime_seconds, real.nodes_total) == (
+    assert (real.name, real.default, real.max_walltime, real.nodes_total) == (
         "debug", True, None, 1)
     assert (real.cpus_idle, real.cpus_total, real.cpus_per_node) == (1, 2, 2)

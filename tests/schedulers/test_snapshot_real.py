@@ -64,11 +64,11 @@ def test_slurm_cores_count_a_node_once_and_per_partition() -> None:
     # One 2-CPU node in two partitions: the site has 2 CPUs, none free.
     assert (cores.total, cores.free) == (2, 0)
     assert cores.queues == (
-        QueueInfo("debug", default=True, available=True, state="up", max_walltime_seconds=1800,
+        QueueInfo("debug", default=True, available=True, state="up", max_walltime=1800,
                   max_nodes=1, nodes_total=1, nodes_idle=0, cpus_total=2, cpus_idle=0,
                   cpus_per_node=2, memory_mb_per_node=512),
         QueueInfo("batch", default=False, available=True, state="up",
-                  max_walltime_seconds=7 * 86400, max_nodes=1, nodes_total=1, nodes_idle=0,
+                  max_walltime=7 * 86400, max_nodes=1, nodes_total=1, nodes_idle=0,
                   cpus_total=2, cpus_idle=0, cpus_per_node=2, memory_mb_per_node=512))
     idle = SlurmDialect().parse_cores(result("slurm", "real_sinfo_nodes_idle.txt"))
     assert (idle.total, idle.free) == (2, 2)

@@ -92,7 +92,7 @@ def test_queues_from_the_text_listing() -> None:
     assert d.queues_command() == ("qstat", "-Q", "-f")
     [batch] = d.parse_queues(result("pbs", "torque_qstat_queues.txt"))  # route runs no jobs
     assert (batch.name, batch.default, batch.available) == ("batch", True, True)
-    assert (batch.max_walltime_seconds, batch.max_nodes) == (86400, 4)
+    assert (batch.max_walltime, batch.max_nodes) == (86400, 4)
     assert (batch.jobs_running, batch.jobs_pending) == (2, 1)
     # prt_attr continues state_count on the next line after a tab: read whole.
     listing = torque.queue_attributes(result("pbs", "torque_qstat_queues.txt"))

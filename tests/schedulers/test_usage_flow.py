@@ -79,7 +79,7 @@ def test_pbs_usage_from_the_accounting_log() -> None:
     assert adapter.capabilities.usage
     records = adapter.usage(["203.pbsserver"])
     t.assert_done()
-    assert [(r.native_id, r.run, r.elapsed_seconds) for r in records] == [
+    assert [(r.native_id, r.run, r.elapsed) for r in records] == [
         ("203.pbsserver", 0, 120), ("203.pbsserver", 1, 300)]
 
 
@@ -90,5 +90,5 @@ def test_lsf_usage_from_lsb_acct() -> None:
              load("lsf", "lsb_acct_usage.txt"))
     records = BatchAdapter(t, LsfDialect(accounting_dir="/lsf/logdir")).usage(["306"])
     t.assert_done()
-    assert [(r.native_id, r.run, r.elapsed_seconds) for r in records] == [
+    assert [(r.native_id, r.run, r.elapsed) for r in records] == [
         ("306", 0, 120), ("306", 1, 300)]

@@ -32,7 +32,7 @@ EXPECTED = [
 
 def test_job_finish_records() -> None:
     records = sorted(parse_usage(result("lsf", "lsb_acct_usage.txt")), key=lambda r: r.key)
-    assert [(r.native_id, r.run, r.state, r.reason, r.exit_code, r.elapsed_seconds, r.cores,
+    assert [(r.native_id, r.run, r.state, r.reason, r.exit_code, r.elapsed, r.cores,
              r.nodes) for r in records] == EXPECTED
     first = records[0]
     assert first.started_at == datetime.fromtimestamp(1763790005, UTC)

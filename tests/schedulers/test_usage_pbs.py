@@ -45,7 +45,7 @@ TORQUE = [
 
 def _table(name: str) -> list[tuple[object, ...]]:
     records = sorted(parse_usage(result("pbs", name)), key=lambda r: r.key)
-    return [(r.native_id, r.run, r.state, r.reason, r.exit_code, r.elapsed_seconds, r.cores,
+    return [(r.native_id, r.run, r.state, r.reason, r.exit_code, r.elapsed, r.cores,
              r.nodes) for r in records]
 
 

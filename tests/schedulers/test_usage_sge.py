@@ -45,7 +45,7 @@ CASES = {
 @pytest.mark.parametrize("fixture", sorted(CASES))
 def test_each_run_of_the_recorded_jobs(fixture: str) -> None:
     records = parse_usage(result("sge", fixture), UTC)
-    assert [(r.native_id, r.run, r.state, r.reason, r.exit_code, r.elapsed_seconds, r.cores)
+    assert [(r.native_id, r.run, r.state, r.reason, r.exit_code, r.elapsed, r.cores)
             for r in records] == CASES[fixture]
     assert all(r.source == "qacct" and r.nodes == 1 for r in records)
 

@@ -50,7 +50,7 @@ DERIVED = [
 
 def _table(name: str) -> list[tuple[object, ...]]:
     records = parse_usage(result("slurm", name), UTC)
-    return [(r.native_id, r.run, r.state, r.reason, r.exit_code, r.elapsed_seconds, r.cores,
+    return [(r.native_id, r.run, r.state, r.reason, r.exit_code, r.elapsed, r.cores,
              r.nodes) for r in records]
 
 

@@ -26,7 +26,7 @@ def view(name: str = "s", *, labels: LabelRules | None = None, enabled: bool = T
          launchers: frozenset[str] = frozenset({"mpirun"}),
          flavors: frozenset[str] = frozenset({"mpich"})) -> SiteView:
     shape = SiteShape(name, max_nodes=4, cores_per_node=8, memory_mb_per_node=4096,
-                      max_walltime_seconds=7200, mpi_launchers=launchers, mpi_flavors=flavors)
+                      max_walltime=7200, mpi_launchers=launchers, mpi_flavors=flavors)
     return SiteView(name, shape, labels or LabelRules(), enabled, drained, unreachable, banned)
 
 

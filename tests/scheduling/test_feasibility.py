@@ -4,7 +4,7 @@ from gateway.domain.jobspec import JobSpec
 from gateway.scheduling.feasibility import SiteShape, unfit_reason
 
 SITE = SiteShape(name="s", max_nodes=4, cores_per_node=8, memory_mb_per_node=16000,
-                 max_walltime_seconds=86400, mpi_launchers=frozenset({"mpirun"}),
+                 max_walltime=86400, mpi_launchers=frozenset({"mpirun"}),
                  mpi_flavors=frozenset({"mpich"}))
 
 

@@ -15,7 +15,7 @@ from gateway.scheduling.routing import Admission, Admitted, Unroutable, admit
 
 def shape(name: str, cores: int = 8) -> SiteShape:
     return SiteShape(name=name, max_nodes=1, cores_per_node=cores, memory_mb_per_node=None,
-                     max_walltime_seconds=86400, mpi_launchers=frozenset(),
+                     max_walltime=86400, mpi_launchers=frozenset(),
                      mpi_flavors=frozenset())
 
 

@@ -23,7 +23,7 @@ def site(session: Session, name: str) -> str:
     """A site row (the bank's tables refer to sites)."""
     if session.get(Site, name) is None:
         session.add(Site(name=name, kind="slurm", enabled=True, drained=False, config={},
-                         status="up"))
+                         state="up"))
         session.flush()
     return name
 
@@ -50,13 +50,13 @@ def usage_row(session: Session, job_id: str, site_name: str, native_id: str, run
     """A stored usage record of one run (and the record it was made from)."""
     values: dict[str, object] = dict(
         native_id=native_id, run=run, state=NativeState.COMPLETED, reason=None, exit_code=0,
-        started_at=NOW, ended_at=NOW + timedelta(hours=1), elapsed_seconds=3600, cores=2,
+        started_at=NOW, ended_at=NOW + timedelta(hours=1), elapsed=3600, cores=2,
         nodes=1, source="sacct", raw=f"{native_id}|COMPLETED")
     values.update(changes)
     record = UsageRecord(**values)  # type: ignore[arg-type]
     row = UsageRow(site_name=site_name, native_id=native_id, run=run, job_id=job_id,
                    source=record.source, received_at=NOW, started_at=record.started_at,
-                   ended_at=record.ended_at, elapsed_seconds=record.elapsed_seconds,
+                   ended_at=record.ended_at, elapsed=record.elapsed,
                    cores=record.cores, nodes=record.nodes, gpus=record.gpus,
                    memory_mb=record.memory_mb, state=record.state.value,
                    reason=record.reason, exit_code=record.exit_code, raw=record.raw)

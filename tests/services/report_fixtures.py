@@ -74,7 +74,7 @@ def _run(s: Session, owner: str, payer: Payer, site: str, rate: Rate, cores: int
     assert job is not None
     job.created_at, job.state, job.winner_attempt_id = created, "COMPLETED", attempt.id
     row, record = bf.usage_row(s, job_id, site, native, cores=cores,
-                               elapsed_seconds=int(hours * 3600), started_at=started,
+                               elapsed=int(hours * 3600), started_at=started,
                                ended_at=ended, reason=reason)
     row.received_at = settled
     bank.settle(s, job_id, [(row, charge_for(record, rate, WALLTIME, REFUND_CAP))], settled,

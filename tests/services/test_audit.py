@@ -88,7 +88,7 @@ def test_the_bank_postings_are_chained(runtime: Runtime, make_user: MakeUser) ->
         allocations.set_status(s, a.id, "active", "committee", "report in", NOW)
         job = bf.job(s, owner, p.id)
         bank.hold(s, job, Payer(p.id, p.name), "alpha", 10_000, NOW, "alice")
-        row, record = bf.usage_row(s, job, "alpha", "7", elapsed_seconds=1800, cores=2)
+        row, record = bf.usage_row(s, job, "alpha", "7", elapsed=1800, cores=2)
         charge = charge_for(record, Rate(core_hour_milli=1000), walltime_seconds=5 * 3600,
                             refund_cap_milli=0)
         bank.settle(s, job, [(row, charge)], NOW, "worker")

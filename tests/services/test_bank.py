@@ -54,7 +54,7 @@ def test_lien_then_charge_then_release(runtime: Runtime, make_user: MakeUser) ->
         assert [lien.amount_milli for lien in liens] == [10_000]
         a = bf.allocation(s, alloc)
         assert (a.available_milli, a.held_milli) == (90_000, 10_000)
-        row, record = bf.usage_row(s, job, "alpha", "7", elapsed_seconds=1800, cores=2)
+        row, record = bf.usage_row(s, job, "alpha", "7", elapsed=1800, cores=2)
         charge = charge_for(record, RATE, walltime_seconds=5 * 3600, refund_cap_milli=CAP)
         done = bank.settle(s, job, [(row, charge)], NOW, "worker")
         assert (done.charged_milli, done.released_milli, done.short_milli) == (1000, 9000, 0)
@@ -124,7 +124,7 @@ def test_an_allocation_ending_mid_job_still_pays_from_its_lien(
         [lien] = bank.hold(s, job, payer, "alpha", 2000, NOW, "alice")
         assert lien.allocation_id == ending.id
         # The job ends after the allocation did: the charge comes from the lien on it.
-        row, record = bf.usage_row(s, job, "alpha", "8", elapsed_seconds=3600, cores=1)
+        row, record = bf.usage_row(s, job, "alpha", "8", elapsed=3600, cores=1)
         charge = charge_for(record, RATE, walltime_seconds=3600, refund_cap_milli=CAP)
         bank.settle(s, job, [(row, charge)], NOW + timedelta(hours=1), "worker")
         a = bf.allocation(s, ending.id)
@@ -138,7 +138,7 @@ def test_site_caused_end_is_refunded_up_to_the_cap(runtime: Runtime,
     with transaction(runtime.sessions) as s:
         job = bf.job(s, owner, payer.project_id)
         bank.hold(s, job, payer, "alpha", 8000, NOW, "alice")
-        row, record = bf.usage_row(s, job, "alpha", "9", elapsed_seconds=3600, cores=4,
+        row, record = bf.usage_row(s, job, "alpha", "9", elapsed=3600, cores=4,
                                    reason=Reason.NODE_FAIL)
         charge = charge_for(record, RATE, walltime_seconds=7200, refund_cap_milli=1500)
         assert (charge.amount_milli, charge.refund_milli) == (4000, 1500)
@@ -155,8 +155,8 @@ def test_a_charge_past_the_lien_stops_at_the_credit_limit(runtime: Runtime,
     with transaction(runtime.sessions) as s:
         job = bf.job(s, owner, payer.project_id)
         bank.hold(s, job, payer, "alpha", 2000, NOW, "alice")
-        first, r1 = bf.usage_row(s, job, "alpha", "10", run=0, elapsed_seconds=3600, cores=2)
-        second, r2 = bf.usage_row(s, job, "alpha", "10", run=1, elapsed_seconds=3600, cores=2)
+        first, r1 = bf.usage_row(s, job, "alpha", "10", run=0, elapsed=3600, cores=2)
+        second, r2 = bf.usage_row(s, job, "alpha", "10", run=1, elapsed=3600, cores=2)
         charges = [(first, charge_for(r1, RATE, 3600, CAP)),
                    (second, charge_for(r2, RATE, 3600, CAP))]
         done = bank.settle(s, job, charges, NOW, "worker")
@@ -164,7 +164,7 @@ def test_a_charge_past_the_lien_stops_at_the_credit_limit(runtime: Runtime,
         assert (done.charged_milli, done.short_milli) == (4000, 0)
         assert bf.allocation(s, alloc).available_milli == -1000
         bf.check_invariants(s)
-        third, r3 = bf.usage_row(s, job, "alpha", "10", run=2, elapsed_seconds=3600, cores=2)
+        third, r3 = bf.usage_row(s, job, "alpha", "10", run=2, elapsed=3600, cores=2)
         late = bank.settle(s, job, [(third, charge_for(r3, RATE, 3600, CAP))], NOW, "worker")
         assert (late.charged_milli, late.short_milli) == (0, 2000)
         assert "could not be charged" in (third.rule or "")
@@ -241,7 +241,7 @@ def _adjust(s: Session, alloc: int, amount: int) -> None:
 
 
 def _settle_new_run(s: Session, job: str, seconds: int, pick: int) -> None:
-    row, record = bf.usage_row(s, job, "alpha", uuid.uuid4().hex[:12], elapsed_seconds=seconds,
+    row, record = bf.usage_row(s, job, "alpha", uuid.uuid4().hex[:12], elapsed=seconds,
                                cores=1 + pick, reason=Reason.NODE_FAIL if pick == 3 else None)
     bank.settle(s, job, [(row, charge_for(record, RATE, 3600, 500))], NOW, "w")
 
@@ -257,16 +257,16 @@ def _replay(s: Session, job: str, alloc: int) -> None:
 
 def _record_of(row: UsageRow) -> UsageRecord:
     return UsageRecord(row.native_id, row.run, NativeState(row.state), None, row.exit_code,
-                       row.started_at, row.ended_at, row.elapsed_seconds, row.cores,
+                       row.started_at, row.ended_at, row.elapsed, row.cores,
                        row.nodes, row.source, row.raw)
 
 
 @pytest.mark.parametrize(("changes", "rule"), [
-    ({"reason": Reason.BOOT_FAIL, "elapsed_seconds": 2}, "failed at start (BOOT_FAIL)"),
+    ({"reason": Reason.BOOT_FAIL, "elapsed": 2}, "failed at start (BOOT_FAIL)"),
     ({"reason": "failed at start: failed 26: opening input/output file"},
      "failed at start (failed at start: failed 26"),
-    ({"started_at": None, "elapsed_seconds": 0}, "never ran"),
-    ({"elapsed_seconds": 0}, "never ran"),
+    ({"started_at": None, "elapsed": 0}, "never ran"),
+    ({"elapsed": 0}, "never ran"),
 ])
 def test_runs_that_never_got_going_cost_nothing(changes: dict[str, object], rule: str) -> None:
     record = UsageRecord(**{**BASE_RECORD, **changes})  # type: ignore[arg-type]
@@ -276,7 +276,7 @@ def test_runs_that_never_got_going_cost_nothing(changes: dict[str, object], rule
 
 
 def test_a_run_past_its_walltime_is_charged_the_walltime() -> None:
-    record = UsageRecord(**{**BASE_RECORD, "elapsed_seconds": 4000, "cores": 3})  # type: ignore[arg-type]
+    record = UsageRecord(**{**BASE_RECORD, "elapsed": 4000, "cores": 3})  # type: ignore[arg-type]
     charge = charge_for(record, RATE, 3600, CAP)
     assert charge.amount_milli == 3000
     assert "charged up to the walltime asked for" in charge.rule
@@ -284,4 +284,4 @@ def test_a_run_past_its_walltime_is_charged_the_walltime() -> None:
 
 BASE_RECORD: dict[str, object] = dict(
     native_id="1", run=0, state=NativeState.FAILED, reason=None, exit_code=1, started_at=NOW,
-    ended_at=NOW, elapsed_seconds=60, cores=1, nodes=1, source="sacct", raw="1|FAILED")
+    ended_at=NOW, elapsed=60, cores=1, nodes=1, source="sacct", raw="1|FAILED")

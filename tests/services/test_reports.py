@@ -173,13 +173,13 @@ def test_waits_and_expansion_factor(runtime: Runtime, world: tuple[World, People
     rows = {r["site"]: r for r in report["rows"]}
     # alpha: waits 60 (j5), 100 (j1), 900 (j3); beta: 300 (j2). Nearest rank.
     assert rows["alpha"]["jobs"] == 3 and rows["alpha"]["finished"] == 3
-    assert rows["alpha"]["wait_p50_seconds"] == pytest.approx(100, abs=0.01)
-    assert rows["alpha"]["wait_p90_seconds"] == pytest.approx(900, abs=0.01)
-    assert rows["beta"]["wait_p50_seconds"] == pytest.approx(300, abs=0.01)
+    assert rows["alpha"]["wait_p50"] == pytest.approx(100, abs=0.01)
+    assert rows["alpha"]["wait_p90"] == pytest.approx(900, abs=0.01)
+    assert rows["beta"]["wait_p50"] == pytest.approx(300, abs=0.01)
     assert rows["*"]["jobs"] == 4
-    assert rows["*"]["wait_p50_seconds"] == pytest.approx(100, abs=0.01)
-    assert rows["*"]["wait_p90_seconds"] == pytest.approx(900, abs=0.01)
-    assert rows["*"]["wait_mean_seconds"] == pytest.approx(340, abs=0.01)
+    assert rows["*"]["wait_p50"] == pytest.approx(100, abs=0.01)
+    assert rows["*"]["wait_p90"] == pytest.approx(900, abs=0.01)
+    assert rows["*"]["wait_mean"] == pytest.approx(340, abs=0.01)
     # (60 + 100 + 900 + 7200 + 3600 + 1800) / (7200 + 3600 + 1800)
     assert rows["alpha"]["expansion_factor"] == pytest.approx(13660 / 12600, rel=1e-6)
     assert rows["beta"]["expansion_factor"] == pytest.approx(3900 / 3600, rel=1e-6)
@@ -192,8 +192,8 @@ def test_waits_and_expansion_factor(runtime: Runtime, world: tuple[World, People
     assert {r["site"]: r["jobs"] for r in early["rows"]} == {"alpha": 1, "*": 1}
     with transaction(runtime.sessions) as s:
         none = reports.wait_report(s, p.admin, None, Period(as_of=DAY0), NOW)
-    assert none["rows"] == [{"site": "*", "jobs": 0, "wait_p50_seconds": None,
-                             "wait_p90_seconds": None, "wait_mean_seconds": None,
+    assert none["rows"] == [{"site": "*", "jobs": 0, "wait_p50": None,
+                             "wait_p90": None, "wait_mean": None,
                              "finished": 0, "expansion_factor": None}]
 
 
@@ -220,7 +220,7 @@ def test_a_users_jobs_like_sacct(runtime: Runtime, world: tuple[World, People]) 
                ) -> list[tuple[object, ...]]:
         with transaction(runtime.sessions) as s:
             found = reports.job_usage(s, who, project, Period(**period), 100, NOW)  # type: ignore[arg-type]
-        return [(j["job_id"], j["state"], j["elapsed_seconds"], j["cores"], j["charge_su"])
+        return [(j["job_id"], j["state"], j["elapsed"], j["cores"], j["charge_su"])
                 for j in found["jobs"]]
 
     j = w.jobs

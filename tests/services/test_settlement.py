@@ -41,7 +41,7 @@ def _run(native_id: str, state: AttemptState = AttemptState.COMPLETED,
 def _record(native_id: str, **changes: object) -> UsageRecord:
     values: dict[str, object] = dict(
         native_id=native_id, run=0, state=NativeState.COMPLETED, reason=None, exit_code=0,
-        started_at=NOW, ended_at=NOW + HOUR, elapsed_seconds=3600, cores=2, nodes=1,
+        started_at=NOW, ended_at=NOW + HOUR, elapsed=3600, cores=2, nodes=1,
         source="sacct", raw="x")
     values.update(changes)
     return UsageRecord(**values)  # type: ignore[arg-type]
@@ -65,14 +65,14 @@ def test_a_record_that_never_came_is_estimated_from_the_attempt() -> None:
     made = settlement.estimated_records(
         [_run("1"), _run("2", ended=False), _run("3", started=False), _run("4")],
         [_record("4")], cores=4, walltime_seconds=7200)
-    assert [(r.native_id, r.elapsed_seconds, r.cores, r.source) for r in made] == [
+    assert [(r.native_id, r.elapsed, r.cores, r.source) for r in made] == [
         ("1", 3600, 4, "estimate"), ("2", 7200, 4, "estimate")]
 
 
 @pytest.mark.parametrize(("changes", "amount", "refund"), [
-    ({"state": NativeState.CANCELLED, "elapsed_seconds": 1800}, 1000, 0),  # cancelled running
+    ({"state": NativeState.CANCELLED, "elapsed": 1800}, 1000, 0),  # cancelled running
     ({"state": NativeState.FAILED, "reason": Reason.PREEMPTED}, 2000, 500),
-    ({"state": NativeState.FAILED, "reason": Reason.NODE_FAIL, "elapsed_seconds": 360}, 200,
+    ({"state": NativeState.FAILED, "reason": Reason.NODE_FAIL, "elapsed": 360}, 200,
      200),  # refunded whole: under the cap
     # The site's clock is two days ahead of the gateway's: only its elapsed time counts.
     ({"started_at": NOW + 2 * timedelta(days=1), "ended_at": NOW + 2 * timedelta(days=1)
@@ -102,7 +102,7 @@ def test_only_the_jobs_run_is_charged_not_its_revoked_sibling(
         s.flush()
         job = s.get(Job, job_id)
         assert job is not None
-        job.state, job.finished_at, job.winner_attempt_id = "COMPLETED", NOW, won.id
+        job.state, job.ended_at, job.winner_attempt_id = "COMPLETED", NOW, won.id
     with runtime.sessions() as s:
         assert [r.native_id for r in settlement.finished_with_liens(s, "alpha", 10)] == ["11"]
         assert settlement.finished_with_liens(s, "beta", 10) == []

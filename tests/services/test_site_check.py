@@ -33,7 +33,7 @@ def _partition(**changes: Any) -> Partition:
 
 
 def _queue(**changes: Any) -> QueueInfo:
-    fields: dict[str, Any] = {"name": "debug", "available": True, "max_walltime_seconds": 1800,
+    fields: dict[str, Any] = {"name": "debug", "available": True, "max_walltime": 1800,
                               "max_nodes": 2, "nodes_total": 4, "cpus_per_node": 8,
                               "cpus_total": 32, "memory_mb_per_node": 4096}
     return QueueInfo(**{**fields, **changes})
@@ -47,14 +47,14 @@ CASES: list[tuple[dict[str, Any], dict[str, Any], str | None]] = [
       "memory_mb_per_node": 1024}, {}, None),
     # What the scheduler does not report is not held against the config.
     ({"max_walltime": "UNLIMITED"},
-     {"max_walltime_seconds": None, "max_nodes": None, "nodes_total": None,
+     {"max_walltime": None, "max_nodes": None, "nodes_total": None,
       "cpus_per_node": None, "cpus_total": None, "memory_mb_per_node": None}, None),
     ({}, {"available": None}, None),
     ({"max_nodes": 3}, {}, "max_nodes 3 > the scheduler's job size limit 2"),
     ({"max_nodes": 4}, {"max_nodes": None, "nodes_total": 3},
      "max_nodes 4 > the 3 nodes the partition has"),
     ({"max_walltime": "01:00:00"}, {}, "max_walltime 01:00:00 > the scheduler's 00:30:00"),
-    ({"max_walltime": "UNLIMITED"}, {"max_walltime_seconds": 7 * 86400},
+    ({"max_walltime": "UNLIMITED"}, {"max_walltime": 7 * 86400},
      "max_walltime UNLIMITED > the scheduler's 7-00:00:00"),
     ({"cores_per_node": 16}, {"cpus_total": None},
      "cores_per_node 16 > the scheduler's 8"),

@@ -17,7 +17,7 @@ def test_shape_takes_the_maxima_over_partitions(good: dict[str, Any]) -> None:
     shape = site_shape(validate_site_config(good))
     assert shape == SiteShape(
         name="alpha", max_nodes=8, cores_per_node=32, memory_mb_per_node=128000,
-        max_walltime_seconds=2 * 86400, mpi_launchers=frozenset({"mpirun", "srun"}),
+        max_walltime=2 * 86400, mpi_launchers=frozenset({"mpirun", "srun"}),
         mpi_flavors=frozenset({"openmpi", "mpich"}))
 
 
@@ -25,7 +25,7 @@ def test_unlimited_walltime_and_mpiexec(good: dict[str, Any]) -> None:
     good["partitions"][0]["max_walltime"] = "UNLIMITED"
     good["mpi_flavors"] = [{"name": "impi", "launchers": ["mpiexec"]}]
     shape = site_shape(validate_site_config(good))
-    assert shape.max_walltime_seconds == UNLIMITED_WALLTIME_SECONDS
+    assert shape.max_walltime == UNLIMITED_WALLTIME_SECONDS
     # Jobs ask for the library's own launcher as `mpirun`; mpiexec is that launcher.
     assert shape.mpi_launchers == frozenset({"mpiexec", "mpirun"})
     assert shape.mpi_flavors == frozenset({"impi"})

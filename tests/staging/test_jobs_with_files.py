@@ -51,38 +51,38 @@ def test_inputs_from_an_upload_and_a_site_path_and_fetched_outputs(
     directory = workdir(runtime, job_id)
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     assert (directory / "in" / "data.bin").read_bytes() == DATA
-    listed = client.get(f"/api/v1/jobs/{job_id}/files", headers=user.headers).json()["items"]
+    listed = client.get(f"/api/v1/jobs/{job_id}/outputs", headers=user.headers).json()["items"]
     assert [(f["path"], f["location"]) for f in listed] == [
         ("out/data.sha", "gateway"), ("out/seed-copy.txt", "gateway"), ("run.log", "gateway")]
     for item in listed:
-        r = client.get(f"/api/v1/jobs/{job_id}/files/{item['path']}", headers=user.headers)
+        r = client.get(f"/api/v1/jobs/{job_id}/outputs/{item['path']}", headers=user.headers)
         assert r.status_code == 200
         assert hashlib.sha256(r.content).hexdigest() == item["sha256"]
         assert len(r.content) == item["size"]
         assert r.headers["x-content-type-options"] == "nosniff"
         assert r.headers["content-disposition"].startswith("attachment;")
         assert r.headers["content-type"] == "application/octet-stream"
-    sha_file = client.get(f"/api/v1/jobs/{job_id}/files/out/data.sha", headers=user.headers)
+    sha_file = client.get(f"/api/v1/jobs/{job_id}/outputs/out/data.sha", headers=user.headers)
     assert sha_file.text.strip() == hashlib.sha256(DATA).hexdigest()
-    copy = client.get(f"/api/v1/jobs/{job_id}/files/out/seed-copy.txt", headers=user.headers)
+    copy = client.get(f"/api/v1/jobs/{job_id}/outputs/out/seed-copy.txt", headers=user.headers)
     assert copy.text == "hello\n"
-    part = client.get(f"/api/v1/jobs/{job_id}/files/out/seed-copy.txt",
+    part = client.get(f"/api/v1/jobs/{job_id}/outputs/out/seed-copy.txt",
                       headers={**user.headers, "Range": "bytes=1-3"})
     assert part.status_code == 206 and part.content == b"ell"
     assert part.headers["content-range"] == "bytes 1-3/6"
-    suffix = client.get(f"/api/v1/jobs/{job_id}/files/out/seed-copy.txt",
+    suffix = client.get(f"/api/v1/jobs/{job_id}/outputs/out/seed-copy.txt",
                         headers={**user.headers, "Range": "bytes=-2"})
     assert suffix.status_code == 206 and suffix.content == b"o\n"
-    beyond = client.get(f"/api/v1/jobs/{job_id}/files/out/seed-copy.txt",
+    beyond = client.get(f"/api/v1/jobs/{job_id}/outputs/out/seed-copy.txt",
                         headers={**user.headers, "Range": "bytes=6-"})
     assert beyond.status_code == 416 and beyond.headers["content-range"] == "bytes */6"
     assert beyond.headers["content-type"] == "application/problem+json"
-    missing = client.get(f"/api/v1/jobs/{job_id}/files/out/nothing", headers=user.headers)
+    missing = client.get(f"/api/v1/jobs/{job_id}/outputs/out/nothing", headers=user.headers)
     assert missing.status_code == 404
     assert missing.headers["content-type"] == "application/problem+json"
 
     other = make_user()
-    for url in (f"/api/v1/jobs/{job_id}/files", f"/api/v1/jobs/{job_id}/files/run.log"):
+    for url in (f"/api/v1/jobs/{job_id}/outputs", f"/api/v1/jobs/{job_id}/outputs/run.log"):
         r = client.get(url, headers=other.headers)
         assert r.status_code == 404 and r.json()["detail"] == f"No job with id '{job_id}'."
 
@@ -109,11 +109,11 @@ def test_keep_mode_lists_outputs_and_streams_them_from_the_site(
     job_id = submit(client, user, {**sh("printf 'kept result' > result.txt"),
                                    "outputs": ["*.txt"], "outputs_mode": "keep"})
     assert run_until(Worker(runtime), client, user, job_id)["state"] == "COMPLETED"
-    [item] = client.get(f"/api/v1/jobs/{job_id}/files", headers=user.headers).json()["items"]
+    [item] = client.get(f"/api/v1/jobs/{job_id}/outputs", headers=user.headers).json()["items"]
     assert item["location"] == "site" and item["site"] == "local"
     assert item["sha256"] == hashlib.sha256(b"kept result").hexdigest()
     assert not BlobStore(runtime.settings.store_dir).has_blob(item["sha256"])
-    r = client.get(f"/api/v1/jobs/{job_id}/files/result.txt",
+    r = client.get(f"/api/v1/jobs/{job_id}/outputs/result.txt",
                    headers={**user.headers, "Range": "bytes=5-"})
     assert r.status_code == 206 and r.content == b"result"
 
@@ -125,8 +125,8 @@ def test_failed_run_still_collects_outputs(client: TestClient, runtime: Runtime,
                                    "outputs": ["debug.txt"]})
     job = run_until(Worker(runtime), client, user, job_id)
     assert job["state"] == "FAILED" and job["exit_code"] == 3
-    assert job["state_reason"] == "NonZeroExitCode; collected 1 output(s), 4 bytes"
-    [item] = client.get(f"/api/v1/jobs/{job_id}/files", headers=user.headers).json()["items"]
+    assert job["reason"] == "NonZeroExitCode; collected 1 output(s), 4 bytes"
+    [item] = client.get(f"/api/v1/jobs/{job_id}/outputs", headers=user.headers).json()["items"]
     assert item["path"] == "debug.txt"
 
 
@@ -144,16 +144,16 @@ def test_symlinks_out_of_the_job_directory_are_refused_at_stage_out(
         "outputs": ["out/*", "out/neighbour/*"]})
     job = run_until(worker, client, user, job_id)
     assert job["state"] == "COMPLETED", job
-    assert "refused 4 symlink(s)" in job["state_reason"]
-    assert "out/passwd -> /etc/passwd," in job["state_reason"]
-    assert "out/here -> " in job["state_reason"]  # inside, but a directory
-    listed = client.get(f"/api/v1/jobs/{job_id}/files", headers=user.headers).json()["items"]
+    assert "refused 4 symlink(s)" in job["reason"]
+    assert "out/passwd -> /etc/passwd," in job["reason"]
+    assert "out/here -> " in job["reason"]  # inside, but a directory
+    listed = client.get(f"/api/v1/jobs/{job_id}/outputs", headers=user.headers).json()["items"]
     assert [f["path"] for f in listed] == ["out/alias.txt", "out/ok.txt"]
     assert {f["sha256"] for f in listed} == {hashlib.sha256(b"fine\n").hexdigest()}
     store = BlobStore(runtime.settings.store_dir)
     for secret in (Path("/etc/passwd").read_bytes(), b"private\n"):
         assert not store.has_blob(hashlib.sha256(secret).hexdigest())
-    assert client.get(f"/api/v1/jobs/{job_id}/files/out/passwd",
+    assert client.get(f"/api/v1/jobs/{job_id}/outputs/out/passwd",
                       headers=user.headers).status_code == 404
 
 
@@ -164,7 +164,7 @@ def test_output_limits_fail_the_job(client: TestClient, runtime: Runtime,
     job_id = submit(client, user, {**sh("touch a b c"), "outputs": ["*"]})
     job = run_until(Worker(runtime), client, user, job_id)
     assert job["state"] == "FAILED"
-    assert job["state_reason"] == (
+    assert job["reason"] == (
         "STAGE_OUT_FAILED: 5 files match the output globs, over the per-job limit of 2 "
         "(job_output_max_files) by 3")
 

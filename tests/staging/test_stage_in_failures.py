@@ -29,7 +29,7 @@ DATA = hashlib.shake_256(b"crash").digest(2 * 1024 * 1024 + 5)
 def failed_with(client: TestClient, runtime: Runtime, user: object, job_id: str) -> str:
     job = run_until(Worker(runtime), client, user, job_id)  # type: ignore[arg-type]
     assert job["state"] == "FAILED", job
-    reason: str = job["state_reason"]
+    reason: str = job["reason"]
     assert reason.startswith("STAGE_IN_FAILED: "), reason
     assert job["attempts"][0]["native_id"] is None  # never submitted
     return reason
@@ -136,7 +136,7 @@ def test_worker_dies_between_stage_in_and_submit(client: TestClient, runtime: Ru
     assert len(queued) == 1 and queued[0]["actor"] == "worker second"
     rest = len(DATA) - len(DATA) // 2
     assert f"({rest} bytes) sent, 0 from the site's cache" in queued[0]["reason"]
-    r = client.get(f"/api/v1/jobs/{job_id}/files/count.txt", headers=user.headers)
+    r = client.get(f"/api/v1/jobs/{job_id}/outputs/count.txt", headers=user.headers)
     assert r.text == "once\n"
     workdir = runtime.settings.jobs_dir / f"gw-{job_id}"
     assert (workdir / "ran.txt").read_bytes() == DATA

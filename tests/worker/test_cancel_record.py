@@ -66,6 +66,6 @@ def test_cancel_survives_a_worker_crash_without_site_markers(
     Worker(sge_runtime(runtime, second), "second").run_once()  # not sent again: polled
     second.assert_done()
     job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
-    assert job["state"] == "CANCELLED" and job["state_reason"] == "cancelled by user"
+    assert job["state"] == "CANCELLED" and job["reason"] == "cancelled by user"
     assert job["attempts"][0]["state"] == "CANCELLED"
     assert job["attempts"][0]["reason"] == VANISHED_AFTER_CANCEL

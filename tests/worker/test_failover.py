@@ -17,7 +17,7 @@ from gateway.db.engine import transaction
 from gateway.db.models import Site
 from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime
-from gateway.services.lifecycle import record_site_status
+from gateway.services.lifecycle import record_site_state
 from gateway.worker.context import StepContext
 from gateway.worker.failover import fail_over_stranded
 from gateway.worker.route import route_jobs
@@ -29,8 +29,8 @@ from tests.worker.test_worker_local import post
 def mark_down(runtime: Runtime, name: str, minutes: float) -> None:
     with transaction(runtime.sessions) as session:
         session.execute(update(Site).where(Site.name == name).values(
-            status="down", status_reason="connection refused",
-            status_since=utcnow() - timedelta(minutes=minutes)))
+            state="down", reason="connection refused",
+            state_since=utcnow() - timedelta(minutes=minutes)))
 
 
 def test_stranded_auto_job_fails_over_and_the_stale_attempt_is_revoked(
@@ -94,18 +94,18 @@ def test_the_stale_attempt_wins_when_its_site_returns_first(
         "local": AttemptState.COMPLETED, "twin": AttemptState.REVOKED}
 
 
-def test_status_since_moves_only_when_the_status_changes(runtime: Runtime) -> None:
+def test_state_since_moves_only_when_the_state_changes(runtime: Runtime) -> None:
     def since() -> object:
         with runtime.sessions() as session:
-            return session.get(Site, "local").status_since  # type: ignore[union-attr]
+            return session.get(Site, "local").state_since  # type: ignore[union-attr]
 
     with transaction(runtime.sessions) as session:
-        record_site_status(session, "local", "down", "refused")
+        record_site_state(session, "local", "down", "refused")
     first = since()
     assert first is not None
     with transaction(runtime.sessions) as session:
-        record_site_status(session, "local", "down", "timed out")  # still down
+        record_site_state(session, "local", "down", "timed out")  # still down
     assert since() == first
     with transaction(runtime.sessions) as session:
-        record_site_status(session, "local", "up", None)
+        record_site_state(session, "local", "up", None)
     assert since() != first

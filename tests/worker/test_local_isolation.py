@@ -32,8 +32,8 @@ def test_a_job_cannot_read_the_signing_key(client: TestClient, runtime: Runtime,
     spec = {"name": "steal", "executable": "/bin/sh", "args": ["-c", STEAL], "site": "local"}
     job_id = post(client, user.headers, spec)
     job = run_until(Worker(runtime), client, user.headers, job_id, {"COMPLETED", "FAILED"})
-    out = client.get(f"/api/v1/jobs/{job_id}/output/stdout", headers=user.headers).text
-    err = client.get(f"/api/v1/jobs/{job_id}/output/stderr", headers=user.headers).text
+    out = client.get(f"/api/v1/jobs/{job_id}/logs/stdout", headers=user.headers).text
+    err = client.get(f"/api/v1/jobs/{job_id}/logs/stderr", headers=user.headers).text
     assert "PRIVATE KEY" not in out and out == ""
     assert job["state"] == "FAILED" and "No such file or directory" in err, (job, err)
 

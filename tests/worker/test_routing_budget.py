@@ -222,7 +222,7 @@ def test_a_job_its_project_cannot_pay_for_anywhere_waits_saying_why(
     waiting = job(api, user, job_id)
     name = project(bank, user)
     assert (waiting["site"], waiting["state"]) == (None, "ACCEPTED")
-    assert waiting["state_reason"] == (
+    assert waiting["reason"] == (
         f"waiting for a site: No site can run this job (local: project '{name}' has 0.000 "
         f"SU available at 'local'; this job would cost 4.000 SU; twin: project '{name}' has "
         "0.000 SU available at 'twin'; this job would cost 1.000 SU).")

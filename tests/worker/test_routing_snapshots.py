@@ -47,10 +47,10 @@ def with_grid(runtime: Runtime, transport: ReplayTransport) -> Runtime:
     return dataclasses.replace(runtime, sites=registry)
 
 
-def status(runtime: Runtime) -> tuple[str, str | None]:
+def site_state(runtime: Runtime) -> tuple[str, str | None]:
     with runtime.sessions() as session:
         row = session.scalars(select(Site).where(Site.name == "grid")).one()
-        return row.status, row.status_reason
+        return row.state, row.reason
 
 
 def placed(client: TestClient, headers: dict[str, str], job_id: str) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def test_an_unreachable_site_is_skipped_then_used_again(
     assert decision["candidates"][1] == {
         "site": "grid", "excluded": "site 'grid' is unreachable: grid: connection refused",
         "forecast": None, "p_deadline": None}
-    assert status(runtime) == ("down", "grid: connection refused")
+    assert site_state(runtime) == ("down", "grid: connection refused")
 
     # Back, and full: job 1 holds both slots; job 3 (both slots, a day) is next in line.
     transport.expect(JOBS, load("sge", "real_qstat_snapshot.txt"))
@@ -94,4 +94,4 @@ def test_an_unreachable_site_is_skipped_then_used_again(
     # limit, holds the other); the new job queues behind them all.
     assert (forecast["wait_median"], forecast["wait_bound"]) == (87900.0, 87900.0)
     assert forecast["basis"].startswith("live queue (no wait history)")
-    assert status(runtime) == ("up", None)
+    assert site_state(runtime) == ("up", None)

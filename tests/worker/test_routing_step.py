@@ -128,12 +128,12 @@ def test_auto_jobs_leave_a_drained_site(client: TestClient, runtime: Runtime,
     assert route_jobs(StepContext.of(twins, "w")) is True
     moved = show(client, user.headers, auto)
     assert (moved["site"], moved["state"]) == ("twin", "ACCEPTED")
-    assert moved["state_reason"].startswith(
+    assert moved["reason"].startswith(
         "site 'local' stopped accepting jobs; site 'twin' has the earliest predicted "
-        "completion"), moved["state_reason"]
+        "completion"), moved["reason"]
     assert placement_rows(runtime, auto) == 2
     explained = client.get(f"/api/v1/jobs/{auto}/placement", headers=user.headers).json()
-    assert explained["chosen"] == ["twin"] and explained["why"] == moved["state_reason"]
+    assert explained["chosen"] == ["twin"] and explained["why"] == moved["reason"]
     assert [c["excluded"] for c in explained["candidates"]] == [
         None, "site 'local' is drained (not accepting jobs)"]
     assert show(client, user.headers, pinned)["site"] == "local"
@@ -156,7 +156,7 @@ def test_a_job_without_an_open_site_waits_and_one_no_site_can_run_fails(
     assert route_jobs(StepContext.of(runtime, "w")) is False
     waiting = show(client, user.headers, job_id)
     assert (waiting["site"], waiting["state"]) == (None, "ACCEPTED")
-    assert waiting["state_reason"] == ("waiting for a site: No site can run this job (local: "
+    assert waiting["reason"] == ("waiting for a site: No site can run this job (local: "
                                        "site 'local' is drained (not accepting jobs)).")
     # The site's configuration changes: it now refuses the job's labels, for good.
     local = runtime.sites.get("local")
@@ -166,7 +166,7 @@ def test_a_job_without_an_open_site_waits_and_one_no_site_can_run_fails(
     assert route_jobs(StepContext.of(changed, "w")) is False
     failed = show(client, user.headers, job_id)
     assert failed["state"] == "FAILED" and failed["site"] is None
-    assert failed["state_reason"] == ("No site can run this job (local: site 'local' refuses "
+    assert failed["reason"] == ("No site can run this job (local: site 'local' refuses "
                                       "jobs labelled residency=eu).")
 
 

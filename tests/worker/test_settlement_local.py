@@ -85,8 +85,8 @@ def test_a_job_is_charged_from_the_sites_record(client: TestClient, runtime: Run
         [row] = s.scalars(select(UsageRow).where(UsageRow.job_id == job_id)).all()
         kinds = [e.kind for e in s.scalars(select(LedgerEntry).where(
             LedgerEntry.job_id == job_id).order_by(LedgerEntry.id))]
-    assert row.source == "local" and row.cores == 2 and row.elapsed_seconds >= 1
-    assert row.charged_milli == cost(ONE_SU_PER_CORE_HOUR, Usage(row.elapsed_seconds, 2))
+    assert row.source == "local" and row.cores == 2 and row.elapsed >= 1
+    assert row.charged_milli == cost(ONE_SU_PER_CORE_HOUR, Usage(row.elapsed, 2))
     assert kinds == ["lien", "lien", "charge", "charge", "release", "release"]
     after = _allocation(runtime, alloc)
     assert (after.held_milli, after.used_milli) == (0, row.charged_milli)

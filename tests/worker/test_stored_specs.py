@@ -33,8 +33,8 @@ def test_an_accepted_spec_the_rules_now_refuse_fails_with_the_reason(
     Worker(runtime).run_once()
     job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
     assert job["state"] == "FAILED", job
-    assert "no longer accepted" in job["state_reason"]
-    assert "script line 2 '#SBATCH --account=other'" in job["state_reason"]
+    assert "no longer accepted" in job["reason"]
+    assert "script line 2 '#SBATCH --account=other'" in job["reason"]
     assert job["attempts"] == []
 
 
@@ -54,5 +54,5 @@ def test_a_submitted_job_is_collected_though_its_spec_predates_a_rule(
     (Path(workdir) / "go").touch()
     job = run_until(worker, client, user.headers, job_id, {"COMPLETED", "FAILED"})
     assert job["state"] == "COMPLETED", job
-    files = client.get(f"/api/v1/jobs/{job_id}/files", headers=user.headers).json()
+    files = client.get(f"/api/v1/jobs/{job_id}/outputs", headers=user.headers).json()
     assert [f["path"] for f in files["items"]] == ["a.txt"]

@@ -44,12 +44,12 @@ def test_job_completes_with_output_and_events(client: TestClient, runtime: Runti
     job = run_until(Worker(runtime), client, user.headers, job_id, {"COMPLETED", "FAILED"})
     assert job["state"] == "COMPLETED" and job["exit_code"] == 0, job
     assert job["attempts"][0]["native_id"] and job["attempts"][0]["state"] == "COMPLETED"
-    out = client.get(f"/api/v1/jobs/{job_id}/output/stdout", headers=user.headers)
+    out = client.get(f"/api/v1/jobs/{job_id}/logs/stdout", headers=user.headers)
     assert out.text == "out\n" and out.headers["x-output-size"] == "4"
-    err = client.get(f"/api/v1/jobs/{job_id}/output/stderr", params={"tail": 2},
+    err = client.get(f"/api/v1/jobs/{job_id}/logs/stderr", params={"tail": 2},
                      headers=user.headers)
     assert err.text == "r\n"
-    followed = client.get(f"/api/v1/jobs/{job_id}/output/stdout", params={"follow": True},
+    followed = client.get(f"/api/v1/jobs/{job_id}/logs/stdout", params={"follow": True},
                           headers=user.headers)
     assert followed.text == "out\n"
     history = client.get(f"/api/v1/jobs/{job_id}/events", headers=user.headers).json()["items"]
@@ -77,7 +77,7 @@ def test_walltime_is_enforced(client: TestClient, runtime: Runtime, make_user: M
     job_id = post(client, user.headers, {"name": "slow", "executable": "/bin/sleep",
                                          "args": ["60"], "resources": {"walltime": 1}})
     job = run_until(Worker(runtime), client, user.headers, job_id, {"COMPLETED", "FAILED"})
-    assert job["state"] == "FAILED" and job["state_reason"] == "TIMEOUT"
+    assert job["state"] == "FAILED" and job["reason"] == "TIMEOUT"
 
 
 def test_cancel_running_job(client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
@@ -105,6 +105,6 @@ def test_user_text_never_reaches_a_shell(client: TestClient, runtime: Runtime,
     job = run_until(Worker(runtime), client, user.headers, job_id, {"COMPLETED", "FAILED"})
     assert job["state"] == "COMPLETED", job
     assert job["name"] == nasty
-    out = client.get(f"/api/v1/jobs/{job_id}/output/stdout", headers=user.headers).json()
+    out = client.get(f"/api/v1/jobs/{job_id}/logs/stdout", headers=user.headers).json()
     assert out == [[nasty, "'$V'"], nasty]
     assert not pwned.exists()

@@ -1,4 +1,4 @@
-"""/api/v1/jobs: submit, list, show, cancel, events (output: job_output.py)."""
+"""/api/v1/jobs: submit, list, show, cancel, events (logs: job_logs.py, outputs: job_outputs.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GET /api/v1/jobs/{id}/output/{stream}: a job's stdout or stderr, read or followed.
+"""GET /api/v1/jobs/{id}/logs/{stream}: a job's stdout or stderr, read or followed.
 
 A read (`offset` or `tail`, `limit`) is a short request on the API's thread pool. A
 follow streams from the event loop: while it waits it holds no thread, its polls (one
@@ -105,11 +105,11 @@ def _poll(runtime: Runtime, job_id: str, stream: Stream, offset: int) -> tuple[b
     return source.final, _read(runtime, source, stream, offset, OUTPUT_CHUNK).data
 
 
-@router.get("/jobs/{job_id}/output/{stream}", response_class=Response,
+@router.get("/jobs/{job_id}/logs/{stream}", response_class=Response,
             responses={200: {"content": {"text/plain": {}}},
                        416: {"description": "Offset past the end of a finished job's output"},
                        429: {"description": "Too many streams of this user (Retry-After)"}})
-async def job_output(
+async def job_logs(
     job_id: str,
     stream: Stream,
     principal: JobsReader,

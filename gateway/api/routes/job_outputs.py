@@ -1,10 +1,10 @@
-"""/api/v1/jobs/{id}/files: a job's collected outputs, listed and downloaded.
+"""/api/v1/jobs/{id}/outputs: a job's collected outputs, listed and downloaded.
 
-    GET /jobs/{id}/files          path, size, sha256 and location of each output
-    GET /jobs/{id}/files/{path}   the bytes: Range (one range) supported, served as an
+    GET /jobs/{id}/outputs          path, size, sha256 and location of each output
+    GET /jobs/{id}/outputs/{path}   the bytes: Range (one range) supported, served as an
                                   attachment with nosniff; `Repr-Digest` carries the
                                   sha256 of the whole file (RFC 9530)
-    DELETE /jobs/{id}/files       drop the outputs fetched into the gateway store (they
+    DELETE /jobs/{id}/outputs       drop the outputs fetched into the gateway store (they
                                   count against the owner's store quota)
 
 Fetched outputs come from the gateway store; kept ones are streamed from the site
@@ -31,8 +31,8 @@ from gateway.domain.errors import Invalid, Unavailable
 from gateway.domain.staging import IN_STORE
 from gateway.repositories.job_queries import OutputView
 from gateway.runtime import Runtime
-from gateway.schemas.jobs import JobFileList, JobFileOut
-from gateway.services import job_files
+from gateway.schemas.jobs import JobOutputList, JobOutputOut
+from gateway.services import job_outputs
 from gateway.services.uploads import clean_store
 from gateway.store import BlobStore
 
@@ -41,41 +41,41 @@ router = APIRouter(prefix="/api/v1", tags=["jobs"])
 SEND_BLOCK = 256 * 1024
 
 
-@router.get("/jobs/{job_id}/files", response_model=JobFileList)
-def list_files(job_id: str, principal: JobsReader, runtime: RuntimeDep,
-               limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JobFileList:
+@router.get("/jobs/{job_id}/outputs", response_model=JobOutputList)
+def list_outputs(job_id: str, principal: JobsReader, runtime: RuntimeDep,
+               limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JobOutputList:
     """The job's outputs (matched by its output globs after the run), by path; follow
     `next_cursor` for the next page."""
     with runtime.reading() as conn:
-        page = job_files.list_outputs(conn, principal, job_id, limit=limit, cursor=cursor)
-    return JobFileList(items=[JobFileOut(path=r["path"], size=r["size"], sha256=r["sha256"],
+        page = job_outputs.list_outputs(conn, principal, job_id, limit=limit, cursor=cursor)
+    return JobOutputList(items=[JobOutputOut(path=r["path"], size=r["size"], sha256=r["sha256"],
                                          location=r["location"], site=r["site_name"])
                               for r in page.rows], next_cursor=page.next_cursor)
 
 
-@router.delete("/jobs/{job_id}/files", status_code=204, response_class=Response)
-def delete_fetched_files(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Response:
+@router.delete("/jobs/{job_id}/outputs", status_code=204, response_class=Response)
+def delete_outputs(job_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Remove the job's outputs held in the gateway store and free their quota (outputs
     kept on the site stay listed)."""
     with runtime.unit_of_work() as session:
-        cleanup = job_files.delete_fetched(session, principal, job_id)
+        cleanup = job_outputs.delete_fetched(session, principal, job_id)
     # Only once the deletion is committed: the blobs are data until then.
     with runtime.readers() as session:
         clean_store(session, BlobStore(runtime.settings.store_dir), cleanup)
     return Response(status_code=204)
 
 
-@router.get("/jobs/{job_id}/files/{path:path}", response_class=Response,
+@router.get("/jobs/{job_id}/outputs/{path:path}", response_class=Response,
             responses={200: {"content": {"application/octet-stream": {}}},
                        206: {"description": "Partial content (Range)"},
                        416: {"description": "Range not satisfiable"}})
-def download_file(job_id: str, path: str, principal: JobsReader, runtime: RuntimeDep,
+def download_output(job_id: str, path: str, principal: JobsReader, runtime: RuntimeDep,
                   request: Request, range_: str | None = Header(None, alias="Range")
                   ) -> Response:
     """One output's bytes (all, or one `Range`)."""
     with runtime.reading() as conn:
-        row = job_files.get_output(conn, principal, job_id, path)
-        owner = job_files.owner_username(conn, job_id)
+        row = job_outputs.get_output(conn, principal, job_id, path)
+        owner = job_outputs.owner_username(conn, job_id)
     size = int(row["size"])
     headers = {
         "Content-Disposition": _attachment(path),
