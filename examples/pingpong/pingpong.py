@@ -7,10 +7,10 @@ batch takes about --target-seconds; the fastest batch is reported. Other process
 a shared machine only ever make a batch slower, and with short batches most of them
 escape a preemption, so the minimum is a stable estimate.
 
-Rank 0 prints one JSON line per size:
+Rank 0 prints one JSON line per size (and writes them to --out FILE too, if given):
     {"bytes": 1024, "repetitions": 2000, "half_round_trip_s": 1.9e-06, "batches": 3}
 
-Run:  mpiexec -n 2 python pingpong.py
+Run:  mpiexec -n 2 python pingpong.py [--out results.jsonl]
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ def main() -> int:
                         help="about how long one timed batch of a size takes")
     parser.add_argument("--batches", type=int, default=15)
     parser.add_argument("--max-repetitions", type=int, default=20000)
+    parser.add_argument("--out", help="also write the JSON lines to this file")
     args = parser.parse_args()
 
     comm = MPI.COMM_WORLD
@@ -86,6 +87,7 @@ def main() -> int:
             print(f"pingpong needs exactly 2 ranks, got {comm.Get_size()}", file=sys.stderr)
         return 2
 
+    out = open(args.out, "w") if args.out and rank == 0 else None  # noqa: SIM115
     buf = bytearray(b"\x5a" * max(1, args.max_bytes))
     for n in sizes(args.max_bytes):
         # Warm-up: first touches of buffers and protocol set-up are not measured.
@@ -93,9 +95,14 @@ def main() -> int:
         reps = calibrate(comm, rank, buf, n, args.target_seconds, args.max_repetitions)
         best = min(exchange(comm, rank, buf, n, reps) for _ in range(args.batches))
         if rank == 0:
-            print(json.dumps({"bytes": n, "repetitions": reps,
-                              "half_round_trip_s": best / reps / 2,
-                              "batches": args.batches}), flush=True)
+            line = json.dumps({"bytes": n, "repetitions": reps,
+                               "half_round_trip_s": best / reps / 2,
+                               "batches": args.batches})
+            print(line, flush=True)
+            if out is not None:
+                out.write(line + "\n")
+    if out is not None:
+        out.close()
     return 0
 
 

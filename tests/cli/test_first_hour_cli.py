@@ -314,8 +314,14 @@ def test_the_readme_mpi_example_runs_as_written(cli: Cli, tmp_path: Path,
     assert f"```\n{command}\n```" in section
     monkeypatch.chdir(ROOT)  # from the clone, as the README's commands are
     result = cli(*command.split()[1:])
-    assert result.stderr.splitlines()[-1].endswith(": COMPLETED (exit 0)"), result.stderr
+    assert ": COMPLETED (exit 0)" in result.stderr.splitlines()[-1], result.stderr
     job_id = result.stdout.split()[2]
     sizes = [json.loads(line)["bytes"] for line in cli("logs", job_id).stdout.splitlines()
              if line.startswith("{")]
     assert sizes == [0] + [2**k for k in range(21)]  # 0 B to 1 MiB
+    # Its output file comes back as the README's next steps say.
+    listed = cli("outputs", job_id).stdout
+    assert "results.jsonl" in listed and "gateway" in listed
+    cli("fetch", job_id, "-o", str(tmp_path / "results"))
+    fetched = (tmp_path / "results" / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line)["bytes"] for line in fetched] == sizes
