@@ -2,10 +2,10 @@
 
     GET /jobs/{id}/outputs          path, size, sha256 and location of each output
     GET /jobs/{id}/outputs/{path}   the bytes: Range (one range) supported, served as an
-                                  attachment with nosniff; `Repr-Digest` carries the
-                                  sha256 of the whole file (RFC 9530)
+                                    attachment with nosniff; `Repr-Digest` carries the
+                                    sha256 of the whole file (RFC 9530)
     DELETE /jobs/{id}/outputs       drop the outputs fetched into the gateway store (they
-                                  count against the owner's store quota)
+                                    count against the owner's store quota)
 
 Fetched outputs come from the gateway store; kept ones are streamed from the site
 through the gateway. Another user's job is 404, as on every job route.
