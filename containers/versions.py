@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from adapters.text_rules import TextRule
 from containers.errors import InvalidDeclaration
@@ -16,18 +16,22 @@ VERSION = TextRule(
 
 @dataclass(frozen=True, order=True)
 class Version:
-    """A release number; missing parts count as 0 (`4` == `4.0.0`)."""
+    """A release number, shown as written and compared as numbers with missing parts
+    counting as 0 (`4` == `4.0.0` < `4.0.1`)."""
 
-    parts: tuple[int, ...]
+    parts: tuple[int, ...] = field(compare=False)
+    # What equality, ordering and hashing use: the parts without trailing zeros.
+    key: tuple[int, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        # Trailing zeros dropped so that equality and ordering agree (4 == 4.0).
         parts = tuple(self.parts)
-        while len(parts) > 1 and parts[-1] == 0:
-            parts = parts[:-1]
         if not parts or any(p < 0 for p in parts):
             raise InvalidDeclaration(f"a version needs non-negative parts, not {self.parts!r}")
+        key = parts
+        while len(key) > 1 and key[-1] == 0:
+            key = key[:-1]
         object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "key", key)
 
     @classmethod
     def parse(cls, text: str) -> Version:
@@ -46,8 +50,7 @@ class Version:
         return self.parts[1] if len(self.parts) > 1 else 0
 
     def __str__(self) -> str:
-        shown = self.parts if len(self.parts) > 1 else (*self.parts, 0)
-        return ".".join(str(p) for p in shown)
+        return ".".join(str(p) for p in self.parts)
 
 
 def version(text: str) -> Version:

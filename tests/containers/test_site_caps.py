@@ -14,18 +14,19 @@ from containers.versions import Version, version
 MPIRUN, SRUN = LauncherKind.MPIRUN, LauncherKind.SRUN
 
 
-@pytest.mark.parametrize(("text", "parts", "shown"), [
-    ("4", (4,), "4.0"),
-    ("4.0.0", (4,), "4.0"),
-    ("1.2.5", (1, 2, 5), "1.2.5"),
-    ("0.31", (0, 31), "0.31"),
-    ("3.10.0", (3, 10), "3.10"),
-    ("2021.10", (2021, 10), "2021.10"),
+@pytest.mark.parametrize(("text", "parts"), [
+    ("4", (4,)),
+    ("4.0.0", (4, 0, 0)),
+    ("1.2.5", (1, 2, 5)),
+    ("0.31", (0, 31)),
+    ("3.10.0", (3, 10, 0)),
+    ("2021.10", (2021, 10)),
 ])
-def test_versions_parse_to_numbers(text: str, parts: tuple[int, ...], shown: str) -> None:
+def test_versions_parse_to_numbers_and_show_as_written(text: str, parts: tuple[int, ...]
+                                                       ) -> None:
     parsed = version(text)
     assert parsed.parts == parts
-    assert str(parsed) == shown
+    assert str(parsed) == text
 
 
 @pytest.mark.parametrize(("low", "high"), [
@@ -38,6 +39,8 @@ def test_versions_order_as_numbers(low: str, high: str) -> None:
 
 def test_missing_parts_are_zeros() -> None:
     assert version("4") == version("4.0") == version("4.0.0")
+    assert hash(version("4")) == hash(version("4.0.0"))
+    assert version("4.0.0") < version("4.0.1")
     assert version("4.1").major == 4 and version("4.1").minor == 1
     assert version("4").minor == 0
 
