@@ -206,6 +206,8 @@ def _apptainer(run: ContainerRun, env: Mapping[str, str]) -> list[str]:
         words.append("--nv")
     for mount in _mounts(run, run.job_dir):
         words += ["--bind", mount.spec]
+    # --pwd: the spelling of every release since Apptainer 1.1 and SingularityCE 3.10
+    # (later Apptainer releases add --cwd and keep --pwd as its synonym).
     words += ["--pwd", run.job_dir, run.image, *run.command]
     return words
 
