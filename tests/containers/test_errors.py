@@ -13,7 +13,7 @@ from containers.errors import ContainerError
 
 
 def _subclasses(cls: type) -> set[type]:
-    found = set(cls.__subclasses__())
+    found: set[type] = set(cls.__subclasses__())
     for sub in list(found):
         found |= _subclasses(sub)
     return found
