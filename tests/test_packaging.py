@@ -51,7 +51,9 @@ def _default_packages() -> list[str]:
 def test_the_default_install_ships_gateway_and_adapters_but_not_the_testbed() -> None:
     packages = _default_packages()
     assert "gateway" in packages and "adapters" in packages and "gateway.cli" in packages
-    assert [p for p in packages if p.split(".")[0] not in {"gateway", "adapters"}] == []
+    assert "containers" in packages
+    assert [p for p in packages
+            if p.split(".")[0] not in {"gateway", "adapters", "containers"}] == []
     assert not any("testbed" in p.split(".") and p != "gateway.cli.testbed" for p in packages)
     assert (ROOT / "testbed" / "__init__.py").is_file()
 

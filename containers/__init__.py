@@ -1,0 +1,1 @@
+"""Container images and runtimes (Apptainer first): pure argv builders, image refs."""
