@@ -262,6 +262,10 @@ def build_image(source: Path, output: Path, *, arch: str, force: bool = False,
     else:
         raise ImageError(f"{source}: no such directory (a root file system) or definition "
                          f"file.")
+    if base.is_dir() and output.parent.resolve().is_relative_to(base.resolve()):
+        # The staging directory sits beside the output: it would be packed into itself.
+        raise ImageError(f"{output} is inside the root file system {base}; write the image "
+                         f"somewhere else.")
     stage = Path(tempfile.mkdtemp(prefix=".gridgate-build-", dir=output.parent))
     try:
         root = stage / "root"

@@ -58,9 +58,12 @@ def build(
     force: Annotated[bool, typer.Option("--force", help="Replace IMAGE.sif.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Build a SIF image: a SquashFS of the root file system as the primary system
-    partition (what Apptainer runs; Charliecloud runs the same partition), plus the
-    definition and its environment. Needs mksquashfs (squashfs-tools) and siftool."""
+    """Build a SIF image from a root file system or a definition.
+
+    The root file system becomes a SquashFS primary system partition (what Apptainer
+    runs; Charliecloud runs the same partition); the definition and its environment are
+    stored beside it. Needs mksquashfs (squashfs-tools) and siftool. Prints the digest.
+    """
     console = render.stderr_console()
     try:
         built = build_image(source, output, arch=arch or _host_arch(), force=force,
@@ -119,9 +122,11 @@ def _print_inspection(info: dict[str, Any]) -> None:
 
 @image_app.command("inspect")
 def inspect(image: ImageArg, json_out: JsonOpt = False) -> None:
-    """Show a SIF image's partitions and other objects, its environment, the MPI family
-    and ABI of the libraries inside (MPICH ABI libmpi.so.12, Open MPI libmpi.so.40), and
-    its digest (sha256 of the whole file, as uploads compute it)."""
+    """Partitions, environment, MPI family and ABI, and digest of a SIF image.
+
+    The MPI is read from the library names inside (MPICH ABI libmpi.so.12, Open MPI
+    libmpi.so.40); the digest is the sha256 of the whole file, as uploads compute it.
+    """
     try:
         info = inspect_image(image)
     except LOCAL_ERRORS as exc:
@@ -138,8 +143,10 @@ def verify(
     digest: Annotated[str, typer.Argument(
         metavar="DIGEST", help="The expected sha256: sha256:HEX or HEX.")],
 ) -> None:
-    """Check that IMAGE is the one DIGEST names (a flipped byte anywhere fails). Exit 1
-    when it is not."""
+    """Check IMAGE against its expected sha256 digest.
+
+    A flipped byte anywhere fails; exit 1 when IMAGE is not the one DIGEST names.
+    """
     try:
         with image.open("rb") as stream:
             actual = verify_sha256(stream, digest)
@@ -155,8 +162,10 @@ def extract(
         "--output", "-o", metavar="FILE.sqfs", help="Where to write the SquashFS.")],
     force: Annotated[bool, typer.Option("--force", help="Replace FILE.sqfs.")] = False,
 ) -> None:
-    """Copy IMAGE's primary partition (a SquashFS file system) to FILE.sqfs, for
-    Charliecloud: `ch-run FILE.sqfs -- CMD` (ch-run mounts it with SquashFUSE)."""
+    """Copy IMAGE's SquashFS partition out, for Charliecloud's ch-run.
+
+    Then `ch-run FILE.sqfs -- CMD` mounts it with SquashFUSE and runs CMD inside.
+    """
     try:
         if output.exists() and not force:
             raise ImageError(f"{output} exists; --force replaces it.")

@@ -187,6 +187,8 @@ def test_image_build_errors_are_plain(rootfs: Path, base_sif: Path, tmp_path: Pa
     bad.write_text(f"from: {rootfs}\nfiles:\n  nothere.txt: /opt/x\n")
     result = gridgate("image", "build", str(bad), "-o", str(tmp_path / "bad.sif"))
     assert result.exit_code == 1 and "nothere.txt: no such file or directory" in result.stderr
+    inner = gridgate("image", "build", str(rootfs), "-o", str(rootfs / "bin" / "x.sif"))
+    assert inner.exit_code == 1 and "is inside the root file system" in inner.stderr
     notsif = gridgate("image", "inspect", str(bad))
     assert notsif.exit_code == 1 and "Not a SIF image" in notsif.stderr
     # Nothing half-built is left beside the output.
