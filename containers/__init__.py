@@ -7,5 +7,9 @@
 - binds: bind mounts a job may ask for
 - compat: whether and how an image runs at a site (Fit or Refusal)
 - launch: launch lines as argv, and one shell line for a batch script
+- sif: the SIF format read from a stream the caller opened (header, objects, partitions)
+- digest: an image's sha256 and its verification
+- mpi_abi: an image's MPI family and ABI, from the library names inside it
+- image_def: the definition `gridgate image build` reads; image_tools: its tools' argv
 - errors: the one error tree (ContainerError, a ValueError)
 """

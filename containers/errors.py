@@ -4,7 +4,10 @@
     ├── InvalidImageRef       an image reference that is not one of the accepted forms
     ├── InvalidBind           a bind mount that would leave the job directory or break a flag
     ├── InvalidLaunch         a launch that cannot be built (mode, launcher, env, command)
-    └── InvalidDeclaration    a site's container declaration that contradicts itself
+    ├── InvalidDeclaration    a site's container declaration that contradicts itself
+    ├── DefinitionError       an image definition `gridgate image build` cannot follow
+    ├── SifFormatError        bytes that are not a SIF this reader understands (or damaged)
+    └── DigestMismatch        an image whose sha256 is not the expected one
 
 A `ValueError` on purpose: pydantic turns one raised by a validator into a 422 with the
 message, so the gateway's schemas can call these checks as they are. An incompatibility
@@ -36,3 +39,21 @@ class InvalidLaunch(ContainerError):
 
 class InvalidDeclaration(ContainerError):
     """A site's declaration of runtimes, MPI flavours or bind paths that contradicts itself."""
+
+
+class DefinitionError(ContainerError):
+    """An image definition `image build` cannot follow; the message names the key."""
+
+
+class SifFormatError(ContainerError):
+    """The bytes are not a SIF image this reader understands, or it is damaged."""
+
+
+class DigestMismatch(ContainerError):
+    """The bytes are not the ones the expected digest names."""
+
+    def __init__(self, expected: str, actual: str) -> None:
+        super().__init__(f"The image's digest is sha256:{actual}, not the expected "
+                         f"sha256:{expected}: it is damaged or another image.")
+        self.expected = expected
+        self.actual = actual

@@ -128,6 +128,12 @@ fi
 command -v ssh >/dev/null 2>&1 || apt_packages+=(openssh-client)
 # Each local job runs in its own bubblewrap sandbox.
 command -v bwrap >/dev/null 2>&1 || apt_packages+=(bubblewrap)
+# `gridgate image` builds SIF images with mksquashfs and siftool; the live container tests
+# run them with Charliecloud's ch-run (SquashFUSE built in) and squashfuse.
+command -v mksquashfs >/dev/null 2>&1 || apt_packages+=(squashfs-tools)
+command -v siftool >/dev/null 2>&1 || apt_packages+=(siftool)
+command -v ch-run >/dev/null 2>&1 || apt_packages+=(charliecloud-runtime)
+command -v squashfuse >/dev/null 2>&1 || apt_packages+=(squashfuse)
 # The device-login page is tested in a real (headless) browser.
 [[ -x /usr/bin/chromium ]] || apt_packages+=(chromium)
 fc-list 2>/dev/null | grep -q . || apt_packages+=(fonts-dejavu-core)

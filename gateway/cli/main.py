@@ -75,6 +75,7 @@ COMMANDS = {
     "site": "gateway.cli.site:site_app",
     "report": "gateway.cli.reports:report_app",
     "audit": "gateway.cli.audit:audit_app",
+    "image": "gateway.cli.images:image_app",
 }
 
 TESTBED_MISSING = (

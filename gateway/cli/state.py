@@ -28,7 +28,7 @@ GATEWAY_HELP = ("The gateway's base URL (default: $GRIDGATE_URL, else the one yo
                 "in to, else http://127.0.0.1:8642).")
 # Commands that run on the gateway host (its database, its files) or offline: they
 # reach no gateway over HTTP, so `--gateway` would mean nothing to them.
-HOST_COMMANDS = frozenset({"serve", "worker", "db", "testbed", "simulate", "site",
+HOST_COMMANDS = frozenset({"serve", "worker", "db", "testbed", "simulate", "site", "image",
                            "admin user", "admin client", "admin history"})
 
 

@@ -71,3 +71,12 @@ def test_the_shared_schemas_import_neither_server_nor_client() -> None:
                         "gateway.schemas.uploads")
     assert sorted(m for m in loaded if m.startswith((*SERVER, "gateway.client",
                                                      "gateway.cli"))) == []
+
+
+def test_the_image_commands_load_no_client_and_no_server_module() -> None:
+    # `gridgate image` works on local files only: no HTTP client (the CLI's error and
+    # render modules bring the client's plain types only), no server code.
+    loaded = _loaded_by(BUILD.format(names=["image"]))
+    assert "gateway.cli.images" in loaded and "containers.sif" in loaded
+    assert _server(loaded) == []
+    assert sorted(m for m in loaded if m.startswith(("gateway.client.api", "httpx"))) == []

@@ -1,0 +1,71 @@
+"""A tiny real root file system (this host's /bin/sh and the libraries `ldd` names), and SIF
+images built from it by `gridgate image build` with the real squashfs-tools and siftool."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from containers.image_tools import DEBIAN_PACKAGES
+from gateway.cli.main import app
+
+SHELL = Path("/bin/sh")
+
+
+def gridgate(*args: str) -> Result:
+    """`gridgate ARGS` in-process."""
+    return CliRunner().invoke(app, list(args))
+
+
+def gridgate_ok(*args: str) -> Result:
+    result = gridgate(*args)
+    assert result.exit_code == 0, (f"gridgate {' '.join(args)} exited {result.exit_code}\n"
+                                   f"{result.stdout}\n{result.stderr}\n{result.exception!r}")
+    return result
+
+
+def need(tool: str) -> str:
+    """The path of `tool`; tests/run.sh installs it (fail, naming the package, if not)."""
+    path = shutil.which(tool)
+    assert path, f"{tool} is missing: apt-get install {DEBIAN_PACKAGES[tool]}"
+    return path
+
+
+def make_rootfs(root: Path) -> Path:
+    """/bin/sh with its libraries, at the paths the dynamic loader looks for them."""
+    (root / "bin").mkdir(parents=True)
+    shutil.copy2(SHELL.resolve(), root / "bin" / "sh")
+    listing = subprocess.run(["ldd", str(SHELL.resolve())], capture_output=True, text=True,
+                             check=True).stdout
+    for library in re.findall(r"(/\S+)", listing):
+        target = root / library.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(Path(library).resolve(), target)
+    return root
+
+
+def build(source: Path, output: Path, *extra: str) -> dict[str, object]:
+    """`gridgate image build SOURCE -o OUTPUT --json`, parsed."""
+    result = gridgate_ok("image", "build", str(source), "-o", str(output), "--json", *extra)
+    built: dict[str, object] = json.loads(result.stdout)
+    return built
+
+
+@pytest.fixture(scope="session")
+def rootfs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_rootfs(tmp_path_factory.mktemp("rootfs") / "root")
+
+
+@pytest.fixture(scope="session")
+def base_sif(rootfs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    need("mksquashfs")
+    need("siftool")
+    output = tmp_path_factory.mktemp("images") / "base.sif"
+    build(rootfs, output)
+    return output
