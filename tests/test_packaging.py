@@ -48,11 +48,11 @@ def _default_packages() -> list[str]:
     return [p for p in found if any((ROOT / p.replace(".", "/")).glob("*.py"))]
 
 
-def test_the_default_install_ships_gateway_adapters_containers_but_not_the_testbed() -> None:
+def test_the_default_install_ships_the_gateway_and_pure_packages_but_not_the_testbed() -> None:
     packages = _default_packages()
     assert "gateway" in packages and "adapters" in packages and "gateway.cli" in packages
-    assert "containers" in packages
-    shipped = {"gateway", "adapters", "containers"}
+    assert "containers" in packages and "workflows" in packages
+    shipped = {"gateway", "adapters", "containers", "workflows"}
     assert [p for p in packages if p.split(".")[0] not in shipped] == []
     assert not any("testbed" in p.split(".") and p != "gateway.cli.testbed" for p in packages)
     assert (ROOT / "testbed" / "__init__.py").is_file()
