@@ -1,7 +1,18 @@
 """Workflows and the job relations Slurm users reach for. Pure: no I/O, never imports gateway.
 
+Plain jobs:
 - arrays: job arrays in Slurm's `--array` syntax (indices, steps, lists, '%' throttle)
 - dependencies: afterok/afterany/afternotok, `--dependency` text, Slurm's readiness rule
+
+Workflows (a DAG of steps, each a job; steps may run at different sites):
+- model: the spec as written (steps, needs, matrix, inputs, retry, fail_fast); pydantic
+- matrix: parameter sweeps and `${{ matrix.NAME }}` substitution, as data
+- refs: data edges, `from: STEP[...]:outputs/PATH`
+- paths: job-relative paths and output globs
+- graph: cycles named as paths, topological order
+- retry: which failures are retried, after what delay
+
+Shared:
 - errors: the one error tree (WorkflowError, a ValueError)
 - limits: the sizes the gateway accepts, passed in as parameters
 """
