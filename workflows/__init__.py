@@ -10,6 +10,8 @@ Workflows (a DAG of steps, each a job; steps may run at different sites):
 - refs: data edges, `from: STEP[...]:outputs/PATH`
 - paths: job-relative paths and output globs
 - graph: cycles named as paths, topological order
+- validate: how the steps fit together, every problem with where it is
+- plan: the spec expanded into step instances with resolved inputs
 - retry: which failures are retried, after what delay
 
 Shared:

@@ -37,6 +37,8 @@ def _scalar(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("true/false is not a matrix value: quote it ('true') for the text "
                          "(YAML also reads yes, no, on and off as true/false)")
+    if not isinstance(value, str | int | float):
+        raise ValueError(f"a matrix value is a string or a number, not {type(value).__name__}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("a matrix value must be a finite number or a string")
     return value
