@@ -12,7 +12,9 @@ Workflows (a DAG of steps, each a job; steps may run at different sites):
 - graph: cycles named as paths, topological order
 - validate: how the steps fit together, every problem with where it is
 - plan: the spec expanded into step instances with resolved inputs
+- readiness: what to submit, skip or cancel now; when the workflow is finished
 - retry: which failures are retried, after what delay
+- schema: the JSON Schema of a workflow spec
 
 Shared:
 - errors: the one error tree (WorkflowError, a ValueError)
