@@ -30,6 +30,13 @@ ARRAY_THROTTLE = TextRule(
     "job array throttle", r"[0-9]{1,10}",
     "write the number of tasks that may run at once after '%' (0-99%10)")
 
+# The whole syntax at once, for a JSON Schema `pattern` (`ARRAY_SPEC.json_pattern`): the
+# parser checks element by element, to say which one is wrong.
+_ELEMENT = r"[0-9]{1,10}(?:-[0-9]{1,10}(?::[0-9]{1,10})?)?"
+ARRAY_SPEC = TextRule(
+    "job array spec", rf"{_ELEMENT}(?:,{_ELEMENT})*(?:%[0-9]{{1,10}})?",
+    "name the task indices, e.g. 0-99, 0-99:2, 1,3,5-9 or 0-99%10")
+
 TASK_ID_ENV = "GRIDGATE_ARRAY_TASK_ID"
 TASK_COUNT_ENV = "GRIDGATE_ARRAY_TASK_COUNT"
 TASK_MIN_ENV = "GRIDGATE_ARRAY_TASK_MIN"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflows import graph
-from workflows.errors import InvalidWorkflow, Problem, ProblemKind
+from workflows.errors import InvalidWorkflow, Problem, ProblemKind, UnknownInstance
 from workflows.limits import DEFAULT_LIMITS, Limits
 from workflows.matrix import Values, expand, substitute
 from workflows.model import Step, WorkflowSpec, parse_spec
@@ -65,7 +65,11 @@ class Plan:
     instances: tuple[Instance, ...]
 
     def __getitem__(self, instance_id: str) -> Instance:
-        return next(i for i in self.instances if i.id == instance_id)
+        for instance in self.instances:
+            if instance.id == instance_id:
+                return instance
+        raise UnknownInstance(f"the workflow {self.name!r} has no step instance "
+                              f"{instance_id!r}")
 
     @property
     def ids(self) -> tuple[str, ...]:

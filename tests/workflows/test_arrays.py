@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from workflows.arrays import ArraySpec, parse_array
+from workflows.arrays import ARRAY_SPEC, ArraySpec, parse_array
 from workflows.errors import InvalidArraySpec, LimitExceeded
 from workflows.limits import Limits
 
@@ -137,3 +139,14 @@ def test_the_throttle_bounds_the_tasks_running_at_once(
 def test_tasks_to_start_refuses_an_index_of_another_array() -> None:
     with pytest.raises(InvalidArraySpec, match="11 is not an index of the array '0-9%3'"):
         parse_array("0-9%3").tasks_to_start([1, 11], 0)
+
+
+def test_the_whole_syntax_rule_agrees_with_the_parser() -> None:
+    # For the schema: every accepted spec has the form; a refused one has not, unless what
+    # is wrong is a value (a backwards range, a step or throttle of 0), not the form.
+    semantic = {"9-0", "0-9:0", "0-9%0"}
+    for text, *_ in ACCEPTED:
+        assert ARRAY_SPEC.matches(text)
+        assert re.search(ARRAY_SPEC.json_pattern, text)
+    for text, _ in REFUSED:
+        assert ARRAY_SPEC.matches(text) == (text in semantic), text

@@ -11,7 +11,7 @@ import yaml
 
 from tests.workflows.conftest import job, workflow
 from workflows import model
-from workflows.errors import InvalidWorkflow, LimitExceeded, ProblemKind
+from workflows.errors import InvalidWorkflow, LimitExceeded, ProblemKind, UnknownInstance
 from workflows.limits import Limits
 from workflows.plan import ResolvedInput, plan_workflow, workflow_problems
 
@@ -155,3 +155,9 @@ def test_limits_are_refused_before_expansion() -> None:
         workflow_problems(data)
     assert len(plan_workflow(data, Limits(max_matrix=10_000, max_instances=10_000)).ids) == (
         10_000)
+
+
+def test_an_unknown_instance_id() -> None:
+    with pytest.raises(UnknownInstance, match="the workflow 'sweep' has no step instance "
+                                              "'solve'"):
+        plan_workflow(EXAMPLE)["solve"]
