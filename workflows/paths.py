@@ -1,17 +1,15 @@
 """Paths relative to a job directory, and the shell-like globs of a job's `outputs`.
 
-The globs match as the gateway's output collection does (gateway.domain.output_globs,
-which this package may not import; tests/workflows/test_paths.py holds the two together):
-'*', '?' and '[...]' within one name, '**' for any number of names, and a name starting
-with '.' only matched by a pattern name starting with '.'. The path checks are those of the
-gateway's job paths that do not depend on a site; the gateway checks a resolved input again
-as a job input.
+The globs are matched by `adapters.output_globs`, the matcher of the gateway's own output
+collection. The path checks are those of the gateway's job paths that do not depend on a
+site; the gateway checks a resolved input again as a job input.
 """
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
-from functools import lru_cache
+from adapters.output_globs import matches
+
+__all__ = ["is_pattern", "matches", "path_problem"]
 
 _PATTERN_CHARS = frozenset("*?[")
 
@@ -38,30 +36,3 @@ def path_problem(path: str) -> str | None:
         if name in ("", "."):
             return "has an empty or '.' name (no '//', './' or trailing '/')"
     return None
-
-
-def matches(pattern: str, path: str) -> bool:
-    """True when the relative `path` matches the output glob `pattern`."""
-    return _match(tuple(pattern.split("/")), tuple(path.split("/")))
-
-
-# Memoised: a "**" tries every split, which without it is exponential in the names. Bounded,
-# since the patterns and paths come from users.
-@lru_cache(maxsize=65_536)
-def _match(pattern: tuple[str, ...], names: tuple[str, ...]) -> bool:
-    if not pattern:
-        return not names
-    head, rest = pattern[0], pattern[1:]
-    if head == "**":
-        if _match(rest, names):
-            return True
-        return bool(names) and not names[0].startswith(".") and _match(pattern, names[1:])
-    if not names:
-        return False
-    return _name_matches(head, names[0]) and _match(rest, names[1:])
-
-
-def _name_matches(pattern: str, name: str) -> bool:
-    if name.startswith(".") and not pattern.startswith("."):
-        return False
-    return fnmatchcase(name, pattern)

@@ -1,7 +1,7 @@
 """Stage-out step: collect a finished run's outputs, keep them listed or fetch them.
 
 1. List regular files and symlinks in the job directory (GNU find, NUL-separated) and
-   keep those an output glob matches (`gateway.domain.output_globs`).
+   keep those an output glob matches (`adapters.output_globs`).
 2. A matched symlink is resolved on the site: one whose target lies outside the job
    directory (/etc/passwd, another job's directory) is refused, never followed or read;
    one that stays inside and names a regular file stands for it (that file is what gets
@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters import output_globs
 from adapters.errors import AdapterError
 from adapters.transfer import site_fs
 from adapters.transfer.listing import list_tree, sha256_many
 from adapters.transport import FileTransport
-from gateway.domain import output_globs
 from gateway.domain.errors import GatewayError
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import CONTROL_DIR, IN_STORE, ON_SITE, OutputsMode

@@ -5,13 +5,16 @@ A pattern is split on '/'; each name is matched with `fnmatch` ('*', '?', '[...]
 As in a shell, a name starting with '.' is matched only by a pattern name that starts
 with '.' too, so '*' never collects hidden files such as the gateway's control
 directory or partial transfers.
+
+Shared by the gateway's output collection and the workflows package's data edges, so a
+workflow's `from: STEP:outputs/PATH` matches exactly what the step's globs collect.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
-from functools import cache
+from functools import lru_cache
 
 
 def matches(pattern: str, path: str) -> bool:
@@ -24,7 +27,9 @@ def select(patterns: Sequence[str], paths: Iterable[str]) -> list[str]:
     return sorted(p for p in set(paths) if any(matches(g, p) for g in patterns))
 
 
-@cache
+# Memoised: a "**" tries every split, which without it is exponential in the names. Bounded,
+# since the patterns and paths come from users.
+@lru_cache(maxsize=65_536)
 def _match(pattern: tuple[str, ...], names: tuple[str, ...]) -> bool:
     if not pattern:
         return not names
