@@ -76,6 +76,11 @@ class Reason(StrEnum):
         "clears it (qmod -cj); `qstat -j` shows why"
     )
 
+    # Why a job waits at the gateway, in Slurm's words (squeue's pending reasons).
+    DEPENDENCY = "Dependency"
+    DEPENDENCY_NEVER_SATISFIED = "DependencyNeverSatisfied"
+    JOB_ARRAY_TASK_LIMIT = "JobArrayTaskLimit"
+
     # The gateway's own decisions.
     CANCELLED_BY_USER = "cancelled by user"
     EXIT_CODE = "exit code"  # followed by the code, when the scheduler gave no reason

@@ -14,6 +14,8 @@ import platformdirs
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from workflows.limits import DEFAULT_LIMITS
+
 
 class ExternalIssuer(BaseModel):
     """A third-party OpenID provider whose access tokens the gateway accepts."""
@@ -128,6 +130,9 @@ class Settings(BaseSettings):
     https_input_max_bytes: int = 10 * 1024**3
     https_max_redirects: int = 5
     https_timeout_seconds: float = 60.0
+    # Tasks one job array may have (`array: 0-999`); at most the workflows package's own
+    # bound (workflows.limits), which the job spec's syntax check applies.
+    job_array_max_tasks: int = Field(default=1000, ge=1, le=DEFAULT_LIMITS.max_array_tasks)
 
     @cached_property
     def resolved_database_url(self) -> str:

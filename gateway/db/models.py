@@ -18,6 +18,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -32,6 +33,10 @@ from gateway.db.bank_models import (  # noqa: F401  (registers the bank's tables
     UsageRow,
 )
 from gateway.db.base import Base, utcnow
+from gateway.db.job_relation_models import (  # noqa: F401  (registers their tables too)
+    JobArray,
+    JobDependencyRow,
+)
 from gateway.domain.states import AttemptState
 
 
@@ -105,6 +110,10 @@ class Job(Base):
     __table_args__ = (
         Index("ix_jobs_owner_created", "owner_id", "created_at", "id"),
         Index("ix_jobs_state_site", "state", "site_name"),
+        Index("ix_jobs_array", "array_job_id", "array_index"),
+        # Few jobs are gated at any time: only they are indexed.
+        Index("ix_jobs_gate", "gate", postgresql_where=text("gate IS NOT NULL"),
+              sqlite_where=text("gate IS NOT NULL")),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -121,6 +130,12 @@ class Job(Base):
     # Held by its owner (`gridgate hold`): while ACCEPTED, no routing pass places it and
     # no worker claims it, until it is released.
     held: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # What else keeps it ACCEPTED (gateway.domain.job_relations.Gate): its dependencies
+    # or its array's throttle; None: nothing.
+    gate: Mapped[str | None] = mapped_column(String(16), default=None)
+    # A task of a job array: the array and the task's index in it.
+    array_job_id: Mapped[str | None] = mapped_column(ForeignKey("job_arrays.id"), default=None)
+    array_index: Mapped[int | None] = mapped_column(Integer, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(default=None)

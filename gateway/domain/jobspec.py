@@ -30,6 +30,7 @@ from adapters.text_rules import (
     SITE_NAME,
     TextRule,
 )
+from gateway.domain.job_relations import ArrayText, DependsOn
 from gateway.domain.staging import OutputsMode, check_job_path, parse_source
 
 # Variables that change how a loader or shell behaves before the user's program runs.
@@ -328,6 +329,9 @@ class JobSpec(Strict):
     outputs_mode: OutputsMode = Field(default=OutputsMode.FETCH, description=(
         "fetch: copy matched outputs into the gateway store (verified) to download them "
         "from the API; keep: leave them on the site and only list them."))
+    # Slurm-style relations (issue 16), checked by gateway.domain.job_relations.
+    depends_on: DependsOn = []
+    array: ArrayText | None = None
 
     @field_validator("name", "executable")
     @classmethod
