@@ -22,6 +22,7 @@ class LeasedAttempt:
     spec: dict[str, Any]
     owner: str | None
     owner_id: str
+    array_index: int | None = None  # a task of a job array: its index
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def lease_stale(session: Session, site_name: str, states: Collection[AttemptStat
     """Take the lease on up to `limit` attempts of the site in `states` (and, if given,
     whose job is in `job_state`) that nobody holds, or whose holder let it run out; rows
     other workers are taking right now are skipped."""
-    query = (select(Attempt, Job.spec, User.username, User.id)
+    query = (select(Attempt, Job.spec, User.username, User.id, Job.array_index)
              .join(Job, Job.id == Attempt.job_id)
              .join(User, User.id == Job.owner_id)
              .where(Attempt.site_name == site_name, Attempt.state.in_(states),
@@ -143,9 +144,9 @@ def lease_stale(session: Session, site_name: str, states: Collection[AttemptStat
     rows = session.execute(query.order_by(Attempt.id).limit(limit)
                            .with_for_update(of=Attempt, skip_locked=True)).all()
     leased = []
-    for attempt, spec, username, user_id in rows:
+    for attempt, spec, username, user_id, array_index in rows:
         attempt.lease_until, attempt.lease_owner = until, owner
-        leased.append(LeasedAttempt(attempt, spec, username, user_id))
+        leased.append(LeasedAttempt(attempt, spec, username, user_id, array_index))
     session.flush()
     return leased
 

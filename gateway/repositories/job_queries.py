@@ -52,6 +52,9 @@ class JobRecord(TypedDict):
     exit_code: int | None
     cancel_requested: bool
     held: bool
+    gate: str | None
+    array_job_id: str | None
+    array_index: int | None
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None
@@ -136,6 +139,9 @@ class JobFilter:
     id_prefix: str | None = None
     # Only the caller's own jobs, even for readers who see every job (auditors, admins).
     mine: bool = False
+    # The tasks of one job array (its whole id), or its task of this index.
+    array_job_id: str | None = None
+    array_index: int | None = None
 
 
 _OWNER_NAME = func.coalesce(_users.c.username, _users.c.subject)
@@ -226,6 +232,10 @@ def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limi
         query = query.where(jobs.id.in_(_jobs_with_labels(filters.labels)))
     if filters.name is not None:
         query = query.where(jobs.name == filters.name)
+    if filters.array_job_id is not None:
+        query = query.where(jobs.array_job_id == filters.array_job_id)
+    if filters.array_index is not None:
+        query = query.where(jobs.array_index == filters.array_index)
     if filters.id_prefix is not None:
         # LIKE 'prefix%' with any wildcard escaped: user text is never a pattern.
         query = query.where(jobs.id.startswith(filters.id_prefix, autoescape=True))

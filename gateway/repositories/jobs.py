@@ -8,13 +8,24 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, insert, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    insert,
+    or_,
+    select,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gateway.db.models import (
+    Event,
     IdempotencyKey,
     Job,
     JobLabel,
@@ -25,7 +36,7 @@ from gateway.db.models import (
 )
 from gateway.domain.jobspec import AUTO
 from gateway.domain.states import JobState
-from gateway.repositories import events
+from gateway.repositories import bulk, events
 from gateway.repositories.events import NewEvent
 from gateway.repositories.job_queries import JobRecord
 
@@ -51,15 +62,20 @@ class NewJob:
     first_event: NewEvent
     idempotency_key: str | None = None
     request_hash: str = ""
+    reason: str | None = None
+    gate: str | None = None  # gateway.domain.job_relations.Gate
+    array_job_id: str | None = None
+    array_index: int | None = None
 
     def row(self) -> JobRecord:
         """The jobs row, every column given (one shape for the Core insert)."""
         return {
             "id": self.id, "owner_id": self.owner_id, "project_id": self.project_id,
             "name": self.name, "spec": dict(self.spec), "state": JobState.ACCEPTED.value,
-            "reason": None, "raw_state": None, "site_name": self.site_name,
+            "reason": self.reason, "raw_state": None, "site_name": self.site_name,
             "exit_code": None, "cancel_requested": False, "held": False,
-            "created_at": self.created_at,
+            "gate": self.gate, "array_job_id": self.array_job_id,
+            "array_index": self.array_index, "created_at": self.created_at,
             "updated_at": self.created_at, "started_at": None, "ended_at": None,
         }
 
@@ -141,6 +157,23 @@ def insert_new(session: Session, job: NewJob, first_event: bool = True) -> bool:
     return True
 
 
+def insert_many(session: Session, new_jobs: Sequence[NewJob]) -> None:
+    """Insert jobs without an Idempotency-Key (the tasks of an array after its first),
+    each with its first event and labels, a few statements for all of them."""
+    if not new_jobs:
+        return
+    conn = session.connection()
+    # An executemany (batched by SQLAlchemy): COPY would not adapt the JSON spec.
+    conn.execute(insert(Job), [job.row() for job in new_jobs])
+    bulk.insert_rows(conn, cast(Table, Event.__table__),
+                     [job.first_event.row() for job in new_jobs])
+    for job in new_jobs:
+        job.first_event.chain(session)
+    bulk.insert_rows(conn, cast(Table, JobLabel.__table__), [
+        {"job_id": job.id, "key": k, "value": v} for job in new_jobs
+        for k, v in job.labels.items()])
+
+
 def keyed_job(session: Session, owner_id: str, key: str) -> KeyedJob | None:
     """What this owner's Idempotency-Key created, if it was used."""
     row = session.get(IdempotencyKey, (owner_id, key))
@@ -160,14 +193,15 @@ def lock_many(session: Session, job_ids: Collection[str]) -> dict[str, Job]:
 
 def lock_accepted(session: Session, site_names: Collection[str], limit: int
                   ) -> list[OwnedJob]:
-    """Up to `limit` ACCEPTED jobs placed at any of these sites, oldest first, locked;
-    rows other workers hold are skipped."""
+    """Up to `limit` ACCEPTED jobs placed at any of these sites, neither held nor gated
+    (gateway.domain.job_relations.Gate), oldest first, locked; rows other workers hold
+    are skipped."""
     if not site_names:
         return []
     query = (select(Job, User.username, User.id)
              .join(User, User.id == Job.owner_id)
              .where(Job.state == JobState.ACCEPTED.value, Job.site_name.in_(site_names),
-                    Job.held.is_(False)))
+                    Job.held.is_(False), Job.gate.is_(None)))
     rows = session.execute(
         query.order_by(Job.created_at, Job.id).limit(limit)
         .with_for_update(of=Job, skip_locked=True)).all()
@@ -179,7 +213,7 @@ def _unrouted(closed_sites: Collection[str]) -> ColumnElement[bool]:
     if closed_sites:
         waiting = or_(waiting, Job.site_name.in_(closed_sites))
     return and_(Job.state == JobState.ACCEPTED.value, waiting, Job.held.is_(False),
-                Job.spec["site"].as_string() == AUTO)
+                Job.gate.is_(None), Job.spec["site"].as_string() == AUTO)
 
 
 def any_unrouted(session: Session, closed_sites: Collection[str]) -> bool:

@@ -32,7 +32,7 @@ def lock_open(session: Session, site_name: str, limit: int) -> list[OwnedJob]:
     at the site, and the site that is the job's own when a sibling was claimed first
     (the job has left ACCEPTED, so the usual claim passes it by)."""
     claimable = (Job.state.in_(_CLAIMABLE_JOB_STATES), Job.winner_attempt_id.is_(None),
-                 Job.cancel_requested.is_(False), Job.held.is_(False))
+                 Job.cancel_requested.is_(False), Job.held.is_(False), Job.gate.is_(None))
     rows = session.execute(
         select(Job, User.username, User.id)
         .join(JobTarget, JobTarget.job_id == Job.id)

@@ -1,5 +1,6 @@
-"""Commands on jobs: submit and cancel. Services flush; the boundary (route or worker
-step) commits. Reads for the API live in job_queries."""
+"""Commands on jobs: submit (a job, or a job array: gateway.services.job_arrays; either
+with dependencies: gateway.services.dependencies) and cancel. Services flush; the
+boundary (route or worker step) commits. Reads for the API live in job_queries."""
 
 from __future__ import annotations
 
@@ -13,17 +14,18 @@ from gateway.auth.principal import Principal
 from gateway.db.base import utcnow
 from gateway.domain.errors import Conflict, Forbidden, Invalid
 from gateway.domain.jobspec import JobSpec
-from gateway.domain.states import JobState, Reason
-from gateway.repositories import jobs
+from gateway.domain.states import JobState
+from gateway.repositories import job_relations, jobs
 from gateway.repositories.events import NewEvent
 from gateway.repositories.jobs import NewJob, ProjectRef
-from gateway.services import quotes
+from gateway.services import dependencies, job_arrays, quotes
 from gateway.services.bank import Payer
 from gateway.services.job_inputs import StagingLimits, check_inputs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
 from gateway.services.placement import admit, possible_sites
 from gateway.services.sites import SiteRegistry
-from gateway.services.transitions import advance
+from gateway.services.transitions import request_cancel
+from workflows.limits import DEFAULT_LIMITS
 
 
 def request_hash(spec: JobSpec) -> str:
@@ -56,11 +58,13 @@ def submit(
     idempotency_key: str | None = None,
     limits: StagingLimits | None = None,
     charged: bool = False,
+    max_array_tasks: int = DEFAULT_LIMITS.max_array_tasks,
 ) -> tuple[JobRow, bool]:
-    """Accept a job. Returns (job row, created); a replayed Idempotency-Key returns the
-    original job with created=False. Inputs are checked against `limits` (if given).
-    `charged`: the bank is on, so a lien for the job's quote is held (or, when its
-    project cannot pay, InsufficientFunds is raised and nothing is kept)."""
+    """Accept a job (or, with `array`, a job array: its first task is returned). Returns
+    (job row, created); a replayed Idempotency-Key returns the original job with
+    created=False. Inputs are checked against `limits` (if given), an array against
+    `max_array_tasks`. `charged`: the bank is on, so a lien for each job's quote is held
+    (or, when its project cannot pay, InsufficientFunds is raised and nothing is kept)."""
     digest = request_hash(spec) if idempotency_key else ""
     if idempotency_key:
         replay = _replayed(session, principal, idempotency_key, digest)
@@ -72,25 +76,42 @@ def submit(
     if spec.inputs:
         check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,
                      spec)
+    array = job_arrays.parsed(spec.array, max_array_tasks) if spec.array else None
+    gate, reason = (dependencies.gate_of(dependencies.check_at_submit(
+        session.connection(), principal, spec.depends_on)) if spec.depends_on
+        else (None, None))
     job_id = str(uuid.uuid4())
+    accepted = (f"accepted for site '{site}'" if site else
+                "accepted; waiting for a routing pass to choose its site")
     job = NewJob(
         id=job_id, owner_id=principal.user_id, project_id=project.id, name=spec.name,
         spec=spec.model_dump(mode="json"), site_name=site, created_at=now,
         labels=spec.labels,
         first_event=NewEvent(job_id, now, None, JobState.ACCEPTED.value,
-                             f"accepted for site '{site}'" if site else
-                             "accepted; waiting for a routing pass to choose its site",
+                             f"{accepted}; {reason}" if reason else accepted,
                              principal.display),
-        idempotency_key=idempotency_key, request_hash=digest)
+        idempotency_key=idempotency_key, request_hash=digest,
+        reason=reason, gate=None if gate is None else gate.value)
+    record = None if array is None else job_arrays.record(job, array)
+    new_jobs = [job] if array is None or record is None else job_arrays.tasks(job, array, record)
     # A keyed request may lose to its twin: its first event is written (with the key, in
-    # a savepoint) before its lien; otherwise, on PostgreSQL, the event and the lien are
-    # one round trip (the allocation's row lock is then held the shortest).
-    one_trip = charged and not idempotency_key and quotes.one_round_trip(session)
-    if not jobs.insert_new(session, job, first_event=not one_trip):
+    # a savepoint) before its lien; otherwise, on PostgreSQL, the event and the lien of a
+    # lone job are one round trip (the allocation's row lock is then held the shortest).
+    one_trip = (charged and not idempotency_key and record is None
+                and quotes.one_round_trip(session))
+    if record is not None:
+        job_relations.insert_array(session, record)  # before its tasks: they refer to it
+    if not jobs.insert_new(session, new_jobs[0], first_event=not one_trip):
         # A concurrent request with the same key won the race: answer as it did.
+        if record is not None:
+            job_relations.delete_array(session, record.id)
         replay = _replayed(session, principal, idempotency_key or "", digest)
         assert replay is not None
         return replay, False
+    jobs.insert_many(session, new_jobs[1:])
+    if spec.depends_on:
+        job_relations.insert_dependencies(session, [
+            (new.id, dep.job, dep.when.value) for new in new_jobs for dep in spec.depends_on])
     if charged:
         payer = Payer(project.id, project.name)
         site_quotes = quotes.quote(session, spec,
@@ -100,9 +121,11 @@ def submit(
             quotes.event_and_hold(session, job.first_event, payer, site_quotes,
                                   principal.display)
         else:
-            quotes.hold_for_submit(session, job_id, payer, site_quotes, now,
-                                   principal.display)
-    return {**job.row(), "project_name": project.name, "owner_name": principal.display}, True
+            for new in new_jobs:
+                quotes.hold_for_submit(session, new.id, payer, site_quotes, now,
+                                       principal.display)
+    first = new_jobs[0]
+    return {**first.row(), "project_name": project.name, "owner_name": principal.display}, True
 
 
 def _replayed(
@@ -130,12 +153,6 @@ def cancel(session: Session, principal: Principal, job_id: str) -> JobRow:
     if state is JobState.STAGING_OUT:
         raise Conflict(f"Job {job.id} has finished running; its outputs are being collected "
                        "and it ends on its own shortly.")
-    if state is JobState.ACCEPTED:
-        job.held = False  # a cancelled job is no longer waiting for a release
-        advance(session, job, JobState.CANCELLED, actor=principal.display,
-                reason=Reason.CANCELLED_BY_USER)
-    else:
-        job.cancel_requested = True
-        job.updated_at = utcnow()
+    request_cancel(session, job, principal.display)
     session.flush()
     return job_detail(session.connection(), principal, job_id)[0]

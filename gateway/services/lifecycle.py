@@ -59,6 +59,7 @@ class Claim:
     recovering: bool
     owner: str | None  # the owner's gateway username: picks the account on mapped sites
     owner_id: str
+    array_index: int | None = None  # a task of a job array: its index (its environment)
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,8 @@ class Lifecycle:
             made.append((attempt, spec, owned))
         session.flush()
         return [Claim(attempt.id, attempt.job_id, attempt.tag, attempt.workdir, spec,
-                      recovering=False, owner=owned.owner, owner_id=owned.owner_id)
+                      recovering=False, owner=owned.owner, owner_id=owned.owner_id,
+                      array_index=owned.job.array_index)
                 for attempt, spec, owned in made]
 
     def recover(self, session: Session, site: SiteEntry, limit: int) -> list[Claim]:
@@ -159,7 +161,8 @@ class Lifecycle:
                                       now, self.worker_id, now + self.lease, limit)
         return [Claim(a.attempt.id, a.attempt.job_id, a.attempt.tag, a.attempt.workdir,
                       JobSpec.model_validate(a.spec, context=SUBMITTED), recovering=True,
-                      owner=a.owner, owner_id=a.owner_id) for a in leased]
+                      owner=a.owner, owner_id=a.owner_id, array_index=a.array_index)
+                for a in leased]
 
     def renew(self, session: Session, attempt_id: int) -> bool:
         """Extend this worker's lease for another staging lease; False when lost."""

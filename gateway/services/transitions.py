@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from gateway.db.base import utcnow
 from gateway.db.models import Job
-from gateway.domain.states import JobState, can_transition
+from gateway.domain.states import JobState, Reason, can_transition
 from gateway.repositories import events
 from gateway.repositories.events import NewEvent
 
@@ -49,3 +49,14 @@ def note(session: Session, job: Job, reason: str, *, actor: str,
     from and to are the job's current state."""
     events.add(session, NewEvent(job.id, at or utcnow(), job.state, job.state, reason,
                                  actor))
+
+
+def request_cancel(session: Session, job: Job, actor: str) -> None:
+    """Cancel the locked, unfinished job: at once while no worker has taken it (no hold
+    or gate waits for anything then), else by asking the worker to (cancel_requested)."""
+    if JobState(job.state) is JobState.ACCEPTED:
+        job.held, job.gate = False, None
+        advance(session, job, JobState.CANCELLED, actor=actor, reason=Reason.CANCELLED_BY_USER)
+    else:
+        job.cancel_requested = True
+        job.updated_at = utcnow()

@@ -1,9 +1,11 @@
 """The worker's loop: it only schedules steps, each in gateway/worker/ over the lifecycle
 service (gateway.services.lifecycle), which owns leases and transitions.
 
-A cycle routes first, once for all sites (gateway.worker.route: one routing pass gives
-the pending `site: auto` jobs their sites), then runs each site's steps: submission
-(recover, claim and submit), cancels, polling and stage-out.
+A cycle opens gates first (gateway.worker.gates: jobs whose dependencies are satisfied,
+array tasks their throttle has room for), then routes, once for all sites
+(gateway.worker.route: one routing pass gives the pending `site: auto` jobs their sites),
+then runs each site's steps: submission (recover, claim and submit), cancels, polling
+and stage-out.
 
 Any number of workers may run against one PostgreSQL database. Each step is one or
 more units of work committed at its end; what makes a crash between any two of them
@@ -27,6 +29,7 @@ from gateway.settings import Settings
 from gateway.worker.cancel import send_cancels
 from gateway.worker.context import SiteStep, StepContext
 from gateway.worker.failover import fail_over_stranded
+from gateway.worker.gates import open_gates
 from gateway.worker.housekeeping import Housekeeping
 from gateway.worker.poll import poll
 from gateway.worker.route import route_jobs
@@ -75,7 +78,8 @@ class Worker:
     def run_once(self) -> bool:
         """One cycle over all sites. True when it did work that calls for another now."""
         self.housekeeping.run()
-        busy = route_jobs(self.ctx, self.health)
+        busy = open_gates(self.ctx)
+        busy |= route_jobs(self.ctx, self.health)
         busy |= fail_over_stranded(self.ctx)
         settle_unrun(self.ctx)
         for site in self.rt.sites:

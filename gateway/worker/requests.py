@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 from adapters.base import MpiRequest, Resources, SubmitRequest
+from gateway.domain.job_relations import task_environment
 from gateway.domain.jobspec import JobSpec
 
 
-def build_submit_request(spec: JobSpec, tag: str, workdir: str) -> SubmitRequest:
+def build_submit_request(spec: JobSpec, tag: str, workdir: str,
+                         array_index: int | None = None) -> SubmitRequest:
+    """The adapter's request for the job (`array_index`: a task of the job array the spec
+    describes, which also gets its index and the array's shape in its environment)."""
     res = spec.resources
     argv = None if spec.executable is None else [spec.executable, *spec.args]
+    env = dict(spec.environment)
+    if spec.array is not None and array_index is not None:
+        env.update(task_environment(spec.array, array_index))
     return SubmitRequest(
         tag=tag,
         workdir=workdir,
         argv=argv,
         script=spec.script,
-        env=dict(spec.environment),
+        env=env,
         resources=Resources(
             nodes=res.nodes,
             ranks=res.ranks,

@@ -89,7 +89,8 @@ def _batch_adapter(site: SiteEntry, claim: Claim) -> BatchSubmitter | None:
 
 def _submit_batch(ctx: StepContext, site: SiteEntry, adapter: BatchSubmitter,
                   claims: Sequence[Claim]) -> None:
-    requests = [build_submit_request(c.spec, c.tag, c.workdir) for c in claims]
+    requests = [build_submit_request(c.spec, c.tag, c.workdir, c.array_index)
+                for c in claims]
     outcomes = adapter.submit_many(requests)
     # Transient errors of the command propagate: every lease stays, recovery by tag.
     _fault_after_submit()
@@ -124,7 +125,8 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
             return
         staged = summary.describe()
     if native_id is None:
-        request = build_submit_request(claim.spec, claim.tag, claim.workdir)
+        request = build_submit_request(claim.spec, claim.tag, claim.workdir,
+                                       claim.array_index)
         try:
             native_id = adapter.submit(request)
         except SubmitRejected as exc:
