@@ -33,6 +33,7 @@ SCOPES = {
 EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "submitJob": (409, 413),
     "cancelJob": (409,),
+    "cancelJobArray": (409,),
     "holdJob": (409,),
     "releaseJob": (409,),
     "estimateJob": (502, 503, 504),

@@ -15,7 +15,17 @@ from gateway.api import api_document, problems
 from gateway.api.middleware import BodyLimit, RequestMetrics
 from gateway.api.nul_guard import RejectNul
 from gateway.api.routes import dashboard as dashboard_page
-from gateway.api.routes import docs_page, job_logs, job_outputs, jobs, oauth, sites, system, uploads
+from gateway.api.routes import (
+    docs_page,
+    job_arrays,
+    job_logs,
+    job_outputs,
+    jobs,
+    oauth,
+    sites,
+    system,
+    uploads,
+)
 from gateway.api.routes import reports as report_routes
 from gateway.api.routes.allocations import router as allocations_router
 from gateway.api.routes.audit import router as audit_router
@@ -72,7 +82,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
         docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None,
     )
     app.state.runtime = runtime
-    routers = (jobs.router, job_logs.router, job_outputs.router, uploads.router, sites.router,
+    routers = (jobs.router, job_arrays.router, job_logs.router, job_outputs.router,
+               uploads.router, sites.router,
                system.router, oauth.router, projects_router, allocations_router,
                report_routes.router, dashboard_page.router, audit_router, docs_page.router)
     routes = [route for router in routers for route in router.routes]

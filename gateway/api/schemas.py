@@ -12,12 +12,22 @@ from typing import Any
 from fastapi import Response
 
 from gateway.repositories.job_queries import AttemptView, EventView, JobView
+from gateway.repositories.job_relations import ArrayView
 from gateway.schemas import to_json
-from gateway.schemas.jobs import AttemptOut, EventList, EventOut, JobList, JobOut
+from gateway.schemas.jobs import (
+    AttemptOut,
+    EventList,
+    EventOut,
+    JobArrayList,
+    JobArrayOut,
+    JobList,
+    JobOut,
+)
 from gateway.schemas.sites import Health, SiteList, SiteOut
 
-__all__ = ["EventList", "EventOut", "Health", "JobList", "JobOut", "SiteList", "SiteOut",
-           "attempt_out", "event_out", "job_out", "json_response"]
+__all__ = ["EventList", "EventOut", "Health", "JobArrayList", "JobArrayOut", "JobList",
+           "JobOut", "SiteList", "SiteOut", "array_out", "attempt_out", "event_out", "job_out",
+           "json_response"]
 
 
 def attempt_out(row: AttemptView) -> AttemptOut:
@@ -35,12 +45,22 @@ def job_out(row: JobView, attempts: Sequence[AttemptView]) -> JobOut:
         id=row["id"], name=row["name"], owner=row["owner_name"],
         project=row["project_name"], state=row["state"], reason=row["reason"],
         raw_state=row["raw_state"], site=row["site_name"], exit_code=row["exit_code"],
-        cancel_requested=row["cancel_requested"], held=row["held"], created_at=row["created_at"],
+        cancel_requested=row["cancel_requested"], held=row["held"],
+        array_job_id=row["array_job_id"], array_index=row["array_index"],
+        created_at=row["created_at"],
         updated_at=row["updated_at"], started_at=row["started_at"],
         ended_at=row["ended_at"], labels=dict(row["spec"].get("labels") or {}),
         spec=row["spec"],
         attempts=[attempt_out(a) for a in attempts],
     )
+
+
+def array_out(row: ArrayView) -> JobArrayOut:
+    """From a job_relations array row (with its owner's name and its tasks' states)."""
+    return JobArrayOut(id=row["id"], name=row["name"], owner=row["owner_name"],
+                       array=row["spec"], task_count=row["task_count"],
+                       throttle=row["throttle"], created_at=row["created_at"],
+                       task_states=row["task_states"])
 
 
 def event_out(row: EventView) -> EventOut:

@@ -40,6 +40,9 @@ class JobOut(TypedDict):
     cancel_requested: bool
     # Held by its owner: not routed or submitted until released (only while ACCEPTED).
     held: bool
+    # A task of a job array: the array's id and the task's index (else both null).
+    array_job_id: str | None
+    array_index: int | None
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None
@@ -47,6 +50,28 @@ class JobOut(TypedDict):
     labels: dict[str, str]
     spec: dict[str, Any]
     attempts: list[AttemptOut]
+
+
+class JobArrayOut(TypedDict):
+    """A job array: what was asked (`array`, e.g. `0-9%2`), and how many of its tasks are
+    in each state (its tasks are jobs: `GET /jobs?array_job_id=...`)."""
+
+    id: str
+    name: str
+    owner: str
+    array: str
+    task_count: int
+    # Tasks past ACCEPTED at once at most (null: no limit).
+    throttle: int | None
+    created_at: datetime
+    task_states: dict[str, int]
+
+
+class JobArrayList(TypedDict):
+    """A page of job arrays, newest first; `next_cursor` asks for the next one."""
+
+    items: list[JobArrayOut]
+    next_cursor: str | None
 
 
 class JobList(TypedDict):

@@ -20,8 +20,10 @@ from gateway.services.forecasting import build_forecaster
 from gateway.services.job_inputs import StagingLimits
 from gateway.services.job_queries import MAX_LABEL_FILTERS, JobFilter
 from gateway.services.site_snapshots import take_snapshots, unreachable
+from workflows.limits import DEFAULT_LIMITS
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
+MAX_ARRAY_INDEX = DEFAULT_LIMITS.max_array_index
 
 
 @router.post("/jobs", status_code=202, response_model=JobOut)
@@ -36,7 +38,8 @@ def submit_job(
         row, created = job_service.submit(session, runtime.sites, principal, spec,
                                           idempotency_key,
                                           StagingLimits.from_settings(runtime.settings),
-                                          charged=runtime.settings.allocations_enforced)
+                                          charged=runtime.settings.allocations_enforced,
+                                          max_array_tasks=runtime.settings.job_array_max_tasks)
         # A new job has no attempt yet; a replayed one may have several.
         attempts = [] if created else job_queries.attempts_of(session.connection(),
                                                               [row])[row["id"]]
@@ -76,10 +79,15 @@ def list_jobs(
         "a short id such as `d3eca39f` into the job's id, in one request."))] = None,
     mine: Annotated[bool, Query(description="Only your own jobs (auditors and "
                                 "administrators otherwise see everyone's).")] = False,
+    array_job_id: Annotated[str | None, Query(max_length=36, description=(
+        "Only the tasks of this job array (its whole id)."))] = None,
+    array_index: Annotated[int | None, Query(ge=0, le=MAX_ARRAY_INDEX, description=(
+        "Only array tasks of this index (with `array_job_id`: that one task)."))] = None,
 ) -> Response:
     """Your jobs, newest first; follow `next_cursor` for the next page."""
     filters = JobFilter(state=state, site=site, project=project, labels=_label_pairs(label),
-                        name=name, id_prefix=id_prefix, mine=mine)
+                        name=name, id_prefix=id_prefix, mine=mine, array_job_id=array_job_id,
+                        array_index=array_index)
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters, limit=limit, cursor=cursor)
         attempts = job_queries.attempts_of(conn, page.jobs)
