@@ -43,19 +43,27 @@ class GatewayUnreachable(ClientError):
 
 
 class AmbiguousJobId(ClientError):
-    """A short job id that starts more than one of your jobs' ids; `candidates` are
-    (some of) those jobs, newest first, and `more` says whether there are others."""
+    """A short job id that starts more than one of your jobs' ids (or job arrays': `what`);
+    `candidates` are (some of) them, newest first, and `more` says whether there are
+    others."""
 
-    def __init__(self, prefix: str, candidates: list[Any], *, more: bool = False) -> None:
+    def __init__(self, prefix: str, candidates: list[Any], *, more: bool = False,
+                 what: str = "jobs") -> None:
         lines = [f"'{prefix}' starts the ids of {'more than ' if more else ''}"
-                 f"{len(candidates)} of your jobs; give more of the id:"]
-        lines += [f"  {job['id']}  {job['state']:<11}  {job['name']}" for job in candidates]
+                 f"{len(candidates)} of your {what}; give more of the id:"]
+        lines += [f"  {item['id']}  {_standing(item):<11}  {item['name']}"
+                  for item in candidates]
         if more:
             lines.append("  ...")
         super().__init__("\n".join(lines))
         self.prefix = prefix
         self.candidates = candidates
         self.more = more
+
+
+def _standing(item: Any) -> str:
+    # A job array has no state of its own: its task count instead.
+    return str(item.get("state") or f"{item.get('task_count')} tasks")
 
 
 class StreamEnded(GatewayUnreachable):

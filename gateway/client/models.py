@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from gateway.schemas.jobs import AttemptOut as Attempt
 from gateway.schemas.jobs import EventOut as Event
+from gateway.schemas.jobs import JobArrayList as JobArrayPage
+from gateway.schemas.jobs import JobArrayOut as JobArray
 from gateway.schemas.jobs import JobList as JobPage
 from gateway.schemas.jobs import JobOut as Job
 from gateway.schemas.jobs import JobOutputOut as JobOutput
@@ -17,8 +19,8 @@ from gateway.schemas.sites import Health
 from gateway.schemas.sites import SiteOut as Site
 from gateway.schemas.uploads import UploadOut as Upload
 
-__all__ = ["FINAL_STATES", "Attempt", "Event", "Health", "Job", "JobOutput", "JobPage",
-           "Output", "Site", "Upload", "is_final"]
+__all__ = ["FINAL_STATES", "Attempt", "Event", "Health", "Job", "JobArray", "JobArrayPage",
+           "JobOutput", "JobPage", "Output", "Site", "Upload", "is_final"]
 
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
 
