@@ -1,7 +1,8 @@
 """Acting on many jobs at once, as Slurm's scancel/scontrol do: `gridgate cancel`, `hold`
-and `release` take job ids (or unique starts of them), or select your jobs by --name,
---state or --all-mine, after a confirmation (--yes skips it). Each job gets its own
-result: a table for people, `--json` for scripts."""
+and `release` take job ids (or unique starts of them, or ARRAY_INDEX for a task of a job
+array), or select your jobs by --name, --state or --all-mine, after a confirmation (--yes
+skips it); `cancel` also takes job arrays (all their unfinished tasks, in one request
+each). Each job or array gets its own result: a table for people, `--json` for scripts."""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ from gateway.client.models import FINAL_STATES, Job
 JobsArg = Annotated[list[str] | None, typer.Argument(
     metavar="JOB", help="Job ids, or unique starts of them.",
     callback=job_ids.resolve_many, show_default=False)]
+TargetsArg = Annotated[list[str] | None, typer.Argument(
+    metavar="JOB", help="Job ids, unique starts of them, ARRAY_INDEX for one task of a job "
+    "array, or a job array's id (all its tasks).", show_default=False)]
+ArrayOpt = Annotated[list[str] | None, typer.Option(
+    "--array", metavar="ARRAY", help="Cancel every unfinished task of this job array (its "
+    "id or a unique start; repeatable).", show_default=False)]
 NameOpt = Annotated[str | None, typer.Option(
     "--name", help="Select your jobs of this exact name.")]
 StateOpt = Annotated[str | None, typer.Option(
@@ -59,10 +66,10 @@ def _confirm(verb: Verb, jobs: Sequence[Job]) -> None:
         raise errors.fail(f"Nothing done (no job was {verb.name}ed).", errors.FAILURE)
 
 
-def _result(verb: Verb, job_id: str, job: Job | None, error: ClientError | None
-            ) -> dict[str, Any]:
+def _result(verb: Verb, job_id: str, job: Job | None, error: ClientError | None,
+            ok: bool = False) -> dict[str, Any]:
     if error is None:
-        assert job is not None
+        assert job is not None or ok
         return {"id": job_id, "ok": True, "job": job, "error": None}
     problem = getattr(error, "problem", None) or {"detail": error.message}
     return {"id": job_id, "ok": False, "job": None, "error": problem,
@@ -70,27 +77,35 @@ def _result(verb: Verb, job_id: str, job: Job | None, error: ClientError | None
 
 
 def act(ctx: typer.Context, verb: Verb, given: list[str], name: str | None,
-        state_filter: str | None, all_mine: bool, yes: bool, json_out: bool) -> None:
-    """Apply `verb` to the given jobs, or to the selected ones after a confirmation."""
+        state_filter: str | None, all_mine: bool, yes: bool, json_out: bool,
+        arrays: Sequence[str] = ()) -> None:
+    """Apply `verb` to the given jobs (and, to cancel, job arrays), or to the selected
+    ones after a confirmation."""
     selecting = name is not None or state_filter is not None or all_mine
-    if given and selecting:
+    if (given or arrays) and selecting:
         raise errors.fail(f"error: give job ids, or select jobs with --name/--state/"
                           f"--all-mine, not both (gridgate {verb.name} --help).", errors.USAGE)
-    if not given and not selecting:
+    if not given and not arrays and not selecting:
         raise errors.fail(f"error: name the jobs to {verb.name} (JOB...), or select them "
                           f"with --name, --state or --all-mine.", errors.USAGE)
     with state(ctx).client() as client:
-        if len(given) == 1:
+        if len(given) == 1 and not arrays:
             job = verb.call(client, given[0])  # one job: its document, errors as usual
             _print_one(verb, job, json_out)
             return
-        ids = given or _chosen(client, verb, name, state_filter, yes)
+        ids = given or ([] if arrays else _chosen(client, verb, name, state_filter, yes))
         results = []
         for job_id in ids:
             try:
                 results.append(_result(verb, job_id, verb.call(client, job_id), None))
             except ClientError as exc:
                 results.append(_result(verb, job_id, None, exc))
+        for array_id in arrays:
+            try:
+                results.append({**_result(verb, array_id, None, None, ok=True),
+                                "array": client.cancel_job_array(array_id)})
+            except ClientError as exc:
+                results.append(_result(verb, array_id, None, exc))
     if json_out:
         render.print_json({"items": results})
     else:
@@ -117,18 +132,21 @@ def _print_one(verb: Verb, job: Job, json_out: bool) -> None:
     render.stderr_console().print(f"{verb.done}: job {job['id']} (now {job['state']}).")
 
 
-def cancel(ctx: typer.Context, job_ids_: JobsArg = None, name: NameOpt = None,
-           state_filter: StateOpt = None, all_mine: AllMineOpt = False, yes: YesOpt = False,
-           json_out: JsonOpt = False) -> None:
+def cancel(ctx: typer.Context, targets: TargetsArg = None, arrays: ArrayOpt = None,
+           name: NameOpt = None, state_filter: StateOpt = None, all_mine: AllMineOpt = False,
+           yes: YesOpt = False, json_out: JsonOpt = False) -> None:
     """Cancel jobs (each ends CANCELLED once its site confirms).
 
     \b
       gridgate cancel d3eca39f 5df422bf
+      gridgate cancel 7c41e2aa_3              (one task of a job array)
+      gridgate cancel --array 7c41e2aa        (every unfinished task; or: cancel 7c41e2aa)
       gridgate cancel --name sweep            (asks first; --yes does not)
       gridgate cancel --state QUEUED --all-mine
-    One JOB with --json prints that job; otherwise one result per job.
+    One JOB with --json prints that job; otherwise one result per job or array.
     """
-    act(ctx, CANCEL, job_ids_ or [], name, state_filter, all_mine, yes, json_out)
+    given, array_ids = job_ids.resolve_targets(ctx, targets or [], arrays or [])
+    act(ctx, CANCEL, given, name, state_filter, all_mine, yes, json_out, array_ids)
 
 
 def hold(ctx: typer.Context, job_ids_: JobsArg = None, name: NameOpt = None,

@@ -9,12 +9,14 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from gateway.cli import errors, job_ids, render
+from gateway.cli import errors, job_ids, relations, render
 from gateway.cli.inputs import InputOpt, upload_inputs
 from gateway.cli.spec import SpecFlags, build_spec, load_spec_file, pairs
 from gateway.cli.state import state
 from gateway.cli.waiting import job_exit_code, keeps_running, show_failure, tail_lines, wait_for
 from gateway.client.api import Stream
+from gateway.client.job_ids import resolve_array_id
+from gateway.client.models import Job
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON instead of a table.")]
 JobArg = Annotated[str, typer.Argument(
@@ -49,6 +51,15 @@ def submit(
     label: Annotated[list[str] | None, typer.Option(
         "--label", "-l", help="Label k=v (repeatable).")] = None,
     input_files: InputOpt = None,
+    dependency: Annotated[str | None, typer.Option(
+        "--dependency", "-d", metavar="TYPE:JOB[:JOB][,TYPE:JOB]", help=(
+            "Start only after other jobs ended: afterok (completed), afterany (ended), "
+            "afternotok (failed or cancelled); a job array's id means all its tasks."))]
+    = None,
+    array: Annotated[str | None, typer.Option(
+        "--array", "-a", metavar="INDICES[%N]", help=(
+            "Submit a job array: 0-9, 1,3,5-7, 0-99:2; '%N' runs at most N tasks at once. "
+            "Each task sees its index in GRIDGATE_ARRAY_TASK_ID."))] = None,
     wait: Annotated[bool, typer.Option(
         "--wait", "-w", help="Wait for the job to end; exit like `gridgate wait`.")] = False,
     timeout: TimeoutOpt = None,
@@ -70,6 +81,8 @@ def submit(
       gridgate submit job.yaml --ranks 4 -- input.dat
       gridgate submit --exe python3 --input fit.py -- fit.py
       gridgate submit --name hello --exe echo -- hello world
+      gridgate submit job.yaml --array 0-99%10      (a job array: 100 tasks, 10 at once)
+      gridgate submit job.yaml --dependency afterok:d3eca39f
     """
     words = list(words or [])
     spec_path = file
@@ -87,14 +100,23 @@ def submit(
                       project=project, env=env or [], labels=label or [],
                       inputs=input_files or [])
     spec = build_spec(base, flags)
+    if array is not None:
+        spec["array"] = array
+    if wait and "array" in spec:
+        raise errors.fail("error: --wait follows one job; list an array's tasks with "
+                          "`gridgate list --array ARRAY`.", errors.USAGE)
     cli = state(ctx)
     with cli.client() as client:
+        if dependency is not None:
+            spec["depends_on"] = relations.depends_on(client, dependency)
         spec = upload_inputs(client, spec, spec_path.parent if spec_path else Path("."))
         job = client.submit(spec, idempotency_key=idempotency_key)
         # From here on, Ctrl-C stops this command, never the job: say so.
         with keeps_running(cli, job["id"], "waiting" if wait else "submitting"):
             if json_out and not wait:
                 render.print_json(job)
+            elif job["array_job_id"] is not None:  # as sbatch: the array's id
+                _submitted_array(job, relations.task_count(spec), quiet)
             elif quiet:
                 print(job["id"], flush=True)
             elif not json_out:
@@ -109,6 +131,16 @@ def submit(
         raise typer.Exit(job_exit_code(final))
 
 
+def _submitted_array(first: Job, count: int | None, quiet: bool) -> None:
+    array_id = first["array_job_id"]
+    if quiet:
+        print(array_id, flush=True)
+        return
+    tasks = f"{count} tasks" if count is not None else "tasks"
+    print(f"Submitted job array {array_id} ({tasks}, {first['state']}; task "
+          f"{render.job_label(first)} is job {first['id']})", flush=True)
+
+
 def list_jobs(
     ctx: typer.Context,
     state_filter: Annotated[str | None, typer.Option(
@@ -118,6 +150,9 @@ def list_jobs(
     label: Annotated[list[str] | None, typer.Option(
         "--label", "-l", help="Only jobs with label k=v (repeatable: all must match).")]
     = None,
+    array: Annotated[str | None, typer.Option(
+        "--array", metavar="ARRAY", help="Only the tasks of this job array (its id or a "
+        "unique start).")] = None,
     limit: Annotated[int, typer.Option(min=1, max=500, help="Jobs per page.")] = 50,
     all_pages: Annotated[bool, typer.Option(
         "--all", help="Follow the cursor through every page.")] = False,
@@ -128,16 +163,19 @@ def list_jobs(
     labels = pairs(label or [], "--label")
     state_value = state_filter.upper() if state_filter else None
     with state(ctx).client() as client:
+        array_id = None if array is None else resolve_array_id(client, array)
         if all_pages:
             jobs = list(client.iter_jobs(state=state_value, site=site, project=project,
-                                         labels=labels, page_size=limit))
+                                         labels=labels, page_size=limit,
+                                         array_job_id=array_id))
             if json_out:
                 render.print_json({"items": jobs, "next_cursor": None})
                 return
             next_cursor = None
         else:
             page = client.list_jobs(state=state_value, site=site, project=project,
-                                    labels=labels, limit=limit, cursor=cursor)
+                                    labels=labels, limit=limit, cursor=cursor,
+                                    array_job_id=array_id)
             if json_out:
                 render.print_json(page)
                 return

@@ -116,9 +116,19 @@ def _job_state(job: Job) -> Text:
         else state_text(job["state"])
 
 
+def job_label(job: Job) -> str:
+    """How tables name a job: its short id, or, for a task of a job array, the array's
+    short id and the task's index, as Slurm's JOBID_TASK (`7c41e2aa_3`); both are
+    accepted back wherever a job id is."""
+    if job.get("array_job_id") is not None:
+        return f"{str(job['array_job_id'])[:SHORT_ID]}_{job['array_index']}"
+    return job["id"][:SHORT_ID]
+
+
 def jobs_table(jobs: Sequence[Job]) -> Table:
     """One job per line, readable at 80 columns: short ids (any unique start of an id is
-    accepted back), and long names, sites and projects wrapped rather than cut."""
+    accepted back; array tasks as ARRAY_INDEX), and long names, sites and projects
+    wrapped rather than cut."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("ID", no_wrap=True, min_width=SHORT_ID)
     table.add_column("NAME", overflow="fold", min_width=8, ratio=3)
@@ -128,7 +138,7 @@ def jobs_table(jobs: Sequence[Job]) -> Table:
     table.add_column("PROJECT", overflow="fold", min_width=7, ratio=1)
     table.add_column("CREATED", no_wrap=True)
     for job in jobs:
-        table.add_row(Text(job["id"][:SHORT_ID]), _text(job["name"]), _job_state(job),
+        table.add_row(Text(job_label(job)), _text(job["name"]), _job_state(job),
                       _site(job), _text(job.get("exit_code")),
                       _text(job.get("project")), Text(short_when(job.get("created_at"))))
     return table
@@ -141,10 +151,15 @@ def results_table(done: str, results: Sequence[Mapping[str, Any]]) -> Table:
     table.add_column("NAME", overflow="fold", max_width=24)
     table.add_column("RESULT", overflow="fold")
     for r in results:
-        job = r.get("job")
+        job, array = r.get("job"), r.get("array")
         if job is not None:
-            table.add_row(Text(r["id"][:SHORT_ID]), _text(job["name"]),
+            table.add_row(Text(job_label(job)), _text(job["name"]),
                           Text(f"{done} (now {job['state']})", style="green"))
+        elif array is not None:
+            states = ", ".join(f"{n} {s}" for s, n in sorted(array["task_states"].items()))
+            table.add_row(Text(r["id"][:SHORT_ID]), _text(array["name"]),
+                          Text(f"{done} for job array {r['id']} (tasks now: {states})",
+                               style="green"))
         else:
             problem = r.get("error") or {}
             table.add_row(Text(r["id"][:SHORT_ID]), Text("-"),
@@ -163,6 +178,8 @@ def job_details(job: Job) -> Table:
     program = spec.get("executable") or "(script)"
     rows: list[tuple[str, Text]] = [
         ("ID", _text(job["id"])),
+        *([("Array task", Text(f"{job['array_index']} of job array {job['array_job_id']} "
+                                f"({job_label(job)})"))] if job.get("array_job_id") else []),
         ("Name", _text(job["name"])),
         ("State", state_text(job["state"])),
         ("Reason", _text(job.get("reason"))),

@@ -5,6 +5,7 @@ stays ACCEPTED with the reason `DependencyNeverSatisfied` and cancels cleanly.""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -52,7 +53,7 @@ def test_an_afterok_chain_runs_in_order(client: TestClient, runtime: Runtime,
     jobs = [show(client, user.headers, job_id) for job_id in (first, second, third)]
     assert [j["state"] for j in jobs] == ["COMPLETED"] * 3, done
     # Each was sent to its site only after the one it waits for had ended.
-    for before, later in zip(jobs, jobs[1:], strict=False):
+    for before, later in itertools.pairwise(jobs):
         assert later["attempts"][0]["submitted_at"] > before["ended_at"]
     events = client.get(f"/api/v1/jobs/{third}/events", headers=user.headers).json()["items"]
     assert any(e["reason"] == f"dependencies satisfied (afterok:{second})" for e in events)

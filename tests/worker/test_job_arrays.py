@@ -83,8 +83,8 @@ def test_cancelling_an_array_cancels_every_unfinished_task(
         client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
     user = make_user()
     worker = Worker(runtime)
-    array_id, first = submit_array(client, user.headers,
-                                   sh("long", "sleep 60", array="0-5%2", site="local"))
+    array_id, _ = submit_array(client, user.headers,
+                               sh("long", "sleep 60", array="0-5%2", site="local"))
     for _ in range(50):
         worker.run_once()
         if past_accepted(tasks(client, user.headers, array_id)) == 2 and any(
