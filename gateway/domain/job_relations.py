@@ -18,7 +18,8 @@ from workflows.arrays import ARRAY_SPEC, ArraySpec, parse_array
 from workflows.dependencies import JobDependency, check_dependencies
 from workflows.limits import DEFAULT_LIMITS
 
-__all__ = ["ArrayText", "DependsOn", "Gate", "JobDependency", "array_of", "task_environment"]
+__all__ = ["WAITS_FOR", "ArrayText", "DependsOn", "Gate", "JobDependency", "array_of",
+           "task_environment"]
 
 
 class Gate(StrEnum):
@@ -27,6 +28,14 @@ class Gate(StrEnum):
     DEPENDENCY = "dependency"  # the jobs it depends on have not ended as it needs yet
     NEVER = "never"  # a dependency can never be satisfied: it waits until cancelled
     THROTTLE = "throttle"  # its array already runs as many tasks as its throttle allows
+
+
+# What a gated job still waits for, in a sentence ("... it still waits for <this>").
+WAITS_FOR = {
+    Gate.DEPENDENCY: "its dependencies",
+    Gate.NEVER: "dependencies that can never be satisfied (cancel it)",
+    Gate.THROTTLE: "its array's throttle",
+}
 
 
 def _dependencies(value: list[JobDependency]) -> list[JobDependency]:

@@ -59,6 +59,14 @@ def check_at_submit(conn: Connection, principal: Principal,
     return dependency_status(dependencies, found)
 
 
+def gate_at_submit(conn: Connection, principal: Principal,
+                   dependencies: Sequence[JobDependency]) -> tuple[Gate | None, str | None]:
+    """The gate and reason of a new job with these dependencies (see check_at_submit)."""
+    if not dependencies:
+        return None, None
+    return gate_of(check_at_submit(conn, principal, dependencies))
+
+
 def gate_of(status: DependencyStatus) -> tuple[Gate | None, str | None]:
     """The gate and reason for a job whose dependencies stand at `status` (None, None:
     satisfied)."""

@@ -53,10 +53,12 @@ def throttle_reason(throttle: int) -> str:
                    f"at most {throttle} task(s) of the array run at once")
 
 
-def record(first: NewJob, array: ArraySpec) -> NewArray:
-    """The array's record for the job `first` (its first task's request)."""
-    return NewArray(str(uuid.uuid4()), first.owner_id, first.name, array.text, array.count,
-                    array.throttle, first.created_at)
+def expand(first: NewJob, array: ArraySpec) -> tuple[NewArray, list[NewJob]]:
+    """The array's record and its tasks, for the job `first` (the request, which becomes
+    its first task)."""
+    record = NewArray(str(uuid.uuid4()), first.owner_id, first.name, array.text,
+                      array.count, array.throttle, first.created_at)
+    return record, tasks(first, array, record)
 
 
 def tasks(first: NewJob, array: ArraySpec, record: NewArray) -> list[NewJob]:

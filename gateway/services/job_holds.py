@@ -3,6 +3,7 @@ lets it go (Slurm's `scontrol hold` / `release`). Services flush; the boundary c
 
 A hold is a flag on the job row, taken under the row's lock while the job is ACCEPTED;
 the routing pass and the claim step skip held rows (gateway.repositories.jobs, .targets),
+as they skip gated ones (dependencies, array throttles: gateway.domain.job_relations),
 and a claim moves a job out of ACCEPTED under the same lock, so a job is either held
 before any worker took it or refused a hold (409) because one did.
 """
@@ -15,6 +16,7 @@ from gateway.auth.principal import Principal
 from gateway.db.base import utcnow
 from gateway.db.models import Job
 from gateway.domain.errors import Conflict, Forbidden
+from gateway.domain.job_relations import WAITS_FOR, Gate
 from gateway.domain.states import JobState
 from gateway.repositories import jobs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
@@ -60,6 +62,8 @@ def release(session: Session, principal: Principal, job_id: str) -> JobRow:
     if job.held:
         now = utcnow()
         why = f"released by {principal.display}"
+        if job.gate is not None:  # a hold is not all it waits for
+            why += f"; it still waits for {WAITS_FOR[Gate(job.gate)]}"
         job.held, job.reason, job.updated_at = False, why, now
         note(session, job, why, actor=principal.display, at=now)
         session.flush()

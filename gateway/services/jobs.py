@@ -77,9 +77,8 @@ def submit(
         check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,
                      spec)
     array = job_arrays.parsed(spec.array, max_array_tasks) if spec.array else None
-    gate, reason = (dependencies.gate_of(dependencies.check_at_submit(
-        session.connection(), principal, spec.depends_on)) if spec.depends_on
-        else (None, None))
+    gate, reason = dependencies.gate_at_submit(session.connection(), principal,
+                                               spec.depends_on)
     job_id = str(uuid.uuid4())
     accepted = (f"accepted for site '{site}'" if site else
                 "accepted; waiting for a routing pass to choose its site")
@@ -92,8 +91,7 @@ def submit(
                              principal.display),
         idempotency_key=idempotency_key, request_hash=digest,
         reason=reason, gate=None if gate is None else gate.value)
-    record = None if array is None else job_arrays.record(job, array)
-    new_jobs = [job] if array is None or record is None else job_arrays.tasks(job, array, record)
+    record, new_jobs = (None, [job]) if array is None else job_arrays.expand(job, array)
     # A keyed request may lose to its twin: its first event is written (with the key, in
     # a savepoint) before its lien; otherwise, on PostgreSQL, the event and the lien of a
     # lone job are one round trip (the allocation's row lock is then held the shortest).

@@ -108,3 +108,29 @@ def test_a_dependency_never_satisfied_waits_and_cancels_cleanly(
         "CANCELLED", "cancelled by user")
     worker.run_once()
     assert show(client, user.headers, stuck)["attempts"] == []
+
+
+def test_a_held_dependent_waits_for_its_release_too(client: TestClient, runtime: Runtime,
+                                                    make_user: MakeUser) -> None:
+    user = make_user()
+    worker = Worker(runtime)
+    first = post(client, user.headers, sh("first", "sleep 1"))
+    second = post(client, user.headers, sh("second", "true",
+                                           depends_on=after("afterok", first)))
+    for verb in ("hold", "release", "hold"):
+        r = client.post(f"/api/v1/jobs/{second}/{verb}", headers=user.headers)
+        assert r.status_code == 200, r.text
+    assert r.json()["reason"].startswith("held by ")
+    released_early = [e["reason"] for e in client.get(
+        f"/api/v1/jobs/{second}/events", headers=user.headers).json()["items"]
+        if e["reason"].startswith("released by ")]
+    assert released_early[0].endswith("; it still waits for its dependencies")
+    run_until(worker, client, user.headers, first, FINAL)
+    for _ in range(3):
+        worker.run_once()
+    held = show(client, user.headers, second)
+    assert (held["state"], held["held"], held["attempts"]) == ("ACCEPTED", True, [])
+    assert held["reason"].startswith("held by ")  # satisfied meanwhile, still held
+    released = client.post(f"/api/v1/jobs/{second}/release", headers=user.headers).json()
+    assert not released["reason"].endswith("still waits for its dependencies")
+    assert run_until(worker, client, user.headers, second, FINAL)["state"] == "COMPLETED"
