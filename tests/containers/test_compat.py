@@ -23,6 +23,7 @@ SITE, GATEWAY = FetchAt.SITE, FetchAt.GATEWAY
 DOCKER = parse_image_ref("docker://ghcr.io/lab/mpi-app:1.0")
 ORAS = parse_image_ref("oras://ghcr.io/lab/mpi-app.sif:1.0")
 UPLOAD = parse_image_ref("upload:3f2b8c1e-9d4a-4e7b-8a6c-2b1d0e9f7a55")
+HTTPS = parse_image_ref("https://example.org/images/mpi-app.sif")
 
 APPT_125 = RuntimeOffer(APPTAINER, version("1.2.5"))
 APPT_103 = RuntimeOffer(APPTAINER, version("1.0.3"))
@@ -87,13 +88,27 @@ CASES: list[tuple[str, ContainerNeeds, SiteContainerCaps, Fit | Refusal]] = [
     ("charliecloud when it is all there is", needs(), CHARLIE, Fit(CH_031, None, NONE, GATEWAY)),
     ("a SIF image skips charliecloud", needs(image=ORAS), SING_CHARLIE,
      Fit(SING_3110, None, NONE, GATEWAY)),
-    ("a SIF image cannot run on charliecloud", needs(image=ORAS), CHARLIE,
-     Refusal("no container runtime of site charlie fits: charliecloud runs OCI images "
-             "(docker://), not the SIF file oras://ghcr.io/lab/mpi-app.sif:1.0")),
-    ("the job names charliecloud for a SIF file", needs(image=ORAS, runtime=CHARLIECLOUD),
-     ROADRUNNER,
-     Refusal("site roadrunner: charliecloud runs OCI images (docker://), not the SIF file "
-             "oras://ghcr.io/lab/mpi-app.sif:1.0")),
+    ("a SIF in a registry cannot run on charliecloud", needs(image=ORAS), CHARLIE,
+     Refusal("no container runtime of site charlie fits: charliecloud cannot run the SIF "
+             "file oras://ghcr.io/lab/mpi-app.sif:1.0 from a registry: give it as "
+             "upload:<id> (`gridgate upload`) or an https:// URL, which the gateway converts "
+             "for ch-run, or use apptainer")),
+    ("the job names charliecloud for a SIF in a registry",
+     needs(image=ORAS, runtime=CHARLIECLOUD), ROADRUNNER,
+     Refusal("site roadrunner: charliecloud cannot run the SIF file "
+             "oras://ghcr.io/lab/mpi-app.sif:1.0 from a registry: give it as upload:<id> "
+             "(`gridgate upload`) or an https:// URL, which the gateway converts for ch-run, "
+             "or use apptainer")),
+    ("an uploaded SIF on charliecloud: the gateway extracts its SquashFS",
+     needs(image=UPLOAD), CHARLIE, Fit(CH_031, None, NONE, GATEWAY, extract_squashfs=True)),
+    ("a SIF on a web server on charliecloud, fetched by the gateway though the site could",
+     needs(HYBRID, MPICH41, image=HTTPS, runtime=CHARLIECLOUD), ROADRUNNER,
+     Fit(CH_031, MPICH, MPIRUN, GATEWAY, extract_squashfs=True)),
+    ("a SIF on a web server with apptainer is fetched by the site", needs(image=HTTPS),
+     ROADRUNNER, Fit(APPT_125, None, NONE, SITE)),
+    ("an uploaded MPICH SIF in hybrid mode on charliecloud", needs(HYBRID, MPICH41,
+                                                                   image=UPLOAD),
+     CHARLIE, Fit(CH_031, MPICH_SGE, MPIRUN, GATEWAY, extract_squashfs=True)),
     ("the job names a runtime the site lacks", needs(runtime=SINGULARITY), SGE_MPICH,
      Refusal("site sge-mpich offers no singularity (it offers apptainer 1.2.5)")),
     ("too old for --no-eval, the next one is taken", needs(), CRAY_SITE,
