@@ -30,6 +30,7 @@ from containers.errors import InvalidLaunch
 from containers.refs import ImageRef, RefKind
 from containers.runtimes import (
     ABI_FAMILY,
+    IMPL_LABEL,
     MIN_RUNTIME_VERSION,
     RUNTIME_PREFERENCE,
     SRUN_PLUGIN_PREFIX,
@@ -52,10 +53,12 @@ GATEWAY_FETCHES_SIF = frozenset({RefKind.UPLOAD, RefKind.HTTPS})
 
 @dataclass(frozen=True)
 class ImageMpi:
-    """The MPI an image was built with."""
+    """The MPI an image was built with. `version` None: the release is not known (an
+    MPICH-ABI library names its ABI, not its release); enough for hybrid mode in the MPICH
+    family, where any of the family's launchers starts it. Open MPI and bind mode need it."""
 
     impl: MpiImpl
-    version: Version
+    version: Version | None = None
 
     @property
     def family(self) -> AbiFamily:
@@ -63,6 +66,8 @@ class ImageMpi:
 
     @property
     def label(self) -> str:
+        if self.version is None:
+            return IMPL_LABEL[self.impl]
         return abi_label(self.impl, self.version)
 
 
@@ -185,6 +190,13 @@ def _runtime(needs: ContainerNeeds, caps: SiteContainerCaps) -> RuntimeOffer | R
 
 def _version_problem(image: ImageMpi, offer: MpiOffer, mode: MpiMode) -> str | None:
     """Why the site MPI `offer` (already of the image's family) does not fit, or None."""
+    if image.version is None:
+        if image.family is AbiFamily.MPICH and mode is MpiMode.HYBRID:
+            return None
+        why = ("Open MPI changes its ABI between major versions" if image.family is
+               AbiFamily.OPENMPI else "bind mode needs the site's library no older than the "
+               "image's")
+        return f"the release of the image's {image.label} is not known, and {why}"
     if image.family is AbiFamily.OPENMPI:
         if offer.version.major != image.version.major:
             return (f"it offers {offer.label}, and Open MPI changes its ABI and launcher "

@@ -9,32 +9,18 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from adapters.text_rules import ACCOUNT, MPI_FLAVOR, PARTITION, SITE_NAME, TextRule
+from gateway.domain.field_issues import FieldIssues as FieldIssues  # re-exported
+from gateway.domain.field_issues import Loc as Loc  # re-exported
 from gateway.domain.jobspec import parse_walltime
 from gateway.siteconfig.keys import no_private_key
 
 UNLIMITED = "UNLIMITED"
 
 
-Loc = tuple[int | str, ...]
-
-
 class Section(BaseModel):
     """A part of a site config: unknown fields are errors, values never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FieldIssues(ValueError):
-    """Problems found by a cross-field check, each for a field below the one validated.
-
-    Pydantic can only blame the model a validator belongs to; this carries the sub-field
-    so the error report names `ssh.host_keys`, not just the whole config.
-    """
-
-    def __init__(self, issues: list[tuple[Loc, str]]) -> None:
-        super().__init__("; ".join(f"{'.'.join(map(str, loc))}: {message}"
-                                   for loc, message in issues))
-        self.issues = issues
 
 
 def named(rule: TextRule, description: str) -> list[Any]:

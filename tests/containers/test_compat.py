@@ -153,6 +153,17 @@ CASES: list[tuple[str, ContainerNeeds, SiteContainerCaps, Fit | Refusal]] = [
      Fit(APPT_125, MPICH, MPIRUN, GATEWAY)),
     ("charliecloud hybrid", needs(HYBRID, MPICH41, runtime=CHARLIECLOUD), CHARLIE,
      Fit(CH_031, MPICH_SGE, MPIRUN, GATEWAY)),
+    # An MPICH-ABI library names its ABI, not its release: enough for hybrid mode.
+    ("MPICH of unknown release in hybrid mode", needs(HYBRID, ImageMpi(MpiImpl.MPICH)),
+     SGE_MPICH, Fit(APPT_125, MPICH_SGE, MPIRUN, GATEWAY)),
+    ("Open MPI of unknown release", needs(HYBRID, ImageMpi(MpiImpl.OPENMPI)), ROADRUNNER,
+     Refusal("image uses Open MPI in hybrid mode; site roadrunner: the release of the "
+             "image's Open MPI is not known, and Open MPI changes its ABI between major "
+             "versions")),
+    ("MPICH of unknown release in bind mode", needs(BIND, ImageMpi(MpiImpl.MPICH)), BIND_SITE,
+     Refusal("image uses MPICH in bind mode; site bindable: the release of the image's MPICH "
+             "is not known, and bind mode needs the site's library no older than the "
+             "image's")),
     # Launchers.
     ("a launcher the flavour lacks", needs(HYBRID, MPICH41, launcher=MPIEXEC), ROADRUNNER,
      Refusal("image uses MPICH 4.1 in hybrid mode; site roadrunner: it starts MPICH 4.0.2 "
