@@ -82,7 +82,8 @@ class ContainerBind(Strict):
 
 
 class ContainerSpec(Strict):
-    """The image a job's `executable` runs in, and how (see module)."""
+    """The image a job's `executable` runs in, how its MPI meets the site's, and what it
+    sees of the host."""
 
     image: Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, description=(
         f"The image: {FORMS}.")), AfterValidator(_image)]

@@ -36,8 +36,6 @@ LOCAL_USER = TextRule("Unix account name", r"[A-Za-z_][A-Za-z0-9_.-]{0,31}",
                       "use 1-32 letters, digits, '_', '.' or '-', starting with a letter or '_'")
 GATEWAY_USER = TextRule("gateway user name", r"\S{1,255}",
                         "use the gateway username, without spaces")
-RUNTIME_NAME = TextRule("container runtime name", r"[a-z][a-z0-9._-]{0,31}",
-                        "use a lowercase name such as apptainer, singularity or podman")
 
 SiteName = Annotated[str, *named(
     SITE_NAME, "The site's name; also its file name: site-configs/<name>.yaml.")]
@@ -48,8 +46,6 @@ FlavorName = Annotated[str, *named(
 CommandName = Annotated[str, *named(COMMAND_NAME, "A scheduler command, e.g. sbatch or qsub.")]
 LocalUser = Annotated[str, *named(LOCAL_USER, "A Unix account on the site.")]
 GatewayUser = Annotated[str, *named(GATEWAY_USER, "A gateway user, by gateway username.")]
-RuntimeName = Annotated[str, *named(
-    RUNTIME_NAME, "A container runtime installed on the site's compute nodes.")]
 SchedulerAccount = Annotated[str, *named(ACCOUNT, "A scheduler account or project name.")]
 
 
