@@ -45,7 +45,6 @@ from containers.runtimes import (
 from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
 from containers.versions import Version
 
-
 # SIF files the gateway fetches itself (its store, its https client), so it can extract
 # their SquashFS partition for charliecloud; oras:// and library:// need their own clients.
 GATEWAY_FETCHES_SIF = frozenset({RefKind.UPLOAD, RefKind.HTTPS})
