@@ -4,7 +4,8 @@ Every section forbids unknown fields, so a misspelt option is an error, not a si
 default. Cross-field rules (a remote site needs host keys, exactly one default partition,
 `srun` only where the scheduler provides it, ...) report the field to fix and what to
 write there. The sections live beside this module by concept: `scheduler` (read from the
-scheduler registry), `access` (SSH and accounts), `cluster` (partitions, networks, MPI).
+scheduler registry), `access` (SSH and accounts), `cluster` (partitions, networks, MPI),
+`containers` (runtimes and what container jobs find).
 
 Trust: the site admin who writes this file is trusted. `mpi_flavors[].setup` lines are
 shell that runs verbatim in every job's batch script on that site; user-supplied text

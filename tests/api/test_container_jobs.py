@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from adapters.text_rules import ENV_NAME
 from containers.runtimes import LauncherKind, MpiImpl, RuntimeKind
 from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
-from containers.versions import version
+from containers.versions import VERSION, version
 from gateway.runtime import Runtime
 from gateway.services.sites import SiteEntry
 from tests.conftest import MakeUser, TestUser
@@ -216,3 +217,13 @@ def test_an_upload_that_is_not_an_image_is_refused(client: TestClient, runtime: 
                                          headers=user.headers))
     assert detail == (f"You have no upload {missing}: upload the image first (`gridgate "
                       "upload FILE`).")
+
+
+def test_the_served_job_schema_documents_the_container_section(client: TestClient) -> None:
+    schema = client.get("/api/v1/schemas/job-spec").json()
+    assert schema["properties"]["container"]["anyOf"][0] == {"$ref": "#/$defs/ContainerSpec"}
+    fields = schema["$defs"]["ContainerSpec"]["properties"]
+    assert fields["mpi_version"]["anyOf"][0]["pattern"] == VERSION.json_pattern
+    assert fields["environment"]["propertyNames"] == {"pattern": ENV_NAME.json_pattern}
+    assert "hybrid: the site's launcher starts one container per rank" in \
+        fields["mpi"]["description"]
