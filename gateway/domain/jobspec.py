@@ -136,7 +136,10 @@ class Resources(Strict):
 class Mpi(Strict):
     launcher: MpiLauncher = MpiLauncher.NONE
     flavor: Annotated[str, AfterValidator(MPI_FLAVOR.check), rule_schema(MPI_FLAVOR)] | None = (
-        Field(default=None, description="MPI implementation, e.g. mpich or openmpi."))
+        Field(default=None, description=(
+            "MPI implementation, e.g. mpich or openmpi: one of the site's flavors; in a "
+            "container job the MPI inside the image (mpich, intel-mpi, mvapich, cray-mpich "
+            "or openmpi).")))
 
 
 class RoutingPolicy(StrEnum):
