@@ -17,13 +17,14 @@ from gateway.domain.states import JobState, Reason
 from gateway.repositories import jobs
 from gateway.repositories.events import NewEvent
 from gateway.repositories.jobs import NewJob, ProjectRef
-from gateway.services import quotes
+from gateway.services import container_images, quotes
 from gateway.services.bank import Payer
 from gateway.services.job_inputs import StagingLimits, check_inputs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
 from gateway.services.placement import admit, possible_sites
 from gateway.services.sites import SiteRegistry
 from gateway.services.transitions import advance
+from gateway.store.blobs import BlobStore
 
 
 def request_hash(spec: JobSpec) -> str:
@@ -56,16 +57,20 @@ def submit(
     idempotency_key: str | None = None,
     limits: StagingLimits | None = None,
     charged: bool = False,
+    *,
+    store: BlobStore,
 ) -> tuple[JobRow, bool]:
     """Accept a job. Returns (job row, created); a replayed Idempotency-Key returns the
     original job with created=False. Inputs are checked against `limits` (if given).
     `charged`: the bank is on, so a lien for the job's quote is held (or, when its
-    project cannot pay, InsufficientFunds is raised and nothing is kept)."""
+    project cannot pay, InsufficientFunds is raised and nothing is kept). An uploaded
+    container image is read from `store` and the MPI found in it stored in the spec."""
     digest = request_hash(spec) if idempotency_key else ""
     if idempotency_key:
         replay = _replayed(session, principal, idempotency_key, digest)
         if replay is not None:
             return replay, False
+    spec = container_images.resolve(session, store, principal.user_id, spec)
     project = _resolve_project(session, principal, spec.project)
     now = utcnow()
     site = admit(session, registry, spec, principal.account_name, now)
