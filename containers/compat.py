@@ -7,7 +7,10 @@ MPI 4; site galaxy offers MPICH ABI only". Rules, in order:
 1. GPUs need a site with GPUs.
 2. The runtime: the one the job names, else the first of apptainer > singularity >
    charliecloud the site offers that fits: recent enough for the flags the launch lines use;
-   charliecloud runs OCI images (docker://) only, has no GPU option and no bind mode.
+   charliecloud has no GPU option and no bind mode, and runs OCI images (docker://) and the
+   SIF files the gateway fetches itself (upload:<id>, https://): ch-run cannot read a SIF,
+   so the gateway extracts its SquashFS partition (`Fit.extract_squashfs`), which ch-run
+   runs as it is. A SIF in a registry (oras://, library://) needs apptainer or singularity.
 3. MPI, for hybrid and bind: a site MPI of the image's ABI family (MPICH ABI: MPICH, Intel
    MPI, MVAPICH, Cray MPICH; Open MPI apart). Open MPI must have the image's major version
    (its ABI and its launcher protocol change between majors). Bind mode runs the image
@@ -24,9 +27,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from containers.errors import InvalidLaunch
-from containers.refs import ImageRef
+from containers.refs import ImageRef, RefKind
 from containers.runtimes import (
     ABI_FAMILY,
+    IMPL_LABEL,
     MIN_RUNTIME_VERSION,
     RUNTIME_PREFERENCE,
     SRUN_PLUGIN_PREFIX,
@@ -41,13 +45,19 @@ from containers.runtimes import (
 from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
 from containers.versions import Version
 
+# SIF files the gateway fetches itself (its store, its https client), so it can extract
+# their SquashFS partition for charliecloud; oras:// and library:// need their own clients.
+GATEWAY_FETCHES_SIF = frozenset({RefKind.UPLOAD, RefKind.HTTPS})
+
 
 @dataclass(frozen=True)
 class ImageMpi:
-    """The MPI an image was built with."""
+    """The MPI an image was built with. `version` None: the release is not known (an
+    MPICH-ABI library names its ABI, not its release); enough for hybrid mode in the MPICH
+    family, where any of the family's launchers starts it. Open MPI and bind mode need it."""
 
     impl: MpiImpl
-    version: Version
+    version: Version | None = None
 
     @property
     def family(self) -> AbiFamily:
@@ -55,6 +65,8 @@ class ImageMpi:
 
     @property
     def label(self) -> str:
+        if self.version is None:
+            return IMPL_LABEL[self.impl]
         return abi_label(self.impl, self.version)
 
 
@@ -101,6 +113,9 @@ class Fit:
     mpi: MpiOffer | None
     launcher: LauncherKind
     fetch_at: FetchAt
+    # Charliecloud and a SIF file: the gateway fetches it and ships its SquashFS partition
+    # (containers.sif.copy_object), the file ch-run runs.
+    extract_squashfs: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,16 +133,17 @@ def check(needs: ContainerNeeds, caps: SiteContainerCaps) -> Fit | Refusal:
     runtime = _runtime(needs, caps)
     if isinstance(runtime, Refusal):
         return runtime
+    extract = runtime.kind is RuntimeKind.CHARLIECLOUD and needs.image.is_sif
     fetch_at = (FetchAt.SITE if needs.image.from_network and caps.reaches_registries
-                else FetchAt.GATEWAY)
+                and not extract else FetchAt.GATEWAY)
     if needs.mode is MpiMode.NONE:
-        return Fit(runtime, None, LauncherKind.NONE, fetch_at)
+        return Fit(runtime, None, LauncherKind.NONE, fetch_at, extract)
     assert needs.mpi is not None  # ContainerNeeds refuses MPI modes without it
     mpi = _mpi(needs.mpi, needs.mode, needs.launcher, caps)
     if isinstance(mpi, Refusal):
         return mpi
     offer, launcher = mpi
-    return Fit(runtime, offer, launcher, fetch_at)
+    return Fit(runtime, offer, launcher, fetch_at, extract)
 
 
 def _runtime_problem(offer: RuntimeOffer, needs: ContainerNeeds) -> str | None:
@@ -136,9 +152,10 @@ def _runtime_problem(offer: RuntimeOffer, needs: ContainerNeeds) -> str | None:
     if offer.version < least:
         return f"{offer.label} is older than {least}, the first with {flag}"
     if offer.kind is RuntimeKind.CHARLIECLOUD:
-        if needs.image.is_sif:
-            return (f"charliecloud runs OCI images (docker://), not the SIF file "
-                    f"{needs.image.uri}")
+        if needs.image.is_sif and needs.image.kind not in GATEWAY_FETCHES_SIF:
+            return (f"charliecloud cannot run the SIF file {needs.image.uri} from a "
+                    f"registry: give it as upload:<id> (`gridgate upload`) or an https:// "
+                    f"URL, which the gateway converts for ch-run, or use apptainer")
         if needs.gpus:
             return "charliecloud cannot expose GPUs without changing the image"
         if needs.mode is MpiMode.BIND:
@@ -172,6 +189,13 @@ def _runtime(needs: ContainerNeeds, caps: SiteContainerCaps) -> RuntimeOffer | R
 
 def _version_problem(image: ImageMpi, offer: MpiOffer, mode: MpiMode) -> str | None:
     """Why the site MPI `offer` (already of the image's family) does not fit, or None."""
+    if image.version is None:
+        if image.family is AbiFamily.MPICH and mode is MpiMode.HYBRID:
+            return None
+        why = ("Open MPI changes its ABI between major versions" if image.family is
+               AbiFamily.OPENMPI else "bind mode needs the site's library no older than the "
+               "image's")
+        return f"the release of the image's {image.label} is not known, and {why}"
     if image.family is AbiFamily.OPENMPI:
         if offer.version.major != image.version.major:
             return (f"it offers {offer.label}, and Open MPI changes its ABI and launcher "

@@ -45,6 +45,7 @@ from adapters.errors import (
 from gateway.api import suggestions
 from gateway.api.problem_types import BY_NAME, uri_for
 from gateway.domain import errors
+from gateway.domain.field_issues import FieldIssues
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger(__name__)
@@ -114,11 +115,19 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
     return text or "body"
 
 
+def _fields(request: Request, err: dict[str, Any]) -> list[dict[str, str]]:
+    """The fields one pydantic error is about: a cross-field check (FieldIssues) names
+    each field below the model it checked."""
+    loc = tuple(err.get("loc", ()))
+    issues = (err.get("ctx") or {}).get("error")
+    if isinstance(issues, FieldIssues):
+        return [{"field": _field((*loc, *sub)), "message": message}
+                for sub, message in issues.issues]
+    return [{"field": _field(loc), "message": suggestions.message(request, err)}]
+
+
 def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-    fields = [
-        {"field": _field(err.get("loc", ())), "message": suggestions.message(request, err)}
-        for err in exc.errors()
-    ]
+    fields = [field for err in exc.errors() for field in _fields(request, err)]
     summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
     return problem(422, f"The request is invalid: {summary}", title="Invalid request",
                    instance=request.url.path, errors=fields)

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Self
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -30,28 +29,12 @@ from adapters.text_rules import (
     SITE_NAME,
     TextRule,
 )
+from gateway.domain.container_spec import ContainerSpec, container_issues, default_mode
+from gateway.domain.field_issues import FieldIssues
 from gateway.domain.job_relations import ArrayText, DependsOn
+from gateway.domain.spec_parts import Strict, check_environment, rule_schema
 from gateway.domain.staging import OutputsMode, check_job_path, parse_source
 
-# Variables that change how a loader or shell behaves before the user's program runs.
-ENV_DENYLIST = frozenset(
-    {
-        "LD_PRELOAD",
-        "LD_AUDIT",
-        "LD_DEBUG_OUTPUT",
-        "BASH_ENV",
-        "ENV",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "PROMPT_COMMAND",
-        "PS4",
-        "IFS",
-        "PYTHONSTARTUP",
-        "PERL5OPT",
-        "NODE_OPTIONS",
-    }
-)
-ENV_RESERVED_PREFIXES = ("GRIDGATE_", "BASH_FUNC_", "SLURM_", "SGE_", "PBS_", "LSB_")
 _SECONDS = TextRule("walltime", r"-?[0-9]+", "use seconds or [D-][HH:]MM:SS")
 # RFC 3339 date-time (section 5.6): a full date, a time and an explicit offset.
 RFC3339 = TextRule(
@@ -74,12 +57,6 @@ AUTO = "auto"
 
 def _submitted(info: ValidationInfo) -> bool:
     return isinstance(info.context, dict) and info.context.get("submitted") is True
-
-
-def rule_schema(rule: TextRule) -> Any:
-    """A pydantic Field showing `rule`'s pattern in the JSON Schema (the check itself is
-    `AfterValidator(rule.check)`: a full match)."""
-    return Field(json_schema_extra={"pattern": rule.json_pattern})
 
 
 def _site_name(value: str) -> str:
@@ -113,10 +90,6 @@ def parse_walltime(value: Any) -> int:
     if seconds <= 0:
         raise ValueError(f"walltime must be positive, got {seconds} seconds")
     return seconds
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class MpiLauncher(StrEnum):
@@ -164,7 +137,10 @@ class Resources(Strict):
 class Mpi(Strict):
     launcher: MpiLauncher = MpiLauncher.NONE
     flavor: Annotated[str, AfterValidator(MPI_FLAVOR.check), rule_schema(MPI_FLAVOR)] | None = (
-        Field(default=None, description="MPI implementation, e.g. mpich or openmpi."))
+        Field(default=None, description=(
+            "MPI implementation, e.g. mpich or openmpi: one of the site's flavors; in a "
+            "container job the MPI inside the image (mpich, intel-mpi, mvapich, cray-mpich "
+            "or openmpi).")))
 
 
 class RoutingPolicy(StrEnum):
@@ -326,6 +302,9 @@ class JobSpec(Strict):
         max_length=256, description=(
             "Globs relative to the job directory ('*' and '?' within a name, '**' for any "
             "depth) collected after the run (STAGING_OUT)."))] = []
+    container: ContainerSpec | None = Field(default=None, description=(
+        "Run `executable` inside this container image (with `mpi`: one container per "
+        "rank); see the container fields."))
     outputs_mode: OutputsMode = Field(default=OutputsMode.FETCH, description=(
         "fetch: copy matched outputs into the gateway store (verified) to download them "
         "from the API; keep: leave them on the site and only list them."))
@@ -359,15 +338,7 @@ class JobSpec(Strict):
     @field_validator("environment")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, val in value.items():
-            ENV_NAME.check(name)
-            if name in ENV_DENYLIST:
-                raise ValueError(f"environment name {name!r} is not allowed")
-            if name.startswith(ENV_RESERVED_PREFIXES):
-                raise ValueError(f"environment name {name!r} uses a reserved prefix")
-            if "\x00" in val:
-                raise ValueError(f"environment value of {name!r} contains a NUL byte")
-        return value
+        return check_environment(value)
 
     @field_validator("labels")
     @classmethod
@@ -383,6 +354,20 @@ class JobSpec(Strict):
         if self.script is not None and self.args:
             raise ValueError("'args' go with 'executable', not with 'script'")
         return self
+
+    @model_validator(mode="after")
+    def _container_fits(self) -> Self:
+        if self.container is not None:
+            issues = container_issues(self.container, self.mpi.flavor, self.mpi.launcher.value,
+                                      self.script is not None)
+            if issues:
+                raise FieldIssues(issues)
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _container_mode(cls, data: Any) -> Any:
+        return default_mode(data)
 
     @model_validator(mode="before")
     @classmethod

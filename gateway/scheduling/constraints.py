@@ -4,7 +4,9 @@ Routing's first stage (`gateway.scheduling.ranking` is the second): for a job an
 site, a `Candidate` that is either open (to be forecast and ranked) or excluded with a
 sentence kept for the explanation. Each exclusion is also *lasting* or not:
 - lasting: the job's shape or limits, its MPI flavor or launcher, no account for its
-  owner, labels the site refuses or requires. Only a change of the site's configuration
+  owner, labels the site refuses or requires, a container image the site cannot run
+  (`containers.compat`: its runtimes, its MPI's ABI family, bind paths, shared areas,
+  GPUs). Only a change of the site's configuration
   lifts them, so a job every site excludes for such reasons is refused (POST /jobs says
   why for each site);
 - passing: the site disabled or drained, unreachable (its circuit breaker open, or down
@@ -19,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gateway.domain.jobspec import JobSpec
+from containers.binds import Bind, resolve
+from containers.compat import Fit, Refusal, check
+from containers.errors import ContainerError
+from containers.runtimes import LauncherKind
+from containers.site_caps import SiteContainerCaps
+from gateway.domain.container_spec import container_needs
+from gateway.domain.jobspec import JobSpec, MpiLauncher
 from gateway.scheduling.feasibility import SiteShape, unfit_reason
 from gateway.scheduling.ranking import Candidate
 
@@ -65,6 +73,8 @@ class SiteView:
     unreachable: str | None = None
     # Why it is out of routing for a while (a black-hole ban), or None.
     banned: str | None = None
+    # What container jobs find there (site config `containers`); None: no container jobs.
+    containers: SiteContainerCaps | None = None
 
 
 @dataclass(frozen=True)
@@ -85,23 +95,59 @@ class JobView:
 
 @dataclass(frozen=True)
 class Screened:
-    """A candidate and whether its exclusion lasts (see module)."""
+    """A candidate, whether its exclusion lasts (see module), and the part of the spec a
+    lasting one is about (what a refusal names)."""
 
     candidate: Candidate
     lasting: bool = False
+    # The spec field a lasting exclusion is about; not part of what the exclusion is.
+    about: str = field(default="resources", compare=False)
+
+
+def container_fit(spec: JobSpec, caps: SiteContainerCaps | None, site: str) -> Fit | Refusal:
+    """Whether and how the site `caps` declares runs the job's container (a spec with
+    one). `mpi.launcher: mpirun` is the library's own launcher, whichever of mpirun or
+    mpiexec the site's flavour lists (as `site_shape` reads it)."""
+    container = spec.container
+    assert container is not None
+    if caps is None:
+        return Refusal(f"site {site} offers no container runtime")
+    try:
+        for bind in container.binds:
+            if bind.src.startswith("/"):
+                resolve(Bind(bind.src, bind.dst, bind.read_only), "/job", caps.bind_prefixes)
+        launcher = spec.mpi.launcher
+        if launcher is not MpiLauncher.MPIRUN:
+            return check(container_needs(container, spec.mpi.flavor,
+                                         LauncherKind(launcher.value)), caps)
+        fits = [check(container_needs(container, spec.mpi.flavor, kind), caps)
+                for kind in (LauncherKind.MPIRUN, LauncherKind.MPIEXEC)]
+    except ContainerError as exc:
+        return Refusal(f"site {site}: {exc.message}")
+    return next((f for f in fits if isinstance(f, Fit)), fits[0])
+
+
+def _container_reason(spec: JobSpec, caps: SiteContainerCaps | None, site: str
+                      ) -> str | None:
+    if spec.container is None:
+        return None
+    fit = container_fit(spec, caps, site)
+    return fit.reason if isinstance(fit, Refusal) else None
 
 
 def screen(job: JobView, site: SiteView) -> Screened:
     """`site` for `job`: open, or excluded with a sentence (lasting or passing)."""
     name = site.name
     quote = job.quotes.get(name)
-    reason = unfit_reason(job.spec, site.shape)
+    reason, about = unfit_reason(job.spec, site.shape), "resources"
     if reason is None and name in job.no_account:
-        reason = f"site '{name}' has no account for you"
+        reason, about = f"site '{name}' has no account for you", "site"
     if reason is None:
-        reason = site.labels.problem(job.spec.labels, name)
+        reason, about = site.labels.problem(job.spec.labels, name), "labels"
+    if reason is None:
+        reason, about = _container_reason(job.spec, site.containers, name), "container"
     if reason is not None:
-        return Screened(Candidate(name, reason, quote_milli=quote), lasting=True)
+        return Screened(Candidate(name, reason, quote_milli=quote), True, about)
     return Screened(Candidate(name, _passing(job, site), quote_milli=quote))
 
 
@@ -128,6 +174,12 @@ def screen_all(job: JobView, sites: Sequence[SiteView]) -> list[Screened]:
 def candidates(job: JobView, sites: Sequence[SiteView]) -> list[Candidate]:
     """Every site for `job` as a Candidate (what `ranking.route_pass` takes)."""
     return [s.candidate for s in screen_all(job, sites)]
+
+
+def refusal_field(screened: Sequence[Screened]) -> str:
+    """The part of the spec a refusal is about: the one every site names, else resources."""
+    fields = {s.about for s in screened}
+    return fields.pop() if len(fields) == 1 else "resources"
 
 
 def refusal(screened: Sequence[Screened]) -> str | None:

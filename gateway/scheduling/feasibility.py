@@ -50,7 +50,10 @@ def unfit_reason(spec: JobSpec, site: SiteShape) -> str | None:
     launcher = spec.mpi.launcher
     if launcher != MpiLauncher.NONE and launcher.value not in site.mpi_launchers:
         return f"MPI launcher '{launcher.value}' is not available at site '{site.name}'"
-    if spec.mpi.flavor is not None and spec.mpi.flavor not in site.mpi_flavors:
+    # In a container job the flavor names the image's MPI, which any site MPI of its ABI
+    # family can serve: the container constraint decides (gateway.scheduling.constraints).
+    if (spec.mpi.flavor is not None and spec.container is None
+            and spec.mpi.flavor not in site.mpi_flavors):
         have = ", ".join(sorted(site.mpi_flavors)) or "none"
         return (f"MPI flavor '{spec.mpi.flavor}' is not available at site '{site.name}' "
                 f"(has: {have})")

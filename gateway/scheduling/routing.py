@@ -5,8 +5,8 @@ Routing happens at dispatch, in the worker (`gateway.worker.route`), not here: a
 per-site snapshots. Admission only refuses at once what no routing pass could ever place
 (the lasting exclusions of `gateway.scheduling.constraints`), saying why for each site:
 - a job naming its site is pinned there: refused when the site is unknown or disabled,
-  has no account for the owner, can never run the job or refuses its labels; a drained
-  or unreachable site keeps it waiting;
+  has no account for the owner, can never run the job, refuses its labels or cannot run
+  its container image; a drained or unreachable site keeps it waiting;
 - a `site: auto` job is refused only when every site excludes it for a lasting reason;
   one that only lacks an open site now waits for one.
 """
@@ -16,8 +16,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from containers.compat import Refusal
 from gateway.domain.jobspec import JobSpec
-from gateway.scheduling.constraints import JobView, SiteView, refusal, screen_all
+from gateway.scheduling.constraints import (
+    JobView,
+    SiteView,
+    container_fit,
+    refusal,
+    refusal_field,
+    screen_all,
+)
 from gateway.scheduling.feasibility import unfit_reason
 
 
@@ -45,9 +53,10 @@ def admit(spec: JobSpec, sites: Sequence[SiteView],
     no account there, for each site that has none for them."""
     if spec.pinned:
         return _pinned(spec, sites, no_account)
-    problem = refusal(screen_all(JobView(spec, no_account), sites))
+    screened = screen_all(JobView(spec, no_account), sites)
+    problem = refusal(screened)
     if problem is not None:
-        return Unroutable(problem, "resources")
+        return Unroutable(problem, refusal_field(screened))
     return Admitted(None)
 
 
@@ -68,4 +77,8 @@ def _pinned(spec: JobSpec, sites: Sequence[SiteView], no_account: Mapping[str, s
     labelled = site.labels.problem(spec.labels, name)
     if labelled:
         return Unroutable(labelled[0].upper() + labelled[1:] + ".", "labels")
+    if spec.container is not None:
+        fit = container_fit(spec, site.containers, name)
+        if isinstance(fit, Refusal):
+            return Unroutable(f"No site can run this job: {fit.reason}.", "container")
     return Admitted(name)

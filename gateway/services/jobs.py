@@ -18,13 +18,14 @@ from gateway.domain.states import JobState
 from gateway.repositories import job_relations, jobs
 from gateway.repositories.events import NewEvent
 from gateway.repositories.jobs import NewJob, ProjectRef
-from gateway.services import dependencies, job_arrays, quotes
+from gateway.services import container_images, dependencies, job_arrays, quotes
 from gateway.services.bank import Payer
 from gateway.services.job_inputs import StagingLimits, check_inputs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
 from gateway.services.placement import admit, possible_sites
 from gateway.services.sites import SiteRegistry
 from gateway.services.transitions import request_cancel
+from gateway.store.blobs import BlobStore
 from workflows.limits import DEFAULT_LIMITS
 
 
@@ -59,17 +60,22 @@ def submit(
     limits: StagingLimits | None = None,
     charged: bool = False,
     max_array_tasks: int = DEFAULT_LIMITS.max_array_tasks,
+    *,
+    store: BlobStore,
 ) -> tuple[JobRow, bool]:
     """Accept a job (or, with `array`, a job array: its first task is returned). Returns
     (job row, created); a replayed Idempotency-Key returns the original job with
     created=False. Inputs are checked against `limits` (if given), an array against
     `max_array_tasks`. `charged`: the bank is on, so a lien for each job's quote is held
-    (or, when its project cannot pay, InsufficientFunds is raised and nothing is kept)."""
+    (or, when its project cannot pay, InsufficientFunds is raised and nothing is kept). An
+    uploaded container image is read from `store` and the MPI found in it stored in the
+    spec."""
     digest = request_hash(spec) if idempotency_key else ""
     if idempotency_key:
         replay = _replayed(session, principal, idempotency_key, digest)
         if replay is not None:
             return replay, False
+    spec = container_images.resolve(session, store, principal.user_id, spec)
     project = _resolve_project(session, principal, spec.project)
     now = utcnow()
     site = admit(session, registry, spec, principal.account_name, now)

@@ -96,7 +96,8 @@ def site_views(registry: SiteRegistry, flags: Mapping[str, Admission],
     of routing as a black hole."""
     down, banned = down or {}, banned or {}
     return [SiteView(e.name, e.shape, e.labels, flags.get(e.name, CLOSED).enabled,
-                     flags.get(e.name, CLOSED).drained, down.get(e.name), banned.get(e.name))
+                     flags.get(e.name, CLOSED).drained, down.get(e.name), banned.get(e.name),
+                     e.containers)
             for e in registry]
 
 

@@ -116,4 +116,5 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T]) 
                      workdir_root=config.scratch_root.rstrip("/"), mapped=mapped,
                      labels=config.routing.label_rules(), speed=config.routing.speed,
                      transfer_rate_mb_s=config.routing.transfer_rate_mb_s,
-                     rate=config.charging.rate(config.charge_factor))
+                     rate=config.charging.rate(config.charge_factor),
+                     containers=config.container_caps())

@@ -2,7 +2,9 @@
 
 Run on the gateway host, with the gateway's own keys and pins: log in over SSH (host key
 pinned), ask the scheduler for its partitions, compare them with the configured ones, look
-for each MPI launcher, and make sure the scratch root is a directory the account can write.
+for each MPI launcher, ask each container runtime for its release
+(gateway.services.site_check_containers), and make sure the scratch root is a directory
+the account can write.
 
 The comparison of configured and reported partitions (`compare_partitions`) and the choice
 of what to look for (`check_account`, `launchers`) are pure; `check_site` does the I/O.
@@ -11,9 +13,7 @@ of what to look for (`check_account`, `launchers`) are pure; `check_site` does t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from adapters.errors import AdapterError
 from adapters.scheduler import BatchAdapter
@@ -23,6 +23,8 @@ from adapters.ssh.pool import TransportPool
 from adapters.transport import HostKeyMismatch, Transport
 from gateway.domain.errors import Invalid
 from gateway.services.remote_sites import build_adapter
+from gateway.services.site_check_containers import check_runtimes, runtime_check_names
+from gateway.services.site_check_report import Check, SiteCheckReport, Status
 from gateway.settings import Settings
 from gateway.siteconfig import Account, AccountMode, MpiLauncherKind, Partition, SiteConfig
 
@@ -38,40 +40,6 @@ _SCRATCH_PROBE = (
 # `command -v` is a shell builtin: the launcher name is "$1", never part of the script.
 _LAUNCHER_PROBE = 'command -v -- "$1"'
 _SKIPPED = "not checked: the site could not be reached"
-
-
-class Status(StrEnum):
-    OK = "pass"
-    FAIL = "fail"
-    SKIP = "skip"
-
-
-@dataclass(frozen=True)
-class Check:
-    """One line of the report: what was checked, how it went, and why."""
-
-    name: str
-    status: Status
-    detail: str
-
-    def as_json(self) -> dict[str, str]:
-        return {"check": self.name, "status": self.status.value, "detail": self.detail}
-
-
-@dataclass(frozen=True)
-class SiteCheckReport:
-    site: str
-    account: str
-    checks: tuple[Check, ...]
-
-    @property
-    def ok(self) -> bool:
-        """True only when every check passed (a skipped check is not a pass)."""
-        return all(c.status is Status.OK for c in self.checks)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"site": self.site, "account": self.account, "ok": self.ok,
-                "checks": [c.as_json() for c in self.checks]}
 
 
 # --- pure ------------------------------------------------------------------------------
@@ -207,6 +175,7 @@ def _checks(config: SiteConfig, adapter: BatchAdapter, account: Account) -> list
                     if login == 0 else f"{where}: `true` exited {login}")]
     checks.extend(scheduler_checks(config, adapter))
     checks.extend(_launcher_checks(config, adapter))
+    checks.extend(check_runtimes(config, adapter.transport, adapter.command_timeout))
     checks.append(_scratch_check(config.scratch_root, adapter))
     return checks
 
@@ -237,7 +206,8 @@ def scheduler_checks(config: SiteConfig, adapter: BatchAdapter) -> list[Check]:
 
 def _later_checks(config: SiteConfig) -> list[str]:
     return ["scheduler", *(f"partition {p.name}" for p in config.partitions),
-            *(f"launcher {command}" for _, command in launchers(config)), "scratch_root"]
+            *(f"launcher {command}" for _, command in launchers(config)),
+            *runtime_check_names(config), "scratch_root"]
 
 
 def _run(adapter: BatchAdapter, argv: Sequence[str]) -> int:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.base import Adapter
 from adapters.local.sandbox import SandboxConfig, probe
+from containers.site_caps import SiteContainerCaps
 from gateway.accounting.rates import ONE_SU_PER_CORE_HOUR, Rate
 from gateway.db.engine import transaction
 from gateway.domain.errors import Invalid
@@ -70,6 +71,8 @@ class SiteEntry:
     transfer_rate_mb_s: float = DEFAULT_TRANSFER_RATE_MB_S
     # What a job costs here (site config `charge_factor` and `charging`).
     rate: Rate = ONE_SU_PER_CORE_HOUR
+    # What container jobs find here (site config `containers`); None: none run here.
+    containers: SiteContainerCaps | None = None
 
     def workdir(self, tag: str) -> str:
         """The directory an attempt with this tag runs in."""

@@ -9,32 +9,18 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from adapters.text_rules import ACCOUNT, MPI_FLAVOR, PARTITION, SITE_NAME, TextRule
+from gateway.domain.field_issues import FieldIssues as FieldIssues  # re-exported
+from gateway.domain.field_issues import Loc as Loc  # re-exported
 from gateway.domain.jobspec import parse_walltime
 from gateway.siteconfig.keys import no_private_key
 
 UNLIMITED = "UNLIMITED"
 
 
-Loc = tuple[int | str, ...]
-
-
 class Section(BaseModel):
     """A part of a site config: unknown fields are errors, values never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FieldIssues(ValueError):
-    """Problems found by a cross-field check, each for a field below the one validated.
-
-    Pydantic can only blame the model a validator belongs to; this carries the sub-field
-    so the error report names `ssh.host_keys`, not just the whole config.
-    """
-
-    def __init__(self, issues: list[tuple[Loc, str]]) -> None:
-        super().__init__("; ".join(f"{'.'.join(map(str, loc))}: {message}"
-                                   for loc, message in issues))
-        self.issues = issues
 
 
 def named(rule: TextRule, description: str) -> list[Any]:
@@ -50,8 +36,6 @@ LOCAL_USER = TextRule("Unix account name", r"[A-Za-z_][A-Za-z0-9_.-]{0,31}",
                       "use 1-32 letters, digits, '_', '.' or '-', starting with a letter or '_'")
 GATEWAY_USER = TextRule("gateway user name", r"\S{1,255}",
                         "use the gateway username, without spaces")
-RUNTIME_NAME = TextRule("container runtime name", r"[a-z][a-z0-9._-]{0,31}",
-                        "use a lowercase name such as apptainer, singularity or podman")
 
 SiteName = Annotated[str, *named(
     SITE_NAME, "The site's name; also its file name: site-configs/<name>.yaml.")]
@@ -62,8 +46,6 @@ FlavorName = Annotated[str, *named(
 CommandName = Annotated[str, *named(COMMAND_NAME, "A scheduler command, e.g. sbatch or qsub.")]
 LocalUser = Annotated[str, *named(LOCAL_USER, "A Unix account on the site.")]
 GatewayUser = Annotated[str, *named(GATEWAY_USER, "A gateway user, by gateway username.")]
-RuntimeName = Annotated[str, *named(
-    RUNTIME_NAME, "A container runtime installed on the site's compute nodes.")]
 SchedulerAccount = Annotated[str, *named(ACCOUNT, "A scheduler account or project name.")]
 
 

@@ -4,7 +4,8 @@ Every section forbids unknown fields, so a misspelt option is an error, not a si
 default. Cross-field rules (a remote site needs host keys, exactly one default partition,
 `srun` only where the scheduler provides it, ...) report the field to fix and what to
 write there. The sections live beside this module by concept: `scheduler` (read from the
-scheduler registry), `access` (SSH and accounts), `cluster` (partitions, networks, MPI).
+scheduler registry), `access` (SSH and accounts), `cluster` (partitions, networks, MPI),
+`containers` (runtimes and what container jobs find).
 
 Trust: the site admin who writes this file is trusted. `mpi_flavors[].setup` lines are
 shell that runs verbatim in every job's batch script on that site; user-supplied text
@@ -18,6 +19,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
+from containers.site_caps import SiteContainerCaps
 from gateway.siteconfig.access import Accounts, Ssh
 from gateway.siteconfig.charging import SiteCharging
 from gateway.siteconfig.cluster import (
@@ -26,7 +28,8 @@ from gateway.siteconfig.cluster import (
     Partition,
     one_default,
 )
-from gateway.siteconfig.fields import FieldIssues, Loc, RuntimeName, Section, SetupLine, SiteName
+from gateway.siteconfig.containers import SiteContainers, caps, container_issues
+from gateway.siteconfig.fields import FieldIssues, Loc, Section, SetupLine, SiteName
 from gateway.siteconfig.keys import AbsolutePath, SafeText
 from gateway.siteconfig.routing import SiteRouting
 from gateway.siteconfig.scheduler import Scheduler, launcher_issue
@@ -69,7 +72,9 @@ class SiteConfig(Section):
         default_factory=list,
         description="Shell lines at the top of every job script here (e.g. `module purge`). "
                     "TRUSTED admin input, copied verbatim.")
-    container_runtimes: list[RuntimeName] = Field(default_factory=list)
+    containers: SiteContainers = Field(default_factory=SiteContainers, description=(
+        "Container runtimes, the MPI flavours offered to container jobs, bind paths, "
+        "registry reach and GPUs (none: the site runs no container jobs)."))
     scratch_root: AbsolutePath | None = Field(
         default=None, description="Directory on the site under which the gateway makes one "
                                   "0700 directory per job.")
@@ -86,7 +91,8 @@ class SiteConfig(Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
-        issues = [*self._reachability_issues(), *self._mpi_issues(), *self._list_issues()]
+        issues = [*self._reachability_issues(), *self._mpi_issues(), *self._list_issues(),
+                  *container_issues(self.containers, self.mpi_flavors)]
         if issues:
             raise FieldIssues(issues)
         return self
@@ -157,9 +163,6 @@ class SiteConfig(Section):
             if nets.count(net.name) > 1:
                 issues.append((("other_interconnects", i, "name"),
                                f"{net.name!r} is listed twice: name each network once"))
-        runtimes = self.container_runtimes
-        for runtime in sorted({r for r in runtimes if runtimes.count(r) > 1}):
-            issues.append((("container_runtimes",), f"{runtime!r} is listed twice: keep one"))
         return issues
 
     @property
@@ -177,6 +180,10 @@ class SiteConfig(Section):
         ssh = self.ssh
         return ssh is not None and bool(ssh.host_keys) and (
             ssh.jump_host is None or bool(ssh.jump_host.host_keys))
+
+    def container_caps(self) -> SiteContainerCaps:
+        """What the containers core needs to know of this site (routing, launch lines)."""
+        return caps(self.name, self.scheduler.kind, self.containers, self.mpi_flavors)
 
     @property
     def default_partition(self) -> Partition:

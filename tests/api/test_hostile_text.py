@@ -29,6 +29,14 @@ TRAILING_NEWLINE = [
     ({"inputs": [{"source": "site://local\n/etc/hosts", "dest": "hosts"}]}, "inputs[0].source"),
     ({"inputs": [{"source": URL, "dest": "data\n"}]}, "inputs[0].dest"),
     ({"outputs": ["*.out\n"]}, "outputs[0]"),
+    ({"container": {"image": "docker://ubuntu:22.04\n"}}, "container.image"),
+    ({"container": {"image": "docker://ubuntu", "environment": {"LD_PRELOAD\n": "x"}}},
+     "container.environment"),
+    ({"container": {"image": "docker://ubuntu", "binds": [{"src": "in\n", "dst": "/in"}]}},
+     "container.binds[0].src"),
+    ({"mpi": {"launcher": "mpirun", "flavor": "mpich"},
+      "container": {"image": "docker://ubuntu", "mpi_version": "4.0.2\n"}},
+     "container.mpi_version"),
 ]
 
 DIRECTIVES = [

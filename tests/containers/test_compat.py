@@ -23,6 +23,7 @@ SITE, GATEWAY = FetchAt.SITE, FetchAt.GATEWAY
 DOCKER = parse_image_ref("docker://ghcr.io/lab/mpi-app:1.0")
 ORAS = parse_image_ref("oras://ghcr.io/lab/mpi-app.sif:1.0")
 UPLOAD = parse_image_ref("upload:3f2b8c1e-9d4a-4e7b-8a6c-2b1d0e9f7a55")
+HTTPS = parse_image_ref("https://example.org/images/mpi-app.sif")
 
 APPT_125 = RuntimeOffer(APPTAINER, version("1.2.5"))
 APPT_103 = RuntimeOffer(APPTAINER, version("1.0.3"))
@@ -87,13 +88,27 @@ CASES: list[tuple[str, ContainerNeeds, SiteContainerCaps, Fit | Refusal]] = [
     ("charliecloud when it is all there is", needs(), CHARLIE, Fit(CH_031, None, NONE, GATEWAY)),
     ("a SIF image skips charliecloud", needs(image=ORAS), SING_CHARLIE,
      Fit(SING_3110, None, NONE, GATEWAY)),
-    ("a SIF image cannot run on charliecloud", needs(image=ORAS), CHARLIE,
-     Refusal("no container runtime of site charlie fits: charliecloud runs OCI images "
-             "(docker://), not the SIF file oras://ghcr.io/lab/mpi-app.sif:1.0")),
-    ("the job names charliecloud for a SIF file", needs(image=ORAS, runtime=CHARLIECLOUD),
-     ROADRUNNER,
-     Refusal("site roadrunner: charliecloud runs OCI images (docker://), not the SIF file "
-             "oras://ghcr.io/lab/mpi-app.sif:1.0")),
+    ("a SIF in a registry cannot run on charliecloud", needs(image=ORAS), CHARLIE,
+     Refusal("no container runtime of site charlie fits: charliecloud cannot run the SIF "
+             "file oras://ghcr.io/lab/mpi-app.sif:1.0 from a registry: give it as "
+             "upload:<id> (`gridgate upload`) or an https:// URL, which the gateway converts "
+             "for ch-run, or use apptainer")),
+    ("the job names charliecloud for a SIF in a registry",
+     needs(image=ORAS, runtime=CHARLIECLOUD), ROADRUNNER,
+     Refusal("site roadrunner: charliecloud cannot run the SIF file "
+             "oras://ghcr.io/lab/mpi-app.sif:1.0 from a registry: give it as upload:<id> "
+             "(`gridgate upload`) or an https:// URL, which the gateway converts for ch-run, "
+             "or use apptainer")),
+    ("an uploaded SIF on charliecloud: the gateway extracts its SquashFS",
+     needs(image=UPLOAD), CHARLIE, Fit(CH_031, None, NONE, GATEWAY, extract_squashfs=True)),
+    ("a SIF on a web server on charliecloud, fetched by the gateway though the site could",
+     needs(HYBRID, MPICH41, image=HTTPS, runtime=CHARLIECLOUD), ROADRUNNER,
+     Fit(CH_031, MPICH, MPIRUN, GATEWAY, extract_squashfs=True)),
+    ("a SIF on a web server with apptainer is fetched by the site", needs(image=HTTPS),
+     ROADRUNNER, Fit(APPT_125, None, NONE, SITE)),
+    ("an uploaded MPICH SIF in hybrid mode on charliecloud", needs(HYBRID, MPICH41,
+                                                                   image=UPLOAD),
+     CHARLIE, Fit(CH_031, MPICH_SGE, MPIRUN, GATEWAY, extract_squashfs=True)),
     ("the job names a runtime the site lacks", needs(runtime=SINGULARITY), SGE_MPICH,
      Refusal("site sge-mpich offers no singularity (it offers apptainer 1.2.5)")),
     ("too old for --no-eval, the next one is taken", needs(), CRAY_SITE,
@@ -138,6 +153,17 @@ CASES: list[tuple[str, ContainerNeeds, SiteContainerCaps, Fit | Refusal]] = [
      Fit(APPT_125, MPICH, MPIRUN, GATEWAY)),
     ("charliecloud hybrid", needs(HYBRID, MPICH41, runtime=CHARLIECLOUD), CHARLIE,
      Fit(CH_031, MPICH_SGE, MPIRUN, GATEWAY)),
+    # An MPICH-ABI library names its ABI, not its release: enough for hybrid mode.
+    ("MPICH of unknown release in hybrid mode", needs(HYBRID, ImageMpi(MpiImpl.MPICH)),
+     SGE_MPICH, Fit(APPT_125, MPICH_SGE, MPIRUN, GATEWAY)),
+    ("Open MPI of unknown release", needs(HYBRID, ImageMpi(MpiImpl.OPENMPI)), ROADRUNNER,
+     Refusal("image uses Open MPI in hybrid mode; site roadrunner: the release of the "
+             "image's Open MPI is not known, and Open MPI changes its ABI between major "
+             "versions")),
+    ("MPICH of unknown release in bind mode", needs(BIND, ImageMpi(MpiImpl.MPICH)), BIND_SITE,
+     Refusal("image uses MPICH in bind mode; site bindable: the release of the image's MPICH "
+             "is not known, and bind mode needs the site's library no older than the "
+             "image's")),
     # Launchers.
     ("a launcher the flavour lacks", needs(HYBRID, MPICH41, launcher=MPIEXEC), ROADRUNNER,
      Refusal("image uses MPICH 4.1 in hybrid mode; site roadrunner: it starts MPICH 4.0.2 "

@@ -36,7 +36,7 @@ def test_job_runs_on_a_real_scheduler(gw: LiveGateway, site: str) -> None:
     assert attempt["native_id"] and attempt["site"] == site
     assert gw.output(job_id) == f"{nasty}|{nasty}"
     assert not Path("/tmp/pwned-remote").exists()
-    assert gw.sites()[site]["status"] == "up"
+    assert gw.sites()[site]["state"] == "up"
 
 
 @pytest.mark.parametrize("site", SITES)

@@ -131,7 +131,7 @@ def test_a_down_sites_waiting_jobs_fail_over_and_nothing_runs_twice(
         try:
             jobs = gw.until(waiting, lambda j: j["state"] == "COMPLETED", deadline=240)
             assert {j["site"] for j in jobs.values()} == {"roadrunner"}, jobs
-            assert gw.sites()["galaxy"]["status"] == "down"
+            assert gw.sites()["galaxy"]["state"] == "down"
         finally:
             manager.up(config)  # sshd back, with the same host key
         # Once galaxy answers, its stale attempts are cancelled there and end REVOKED.

@@ -60,7 +60,10 @@ GOOD: dict[str, Any] = {
          "setup": ["module load openmpi"]},
         {"name": "mpich", "launchers": ["srun"], "srun_mpi": "pmi2"},
     ],
-    "container_runtimes": ["apptainer"],
+    "containers": {
+        "runtimes": [{"kind": "apptainer", "version": "1.2.5"}],
+        "bind_prefixes": ["/project/shared"],
+    },
     "scratch_root": "/scratch/gridgate",
     "charge_factor": 1.5,
     "max_concurrent_jobs": 100,

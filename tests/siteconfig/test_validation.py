@@ -230,8 +230,6 @@ BAD: list[tuple[str, Callable[[Data], None], str, str]] = [
      "mpi_flavors[openmpi].setup[0]", "one line per list item"),
     ("flavor-name-bad", _set("mpi_flavors.0.name", "Open MPI"), "mpi_flavors[Open MPI].name",
      "not a valid MPI flavor name"),
-    ("runtime-twice", _set("container_runtimes", ["apptainer", "apptainer"]),
-     "container_runtimes", "listed twice"),
     ("scratch-relative", _set("scratch_root", "scratch"), "scratch_root",
      "not an absolute path"),
     ("scratch-dotdot", _set("scratch_root", "/scratch/../etc"), "scratch_root", "'..'"),
@@ -311,7 +309,7 @@ GOOD_VARIANTS: list[tuple[str, Callable[[Data], None]]] = [
         "ranks_per_node_args": ["-ppn", "{n}"], "srun_mpi": "pmi2"})),
     ("drained", _set("state", "drained")),
     ("defaults", _all(_del("charge_factor"), _del("max_concurrent_jobs"), _del("state"),
-                      _del("mpi_flavors"), _del("container_runtimes"))),
+                      _del("mpi_flavors"), _del("containers"))),
     ("descriptive", _all(_set("descriptive", True), _set("state", "drained"), _del("ssh"),
                          _del("accounts"), _del("scratch_root"))),
     ("template", _all(_set("provisioned_by", "testbed"), _set("ssh.host_keys", []))),
@@ -449,7 +447,8 @@ TRAILING_NEWLINE = [
     ("partitions.0.max_walltime", "00:30:00\n", "partitions[debug].max_walltime"),
     ("mpi_flavors.0.name", "openmpi\n", "mpi_flavors[openmpi\n].name"),
     ("mpi_flavors.1.srun_mpi", "pmi2\n", "mpi_flavors[mpich].srun_mpi"),
-    ("container_runtimes.0", "apptainer\n", "container_runtimes[0]"),
+    ("containers.runtimes.0.version", "1.2.5\n", "containers.runtimes[0].version"),
+    ("containers.bind_prefixes.0", "/project/shared\n", "containers.bind_prefixes[0]"),
 ]
 
 

@@ -27,6 +27,7 @@ from gateway.services import jobs as job_service
 from gateway.services.allocations import Grant
 from gateway.services.bank import InsufficientFunds
 from gateway.settings import Settings
+from gateway.store.blobs import BlobStore
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser, TestUser
 from tests.worker.test_worker_local import post, run_until
@@ -177,7 +178,8 @@ def test_200_concurrent_submissions_against_50_jobs_worth(runtime: Runtime,
                 try:
                     with runtime.unit_of_work() as session:
                         job_service.submit(session, runtime.sites, user.principal, spec,
-                                           charged=True)
+                                           charged=True,
+                                           store=BlobStore(runtime.settings.store_dir))
                     outcomes.append("accepted")
                 except InsufficientFunds:
                     outcomes.append("refused")

@@ -14,12 +14,13 @@ from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState
 from gateway.schemas.placements import EstimateOut, PlacementOut
-from gateway.services import job_holds, job_queries, placement
+from gateway.services import container_images, job_holds, job_queries, placement
 from gateway.services import jobs as job_service
 from gateway.services.forecasting import build_forecaster
 from gateway.services.job_inputs import StagingLimits
 from gateway.services.job_queries import MAX_LABEL_FILTERS, JobFilter
 from gateway.services.site_snapshots import take_snapshots, unreachable
+from gateway.store.blobs import BlobStore
 from workflows.limits import DEFAULT_LIMITS
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
@@ -39,7 +40,8 @@ def submit_job(
                                           idempotency_key,
                                           StagingLimits.from_settings(runtime.settings),
                                           charged=runtime.settings.allocations_enforced,
-                                          max_array_tasks=runtime.settings.job_array_max_tasks)
+                                          max_array_tasks=runtime.settings.job_array_max_tasks,
+                                          store=BlobStore(runtime.settings.store_dir))
         # A new job has no attempt yet; a replayed one may have several.
         attempts = [] if created else job_queries.attempts_of(session.connection(),
                                                               [row])[row["id"]]
@@ -137,6 +139,8 @@ def estimate_job(spec: JobSpec, principal: JobsReader, runtime: RuntimeDep) -> R
     (wait median and 95% bound, run time, staging, completion). Nothing is stored or
     submitted."""
     with runtime.readers() as session:
+        spec = container_images.resolve(session, BlobStore(runtime.settings.store_dir),
+                                        principal.user_id, spec)
         names = placement.accepting_sites(session, runtime.sites)
     snapshots = take_snapshots(runtime.sites, names)  # each open site asked once, now
     with runtime.readers() as session:

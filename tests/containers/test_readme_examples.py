@@ -1,0 +1,43 @@
+"""The README's container examples are valid as written: the job spec and the site
+declaration shown under "Containers" pass the gateway's own models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from containers.image_def import parse_definition
+from gateway.domain.jobspec import JobSpec
+from gateway.siteconfig.containers import SiteContainers
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _yaml_after(marker: str) -> Any:
+    text = README.read_text()
+    section = text[text.index(marker):]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    return yaml.safe_load(section[start:section.index("```\n", start)])
+
+
+def test_the_readme_container_job_spec_is_valid() -> None:
+    spec = JobSpec.model_validate({"name": "pingpong", **_yaml_after("**Job spec.**")})
+    assert spec.container is not None
+    assert (spec.container.runtime, spec.container.mpi) == ("charliecloud", "hybrid")
+    assert [b.dst for b in spec.container.binds] == ["/data"]
+
+
+def test_the_readme_site_declaration_is_valid() -> None:
+    section = SiteContainers.model_validate(_yaml_after("**Sites** declare")["containers"])
+    assert [r.kind for r in section.runtimes] == ["charliecloud"]
+    assert [m.flavor for m in section.mpi] == ["mpich"]
+
+
+def test_the_readme_image_definition_is_valid() -> None:
+    definition = parse_definition(_yaml_after("A definition file does the same"))
+    assert definition.base == "rootfs/"
+    assert [(src, str(dest)) for src, dest in definition.files] == [
+        ("pingpong.py", "/opt/app/pingpong.py")]
+    assert dict(definition.environment) == {"OMP_NUM_THREADS": "1"}
