@@ -65,6 +65,24 @@ def launch_argv(request: SubmitRequest, program: list[str], mpiexec: str | None)
     return [mpiexec, "-n", str(request.resources.ranks), *program]
 
 
+def container_argv(request: SubmitRequest) -> list[str]:
+    """The gateway's launch line, run as it is (no shell on the local site, so no
+    `prepare` commands: images come staged)."""
+    container = request.container
+    assert container is not None
+    if request.mpi.launcher != "none":
+        raise SubmitRejected("a container job's MPI launcher is part of its launch line")
+    if container.prepare:
+        raise SubmitRejected("the local site runs no preparing commands (registry pulls): "
+                             "its images are staged by the gateway")
+    argv = list(container.argv)
+    if not argv or not argv[0]:
+        raise SubmitRejected("the container launch line must name a program")
+    for word in argv:
+        _check_text("container launch word", word)
+    return argv
+
+
 def job_environment(request: SubmitRequest, workdir: Path, config: LaunchConfig) -> dict[str, str]:
     """A clean environment: basics, then the user's values, then gridgate's own variables."""
     home = config.home if config.home is not None else str(workdir)
@@ -93,6 +111,8 @@ def build_plan(
     if request.resources.threads_per_rank < 1:
         raise SubmitRejected("threads_per_rank must be at least 1")
     argv = launch_argv(request, program_argv(request, script_path), config.mpiexec)
+    if request.container is not None:
+        argv = container_argv(request)
     return LaunchPlan(
         tag=request.tag,
         native_id=native_id,
