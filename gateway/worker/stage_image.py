@@ -58,7 +58,7 @@ def squashfs_of(store: BlobStore, sif: ResolvedInput) -> ResolvedInput:
         size_text, digest = sidecar.read_text().split()
         if int(size_text) == target.stat().st_size:
             return ResolvedInput(LocalFile(target), StagedFile(digest, int(size_text)))
-    derived.mkdir(mode=0o700, exist_ok=True)
+    derived.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = store.new_incoming()
     try:
         size, digest = _extract(Path(os.fspath(sif.source.path)), tmp)
