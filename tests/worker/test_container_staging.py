@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,10 @@ from adapters.scheduler import BatchAdapter
 from adapters.slurm import SlurmDialect
 from adapters.testing import Call, Recording
 from adapters.transport import CommandResult, LocalTransport
+from containers.pull import PULL_SCRIPT, pulled_name
+from containers.refs import parse_image_ref
 from containers.runtimes import RuntimeKind
+from containers.sif import read_sif
 from containers.site_caps import RuntimeOffer, SiteContainerCaps
 from containers.versions import version
 from gateway.db.engine import transaction
@@ -39,6 +43,8 @@ from tests.conftest import MakeUser
 from tests.containers.conftest import build, make_rootfs, need
 
 APPTAINER = RuntimeOffer(RuntimeKind.APPTAINER, version("1.2.5"))
+CHARLIECLOUD = RuntimeOffer(RuntimeKind.CHARLIECLOUD, version("0.31"))
+DOCKER = "docker://ghcr.io/lab/app:1.0"
 
 
 class SlurmSite:
@@ -81,14 +87,16 @@ def sif(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     return (tmp / "app.sif").read_bytes()
 
 
-def slurm_site(runtime: Runtime, root: Path) -> tuple[SiteEntry, SlurmSite]:
+def slurm_site(runtime: Runtime, root: Path, *runtimes: RuntimeOffer,
+               reaches_registries: bool = False) -> tuple[SiteEntry, SlurmSite]:
     site = SlurmSite()
     local = runtime.sites.get("local")
     entry = SiteEntry(
         name="hpc", kind="slurm", description="replayed", max_jobs=10,
         shape=dataclasses.replace(local.shape, name="hpc"),
         adapter=BatchAdapter(site, SlurmDialect()),  # type: ignore[arg-type]
-        workdir_root=str(root), containers=SiteContainerCaps("hpc", "slurm", (APPTAINER,)))
+        workdir_root=str(root), containers=SiteContainerCaps(
+            "hpc", "slurm", runtimes or (APPTAINER,), reaches_registries=reaches_registries))
     runtime.sites._entries["hpc"] = entry
     runtime.sites.sync(runtime.sessions)
     return entry, site
@@ -106,10 +114,10 @@ def launch_line(workdir: str) -> str:
             f"--pwd {workdir} {workdir}/.gridgate-image /app 'hello world'")
 
 
-def post(client: TestClient, headers: dict[str, str], image: str) -> str:
+def post(client: TestClient, headers: dict[str, str], image: str, **container: str) -> str:
     r = client.post("/api/v1/jobs", headers=headers, json={
         "name": "c", "executable": "/app", "args": ["hello world"], "site": "hpc",
-        "container": {"image": image}})
+        "container": {"image": image, **container}})
     assert r.status_code == 202, r.text
     job_id: str = r.json()["id"]
     return job_id
@@ -163,3 +171,60 @@ def test_a_damaged_image_never_runs(client: TestClient, runtime: Runtime,
     assert job["state"] == "FAILED", job
     assert job["reason"].startswith(f"STAGE_IN_FAILED: the image (sha256 {digest}) did not "
                                     "arrive intact at hpc")
+
+
+def test_charliecloud_gets_the_squashfs_partition(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, sif: bytes,
+        tmp_path: Path) -> None:
+    entry, site = slurm_site(runtime, tmp_path / "scratch", CHARLIECLOUD)
+    user = make_user()
+    job_id = post(client, user.headers, f"upload:{upload(client, user, sif)}")
+    site.job_ids.append("77")
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    assert submit_accepted(worker.ctx, entry)
+    workdir = workdir_of(runtime, job_id)
+    (sif_file := tmp_path / "app.sif").write_bytes(sif)
+    with sif_file.open("rb") as stream:
+        primary = read_sif(stream).primary_partition()
+    partition = sif[primary.offset:primary.offset + primary.size]
+    assert (Path(workdir) / ".gridgate-image").read_bytes() == partition
+    assert [n for _, n in site.uploads] == [len(partition)]
+    assert site.scripts[0].splitlines()[-1] == (
+        f"exec ch-run -b {workdir}:/mnt/0 -c /mnt/0 {workdir}/.gridgate-image -- /app "
+        "'hello world'")
+
+
+def test_a_registry_image_is_pulled_on_a_site_that_reaches_registries(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path) -> None:
+    root = tmp_path / "scratch"
+    entry, site = slurm_site(runtime, root, reaches_registries=True)
+    user = make_user()
+    job_id = post(client, user.headers, DOCKER)
+    site.job_ids.append("78")
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    assert submit_accepted(worker.ctx, entry)
+    assert site.uploads == []  # nothing staged: the site pulls
+    workdir = workdir_of(runtime, job_id)
+    image = f"{root}/.gridgate-cache/{pulled_name(parse_image_ref(DOCKER))}"
+    pull = shlex.join(["flock", f"{image}.lock", "sh", "-c", PULL_SCRIPT, "sh", image, DOCKER,
+                       "apptainer"])
+    assert site.scripts[0].splitlines()[-2:] == [
+        f"{pull} || exit 1",
+        f"exec apptainer exec --containall --no-eval --bind {workdir}:{workdir} "
+        f"--pwd {workdir} {image} /app 'hello world'"]
+
+
+def test_a_registry_image_for_a_site_that_cannot_reach_registries_is_refused(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path) -> None:
+    entry, site = slurm_site(runtime, tmp_path / "scratch")
+    user = make_user()
+    job_id = post(client, user.headers, DOCKER)
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    submit_accepted(worker.ctx, entry)
+    assert site.calls == [] and site.uploads == []
+    job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
+    assert job["state"] == "FAILED", job
+    assert job["reason"].startswith("SUBMIT_REJECTED: site hpc cannot reach registries")
