@@ -15,7 +15,7 @@ from containers.compat import FetchAt, Fit, Refusal
 from containers.errors import ContainerError
 from containers.launch import ContainerRun, Launcher, launch_argv
 from containers.pull import REGISTRY_KINDS, pull_argv
-from containers.runtimes import LauncherKind
+from containers.runtimes import LauncherKind, RuntimeKind
 from gateway.domain.errors import GatewayError
 from gateway.domain.jobspec import JobSpec
 from gateway.scheduling.constraints import container_fit
@@ -54,8 +54,9 @@ def _launcher(spec: JobSpec, fit: Fit) -> Launcher:
         return Launcher()
     res = spec.resources
     per_node = res.ranks_per_node
-    if per_node is None and res.ranks % res.nodes == 0:
-        per_node = res.ranks // res.nodes  # ch-run --join-ct needs it; mpirun is told
+    if (per_node is None and fit.runtime.kind is RuntimeKind.CHARLIECLOUD
+            and res.ranks % res.nodes == 0):
+        per_node = res.ranks // res.nodes  # ch-run --join-ct needs the count per node
     return Launcher.of(fit.mpi, fit.launcher, res.ranks, per_node, res.threads_per_rank)
 
 

@@ -27,9 +27,9 @@ from adapters.testing import Call, Recording
 from adapters.transport import CommandResult, LocalTransport
 from containers.pull import PULL_SCRIPT, pulled_name
 from containers.refs import parse_image_ref
-from containers.runtimes import RuntimeKind
+from containers.runtimes import LauncherKind, MpiImpl, RuntimeKind
 from containers.sif import read_sif
-from containers.site_caps import RuntimeOffer, SiteContainerCaps
+from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
 from containers.versions import version
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt
@@ -45,6 +45,9 @@ from tests.containers.conftest import build, make_rootfs, need
 APPTAINER = RuntimeOffer(RuntimeKind.APPTAINER, version("1.2.5"))
 CHARLIECLOUD = RuntimeOffer(RuntimeKind.CHARLIECLOUD, version("0.31"))
 DOCKER = "docker://ghcr.io/lab/app:1.0"
+MPICH = MpiOffer("mpich", MpiImpl.MPICH, version("4.0.2"),
+                 (LauncherKind.MPIRUN, LauncherKind.SRUN), command=("mpirun.mpich",),
+                 srun_mpi="pmi2")
 
 
 class SlurmSite:
@@ -93,10 +96,12 @@ def slurm_site(runtime: Runtime, root: Path, *runtimes: RuntimeOffer,
     local = runtime.sites.get("local")
     entry = SiteEntry(
         name="hpc", kind="slurm", description="replayed", max_jobs=10,
-        shape=dataclasses.replace(local.shape, name="hpc"),
+        shape=dataclasses.replace(local.shape, name="hpc", mpi_flavors=frozenset({"mpich"}),
+                                  mpi_launchers=frozenset({"srun", "mpirun"})),
         adapter=BatchAdapter(site, SlurmDialect()),  # type: ignore[arg-type]
         workdir_root=str(root), containers=SiteContainerCaps(
-            "hpc", "slurm", runtimes or (APPTAINER,), reaches_registries=reaches_registries))
+            "hpc", "slurm", runtimes or (APPTAINER,), (MPICH,),
+            reaches_registries=reaches_registries))
     runtime.sites._entries["hpc"] = entry
     runtime.sites.sync(runtime.sessions)
     return entry, site
@@ -114,10 +119,10 @@ def launch_line(workdir: str) -> str:
             f"--pwd {workdir} {workdir}/.gridgate-image /app 'hello world'")
 
 
-def post(client: TestClient, headers: dict[str, str], image: str, **container: str) -> str:
+def post(client: TestClient, headers: dict[str, str], image: str, **extra: Any) -> str:
     r = client.post("/api/v1/jobs", headers=headers, json={
         "name": "c", "executable": "/app", "args": ["hello world"], "site": "hpc",
-        "container": {"image": image, **container}})
+        "container": {"image": image}, **extra})
     assert r.status_code == 202, r.text
     job_id: str = r.json()["id"]
     return job_id
@@ -214,6 +219,29 @@ def test_a_registry_image_is_pulled_on_a_site_that_reaches_registries(
         f"{pull} || exit 1",
         f"exec apptainer exec --containall --no-eval --bind {workdir}:{workdir} "
         f"--pwd {workdir} {image} /app 'hello world'"]
+
+
+@pytest.mark.parametrize(("launcher", "words"), [
+    ("srun", "srun --mpi=pmi2"), ("mpirun", "mpirun.mpich -n 2")])
+def test_an_mpi_job_starts_one_container_per_rank(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path,
+        launcher: str, words: str) -> None:
+    root = tmp_path / "scratch"
+    entry, site = slurm_site(runtime, root, reaches_registries=True)
+    user = make_user()
+    job_id = post(client, user.headers, DOCKER, resources={"ranks": 2},
+                  mpi={"launcher": launcher, "flavor": "mpich"})
+    site.job_ids.append("79")
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    assert submit_accepted(worker.ctx, entry)
+    workdir = workdir_of(runtime, job_id)
+    image = f"{root}/.gridgate-cache/{pulled_name(parse_image_ref(DOCKER))}"
+    script = site.scripts[0].splitlines()
+    assert script[-1] == (f"exec {words} apptainer exec --no-home --no-eval "
+                          f"--bind {workdir}:{workdir} --pwd {workdir} {image} /app "
+                          "'hello world'")
+    assert sum("srun" in line or "mpirun" in line for line in script) == 1
 
 
 def test_a_registry_image_for_a_site_that_cannot_reach_registries_is_refused(
