@@ -25,6 +25,9 @@ class LaunchConfig:
     lang: str
     kill_grace_seconds: float
     sandbox: SandboxConfig | None = None
+    # The account's name, as USER and LOGNAME (batch schedulers set them; ch-run will not
+    # start without $USER). None: left unset.
+    user: str | None = None
 
 
 def program_argv(request: SubmitRequest, script_path: Path) -> list[str]:
@@ -87,6 +90,8 @@ def job_environment(request: SubmitRequest, workdir: Path, config: LaunchConfig)
     """A clean environment: basics, then the user's values, then gridgate's own variables."""
     home = config.home if config.home is not None else str(workdir)
     env = {"PATH": config.path, "HOME": home, "LANG": config.lang}
+    if config.user is not None:
+        env["USER"] = env["LOGNAME"] = config.user
     # OMP_NUM_THREADS follows the requested threads per rank; a user value overrides it.
     env["OMP_NUM_THREADS"] = str(request.resources.threads_per_rank)
     for name, value in request.env.items():
