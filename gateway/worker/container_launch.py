@@ -73,10 +73,12 @@ def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
         image = image_path(workdir)
         if not stages_image(spec):
             if fit.fetch_at is not FetchAt.SITE:
+                why = (f"{fit.runtime.kind.value} cannot pull it" if caps.reaches_registries
+                       else f"site {site.name} cannot reach registries")
                 raise ContainerRefused(
-                    f"site {site.name} cannot reach registries and the gateway does not "
-                    f"pull registry images for it yet: upload {container.image} as a SIF "
-                    "(gridgate image build) or choose a site that reaches registries")
+                    f"{why}, and the gateway does not fetch registry images for sites yet: "
+                    f"upload {container.image} as a SIF (gridgate image build) or choose a "
+                    "site with apptainer or singularity that reaches registries")
             pull, image = pull_argv(fit.runtime, container.ref, cache_dir)
             prepare = (tuple(pull),)
         run = ContainerRun(

@@ -255,4 +255,7 @@ def test_a_registry_image_for_a_site_that_cannot_reach_registries_is_refused(
     assert site.calls == [] and site.uploads == []
     job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
     assert job["state"] == "FAILED", job
-    assert job["reason"].startswith("SUBMIT_REJECTED: site hpc cannot reach registries")
+    assert job["reason"] == (
+        "SUBMIT_REJECTED: site hpc cannot reach registries, and the gateway does not fetch "
+        f"registry images for sites yet: upload {DOCKER} as a SIF (gridgate image build) or "
+        "choose a site with apptainer or singularity that reaches registries")
