@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from adapters.base import MpiRequest, Resources, SubmitRequest
+from adapters.base import ContainerLaunch, MpiRequest, Resources, SubmitRequest
 from gateway.domain.jobspec import JobSpec
 
 
-def build_submit_request(spec: JobSpec, tag: str, workdir: str) -> SubmitRequest:
+def build_submit_request(spec: JobSpec, tag: str, workdir: str,
+                         container: ContainerLaunch | None = None) -> SubmitRequest:
+    """`container`: a container job's launch line, which holds its MPI launcher."""
     res = spec.resources
+    mpi = MpiRequest(launcher=spec.mpi.launcher.value, flavor=spec.mpi.flavor)
     argv = None if spec.executable is None else [spec.executable, *spec.args]
     return SubmitRequest(
         tag=tag,
@@ -23,6 +26,7 @@ def build_submit_request(spec: JobSpec, tag: str, workdir: str) -> SubmitRequest
             memory_mb=res.memory_mb,
             walltime_seconds=res.walltime,
         ),
-        mpi=MpiRequest(launcher=spec.mpi.launcher.value, flavor=spec.mpi.flavor),
+        mpi=MpiRequest() if container is not None else mpi,
         partition=spec.partition,
+        container=container,
     )
