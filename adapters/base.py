@@ -57,8 +57,21 @@ class MpiRequest:
 
 
 @dataclass(frozen=True)
+class ContainerLaunch:
+    """A containerised program, built by the gateway (containers.launch): `argv` is the
+    whole launch line (MPI launcher, runtime, image, program) and replaces the request's
+    program and MPI launcher; `prepare` are commands run before it, each of which must
+    succeed (e.g. a locked `apptainer pull` into the site's cache). Words are data."""
+
+    argv: tuple[str, ...]
+    prepare: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True)
 class SubmitRequest:
-    """Everything a site needs to run one attempt. Strings are data, never shell code."""
+    """Everything a site needs to run one attempt. Strings are data, never shell code.
+    With `container`, `argv` still names the user's program (for the record) and the
+    container's launch line is what runs."""
 
     tag: str
     workdir: str
@@ -69,6 +82,7 @@ class SubmitRequest:
     mpi: MpiRequest = MpiRequest()
     partition: str | None = None
     account: str | None = None
+    container: ContainerLaunch | None = None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ A rendered script is: `#!<shell>`, the dialect's directive lines, the user scrip
 directives (the only ones that pass, rewritten: see adapters.script_directives; every
 option the gateway decides is also given on the command line, which wins over directives),
 the environment, the site's setup lines, `cd`, and one `exec` line that runs the user's
-program or their script, stored as its own file (never submitted itself).
+program or their script, stored as its own file (never submitted itself). A container job's
+`exec` line is the launch line the gateway built (`SubmitRequest.container`), after its
+`prepare` commands.
 
 Every value taken from a `SubmitRequest` that reaches a script line (names, paths,
 arguments, environment values) goes through `shlex.quote`: it is data, never shell code.
@@ -64,6 +66,8 @@ def check_request(request: SubmitRequest, *, path_forbidden: str = "") -> None:
             check_text("argument", arg)
     if request.script is not None:
         check_text("script", request.script)
+    if request.container is not None:
+        _check_container(request)
     for name, value in request.env.items():
         if problem := ENV_NAME.problem(name):
             raise SubmitRejected(problem)
@@ -82,6 +86,21 @@ def check_request(request: SubmitRequest, *, path_forbidden: str = "") -> None:
     for rule, chosen in ((PARTITION, request.partition), (ACCOUNT, request.account)):
         if chosen is not None and (problem := rule.problem(chosen)):
             raise SubmitRejected(problem)
+
+
+def _check_container(request: SubmitRequest) -> None:
+    """A container job runs the gateway's launch line; its MPI launcher is in it."""
+    container = request.container
+    assert container is not None
+    if request.argv is None:
+        raise SubmitRejected("a container job runs a program (argv), not a batch script")
+    if request.mpi.launcher != "none":
+        raise SubmitRejected("a container job's MPI launcher is part of its launch line")
+    for words in (container.argv, *container.prepare):
+        if not words or not words[0] or words[0].startswith("-"):
+            raise SubmitRejected(f"container command {list(words)!r} must name a program")
+        for word in words:
+            check_text("container launch word", word)
 
 
 def hms(seconds: int) -> str:
@@ -205,6 +224,11 @@ def render(
     lines += list(config.setup)
     lines += list(launch_setup)
     lines.append(f"cd {shlex.quote(layout.workdir)} || exit 1")
+    if request.container is not None:
+        # The gateway built the whole line (containers.launch); each word stays data.
+        lines += [quote_argv(words) + " || exit 1" for words in request.container.prepare]
+        lines.append("exec " + quote_argv(request.container.argv))
+        return "\n".join(lines) + "\n"
     program = program_argv(request, layout, config.shell)
     lines.append("exec " + quote_argv([*launch, *program]))
     return "\n".join(lines) + "\n"

@@ -93,6 +93,7 @@ class LocalAdapter:
             lang=lang,
             kill_grace_seconds=kill_grace_seconds,
             sandbox=sandbox,
+            user=pwd.getpwuid(os.getuid()).pw_name,
         )
         self._runner_start_timeout = runner_start_timeout
         self._files = LocalTransport(label="the local site")

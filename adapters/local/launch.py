@@ -25,6 +25,9 @@ class LaunchConfig:
     lang: str
     kill_grace_seconds: float
     sandbox: SandboxConfig | None = None
+    # The account's name, as USER and LOGNAME (batch schedulers set them; ch-run will not
+    # start without $USER). None: left unset.
+    user: str | None = None
 
 
 def program_argv(request: SubmitRequest, script_path: Path) -> list[str]:
@@ -65,10 +68,30 @@ def launch_argv(request: SubmitRequest, program: list[str], mpiexec: str | None)
     return [mpiexec, "-n", str(request.resources.ranks), *program]
 
 
+def container_argv(request: SubmitRequest) -> list[str]:
+    """The gateway's launch line, run as it is (no shell on the local site, so no
+    `prepare` commands: images come staged)."""
+    container = request.container
+    assert container is not None
+    if request.mpi.launcher != "none":
+        raise SubmitRejected("a container job's MPI launcher is part of its launch line")
+    if container.prepare:
+        raise SubmitRejected("the local site runs no preparing commands (registry pulls): "
+                             "its images are staged by the gateway")
+    argv = list(container.argv)
+    if not argv or not argv[0]:
+        raise SubmitRejected("the container launch line must name a program")
+    for word in argv:
+        _check_text("container launch word", word)
+    return argv
+
+
 def job_environment(request: SubmitRequest, workdir: Path, config: LaunchConfig) -> dict[str, str]:
     """A clean environment: basics, then the user's values, then gridgate's own variables."""
     home = config.home if config.home is not None else str(workdir)
     env = {"PATH": config.path, "HOME": home, "LANG": config.lang}
+    if config.user is not None:
+        env["USER"] = env["LOGNAME"] = config.user
     # OMP_NUM_THREADS follows the requested threads per rank; a user value overrides it.
     env["OMP_NUM_THREADS"] = str(request.resources.threads_per_rank)
     for name, value in request.env.items():
@@ -93,6 +116,8 @@ def build_plan(
     if request.resources.threads_per_rank < 1:
         raise SubmitRejected("threads_per_rank must be at least 1")
     argv = launch_argv(request, program_argv(request, script_path), config.mpiexec)
+    if request.container is not None:
+        argv = container_argv(request)
     return LaunchPlan(
         tag=request.tag,
         native_id=native_id,

@@ -39,6 +39,11 @@ def _run(transport: Transport, argv: list[str], timeout: float = COMMAND_TIMEOUT
     return result.stdout.decode("utf-8", "replace")
 
 
+def output(transport: Transport, argv: list[str], timeout: float = COMMAND_TIMEOUT) -> str:
+    """The command's stdout; SiteCommandFailed when it fails."""
+    return _run(transport, argv, timeout)
+
+
 def is_sha256(text: str) -> bool:
     return bool(_SHA256.fullmatch(text))
 

@@ -15,9 +15,10 @@
 4. Atomic rename into place (`mv -f -T`, rename(2)). The final name never shows unverified
    bytes. New directories are 0700.
 
-Two stagings of the same content to the same site at once share the cache's partial
-name; the loser's verification fails and it resends, so callers should serialise per
-(site, sha256).
+With a cache, a sending staging holds the site's lock on the entry
+(adapters.transfer.site_lock): stagings of the same content from other gateway processes
+wait, then find it cached, so it crosses the network once. Without a cache nothing is
+shared. Callers in one process still serialise per (site, sha256) (cheaper than polling).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 # StagingFailed is drawn with the other adapter errors; importable from here as before.
 from adapters.errors import SiteUnavailable
 from adapters.errors import StagingFailed as StagingFailed
-from adapters.transfer import site_fs
+from adapters.transfer import site_fs, site_lock
 from adapters.transfer.sources import LocalFile, SiteFile, Source
 from adapters.transport import FileTransport, Progress
 
@@ -139,10 +140,21 @@ def stage(
     if _cache_holds(transport, entry, expected):
         site_fs.place_copy(transport, entry, dest_path)
         return StageResult(dest=dest_path, bytes_sent=0, cached=True)
-    sender = _Sender(transport, source, expected, site_fs.partial_name(entry), progress,
-                     max_resumes, max_resends)
-    sender.send_verified()
-    site_fs.rename(transport, sender.partial, entry)
+    with site_lock.hold(transport, cache_dir, expected.sha256) as lock:
+        # Another gateway process may have sent it while this one waited for the lock.
+        if _cache_holds(transport, entry, expected):
+            site_fs.place_copy(transport, entry, dest_path)
+            return StageResult(dest=dest_path, bytes_sent=0, cached=True)
+
+        def fresh(done: int) -> None:
+            lock.touch()  # a live holder's lock never looks stale
+            if progress is not None:
+                progress(done)
+
+        sender = _Sender(transport, source, expected, site_fs.partial_name(entry), fresh,
+                         max_resumes, max_resends)
+        sender.send_verified()
+        site_fs.rename(transport, sender.partial, entry)
     site_fs.place_copy(transport, entry, dest_path)
     return sender.result(dest_path, cached=False)
 

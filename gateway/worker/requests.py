@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from adapters.base import MpiRequest, Resources, SubmitRequest
+from adapters.base import ContainerLaunch, MpiRequest, Resources, SubmitRequest
 from gateway.domain.job_relations import task_environment
 from gateway.domain.jobspec import JobSpec
 
 
 def build_submit_request(spec: JobSpec, tag: str, workdir: str,
+                         container: ContainerLaunch | None = None,
                          array_index: int | None = None) -> SubmitRequest:
-    """The adapter's request for the job (`array_index`: a task of the job array the spec
-    describes, which also gets its index and the array's shape in its environment)."""
+    """The adapter's request for the job. `container`: a container job's launch line,
+    which holds its MPI launcher; `array_index`: a task of the job array the spec
+    describes, which also gets its index and the array's shape in its environment."""
     res = spec.resources
+    mpi = MpiRequest(launcher=spec.mpi.launcher.value, flavor=spec.mpi.flavor)
     argv = None if spec.executable is None else [spec.executable, *spec.args]
     env = dict(spec.environment)
     if spec.array is not None and array_index is not None:
@@ -30,6 +33,7 @@ def build_submit_request(spec: JobSpec, tag: str, workdir: str,
             memory_mb=res.memory_mb,
             walltime_seconds=res.walltime,
         ),
-        mpi=MpiRequest(launcher=spec.mpi.launcher.value, flavor=spec.mpi.flavor),
+        mpi=MpiRequest() if container is not None else mpi,
         partition=spec.partition,
+        container=container,
     )

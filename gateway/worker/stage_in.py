@@ -9,6 +9,10 @@ verified on the site, renamed atomically, continued from the partial file's size
 an interruption. Nothing about the transfer itself is kept in the database: it is
 derivable from the site (cache entries, partial files), so a worker that takes over an
 expired lease simply stages again, and finished inputs cost one sha256sum each.
+
+A container job's SIF image (or, for ch-run, its SquashFS partition: gateway.worker.
+stage_image) is staged the same way, to IMAGE_FILE in the job directory; it does not count
+against the per-job input limit.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.base import Adapter
-from adapters.errors import AdapterError
+from adapters.errors import AdapterError, StagingFailed
 from adapters.transfer import StageResult, site_fs, stage
 from adapters.transport import FileTransport
 from gateway.domain.errors import GatewayError
@@ -39,8 +43,10 @@ from gateway.services.sites import SiteEntry
 from gateway.store import BlobStore
 from gateway.worker.cancel import cancel_before_submit
 from gateway.worker.claim import record_rejection
+from gateway.worker.container_launch import image_path, site_fit, stages_image
 from gateway.worker.context import StepContext
 from gateway.worker.keyed_locks import KeyedLocks
+from gateway.worker.stage_image import resolve_image
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +86,19 @@ def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
     files = adapter.files
     site_fs.make_private_dir(files, job.workdir)
     resolved: list[ResolvedInput] = []
+    image: list[ResolvedInput] = []
     try:
         for item in job.spec.inputs:
             resolved.append(_resolve(rt, job, item.source))
-        return _stage_all(rt, site, files, job, resolved, keep_lease)
+        if stages_image(job.spec):
+            extract = site_fit(job.spec, site).extract_squashfs
+            image.append(resolve_image(rt, job.owner_id, job.spec, extract))
+        summary = _stage_all(rt, site, files, job, resolved, keep_lease)
+        if summary is None or not image:
+            return summary
+        return _stage_image(site, files, job, image[0], summary, keep_lease)
     finally:
-        for source in resolved:  # https downloads made for this staging only
+        for source in [*resolved, *image]:  # https downloads made for this staging only
             if source.scratch is not None:
                 source.scratch.unlink(missing_ok=True)
 
@@ -111,6 +124,27 @@ def _stage_all(rt: Runtime, site: SiteEntry, files: FileTransport, job: StageInJ
         log.info("job %s: staged %s to %s", job.job_id, item.source, item.dest)
     return StageInSummary(len(results), sum(r.bytes_sent for r in results),
                           sum(r.cached for r in results))
+
+
+def _stage_image(site: SiteEntry, files: FileTransport, job: StageInJob,
+                 image: ResolvedInput, summary: StageInSummary,
+                 keep_lease: Callable[[], bool]) -> StageInSummary | None:
+    """Ship the image like an input: once per site cache, hard-linked into the job."""
+    if not keep_lease():
+        return None
+    digest = image.expected.sha256
+    try:
+        with STAGING_LOCKS.hold((site.name, digest)):
+            result = stage(files, image.source, image.expected, image_path(job.workdir),
+                           cache_dir=site.cache_dir(job.owner))
+    except StagingFailed as exc:
+        # Never run a damaged image: the job fails naming the content it expected.
+        raise InputUnavailable(f"the image (sha256 {digest}) did not arrive intact at "
+                               f"{site.name}: {exc.message}") from None
+    log.info("job %s: staged its image (sha256 %s, %s)", job.job_id, digest,
+             "from the site's cache" if result.cached else f"{result.bytes_sent} bytes sent")
+    return StageInSummary(summary.files + 1, summary.bytes_sent + result.bytes_sent,
+                          summary.cached + int(result.cached))
 
 
 def _resolve(rt: Runtime, job: StageInJob, text: str) -> ResolvedInput:

@@ -20,6 +20,7 @@ from gateway.domain.states import Reason
 from gateway.services.lifecycle import Claim, Submitted
 from gateway.services.sites import NoAccount, SiteEntry
 from gateway.worker.claim import claim_accepted, record_rejection, recover_stale
+from gateway.worker.container_launch import ContainerRefused, container_launch, stages_image
 from gateway.worker.context import StepContext
 from gateway.worker.requests import build_submit_request
 from gateway.worker.stage_in import stage_in_claim
@@ -78,7 +79,8 @@ def submit_claims(ctx: StepContext, site: SiteEntry, claims: Sequence[Claim]) ->
 def _batch_adapter(site: SiteEntry, claim: Claim) -> BatchSubmitter | None:
     """The adapter that can take this claim in a batch: a plain job (no script to
     store, no inputs to stage, not a recovery) on a site that submits in batches."""
-    if claim.recovering or claim.spec.inputs or claim.spec.executable is None:
+    if (claim.recovering or claim.spec.inputs or claim.spec.executable is None
+            or claim.spec.container is not None):
         return None
     try:
         adapter = site.adapter_for(claim.owner)
@@ -89,7 +91,7 @@ def _batch_adapter(site: SiteEntry, claim: Claim) -> BatchSubmitter | None:
 
 def _submit_batch(ctx: StepContext, site: SiteEntry, adapter: BatchSubmitter,
                   claims: Sequence[Claim]) -> None:
-    requests = [build_submit_request(c.spec, c.tag, c.workdir, c.array_index)
+    requests = [build_submit_request(c.spec, c.tag, c.workdir, array_index=c.array_index)
                 for c in claims]
     outcomes = adapter.submit_many(requests)
     # Transient errors of the command propagate: every lease stays, recovery by tag.
@@ -119,14 +121,22 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
         if native_id:
             log.info("adopted %s as %s at %s", claim.tag, native_id, site.name)
     staged = None
-    if native_id is None and claim.spec.inputs:
+    container = None
+    if native_id is None and claim.spec.container is not None:
+        try:  # before staging: a site that cannot launch it needs no image
+            container = container_launch(claim.spec, claim.tag, claim.workdir, site,
+                                         site.cache_dir(claim.owner))
+        except ContainerRefused as exc:
+            record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.detail}")
+            return
+    if native_id is None and (claim.spec.inputs or stages_image(claim.spec)):
         summary = stage_in_claim(ctx, site, adapter, claim)
         if summary is None:
             return
         staged = summary.describe()
     if native_id is None:
-        request = build_submit_request(claim.spec, claim.tag, claim.workdir,
-                                       claim.array_index)
+        request = build_submit_request(claim.spec, claim.tag, claim.workdir, container,
+                                       array_index=claim.array_index)
         try:
             native_id = adapter.submit(request)
         except SubmitRejected as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import stat
@@ -469,6 +470,8 @@ def test_environment_is_clean(
         "PATH",
         "HOME",
         "LANG",
+        "USER",
+        "LOGNAME",
         "OMP_NUM_THREADS",
         "MY_VAR",
         "GRIDGATE_JOB_TAG",
@@ -477,6 +480,7 @@ def test_environment_is_clean(
     assert seen["env"]["GRIDGATE_JOB_TAG"] == req.tag
     assert seen["env"]["GRIDGATE_WORKDIR"] == str(Path(req.workdir).resolve())
     assert seen["env"]["OMP_NUM_THREADS"] == "3"
+    assert seen["env"]["USER"] == seen["env"]["LOGNAME"] == pwd.getpwuid(os.getuid()).pw_name
     assert seen["cwd"] == str(Path(req.workdir).resolve())
 
 

@@ -218,3 +218,14 @@ def test_image_files_follow_the_images_own_symlinks(tmp_path: Path) -> None:
     assert inside(root, PurePosixPath("/lib2/x.so")) == root / "usr" / "lib" / "x.so"
     assert inside(root, PurePosixPath("/abs/y/z.so")) == root / "usr" / "lib" / "y" / "z.so"
     assert (root / "usr" / "lib" / "y").is_dir()
+
+
+def test_every_built_image_has_the_mount_points_ch_run_binds_to(base_sif: Path) -> None:
+    """ch-run binds the job directory to /mnt/0 and cannot create a mount point in a
+    read-only image: every image gets /mnt/0 ... /mnt/9, as ch-image's have."""
+    with base_sif.open("rb") as stream:
+        offset = read_sif(stream).primary_partition().offset
+    listing = subprocess.run([need("unsquashfs"), "-lls", "-o", str(offset), "-d", "/r",
+                              str(base_sif)], capture_output=True, text=True, check=True).stdout
+    dirs = {line.split()[-1] for line in listing.splitlines() if line.startswith("d")}
+    assert {f"/r/mnt/{n}" for n in range(10)} <= dirs

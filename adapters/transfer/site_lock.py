@@ -1,0 +1,81 @@
+"""A lock on the site, per cache entry, so that gateway processes staging the same content
+to one site at once send it once: the first holds `<cache>/.<sha256>.gw-lock` (a directory:
+mkdir is atomic on every file system, NFS included) while it sends; the others wait, then
+find the entry in the cache.
+
+Crash-safe: the holder refreshes the lock's time while it sends (`touch`, at most every
+`refresh` seconds); a lock not refreshed for `stale_after` seconds (by the site's clock) is
+left by a dead process and is broken. Two processes breaking one stale lock at once may
+both go on: then both send, and verification on the site keeps the cache intact (the lock
+saves transfers; it is not what keeps content correct). A wait longer than `max_wait`
+raises SiteUnavailable (transient): the job is staged again later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+import time
+from collections.abc import Callable, Iterator
+
+from adapters.errors import SiteUnavailable
+from adapters.transfer import site_fs
+from adapters.transport import Transport
+
+STALE_AFTER = 300.0
+REFRESH = 60.0
+MAX_WAIT = 120.0
+POLL = 1.0
+# "$1" the lock, "$2" seconds without refresh after which it is stale: data, never code.
+_TAKE_SCRIPT = ('if mkdir -m 700 -- "$1" 2>/dev/null; then echo taken; exit 0; fi; '
+                'now=$(date +%s); then=$(stat -c %Y -- "$1" 2>/dev/null) || '
+                '{ echo gone; exit 0; }; '
+                'if [ $((now - then)) -gt "$2" ]; then rmdir -- "$1" 2>/dev/null; '
+                'echo stale; else echo held; fi')
+
+
+def lock_name(cache_dir: str, sha256: str) -> str:
+    return posixpath.join(cache_dir, f".{sha256}.gw-lock")
+
+
+class SiteLock:
+    """The held lock; `touch` keeps it fresh (cheap to call often)."""
+
+    def __init__(self, transport: Transport, path: str, refresh: float,
+                 clock: Callable[[], float]) -> None:
+        self.transport, self.path, self.refresh, self.clock = transport, path, refresh, clock
+        self.touched = clock()
+
+    def touch(self) -> None:
+        if self.clock() - self.touched >= self.refresh:
+            self.touched = self.clock()
+            self.transport.run(["touch", "-c", "--", self.path],
+                               timeout=site_fs.COMMAND_TIMEOUT)
+
+
+@contextlib.contextmanager
+def hold(transport: Transport, cache_dir: str, sha256: str, *,
+         stale_after: float = STALE_AFTER, refresh: float = REFRESH,
+         max_wait: float = MAX_WAIT, poll: float = POLL,
+         clock: Callable[[], float] = time.monotonic,
+         sleep: Callable[[float], None] = time.sleep) -> Iterator[SiteLock]:
+    """Hold the site's lock on the cache entry `sha256` (see the module)."""
+    if not site_fs.is_sha256(sha256):
+        raise ValueError(f"not a sha256 hex digest: {sha256!r}")
+    path = lock_name(cache_dir, sha256)
+    deadline = clock() + max_wait
+    while True:
+        answer = site_fs.output(transport, ["sh", "-c", _TAKE_SCRIPT, "gridgate-lock", path,
+                                            str(int(stale_after))]).strip()
+        if answer == "taken":
+            break
+        if answer == "held":
+            if clock() >= deadline:
+                raise SiteUnavailable(f"another gateway process has been staging {sha256} "
+                                      f"to this site for over {int(max_wait)} s; will retry")
+            sleep(poll)
+        # "stale" (broken just now) or "gone" (released meanwhile): try again at once.
+    try:
+        yield SiteLock(transport, path, refresh, clock)
+    finally:
+        transport.run(["rmdir", "--", path], timeout=site_fs.COMMAND_TIMEOUT)

@@ -1,0 +1,92 @@
+"""A container job's launch line at a site: what `SubmitRequest.container` carries.
+
+The site's fit (runtime, site MPI, launcher: `container_fit`, as routing chose) and the
+job's container section become a `containers.launch` argv. The image is the one stage-in
+put in the job directory (IMAGE_FILE: a SIF, or for ch-run its SquashFS partition), or for
+a registry image on a site that reaches registries, the file a locked `apptainer pull`
+leaves in the site's cache (containers.pull), run first by the batch script.
+"""
+
+from __future__ import annotations
+
+from adapters.base import ContainerLaunch
+from containers.binds import Bind
+from containers.compat import FetchAt, Fit, Refusal
+from containers.errors import ContainerError
+from containers.launch import ContainerRun, Launcher, launch_argv
+from containers.pull import REGISTRY_KINDS, pull_argv
+from containers.runtimes import LauncherKind, RuntimeKind
+from gateway.domain.errors import GatewayError
+from gateway.domain.jobspec import JobSpec
+from gateway.scheduling.constraints import container_fit
+from gateway.services.sites import SiteEntry
+
+# The staged image's name in the job directory (hidden: the job's files are the user's).
+IMAGE_FILE = ".gridgate-image"
+
+
+class ContainerRefused(GatewayError):
+    """The job's container cannot be launched at this site as it stands now."""
+
+    title = "Container refused"
+
+
+def image_path(workdir: str) -> str:
+    return f"{workdir.rstrip('/')}/{IMAGE_FILE}"
+
+
+def site_fit(spec: JobSpec, site: SiteEntry) -> Fit:
+    """How the site runs the job's container; ContainerRefused when it no longer can (its
+    config changed since routing)."""
+    fit = container_fit(spec, site.containers, site.name)
+    if isinstance(fit, Refusal):
+        raise ContainerRefused(fit.reason)
+    return fit
+
+
+def stages_image(spec: JobSpec) -> bool:
+    """Whether stage-in ships the job's image (every SIF file; registries are pulled)."""
+    return spec.container is not None and spec.container.ref.kind not in REGISTRY_KINDS
+
+
+def _launcher(spec: JobSpec, fit: Fit) -> Launcher:
+    if fit.launcher is LauncherKind.NONE or fit.mpi is None:
+        return Launcher()
+    res = spec.resources
+    per_node = res.ranks_per_node
+    if (per_node is None and fit.runtime.kind is RuntimeKind.CHARLIECLOUD
+            and res.ranks % res.nodes == 0):
+        per_node = res.ranks // res.nodes  # ch-run --join-ct needs the count per node
+    return Launcher.of(fit.mpi, fit.launcher, res.ranks, per_node, res.threads_per_rank)
+
+
+def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
+                     cache_dir: str) -> ContainerLaunch:
+    """The launch line (and any pull before it) of the container job `spec` at `site`."""
+    container = spec.container
+    assert container is not None and spec.executable is not None
+    caps = site.containers
+    fit = site_fit(spec, site)
+    assert caps is not None
+    try:
+        prepare: tuple[tuple[str, ...], ...] = ()
+        image = image_path(workdir)
+        if not stages_image(spec):
+            if fit.fetch_at is not FetchAt.SITE:
+                why = (f"{fit.runtime.kind.value} cannot pull it" if caps.reaches_registries
+                       else f"site {site.name} cannot reach registries")
+                raise ContainerRefused(
+                    f"{why}, and the gateway does not fetch registry images for sites yet: "
+                    f"upload {container.image} as a SIF (gridgate image build) or choose a "
+                    "site with apptainer or singularity that reaches registries")
+            pull, image = pull_argv(fit.runtime, container.ref, cache_dir)
+            prepare = (tuple(pull),)
+        run = ContainerRun(
+            fit.runtime, image, (spec.executable, *spec.args), workdir, container.mode,
+            binds=tuple(Bind(b.src, b.dst, b.read_only) for b in container.binds),
+            env=dict(container.environment), bind_prefixes=caps.bind_prefixes,
+            site_mpi=fit.mpi, gpus=container.gpus, join_tag=tag)
+        argv = launch_argv(run, _launcher(spec, fit), caps.scheduler)
+    except ContainerError as exc:
+        raise ContainerRefused(f"site {site.name}: {exc.message}") from None
+    return ContainerLaunch(tuple(argv), prepare)

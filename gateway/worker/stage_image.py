@@ -1,0 +1,101 @@
+"""The image of a container job, as stage-in ships it: a SIF file (upload:<id> or
+https://), or for ch-run the SIF's SquashFS partition, extracted on the gateway once per
+SIF digest and kept in the store beside the blobs (`derived/<sif sha256>.squashfs`, with
+its own sha256 in a sidecar written after it, so a half-written pair is never used).
+
+The image then goes through the same path as an input file (adapters.transfer.stage): into
+the site's cache by sha256, verified there, hard-linked into the job directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from adapters.transfer import StagedFile
+from adapters.transfer.sources import LocalFile
+from containers.errors import ContainerError
+from containers.refs import RefKind
+from containers.sif import copy_object, has_squashfs_magic, read_sif
+from gateway.domain.jobspec import JobSpec
+from gateway.runtime import Runtime
+from gateway.services.input_sources import InputUnavailable, ResolvedInput, upload_input
+from gateway.store import BlobStore
+
+DERIVED_DIR = "derived"
+
+
+def resolve_image(rt: Runtime, owner_id: str, spec: JobSpec, extract: bool) -> ResolvedInput:
+    """The bytes to ship for the job's SIF image (its SquashFS partition with `extract`)."""
+    container = spec.container
+    assert container is not None
+    ref = container.ref
+    store = BlobStore(rt.settings.store_dir)
+    if ref.kind is RefKind.UPLOAD:
+        with rt.sessions() as session:
+            sif = upload_input(session, store, owner_id, ref.path)
+    else:
+        from gateway.services.https_fetch import https_input
+
+        sif = https_input(rt.settings, store, ref.uri)
+    if not extract:
+        return sif
+    try:
+        return squashfs_of(store, sif)
+    finally:
+        if sif.scratch is not None:
+            sif.scratch.unlink(missing_ok=True)
+
+
+def squashfs_of(store: BlobStore, sif: ResolvedInput) -> ResolvedInput:
+    """The SquashFS partition of the SIF `sif`, extracted once per SIF digest."""
+    assert isinstance(sif.source, LocalFile)
+    derived = store.root / DERIVED_DIR
+    target = derived / f"{sif.expected.sha256}.squashfs"
+    sidecar = target.with_name(target.name + ".sha256")
+    if sidecar.is_file() and target.is_file():
+        size_text, digest = sidecar.read_text().split()
+        if int(size_text) == target.stat().st_size:
+            return ResolvedInput(LocalFile(target), StagedFile(digest, int(size_text)))
+    derived.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = store.new_incoming()
+    try:
+        size, digest = _extract(Path(os.fspath(sif.source.path)), tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    part = sidecar.with_name(sidecar.name + ".part")
+    part.write_text(f"{size} {digest}\n")
+    os.replace(part, sidecar)
+    return ResolvedInput(LocalFile(target), StagedFile(digest, size))
+
+
+class _Hashing:
+    """A writable file that hashes what goes through it."""
+
+    def __init__(self, path: Path) -> None:
+        self.out, self.hash = path.open("wb"), hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.hash.update(data)
+        return self.out.write(data)
+
+
+def _extract(sif_path: Path, out_path: Path) -> tuple[int, str]:
+    sink = _Hashing(out_path)
+    try:
+        with sif_path.open("rb") as stream:
+            primary = read_sif(stream).primary_partition()
+            if not has_squashfs_magic(stream, primary):
+                raise InputUnavailable(f"the image {sif_path.name} has no SquashFS system "
+                                       "partition, which ch-run needs")
+            size = copy_object(stream, primary, sink)  # type: ignore[arg-type]
+        sink.out.flush()
+        os.fsync(sink.out.fileno())
+    except ContainerError as exc:
+        raise InputUnavailable(f"the image {sif_path.name} is not a usable SIF: "
+                               f"{exc.message}") from None
+    finally:
+        sink.out.close()
+    return size, sink.hash.hexdigest()

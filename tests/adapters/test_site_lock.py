@@ -1,0 +1,90 @@
+"""The site's per-entry staging lock, on this machine's file system (LocalTransport): two
+stagers of one content send it once; a lock left by a dead process is broken once stale;
+a live holder makes others wait, then give up transiently."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.errors import SiteUnavailable
+from adapters.transfer import StagedFile, stage
+from adapters.transfer.site_lock import hold, lock_name
+from adapters.transfer.sources import LocalFile
+from adapters.transport import LocalTransport
+
+DATA = os.urandom(1 << 20)
+SHA = hashlib.sha256(DATA).hexdigest()
+
+
+class Counting(LocalTransport):
+    """LocalTransport counting the bytes uploaded, a little slowly (so stagers overlap)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = 0
+        self.guard = threading.Lock()
+
+    def upload(self, source: Any, path: str, **kw: Any) -> int:
+        time.sleep(0.3)
+        sent = super().upload(source, path, **kw)
+        with self.guard:
+            self.sent += sent
+        return sent
+
+
+def test_concurrent_stagers_send_once(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.write_bytes(DATA)
+    transport, cache = Counting(), str(tmp_path / "cache")
+    results = []
+
+    def one(n: int) -> None:
+        results.append(stage(transport, LocalFile(src), StagedFile(SHA, len(DATA)),
+                             str(tmp_path / f"job{n}" / "in"), cache_dir=cache))
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert transport.sent == len(DATA)
+    assert sorted(r.cached for r in results) == [False, True, True]
+    assert all((tmp_path / f"job{n}" / "in").read_bytes() == DATA for n in range(3))
+    assert not Path(lock_name(cache, SHA)).exists()
+
+
+def test_a_stale_lock_is_broken(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    dead = Path(lock_name(str(cache), SHA))
+    dead.mkdir()
+    os.utime(dead, (time.time() - 1000, time.time() - 1000))
+    with hold(LocalTransport(), str(cache), SHA, stale_after=300):
+        assert dead.is_dir()
+    assert not dead.exists()
+
+
+def test_a_live_holder_makes_others_wait_then_retry_later(tmp_path: Path) -> None:
+    cache = str(tmp_path)
+    with hold(LocalTransport(), cache, SHA), pytest.raises(SiteUnavailable) as caught, \
+            hold(LocalTransport(), cache, SHA, max_wait=0.3, poll=0.1):
+        pass
+    assert caught.value.transient
+    assert "another gateway process" in caught.value.message
+
+
+def test_the_holder_keeps_its_lock_fresh(tmp_path: Path) -> None:
+    ticks = iter(range(0, 1000, 100))
+    with hold(LocalTransport(), str(tmp_path), SHA, refresh=50,
+              clock=lambda: float(next(ticks))) as lock:
+        path = Path(lock.path)
+        os.utime(path, (0, 0))
+        lock.touch()
+        assert path.stat().st_mtime > 1000

@@ -1,0 +1,261 @@
+"""Container jobs through the API and the worker to a Slurm site (issue 15, items 4-5).
+
+The site's file system is a local directory and its file commands run here for real
+(LocalTransport); only the scheduler is replayed: sbatch's answer is a recorded-style
+`--parsable` job id, and its argv and script (stdin) are kept for the assertions. An
+uploaded SIF is staged into the site's cache once; a second job with the same image sends
+no bytes (hard link from the cache); each submitted script ends in the exact launch line;
+a damaged image never runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from adapters.scheduler import BatchAdapter
+from adapters.slurm import SlurmDialect
+from adapters.testing import Call, Recording
+from adapters.transport import CommandResult, LocalTransport
+from containers.pull import PULL_SCRIPT, pulled_name
+from containers.refs import parse_image_ref
+from containers.runtimes import LauncherKind, MpiImpl, RuntimeKind
+from containers.sif import read_sif
+from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
+from containers.versions import version
+from gateway.db.engine import transaction
+from gateway.db.models import Attempt
+from gateway.runtime import Runtime
+from gateway.services.sites import SiteEntry
+from gateway.worker.loop import Worker
+from gateway.worker.route import route_jobs
+from gateway.worker.submit import submit_accepted
+from tests.api.test_container_jobs import upload
+from tests.conftest import MakeUser
+from tests.containers.conftest import build, make_rootfs, need
+
+APPTAINER = RuntimeOffer(RuntimeKind.APPTAINER, version("1.2.5"))
+CHARLIECLOUD = RuntimeOffer(RuntimeKind.CHARLIECLOUD, version("0.31"))
+DOCKER = "docker://ghcr.io/lab/app:1.0"
+MPICH = MpiOffer("mpich", MpiImpl.MPICH, version("4.0.2"),
+                 (LauncherKind.MPIRUN, LauncherKind.SRUN), command=("mpirun.mpich",),
+                 srun_mpi="pmi2")
+
+
+class SlurmSite:
+    """File commands and transfers run on this machine; sbatch goes to the replay."""
+
+    write_reorder_bytes = 0
+
+    def __init__(self) -> None:
+        self.local = LocalTransport()
+        self.job_ids: list[str] = []
+        self.calls: list[Call] = []
+        self.uploads: list[tuple[str, int]] = []
+
+    @property
+    def scripts(self) -> list[str]:
+        return [(c.stdin or b"").decode() for c in self.calls]
+
+    def run(self, argv: Sequence[str], *, stdin: bytes | None = None,
+            timeout: float = 60.0) -> CommandResult:
+        if "sbatch" not in argv:
+            return self.local.run(argv, stdin=stdin, timeout=timeout)
+        self.calls.append(Call(tuple(argv), stdin, timeout))
+        assert self.job_ids, f"unexpected submission {argv}"
+        return Recording(0, f"{self.job_ids.pop(0)}\n".encode(), b"").result(argv)
+
+    def upload(self, source: Any, path: str, **kw: Any) -> int:
+        sent = self.local.upload(source, path, **kw)
+        self.uploads.append((path, sent))
+        return sent
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.local, name)
+
+
+@pytest.fixture(scope="module")
+def sif(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    need("mksquashfs")
+    tmp = tmp_path_factory.mktemp("sif")
+    build(make_rootfs(tmp / "root"), tmp / "app.sif")
+    return (tmp / "app.sif").read_bytes()
+
+
+def slurm_site(runtime: Runtime, root: Path, *runtimes: RuntimeOffer,
+               reaches_registries: bool = False) -> tuple[SiteEntry, SlurmSite]:
+    site = SlurmSite()
+    local = runtime.sites.get("local")
+    entry = SiteEntry(
+        name="hpc", kind="slurm", description="replayed", max_jobs=10,
+        shape=dataclasses.replace(local.shape, name="hpc", mpi_flavors=frozenset({"mpich"}),
+                                  mpi_launchers=frozenset({"srun", "mpirun"})),
+        adapter=BatchAdapter(site, SlurmDialect()),  # type: ignore[arg-type]
+        workdir_root=str(root), containers=SiteContainerCaps(
+            "hpc", "slurm", runtimes or (APPTAINER,), (MPICH,),
+            reaches_registries=reaches_registries))
+    runtime.sites._entries["hpc"] = entry
+    runtime.sites.sync(runtime.sessions)
+    return entry, site
+
+
+def workdir_of(runtime: Runtime, job_id: str) -> str:
+    with transaction(runtime.sessions) as session:
+        found = session.scalars(select(Attempt.workdir).where(Attempt.job_id == job_id)).one()
+    assert found is not None
+    return found
+
+
+def launch_line(workdir: str) -> str:
+    return (f"exec apptainer exec --containall --no-eval --bind {workdir}:{workdir} "
+            f"--pwd {workdir} {workdir}/.gridgate-image /app 'hello world'")
+
+
+def post(client: TestClient, headers: dict[str, str], image: str, **extra: Any) -> str:
+    r = client.post("/api/v1/jobs", headers=headers, json={
+        "name": "c", "executable": "/app", "args": ["hello world"], "site": "hpc",
+        "container": {"image": image}, **extra})
+    assert r.status_code == 202, r.text
+    job_id: str = r.json()["id"]
+    return job_id
+
+
+def test_the_image_is_staged_once_and_the_script_runs_it(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, sif: bytes,
+        tmp_path: Path) -> None:
+    entry, site = slurm_site(runtime, tmp_path / "scratch")
+    user = make_user()
+    image = f"upload:{upload(client, user, sif)}"
+    worker = Worker(runtime, "w")
+    jobs = []
+    for native in ("4241", "4242"):
+        jobs.append(post(client, user.headers, image))
+        site.job_ids.append(native)
+        route_jobs(worker.ctx, worker.health)
+        assert submit_accepted(worker.ctx, entry)
+    assert site.job_ids == []
+    # One transfer, into the cache, of the whole image; the second job sent nothing.
+    assert [(os.path.basename(p), n) for p, n in site.uploads] == [
+        (f".{hashlib.sha256(sif).hexdigest()}.gw-partial", len(sif))]
+    for job_id, script in zip(jobs, site.scripts, strict=True):
+        workdir = workdir_of(runtime, job_id)
+        assert script.splitlines()[-1] == launch_line(workdir)
+        staged = Path(workdir) / ".gridgate-image"
+        assert staged.read_bytes() == sif and staged.stat().st_nlink == 3  # cache + 2 jobs
+        job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
+        assert job["state"] == "QUEUED", job
+    sbatch = [c.argv for c in site.calls]
+    assert all("sbatch" in argv and "--parsable" in argv for argv in sbatch)
+
+
+def test_a_damaged_image_never_runs(client: TestClient, runtime: Runtime,
+                                    make_user: MakeUser, sif: bytes, tmp_path: Path) -> None:
+    entry, site = slurm_site(runtime, tmp_path / "scratch")
+    user = make_user()
+    upload_id = upload(client, user, sif)
+    job_id = post(client, user.headers, f"upload:{upload_id}")
+    # The store's copy rots after the upload: what arrives never matches its digest.
+    digest = hashlib.sha256(sif).hexdigest()
+    blob = Path(runtime.settings.store_dir) / "blobs"
+    for path in blob.rglob(digest):
+        path.chmod(0o600)
+        path.write_bytes(sif[:-1] + bytes([sif[-1] ^ 1]))
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    submit_accepted(worker.ctx, entry)
+    assert site.calls == []  # never submitted
+    job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
+    assert job["state"] == "FAILED", job
+    assert job["reason"].startswith(f"STAGE_IN_FAILED: the image (sha256 {digest}) did not "
+                                    "arrive intact at hpc")
+
+
+def test_charliecloud_gets_the_squashfs_partition(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, sif: bytes,
+        tmp_path: Path) -> None:
+    entry, site = slurm_site(runtime, tmp_path / "scratch", CHARLIECLOUD)
+    user = make_user()
+    job_id = post(client, user.headers, f"upload:{upload(client, user, sif)}")
+    site.job_ids.append("77")
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    assert submit_accepted(worker.ctx, entry)
+    workdir = workdir_of(runtime, job_id)
+    (sif_file := tmp_path / "app.sif").write_bytes(sif)
+    with sif_file.open("rb") as stream:
+        primary = read_sif(stream).primary_partition()
+    partition = sif[primary.offset:primary.offset + primary.size]
+    assert (Path(workdir) / ".gridgate-image").read_bytes() == partition
+    assert [n for _, n in site.uploads] == [len(partition)]
+    assert site.scripts[0].splitlines()[-1] == (
+        f"exec ch-run -b {workdir}:/mnt/0 -c /mnt/0 {workdir}/.gridgate-image -- /app "
+        "'hello world'")
+
+
+def test_a_registry_image_is_pulled_on_a_site_that_reaches_registries(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path) -> None:
+    root = tmp_path / "scratch"
+    entry, site = slurm_site(runtime, root, reaches_registries=True)
+    user = make_user()
+    job_id = post(client, user.headers, DOCKER)
+    site.job_ids.append("78")
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    assert submit_accepted(worker.ctx, entry)
+    assert site.uploads == []  # nothing staged: the site pulls
+    workdir = workdir_of(runtime, job_id)
+    image = f"{root}/.gridgate-cache/{pulled_name(parse_image_ref(DOCKER))}"
+    pull = shlex.join(["flock", f"{image}.lock", "sh", "-c", PULL_SCRIPT, "sh", image, DOCKER,
+                       "apptainer"])
+    assert site.scripts[0].splitlines()[-2:] == [
+        f"{pull} || exit 1",
+        f"exec apptainer exec --containall --no-eval --bind {workdir}:{workdir} "
+        f"--pwd {workdir} {image} /app 'hello world'"]
+
+
+@pytest.mark.parametrize(("launcher", "words"), [
+    ("srun", "srun --mpi=pmi2"), ("mpirun", "mpirun.mpich -n 2")])
+def test_an_mpi_job_starts_one_container_per_rank(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path,
+        launcher: str, words: str) -> None:
+    root = tmp_path / "scratch"
+    entry, site = slurm_site(runtime, root, reaches_registries=True)
+    user = make_user()
+    job_id = post(client, user.headers, DOCKER, resources={"ranks": 2},
+                  mpi={"launcher": launcher, "flavor": "mpich"})
+    site.job_ids.append("79")
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    assert submit_accepted(worker.ctx, entry)
+    workdir = workdir_of(runtime, job_id)
+    image = f"{root}/.gridgate-cache/{pulled_name(parse_image_ref(DOCKER))}"
+    script = site.scripts[0].splitlines()
+    assert script[-1] == (f"exec {words} apptainer exec --no-home --no-eval "
+                          f"--bind {workdir}:{workdir} --pwd {workdir} {image} /app "
+                          "'hello world'")
+    assert sum("srun" in line or "mpirun" in line for line in script) == 1
+
+
+def test_a_registry_image_for_a_site_that_cannot_reach_registries_is_refused(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path) -> None:
+    entry, site = slurm_site(runtime, tmp_path / "scratch")
+    user = make_user()
+    job_id = post(client, user.headers, DOCKER)
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    submit_accepted(worker.ctx, entry)
+    assert site.calls == [] and site.uploads == []
+    job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
+    assert job["state"] == "FAILED", job
+    assert job["reason"] == (
+        "SUBMIT_REJECTED: site hpc cannot reach registries, and the gateway does not fetch "
+        f"registry images for sites yet: upload {DOCKER} as a SIF (gridgate image build) or "
+        "choose a site with apptainer or singularity that reaches registries")
