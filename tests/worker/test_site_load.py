@@ -40,7 +40,7 @@ def test_local_load_counts_its_jobs_and_forecasts_the_probe(
     route_jobs(worker.ctx)  # nothing waits for a site: no snapshot, nothing recorded
     assert loads(client, user.headers) == {"local": None}
 
-    post(client, user.headers, AUTO)
+    first = post(client, user.headers, AUTO)
     assert route_jobs(worker.ctx) is True
     idle = loads(client, user.headers)["local"]
     assert (idle["queued_jobs"], idle["running_jobs"]) == (0, 0)
@@ -49,6 +49,9 @@ def test_local_load_counts_its_jobs_and_forecasts_the_probe(
                              "wait_bound": 0.0, "basis": idle["probe"]["basis"]}
     assert idle["probe"]["basis"].startswith("live queue")
     first_at = datetime.fromisoformat(idle["taken_at"])
+    # Ended before the next snapshot: on a loaded machine the sandboxed /bin/true can still
+    # be running when the sleeper starts, and the snapshot would count two running jobs.
+    run_until(worker, client, user.headers, first, {"COMPLETED"})
 
     # A job holding a core for up to ten minutes: the probe (a whole node) waits for it.
     busy = post(client, user.headers, {"name": "sleeper", "site": "local",
