@@ -142,6 +142,8 @@ MpiDefault=none
 MailProg=/bin/true
 MinJobAge=300
 KillWait=5
+# A requeued job may start again only after the step credential expires (default 120 s).
+AuthInfo=cred_expire=30
 OverTimeLimit=0
 InactiveLimit=0
 Waittime=0

@@ -33,6 +33,25 @@ ALL_SCOPES = "jobs:read jobs:write sites:read"
 LOOPBACK = ("127.0.0.1", 50000)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group tests for xdist's `--dist loadgroup` (tests/run.sh runs two workers).
+
+    Every test that uses a live testbed goes to one worker: they share the session testbed
+    (or bring up their own, `uses_testbed`) and mostly wait on real schedulers, so one
+    worker walks through them while the other runs the rest. Every other test stays with
+    its module, so module fixtures are set up once and a module's tests keep their order.
+    """
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if "testbed" in getattr(item, "fixturenames", ()) or item.get_closest_marker(
+                "uses_testbed"):
+            group = "testbed"
+        else:
+            group = item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 class _PgDatabases:
     """Creates and drops throwaway databases on one server."""
 

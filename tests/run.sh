@@ -247,10 +247,13 @@ say "mypy --strict"
 say "lint-imports"
 "$VENV/bin/lint-imports"
 
-say "pytest"
+# Two worker processes (GRIDGATE_TEST_WORKERS; 0 runs in this process): the live testbed's
+# tests keep to one of them (tests/conftest.py groups them), the rest share both.
+WORKERS=${GRIDGATE_TEST_WORKERS:-2}
+say "pytest ($WORKERS workers)"
 rc=0
 # --durations: the slowest tests in every log, so suite time is watched, not guessed.
-run_child "$VENV/bin/pytest" -q --durations=25 "$@" || rc=$?
+run_child "$VENV/bin/pytest" -q -n "$WORKERS" --dist loadgroup --durations=25 "$@" || rc=$?
 if ((rc == 5)); then
     die "pytest collected no tests (exit 5)"
 fi

@@ -7,11 +7,13 @@ waits for its READY line, and stops exactly that process (by its PID) at the end
 
 from __future__ import annotations
 
+import fcntl
 import os
 import queue
 import secrets
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -70,8 +72,13 @@ def oidc_provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProv
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is not installed; tests/run.sh installs it")
-    if not (OIDC_DIR / "node_modules" / "oidc-provider").is_dir():
-        _npm_ci()
+    # Each xdist worker starts its own provider: one installs the modules while the
+    # others wait (`npm ci` empties node_modules first, so a provider started meanwhile
+    # would not find its package).
+    with (Path(tempfile.gettempdir()) / "gridgate-oidc-npm-ci.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (OIDC_DIR / "node_modules" / "oidc-provider").is_dir():
+            _npm_ci()
     client_id = "gridgate-automation"
     client_secret = secrets.token_urlsafe(24)
     env = {**os.environ, "OIDC_AUDIENCE": AUDIENCE, "OIDC_CLIENT_ID": client_id,

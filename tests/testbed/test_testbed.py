@@ -40,6 +40,8 @@ from tests.testbed.fixture import (
     wait_slurm_job,
 )
 
+pytestmark = pytest.mark.uses_testbed
+
 HELLO_C = r"""
 #include <mpi.h>
 #include <stdio.h>
