@@ -61,8 +61,9 @@ def _launcher(spec: JobSpec, fit: Fit) -> Launcher:
 
 
 def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
-                     cache_dir: str) -> ContainerLaunch:
-    """The launch line (and any pull before it) of the container job `spec` at `site`."""
+                     cache_dir: str, staged_image: str | None = None) -> ContainerLaunch:
+    """The launch line (and any pull before it) of the container job `spec` at `site`;
+    `staged_image`: where stage-in left the image, when not at IMAGE_FILE."""
     container = spec.container
     assert container is not None and spec.executable is not None
     caps = site.containers
@@ -70,7 +71,7 @@ def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
     assert caps is not None
     try:
         prepare: tuple[tuple[str, ...], ...] = ()
-        image = image_path(workdir)
+        image = staged_image or image_path(workdir)
         if not stages_image(spec):
             if fit.fetch_at is not FetchAt.SITE:
                 why = (f"{fit.runtime.kind.value} cannot pull it" if caps.reaches_registries
