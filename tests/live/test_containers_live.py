@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from testbed.state import TestbedInfo
 from tests.live.gateway import LiveGateway, live_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "examples" / "container-pingpong" / "build-image.sh"
+EXAMPLE = BUILD.with_name("job.yaml")
 SITES = ("roadrunner", "galaxy")
 MAX_BYTES = 1 << 20
 # Short batches keep one run to a few seconds on a shared 2-core machine.
@@ -66,13 +68,11 @@ def upload(gw: LiveGateway, headers: dict[str, str], path: Path) -> str:
 
 
 def pingpong_job(site: str, image: str) -> dict[str, Any]:
-    """The example's job: 2 ranks in hybrid mode; the image's MPI is read from it."""
-    return {"name": "container pingpong", "site": site,
-            "executable": "/opt/pingpong/bin/pingpong", "args": PINGPONG_ARGS,
-            "resources": {"nodes": 1, "ranks": 2, "walltime": 300},
-            "mpi": {"launcher": "mpirun"},
-            "container": {"image": image, "mpi": "hybrid"},
-            "outputs": ["results.jsonl"]}
+    """The example's job (examples/container-pingpong/job.yaml: 2 ranks in hybrid mode; the
+    image's MPI is read from it) at `site`, with shorter batches."""
+    spec: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    spec["container"]["image"] = image
+    return {**spec, "site": site, "args": PINGPONG_ARGS}
 
 
 @pytest.fixture(scope="module")
