@@ -15,8 +15,10 @@ an image damaged in the gateway's store is never extracted, staged or run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import time
 from pathlib import Path
 
 from adapters.transfer import StagedFile, site_fs, site_lock
@@ -30,6 +32,7 @@ from gateway.domain.jobspec import JobSpec
 from gateway.runtime import Runtime
 from gateway.services.input_sources import InputUnavailable, ResolvedInput, upload_input
 from gateway.store import BlobStore
+from gateway.store.blobs import is_sha256
 
 DERIVED_DIR = "derived"
 UNPACKED_SUFFIX = ".d"
@@ -66,6 +69,7 @@ def squashfs_of(store: BlobStore, sif: ResolvedInput) -> ResolvedInput:
     if sidecar.is_file() and target.is_file():
         size_text, digest = sidecar.read_text().split()
         if int(size_text) == target.stat().st_size:
+            os.utime(sidecar)  # used now: sweep_derived keeps it a while longer
             return ResolvedInput(LocalFile(target), StagedFile(digest, int(size_text)))
     derived.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = store.new_incoming()
@@ -78,6 +82,28 @@ def squashfs_of(store: BlobStore, sif: ResolvedInput) -> ResolvedInput:
     part.write_text(f"{size} {digest}\n")
     os.replace(part, sidecar)
     return ResolvedInput(LocalFile(target), StagedFile(digest, size))
+
+
+def sweep_derived(store: BlobStore, max_age_seconds: float) -> int:
+    """Remove the partitions extracted from SIFs no longer in the store (their uploads
+    were deleted; an https image's download is kept only while it is staged) and unused
+    for `max_age_seconds`; how many. A partition in use keeps its SIF's blob, or was
+    used (its sidecar touched) recently."""
+    derived = store.root / DERIVED_DIR
+    if not derived.is_dir():
+        return 0
+    cutoff, removed = time.time() - max_age_seconds, 0
+    for target in derived.glob("*.squashfs"):
+        sha = target.name.removesuffix(".squashfs")
+        if not is_sha256(sha) or store.has_blob(sha):
+            continue
+        pair = (target, target.with_name(target.name + ".sha256"))
+        with contextlib.suppress(FileNotFoundError):
+            if max(p.stat().st_mtime for p in pair if p.exists()) < cutoff:
+                for path in pair:
+                    path.unlink(missing_ok=True)
+                removed += 1
+    return removed
 
 
 class _Hashing:
