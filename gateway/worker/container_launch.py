@@ -2,9 +2,10 @@
 
 The site's fit (runtime, site MPI, launcher: `container_fit`, as routing chose) and the
 job's container section become a `containers.launch` argv. The image is the one stage-in
-put in the job directory (IMAGE_FILE: a SIF, or for ch-run its SquashFS partition), or for
-a registry image on a site that reaches registries, the file a locked `apptainer pull`
-leaves in the site's cache (containers.pull), run first by the batch script.
+put in the job directory (IMAGE_FILE: a SIF), or for ch-run the directory it unpacked the
+SIF's SquashFS partition into in the site's cache, or for a registry image on a site that
+reaches registries, the file a locked `apptainer pull` leaves in the site's cache
+(containers.pull), run first by the batch script.
 """
 
 from __future__ import annotations

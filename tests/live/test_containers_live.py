@@ -77,7 +77,8 @@ def pingpong_job(site: str, image: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
-    with live_gateway(testbed, SITES, tmp_path_factory.mktemp("ctr")) as gw:
+    # parnass2 offers no container runtime: routing leaves it out, with that reason.
+    with live_gateway(testbed, (*SITES, "parnass2"), tmp_path_factory.mktemp("ctr")) as gw:
         yield gw
 
 
@@ -134,6 +135,19 @@ def test_the_container_pingpong_runs_and_a_second_job_sends_nothing(
         job, gw.output(second, "stderr"))
     assert staged(gw, second) == ("0 bytes", 1)
     assert len(results(gw, second)) == len(expected)
+
+
+def test_estimate_names_the_sites_that_can_run_the_image_and_why_not_the_others(
+        gw: LiveGateway, images: dict[str, Path]) -> None:
+    headers = gw.token("alice")  # parnass2 maps its accounts: alice has one there
+    spec = pingpong_job("auto", upload(gw, headers, images["mpich"]))
+    del spec["site"]
+    r = gw.client.post("/api/v1/jobs:estimate", headers=headers, json=spec)
+    assert r.status_code == 200, r.text
+    excluded = {c["site"]: c["excluded"] for c in r.json()["candidates"]}
+    assert excluded["roadrunner"] is None and excluded["galaxy"] is None, excluded
+    assert excluded["parnass2"] is not None
+    assert "site parnass2 offers no container runtime" in excluded["parnass2"], excluded
 
 
 def test_an_open_mpi_image_is_refused_at_submit_with_the_reason(
