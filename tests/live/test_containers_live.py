@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from testbed.state import TestbedInfo
-from tests.live.gateway import LiveGateway, live_gateway
+from tests.live.gateway import FINAL, LiveGateway, live_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "examples" / "container-pingpong" / "build-image.sh"
@@ -185,3 +185,19 @@ def test_a_damaged_image_is_never_run(gw: LiveGateway, tmp_path: Path) -> None:
     assert "does not match its digest" in job["reason"] and sha in job["reason"], job
     # Nothing was launched: no attempt ever had a scheduler job id.
     assert all(a["native_id"] is None for a in job["attempts"]), job["attempts"]
+
+
+def test_two_jobs_wanting_a_new_image_at_once_send_it_once(gw: LiveGateway,
+                                                          tmp_path: Path) -> None:
+    # A new image (its own digest): neither the store nor the site has it yet. Both jobs
+    # are accepted before the worker's first cycle, which stages them side by side (its
+    # submit threads); the lock on the cache entry lets one send and the other wait.
+    sif = build_image(tmp_path / "fresh.sif")
+    headers = gw.token()
+    image = upload(gw, headers, sif)
+    jobs = [gw.submit(headers, pingpong_job("roadrunner", image)) for _ in range(2)]
+    done = gw.until(jobs, lambda j: j["state"] in FINAL, deadline=300)
+    assert all(j["state"] == "COMPLETED" for j in done.values()), done
+    records = sorted((staged(gw, j) for j in jobs), key=lambda r: r[1])
+    assert records[1] == ("0 bytes", 1), records
+    assert records[0][1] == 0 and records[0][0] != "0 bytes", records
