@@ -8,6 +8,9 @@ the site's cache by sha256, verified there, hard-linked into the job directory. 
 the SquashFS file is then unpacked once per digest beside it in the cache
 (`<sha256>.d`, under the site lock of that entry): a job runs as an unprivileged account,
 to which /dev/fuse is closed, so ch-run cannot mount the file itself (it can as root).
+Unlike the SquashFS file, which is hashed again on the site at every staging, the unpacked
+tree is trusted once made: ch-run mounts it read-only and binds only the job directory,
+so containerised jobs cannot change it, but a plain job of the same site account could.
 
 A SIF is read only after its bytes match the digest the upload (or download) recorded, so
 an image damaged in the gateway's store is never extracted, staged or run.
