@@ -5,8 +5,10 @@ compiled against this host's MPICH, with that MPICH inside, in a SIF made by `gr
 image build`. It runs in hybrid mode (the site's mpirun starts one ch-run container per
 rank) with 2 ranks on roadrunner (Slurm) and galaxy (Grid Engine), and its latency and
 bandwidth lines come back as an output file. A second job with the same image at the same
-site sends no bytes. The same build with Open MPI is refused at submit (both sites offer
-MPICH only), and a SIF whose bytes no longer match its digest is never run.
+site sends no bytes, and two jobs wanting a new image at once send it once (the stage-in
+record of each job says what it sent). `jobs:estimate` names the sites that can run the
+image and why parnass2 cannot. The same build with Open MPI is refused at submit (both
+sites offer MPICH only), and a SIF whose bytes no longer match its digest is never run.
 """
 
 from __future__ import annotations
