@@ -85,3 +85,23 @@ def parse_unsquashfs_list(output: str) -> list[str]:
         if line.startswith(LIST_ROOT + "/"):
             paths.append(line[len(LIST_ROOT):])
     return paths
+
+
+# Unpacks SquashFS file "$1" into directory "$2" once: an existing "$2" is used as it is;
+# else into "$2.gw-partial" (a left-over of a killed unpack is removed first; an image's
+# read-only directories are made writable so that it can be), then renamed into place, so
+# "$2" never names a half-unpacked tree. Paths are data, never part of the script.
+UNPACK_SCRIPT = ('src=$1 dest=$2 part=$2.gw-partial; test -d "$dest" && exit 0; '
+                 'if test -e "$part"; then chmod -R u+w -- "$part" && rm -rf -- "$part" '
+                 '|| exit 1; fi; '
+                 'unsquashfs -no-progress -quiet -d "$part" "$src" >/dev/null '
+                 '&& mv -T -- "$part" "$dest"')
+
+
+def unpack_once_argv(squashfs: str, dest: str) -> list[str]:
+    """Unpack SquashFS file `squashfs` into directory `dest` unless it is there (see
+    UNPACK_SCRIPT): what ch-run runs for an unprivileged user, to whom /dev/fuse is closed."""
+    for path in (squashfs, dest):
+        if not path.startswith("/"):
+            raise ValueError(f"{path!r} is not an absolute path")
+    return ["sh", "-c", UNPACK_SCRIPT, "gridgate-unpack", squashfs, dest]

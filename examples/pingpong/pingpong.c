@@ -9,7 +9,8 @@
  *
  * Build: mpicc -O2 -std=c99 -o pingpong pingpong.c
  * Run:   mpiexec -n 2 ./pingpong [--max-bytes N] [--target-seconds S] [--batches N]
- *                                [--max-repetitions N]
+ *                                [--max-repetitions N] [--out FILE]
+ * With --out, rank 0 also writes the JSON lines to FILE (as pingpong.py does).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ struct options {
     double target_seconds;
     int batches;
     int max_repetitions;
+    const char *out;
 };
 
 /* Abort every rank on an MPI error (the default handler does too; this one says where). */
@@ -101,6 +103,12 @@ static int parse(int argc, char **argv, struct options *opt)
             return -1;
         const char *value = argv[++i];
         char *end = NULL;
+        if (strcmp(name, "--out") == 0) {
+            if (*value == '\0')
+                return -1;
+            opt->out = value;
+            continue;
+        }
         if (strcmp(name, "--max-bytes") == 0)
             opt->max_bytes = strtol(value, &end, 10);
         else if (strcmp(name, "--target-seconds") == 0)
@@ -122,7 +130,7 @@ static int parse(int argc, char **argv, struct options *opt)
 
 int main(int argc, char **argv)
 {
-    struct options opt = {1L << 20, 0.004, 15, 20000};
+    struct options opt = {1L << 20, 0.004, 15, 20000, NULL};
     int rank = 0, size = 0;
     check(MPI_Init(&argc, &argv), "MPI_Init");
     /* Return codes, not aborts, from here on: check() reports them itself. */
@@ -132,7 +140,7 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &opt) != 0) {
         if (rank == 0)
             fprintf(stderr, "usage: pingpong [--max-bytes N] [--target-seconds S] "
-                            "[--batches N] [--max-repetitions N]\n");
+                            "[--batches N] [--max-repetitions N] [--out FILE]\n");
         MPI_Finalize();
         return 2;
     }
@@ -149,6 +157,11 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     memset(buf, 0x5a, opt.max_bytes > 0 ? (size_t)opt.max_bytes : 1);
+    FILE *out = NULL;
+    if (rank == 0 && opt.out != NULL && (out = fopen(opt.out, "w")) == NULL) {
+        perror(opt.out);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     for (long n = 0; n <= opt.max_bytes; n = n ? n * 2 : 1) {
         /* Warm-up: first touches of buffers and protocol set-up are not measured. */
         exchange(rank, buf, (int)n, 5);
@@ -162,9 +175,17 @@ int main(int argc, char **argv)
             printf("{\"bytes\": %ld, \"repetitions\": %d, \"half_round_trip_s\": %s, "
                    "\"batches\": %d}\n", n, reps, half, opt.batches);
             fflush(stdout);
+            if (out != NULL)
+                fprintf(out, "{\"bytes\": %ld, \"repetitions\": %d, "
+                             "\"half_round_trip_s\": %s, \"batches\": %d}\n",
+                        n, reps, half, opt.batches);
         }
     }
     free(buf);
+    if (out != NULL && fclose(out) != 0) {
+        perror(opt.out);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     check(MPI_Finalize(), "MPI_Finalize");
     return 0;
 }

@@ -14,7 +14,7 @@ import typer
 
 from gateway.cli import render
 from gateway.cli.errors import Interrupted
-from gateway.cli.spec import local_inputs, with_uploads
+from gateway.cli.spec import local_image, local_inputs, with_image, with_uploads
 from gateway.client.api import GatewayClient
 from gateway.client.models import Upload
 from gateway.client.uploads import CHUNK_BYTES, file_sha256, upload_file
@@ -64,11 +64,28 @@ def send_file(client: GatewayClient, file: Path, *, name: str | None = None,
             f"the gateway keeps what arrived: {again}.") from None
 
 
+def upload_image(client: GatewayClient, spec: Mapping[str, Any], base_dir: Path
+                 ) -> dict[str, Any]:
+    """`spec` with a `container.image` that names a SIF file on this machine uploaded (or a
+    complete upload of the same file used again) and sent as `upload:ID`."""
+    path = local_image(spec, base_dir)
+    if path is None:
+        return dict(spec)
+    upload = send_file(client, path, reuse=True, again=(
+        "nothing was submitted; run the same command again and the upload continues where "
+        "it stopped"))
+    render.stderr_console().print(f"Image {path} ({short_size(upload['size'])}) is upload "
+                                  f"{upload['id']}")
+    return with_image(spec, upload["id"])
+
+
 def upload_inputs(client: GatewayClient, spec: Mapping[str, Any], base_dir: Path
                   ) -> dict[str, Any]:
-    """`spec` with every input that names a file on this machine uploaded (or a complete
-    upload of the same file used again) and sent as `upload:ID`."""
+    """`spec` with every input, and a container image, that names a file on this machine
+    uploaded (or a complete upload of the same file used again) and sent as `upload:ID`."""
     found = local_inputs(spec, base_dir)
+    local_image(spec, base_dir)  # a missing image is named before anything is sent
+    spec = upload_image(client, spec, base_dir)
     if not found:
         return dict(spec)
     err = render.stderr_console()

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
+from gateway.cli.inputs import upload_image
 from gateway.cli.jobs import JobArg, JsonOpt
 from gateway.cli.spec import SpecFlags, build_spec, load_spec_file
 from gateway.cli.state import state
@@ -93,7 +94,8 @@ def estimate(
     flags = SpecFlags(ranks=ranks, nodes=nodes, walltime=walltime, site=site)
     spec = build_spec(load_spec_file(spec_file), flags)
     with state(ctx).client() as client:
-        decision = client.estimate(spec)
+        # The gateway reads an uploaded image's MPI to tell which sites can run it.
+        decision = client.estimate(upload_image(client, spec, spec_file.parent))
     if json_out:
         render.print_json(decision)
         return

@@ -166,3 +166,24 @@ def with_uploads(spec: Mapping[str, Any], uploaded: Mapping[int, tuple[str, str]
     for i, (upload_id, dest) in uploaded.items():
         inputs[i] = {**inputs[i], "source": f"upload:{upload_id}", "dest": dest}
     return {**spec, "inputs": inputs}
+
+
+def local_image(spec: Mapping[str, Any], base_dir: Path) -> Path | None:
+    """The file on this machine that `container.image` names (no `scheme:`), relative to
+    `base_dir`; None when it names an image elsewhere (upload:, https://, docker://...)."""
+    container = spec.get("container")
+    image = container.get("image") if isinstance(container, dict) else None
+    if not isinstance(image, str) or not image or _SCHEME.match(image):
+        return None
+    path = base_dir / Path(image).expanduser()
+    if not path.is_file():
+        raise ClientError(
+            f"container.image {image!r}: there is no file {path}. An image without upload:, "
+            "https:// or a registry scheme (docker://, oras://, library://) is a SIF file on "
+            "this machine, relative to the job spec's directory; gridgate uploads it.")
+    return path
+
+
+def with_image(spec: Mapping[str, Any], upload_id: str) -> dict[str, Any]:
+    """`spec` with its container image sent as `upload:ID`."""
+    return {**spec, "container": {**spec["container"], "image": f"upload:{upload_id}"}}

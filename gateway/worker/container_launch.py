@@ -2,9 +2,10 @@
 
 The site's fit (runtime, site MPI, launcher: `container_fit`, as routing chose) and the
 job's container section become a `containers.launch` argv. The image is the one stage-in
-put in the job directory (IMAGE_FILE: a SIF, or for ch-run its SquashFS partition), or for
-a registry image on a site that reaches registries, the file a locked `apptainer pull`
-leaves in the site's cache (containers.pull), run first by the batch script.
+put in the job directory (IMAGE_FILE: a SIF), or for ch-run the directory it unpacked the
+SIF's SquashFS partition into in the site's cache, or for a registry image on a site that
+reaches registries, the file a locked `apptainer pull` leaves in the site's cache
+(containers.pull), run first by the batch script.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ def _launcher(spec: JobSpec, fit: Fit) -> Launcher:
 
 
 def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
-                     cache_dir: str) -> ContainerLaunch:
-    """The launch line (and any pull before it) of the container job `spec` at `site`."""
+                     cache_dir: str, staged_image: str | None = None) -> ContainerLaunch:
+    """The launch line (and any pull before it) of the container job `spec` at `site`;
+    `staged_image`: where stage-in left the image, when not at IMAGE_FILE."""
     container = spec.container
     assert container is not None and spec.executable is not None
     caps = site.containers
@@ -70,7 +72,7 @@ def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
     assert caps is not None
     try:
         prepare: tuple[tuple[str, ...], ...] = ()
-        image = image_path(workdir)
+        image = staged_image or image_path(workdir)
         if not stages_image(spec):
             if fit.fetch_at is not FetchAt.SITE:
                 why = (f"{fit.runtime.kind.value} cannot pull it" if caps.reaches_registries

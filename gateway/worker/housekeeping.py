@@ -1,5 +1,6 @@
-"""Housekeeping step: expire unfinished uploads idle past their time, and sweep the
-store's incoming files left by a crash, at most once a minute."""
+"""Housekeeping step: expire unfinished uploads idle past their time, sweep the store's
+incoming files left by a crash and the SquashFS partitions extracted from images no
+longer in the store, at most once a minute."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from gateway.db.base import utcnow
 from gateway.services.uploads import expire_uploads
 from gateway.store import BlobStore
 from gateway.worker.context import StepContext
+from gateway.worker.stage_image import sweep_derived
 
 log = logging.getLogger(__name__)
 
@@ -17,6 +19,9 @@ UPLOAD_EXPIRY_SECONDS = 60.0
 # Incoming files (https inputs, fetched outputs) older than this were left by a crash:
 # a day is far longer than any one download takes.
 INCOMING_MAX_AGE_SECONDS = 24 * 3600.0
+# An extracted partition whose SIF left the store is kept this long after its last use: an
+# https image is downloaded again for each job, and its partition need not be extracted.
+DERIVED_MAX_AGE_SECONDS = 24 * 3600.0
 
 
 class Housekeeping:
@@ -38,3 +43,6 @@ class Housekeeping:
             log.info("expired %d unfinished upload(s)", expired)
         if swept := store.sweep_incoming(INCOMING_MAX_AGE_SECONDS):
             log.info("removed %d incoming file(s) left by an interrupted fetch", swept)
+        if swept := sweep_derived(store, DERIVED_MAX_AGE_SECONDS):
+            log.info("removed %d extracted image partition(s) whose image left the store",
+                     swept)

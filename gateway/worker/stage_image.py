@@ -4,26 +4,41 @@ SIF digest and kept in the store beside the blobs (`derived/<sif sha256>.squashf
 its own sha256 in a sidecar written after it, so a half-written pair is never used).
 
 The image then goes through the same path as an input file (adapters.transfer.stage): into
-the site's cache by sha256, verified there, hard-linked into the job directory.
+the site's cache by sha256, verified there, hard-linked into the job directory. For ch-run
+the SquashFS file is then unpacked once per digest beside it in the cache
+(`<sha256>.d`, under the site lock of that entry): a job runs as an unprivileged account,
+to which /dev/fuse is closed, so ch-run cannot mount the file itself (it can as root).
+Unlike the SquashFS file, which is hashed again on the site at every staging, the unpacked
+tree is trusted once made: ch-run mounts it read-only and binds only the job directory,
+so containerised jobs cannot change it, but a plain job of the same site account could.
+
+A SIF is read only after its bytes match the digest the upload (or download) recorded, so
+an image damaged in the gateway's store is never extracted, staged or run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import time
 from pathlib import Path
 
-from adapters.transfer import StagedFile
+from adapters.transfer import StagedFile, site_fs, site_lock
 from adapters.transfer.sources import LocalFile
+from adapters.transport import Transport
 from containers.errors import ContainerError
+from containers.image_tools import unpack_once_argv
 from containers.refs import RefKind
 from containers.sif import copy_object, has_squashfs_magic, read_sif
 from gateway.domain.jobspec import JobSpec
 from gateway.runtime import Runtime
 from gateway.services.input_sources import InputUnavailable, ResolvedInput, upload_input
 from gateway.store import BlobStore
+from gateway.store.blobs import is_sha256
 
 DERIVED_DIR = "derived"
+UNPACKED_SUFFIX = ".d"
 
 
 def resolve_image(rt: Runtime, owner_id: str, spec: JobSpec, extract: bool) -> ResolvedInput:
@@ -57,11 +72,12 @@ def squashfs_of(store: BlobStore, sif: ResolvedInput) -> ResolvedInput:
     if sidecar.is_file() and target.is_file():
         size_text, digest = sidecar.read_text().split()
         if int(size_text) == target.stat().st_size:
+            os.utime(sidecar)  # used now: sweep_derived keeps it a while longer
             return ResolvedInput(LocalFile(target), StagedFile(digest, int(size_text)))
     derived.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = store.new_incoming()
     try:
-        size, digest = _extract(Path(os.fspath(sif.source.path)), tmp)
+        size, digest = _extract(Path(os.fspath(sif.source.path)), tmp, sif.expected.sha256)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -69,6 +85,28 @@ def squashfs_of(store: BlobStore, sif: ResolvedInput) -> ResolvedInput:
     part.write_text(f"{size} {digest}\n")
     os.replace(part, sidecar)
     return ResolvedInput(LocalFile(target), StagedFile(digest, size))
+
+
+def sweep_derived(store: BlobStore, max_age_seconds: float) -> int:
+    """Remove the partitions extracted from SIFs no longer in the store (their uploads
+    were deleted; an https image's download is kept only while it is staged) and unused
+    for `max_age_seconds`; how many. A partition in use keeps its SIF's blob, or was
+    used (its sidecar touched) recently."""
+    derived = store.root / DERIVED_DIR
+    if not derived.is_dir():
+        return 0
+    cutoff, removed = time.time() - max_age_seconds, 0
+    for target in derived.glob("*.squashfs"):
+        sha = target.name.removesuffix(".squashfs")
+        if not is_sha256(sha) or store.has_blob(sha):
+            continue
+        pair = (target, target.with_name(target.name + ".sha256"))
+        with contextlib.suppress(FileNotFoundError):
+            if max(p.stat().st_mtime for p in pair if p.exists()) < cutoff:
+                for path in pair:
+                    path.unlink(missing_ok=True)
+                removed += 1
+    return removed
 
 
 class _Hashing:
@@ -82,7 +120,20 @@ class _Hashing:
         return self.out.write(data)
 
 
-def _extract(sif_path: Path, out_path: Path) -> tuple[int, str]:
+def _check_digest(sif_path: Path, sha256: str) -> None:
+    """InputUnavailable unless the file's bytes hash to `sha256`."""
+    digest = hashlib.sha256()
+    with sif_path.open("rb") as stream:
+        while block := stream.read(1 << 20):
+            digest.update(block)
+    if digest.hexdigest() != sha256:
+        raise InputUnavailable(f"the image {sif_path.name} in the gateway's store does not "
+                               f"match its digest (sha256 {digest.hexdigest()}, not {sha256}): "
+                               "it is damaged and is not run; upload it again")
+
+
+def _extract(sif_path: Path, out_path: Path, sha256: str) -> tuple[int, str]:
+    _check_digest(sif_path, sha256)
     sink = _Hashing(out_path)
     try:
         with sif_path.open("rb") as stream:
@@ -99,3 +150,18 @@ def _extract(sif_path: Path, out_path: Path) -> tuple[int, str]:
     finally:
         sink.out.close()
     return size, sink.hash.hexdigest()
+
+
+def unpacked_path(cache_dir: str, sha256: str) -> str:
+    """Where the SquashFS image `sha256` is unpacked in the site's cache."""
+    return f"{cache_dir.rstrip('/')}/{sha256}{UNPACKED_SUFFIX}"
+
+
+def unpack_on_site(transport: Transport, cache_dir: str, sha256: str) -> str:
+    """Unpack the cached SquashFS `<cache_dir>/<sha256>` into `<sha256>.d` once, under the
+    site's lock on the entry (concurrent jobs unpack it once); the directory's path."""
+    dest = unpacked_path(cache_dir, sha256)
+    with site_lock.hold(transport, cache_dir, sha256):
+        site_fs.output(transport, unpack_once_argv(f"{cache_dir.rstrip('/')}/{sha256}", dest),
+                       timeout=site_fs.HASH_TIMEOUT)
+    return dest

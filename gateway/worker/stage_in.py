@@ -12,7 +12,8 @@ expired lease simply stages again, and finished inputs cost one sha256sum each.
 
 A container job's SIF image (or, for ch-run, its SquashFS partition: gateway.worker.
 stage_image) is staged the same way, to IMAGE_FILE in the job directory; it does not count
-against the per-job input limit.
+against the per-job input limit. For ch-run the cached SquashFS is then unpacked once in
+the site's cache, and the summary names that directory: the image the launch line runs.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from gateway.worker.claim import record_rejection
 from gateway.worker.container_launch import image_path, site_fit, stages_image
 from gateway.worker.context import StepContext
 from gateway.worker.keyed_locks import KeyedLocks
-from gateway.worker.stage_image import resolve_image
+from gateway.worker.stage_image import resolve_image, unpack_on_site
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,8 @@ class StageInSummary:
     files: int
     bytes_sent: int
     cached: int
+    # The image the launch line runs, when it is not the staged file (ch-run: unpacked).
+    image: str | None = None
 
     def describe(self) -> str:
         return (f"staged {self.files} input(s), {human_bytes(self.bytes_sent)} sent, "
@@ -90,13 +93,14 @@ def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
     try:
         for item in job.spec.inputs:
             resolved.append(_resolve(rt, job, item.source))
+        extract = False
         if stages_image(job.spec):
             extract = site_fit(job.spec, site).extract_squashfs
             image.append(resolve_image(rt, job.owner_id, job.spec, extract))
         summary = _stage_all(rt, site, files, job, resolved, keep_lease)
         if summary is None or not image:
             return summary
-        return _stage_image(site, files, job, image[0], summary, keep_lease)
+        return _stage_image(site, files, job, image[0], summary, keep_lease, unpack=extract)
     finally:
         for source in [*resolved, *image]:  # https downloads made for this staging only
             if source.scratch is not None:
@@ -128,15 +132,20 @@ def _stage_all(rt: Runtime, site: SiteEntry, files: FileTransport, job: StageInJ
 
 def _stage_image(site: SiteEntry, files: FileTransport, job: StageInJob,
                  image: ResolvedInput, summary: StageInSummary,
-                 keep_lease: Callable[[], bool]) -> StageInSummary | None:
-    """Ship the image like an input: once per site cache, hard-linked into the job."""
+                 keep_lease: Callable[[], bool], *, unpack: bool) -> StageInSummary | None:
+    """Ship the image like an input: once per site cache, hard-linked into the job; with
+    `unpack` (ch-run) also unpacked once in the cache."""
     if not keep_lease():
         return None
     digest = image.expected.sha256
+    cache_dir = site.cache_dir(job.owner)
+    unpacked = None
     try:
         with STAGING_LOCKS.hold((site.name, digest)):
             result = stage(files, image.source, image.expected, image_path(job.workdir),
-                           cache_dir=site.cache_dir(job.owner))
+                           cache_dir=cache_dir)
+            if unpack:
+                unpacked = unpack_on_site(files, cache_dir, digest)
     except StagingFailed as exc:
         # Never run a damaged image: the job fails naming the content it expected.
         raise InputUnavailable(f"the image (sha256 {digest}) did not arrive intact at "
@@ -144,7 +153,7 @@ def _stage_image(site: SiteEntry, files: FileTransport, job: StageInJob,
     log.info("job %s: staged its image (sha256 %s, %s)", job.job_id, digest,
              "from the site's cache" if result.cached else f"{result.bytes_sent} bytes sent")
     return StageInSummary(summary.files + 1, summary.bytes_sent + result.bytes_sent,
-                          summary.cached + int(result.cached))
+                          summary.cached + int(result.cached), unpacked)
 
 
 def _resolve(rt: Runtime, job: StageInJob, text: str) -> ResolvedInput:

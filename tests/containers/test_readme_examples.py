@@ -12,7 +12,9 @@ from containers.image_def import parse_definition
 from gateway.domain.jobspec import JobSpec
 from gateway.siteconfig.containers import SiteContainers
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+EXAMPLE = ROOT / "examples" / "container-pingpong" / "job.yaml"
 
 
 def _yaml_after(marker: str) -> Any:
@@ -41,3 +43,13 @@ def test_the_readme_image_definition_is_valid() -> None:
     assert [(src, str(dest)) for src, dest in definition.files] == [
         ("pingpong.py", "/opt/app/pingpong.py")]
     assert dict(definition.environment) == {"OMP_NUM_THREADS": "1"}
+
+
+def test_the_example_container_job_is_valid_once_its_image_is_uploaded() -> None:
+    data = yaml.safe_load(EXAMPLE.read_text())
+    # `gridgate submit` uploads the file it names and sends upload:<id> instead.
+    assert data["container"]["image"] == "./pingpong.sif"
+    data["container"]["image"] = "upload:6f1c2a9e-4b7d-4e0a-9c3b-2d5e8f7a1b04"
+    spec = JobSpec.model_validate(data)
+    assert spec.container is not None and spec.container.mpi == "hybrid"
+    assert spec.resources.ranks == 2 and spec.outputs == ["results.jsonl"]

@@ -195,9 +195,37 @@ def test_charliecloud_gets_the_squashfs_partition(
     partition = sif[primary.offset:primary.offset + primary.size]
     assert (Path(workdir) / ".gridgate-image").read_bytes() == partition
     assert [n for _, n in site.uploads] == [len(partition)]
+    # ch-run runs the partition unpacked once in the site's cache: a job's account cannot
+    # mount the file (/dev/fuse is root's), and the image's files are there.
+    sha = hashlib.sha256(partition).hexdigest()
+    unpacked = tmp_path / "scratch" / ".gridgate-cache" / f"{sha}.d"
+    assert (unpacked / "bin" / "sh").read_bytes() == Path("/bin/sh").resolve().read_bytes()
     assert site.scripts[0].splitlines()[-1] == (
-        f"exec ch-run -b {workdir}:/mnt/0 -c /mnt/0 {workdir}/.gridgate-image -- /app "
-        "'hello world'")
+        f"exec ch-run -b {workdir}:/mnt/0 -c /mnt/0 {unpacked} -- /app 'hello world'")
+
+
+def test_a_damaged_image_is_never_extracted_for_charliecloud(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path) -> None:
+    need("mksquashfs")
+    # An image of its own: the partition the gateway extracted from an image is kept by
+    # the SIF's digest, and a damaged copy of an image extracted already is never read.
+    build(make_rootfs(tmp_path / "root"), tmp_path / "own.sif")
+    data = (tmp_path / "own.sif").read_bytes()
+    entry, site = slurm_site(runtime, tmp_path / "scratch", CHARLIECLOUD)
+    user = make_user()
+    job_id = post(client, user.headers, f"upload:{upload(client, user, data)}")
+    digest = hashlib.sha256(data).hexdigest()
+    for path in (Path(runtime.settings.store_dir) / "blobs").rglob(digest):
+        path.chmod(0o600)
+        path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    submit_accepted(worker.ctx, entry)
+    assert site.calls == [] and site.uploads == []  # nothing sent, never submitted
+    job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
+    assert job["state"] == "FAILED", job
+    assert job["reason"].startswith("STAGE_IN_FAILED: the image "), job["reason"]
+    assert "does not match its digest" in job["reason"] and digest in job["reason"]
 
 
 def test_a_registry_image_is_pulled_on_a_site_that_reaches_registries(

@@ -1,0 +1,72 @@
+"""LIVE (this machine): the unpack command the gateway runs on a site for ch-run
+(containers.image_tools.unpack_once_argv), with the real unsquashfs: it unpacks once,
+leaves an existing directory alone, and clears a half-unpacked left-over first."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from containers.image_tools import unpack_once_argv
+from tests.containers.conftest import need
+
+
+@pytest.fixture
+def squashfs(tmp_path: Path) -> Path:
+    need("mksquashfs")
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "greeting").write_text("hi\n")
+    (root / "ro").mkdir()
+    (root / "ro" / "file").write_text("x")
+    (root / "ro").chmod(0o555)
+    out = tmp_path / "image.squashfs"
+    subprocess.run(["mksquashfs", str(root), str(out), "-quiet", "-no-progress"], check=True)
+    (root / "ro").chmod(0o755)
+    return out
+
+
+def unpack(squashfs: Path, dest: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(unpack_once_argv(str(squashfs), str(dest)), capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def test_it_unpacks_once_and_leaves_an_existing_directory_alone(
+        squashfs: Path, tmp_path: Path) -> None:
+    need("unsquashfs")
+    dest = tmp_path / "cache" / "abc.d"
+    dest.parent.mkdir()
+    assert unpack(squashfs, dest).returncode == 0
+    assert (dest / "etc" / "greeting").read_text() == "hi\n"
+    (dest / "etc" / "greeting").write_text("changed\n")
+    assert unpack(squashfs, dest).returncode == 0
+    assert (dest / "etc" / "greeting").read_text() == "changed\n"  # not unpacked again
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["abc.d"]
+
+
+def test_a_half_unpacked_left_over_is_cleared_first(squashfs: Path, tmp_path: Path) -> None:
+    need("unsquashfs")
+    dest = tmp_path / "abc.d"
+    partial = tmp_path / "abc.d.gw-partial"
+    (partial / "ro").mkdir(parents=True)
+    (partial / "ro" / "stale").write_text("old")
+    (partial / "ro").chmod(0o555)  # as an image's read-only directory leaves it
+    assert unpack(squashfs, dest).returncode == 0
+    assert not partial.exists()
+    assert (dest / "ro" / "file").read_text() == "x" and not (dest / "ro" / "stale").exists()
+
+
+def test_a_damaged_file_leaves_no_directory(tmp_path: Path) -> None:
+    need("unsquashfs")
+    bad = tmp_path / "bad.squashfs"
+    bad.write_bytes(b"not a squashfs" * 100)
+    done = unpack(bad, tmp_path / "abc.d")
+    assert done.returncode != 0
+    assert not (tmp_path / "abc.d").exists()
+
+
+def test_paths_must_be_absolute() -> None:
+    with pytest.raises(ValueError, match="absolute"):
+        unpack_once_argv("image.squashfs", "/cache/abc.d")
