@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Attempt, Job, User
@@ -127,15 +127,17 @@ def add(session: Session, attempt: Attempt) -> None:
 
 def lease_stale(session: Session, site_name: str, states: Collection[AttemptState],
                 job_state: JobState | None, now: datetime, owner: str, until: datetime,
-                limit: int) -> list[LeasedAttempt]:
+                limit: int, where: ColumnElement[bool] | None = None) -> list[LeasedAttempt]:
     """Take the lease on up to `limit` attempts of the site in `states` (and, if given,
-    whose job is in `job_state`) that nobody holds, or whose holder let it run out; rows
-    other workers are taking right now are skipped."""
+    whose job is in `job_state`, and which meet `where`) that nobody holds, or whose
+    holder let it run out; rows other workers are taking right now are skipped."""
     query = (select(Attempt, Job.spec, User.username, User.id, Job.array_index)
              .join(Job, Job.id == Attempt.job_id)
              .join(User, User.id == Job.owner_id)
              .where(Attempt.site_name == site_name, Attempt.state.in_(states),
                     or_(Attempt.lease_until.is_(None), Attempt.lease_until < now)))
+    if where is not None:
+        query = query.where(where)
     if job_state is not None:
         # Only the job's own run: never an attempt that lost a hedge to it.
         query = query.where(Job.state == job_state.value,
