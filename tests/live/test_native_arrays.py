@@ -1,0 +1,91 @@
+"""Job arrays sent as ONE native array to the live testbed's real Slurm (issue 16).
+
+A job array of 20 tasks throttled to 4, all at the Slurm site roadrunner, goes to
+Slurm as one `sbatch --array=0-19%4`: the scheduler holds one array job named after
+the gateway's array (and none under a task's own tag), every task's id is
+`<that job>_<its index>`, Slurm keeps the throttle (ArrayTaskThrottle=4), at most 4
+tasks run at any sample (on the site and in the API), and every task ends COMPLETED
+having seen its own index. roadrunner has 2 cores, so capacity also bounds what runs;
+the throttle is proven by Slurm's own record of it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from testbed.state import TestbedInfo
+from tests.live.gateway import FINAL, LiveGateway, live_gateway
+from tests.testbed.fixture import ssh
+
+COMMUNITY = "gwcomm"
+SITE = "roadrunner"
+
+
+def tasks(gw: LiveGateway, headers: dict[str, str], array_id: str) -> list[dict[str, Any]]:
+    r = gw.client.get("/api/v1/jobs", params={"array_job_id": array_id, "limit": 500},
+                      headers=headers)
+    assert r.status_code == 200, r.text
+    return sorted(r.json()["items"], key=lambda job: job["array_index"])
+
+
+def slurm_jobs_named(testbed: TestbedInfo, name: str) -> set[str]:
+    """The array or job ids Slurm holds or remembers under this job name."""
+    site = testbed.sites[SITE]
+    queued = ssh(site, COMMUNITY, ["squeue", "--noheader", "--states=all", f"--name={name}",
+                                   "--format=%i"]).stdout.split()
+    ended = ssh(site, COMMUNITY, ["sacct", "--noheader", "--parsable2", "--allocations",
+                                  "--allusers", f"--name={name}", "--starttime=now-1days",
+                                  "--format=JobID"]).stdout.split()
+    return {re.sub(r"_.*", "", i) for i in (*queued, *ended)}
+
+
+def test_slurm_array_of_20_throttled_to_4_runs_as_one_native_array(
+        testbed: TestbedInfo, tmp_path: Path) -> None:
+    site = testbed.sites[SITE]
+    with live_gateway(testbed, (SITE,), tmp_path) as gw:
+        headers = gw.token()
+        first = gw.submit(headers, {
+            "name": "sweep; $(touch /tmp/pwned-array)", "site": SITE,
+            "executable": "/bin/sh",
+            "args": ["-c", 'sleep 2; echo "$GRIDGATE_ARRAY_TASK_ID $SLURM_ARRAY_TASK_ID '
+                           '$GRIDGATE_ARRAY_TASK_COUNT $PWD"'],
+            "array": "0-19%4", "resources": {"walltime": 120}})
+        array_id = gw.job(first)["array_job_id"]
+        most_api = most_site = 0
+        found: list[dict[str, Any]] = []
+        base = None
+        for _ in range(400):
+            gw.worker.run_once()
+            found = tasks(gw, headers, array_id)
+            most_api = max(most_api, sum(j["state"] == "RUNNING" for j in found))
+            natives = {j["attempts"][0]["native_id"] for j in found if j["attempts"]
+                       and j["attempts"][0]["native_id"]}
+            if natives and base is None:
+                base = next(iter(natives)).split("_")[0]
+            if base is not None:
+                running = ssh(site, COMMUNITY, ["squeue", "--noheader", f"--jobs={base}",
+                                                "--states=RUNNING", "--format=%i"]).stdout
+                most_site = max(most_site, len(running.split()))
+            if all(j["state"] in FINAL for j in found):
+                break
+        assert len(found) == 20 and all(j["state"] == "COMPLETED" for j in found), found
+        assert most_api <= 4 and 1 <= most_site <= 4, (most_api, most_site)
+        # One submission: one Slurm job for the whole array, none under a task's tag.
+        assert base is not None
+        assert slurm_jobs_named(testbed, f"gw-{array_id}") == {base}
+        for job in (found[0], found[7], found[19]):
+            assert slurm_jobs_named(testbed, f"gw-{job['id']}") == set()
+        shown = ssh(site, COMMUNITY, ["scontrol", "show", "job", f"{base}_0"]).stdout
+        assert "ArrayTaskThrottle=4" in shown, shown
+        for job in found:
+            index = job["array_index"]
+            assert len(job["attempts"]) == 1, job
+            assert job["attempts"][0]["native_id"] == f"{base}_{index}"
+            out = gw.client.get(f"/api/v1/jobs/{job['id']}/logs/stdout", headers=headers)
+            assert out.status_code == 200, out.text
+            index_text, slurm_index, count, pwd = out.text.split()
+            assert (index_text, slurm_index, count) == (str(index), str(index), "20")
+            assert pwd.endswith(f"/gw-{array_id}/{index}")
+        assert not Path("/tmp/pwned-array").exists()
