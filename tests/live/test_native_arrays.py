@@ -12,6 +12,7 @@ the throttle is proven by Slurm's own record of it.
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +90,46 @@ def test_slurm_array_of_20_throttled_to_4_runs_as_one_native_array(
             assert (index_text, slurm_index, count) == (str(index), str(index), "20")
             assert pwd.endswith(f"/gw-{array_id}/{index}")
         assert not Path("/tmp/pwned-array").exists()
+
+
+def sge_jobs_named(testbed: TestbedInfo, name: str) -> set[str]:
+    """Job numbers Grid Engine holds (qstat) or remembers (qacct) under this name."""
+    site = testbed.sites["galaxy"]
+    listing = ssh(site, COMMUNITY, ["qstat", "-xml", "-u", "*"]).stdout
+    found = {(job.findtext("JB_job_number") or "").strip()
+             for job in ET.fromstring(listing).iter("job_list")
+             if (job.findtext("JB_name") or "").strip() == name}
+    accounted = ssh(site, COMMUNITY, ["qacct", "-j", name], check=False).stdout
+    found |= {line.split()[1] for line in accounted.splitlines()
+              if line.startswith("jobnumber")}
+    return found
+
+
+def test_grid_engine_array_runs_as_one_native_array(testbed: TestbedInfo,
+                                                     tmp_path: Path) -> None:
+    """Grid Engine numbers tasks from 1: task `i` of the array runs as SGE task `i + 1`
+    and still sees its own index; one `qsub -t 1-6 -tc 2`."""
+    with live_gateway(testbed, ("galaxy",), tmp_path) as gw:
+        headers = gw.token()
+        first = gw.submit(headers, {
+            "name": "sge sweep", "site": "galaxy", "executable": "/bin/sh",
+            "args": ["-c", 'sleep 1; echo "$GRIDGATE_ARRAY_TASK_ID $SGE_TASK_ID"'],
+            "array": "0-5%2", "resources": {"walltime": 120}})
+        array_id = gw.job(first)["array_job_id"]
+        most = 0
+        found: list[dict[str, Any]] = []
+        for _ in range(400):
+            gw.worker.run_once()
+            found = tasks(gw, headers, array_id)
+            most = max(most, sum(j["state"] == "RUNNING" for j in found))
+            if all(j["state"] in FINAL for j in found):
+                break
+        assert len(found) == 6 and all(j["state"] == "COMPLETED" for j in found), found
+        assert most <= 2, most
+        natives = [j["attempts"][0]["native_id"] for j in found]
+        base = natives[0].split(".")[0]
+        assert natives == [f"{base}.{i + 1}" for i in range(6)]
+        assert sge_jobs_named(testbed, f"gw-{array_id}") == {base}
+        for job in found:
+            out = gw.client.get(f"/api/v1/jobs/{job['id']}/logs/stdout", headers=headers)
+            assert out.text == f"{job['array_index']} {job['array_index'] + 1}\n", out.text
