@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -54,18 +55,24 @@ TARGET_SPEEDUP_MIN = 5.0  # task-by-task seconds / native seconds
 
 
 class CountingTransport:
-    """A Transport that counts the submission commands it passes on."""
+    """A Transport that counts the remote commands that submit (one sbatch, or a batch
+    script running several) and the sbatch runs in them."""
 
     def __init__(self, inner: Transport) -> None:
         self.inner = inner
         self.submissions = 0
+        self.sbatch_runs = 0
         self.commands = 0
 
     def run(self, argv: Sequence[str], *, stdin: bytes | None = None,
             timeout: float = 60.0) -> CommandResult:
         self.commands += 1
-        if "sbatch" in argv or (tuple(argv[:2]) == ("sh", "-c") and "sbatch" in argv[2]):
+        runs = sum(word.rsplit("/", 1)[-1] == "sbatch" for word in argv)
+        if tuple(argv[:2]) == ("sh", "-c") and "gw-submit" in argv[2]:
+            runs = len(re.findall(r"(?:^|[\s/])sbatch --parsable", argv[2]))
+        if runs:
             self.submissions += 1
+            self.sbatch_runs += runs
         return self.inner.run(argv, stdin=stdin, timeout=timeout)
 
     def put_bytes(self, data: bytes, path: str, *, mode: int = 0o600) -> None:
@@ -156,9 +163,11 @@ def through_gateway(testbed: TestbedInfo, base: Path, poller: Transport, tasks: 
             wait_until("squeue to list every task", lambda: listed(poller) >= tasks, 300)
             elapsed = time.perf_counter() - t0
             submissions, commands = counter.submissions, counter.commands
+            sbatch_runs = counter.sbatch_runs
         drain(poller)
     return {"seconds": round(elapsed, 2), "seconds_until_queued_in_gateway": round(in_gateway, 2),
-            "submission_commands": submissions, "remote_commands": commands,
+            "submission_commands": submissions, "sbatch_runs": sbatch_runs,
+            "remote_commands": commands,
             "worker_cycles": cycles, "tasks_per_second": round(tasks / elapsed, 1)}
 
 
@@ -171,7 +180,7 @@ def raw_sbatch(poller: Transport, tasks: int) -> dict[str, Any]:
     wait_until("squeue to list every job", lambda: listed(poller) >= tasks, 300)
     elapsed = time.perf_counter() - t0
     drain(poller)
-    return {"seconds": round(elapsed, 2), "submission_commands": tasks,
+    return {"seconds": round(elapsed, 2), "submission_commands": tasks, "sbatch_runs": tasks,
             "tasks_per_second": round(tasks / elapsed, 1)}
 
 
