@@ -41,14 +41,17 @@ def _waiting(site_name: str) -> ColumnElement[bool]:
 
 def whole_arrays_waiting(session: Session, site_name: str, limit: int) -> list[str]:
     """Arrays, oldest first, all of whose tasks wait at the site and none of which was
-    ever submitted anywhere: those can go to the site as one native array."""
+    ever submitted anywhere: those can go to the site as one native array. Only arrays
+    with a task waiting at the site are counted (the usual case: none, one cheap query)."""
     task = aliased(Job)
     tried = (exists().where(Attempt.job_id == task.id, task.array_job_id == JobArray.id))
     waiting = (select(func.count()).select_from(Job)
                .where(Job.array_job_id == JobArray.id, _waiting(site_name))
                .scalar_subquery())
+    candidates = select(Job.array_job_id).where(_waiting(site_name),
+                                                Job.array_job_id.is_not(None))
     query = (select(JobArray.id)
-             .where(waiting == JobArray.task_count, ~tried)
+             .where(JobArray.id.in_(candidates), waiting == JobArray.task_count, ~tried)
              .order_by(JobArray.created_at, JobArray.id).limit(limit))
     return list(session.scalars(query))
 

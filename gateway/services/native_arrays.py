@@ -64,12 +64,15 @@ def claim_whole_arrays(session: Session, lifecycle: Lifecycle, site: SiteEntry, 
     """Claim, within the site's free job slots, up to `limit` arrays whose tasks all wait
     at the site and which it takes natively (see module)."""
     now = utcnow()
+    waiting = repo.whole_arrays_waiting(session, site.name, limit)
+    if not waiting:
+        return []  # the usual case: no lock taken
     admission = site_rows.lock_admission(session, site.name)
     if admission is None or not admission.accepting:
         return []
     free = site.max_jobs - attempts.count_live(session, site.name)
     claimed = []
-    for array_id in repo.whole_arrays_waiting(session, site.name, limit):
+    for array_id in waiting:
         shape = repo.throttle_of(session, array_id)
         if shape is None or shape[0] > free:
             continue
