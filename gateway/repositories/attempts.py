@@ -196,6 +196,7 @@ def pending_cancels(session: Session, site_name: str) -> list[PendingCancel]:
                         Job.winner_attempt_id != Attempt.id)),
                Attempt.native_id.is_not(None), Attempt.cancel_sent_at.is_(None),
                Attempt.state.in_(LIVE_ATTEMPT_STATES))
+        .order_by(Attempt.id)  # oldest first, the same on every database
     ).all()
     return [PendingCancel(i, native_id, owner) for i, native_id, owner in rows
             if native_id is not None]
@@ -215,6 +216,7 @@ def followed(session: Session, site_name: str) -> list[Followed]:
         .join(User, User.id == Job.owner_id)
         .where(Attempt.site_name == site_name, Attempt.native_id.is_not(None),
                Attempt.state.in_((AttemptState.QUEUED, AttemptState.RUNNING)))
+        .order_by(Attempt.id)  # one status command, its ids in the same order every time
     ).all()
     return [Followed(r.id, r.native_id, r.state, r.raw_state, r.username,
                      r.cancel_sent_at is not None)

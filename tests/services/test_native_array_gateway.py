@@ -151,3 +151,29 @@ def test_arrays_a_site_cannot_take_natively_are_left_to_the_task_by_task_path(
     for array in (array_id, other_id):
         assert {(j["state"], len(j["attempts"])) for j in _tasks(sites, user.headers, array)
                 } == {("ACCEPTED", 0)}
+
+
+def _grep_accounting(*native_ids: str) -> tuple[str, ...]:
+    patterns = [w for i in native_ids for w in ("-e", f";E;{i};", "-e", f";D;{i};")]
+    return ("grep", "-h", "-r", "-F", *patterns, "--", "/var/spool/pbs/server_priv/accounting")
+
+
+def test_cancelling_a_native_array_cancels_each_unfinished_subjob(
+        sites: Sites, make_user: MakeUser) -> None:
+    user = make_user()
+    array_id, _ = _post_array(sites, user.headers, "0-3%1")
+    t = sites.transport
+    t.expect(_array_qsub(array_id, "0-3%1"), load("pbs", "qsub_array.txt"))
+    t.expect(_qstat_subjobs(), load("pbs", "qstat_subjobs.txt"))
+    sites.worker.run_once()
+    r = sites.client.post(f"/api/v1/job-arrays/{array_id}/cancel", headers=user.headers)
+    assert r.status_code in (200, 202), r.text
+    # Only the two subjobs not ended are cancelled, each by its own id; then they are
+    # gone from qstat with no accounting record: cancelled.
+    t.expect(("/opt/pbs/bin/qdel", SUBJOBS[2]), load("pbs", "qdel_ok.txt"))
+    t.expect(("/opt/pbs/bin/qdel", SUBJOBS[3]), load("pbs", "qdel_ok.txt"))
+    t.expect((*_qstat(SUBJOBS[2]), SUBJOBS[3]), load("pbs", "qstat_all_unknown.txt"))
+    t.expect(_grep_accounting(SUBJOBS[2], SUBJOBS[3]), load("pbs", "accounting_none.txt"))
+    sites.worker.run_once()
+    assert [j["state"] for j in _tasks(sites, user.headers, array_id)] == [
+        "COMPLETED", "FAILED", "CANCELLED", "CANCELLED"]
