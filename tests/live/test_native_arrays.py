@@ -11,11 +11,15 @@ the throttle is proven by Slurm's own record of it.
 
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.scheduler import BatchAdapter
+from adapters.transport import CommandResult, Transport
 from testbed.state import TestbedInfo
 from tests.live.gateway import FINAL, LiveGateway, live_gateway
 from tests.testbed.fixture import ssh
@@ -42,11 +46,44 @@ def slurm_jobs_named(testbed: TestbedInfo, name: str) -> set[str]:
     return {re.sub(r"_.*", "", i) for i in (*queued, *ended)}
 
 
+class CountingSubmits:
+    """The site's real transport, counting the commands that run `sbatch` or `qsub`."""
+
+    def __init__(self, inner: Transport) -> None:
+        self.inner = inner
+        self.submits = 0
+
+    def run(self, argv: Sequence[str], *, stdin: bytes | None = None,
+            timeout: float = 60.0) -> CommandResult:
+        if any(os.path.basename(w) in ("sbatch", "qsub") for w in argv):
+            self.submits += 1
+        return self.inner.run(argv, stdin=stdin, timeout=timeout)
+
+    def put_bytes(self, data: bytes, path: str, *, mode: int = 0o600) -> None:
+        self.inner.put_bytes(data, path, mode=mode)
+
+    def read_bytes(self, path: str, offset: int = 0, limit: int = 1 << 20
+                   ) -> tuple[bytes, int | None]:
+        return self.inner.read_bytes(path, offset, limit)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def counting(gw: LiveGateway, site: str) -> CountingSubmits:
+    adapter = gw.runtime.sites.get(site).adapter
+    assert isinstance(adapter, BatchAdapter)
+    counter = CountingSubmits(adapter.transport)
+    adapter.transport = counter
+    return counter
+
+
 def test_slurm_array_of_20_throttled_to_4_runs_as_one_native_array(
         testbed: TestbedInfo, tmp_path: Path) -> None:
     site = testbed.sites[SITE]
     with live_gateway(testbed, (SITE,), tmp_path) as gw:
         headers = gw.token()
+        counter = counting(gw, SITE)
         first = gw.submit(headers, {
             "name": "sweep; $(touch /tmp/pwned-array)", "site": SITE,
             "executable": "/bin/sh",
@@ -73,7 +110,9 @@ def test_slurm_array_of_20_throttled_to_4_runs_as_one_native_array(
                 break
         assert len(found) == 20 and all(j["state"] == "COMPLETED" for j in found), found
         assert most_api <= 4 and 1 <= most_site <= 4, (most_api, most_site)
-        # One submission: one Slurm job for the whole array, none under a task's tag.
+        # One submission: one sbatch, one Slurm job for the whole array, none under a
+        # task's tag.
+        assert counter.submits == 1
         assert base is not None
         assert slurm_jobs_named(testbed, f"gw-{array_id}") == {base}
         for job in (found[0], found[7], found[19]):
@@ -111,6 +150,7 @@ def test_grid_engine_array_runs_as_one_native_array(testbed: TestbedInfo,
     and still sees its own index; one `qsub -t 1-6 -tc 2`."""
     with live_gateway(testbed, ("galaxy",), tmp_path) as gw:
         headers = gw.token()
+        counter = counting(gw, "galaxy")
         first = gw.submit(headers, {
             "name": "sge sweep", "site": "galaxy", "executable": "/bin/sh",
             "args": ["-c", 'sleep 1; echo "$GRIDGATE_ARRAY_TASK_ID $SGE_TASK_ID"'],
@@ -126,6 +166,7 @@ def test_grid_engine_array_runs_as_one_native_array(testbed: TestbedInfo,
                 break
         assert len(found) == 6 and all(j["state"] == "COMPLETED" for j in found), found
         assert most <= 2, most
+        assert counter.submits == 1
         natives = [j["attempts"][0]["native_id"] for j in found]
         base = natives[0].split(".")[0]
         assert natives == [f"{base}.{i + 1}" for i in range(6)]
