@@ -17,6 +17,9 @@ from adapters.base import ArrayRequest
 from adapters.scheduler_arrays import ArrayShape, check_array, list_text
 
 SHAPE = ArrayShape("SLURM_ARRAY_TASK_ID", 0)
+# slurm.conf(5) MaxArraySize: "the maximum job array task index value will be one less
+# than MaxArraySize"; default 1001.
+DEFAULT_MAX_ARRAY_SIZE = 1001
 # A task (`123_3`) or pending tasks folded (`123_[4-19%4]`).
 _TASK = re.compile(r"(?P<job>[0-9]+)_(?:(?P<index>[0-9]+)|\[(?P<folded>[0-9,:\-]+)(?:%[0-9]+)?\])")
 _PART = re.compile(r"(?P<start>[0-9]+)(?:-(?P<stop>[0-9]+)(?::(?P<step>[0-9]+))?)?")

@@ -31,7 +31,8 @@ class SlurmDialect(BaseDialect):
     """Slurm through sbatch, squeue, sacct, scancel and sinfo.
 
     `tag_lookback_days`: how far back sacct searches for a job by its tag (crash recovery
-    looks for jobs submitted minutes ago; a few days is plenty).
+    looks for jobs submitted minutes ago; a few days is plenty). `max_array_size`: the
+    cluster's MaxArraySize (native arrays' indices stay below it).
     """
 
     kind = "slurm"
@@ -51,10 +52,12 @@ class SlurmDialect(BaseDialect):
         commands: SlurmCommands = SlurmCommands(),
         *,
         tag_lookback_days: int = 7,
+        max_array_size: int = arrays.DEFAULT_MAX_ARRAY_SIZE,
     ) -> None:
         super().__init__(config)
         self.commands = commands
         self.tag_lookback_days = tag_lookback_days
+        self.max_array_size = max_array_size
 
     @property
     def capabilities(self) -> Capabilities:
@@ -117,8 +120,9 @@ class SlurmDialect(BaseDialect):
     array_shape = arrays.SHAPE
 
     def array_fits(self, array: ArrayRequest) -> bool:
-        """Any indices (Slurm takes lists of ranges); its MaxArraySize is the site's word."""
-        return bool(array.indices) and min(array.indices) >= 0
+        """Any indices (Slurm takes lists of ranges) below the cluster's MaxArraySize."""
+        return (bool(array.indices) and min(array.indices) >= 0
+                and max(array.indices) < self.max_array_size)
 
     def task_id(self, native_id: str, index: int) -> str:
         return arrays.task_id(native_id, index)

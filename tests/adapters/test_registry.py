@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from adapters import registry
-from adapters.base import Capabilities, MpiRequest, Resources, SubmitRequest, batch_submitter
+from adapters.base import (
+    ArrayRequest,
+    Capabilities,
+    MpiRequest,
+    Resources,
+    SubmitRequest,
+    batch_submitter,
+)
 from adapters.local import LocalAdapter
 from adapters.scheduler import BatchAdapter
 from adapters.scheduler_entry import DialectSettings
@@ -85,7 +92,12 @@ def test_options_reach_the_dialect() -> None:
         memory, JobLayout.of(REQUEST.workdir)).argv)
     # One option name means one thing in every scheduler that takes it.
     assert set(registry.options()) == {"parallel_environment", "memory_resource", "pbs_server",
-                                       "keep_files", "accounting_dir", "memory_requests"}
+                                       "keep_files", "accounting_dir", "memory_requests",
+                                       "max_array_size"}
+    # Issue 16: a Slurm site's MaxArraySize bounds its native arrays.
+    slurm = registry.dialect("slurm", DialectSettings(options={"max_array_size": "10001"}))
+    assert slurm.array_fits(ArrayRequest((0, 5000)))
+    assert not registry.dialect("slurm", DialectSettings()).array_fits(ArrayRequest((0, 5000)))
     # Issue 13: LSF reads its lsb.acct from an accounting directory too (usage records).
     assert [e.kind for e in registry.offering_option("accounting_dir")] == ["pbs", "lsf"]
     assert [e.kind for e in registry.offering_launcher("srun")] == ["slurm"]

@@ -141,3 +141,11 @@ def test_find_array_by_tag_takes_the_array_job_id() -> None:
 def test_find_array_raises_on_a_failed_query() -> None:
     with pytest.raises(AdapterError):
         SlurmDialect().parse_find_array(CommandResult(("squeue",), 1, b"", b"boom"), TAG)
+
+
+def test_indices_must_stay_below_max_array_size() -> None:
+    """slurm.conf(5): the highest task index is MaxArraySize - 1 (default 1001)."""
+    assert SlurmDialect().array_fits(ArrayRequest(tuple(range(1000))))
+    assert not SlurmDialect().array_fits(ArrayRequest((5, 1001)))
+    assert SlurmDialect(max_array_size=10001).array_fits(ArrayRequest((5, 1001)))
+    assert not SlurmDialect().array_fits(ArrayRequest(()))
