@@ -177,3 +177,14 @@ def test_cancelling_a_native_array_cancels_each_unfinished_subjob(
     sites.worker.run_once()
     assert [j["state"] for j in _tasks(sites, user.headers, array_id)] == [
         "COMPLETED", "FAILED", "CANCELLED", "CANCELLED"]
+
+
+def test_a_refused_native_array_fails_every_task_saying_why(
+        sites: Sites, make_user: MakeUser) -> None:
+    user = make_user()
+    array_id, _ = _post_array(sites, user.headers, "0-3")
+    sites.transport.expect(_array_qsub(array_id, "0-3"), load("pbs", "qsub_unknown_queue.txt"))
+    sites.worker.run_once()
+    tasks = _tasks(sites, user.headers, array_id)
+    assert {j["state"] for j in tasks} == {"FAILED"}
+    assert all("Unknown queue" in (j["reason"] or "") for j in tasks), tasks
