@@ -174,3 +174,35 @@ def test_grid_engine_array_runs_as_one_native_array(testbed: TestbedInfo,
         for job in found:
             out = gw.client.get(f"/api/v1/jobs/{job['id']}/logs/stdout", headers=headers)
             assert out.text == f"{job['array_index']} {job['array_index'] + 1}\n", out.text
+
+
+def test_slurm_keeps_a_native_arrays_throttle_below_the_sites_capacity(
+        testbed: TestbedInfo, tmp_path: Path) -> None:
+    """roadrunner's 2 cores could run 2 tasks at once: with `%1`, Slurm runs one, the
+    others pending with the reason JobArrayTaskLimit."""
+    site = testbed.sites[SITE]
+    with live_gateway(testbed, (SITE,), tmp_path) as gw:
+        headers = gw.token()
+        first = gw.submit(headers, {
+            "name": "one at a time", "site": SITE, "executable": "/bin/sh",
+            "args": ["-c", "sleep 2"], "array": "0-3%1", "resources": {"walltime": 120}})
+        array_id = gw.job(first)["array_job_id"]
+        most, reasons = 0, set()
+        found: list[dict[str, Any]] = []
+        for _ in range(400):
+            gw.worker.run_once()
+            found = tasks(gw, headers, array_id)
+            natives = [j["attempts"][0]["native_id"] for j in found
+                       if j["attempts"] and j["attempts"][0]["native_id"]]
+            if natives:
+                listing = ssh(site, COMMUNITY, [
+                    "squeue", "--noheader", f"--jobs={natives[0].split('_')[0]}",
+                    "--format=%T|%r"]).stdout.split()
+                most = max(most, sum(line.startswith("RUNNING|") for line in listing))
+                reasons |= {line.split("|")[1] for line in listing
+                            if line.startswith("PENDING|")}
+            if all(j["state"] in FINAL for j in found):
+                break
+        assert [j["state"] for j in found] == ["COMPLETED"] * 4, found
+        assert most == 1, most
+        assert "JobArrayTaskLimit" in reasons, reasons
