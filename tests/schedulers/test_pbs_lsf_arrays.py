@@ -114,3 +114,15 @@ def test_lsf_script_reads_lsb_jobindex(tmp_path: Path) -> None:
     subprocess.run(["sh", "-c", script], check=True,
                    env={"LSB_JOBINDEX": "1", "PATH": "/usr/bin:/bin"})
     assert (tmp_path / "0" / "stdout").read_text() == "0\n"
+
+
+def test_lsf_usage_of_array_elements_from_lsb_acct() -> None:
+    """An element's JOB_FINISH record is its array job's, with idx (lsb.acct(5))."""
+    from adapters.lsf.commands import LsfCommands
+    from adapters.lsf.usage import parse_usage, usage_command
+
+    argv = usage_command(LsfCommands(), ["3001[1]", "3001[4]", "77"], "/logdir")
+    assert argv is not None and '^"JOB_FINISH" "[^"]*" [0-9]+ (3001|77) ' in argv
+    records = parse_usage(result("lsf", "lsb_acct_array.txt"))
+    assert [(r.native_id, r.state, r.exit_code) for r in records] == [
+        ("3001[1]", NativeState.COMPLETED, 0), ("3001[4]", NativeState.FAILED, 3)]
