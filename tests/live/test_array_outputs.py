@@ -69,6 +69,14 @@ def test_slurm_array_outputs(testbed: TestbedInfo) -> None:
         time.sleep(1)
     _record("slurm-sacct.txt", out)
     assert {f"{job}_{i}" for i in range(6)} <= {line.split("|")[0] for line in out.splitlines()}
+    # Usage records (what a task is charged from) name each task too.
+    dialect = SlurmDialect()
+    records = []
+    for argv in dialect.usage_commands(ids):
+        answer = ssh(site, COMMUNITY, list(argv)).stdout
+        records += dialect.parse_usage(_result(list(argv), answer))
+    assert sorted(r.native_id for r in records) == sorted(ids)
+    assert all(r.state is NativeState.COMPLETED and r.elapsed >= 3 for r in records)
 
 
 def test_sge_array_outputs(testbed: TestbedInfo) -> None:
