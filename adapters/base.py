@@ -68,6 +68,17 @@ class ContainerLaunch:
 
 
 @dataclass(frozen=True)
+class ArrayRequest:
+    """A native job array: one submission whose tasks have these gateway indices (sorted,
+    each once) and of which at most `throttle` run at once (None: no limit). Each task
+    runs in `<workdir>/<index>` with its index in GRIDGATE_ARRAY_TASK_ID, whatever the
+    scheduler's own numbering (adapters.scheduler_arrays)."""
+
+    indices: tuple[int, ...]
+    throttle: int | None = None
+
+
+@dataclass(frozen=True)
 class SubmitRequest:
     """Everything a site needs to run one attempt. Strings are data, never shell code.
     With `container`, `argv` still names the user's program (for the record) and the
@@ -83,6 +94,8 @@ class SubmitRequest:
     partition: str | None = None
     account: str | None = None
     container: ContainerLaunch | None = None
+    # A native job array: `workdir` is the array's directory, `tag` names the whole array.
+    array: ArrayRequest | None = None
 
 
 @dataclass(frozen=True)
@@ -130,7 +143,8 @@ class Capabilities:
     # `queue_snapshot()` gives pending jobs the scheduler's own start estimate (when the
     # scheduler has computed one: Slurm's backfill plan, PBS, LSF's estimator).
     queue_start_estimates: bool = False
-    # Job arrays: one submission, many indexed tasks (no adapter submits them yet).
+    # Job arrays: one submission, many indexed tasks (`SubmitRequest.array`, the dialect's
+    # task ids: adapters.scheduler_arrays).
     arrays: bool = False
 
     def names(self) -> list[str]:
@@ -204,3 +218,25 @@ def batch_submitter(adapter: Adapter) -> BatchSubmitter | None:
     The capability is the adapter's own statement; the cast only tells the type checker.
     """
     return cast(BatchSubmitter, adapter) if adapter.capabilities.batch_submit else None
+
+
+class ArraySubmitter(Adapter, Protocol):
+    """An adapter that submits a native job array (`SubmitRequest.array`) in one go."""
+
+    def array_fits(self, array: ArrayRequest) -> bool:
+        """Whether the scheduler can take these indices and throttle as one array."""
+        ...
+
+    def task_ids(self, native_id: str, indices: Sequence[int]) -> dict[int, str]:
+        """The id of each task (by gateway index) of the array job `native_id`; each is
+        asked about, cancelled and charged like a job of its own."""
+        ...
+
+    def find_array_by_tag(self, tag: str) -> str | None:
+        """The id of an array job already submitted with this tag, if any (recovery)."""
+        ...
+
+
+def array_submitter(adapter: Adapter) -> ArraySubmitter | None:
+    """`adapter` as an ArraySubmitter when its capabilities say it submits native arrays."""
+    return cast(ArraySubmitter, adapter) if adapter.capabilities.arrays else None

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import cast
 
 from adapters.base import (
+    ArrayRequest,
     Capabilities,
     JobStatus,
     NativeState,
@@ -174,6 +175,24 @@ class BatchAdapter:
                 outcomes[index] = self.dialect.parse_submit(answer)
             except AdapterError as exc:
                 outcomes[index] = exc
+
+    # -- native job arrays ----------------------------------------------------------------
+
+    def array_fits(self, array: ArrayRequest) -> bool:
+        """Whether the scheduler takes these indices and throttle as one array."""
+        return self.dialect.capabilities.arrays and self.dialect.array_fits(array)
+
+    def task_ids(self, native_id: str, indices: Sequence[int]) -> dict[int, str]:
+        """Each task's id (by gateway index) in the array job `native_id`."""
+        return {index: self.dialect.task_id(native_id, index) for index in indices}
+
+    def find_array_by_tag(self, tag: str) -> str | None:
+        """The id of the array job named `tag` (queue first, then accounting), if any."""
+        for argv in self.dialect.find_commands(tag):
+            found = self.dialect.parse_find_array(self._run(argv), tag)
+            if found is not None:
+                return found
+        return None
 
     def estimate_start(self, request: SubmitRequest) -> StartEstimate | None:
         """The scheduler's guess of when this request would start (Slurm `--test-only`)."""

@@ -15,8 +15,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from adapters.base import Capabilities, JobStatus, SubmitRequest
-from adapters.errors import UnknownJob
+from adapters.base import ArrayRequest, Capabilities, JobStatus, SubmitRequest
+from adapters.errors import SubmitRejected, UnknownJob
+from adapters.scheduler_arrays import ArrayShape
 from adapters.scheduler_text import has_any, message, query_failed
 from adapters.scheduler_types import (
     DialectConfig,
@@ -134,6 +135,23 @@ class BaseDialect(ABC):
 
     def estimate_command(self, request: SubmitRequest, layout: JobLayout) -> SubmitCommand | None:
         """A dry run predicting the start time, or None if the scheduler has none."""
+        return None
+
+    # -- native job arrays (adapters.scheduler_arrays) -------------------------------------
+
+    # How the scheduler numbers array tasks; None: it has no arrays.
+    array_shape: ArrayShape | None = None
+
+    def array_fits(self, array: ArrayRequest) -> bool:
+        """Whether these indices and throttle make one array of this scheduler."""
+        return False
+
+    def task_id(self, native_id: str, index: int) -> str:
+        """The id the scheduler gives task `index` (the gateway's) of array job `native_id`."""
+        raise SubmitRejected(f"{self.title} job arrays are not supported")
+
+    def parse_find_array(self, result: CommandResult, tag: str) -> str | None:
+        """The id of the array job named `tag` in a find command's answer, if any."""
         return None
 
     def parse_estimate(self, result: CommandResult) -> StartEstimate | None:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from adapters.base import Resources, SubmitRequest
 from adapters.errors import SubmitRejected
+from adapters.scheduler_arrays import ArrayShape, task_lines
 from adapters.scheduler_types import DialectConfig, JobLayout, MpiFlavor
 from adapters.script_directives import DirectiveRules, adapter_directives
 from adapters.text_rules import ACCOUNT, ENV_NAME, JOB_TAG, PARTITION
@@ -207,9 +208,14 @@ def render(
     user_rules: DirectiveRules,
     launch: Sequence[str] = (),
     launch_setup: Sequence[str] = (),
+    array_shape: ArrayShape | None = None,
 ) -> str:
     """The whole batch script (see the module docstring for its shape); SubmitRejected
-    when the user's script has a directive that may not pass (`user_rules`)."""
+    when the user's script has a directive that may not pass (`user_rules`). A native
+    array's tasks (`request.array`, numbered as `array_shape` says) each run in their
+    own directory (adapters.scheduler_arrays)."""
+    if request.array is not None and array_shape is None:
+        raise SubmitRejected("this scheduler takes no job arrays")
     lines = [f"#!{config.shell}", *directives]
     lines += adapter_directives(request.script, user_rules)
     lines.append(f"# gridgate job {request.tag}: values from the request below are quoted data.")
@@ -221,9 +227,14 @@ def render(
         "GRIDGATE_WORKDIR": layout.workdir,
     }
     lines += [f"export {name}={quote_value(value)}" for name, value in env.items()]
+    if request.array is not None and array_shape is not None:
+        lines += task_lines(array_shape, layout.workdir, request.tag)
     lines += list(config.setup)
     lines += list(launch_setup)
-    lines.append(f"cd {shlex.quote(layout.workdir)} || exit 1")
+    if request.array is not None:
+        lines.append('cd "$GRIDGATE_WORKDIR" || exit 1')
+    else:
+        lines.append(f"cd {shlex.quote(layout.workdir)} || exit 1")
     if request.container is not None:
         # The gateway built the whole line (containers.launch); each word stays data.
         lines += [quote_argv(words) + " || exit 1" for words in request.container.prepare]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Protocol
 
-from adapters.base import Capabilities, JobStatus, NativeState, SubmitRequest
+from adapters.base import ArrayRequest, Capabilities, JobStatus, NativeState, SubmitRequest
 from adapters.snapshot import JobPhase, SiteCores, SnapshotJob
 from adapters.snapshot import QueueInfo as QueueInfo
 from adapters.transport import CommandResult
@@ -191,6 +191,18 @@ class SchedulerDialect(Protocol):
 
     def parse_find(self, result: CommandResult, tag: str) -> str | None:
         """The id of the job named `tag` in this command's answer, if any."""
+        ...
+
+    def array_fits(self, array: ArrayRequest) -> bool:
+        """Whether these indices and throttle make one native array of this scheduler."""
+        ...
+
+    def task_id(self, native_id: str, index: int) -> str:
+        """The id of task `index` (the gateway's) of the array job `native_id`."""
+        ...
+
+    def parse_find_array(self, result: CommandResult, tag: str) -> str | None:
+        """The id of the array job named `tag` in a find command's answer, if any."""
         ...
 
     def queues_command(self) -> tuple[str, ...]:

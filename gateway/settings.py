@@ -133,6 +133,9 @@ class Settings(BaseSettings):
     # Tasks one job array may have (`array: 0-999`); at most the workflows package's own
     # bound (workflows.limits), which the job spec's syntax check applies.
     job_array_max_tasks: int = Field(default=1000, ge=1, le=DEFAULT_LIMITS.max_array_tasks)
+    # Send an array whose tasks all wait at one site to it as one native array when its
+    # scheduler has them (gateway.services.native_arrays); off: always task by task.
+    job_array_native: bool = True
 
     @cached_property
     def resolved_database_url(self) -> str:

@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from adapters.base import Capabilities, JobStatus, SubmitRequest
-from adapters.lsf import queues, snapshot, status, submit, usage
+from adapters.base import ArrayRequest, Capabilities, JobStatus, SubmitRequest
+from adapters.lsf import arrays, queues, snapshot, status, submit, usage
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.script import job_options, render_script
 from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
@@ -68,7 +68,7 @@ class LsfDialect(OptionsDialect):
         """Start estimates where the site runs LSF's estimator (LSB_ENABLE_ESTIMATION);
         usage records where the site names its lsb.acct directory."""
         return Capabilities(queue_snapshot=True, usage=self.accounting_dir is not None,
-                            whole_queue=True, queue_start_estimates=True)
+                            whole_queue=True, queue_start_estimates=True, arrays=True)
 
     def submit_words(self) -> tuple[str, ...]:
         return (self.commands.bsub,)
@@ -110,6 +110,22 @@ class LsfDialect(OptionsDialect):
         jobs = [status.record_status(r, self.config.timezone, now)
                 for r in status.records(result) if r.get("JOB_NAME") == tag]
         return choose_job((j.native_id, j.state.is_final) for j in jobs if j.native_id)
+
+    array_shape = arrays.SHAPE
+
+    def array_fits(self, array: ArrayRequest) -> bool:
+        """Any index list (bsub takes lists of ranges), numbered from 1."""
+        return bool(array.indices) and min(array.indices) >= 0
+
+    def task_id(self, native_id: str, index: int) -> str:
+        return arrays.task_id(native_id, index)
+
+    def parse_find_array(self, result: CommandResult, tag: str) -> str | None:
+        """`bjobs -J tag` lists an array's elements, each named `tag[N]`."""
+        now = self.clock()
+        jobs = [status.record_status(r, self.config.timezone, now)
+                for r in status.records(result) if arrays.is_element_of(r, tag)]
+        return choose_job((j.native_id.partition("[")[0], False) for j in jobs if j.native_id)
 
     def queue_jobs_command(self) -> tuple[str, ...]:
         return snapshot.queue_jobs_command(self.commands)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from adapters import script_directives
 from adapters.base import SubmitRequest
+from adapters.lsf import arrays
 from adapters.scheduler_script import (
     ceil_minutes,
     check_request,
@@ -32,10 +33,10 @@ def job_options(
     slots = res.ranks * res.threads_per_rank
     per_node = ranks_per_node(res) * res.threads_per_rank
     options = [
-        ["-J", request.tag],
+        ["-J", request.tag if request.array is None
+         else arrays.array_name(request.tag, request.array)],
         ["-cwd", layout.workdir],
-        ["-o", layout.stdout],
-        ["-e", layout.stderr],
+        *_outputs(request, layout),
         ["-W", str(ceil_minutes(res.walltime_seconds))],
         ["-n", str(slots)],
     ]
@@ -52,6 +53,15 @@ def job_options(
     return options
 
 
+def _outputs(request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
+    """An element sends its own output to its directory (adapters.scheduler_arrays);
+    LSF's file per element (`%I`) keeps only what it says before it gets there."""
+    if request.array is None:
+        return [["-o", layout.stdout], ["-e", layout.stderr]]
+    return [["-o", f"{layout.control_dir}/task-%I.out"],
+            ["-e", f"{layout.control_dir}/task-%I.err"]]
+
+
 def render_script(
     request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, memory: bool
 ) -> str:
@@ -63,4 +73,5 @@ def render_script(
         user_rules=DIRECTIVES,
         launch=launch,
         launch_setup=setup,
+        array_shape=arrays.SHAPE,
     )

@@ -20,6 +20,7 @@ from typing import Any
 
 from adapters.base import JobStatus, NativeState
 from adapters.errors import SiteUnavailable
+from adapters.lsf.arrays import record_id
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.states import exit_outcome, native_state
 from adapters.reasons import scheduler_says
@@ -85,7 +86,7 @@ def records(result: CommandResult) -> list[Mapping[str, Any]]:
 
 
 def record_status(record: Mapping[str, Any], tz: tzinfo, now: datetime) -> JobStatus:
-    native_id = str(record.get("JOBID", ""))
+    native_id = record_id(record)
     stat = str(record.get("STAT", ""))
     state, reason = native_state(stat)
     started = lsf_time(record.get("START_TIME"), tz, now)

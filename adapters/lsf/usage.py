@@ -9,7 +9,9 @@ eventTime (the job's end) jobId userId options numProcessors submitTime beginTim
 startTime userName queue resReq dependCond preExecCmd fromHost cwd inFile outFile errFile
 jobFile numAskedHosts askedHosts... numExHosts execHosts... jStatus hostFactor jobName
 command, 19 lsfRusage numbers, mailUser projectName exitStatus maxNumProcessors, then
-fields this parser does not need. execHosts names one host per slot, or with
+fields this parser does not need but idx, the index of an array element (0 for a job
+that is not one: its record is then `JOBID[idx]`), four fields after exitStatus
+(maxNumProcessors loginShell timeEvent idx). execHosts names one host per slot, or with
 LSF_HPC_EXTENSIONS=SHORT_EVENTFILE `"4*hostA"` for four slots (Platform LSF Reference 6.2,
 lsf.conf). jStatus is 64 (JOB_STAT_DONE) or 32 (JOB_STAT_EXIT); exitStatus is the job's
 UNIX wait status (exit code times 256, or the signal that killed it). A job LSF ran more
@@ -32,7 +34,8 @@ from adapters.transport import CommandResult
 from adapters.usage import UsageRecord
 
 _TOKEN = re.compile(r'"((?:[^"]|"")*)"|(\S+)')
-_PLAIN_ID = re.compile(r"[0-9]+")
+# A job id, or an array element's (`123[4]`: the element's record is its job's with `idx`).
+_ID = re.compile(r"([0-9]+)(?:\[[0-9]+\])?")
 JOB_STAT_EXIT, JOB_STAT_DONE = 0x20, 0x40
 # Positions of the fixed fields before the host lists.
 _EVENT_TIME, _JOB_ID, _NUM_PROCESSORS, _START_TIME, _NUM_ASKED_HOSTS = 2, 3, 6, 10, 22
@@ -44,9 +47,9 @@ _NO_MATCH = 1
 def usage_command(
     commands: LsfCommands, native_ids: Sequence[str], accounting_dir: str
 ) -> tuple[str, ...] | None:
-    """The JOB_FINISH records of these jobs in lsb.acct and its archives; None when no id
-    is a plain job id (array elements are not looked up)."""
-    ids = [i for i in dict.fromkeys(native_ids) if _PLAIN_ID.fullmatch(i)]
+    """The JOB_FINISH records of these jobs in lsb.acct and its archives (an array
+    element's among its array's); None when no id is one LSF issues."""
+    ids = list(dict.fromkeys(m.group(1) for i in native_ids if (m := _ID.fullmatch(i))))
     if not ids:
         return None
     pattern = f'^"JOB_FINISH" "[^"]*" [0-9]+ ({"|".join(ids)}) '
@@ -92,7 +95,10 @@ def _record(line: str) -> tuple[int, UsageRecord]:
     at += 1 + len(exec_hosts)
     status = int(fields[at])
     # jStatus, hostFactor, jobName, command, lsfRusage..., mailUser, projectName.
-    exit_status = int(fields[at + 4 + _RUSAGE_FIELDS + 2])
+    exit_at = at + 4 + _RUSAGE_FIELDS + 2
+    exit_status = int(fields[exit_at])
+    # exitStatus, maxNumProcessors, loginShell, timeEvent, idx: an array element's index.
+    index = integer(fields[exit_at + 4]) if len(fields) > exit_at + 4 else None
     ended_epoch = int(fields[_EVENT_TIME])
     start_epoch = int(fields[_START_TIME])
     started = datetime.fromtimestamp(start_epoch, UTC) if start_epoch > 0 else None
@@ -100,7 +106,7 @@ def _record(line: str) -> tuple[int, UsageRecord]:
     slots = [_slots(host) for host in exec_hosts]
     ran = started is not None
     return ended_epoch, UsageRecord(
-        native_id=fields[_JOB_ID],
+        native_id=f"{fields[_JOB_ID]}[{index}]" if index else fields[_JOB_ID],
         run=0,
         state=state,
         reason=reason,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from adapters.base import Capabilities, JobStatus, SubmitRequest
+from adapters.base import ArrayRequest, Capabilities, JobStatus, SubmitRequest
 from adapters.pbs import (
     accounting,
+    arrays,
     queues,
     snapshot,
     status,
@@ -71,7 +72,8 @@ class PbsDialect(OptionsDialect):
         start estimates from PBS Professional's scheduler, not TORQUE."""
         readable = self.accounting_dir is not None
         return Capabilities(queue_snapshot=True, accounting=readable, usage=readable,
-                            whole_queue=True, queue_start_estimates=not self.torque)
+                            whole_queue=True, queue_start_estimates=not self.torque,
+                            arrays=not self.torque)
 
     def submit_words(self) -> tuple[str, ...]:
         return (self.commands.qsub,)
@@ -132,6 +134,19 @@ class PbsDialect(OptionsDialect):
             raise query_failed(result)
         return choose_job((line, False) for line in lines(result.stdout)
                           if submit.JOB_ID.matches(line))
+
+    array_shape = arrays.SHAPE
+
+    def array_fits(self, array: ArrayRequest) -> bool:
+        """PBS Professional's `-J`: one range with a step, two subjobs or more."""
+        return not self.torque and arrays.fits(array)
+
+    def task_id(self, native_id: str, index: int) -> str:
+        return arrays.task_id(native_id, index)
+
+    def parse_find_array(self, result: CommandResult, tag: str) -> str | None:
+        """qselect -N lists an array job by its own id (`123[].server`)."""
+        return self.parse_find(result, tag)
 
     def queue_jobs_command(self) -> tuple[str, ...]:
         if self.torque:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from adapters import script_directives
 from adapters.base import SubmitRequest
+from adapters.errors import SubmitRejected
+from adapters.pbs import arrays
 from adapters.pbs.torque import resources as torque_resources
 from adapters.scheduler_script import (
     check_request,
@@ -43,8 +45,7 @@ def job_options(
     res = request.resources
     options = [
         ["-N", request.tag],
-        ["-o", layout.stdout],
-        ["-e", layout.stderr],
+        *_outputs(request, layout),
         ["-j", "n"],
         ["-S", config.shell],
         ["-l", f"walltime={hms(res.walltime_seconds)}"],
@@ -64,7 +65,19 @@ def job_options(
     account = request.account or config.default_account
     if account:
         options.append(["-A", account])
+    if request.array is not None:
+        if torque:
+            raise SubmitRejected("TORQUE job arrays are not used: submit task by task")
+        options += arrays.array_options(request.array)
     return options
+
+
+def _outputs(request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
+    """A subjob sends its own output to its directory (adapters.scheduler_arrays); given
+    a directory, PBS writes a file per subjob there (`<subjob id>.OU`) for the rest."""
+    if request.array is None:
+        return [["-o", layout.stdout], ["-e", layout.stderr]]
+    return [["-o", f"{layout.control_dir}/"], ["-e", f"{layout.control_dir}/"]]
 
 
 def render_script(
@@ -79,4 +92,5 @@ def render_script(
         user_rules=DIRECTIVES,
         launch=launch,
         launch_setup=setup,
+        array_shape=None if torque else arrays.SHAPE,
     )

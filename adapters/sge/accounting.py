@@ -18,6 +18,7 @@ from datetime import datetime, tzinfo
 from adapters.base import JobStatus, NativeState
 from adapters.reasons import Reason, because, scheduler_says
 from adapters.scheduler_text import duration, integer, query_failed, text, timestamp
+from adapters.sge.arrays import record_id
 from adapters.sge.commands import SgeCommands
 from adapters.sge.states import FAILED_CODES, KILLED_CODES
 from adapters.transport import CommandResult
@@ -80,7 +81,7 @@ def parse_records(result: CommandResult) -> list[dict[str, str]]:
 
 def record_status(record: dict[str, str], tz: tzinfo) -> JobStatus:
     """How the job of one accounting record ended."""
-    native_id = record.get("jobnumber", "")
+    native_id = record_id(record)
     failed_field = record.get("failed", "0")
     failed = integer(failed_field.partition(":")[0]) or 0
     exit_status = integer(record.get("exit_status", "").split(" ")[0])

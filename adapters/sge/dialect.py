@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from adapters.base import Capabilities, JobStatus, SubmitRequest
+from adapters.base import ArrayRequest, Capabilities, JobStatus, SubmitRequest
+from adapters.scheduler_arrays import is_single_run
 from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
 from adapters.scheduler_text import choose_job
 from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
-from adapters.sge import accounting, queues, snapshot, status, submit, usage
+from adapters.sge import accounting, arrays, queues, snapshot, status, submit, usage
 from adapters.sge.commands import SgeCommands
 from adapters.sge.script import job_options, render_script
 from adapters.snapshot import SnapshotJob
@@ -56,7 +57,8 @@ class SgeDialect(OptionsDialect):
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(queue_snapshot=True, accounting=True, usage=True, whole_queue=True)
+        return Capabilities(queue_snapshot=True, accounting=True, usage=True, whole_queue=True,
+                            arrays=True)
 
     def submit_words(self) -> tuple[str, ...]:
         return (self.commands.qsub, "-terse")
@@ -85,9 +87,11 @@ class SgeDialect(OptionsDialect):
         return status.parse_status(result, native_ids, self.config.timezone)
 
     def accounting_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
-        # qacct -j takes one job: one command per job (only jobs that just left the queue).
+        # qacct -j takes one job: one command per job (only jobs that just left the queue);
+        # an array's tasks come with their job's.
+        jobs = dict.fromkeys(arrays.split(i)[0] for i in native_ids)
         return [accounting.accounting_command(self.commands, i)
-                for i in native_ids if status.JOB_ID.matches(i)]
+                for i in jobs if status.JOB_ID.matches(i)]
 
     def parse_accounting(self, result: CommandResult) -> dict[str, JobStatus]:
         return accounting.parse_accounting(result, self.config.timezone)
@@ -100,6 +104,26 @@ class SgeDialect(OptionsDialect):
 
     def cancel_words(self) -> tuple[str, ...]:
         return (self.commands.qdel,)
+
+    def cancel_command(self, native_id: str) -> tuple[str, ...]:
+        """`qdel JOB`, or `qdel JOB -t TASK` for one task of an array job."""
+        job, task = arrays.split(native_id)
+        if task is None:
+            return super().cancel_command(native_id)
+        return (*self.cancel_words(), job, "-t", task)
+
+    array_shape = arrays.SHAPE
+
+    def array_fits(self, array: ArrayRequest) -> bool:
+        """One range with a step (all `-t` takes)."""
+        return bool(array.indices) and min(array.indices) >= 0 and is_single_run(array)
+
+    def task_id(self, native_id: str, index: int) -> str:
+        return arrays.task_id(native_id, index)
+
+    def parse_find_array(self, result: CommandResult, tag: str) -> str | None:
+        """An array job by its name: every line and record of it names the job."""
+        return self.parse_find(result, tag)
 
     def find_commands(self, tag: str) -> list[tuple[str, ...]]:
         return [status.status_command(self.commands), accounting.find_command(self.commands, tag)]

@@ -13,6 +13,7 @@ from adapters.scheduler_script import (
     render,
 )
 from adapters.scheduler_types import DialectConfig, JobLayout
+from adapters.sge import arrays
 
 DIRECTIVES = script_directives.SGE
 PREFIX = DIRECTIVES.prefix
@@ -42,8 +43,7 @@ def job_options(
     options = [
         ["-N", request.tag],
         ["-wd", layout.workdir],
-        ["-o", layout.stdout],
-        ["-e", layout.stderr],
+        *_outputs(request, layout),
         ["-j", "n"],
         ["-S", config.shell],
         # Seconds, not H:MM:SS: qacct's category field keeps it readable (accounting(5) is
@@ -72,7 +72,17 @@ def job_options(
         # Consumables are per slot.
         per_node = ranks_per_node(res) * res.threads_per_rank
         options.append(["-l", f"{memory_resource}={-(-res.memory_mb // per_node)}M"])
+    if request.array is not None:
+        options += arrays.array_options(request.array)
     return options
+
+
+def _outputs(request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
+    """A task sends its own output to its directory (adapters.scheduler_arrays); given a
+    directory, Grid Engine writes a file per task there (`NAME.oJOB.TASK`) for the rest."""
+    if request.array is None:
+        return [["-o", layout.stdout], ["-e", layout.stderr]]
+    return [["-o", f"{layout.control_dir}/"], ["-e", f"{layout.control_dir}/"]]
 
 
 def render_script(
@@ -95,4 +105,5 @@ def render_script(
         user_rules=DIRECTIVES,
         launch=launch,
         launch_setup=setup,
+        array_shape=arrays.SHAPE,
     )

@@ -20,6 +20,7 @@ from defusedxml.common import DefusedXmlException
 from adapters.base import JobStatus
 from adapters.errors import SiteUnavailable
 from adapters.scheduler_text import query_failed, text, timestamp
+from adapters.sge.arrays import tasks
 from adapters.sge.commands import SgeCommands
 from adapters.sge.states import native_state
 from adapters.text_rules import TextRule
@@ -35,6 +36,13 @@ class QueuedJob:
     owner: str
     state: str
     started_at: datetime | None
+    # An array job's tasks this line stands for (qstat's `<tasks>`), () for a plain job.
+    tasks: tuple[int, ...] = ()
+
+    @property
+    def ids(self) -> list[str]:
+        """The ids of the jobs this line is about: `JOB.TASK` for each task, or `JOB`."""
+        return [f"{self.native_id}.{t}" for t in self.tasks] or [self.native_id]
 
 
 def status_command(commands: SgeCommands) -> tuple[str, ...]:
@@ -75,6 +83,7 @@ def parse_jobs(result: CommandResult, tz: tzinfo) -> list[QueuedJob]:
             owner=child_text(item, "JB_owner"),
             state=child_text(item, "state"),
             started_at=timestamp(child_text(item, "JAT_start_time"), tz),
+            tasks=tuple(tasks(child_text(item, "tasks"))),
         ))
     return jobs
 
@@ -85,9 +94,10 @@ def parse_status(
     wanted = set(native_ids)
     found: dict[str, JobStatus] = {}
     for job in parse_jobs(result, tz):
-        if job.native_id in wanted:
-            state, reason = native_state(job.state)
-            found[job.native_id] = JobStatus(
-                job.native_id, state, job.state, reason, started_at=job.started_at
-            )
+        for native_id in job.ids:
+            if native_id in wanted:
+                state, reason = native_state(job.state)
+                found[native_id] = JobStatus(
+                    native_id, state, job.state, reason, started_at=job.started_at
+                )
     return found

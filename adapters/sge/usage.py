@@ -21,6 +21,7 @@ from adapters.base import NativeState
 from adapters.reasons import Reason, StatusReason, because
 from adapters.scheduler_text import integer, timestamp
 from adapters.sge.accounting import accounting_command, block_fields, blocks, record_status
+from adapters.sge.arrays import record_id, split
 from adapters.sge.commands import SgeCommands
 from adapters.sge.states import BEFORE_JOB_CODES, FAILED_CODES, RESCHEDULED
 from adapters.sge.status import JOB_ID
@@ -31,9 +32,10 @@ _SECONDS = re.compile(r"(?P<seconds>[0-9]+(?:\.[0-9]*)?)s?")
 
 
 def usage_commands(commands: SgeCommands, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
-    """One `qacct -m -j ID` per valid id (qacct -j takes one job)."""
-    return [accounting_command(commands, i) for i in dict.fromkeys(native_ids)
-            if JOB_ID.matches(i)]
+    """One `qacct -m -j ID` per valid id (qacct -j takes one job; an array task's
+    records come with its whole job's)."""
+    return [accounting_command(commands, i)
+            for i in dict.fromkeys(split(n)[0] for n in native_ids) if JOB_ID.matches(i)]
 
 
 def parse_usage(result: CommandResult, tz: tzinfo) -> list[UsageRecord]:
@@ -42,9 +44,9 @@ def parse_usage(result: CommandResult, tz: tzinfo) -> list[UsageRecord]:
     runs: dict[str, int] = {}
     for block in blocks(result):
         fields = block_fields(block)
-        native_id = fields.get("jobnumber", "")
-        if not JOB_ID.matches(native_id):
+        if not JOB_ID.matches(fields.get("jobnumber", "")):
             continue
+        native_id = record_id(fields)
         run = runs.get(native_id, 0)
         runs[native_id] = run + 1
         records.append(_record(native_id, run, fields, block, tz))

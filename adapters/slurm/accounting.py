@@ -14,6 +14,7 @@ from datetime import tzinfo
 from adapters.base import JobStatus, NativeState
 from adapters.reasons import Reason, StatusReason, because, scheduler_says
 from adapters.scheduler_text import integer, lines, no_value, query_failed, signal_exit, timestamp
+from adapters.slurm.arrays import unfold
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.states import native_state
 from adapters.slurm.status import valid_ids
@@ -92,5 +93,7 @@ def parse_accounting(result: CommandResult, tz: tzinfo) -> dict[str, JobStatus]:
     for line in lines(result.stdout):
         fields = line.split("|", _COLUMNS - 1)
         if len(fields) == _COLUMNS:
-            found[fields[0]] = row_status(fields, tz)
+            # An array's pending tasks come folded (`123_[4-19%4]`): one record each.
+            for native_id in unfold(fields[0]):
+                found[native_id] = row_status([native_id, *fields[1:]], tz)
     return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from adapters.base import Capabilities, JobStatus, SubmitRequest
+from adapters.base import ArrayRequest, Capabilities, JobStatus, SubmitRequest
 from adapters.scheduler_dialect import BaseDialect, CancelAnswers
 from adapters.scheduler_text import choose_job, lines, query_failed
 from adapters.scheduler_types import (
@@ -15,7 +15,7 @@ from adapters.scheduler_types import (
     StartEstimate,
     SubmitCommand,
 )
-from adapters.slurm import accounting, queues, snapshot, status, submit, usage
+from adapters.slurm import accounting, arrays, queues, snapshot, status, submit, usage
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.script import render_script
 from adapters.slurm.states import native_state
@@ -31,7 +31,8 @@ class SlurmDialect(BaseDialect):
     """Slurm through sbatch, squeue, sacct, scancel and sinfo.
 
     `tag_lookback_days`: how far back sacct searches for a job by its tag (crash recovery
-    looks for jobs submitted minutes ago; a few days is plenty).
+    looks for jobs submitted minutes ago; a few days is plenty). `max_array_size`: the
+    cluster's MaxArraySize (native arrays' indices stay below it).
     """
 
     kind = "slurm"
@@ -51,15 +52,18 @@ class SlurmDialect(BaseDialect):
         commands: SlurmCommands = SlurmCommands(),
         *,
         tag_lookback_days: int = 7,
+        max_array_size: int = arrays.DEFAULT_MAX_ARRAY_SIZE,
     ) -> None:
         super().__init__(config)
         self.commands = commands
         self.tag_lookback_days = tag_lookback_days
+        self.max_array_size = max_array_size
 
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(queue_snapshot=True, start_estimate=True, accounting=True,
-                            usage=True, whole_queue=True, queue_start_estimates=True)
+                            usage=True, whole_queue=True, queue_start_estimates=True,
+                            arrays=True)
 
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
         return render_script(request, layout, self.config, srun=self.commands.srun)
@@ -111,6 +115,29 @@ class SlurmDialect(BaseDialect):
             if len(fields) >= 3 and fields[-1] == tag and status.JOB_ID.matches(fields[0]):
                 state, _ = native_state(fields[1])
                 found.append((fields[0], state.is_final))
+        return choose_job(found)
+
+    array_shape = arrays.SHAPE
+
+    def array_fits(self, array: ArrayRequest) -> bool:
+        """Any indices (Slurm takes lists of ranges) below the cluster's MaxArraySize."""
+        return (bool(array.indices) and min(array.indices) >= 0
+                and max(array.indices) < self.max_array_size)
+
+    def task_id(self, native_id: str, index: int) -> str:
+        return arrays.task_id(native_id, index)
+
+    def parse_find_array(self, result: CommandResult, tag: str) -> str | None:
+        """Both lookups list an array's tasks (`123_3`, folded `123_[4-19%4]`) by name."""
+        if result.exit_status != 0:
+            raise query_failed(result)
+        found = []
+        for line in lines(result.stdout):
+            fields = line.split("|")
+            if len(fields) >= 3 and fields[-1] == tag:
+                job = arrays.base_id(fields[0])
+                if status.JOB_ID.matches(job):
+                    found.append((job, False))
         return choose_job(found)
 
     def queues_command(self) -> tuple[str, ...]:

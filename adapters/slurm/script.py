@@ -6,6 +6,7 @@ from adapters import script_directives
 from adapters.base import SubmitRequest
 from adapters.scheduler_script import check_request, directive_lines, mpi_launch, render
 from adapters.scheduler_types import DialectConfig, JobLayout
+from adapters.slurm import arrays
 
 DIRECTIVES = script_directives.SLURM
 PREFIX = DIRECTIVES.prefix
@@ -29,8 +30,7 @@ def job_options(request: SubmitRequest, layout: JobLayout, config: DialectConfig
         f"--job-name={request.tag}",
         f"--comment={request.tag}",
         f"--chdir={layout.workdir}",
-        f"--output={layout.stdout}",
-        f"--error={layout.stderr}",
+        *_outputs(request, layout),
         f"--time={slurm_time(res.walltime_seconds)}",
         f"--nodes={res.nodes}",
         f"--ntasks={res.ranks}",
@@ -46,7 +46,17 @@ def job_options(request: SubmitRequest, layout: JobLayout, config: DialectConfig
     account = request.account or config.default_account
     if account:
         options.append(f"--account={account}")
+    if request.array is not None:
+        options.append(arrays.array_option(request.array))
     return options
+
+
+def _outputs(request: SubmitRequest, layout: JobLayout) -> list[str]:
+    """A task sends its own output to its directory (adapters.scheduler_arrays); Slurm's
+    file per task (`%a`) keeps only what a task says before it gets there."""
+    if request.array is None:
+        return [f"--output={layout.stdout}", f"--error={layout.stderr}"]
+    return [f"--output={layout.control_dir}/task-%a.out"]
 
 
 def render_script(
@@ -62,4 +72,5 @@ def render_script(
         user_rules=DIRECTIVES,
         launch=launch,
         launch_setup=setup,
+        array_shape=arrays.SHAPE,
     )

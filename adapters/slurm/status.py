@@ -13,6 +13,7 @@ from datetime import tzinfo
 from adapters.base import JobStatus, NativeState
 from adapters.reasons import StatusReason, scheduler_says
 from adapters.scheduler_text import lines, no_value, query_failed, text, timestamp
+from adapters.slurm.arrays import status_ids, unfold
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.states import native_state
 from adapters.text_rules import TextRule
@@ -31,7 +32,9 @@ def valid_ids(native_ids: Sequence[str]) -> list[str]:
 
 
 def status_command(commands: SlurmCommands, native_ids: Sequence[str]) -> tuple[str, ...]:
-    ids = valid_ids(native_ids) or ["0"]
+    """One squeue for many jobs; an array's tasks through their array's id (its pending
+    tasks come folded in one line: adapters.slurm.arrays)."""
+    ids = status_ids(valid_ids(native_ids)) or ["0"]
     return commands.with_epoch_times(
         commands.squeue, "--noheader", "--states=all", f"--jobs={','.join(ids)}",
         f"--format={FORMAT}",
@@ -74,6 +77,9 @@ def parse_status(
     found: dict[str, JobStatus] = {}
     for line in lines(result.stdout):
         fields = line.split("|", 4)
-        if len(fields) == 5 and fields[0] in wanted:
-            found[fields[0]] = row_status(fields, tz)
+        if len(fields) != 5:
+            continue
+        for native_id in unfold(fields[0]):
+            if native_id in wanted:
+                found[native_id] = row_status([native_id, *fields[1:]], tz)
     return found

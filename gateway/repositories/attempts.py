@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Attempt, Job, User
@@ -127,15 +127,17 @@ def add(session: Session, attempt: Attempt) -> None:
 
 def lease_stale(session: Session, site_name: str, states: Collection[AttemptState],
                 job_state: JobState | None, now: datetime, owner: str, until: datetime,
-                limit: int) -> list[LeasedAttempt]:
+                limit: int, where: ColumnElement[bool] | None = None) -> list[LeasedAttempt]:
     """Take the lease on up to `limit` attempts of the site in `states` (and, if given,
-    whose job is in `job_state`) that nobody holds, or whose holder let it run out; rows
-    other workers are taking right now are skipped."""
+    whose job is in `job_state`, and which meet `where`) that nobody holds, or whose
+    holder let it run out; rows other workers are taking right now are skipped."""
     query = (select(Attempt, Job.spec, User.username, User.id, Job.array_index)
              .join(Job, Job.id == Attempt.job_id)
              .join(User, User.id == Job.owner_id)
              .where(Attempt.site_name == site_name, Attempt.state.in_(states),
                     or_(Attempt.lease_until.is_(None), Attempt.lease_until < now)))
+    if where is not None:
+        query = query.where(where)
     if job_state is not None:
         # Only the job's own run: never an attempt that lost a hedge to it.
         query = query.where(Job.state == job_state.value,
@@ -194,6 +196,7 @@ def pending_cancels(session: Session, site_name: str) -> list[PendingCancel]:
                         Job.winner_attempt_id != Attempt.id)),
                Attempt.native_id.is_not(None), Attempt.cancel_sent_at.is_(None),
                Attempt.state.in_(LIVE_ATTEMPT_STATES))
+        .order_by(Attempt.id)  # oldest first, the same on every database
     ).all()
     return [PendingCancel(i, native_id, owner) for i, native_id, owner in rows
             if native_id is not None]
@@ -213,6 +216,7 @@ def followed(session: Session, site_name: str) -> list[Followed]:
         .join(User, User.id == Job.owner_id)
         .where(Attempt.site_name == site_name, Attempt.native_id.is_not(None),
                Attempt.state.in_((AttemptState.QUEUED, AttemptState.RUNNING)))
+        .order_by(Attempt.id)  # one status command, its ids in the same order every time
     ).all()
     return [Followed(r.id, r.native_id, r.state, r.raw_state, r.username,
                      r.cancel_sent_at is not None)

@@ -29,6 +29,7 @@ from gateway.domain.jobspec import SUBMITTED, JobSpec
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.metrics import Metrics
 from gateway.repositories import attempts, jobs, targets
+from gateway.repositories import native_arrays as native_repo
 from gateway.repositories import sites as site_rows
 from gateway.repositories.attempts import Followed, PendingCancel
 from gateway.repositories.jobs import NewOutput
@@ -157,8 +158,10 @@ class Lifecycle:
     def recover(self, session: Session, site: SiteEntry, limit: int) -> list[Claim]:
         """Take over SUBMITTING attempts whose worker let the lease run out."""
         now = utcnow()
+        # A native array's tasks are recovered together (gateway.services.native_arrays).
         leased = attempts.lease_stale(session, site.name, [AttemptState.SUBMITTING], None,
-                                      now, self.worker_id, now + self.lease, limit)
+                                      now, self.worker_id, now + self.lease, limit,
+                                      where=~native_repo.is_native_attempt())
         return [Claim(a.attempt.id, a.attempt.job_id, a.attempt.tag, a.attempt.workdir,
                       JobSpec.model_validate(a.spec, context=SUBMITTED), recovering=True,
                       owner=a.owner, owner_id=a.owner_id, array_index=a.array_index)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from adapters.base import ContainerLaunch, MpiRequest, Resources, SubmitRequest
-from gateway.domain.job_relations import task_environment
+from collections.abc import Sequence
+from dataclasses import replace
+
+from adapters.base import ArrayRequest, ContainerLaunch, MpiRequest, Resources, SubmitRequest
+from gateway.domain.job_relations import array_of, task_environment
 from gateway.domain.jobspec import JobSpec
+from workflows.arrays import TASK_ID_ENV
 
 
 def build_submit_request(spec: JobSpec, tag: str, workdir: str,
@@ -37,3 +41,17 @@ def build_submit_request(spec: JobSpec, tag: str, workdir: str,
         partition=spec.partition,
         container=container,
     )
+
+
+def build_array_request(spec: JobSpec, tag: str, workdir: str, indices: Sequence[int],
+                        throttle: int | None) -> SubmitRequest:
+    """The adapter's request for a native array of the spec's tasks `indices`: the
+    array's shape in every task's environment, each task's own index set by the batch
+    script itself (adapters.scheduler_arrays)."""
+    request = build_submit_request(spec, tag, workdir)
+    env = dict(request.env)
+    if spec.array is not None:
+        shape = array_of(spec.array)
+        env.update({name: value for name, value in shape.environment(shape.indices[0]).items()
+                    if name != TASK_ID_ENV})
+    return replace(request, env=env, array=ArrayRequest(tuple(indices), throttle))

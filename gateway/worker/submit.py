@@ -9,7 +9,6 @@ it, submitting only if there is none: nothing is lost, nothing runs twice.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -22,22 +21,32 @@ from gateway.services.sites import NoAccount, SiteEntry
 from gateway.worker.claim import claim_accepted, record_rejection, recover_stale
 from gateway.worker.container_launch import ContainerRefused, container_launch, stages_image
 from gateway.worker.context import StepContext
+from gateway.worker.native_arrays import recover_native_arrays, submit_native_arrays
 from gateway.worker.requests import build_submit_request
 from gateway.worker.stage_in import stage_in_claim
+from gateway.worker.submit_record import (
+    FAULT_AFTER_SUBMIT_ENV,
+    fault_after_submit,
+    record_submitted,
+)
 
 log = logging.getLogger(__name__)
 
-FAULT_AFTER_SUBMIT_ENV = "GRIDGATE_FAULT_AFTER_SUBMIT"
+__all__ = ["FAULT_AFTER_SUBMIT_ENV", "submit_accepted", "submit_claims", "submit_recovered"]
 
 
 def submit_recovered(ctx: StepContext, site: SiteEntry) -> bool:
-    """Take over attempts whose lease ran out and get them submitted (or adopted)."""
-    return submit_claims(ctx, site, recover_stale(ctx, site))
+    """Take over attempts whose lease ran out and get them submitted (or adopted);
+    native arrays first (gateway.worker.native_arrays)."""
+    arrays = recover_native_arrays(ctx, site)
+    return submit_claims(ctx, site, recover_stale(ctx, site)) or arrays
 
 
 def submit_accepted(ctx: StepContext, site: SiteEntry) -> bool:
-    """Claim jobs waiting for the site and submit them."""
-    return submit_claims(ctx, site, claim_accepted(ctx, site))
+    """Claim jobs waiting for the site and submit them: whole arrays the site takes as
+    native arrays first, then the rest one by one (or in batches)."""
+    arrays = submit_native_arrays(ctx, site)
+    return submit_claims(ctx, site, claim_accepted(ctx, site)) or arrays
 
 
 def submit_claims(ctx: StepContext, site: SiteEntry, claims: Sequence[Claim]) -> bool:
@@ -95,7 +104,7 @@ def _submit_batch(ctx: StepContext, site: SiteEntry, adapter: BatchSubmitter,
                 for c in claims]
     outcomes = adapter.submit_many(requests)
     # Transient errors of the command propagate: every lease stays, recovery by tag.
-    _fault_after_submit()
+    fault_after_submit()
     placed = []
     for claim, outcome in zip(claims, outcomes, strict=True):
         if isinstance(outcome, str):
@@ -105,7 +114,7 @@ def _submit_batch(ctx: StepContext, site: SiteEntry, adapter: BatchSubmitter,
                         "recovered by its tag", claim.job_id, site.name, outcome.message)
         else:
             record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {outcome.message}")
-    _record_submitted(ctx, site, placed)
+    record_submitted(ctx, site, placed)
 
 
 def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
@@ -147,21 +156,5 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
             record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.message}")
             return
         # Transient errors propagate: the lease stays and a later cycle recovers it.
-        _fault_after_submit()
-    _record_submitted(ctx, site, [Submitted(claim, native_id, staged)])
-
-
-def _record_submitted(ctx: StepContext, site: SiteEntry, placed: Sequence[Submitted]) -> None:
-    """Commit the site's job ids and move the jobs to QUEUED, in one unit of work."""
-    if not placed:
-        return
-    ctx.rt.metrics.submissions.labels(site.name, "submitted").inc(len(placed))
-    with ctx.unit() as session:
-        ctx.lifecycle.record_submitted(session, site.name, placed)
-
-
-def _fault_after_submit() -> None:
-    """Test-only crash point (off unless the env says `exit`): die like `kill -9` after
-    the scheduler took the job and before its id is committed, to prove recovery adopts it."""
-    if os.environ.get(FAULT_AFTER_SUBMIT_ENV) == "exit":
-        os._exit(137)
+        fault_after_submit()
+    record_submitted(ctx, site, [Submitted(claim, native_id, staged)])

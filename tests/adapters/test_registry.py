@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from adapters import registry
-from adapters.base import Capabilities, MpiRequest, Resources, SubmitRequest, batch_submitter
+from adapters.base import (
+    ArrayRequest,
+    Capabilities,
+    MpiRequest,
+    Resources,
+    SubmitRequest,
+    batch_submitter,
+)
 from adapters.local import LocalAdapter
 from adapters.scheduler import BatchAdapter
 from adapters.scheduler_entry import DialectSettings
@@ -85,7 +92,12 @@ def test_options_reach_the_dialect() -> None:
         memory, JobLayout.of(REQUEST.workdir)).argv)
     # One option name means one thing in every scheduler that takes it.
     assert set(registry.options()) == {"parallel_environment", "memory_resource", "pbs_server",
-                                       "keep_files", "accounting_dir", "memory_requests"}
+                                       "keep_files", "accounting_dir", "memory_requests",
+                                       "max_array_size"}
+    # Issue 16: a Slurm site's MaxArraySize bounds its native arrays.
+    slurm = registry.dialect("slurm", DialectSettings(options={"max_array_size": "10001"}))
+    assert slurm.array_fits(ArrayRequest((0, 5000)))
+    assert not registry.dialect("slurm", DialectSettings()).array_fits(ArrayRequest((0, 5000)))
     # Issue 13: LSF reads its lsb.acct from an accounting directory too (usage records).
     assert [e.kind for e in registry.offering_option("accounting_dir")] == ["pbs", "lsf"]
     assert [e.kind for e in registry.offering_launcher("srun")] == ["slurm"]
@@ -94,14 +106,17 @@ def test_options_reach_the_dialect() -> None:
 def test_capabilities_are_stated_per_scheduler() -> None:
     # Issue 12: every scheduler's snapshot lists the whole queue; Slurm, PBS Professional
     # and LSF give pending jobs their own start estimate, Grid Engine and TORQUE none.
-    q = Capabilities(queue_snapshot=True, whole_queue=True, queue_start_estimates=True)
+    # Issue 16: native job arrays everywhere but TORQUE.
+    q = Capabilities(queue_snapshot=True, whole_queue=True, queue_start_estimates=True,
+                     arrays=True)
     # Issue 13: Slurm and Grid Engine give usage records (sacct, qacct); PBS and LSF only
     # from an accounting directory the site names.
     assert _relocated("slurm").capabilities == Capabilities(
         queue_snapshot=True, start_estimate=True, accounting=True, usage=True,
-        whole_queue=True, queue_start_estimates=True)
+        whole_queue=True, queue_start_estimates=True, arrays=True)
     assert _relocated("sge").capabilities == Capabilities(queue_snapshot=True, accounting=True,
-                                                          usage=True, whole_queue=True)
+                                                          usage=True, whole_queue=True,
+                                                          arrays=True)
     assert _relocated("lsf").capabilities == q
     # PBS reads accounting only from a log directory the site names.
     assert _relocated("pbs").capabilities == q
@@ -109,7 +124,7 @@ def test_capabilities_are_stated_per_scheduler() -> None:
         options={"accounting_dir": "/var/spool/pbs/server_priv/accounting"}))
     assert with_log.capabilities == Capabilities(queue_snapshot=True, accounting=True,
                                                  usage=True, whole_queue=True,
-                                                 queue_start_estimates=True)
+                                                 queue_start_estimates=True, arrays=True)
     torque = registry.dialect("pbs", DialectSettings(options={"pbs_server": "torque"}))
     assert torque.capabilities == Capabilities(queue_snapshot=True, whole_queue=True)
 
@@ -117,9 +132,10 @@ def test_capabilities_are_stated_per_scheduler() -> None:
 def test_the_adapter_states_batch_submission(tmp_path: Path) -> None:
     adapter = BatchAdapter(ReplayTransport(), _relocated("lsf"))
     assert adapter.capabilities == Capabilities(batch_submit=True, queue_snapshot=True,
-                                                whole_queue=True, queue_start_estimates=True)
+                                                whole_queue=True, queue_start_estimates=True,
+                                                arrays=True)
     assert adapter.capabilities.names() == ["batch submit", "queue snapshot", "whole queue",
-                                            "queue start estimates"]
+                                            "queue start estimates", "arrays"]
     assert batch_submitter(adapter) is adapter
     local = LocalAdapter(tmp_path, None)
     # Issue 13: the local site's usage records come from its own job records.

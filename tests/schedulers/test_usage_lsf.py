@@ -51,8 +51,9 @@ def test_a_malformed_line_is_skipped() -> None:
     assert parse_usage(answer) == []
 
 
-def test_the_command_matches_job_finish_records_of_plain_ids_only() -> None:
+def test_the_command_matches_job_finish_records_of_lsf_ids_only() -> None:
+    # An array element's record is its job's (issue 16): 302[4] is looked up as 302.
     assert usage_command(LsfCommands(), ["301", "302[4]", "x|y", "305"], "/lsf/logdir") == (
         "grep", "-h", "-r", "-E", "--include=lsb.acct*", "-e",
-        '^"JOB_FINISH" "[^"]*" [0-9]+ (301|305) ', "--", "/lsf/logdir")
-    assert usage_command(LsfCommands(), ["302[4]"], "/lsf/logdir") is None
+        '^"JOB_FINISH" "[^"]*" [0-9]+ (301|302|305) ', "--", "/lsf/logdir")
+    assert usage_command(LsfCommands(), ["x|y", "1;2"], "/lsf/logdir") is None

@@ -359,7 +359,7 @@ def test_site_check_reports_a_pbs_site(tmp_path: Path) -> None:
     # Issue 13: a PBS site whose accounting logs the gateway reads also gives usage records.
     assert scheduler == ("pbs answers; partitions: workq, closedq; the adapter offers: "
                          "batch submit, queue snapshot, accounting, usage, whole queue, "
-                         "queue start estimates")
+                         "queue start estimates, arrays")
 
 
 def test_site_check_reports_what_an_lsf_site_lacks(tmp_path: Path) -> None:
@@ -374,7 +374,7 @@ def test_site_check_reports_what_an_lsf_site_lacks(tmp_path: Path) -> None:
     # No accounting source and no dry-run start estimate: the report says what there is.
     assert report.checks[1].detail == ("lsf answers; partitions: normal, night; the "
                                        "adapter offers: batch submit, queue snapshot, "
-                                       "whole queue, queue start estimates")
+                                       "whole queue, queue start estimates, arrays")
 
 
 class _NoQueues(PbsDialect):
