@@ -26,7 +26,7 @@ from gateway.repositories import audit_pg, bulk
 
 _PENDING = "gridgate.audit.pending"
 _MARKS = "gridgate.audit.savepoints"
-HEAD_ID = 1
+_HEAD_ID = 1
 _events, _head = AuditEvent.__table__.c, AuditHead.__table__.c
 _EVENTS = cast(Table, AuditEvent.__table__)
 # Up to this many events a commit appends in one statement on PostgreSQL (its SQL grows
@@ -49,25 +49,8 @@ def append(session: Session, kind: str, subject: str, actor: str, data: Mapping[
            at: datetime) -> None:
     """Add an event to the chain, as part of the session's transaction (written at its
     commit, dropped by its rollback)."""
-    queue(session, NewAuditEvent(at, kind, subject, actor, data))
-
-
-def queue(session: Session, new: NewAuditEvent) -> None:
-    """`append` for an event made already."""
     pending: list[NewAuditEvent] = session.info.setdefault(_PENDING, [])
-    pending.append(new)
-
-
-def queued(session: Session) -> list[NewAuditEvent]:
-    """The events waiting for the session's commit, oldest first (a copy)."""
-    return list(session.info.get(_PENDING, ()))
-
-
-def written(session: Session, count: int) -> None:
-    """The first `count` queued events were chained and written by the caller's own
-    statement (under the head's lock, which its transaction now holds): drop them."""
-    pending: list[NewAuditEvent] = session.info.get(_PENDING, [])
-    del pending[:count]
+    pending.append(NewAuditEvent(at, kind, subject, actor, data))
 
 
 def posting(session: Session, kind: str, actor: str, at: datetime, txn: str,
@@ -75,20 +58,12 @@ def posting(session: Session, kind: str, actor: str, at: datetime, txn: str,
             usage_id: int | None, legs: list[tuple[int, str, int]]) -> None:
     """The link of one ledger transaction: what it was, and its legs as (allocation,
     account, amount in milli-SU); about its job, else its (first) allocation."""
-    queue(session, posting_event(kind, actor, at, txn, reason, job_id, lien_id, usage_id,
-                                 legs))
-
-
-def posting_event(kind: str, actor: str, at: datetime, txn: str, reason: str | None,
-                  job_id: str | None, lien_id: int | None, usage_id: int | None,
-                  legs: list[tuple[int, str, int]]) -> NewAuditEvent:
-    """The event `posting` appends."""
     subject = (f"job:{job_id}" if job_id else
                f"allocation:{legs[0][0]}" if legs else "ledger")
-    return NewAuditEvent(at, kind, subject, actor,
-                         {"txn": txn, "reason": reason, "lien": lien_id, "usage": usage_id,
-                          "legs": [{"allocation": a, "account": account,
-                                    "amount_milli": amount} for a, account, amount in legs]})
+    append(session, kind, subject, actor,
+           {"txn": txn, "reason": reason, "lien": lien_id, "usage": usage_id,
+            "legs": [{"allocation": a, "account": account, "amount_milli": amount}
+                     for a, account, amount in legs]}, at)
 
 
 def write(conn: Connection, events: list[NewAuditEvent]) -> None:
@@ -98,12 +73,12 @@ def write(conn: Connection, events: list[NewAuditEvent]) -> None:
     postgres = conn.dialect.name == "postgresql"
     if postgres and len(events) <= ONE_STATEMENT_MAX:
         batch = [(e.at, e.kind, e.subject, e.actor, e.data) for e in events]
-        while not audit_pg.write(conn, batch, HEAD_ID):
+        while not audit_pg.write(conn, batch, _HEAD_ID):
             _create_head(conn)
         return
     # A batch (a settle step posts thousands), or SQLite (whose writer holds the
     # database's lock from BEGIN IMMEDIATE, and where statements cost no round trip).
-    query = select(_head.last_hash).where(_head.id == HEAD_ID).with_for_update()
+    query = select(_head.last_hash).where(_head.id == _HEAD_ID).with_for_update()
     prev = conn.execute(query).scalar()
     if prev is None:
         _create_head(conn)
@@ -119,20 +94,20 @@ def write(conn: Connection, events: list[NewAuditEvent]) -> None:
                      "prev_hash": prev, "hash": digest})
         prev = digest
     bulk.insert_rows(conn, _EVENTS, rows)
-    conn.execute(update(AuditHead).where(AuditHead.id == HEAD_ID)
+    conn.execute(update(AuditHead).where(AuditHead.id == _HEAD_ID)
                  .values(last_id=ids[-1], last_hash=prev))
 
 
 def _create_head(conn: Connection) -> None:
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    conn.execute(dialect.insert(AuditHead).values(id=HEAD_ID, last_id=0, last_hash=GENESIS)
+    conn.execute(dialect.insert(AuditHead).values(id=_HEAD_ID, last_id=0, last_hash=GENESIS)
                  .on_conflict_do_nothing())
 
 
 def head(conn: Connection) -> tuple[int, str] | None:
     """The stored (last id, last hash), or None when nothing was ever appended."""
     row = conn.execute(select(_head.last_id, _head.last_hash)
-                       .where(_head.id == HEAD_ID)).first()
+                       .where(_head.id == _HEAD_ID)).first()
     return None if row is None else (int(row.last_id), str(row.last_hash))
 
 

@@ -26,37 +26,13 @@ def write(conn: Connection, events: Sequence[tuple[datetime, str, str, str, Any]
           head_id: int) -> bool:
     """Chain and insert `events` ((at, kind, subject, actor, data) each); False (nothing
     written) when the head row does not exist yet."""
-    params: dict[str, Any] = {"head": head_id, **link_params(events)}
-    return conn.execute(_statement(len(events)), params).first() is not None
-
-
-def link_params(events: Sequence[tuple[datetime, str, str, str, Any]]
-                ) -> dict[str, Any]:
-    """The bind parameters of `link_ctes(len(events))` and `link_rows(len(events))`."""
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = {"head": head_id}
     for k, (at, kind, subject, actor, data) in enumerate(events, 1):
         stored = as_json(data)
         params.update({f"at{k}": at, f"kind{k}": kind, f"subject{k}": subject,
                        f"actor{k}": actor, f"data{k}": json.dumps(stored),
                        f"c{k}": canonical(at, kind, subject, actor, stored).decode()})
-    return params
-
-
-def link_ctes(n: int) -> list[str]:
-    """CTEs h1..hn: event k hashed after h(k-1), starting from a CTE `h0` (the locked
-    head's hash) that the caller writes. Only the integers k are formatted into them."""
-    return [f"h{k} AS (SELECT h{k - 1}.hash AS prev, encode(sha256(convert_to("  # noqa: S608
-            f"h{k - 1}.hash || :c{k}, 'UTF8')), 'hex') AS hash FROM h{k - 1})"
-            for k in range(1, n + 1)]
-
-
-def link_rows(n: int) -> list[str]:
-    """One SELECT per event 1..n (n, at, kind, subject, actor, data, prev, hash), to be
-    joined with UNION ALL and inserted ordered by n."""
-    return [f"SELECT {k} AS n, CAST(:at{k} AS timestamptz) AS at, "  # noqa: S608
-            f"CAST(:kind{k} AS varchar) AS kind, CAST(:subject{k} AS varchar) AS subject, "
-            f"CAST(:actor{k} AS varchar) AS actor, CAST(:data{k} AS json) AS data, "
-            f"h{k}.prev, h{k}.hash FROM h{k}" for k in range(1, n + 1)]
+    return conn.execute(_statement(len(events)), params).first() is not None
 
 
 @cache
@@ -65,9 +41,15 @@ def _statement(n: int) -> TextClause:
     and n are formatted into it (hence the noqa: S608); every value is a bind parameter."""
     # h0 locks the head; hk hashes event k after h(k-1). FOR UPDATE waits for a concurrent
     # appender and then reads the row as it committed it (READ COMMITTED re-check).
-    links = ["h0 AS (SELECT last_hash AS hash FROM audit_head WHERE id = :head FOR UPDATE)",
-             *link_ctes(n)]
-    rows = " UNION ALL ".join(link_rows(n))
+    links = ["h0 AS (SELECT last_hash AS hash FROM audit_head WHERE id = :head FOR UPDATE)"]
+    links += [f"h{k} AS (SELECT h{k - 1}.hash AS prev, encode(sha256(convert_to("  # noqa: S608
+              f"h{k - 1}.hash || :c{k}, 'UTF8')), 'hex') AS hash FROM h{k - 1})"
+              for k in range(1, n + 1)]
+    rows = " UNION ALL ".join(
+        f"SELECT {k} AS n, CAST(:at{k} AS timestamptz) AS at, "  # noqa: S608
+        f"CAST(:kind{k} AS varchar) AS kind, CAST(:subject{k} AS varchar) AS subject, "
+        f"CAST(:actor{k} AS varchar) AS actor, CAST(:data{k} AS json) AS data, "
+        f"h{k}.prev, h{k}.hash FROM h{k}" for k in range(1, n + 1))
     # Inserted in chain order, so ids grow along the chain.
     inserted = (
         "ins AS (INSERT INTO audit_events (at, kind, subject, actor, data, prev_hash, hash) "  # noqa: S608

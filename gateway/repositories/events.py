@@ -34,13 +34,9 @@ class NewEvent:
 
     def chain(self, session: Session) -> None:
         """Chain the state change into the audit trail (written at commit)."""
-        audit.queue(session, self.audit_event())
-
-    def audit_event(self) -> audit.NewAuditEvent:
-        """The state change as a link of the audit chain."""
-        return audit.NewAuditEvent(self.at, "job.state", f"job:{self.job_id}", self.actor,
-                                   {"from": self.from_state, "to": self.to_state,
-                                    "reason": self.reason, "raw_state": self.raw_state})
+        audit.append(session, "job.state", f"job:{self.job_id}", self.actor,
+                     {"from": self.from_state, "to": self.to_state, "reason": self.reason,
+                      "raw_state": self.raw_state}, self.at)
 
 
 def add(session: Session, event: NewEvent) -> None:
