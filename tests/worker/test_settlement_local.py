@@ -22,7 +22,7 @@ from gateway.db.bank_models import Allocation, LedgerEntry, Lien, Quote, UsageRo
 from gateway.db.engine import transaction
 from gateway.domain.jobspec import JobSpec
 from gateway.runtime import Runtime
-from gateway.services import allocations, bank, projects
+from gateway.services import allocations, audit, bank, projects
 from gateway.services import jobs as job_service
 from gateway.services.allocations import Grant
 from gateway.services.bank import InsufficientFunds
@@ -195,6 +195,9 @@ def test_200_concurrent_submissions_against_50_jobs_worth(runtime: Runtime,
     assert (outcomes.count("accepted"), outcomes.count("refused")) == (50, 150)
     a = _allocation(runtime, alloc)
     assert (a.available_milli, a.held_milli) == (0, 50_000)
+    with runtime.sessions() as s:  # 50 liens chained by concurrent statements: one chain
+        verdict = audit.verify(s, runtime.clock())
+    assert verdict["ok"] and verdict["ledger_problems"] == [], verdict
 
 
 def test_usage_is_charged_within_one_cycle_of_the_record(
