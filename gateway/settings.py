@@ -133,6 +133,11 @@ class Settings(BaseSettings):
     # Tasks one job array may have (`array: 0-999`); at most the workflows package's own
     # bound (workflows.limits), which the job spec's syntax check applies.
     job_array_max_tasks: int = Field(default=1000, ge=1, le=DEFAULT_LIMITS.max_array_tasks)
+    # Steps one workflow may write, and step instances (jobs) it may expand to with its
+    # matrices: a larger one is refused with 413 before anything is stored.
+    workflow_max_steps: int = Field(default=DEFAULT_LIMITS.max_steps, ge=1, le=10_000)
+    workflow_max_instances: int = Field(default=DEFAULT_LIMITS.max_instances, ge=1,
+                                        le=100_000)
 
     @cached_property
     def resolved_database_url(self) -> str:
