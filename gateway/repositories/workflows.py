@@ -83,15 +83,18 @@ def lock(session: Session, workflow_id: str) -> Workflow | None:
     return session.get(Workflow, workflow_id, with_for_update=True)
 
 
-def page(conn: Connection, owner_id: str | None, state: str | None, *, limit: int,
-         after: tuple[datetime, str] | None) -> list[dict[str, Any]]:
-    """Up to `limit` workflows, newest first, from just after (created_at, id) `after`."""
+def page(conn: Connection, owner_id: str | None, state: str | None, id_prefix: str | None,
+         *, limit: int, after: tuple[datetime, str] | None) -> list[dict[str, Any]]:
+    """Up to `limit` workflows (in `state`, ids starting with `id_prefix`, if given),
+    newest first, from just after (created_at, id) `after`."""
     query = (select(*Workflow.__table__.c, User.username.label("owner_name"))
              .join(User, User.id == Workflow.owner_id))
     if owner_id is not None:
         query = query.where(Workflow.owner_id == owner_id)
     if state is not None:
         query = query.where(Workflow.state == state)
+    if id_prefix is not None:
+        query = query.where(Workflow.id.startswith(id_prefix, autoescape=True))
     if after is not None:
         created, workflow_id = after
         query = query.where(or_(Workflow.created_at < created,

@@ -15,7 +15,7 @@ from gateway.domain.errors import NotFound
 from gateway.repositories import workflows as repo
 from gateway.repositories.workflows import StepView
 from gateway.services import cursors
-from gateway.services.job_arrays import moment
+from gateway.services.job_arrays import check_prefix, moment
 from gateway.services.job_queries import sees_all
 
 
@@ -55,7 +55,7 @@ def detail(conn: Connection, principal: Principal, workflow_id: str) -> Workflow
 
 
 def list_workflows(conn: Connection, principal: Principal, state: str | None, mine: bool,
-                   *, limit: int, cursor: str | None
+                   id_prefix: str | None, *, limit: int, cursor: str | None
                    ) -> tuple[cursors.Page[dict[str, Any]], dict[str, dict[str, int]]]:
     """A page of the caller's workflows, newest first, and how many instances of each are
     in each state."""
@@ -63,8 +63,9 @@ def list_workflows(conn: Connection, principal: Principal, state: str | None, mi
     if cursor:
         created, workflow_id = cursors.decode(cursor, (str, str))
         after = (moment(str(created)), str(workflow_id))
+    check_prefix(id_prefix)
     owner = principal.user_id if mine else _owner(principal)
-    rows = repo.page(conn, owner, state, limit=limit + 1, after=after)
+    rows = repo.page(conn, owner, state, id_prefix, limit=limit + 1, after=after)
     found = cursors.page(rows, limit, lambda r: (r["created_at"].isoformat(), r["id"]))
     return found, repo.step_counts(conn, [r["id"] for r in found.rows])
 

@@ -123,12 +123,15 @@ def list_workflows(
     cursor: Cursor = None,
     mine: Annotated[bool, Query(description="Only your own workflows (auditors and "
                                 "administrators otherwise see everyone's).")] = False,
+    id_prefix: Annotated[str | None, Query(max_length=36, description=(
+        "Only workflows whose id starts with this (lower-case hex and '-'): how a client "
+        "turns a short id such as `d3eca39f` into the workflow's id."))] = None,
 ) -> Response:
     """Your workflows, newest first, with how many steps are in each state; follow
     `next_cursor` for the next page."""
     with runtime.reading() as conn:
         page, counts = workflow_queries.list_workflows(
-            conn, principal, state.value if state else None, mine, limit=limit,
+            conn, principal, state.value if state else None, mine, id_prefix, limit=limit,
             cursor=cursor)
     return json_response(WorkflowList, WorkflowList(
         items=[_out(row, counts[row["id"]], None) for row in page.rows],
