@@ -72,11 +72,14 @@ class Plan:
                                   f"{instance_id!r}")
         return found
 
+    def __contains__(self, instance_id: object) -> bool:
+        return instance_id in self._by_id
+
     @cached_property
     def _by_id(self) -> dict[str, Instance]:
         return {i.id: i for i in self.instances}
 
-    @property
+    @cached_property
     def ids(self) -> tuple[str, ...]:
         return tuple(i.id for i in self.instances)
 
