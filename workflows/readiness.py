@@ -104,9 +104,9 @@ def advance(plan: Plan, states: Mapping[str, StepState], *, cancel: bool = False
     skip: list[Skip] = []
     # Why each instance skipped here can never run: the failed or cancelled one at the root.
     root: dict[str, str] = {}
-    pending, completed = StepState.PENDING, StepState.COMPLETED
+    waiting, completed = StepState.PENDING, StepState.COMPLETED
     for instance in plan.instances:  # producers first: a skip reaches all descendants
-        if now[instance.id] != pending:
+        if now[instance.id] != waiting:
             continue
         needs = instance.needs
         if all(now[d] == completed for d in needs):

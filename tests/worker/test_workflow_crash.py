@@ -71,7 +71,8 @@ def test_kill9_mid_workflow_runs_each_step_once(settings: Settings, runtime: Run
             gateway.start()
             wait_for(lambda: workflow(client, wf_id)["state"] != "running", "the end")
             done = workflow(client, wf_id)
-            assert done["state"] == "completed", [(s["instance"], s["state"], s["reason"]) for s in done["steps"]]
+            assert done["state"] == "completed", [(s["instance"], s["state"], s["reason"])
+                                                  for s in done["steps"]]
             assert all(s["retries"] == 0 for s in done["steps"])
             last = done["steps"][-1]["job_id"]
             gathered = client.get(f"/api/v1/jobs/{last}/outputs/executions").text
