@@ -4,14 +4,13 @@ Each instance is drawn at its level (1 + the deepest instance it needs) with its
 mark, its matrix values, where it runs, and what it needs when that is not the whole
 level above (a full level above is drawn as one `│` joint):
 
-    mesh-solve-gather  running  (3 completed, 1 running, 1 pending)
-    ✔ mesh                                        local
+    sweep  running  (2 completed, 1 pending, 1 running)
+    ✔ mesh                completed  local
     │
-    ├─ ✔ solve[0]  n=1                            local
-    ├─ ● solve[1]  n=2                            local
-    └─ ○ solve[2]  n=3
+    ├─ ✔ solve[0]  n=1    completed  local
+    └─ ● solve[1]  n=2    running    local
     │
-    ○ gather  ⇐ solve[0], solve[1], solve[2]
+    ○ report  ⇐ solve[0]  pending
 """
 
 from __future__ import annotations
@@ -36,9 +35,9 @@ def levels(steps: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return rows
 
 
-def _node(step: dict[str, Any], above: list[dict[str, Any]], width: int) -> Text:
+def _label(step: dict[str, Any], above: list[dict[str, Any]], prefix: str) -> Text:
     mark, style = MARKS.get(step["state"], ("?", ""))
-    text = Text()
+    text = Text(prefix)
     text.append(f"{mark} ", style=style)
     text.append(step["instance"], style="bold")
     if step["matrix"]:
@@ -46,9 +45,12 @@ def _node(step: dict[str, Any], above: list[dict[str, Any]], width: int) -> Text
     needs = step["needs"]
     if needs and sorted(needs) != sorted(s["instance"] for s in above):
         text.append(f"  ⇐ {', '.join(needs)}", style="dim")
-    pad = max(1, width - len(text.plain))
-    text.append(" " * pad)
-    text.append(step["state"], style=style)
+    return text
+
+
+def _status(step: dict[str, Any]) -> Text:
+    _, style = MARKS.get(step["state"], ("?", ""))
+    text = Text(step["state"], style=style)
     if step.get("site"):
         text.append(f"  {step['site']}")
     if step["state"] in ("failed", "skipped") and step.get("reason"):
@@ -59,18 +61,22 @@ def _node(step: dict[str, Any], above: list[dict[str, Any]], width: int) -> Text
 def graph(workflow: dict[str, Any]) -> list[Text]:
     """The lines that draw the workflow's DAG (see module)."""
     counts = ", ".join(f"{n} {s}" for s, n in sorted(workflow["step_states"].items()))
-    lines = [Text(f"{workflow['name']}  {workflow['state']}  ({counts})", style="bold")]
+    lines: list[Text] = [Text(f"{workflow['name']}  {workflow['state']}  ({counts})",
+                              style="bold")]
     rows = levels(workflow["steps"] or [])
-    width = 4 + max((len(s["instance"]) + len(s["matrix"]) + 2
-                     for s in workflow["steps"] or []), default=0)
-    width = min(width + 2, 60)
+    drawn: list[tuple[Text, Text] | None] = []  # None: the joint between two levels
     for i, row in enumerate(rows):
-        above = rows[i - 1] if i else []
         if i:
-            lines.append(Text("│"))
+            drawn.append(None)
         for j, step in enumerate(row):
-            node = _node(step, above, width - (3 if len(row) > 1 else 0))
-            if len(row) > 1:
-                node = Text("└─ " if j == len(row) - 1 else "├─ ") + node
-            lines.append(node)
+            prefix = "" if len(row) == 1 else "└─ " if j == len(row) - 1 else "├─ "
+            drawn.append((_label(step, rows[i - 1] if i else [], prefix), _status(step)))
+    # States line up in one column, two spaces after the longest label (at most 60).
+    width = min(60, max((len(d[0].plain) for d in drawn if d is not None), default=0)) + 2
+    for item in drawn:
+        if item is None:
+            lines.append(Text("│"))
+            continue
+        label, status = item
+        lines.append(label + Text(" " * max(2, width - len(label.plain))) + status)
     return lines
