@@ -17,7 +17,10 @@ from gateway.runtime import Runtime
 from gateway.settings import Settings
 from tests.conftest import MakeUser
 from tests.worker.gateway_process import GatewayProcess, free_port
-from tests.worker.test_crash_recovery import JOB_SCRIPT, env_for, wait_for
+from tests.worker.test_crash_recovery import JOB_SCRIPT, env_for
+from tests.worker.test_crash_recovery import wait_for as crash_wait_for
+
+LAST: list[Any] = []  # the steps as last seen, for a timeout's message
 
 
 def step_job(seconds: str) -> dict[str, Any]:
@@ -38,7 +41,15 @@ def workflow(client: httpx.Client, workflow_id: str) -> dict[str, Any]:
     r = client.get(f"/api/v1/workflows/{workflow_id}")
     assert r.status_code == 200, r.text
     found: dict[str, Any] = r.json()
+    LAST[:] = [(s["instance"], s["state"], s["job_state"], s["reason"]) for s in found["steps"]]
     return found
+
+
+def wait_for(predicate, what: str, deadline: float = 120) -> None:  # type: ignore[no-untyped-def]
+    try:
+        crash_wait_for(predicate, what, deadline)
+    except AssertionError:
+        raise AssertionError(f"{what}: {LAST}") from None
 
 
 def count(found: dict[str, Any], state: str) -> int:
@@ -69,7 +80,8 @@ def test_kill9_mid_workflow_runs_each_step_once(settings: Settings, runtime: Run
                      "the last step opened")
             gateway.kill9()
             gateway.start()
-            wait_for(lambda: workflow(client, wf_id)["state"] != "running", "the end")
+            wait_for(lambda: workflow(client, wf_id)["state"] != "running",
+                     "the end", deadline=120)
             done = workflow(client, wf_id)
             assert done["state"] == "completed", [(s["instance"], s["state"], s["reason"])
                                                   for s in done["steps"]]
