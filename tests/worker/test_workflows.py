@@ -240,3 +240,39 @@ def test_a_retry_waits_for_its_backoff(client: TestClient, runtime: Runtime,
     final = steps(done)["a"]
     assert (done["state"], final["retries"]) == ("completed", 1)
     assert final["job_id"] != first
+
+
+def test_an_output_kept_at_its_site_is_copied_from_there(client: TestClient, runtime: Runtime,
+                                                         make_user: MakeUser) -> None:
+    user = make_user()
+    spec = {"name": "kept", "steps": {
+        "make": {"job": sh("mkdir -p d && echo one > d/a.txt && echo two > d/b.txt",
+                           outputs=["d/*.txt"], outputs_mode="keep")},
+        "use": {"inputs": [{"from": "make:outputs/d/*.txt", "dest": "got"}],
+                "job": sh("cat got/d/a.txt got/d/b.txt > both.txt", outputs=["both.txt"])},
+    }}
+    created = submit(client, user.headers, spec)
+    done = run_workflow(Worker(runtime), client, user.headers, created["id"])
+    assert done["state"] == "completed", steps(done)
+    use = steps(done)["use"]["job_id"]
+    assert output(client, user.headers, use, "both.txt") == "one\ntwo\n"
+    inputs = client.get(f"/api/v1/jobs/{use}", headers=user.headers).json()["spec"]["inputs"]
+    assert [i["dest"] for i in inputs] == ["got/d/a.txt", "got/d/b.txt"]
+    assert all(i["source"].startswith("site://local/") for i in inputs)
+
+
+def test_a_producer_without_the_named_output_fails_its_consumer(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    spec = {"name": "missing", "steps": {
+        "make": {"job": sh("true", outputs=["r.txt"])},  # declares r.txt, never writes it
+        "use": {"inputs": [{"from": "make:outputs/r.txt", "dest": "r.txt"}],
+                "job": sh("cat r.txt")},
+        "after": {"needs": ["use"], "job": sh("true")},
+    }}
+    created = submit(client, user.headers, spec)
+    done = run_workflow(Worker(runtime), client, user.headers, created["id"])
+    final = steps(done)
+    assert (done["state"], final["make"]["state"], final["use"]["state"],
+            final["after"]["state"]) == ("failed", "completed", "failed", "skipped")
+    assert "make completed without an output 'r.txt'" in final["use"]["reason"]
