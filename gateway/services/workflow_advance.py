@@ -20,13 +20,13 @@ together, so a step is never submitted twice, nor forgotten.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from adapters.reasons import because
@@ -55,6 +55,7 @@ _ANY_SIZE = Limits(max_steps=10**9, max_matrix=10**9, max_instances=10**9,
                    max_retries=10**9)
 _PLANS: OrderedDict[str, Plan] = OrderedDict()
 _PLANS_KEPT = 64
+_PLANS_LOCK = threading.Lock()
 
 # Reason prefixes (adapters.reasons) -> the failure causes retry policies name.
 _CAUSES = (
@@ -91,15 +92,17 @@ def cause_of(job: Job) -> FailureCause | None:
 
 def plan_of(workflow_id: str, spec: Mapping[str, Any]) -> Plan:
     """The plan of the workflow `workflow_id` (its spec never changes, so plans are kept
-    by id)."""
-    plan = _PLANS.get(workflow_id)
-    if plan is None:
-        plan = plan_workflow(spec, _ANY_SIZE)
+    by id, for the API's threads and the worker alike)."""
+    with _PLANS_LOCK:
+        plan = _PLANS.get(workflow_id)
+        if plan is not None:
+            _PLANS.move_to_end(workflow_id)
+            return plan
+    plan = plan_workflow(spec, _ANY_SIZE)  # outside the lock: a big one takes a while
+    with _PLANS_LOCK:
         _PLANS[workflow_id] = plan
         while len(_PLANS) > _PLANS_KEPT:
             _PLANS.popitem(last=False)
-    else:
-        _PLANS.move_to_end(workflow_id)
     return plan
 
 
@@ -276,8 +279,3 @@ class _Run:
         if JobState(job.state) is JobState.CANCELLED:
             self._record(row, StepState.CANCELLED, job.reason)
 
-
-def workflow_of_job(session: Session, job_id: str) -> str | None:
-    """The workflow a job runs a step of, if any."""
-    return session.scalar(select(WorkflowStep.workflow_id).where(
-        WorkflowStep.job_id == job_id))
