@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
+from adapters.transfer.site_lock import STALE_AFTER
 from gateway.db.models import Attempt
 from gateway.runtime import Runtime
 from gateway.settings import Settings
@@ -80,8 +81,11 @@ def test_kill9_mid_workflow_runs_each_step_once(settings: Settings, runtime: Run
                      "the last step opened")
             gateway.kill9()
             gateway.start()
+            # A kill while a cache entry is being sent leaves the site's lock on it
+            # (adapters.transfer.site_lock): the next staging of that content waits until
+            # the lock is stale (STALE_AFTER, 300 s), then goes on.
             wait_for(lambda: workflow(client, wf_id)["state"] != "running",
-                     "the end", deadline=120)
+                     "the end", deadline=STALE_AFTER + 120)
             done = workflow(client, wf_id)
             assert done["state"] == "completed", [(s["instance"], s["state"], s["reason"])
                                                   for s in done["steps"]]
