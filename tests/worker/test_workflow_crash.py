@@ -83,9 +83,10 @@ def test_kill9_mid_workflow_runs_each_step_once(settings: Settings, runtime: Run
             gateway.start()
             # A kill while a cache entry is being sent leaves the site's lock on it
             # (adapters.transfer.site_lock): the next staging of that content waits until
-            # the lock is stale (STALE_AFTER, 300 s), then goes on.
+            # the lock is stale (STALE_AFTER, 300 s), then goes on (the site's breaker may
+            # hold its polls a while after those waits).
             wait_for(lambda: workflow(client, wf_id)["state"] != "running",
-                     "the end", deadline=STALE_AFTER + 120)
+                     "the end", deadline=STALE_AFTER + 300)
             done = workflow(client, wf_id)
             assert done["state"] == "completed", [(s["instance"], s["state"], s["reason"])
                                                   for s in done["steps"]]
