@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import func, select
 
 from adapters.transfer.site_lock import STALE_AFTER
@@ -57,6 +58,9 @@ def count(found: dict[str, Any], state: str) -> int:
     return sum(s["state"] == state for s in found["steps"])
 
 
+# Usually about 25 s a database; up to ~10 minutes when a kill lands while a cache entry is
+# sent (see the site lock below), beyond the suite's 300 s default.
+@pytest.mark.timeout(900)
 def test_kill9_mid_workflow_runs_each_step_once(settings: Settings, runtime: Runtime,
                                                 make_user: MakeUser, tmp_path: Path) -> None:
     user = make_user()
