@@ -136,6 +136,11 @@ class Settings(BaseSettings):
     # Send an array whose tasks all wait at one site to it as one native array when its
     # scheduler has them (gateway.services.native_arrays); off: always task by task.
     job_array_native: bool = True
+    # Steps one workflow may write, and step instances (jobs) it may expand to with its
+    # matrices: a larger one is refused with 413 before anything is stored.
+    workflow_max_steps: int = Field(default=DEFAULT_LIMITS.max_steps, ge=1, le=10_000)
+    workflow_max_instances: int = Field(default=DEFAULT_LIMITS.max_instances, ge=1,
+                                        le=100_000)
 
     @cached_property
     def resolved_database_url(self) -> str:

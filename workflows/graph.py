@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Mapping, Sequence
 
@@ -14,14 +15,16 @@ def cycles(nodes: Sequence[str], edges: Edges) -> list[list[str]]:
     at the group's first step in `nodes` order; [] when the graph is a DAG."""
     found: list[list[str]] = []
     seen: set[str] = set()
+    position = {n: i for i, n in enumerate(nodes)}
     for component in _components(nodes, edges):
-        start = min(component, key=nodes.index)
+        if len(component) == 1 and not any(n in edges.get(n, {}) for n in component):
+            continue  # a step on no cycle (most of them: no sort needed)
+        start = min(component, key=position.__getitem__)
         if start in seen:
             continue
         seen |= component
-        if len(component) > 1 or start in edges.get(start, {}):
-            found.append(_cycle_through(start, component, edges, nodes))
-    return sorted(found, key=lambda c: nodes.index(c[0]))
+        found.append(_cycle_through(start, component, edges, position))
+    return sorted(found, key=lambda c: position[c[0]])
 
 
 def describe(cycle: Sequence[str], edges: Edges) -> str:
@@ -32,13 +35,26 @@ def describe(cycle: Sequence[str], edges: Edges) -> str:
 def topological_order(nodes: Sequence[str], edges: Edges) -> list[str]:
     """`nodes`, each after all it waits for: each time the first of `nodes` whose
     prerequisites are placed. ValueError for a graph with a cycle."""
-    waiting = {n: {m for m in edges.get(n, {}) if m in nodes} for n in nodes}
+    # Kahn's algorithm with the ready steps in a heap by their place in `nodes`: the
+    # same order as that definition, in O(E + N log N) (workflows of 10,000 steps).
+    position = {n: i for i, n in enumerate(nodes)}
+    waiting = {n: len({m for m in edges.get(n, {}) if m in position}) for n in nodes}
+    followers: dict[str, list[str]] = {n: [] for n in nodes}
+    for n in nodes:
+        for m in {m for m in edges.get(n, {}) if m in position}:
+            followers[m].append(n)
+    ready = [position[n] for n in nodes if waiting[n] == 0]
+    heapq.heapify(ready)
     order: list[str] = []
-    while len(order) < len(nodes):
-        ready = next((n for n in nodes if n not in order and not waiting[n] - set(order)), None)
-        if ready is None:
-            raise ValueError("the step graph has a cycle")
-        order.append(ready)
+    while ready:
+        node = nodes[heapq.heappop(ready)]
+        order.append(node)
+        for follower in followers[node]:
+            waiting[follower] -= 1
+            if waiting[follower] == 0:
+                heapq.heappush(ready, position[follower])
+    if len(order) < len(nodes):
+        raise ValueError("the step graph has a cycle")
     return order
 
 
@@ -49,11 +65,12 @@ def _components(nodes: Sequence[str], edges: Edges) -> list[set[str]]:
     stack: list[str] = []
     on_stack: set[str] = set()
     components: list[set[str]] = []
+    known = set(nodes)
     for root in nodes:
         if root in index:
             continue
         work: list[tuple[str, list[str]]] = [(root, [m for m in edges.get(root, {})
-                                                     if m in nodes])]
+                                                     if m in known])]
         index[root] = low[root] = len(index)
         stack.append(root)
         on_stack.add(root)
@@ -65,7 +82,7 @@ def _components(nodes: Sequence[str], edges: Edges) -> list[set[str]]:
                     index[nxt] = low[nxt] = len(index)
                     stack.append(nxt)
                     on_stack.add(nxt)
-                    work.append((nxt, [m for m in edges.get(nxt, {}) if m in nodes]))
+                    work.append((nxt, [m for m in edges.get(nxt, {}) if m in known]))
                 elif nxt in on_stack:
                     low[node] = min(low[node], index[nxt])
                 continue
@@ -85,7 +102,7 @@ def _components(nodes: Sequence[str], edges: Edges) -> list[set[str]]:
 
 
 def _cycle_through(start: str, component: set[str], edges: Edges,
-                   nodes: Sequence[str]) -> list[str]:
+                   position: Mapping[str, int]) -> list[str]:
     # Breadth first inside the component: the shortest way back to `start`.
     paths = {start: [start]}
     frontier = [start]
@@ -93,7 +110,7 @@ def _cycle_through(start: str, component: set[str], edges: Edges,
         following = []
         for node in frontier:
             for nxt in sorted((m for m in edges.get(node, {}) if m in component),
-                              key=nodes.index):
+                              key=position.__getitem__):
                 if nxt == start:
                     return [*paths[node], start]
                 if nxt in component and nxt not in paths:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from workflows import graph
@@ -65,13 +66,20 @@ class Plan:
     instances: tuple[Instance, ...]
 
     def __getitem__(self, instance_id: str) -> Instance:
-        for instance in self.instances:
-            if instance.id == instance_id:
-                return instance
-        raise UnknownInstance(f"the workflow {self.name!r} has no step instance "
-                              f"{instance_id!r}")
+        found = self._by_id.get(instance_id)
+        if found is None:
+            raise UnknownInstance(f"the workflow {self.name!r} has no step instance "
+                                  f"{instance_id!r}")
+        return found
 
-    @property
+    def __contains__(self, instance_id: object) -> bool:
+        return instance_id in self._by_id
+
+    @cached_property
+    def _by_id(self) -> dict[str, Instance]:
+        return {i.id: i for i in self.instances}
+
+    @cached_property
     def ids(self) -> tuple[str, ...]:
         return tuple(i.id for i in self.instances)
 

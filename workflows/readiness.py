@@ -78,41 +78,49 @@ class Advance:
 def advance(plan: Plan, states: Mapping[str, StepState], *, cancel: bool = False) -> Advance:
     """The next moves of `plan` given each instance's state (missing ones are pending);
     `cancel`: the workflow was cancelled."""
-    unknown = sorted(set(states) - set(plan.ids))
+    ids = plan.ids
+    unknown = sorted(i for i in states if i not in plan)
     if unknown:
         raise UnknownInstance(f"the workflow {plan.name!r} has no step instance {unknown[0]!r}")
-    now = {i: states.get(i, StepState.PENDING) for i in plan.ids}
-    labels = {i.id: i.label for i in plan.instances}
+    now = dict.fromkeys(ids, StepState.PENDING)
+    now.update(states)
+
+    def label(instance_id: str) -> str:
+        return plan[instance_id].label
+
     if cancel:
-        pending = [i for i in plan.ids if now[i] == StepState.PENDING]
+        pending = [i for i in ids if now[i] == StepState.PENDING]
         now.update(dict.fromkeys(pending, StepState.CANCELLED))
-        running = tuple(i for i in plan.ids if now[i] == StepState.RUNNING)
+        running = tuple(i for i in ids if now[i] == StepState.RUNNING)
         return Advance((), (), tuple(pending) + running, _state(now))
-    failed = next((i for i in plan.ids if now[i] == StepState.FAILED), None)
+    failed = next((i for i in ids if now[i] == StepState.FAILED), None)
     if plan.fail_fast and failed is not None:
-        skips = tuple(Skip(i, f"fail_fast: {labels[failed]} failed")
-                      for i in plan.ids if now[i] == StepState.PENDING)
+        skips = tuple(Skip(i, f"fail_fast: {label(failed)} failed")
+                      for i in ids if now[i] == StepState.PENDING)
         now.update({s.instance: StepState.SKIPPED for s in skips})
-        running = tuple(i for i in plan.ids if now[i] == StepState.RUNNING)
+        running = tuple(i for i in ids if now[i] == StepState.RUNNING)
         return Advance((), skips, running, _state(now))
     submit: list[str] = []
     skip: list[Skip] = []
     # Why each instance skipped here can never run: the failed or cancelled one at the root.
     root: dict[str, str] = {}
+    waiting, completed = StepState.PENDING, StepState.COMPLETED
     for instance in plan.instances:  # producers first: a skip reaches all descendants
-        if now[instance.id] != StepState.PENDING:
+        if now[instance.id] != waiting:
             continue
-        blocked = next((d for d in instance.needs if now[d] in _BLOCKING), None)
+        needs = instance.needs
+        if all(now[d] == completed for d in needs):
+            submit.append(instance.id)
+            continue
+        blocked = next((d for d in needs if now[d] in _BLOCKING), None)
         if blocked is not None:
             origin = root.get(blocked, blocked)
             root[instance.id] = origin
-            reason = f"needs {labels[blocked]}, which {_verb(now[blocked])}"
+            reason = f"needs {label(blocked)}, which {_verb(now[blocked])}"
             if origin != blocked:
-                reason += f" because {labels[origin]} {_verb(now[origin])}"
+                reason += f" because {label(origin)} {_verb(now[origin])}"
             skip.append(Skip(instance.id, reason))
             now[instance.id] = StepState.SKIPPED
-        elif all(now[d] == StepState.COMPLETED for d in instance.needs):
-            submit.append(instance.id)
     return Advance(tuple(submit), tuple(skip), (), _state(now))
 
 
@@ -122,10 +130,11 @@ def _verb(state: StepState) -> str:
 
 
 def _state(now: Mapping[str, StepState]) -> WorkflowState:
-    if any(state not in FINAL_STEP_STATES for state in now.values()):
+    present = set(now.values())
+    if not present <= FINAL_STEP_STATES:
         return WorkflowState.RUNNING
-    if StepState.FAILED in now.values():
+    if StepState.FAILED in present:
         return WorkflowState.FAILED
-    if all(state == StepState.COMPLETED for state in now.values()):
+    if present <= {StepState.COMPLETED}:
         return WorkflowState.COMPLETED
     return WorkflowState.CANCELLED

@@ -25,6 +25,7 @@ from gateway.api.routes import (
     sites,
     system,
     uploads,
+    workflows,
 )
 from gateway.api.routes import reports as report_routes
 from gateway.api.routes.allocations import router as allocations_router
@@ -82,8 +83,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
         docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None,
     )
     app.state.runtime = runtime
-    routers = (jobs.router, job_arrays.router, job_logs.router, job_outputs.router,
-               uploads.router, sites.router,
+    routers = (jobs.router, job_arrays.router, workflows.router, job_logs.router,
+               job_outputs.router, uploads.router, sites.router,
                system.router, oauth.router, projects_router, allocations_router,
                report_routes.router, dashboard_page.router, audit_router, docs_page.router)
     routes = [route for router in routers for route in router.routes]

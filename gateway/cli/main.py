@@ -30,6 +30,7 @@ HELP = """Submit and follow HPC jobs through a gridgate gateway.
   gridgate logs JOB -f             follow a job's output
   gridgate outputs JOB             the files a job left (its outputs)
   gridgate fetch JOB -o results/   download a job's outputs, verified
+  gridgate workflow submit wf.yaml a DAG of jobs; `workflow graph ID` draws it
 
 \b
 Exit codes: 0 ok, 1 failure, 2 usage, 3 gateway unreachable,
@@ -76,6 +77,7 @@ COMMANDS = {
     "report": "gateway.cli.reports:report_app",
     "audit": "gateway.cli.audit:audit_app",
     "image": "gateway.cli.images:image_app",
+    "workflow": "gateway.cli.workflows:workflow_app",
 }
 
 TESTBED_MISSING = (

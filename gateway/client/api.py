@@ -35,6 +35,7 @@ from gateway.client.transport import (
     segment,
 )
 from gateway.client.urls import DEFAULT_GATEWAY_URL
+from gateway.client.workflow_api import WorkflowMethods
 from gateway.schemas.audit import AuditVerifyOut, JobStoryOut
 from gateway.schemas.identity import MeOut
 from gateway.schemas.jobs import EventList, JobOutputList
@@ -48,7 +49,7 @@ __all__ = ["DEFAULT_GATEWAY_URL", "Amount", "GatewayClient", "ReportKind", "Stre
 Stream = Literal["stdout", "stderr"]
 
 
-class GatewayClient(BankMethods):
+class GatewayClient(BankMethods, WorkflowMethods):
     """The REST API as methods. Errors are `gateway.client.errors.ClientError`s.
 
     `transport` is the test seam: any `httpx.BaseTransport` (a real gateway is used

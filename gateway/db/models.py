@@ -37,6 +37,11 @@ from gateway.db.job_relation_models import (  # noqa: F401  (registers their tab
     JobArray,
     JobDependencyRow,
 )
+from gateway.db.workflow_models import (  # noqa: F401  (registers their tables too)
+    Workflow,
+    WorkflowEvent,
+    WorkflowStep,
+)
 from gateway.domain.states import AttemptState
 
 

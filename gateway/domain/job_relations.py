@@ -28,6 +28,9 @@ class Gate(StrEnum):
     DEPENDENCY = "dependency"  # the jobs it depends on have not ended as it needs yet
     NEVER = "never"  # a dependency can never be satisfied: it waits until cancelled
     THROTTLE = "throttle"  # its array already runs as many tasks as its throttle allows
+    # A workflow step whose producers have not all completed (or whose inputs are not yet
+    # resolved): the worker's workflow step opens it (gateway.services.workflow_advance).
+    WORKFLOW = "workflow"
 
 
 # What a gated job still waits for, in a sentence ("... it still waits for <this>").
@@ -35,6 +38,7 @@ WAITS_FOR = {
     Gate.DEPENDENCY: "its dependencies",
     Gate.NEVER: "dependencies that can never be satisfied (cancel it)",
     Gate.THROTTLE: "its array's throttle",
+    Gate.WORKFLOW: "the steps of its workflow it needs",
 }
 
 

@@ -102,13 +102,13 @@ def list_arrays(conn: Connection, principal: Principal, id_prefix: str | None, m
     after = None
     if cursor:
         created, array_id = cursors.decode(cursor, (str, str))
-        after = (_moment(str(created)), str(array_id))
+        after = (moment(str(created)), str(array_id))
     owner = principal.user_id if mine else _owner(principal)
     rows = repo.array_page(conn, owner, id_prefix, limit=limit + 1, after=after)
     return cursors.page(rows, limit, lambda row: (row["created_at"].isoformat(), row["id"]))
 
 
-def _moment(text: str) -> datetime:
+def moment(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:

@@ -1,7 +1,9 @@
 """The worker's loop: it only schedules steps, each in gateway/worker/ over the lifecycle
 service (gateway.services.lifecycle), which owns leases and transitions.
 
-A cycle opens gates first (gateway.worker.gates: jobs whose dependencies are satisfied,
+A cycle advances workflows first (gateway.worker.workflows: steps whose producers
+completed are opened, failures retried or their descendants skipped), then opens gates
+(gateway.worker.gates: jobs whose dependencies are satisfied,
 array tasks their throttle has room for), then routes, once for all sites
 (gateway.worker.route: one routing pass gives the pending `site: auto` jobs their sites),
 then runs each site's steps: submission (recover, claim and submit), cancels, polling
@@ -37,6 +39,7 @@ from gateway.worker.settle import settle, settle_unrun
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 from gateway.worker.stage_out import stage_outs
 from gateway.worker.submit import submit_accepted, submit_recovered
+from gateway.worker.workflows import advance_workflows
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +81,8 @@ class Worker:
     def run_once(self) -> bool:
         """One cycle over all sites. True when it did work that calls for another now."""
         self.housekeeping.run()
-        busy = open_gates(self.ctx)
+        busy = advance_workflows(self.ctx)  # opens the steps whose producers completed
+        busy |= open_gates(self.ctx)
         busy |= route_jobs(self.ctx, self.health)
         busy |= fail_over_stranded(self.ctx)
         settle_unrun(self.ctx)

@@ -165,6 +165,22 @@ def test_cache_hit_sends_nothing_and_links(tmp_path: Path, content: tuple[Path, 
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
 
 
+def test_staging_again_after_an_interrupted_cache_hit_succeeds(
+        tmp_path: Path, content: tuple[Path, str]) -> None:
+    # A gateway killed after the cached copy was linked into place and before it recorded
+    # so stages the same file again: the destination is already a link to the entry.
+    src, digest = content
+    cache = tmp_path / "scratch" / ".gridgate-cache"
+    dest = tmp_path / "scratch" / "job" / "in.bin"
+    stage_file(LocalTransport(), str(src), digest, SIZE, str(dest), str(cache))
+    os.link(cache / digest, partial_name(str(dest)))  # left by the interrupted attempt too
+    again = stage_file(LocalTransport(), str(src), digest, SIZE, str(dest), str(cache))
+    assert (again.bytes_sent, again.cached) == (0, True)
+    assert dest.stat().st_ino == (cache / digest).stat().st_ino
+    assert hashlib.sha256(dest.read_bytes()).hexdigest() == digest
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["in.bin"]
+
+
 def test_a_cache_entry_changed_in_place_is_dropped_and_resent(
         tmp_path: Path, content: tuple[Path, str]) -> None:
     src, digest = content

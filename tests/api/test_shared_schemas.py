@@ -27,6 +27,7 @@ import gateway.schemas.projects
 import gateway.schemas.reports
 import gateway.schemas.sites
 import gateway.schemas.uploads
+import gateway.schemas.workflows
 from gateway.cli.render import print_json
 from gateway.client import GatewayClient
 from gateway.schemas import adapter, parse
@@ -41,7 +42,8 @@ from tests.conftest import MakeUser
 SHARED = {name: value for module in (gateway.schemas.jobs, gateway.schemas.placements,
                                      gateway.schemas.projects, gateway.schemas.sites,
                                      gateway.schemas.uploads, gateway.schemas.reports,
-                                     gateway.schemas.audit, gateway.schemas.identity)
+                                     gateway.schemas.audit, gateway.schemas.identity,
+                                     gateway.schemas.workflows)
           for name, value in vars(module).items()
           if name.endswith(("Out", "List", "Report")) or name == "Health"}
 
