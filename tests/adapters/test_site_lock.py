@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from adapters.errors import SiteUnavailable
 from adapters.transfer import StagedFile, stage
-from adapters.transfer.site_lock import hold, lock_name
+from adapters.transfer.site_lock import hold, holder_is_dead, lock_name, own_holder
 from adapters.transfer.sources import LocalFile
 from adapters.transport import LocalTransport
 
@@ -88,3 +89,51 @@ def test_the_holder_keeps_its_lock_fresh(tmp_path: Path) -> None:
         os.utime(path, (0, 0))
         lock.touch()
         assert path.stat().st_mtime > 1000
+
+
+def _holder_of_process(argv: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """A process started here, and the holder string it would write into a lock."""
+    proc = subprocess.Popen(argv)
+    # Until waited for, even an ended child keeps its /proc entry (a zombie).
+    started = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return proc, f"{boot}:{proc.pid}:{started}"
+
+
+def _lock_held_by(cache: Path, holder: str) -> Path:
+    lock = Path(lock_name(str(cache), SHA))
+    lock.mkdir(parents=True)
+    (lock / "holder").write_text(holder + "\n")
+    return lock
+
+
+def test_a_lock_whose_holder_died_here_is_broken_at_once(tmp_path: Path) -> None:
+    proc, holder = _holder_of_process(["true"])
+    proc.wait()
+    lock = _lock_held_by(tmp_path, holder)
+    # Fresh (not stale), yet taken at once: its holder ran on this machine and has ended.
+    with hold(LocalTransport(), str(tmp_path), SHA, stale_after=300, max_wait=0.5, poll=0.1):
+        assert (lock / "holder").read_text().strip() == own_holder() != holder
+    assert not lock.exists()
+
+
+def test_a_lock_whose_holder_runs_is_kept(tmp_path: Path) -> None:
+    proc, holder = _holder_of_process(["sleep", "30"])
+    try:
+        lock = _lock_held_by(tmp_path, holder)
+        assert not holder_is_dead(holder)
+        with pytest.raises(SiteUnavailable), hold(LocalTransport(), str(tmp_path), SHA,
+                                                  max_wait=0.3, poll=0.1):
+            pass
+        assert (lock / "holder").read_text().strip() == holder
+    finally:
+        proc.kill()
+        proc.wait()
+    assert holder_is_dead(holder)
+
+
+@pytest.mark.parametrize("holder", [
+    "0f0e0d0c-0000-4000-8000-000000000000:1:1",  # another machine (or boot): not judged here
+    "unknown:1:1", "garbage", ""])
+def test_a_holder_not_known_here_is_never_judged_dead(holder: str) -> None:
+    assert not holder_is_dead(holder)
