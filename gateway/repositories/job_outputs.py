@@ -23,3 +23,12 @@ def delete_in_store(session: Session, job_id: str) -> set[str]:
     session.execute(delete(JobOutput).where(JobOutput.job_id == job_id,
                                             JobOutput.location == IN_STORE))
     return digests
+
+
+def kept_size(session: Session, owner_id: str, site: str, site_path: str) -> int | None:
+    """Size of the file an owner's job kept at `site_path` of `site`, if one is recorded."""
+    size: int | None = session.scalars(
+        select(JobOutput.size).join(Job, Job.id == JobOutput.job_id).where(
+            Job.owner_id == owner_id, JobOutput.site_name == site,
+            JobOutput.site_path == site_path).limit(1)).first()
+    return size

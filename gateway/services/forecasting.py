@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from gateway.domain.states import AttemptState
-from gateway.repositories import attempts, imported_waits, placements, uploads
+from gateway.repositories import attempts, imported_waits, job_outputs, placements, uploads
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Forecast
@@ -152,6 +152,11 @@ def _need(session: Session, job: Pending) -> JobNeed:
         if item.source.startswith("upload:"):
             facts = uploads.facts(session, job.owner_id, item.source.removeprefix("upload:"))
             size = facts.size if facts is not None else 0
+        elif item.source.startswith("site://"):
+            # A file another job of the owner kept at its site (a workflow's data edge): its
+            # size is known, so a step with large inputs leans towards where they are.
+            site, slash, path = item.source.removeprefix("site://").partition("/")
+            size = job_outputs.kept_size(session, job.owner_id, site, slash + path) or 0
         inputs.append((item.source, size))
     return JobNeed(job.owner_id, fingerprint(stored), procs, limit, queue, tuple(inputs),
                    key=job.job_id)

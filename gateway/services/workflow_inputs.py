@@ -7,8 +7,10 @@ completed): each `from: STEP:outputs/PATH` becomes ordinary job inputs of the co
 - An output kept at its site (`outputs_mode: keep`) becomes `site://SITE/PATH`: the
   staging layer copies it site to site, as the owner, checked against its sha256.
 
-Later: a consumer routed to the producer's own site could use the file in place, and the
-routing pass should count the time to move each input to each candidate site.
+Routing counts the time to move each input to each candidate site: a `site://` input's
+size is the kept output's (gateway.services.forecasting), so a step with large inputs leans
+towards where they are. Later: a consumer at the producer's own site could use the file in
+place instead of a copy.
 """
 
 from __future__ import annotations

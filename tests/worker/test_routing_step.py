@@ -13,9 +13,11 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
+from gateway.api.app import create_app
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
-from gateway.db.models import Attempt, Placement, Site
+from gateway.db.models import Attempt, JobOutput, Placement, Site
+from gateway.domain.staging import ON_SITE
 from gateway.domain.states import AttemptState
 from gateway.repositories import targets
 from gateway.runtime import Runtime
@@ -24,7 +26,7 @@ from gateway.services.sites import SiteRegistry
 from gateway.worker.context import StepContext
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
-from tests.conftest import MakeUser
+from tests.conftest import LOOPBACK, MakeUser
 from tests.worker.test_worker_local import post, run_until
 
 SPEC = {"name": "r", "executable": "/bin/true"}
@@ -222,3 +224,26 @@ def test_a_black_hole_is_out_of_routing_saying_so(
                                                headers=user.headers).json()["items"]}
     assert sites["local"]["routing_ban"].startswith(
         "3 jobs in a row failed within 120 s of starting; out of routing for ")
+
+
+def test_a_step_with_a_large_kept_input_is_routed_where_the_input_is(
+        runtime: Runtime, make_user: MakeUser) -> None:
+    """A workflow's data edge from an output kept at its site is `site://SITE/PATH`: its
+    recorded size makes staging it anywhere else cost time, so routing chooses SITE."""
+    headers = make_user().headers
+    twins = twin_runtime(runtime)
+    kept = "/scratch/gw/jobs/producer/mesh.h5"
+    with TestClient(create_app(runtime=twins), client=LOOPBACK) as client:
+        producer = post(client, headers, {**SPEC, "site": "local"})
+        with transaction(runtime.sessions) as session:
+            session.add(JobOutput(job_id=producer, path="mesh.h5", size=50 * 10**9,
+                                  sha256="a" * 64, location=ON_SITE, site_name="twin",
+                                  site_path=kept))
+        consumer = post(client, headers, {
+            **SPEC, "inputs": [{"source": f"site://twin{kept}", "dest": "mesh.h5"}]})
+        assert route_jobs(StepContext.of(twins, "w")) is True
+        decision = client.get(f"/api/v1/jobs/{consumer}/placement", headers=headers).json()
+    assert decision["chosen"] == ["twin"], decision["why"]
+    staging = {c["site"]: c["forecast"]["staging"] for c in decision["candidates"]}
+    # 50 GB at most at the 10 MB/s fallback: well over an hour anywhere but at twin.
+    assert staging["twin"] == 0.0 and staging["local"] > 3600, staging
