@@ -23,11 +23,9 @@ by this script):
    own SSH transport into an empty cache: sent, sha256 verified on the site, renamed,
    hard-linked), vs `scp` of the same file (OpenSSH, host key pinned, default cipher);
    also the transport's raw upload of the file (the transfer alone, without the site's
-   sha256), and the verified staging with the site's sha256 taken after the last byte
-   instead of while the bytes arrive (adapters.transfer.follow). Interleaved `--runs`
-   times, each into a new cache, each run starting with another contender. Also
-   reported: the gateway's extraction of the partition (once per image digest) and the
-   unpack on the site (once per digest and site).
+   sha256). Interleaved `--runs` times, each into a new cache, each run starting with
+   another contender. Also reported: the gateway's extraction of the partition (once per
+   image digest) and the unpack on the site (once per digest and site).
 
 Timings are never asserted by tests; this prints what it measured, with the machine's load
 average before and after (the testbed shares 2 cores with whatever else runs).
@@ -59,7 +57,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from adapters.transfer import StagedFile, stage  # noqa: E402
-from adapters.transfer import staging as staging_module  # noqa: E402
 from adapters.transfer.sources import LocalFile  # noqa: E402
 from gateway.services.input_sources import ResolvedInput  # noqa: E402
 from gateway.store import BlobStore  # noqa: E402
@@ -229,8 +226,7 @@ def first_use(tb: TestbedInfo, gw: LiveGateway, site_name: str, sif: Path, runs:
     base = f"{site.scratch_root}/gw-bench-{secrets.token_hex(4)}"
     ssh(site, ACCOUNT, ["mkdir", "-p", "-m", "0700", base])
     samples: dict[str, list[float]] = {"gateway_stage": [], "gateway_raw_upload": [],
-                                       "gateway_stage_hash_after": [], "scp": [],
-                                       "unpack": []}
+                                       "scp": [], "unpack": []}
     calls: list[tuple[str, float]] = []
     try:
         for n in range(runs):
@@ -243,15 +239,6 @@ def first_use(tb: TestbedInfo, gw: LiveGateway, site_name: str, sif: Path, runs:
                 if isinstance(via, Timed):
                     calls.extend(via.calls)
 
-            def hash_after(cache: str = cache, job: str = job) -> None:
-                follow = staging_module.FOLLOW_MIN_BYTES
-                staging_module.FOLLOW_MIN_BYTES = size + 1  # no follower: hash afterwards
-                try:
-                    stage(files, LocalFile(local), StagedFile(sha, size),
-                          f"{job}-after/.gridgate-image", cache_dir=f"{cache}-after")
-                finally:
-                    staging_module.FOLLOW_MIN_BYTES = follow
-
             def scp(n: int = n) -> None:
                 subprocess.run(scp_argv(tb, site, local, f"{base}/scp-{n}.bin"), check=True)
 
@@ -259,9 +246,8 @@ def first_use(tb: TestbedInfo, gw: LiveGateway, site_name: str, sif: Path, runs:
                 files.upload(local, f"{base}/raw-{n}.bin")
 
             order: list[tuple[str, Callable[[], None]]] = [
-                ("gateway_stage", staging), ("scp", scp), ("gateway_raw_upload", raw),
-                ("gateway_stage_hash_after", hash_after)]
-            for name, call in order[n % 4:] + order[:n % 4]:
+                ("gateway_stage", staging), ("scp", scp), ("gateway_raw_upload", raw)]
+            for name, call in order[n % 3:] + order[:n % 3]:
                 samples[name].append(timed(call))
             def unpack(cache: str = cache) -> None:
                 unpack_on_site(files, cache, sha)
@@ -272,8 +258,8 @@ def first_use(tb: TestbedInfo, gw: LiveGateway, site_name: str, sif: Path, runs:
         ssh(site, ACCOUNT, ["sh", "-c", 'chmod -R u+w "$1"; rm -rf "$1"', "sh", base],
             check=False)
     med = {k: statistics.median(v) for k, v in samples.items()}
-    rate = {k: round(size / med[k] / 1e6, 1) for k in
-            ("gateway_stage", "gateway_raw_upload", "gateway_stage_hash_after", "scp")}
+    rate = {k: round(size / med[k] / 1e6, 1)
+            for k in ("gateway_stage", "gateway_raw_upload", "scp")}
     ratio = rate["gateway_stage"] / rate["scp"]
     return {"sif_bytes": sif.stat().st_size, "squashfs_bytes": size,
             "gateway_extract_s": round(extract_s, 3),
@@ -281,8 +267,6 @@ def first_use(tb: TestbedInfo, gw: LiveGateway, site_name: str, sif: Path, runs:
             "runs_s": {k: [round(x, 3) for x in v] for k, v in samples.items()},
             "gateway_stage_over_scp": round(ratio, 3),
             "gateway_raw_upload_over_scp": round(rate["gateway_raw_upload"] / rate["scp"], 3),
-            "gateway_stage_hash_after_over_scp": round(
-                rate["gateway_stage_hash_after"] / rate["scp"], 3),
             "met": {"transfer_at_least_scp": ratio >= TARGET_TRANSFER_OVER_SCP},
             **({"breakdown_first_staging": {
                 "site_commands": sum(1 for c in calls if c[0] != "upload"),

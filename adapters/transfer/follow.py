@@ -38,7 +38,7 @@ from adapters.transport import Transport
 
 log = logging.getLogger("adapters.transfer")
 
-POLL_SECONDS = 0.05
+POLL_SECONDS = 0.02
 # The follower gives up when the file has not grown for this long (a dropped upload).
 STALL_SECONDS = 30.0
 # "$1" the file, "$2" its full size, "$3" the transport's write_reorder_bytes, "$4" polls
