@@ -223,22 +223,15 @@ def write_striped(
 
     A session waits only on its own replies, but every session gets every n-th request
     in turn, so none runs more than `window` requests ahead of the others (see
-    `reorder_bytes`). The last request goes once every other one is acknowledged: a file
-    that has reached the copy's end holds all of it (a reader on the site may rely on it).
+    `reorder_bytes`).
     """
     inflight: list[deque[int]] = [deque() for _ in sessions]
-
-    def want(done: int) -> int:
-        return request_bytes if length is None else min(request_bytes, length - done)
-
     sent = seq = 0
-    data = src.read(want(0)) if want(0) > 0 else b""
-    while data:
-        after = src.read(want(sent + len(data))) if want(sent + len(data)) > 0 else b""
-        if not after:  # the last request: only once everything below it is written
-            for (session, _handle), pending in zip(sessions, inflight, strict=True):
-                while pending:
-                    session.wait_write(pending.popleft())
+    while length is None or sent < length:
+        want = request_bytes if length is None else min(request_bytes, length - sent)
+        data = src.read(want)
+        if not data:
+            break
         k = seq % len(sessions)
         session, handle = sessions[k]
         if len(inflight[k]) >= window:
@@ -248,7 +241,6 @@ def write_striped(
         seq += 1
         if progress is not None:
             progress(sent)
-        data = after
     for (session, _handle), pending in zip(sessions, inflight, strict=True):
         while pending:
             session.wait_write(pending.popleft())

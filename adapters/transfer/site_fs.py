@@ -35,21 +35,16 @@ _SIZES_SCRIPT = 'for p; do stat -c "%F %s" -- "$p" 2>/dev/null || echo missing; 
 # Verify a file and put it in place, in one command (one round trip instead of five): "$1"
 # the file, "$2" its expected size, "$3" its expected sha256 (hex), "$4" where to rename it
 # ("" keeps it), "$5" a lock directory to remove once it is in place (""), "$6" a name to
-# hard-link (or copy) it to ("": none), made as "$7" first then renamed; "$8" (or "") the
-# file's identity and ctime as a follower printed them once it had hashed the file to "$3"
-# (adapters.transfer.follow): while they are unchanged it is not hashed again. Every path
-# is data, never code. Prints "missing", "size <n>", "mismatch <hex>" (the file is
-# deleted) or "placed hashed-on-arrival|hashed-after"; exits non-zero (stderr says why)
-# when a command fails.
+# hard-link (or copy) it to ("": none), made as "$7" first then renamed. Every path is
+# data, never code. Prints "missing", "size <n>", "mismatch <hex>" (the file is deleted) or
+# "placed"; exits non-zero (stderr says why) when a command fails.
 _PLACE_SCRIPT = r"""s=$(stat -c "%F %s" -- "$1" 2>/dev/null) || { echo missing; exit 0; }
 case $s in
   "regular file "*|"regular empty file "*) ;;
   *) echo "$1 is a ${s% *}, not a regular file" >&2; exit 2 ;;
 esac
 if [ "${s##* }" != "$2" ]; then echo "size ${s##* }"; exit 0; fi
-how=hashed-after
-if [ -n "$8" ] && [ "$(stat -c "%i %s %z" -- "$1")" = "$8" ]; then h=$3; how=hashed-on-arrival
-elif command -v openssl >/dev/null 2>&1; then h=$(openssl dgst -sha256 -r "$1") || exit 3
+if command -v openssl >/dev/null 2>&1; then h=$(openssl dgst -sha256 -r "$1") || exit 3
 else h=$(sha256sum -- "$1") || exit 3; fi
 h=${h%% *}
 case $h in "\\"*) h=${h#?} ;; esac
@@ -61,8 +56,7 @@ if [ -n "$6" ]; then
   { ln -f -T -- "$kept" "$7" 2>/dev/null || cp -f -T -- "$kept" "$7"; } &&
     mv -f -T -- "$7" "$6" || exit 5
 fi
-echo "placed $how"
-"""
+echo placed"""
 
 
 
@@ -145,37 +139,30 @@ def _regular_size(path: str, stat_line: str) -> int:
 @dataclass(frozen=True)
 class Verified:
     """What `verify_and_place` found: "placed", "missing", "size" (the file has `size`
-    bytes, not the expected number) or "mismatch" (it hashed to `digest`; now deleted).
-    `on_arrival`: placed on the hash its follower took, the file unchanged since."""
+    bytes, not the expected number) or "mismatch" (it hashed to `digest`; now deleted)."""
 
     outcome: str
     size: int | None = None
     digest: str | None = None
-    on_arrival: bool = False
 
 
 def verify_and_place(transport: Transport, path: str, size: int, sha256: str, *,
                      rename_to: str | None = None, unlock: str | None = None,
-                     link_to: str | None = None, hashed_stamp: str | None = None
-                     ) -> Verified:
+                     link_to: str | None = None) -> Verified:
     """In one command on the site: check that the regular file `path` has `size` bytes and
     hashes to `sha256` (a file that does not is deleted); then rename it to `rename_to`,
     remove the lock directory `unlock`, and place a hard link (or copy) of it at `link_to`
     (made under its partial name and renamed, so `link_to` never shows a half-made copy).
-    Nothing is renamed, unlocked or linked unless the file is verified. `hashed_stamp`:
-    the follower's stamp of the file, given only when it hashed the file to `sha256`
-    (adapters.transfer.follow); the file is not hashed again while the stamp holds."""
+    Nothing is renamed, unlocked or linked unless the file is verified."""
     if not is_sha256(sha256) or not posixpath.isabs(path):
         raise ValueError(f"cannot verify {path!r} against {sha256!r}")
     argv = ["sh", "-c", _PLACE_SCRIPT, "gridgate-verify", path, str(size), sha256,
             rename_to or "", unlock or "", link_to or "",
-            partial_name(link_to) if link_to else "", hashed_stamp or ""]
+            partial_name(link_to) if link_to else ""]
     words = _run(transport, argv, timeout=HASH_TIMEOUT).split()
     match words:
-        case ["placed", "hashed-on-arrival" | "hashed-after" as how]:
-            return Verified("placed", on_arrival=how == "hashed-on-arrival")
-        case ["missing"]:
-            return Verified("missing")
+        case ["placed"] | ["missing"]:
+            return Verified(words[0])
         case ["size", n] if n.isdigit():
             return Verified("size", size=int(n))
         case ["mismatch", digest] if is_sha256(digest):

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from adapters.errors import SiteUnavailable
 from adapters.errors import StagingFailed as StagingFailed
 from adapters.transfer import site_fs, site_lock
-from adapters.transfer.follow import Follower, Hashed
 from adapters.transfer.sources import LocalFile, SiteFile, Source
 from adapters.transport import FileTransport, Progress
 
@@ -44,12 +43,6 @@ log = logging.getLogger("adapters.transfer")
 MAX_RESUMES = 5
 MAX_RESENDS = 2
 _FILE_MODE = 0o600
-# From this many bytes to send, the site hashes the file while it arrives
-# (adapters.transfer.follow); below, hashing it afterwards costs a few milliseconds.
-FOLLOW_MIN_BYTES = 32 << 20
-# How long to wait, after the upload, for the site's hash of what arrived (plus a second
-# per 50 MB): it is usually done within a poll interval and the last stripes.
-FOLLOW_WAIT_SECONDS = 30.0
 
 
 
@@ -195,7 +188,6 @@ class _Sender:
         self.partial, self.progress = partial, progress
         self.max_resumes, self.max_resends = max_resumes, max_resends
         self.sent = self.resumes = self.resends = 0
-        self.hashed: Hashed | None = None  # by the last upload's follower
 
     def result(self, dest: str, *, cached: bool) -> StageResult:
         return StageResult(dest=dest, bytes_sent=self.sent, cached=cached,
@@ -230,12 +222,9 @@ class _Sender:
                     if attempts > self.max_resumes:
                         raise
                     log.info("staging to %s interrupted (%s); resuming", self.partial, exc)
-            hashed, self.hashed = self.hashed, None
-            stamp = hashed.stamp if hashed and hashed.sha256 == self.expected.sha256 else None
             found = site_fs.verify_and_place(self.transport, self.partial, size,
                                              self.expected.sha256, rename_to=rename_to,
-                                             unlock=unlock, link_to=link_to,
-                                             hashed_stamp=stamp)
+                                             unlock=unlock, link_to=link_to)
             if found.outcome == "placed":
                 return
             if found.outcome != "mismatch":  # short (or gone): send the rest
@@ -251,16 +240,6 @@ class _Sender:
                         found.digest)
 
     def _send_from(self, offset: int) -> None:
-        size = self.expected.size
-        follower = None
-        if size - offset >= FOLLOW_MIN_BYTES:
-            follower = Follower(self.transport, self.partial, size,
-                                self.transport.write_reorder_bytes)
-        self._upload_from(offset)
-        if follower is not None:
-            self.hashed = follower.result(wait=FOLLOW_WAIT_SECONDS + size / 50e6)
-
-    def _upload_from(self, offset: int) -> None:
         before = self.sent
         progress = self.progress
 

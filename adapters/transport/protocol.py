@@ -68,9 +68,8 @@ class FileTransport(Transport, Protocol):
 
     @property
     def write_reorder_bytes(self) -> int:
-        """How far an upload (interrupted or still going) may be out of order: every byte
-        below the file's size minus this many was written (0: the file is always a
-        prefix). Once the file has reached the upload's end, all of it was written."""
+        """How far an interrupted upload may be out of order: every byte below the
+        file's size minus this many was written (0: the file is always a prefix)."""
         ...
 
     def upload(

@@ -146,33 +146,3 @@ def test_reorder_bound_covers_every_session_window() -> None:
     assert reorder_bytes(2, request_bytes=100, window=16) == (2 * 17 + 1) * 100
     assert reorder_bytes(3, request_bytes=100, window=1) == 700
     assert reorder_bytes(1, request_bytes=100, window=16) == 0  # in order: a prefix
-
-
-class Recording:
-    """A session that answers every write at once and records what was sent and awaited."""
-
-    def __init__(self, log: list[tuple[str, int]]) -> None:
-        self.log, self.next = log, 0
-
-    def send_write(self, handle: bytes, offset: int, data: bytes) -> int:
-        self.next += 1
-        self.log.append(("send", offset))
-        return offset
-
-    def wait_write(self, req: int) -> None:
-        self.log.append(("wait", req))
-
-
-@pytest.mark.parametrize("length", [None, 10 * 100 + 7])
-def test_the_last_request_goes_once_all_others_are_written(length: int | None) -> None:
-    """A reader on the site may take a file that has reached the copy's end as complete
-    (staging hashes it as it arrives): the write that reaches the end is sent only after
-    every other one is acknowledged."""
-    log: list[tuple[str, int]] = []
-    sessions = [(Recording(log), b"a"), (Recording(log), b"b")]
-    data = os.urandom(10 * 100 + 7)
-    assert write_striped(sessions, io.BytesIO(data), 0, length,  # type: ignore[arg-type]
-                         request_bytes=100, window=4) == len(data)
-    last = log.index(("send", 1000))
-    assert {offset for kind, offset in log[:last] if kind == "wait"} == set(range(0, 1000, 100))
-    assert log[last + 1:] == [("wait", 1000)]
