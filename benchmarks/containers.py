@@ -29,8 +29,11 @@ by this script):
 
 Timings are never asserted by tests; this prints what it measured, with the machine's load
 average before and after (the testbed shares 2 cores with whatever else runs).
+`--only first-use` runs part 3 alone (no ping-pong jobs); `--breakdown` adds, for the first
+verified staging at each site, every site command and upload it made with its duration.
 
     sudo .venv/bin/python benchmarks/containers.py [--rounds 5] [--runs 3]
+    sudo .venv/bin/python benchmarks/containers.py --only first-use --breakdown
 """
 
 from __future__ import annotations
@@ -182,8 +185,34 @@ def scp_argv(tb: TestbedInfo, site: SiteInfo, local: str, remote: str) -> list[s
             local, f"{ACCOUNT}@{site.ip}:{remote}"]
 
 
-def first_use(tb: TestbedInfo, gw: LiveGateway, site_name: str, sif: Path, runs: int
-              ) -> dict[str, Any]:
+class Timed:
+    """A FileTransport wrapper that records each command and upload with its duration."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: list[tuple[str, float]] = []
+        self.write_reorder_bytes = inner.write_reorder_bytes
+
+    def _timed(self, label: str, call: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return call()
+        finally:
+            self.calls.append((label, round(time.perf_counter() - t0, 4)))
+
+    def run(self, argv: list[str], **kw: Any) -> Any:
+        label = " ".join(argv[:3] if argv[:2] != ["sh", "-c"] else ["sh -c", argv[3]])
+        return self._timed(label, lambda: self.inner.run(argv, **kw))
+
+    def upload(self, *a: Any, **kw: Any) -> Any:
+        return self._timed("upload", lambda: self.inner.upload(*a, **kw))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def first_use(tb: TestbedInfo, gw: LiveGateway, site_name: str, sif: Path, runs: int,
+              breakdown: bool = False) -> dict[str, Any]:
     site = tb.sites[site_name]
     data_sha = hashlib.sha256(sif.read_bytes()).hexdigest()
     store = BlobStore(Path(tempfile.mkdtemp(prefix="gw-bench-store-")))
@@ -198,13 +227,17 @@ def first_use(tb: TestbedInfo, gw: LiveGateway, site_name: str, sif: Path, runs:
     ssh(site, ACCOUNT, ["mkdir", "-p", "-m", "0700", base])
     samples: dict[str, list[float]] = {"gateway_stage": [], "gateway_raw_upload": [],
                                        "scp": [], "unpack": []}
+    calls: list[tuple[str, float]] = []
     try:
         for n in range(runs):
             cache, job = f"{base}/cache-{n}", f"{base}/job-{n}"
 
-            def staging(cache: str = cache, job: str = job) -> None:
-                stage(files, LocalFile(local), StagedFile(sha, size), f"{job}/.gridgate-image",
+            def staging(cache: str = cache, job: str = job, n: int = n) -> None:
+                via = Timed(files) if breakdown and n == 0 else files
+                stage(via, LocalFile(local), StagedFile(sha, size), f"{job}/.gridgate-image",
                       cache_dir=cache)
+                if isinstance(via, Timed):
+                    calls.extend(via.calls)
 
             def scp(n: int = n) -> None:
                 subprocess.run(scp_argv(tb, site, local, f"{base}/scp-{n}.bin"), check=True)
@@ -234,10 +267,15 @@ def first_use(tb: TestbedInfo, gw: LiveGateway, site_name: str, sif: Path, runs:
             "runs_s": {k: [round(x, 3) for x in v] for k, v in samples.items()},
             "gateway_stage_over_scp": round(ratio, 3),
             "gateway_raw_upload_over_scp": round(rate["gateway_raw_upload"] / rate["scp"], 3),
-            "met": {"transfer_at_least_scp": ratio >= TARGET_TRANSFER_OVER_SCP}}
+            "met": {"transfer_at_least_scp": ratio >= TARGET_TRANSFER_OVER_SCP},
+            **({"breakdown_first_staging": {
+                "site_commands": sum(1 for c in calls if c[0] != "upload"),
+                "outside_upload_s": round(sum(t for c, t in calls if c != "upload"), 3),
+                "calls": calls}} if breakdown else {})}
 
 
-def bench(tb: TestbedInfo, sites: list[str], rounds: int, runs: int) -> dict[str, Any]:
+def bench(tb: TestbedInfo, sites: list[str], rounds: int, runs: int, *,
+          only: str | None = None, breakdown: bool = False) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="gw-bench-containers-"))
     sif = build_image(work / "pingpong.sif")
     big = big_image(sif, work)
@@ -253,9 +291,10 @@ def bench(tb: TestbedInfo, sites: list[str], rounds: int, runs: int) -> dict[str
         headers = gw.token("bench")
         image = upload(gw, headers, sif)
         for site in sites:
-            result["sites"][site] = {
-                "pingpong": pingpong(gw, headers, site, image, rounds),
-                "first_use_200mb": first_use(tb, gw, site, big, runs)}
+            result["sites"][site] = {} if only else {
+                "pingpong": pingpong(gw, headers, site, image, rounds)}
+            result["sites"][site]["first_use_200mb"] = first_use(tb, gw, site, big, runs,
+                                                                 breakdown)
     result["loadavg_after"] = os.getloadavg()
     return result
 
@@ -265,9 +304,14 @@ def main() -> None:
     parser.add_argument("--sites", default="roadrunner,galaxy")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", choices=["first-use"], default=None,
+                        help="run only the first use of a 200 MB image (part 3)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="time every site command of the first verified staging")
     args = parser.parse_args()
     with running_testbed(session_config()) as tb:
-        print(json.dumps(bench(tb, args.sites.split(","), args.rounds, args.runs), indent=2))
+        print(json.dumps(bench(tb, args.sites.split(","), args.rounds, args.runs,
+                               only=args.only, breakdown=args.breakdown), indent=2))
 
 
 if __name__ == "__main__":

@@ -61,12 +61,18 @@ class SiteLock:
                  clock: Callable[[], float]) -> None:
         self.transport, self.path, self.refresh, self.clock = transport, path, refresh, clock
         self.touched = clock()
+        self.released = False
 
     def touch(self) -> None:
         if self.clock() - self.touched >= self.refresh:
             self.touched = self.clock()
             self.transport.run(["touch", "-c", "--", self.path],
                                timeout=site_fs.COMMAND_TIMEOUT)
+
+    def removed_by_caller(self) -> None:
+        """The holder's last command on the site removed the lock directory itself (one
+        round trip fewer): leaving `hold` then does nothing more."""
+        self.released = True
 
 
 @contextlib.contextmanager
@@ -99,11 +105,13 @@ def hold(transport: Transport, cache_dir: str, sha256: str, *,
                                       f"to this site for over {int(max_wait)} s; will retry")
             sleep(poll)
         # "stale" (broken just now) or "gone" (released meanwhile): try again at once.
+    lock = SiteLock(transport, path, refresh, clock)
     try:
-        yield SiteLock(transport, path, refresh, clock)
+        yield lock
     finally:
-        transport.run(["sh", "-c", _RELEASE_SCRIPT, "gridgate-unlock", path],
-                      timeout=site_fs.COMMAND_TIMEOUT)
+        if not lock.released:
+            transport.run(["sh", "-c", _RELEASE_SCRIPT, "gridgate-unlock", path],
+                          timeout=site_fs.COMMAND_TIMEOUT)
 
 
 def _boot_id() -> str:

@@ -10,10 +10,14 @@
    earlier, interrupted attempt is continued from its current size (less the transport's
    `write_reorder_bytes`, for striped uploads); a dropped connection during this call is
    retried the same way (`max_resumes` times).
-3. Size and `sha256sum` are checked on the site. A mismatch deletes the partial and sends
-   the whole file again (`max_resends` times), then fails with StagingFailed.
-4. Atomic rename into place (`mv -f -T`, rename(2)). The final name never shows unverified
-   bytes. New directories are 0700.
+3. Size and sha256 are checked on the site and, once both match, the file is renamed into
+   place (`mv -f -T`, rename(2)), the site lock released and the job's hard link made: one
+   command (site_fs.verify_and_place). A mismatch deletes the partial and sends the whole
+   file again (`max_resends` times), then fails with StagingFailed. The final name never
+   shows unverified bytes. New directories are 0700.
+
+A first staging into a cache costs five site commands besides the upload (directories,
+cache check, lock, sizes, verify-and-place); a cache hit two.
 
 With a cache, a sending staging holds the site's lock on the entry
 (adapters.transfer.site_lock): stagings of the same content from other gateway processes
@@ -127,23 +131,23 @@ def stage(
         raise ValueError("size must be >= 0")
     if not posixpath.isabs(dest_path) or posixpath.basename(dest_path) in ("", ".", ".."):
         raise ValueError(f"dest_path must be an absolute file path, not {dest_path!r}")
-    site_fs.make_private_dir(transport, posixpath.dirname(dest_path))
+    directories = [posixpath.dirname(dest_path)] + ([cache_dir] if cache_dir else [])
+    site_fs.make_private_dirs(transport, directories)
     if cache_dir is None:
         sender = _Sender(transport, source, expected, site_fs.partial_name(dest_path),
                          progress, max_resumes, max_resends)
-        sender.send_verified()
-        site_fs.rename(transport, sender.partial, dest_path)
+        sender.send_verified(rename_to=dest_path)
         return sender.result(dest_path, cached=False)
 
-    site_fs.make_private_dir(transport, cache_dir)
     entry = posixpath.join(cache_dir, expected.sha256)
-    if _cache_holds(transport, entry, expected):
-        site_fs.place_copy(transport, entry, dest_path)
+    if _serve_cached(transport, entry, expected, dest_path):
         return StageResult(dest=dest_path, bytes_sent=0, cached=True)
     with site_lock.hold(transport, cache_dir, expected.sha256) as lock:
+        partial = site_fs.partial_name(entry)
+        entry_size, have = site_fs.file_sizes(transport, [entry, partial])
         # Another gateway process may have sent it while this one waited for the lock.
-        if _cache_holds(transport, entry, expected):
-            site_fs.place_copy(transport, entry, dest_path)
+        if entry_size == expected.size and _serve_cached(transport, entry, expected,
+                                                         dest_path):
             return StageResult(dest=dest_path, bytes_sent=0, cached=True)
 
         def fresh(done: int) -> None:
@@ -151,24 +155,27 @@ def stage(
             if progress is not None:
                 progress(done)
 
-        sender = _Sender(transport, source, expected, site_fs.partial_name(entry), fresh,
-                         max_resumes, max_resends)
-        sender.send_verified()
-        site_fs.rename(transport, sender.partial, entry)
-    site_fs.place_copy(transport, entry, dest_path)
+        sender = _Sender(transport, source, expected, partial, fresh, max_resumes,
+                         max_resends)
+        # Verified, renamed into the cache, unlocked and linked to dest: one command.
+        sender.send_verified(rename_to=entry, unlock=lock.path, link_to=dest_path, have=have)
+        lock.removed_by_caller()
     return sender.result(dest_path, cached=False)
 
 
-def _cache_holds(transport: FileTransport, entry: str, expected: StagedFile) -> bool:
-    """Whether the cache entry is there and intact. Re-hashed on the site every time: a
-    job may have changed its hard-linked copy in place; that entry is dropped."""
-    if site_fs.file_size(transport, entry) != expected.size:
-        return False
-    if site_fs.sha256_of(transport, entry) == expected.sha256:
-        return True
-    log.warning("cache entry %s no longer matches its sha256; dropping it", entry)
-    site_fs.remove(transport, entry)
-    return False
+def _serve_cached(transport: FileTransport, entry: str, expected: StagedFile,
+                  dest_path: str) -> bool:
+    """Link the cache entry to `dest_path` if it is there and intact. Re-hashed on the site
+    every time: a job may have changed its hard-linked copy in place; that entry is dropped
+    (by the same command that finds it changed)."""
+    found = site_fs.verify_and_place(transport, entry, expected.size, expected.sha256,
+                                     link_to=dest_path)
+    if found.outcome == "mismatch":
+        log.warning("cache entry %s no longer matches its sha256; dropped it", entry)
+    return found.outcome == "placed"
+
+
+_UNKNOWN = -1
 
 
 class _Sender:
@@ -186,45 +193,51 @@ class _Sender:
         return StageResult(dest=dest, bytes_sent=self.sent, cached=cached,
                            resumes=self.resumes, resends=self.resends)
 
-    def send_verified(self) -> None:
-        while True:
-            self._send_rest()
-            actual = site_fs.sha256_of(self.transport, self.partial)
-            if actual == self.expected.sha256:
-                return
-            site_fs.remove(self.transport, self.partial)
-            if self.resends >= self.max_resends:
-                raise StagingFailed(
-                    f"{self.source.describe()} arrived with sha256 {actual}, not "
-                    f"{self.expected.sha256}, {self.resends + 1} times; gave up")
-            self.resends += 1
-            log.warning("sha256 mismatch on %s (got %s); resending", self.partial, actual)
-
-    def _send_rest(self) -> None:
-        """Bring the partial file to full size (checked on the site), resuming after
-        dropped connections or short writes, at most `max_resumes` times."""
+    def send_verified(self, *, rename_to: str, unlock: str | None = None,
+                      link_to: str | None = None, have: int | None = _UNKNOWN) -> None:
+        """Bring the partial file to full size, resuming after dropped connections or
+        short writes (at most `max_resumes` times per sending); then, in one command on
+        the site, check its size and sha256 and put it in place (see
+        site_fs.verify_and_place). A mismatch deletes it and sends the whole file again
+        (`max_resends` times). `have`: the partial's size if already known (None: none)."""
         size, attempts = self.expected.size, 0
+        if have == _UNKNOWN:
+            have = site_fs.file_sizes(self.transport, [self.partial])[0]
         while True:
-            have = site_fs.file_size(self.transport, self.partial)
             if have is not None and have > size:
                 site_fs.remove(self.transport, self.partial)
                 have = None
-            if have == size:
-                return
-            if attempts > self.max_resumes:
-                raise StagingFailed(f"{self.partial} stays at {have} of {size} bytes after "
-                                    f"{attempts} attempts")
-            if attempts:
-                self.resumes += 1
-            attempts += 1
-            # A striped upload may have left holes just below the partial's end.
-            offset = max(0, (have or 0) - self.transport.write_reorder_bytes)
-            try:
-                self._send_from(offset)
-            except SiteUnavailable as exc:
+            if have != size:
                 if attempts > self.max_resumes:
-                    raise
-                log.info("staging to %s interrupted (%s); resuming", self.partial, exc)
+                    raise StagingFailed(f"{self.partial} stays at {have} of {size} bytes "
+                                        f"after {attempts} attempts")
+                if attempts:
+                    self.resumes += 1
+                attempts += 1
+                # A striped upload may have left holes just below the partial's end.
+                offset = max(0, (have or 0) - self.transport.write_reorder_bytes)
+                try:
+                    self._send_from(offset)
+                except SiteUnavailable as exc:
+                    if attempts > self.max_resumes:
+                        raise
+                    log.info("staging to %s interrupted (%s); resuming", self.partial, exc)
+            found = site_fs.verify_and_place(self.transport, self.partial, size,
+                                             self.expected.sha256, rename_to=rename_to,
+                                             unlock=unlock, link_to=link_to)
+            if found.outcome == "placed":
+                return
+            if found.outcome != "mismatch":  # short (or gone): send the rest
+                have = found.size
+                continue
+            if self.resends >= self.max_resends:
+                raise StagingFailed(
+                    f"{self.source.describe()} arrived with sha256 {found.digest}, not "
+                    f"{self.expected.sha256}, {self.resends + 1} times; gave up")
+            self.resends += 1
+            have, attempts = None, 0
+            log.warning("sha256 mismatch on %s (got %s); resending", self.partial,
+                        found.digest)
 
     def _send_from(self, offset: int) -> None:
         before = self.sent

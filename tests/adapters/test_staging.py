@@ -76,7 +76,7 @@ class CorruptingTransport(LocalTransport):
         return written
 
     def run(self, argv, *, stdin=None, timeout=60.0):  # type: ignore[no-untyped-def]
-        if "gridgate-hash" in argv:
+        if "gridgate-verify" in argv:
             self.final_seen_before_verify.append(self.final.exists())
         return super().run(argv, stdin=stdin, timeout=timeout)
 
@@ -291,3 +291,72 @@ def test_directories_of_other_accounts_or_open_to_them_are_refused(
             stage_file(LocalTransport(), str(src), digest, SIZE, str(directory / "data.bin"))
         assert not (directory / "data.bin").exists()
         assert not list(directory.iterdir())
+
+
+class CountingCommands(LocalTransport):
+    """LocalTransport recording the name of each site command ($0 of a script)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commands: list[str] = []
+
+    def run(self, argv, *, stdin=None, timeout=60.0):  # type: ignore[no-untyped-def]
+        self.commands.append(argv[3] if argv[:2] == ["sh", "-c"] else argv[0])
+        return super().run(argv, stdin=stdin, timeout=timeout)
+
+
+def test_a_staging_costs_few_site_commands(tmp_path: Path, content: tuple[Path, str]) -> None:
+    """Round trips are most of a staging's time besides the bytes: a first staging into a
+    cache takes five commands (directories, cache check, lock, sizes, then one that
+    verifies, renames, unlocks and links); a cache hit two; no cache three."""
+    src, digest = content
+    cache = str(tmp_path / "cache")
+    first, hit, plain = CountingCommands(), CountingCommands(), CountingCommands()
+    stage_file(first, str(src), digest, SIZE, str(tmp_path / "j1" / "a"), cache)
+    stage_file(hit, str(src), digest, SIZE, str(tmp_path / "j2" / "a"), cache)
+    stage_file(plain, str(src), digest, SIZE, str(tmp_path / "j3" / "a"))
+    assert first.commands == ["gridgate-mkdir", "gridgate-verify", "gridgate-lock",
+                              "gridgate-sizes", "gridgate-verify"]
+    assert hit.commands == ["gridgate-mkdir", "gridgate-verify"]
+    assert plain.commands == ["gridgate-mkdir", "gridgate-sizes", "gridgate-verify"]
+    for job in ("j1", "j2", "j3"):
+        assert (tmp_path / job / "a").read_bytes() == src.read_bytes()
+    assert sorted(p.name for p in Path(cache).iterdir()) == [digest]  # no lock left
+
+
+def test_verify_and_place_checks_before_it_moves_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through coreutils' sha256sum (no openssl on PATH, which escapes odd names with a
+    leading backslash) and with names a shell would act on: a short file is reported and
+    kept, a wrong one deleted and nothing renamed, unlocked or linked; a right one is."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "stat", "sha256sum", "mv", "ln", "cp", "rm", "rmdir"):
+        (bin_dir / tool).symlink_to(shutil.which(tool) or tool)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    site = tmp_path / "site"
+    site.mkdir()
+    data = os.urandom(5000)
+    digest = hashlib.sha256(data).hexdigest()
+    odd = "a\\b\n$(touch x) *"
+    src, final, lock, link = (site / f"{odd}.part", site / f"{odd}.final", site / "lock",
+                              site / f"{odd}.link")
+    lock.mkdir()
+    t = LocalTransport()
+
+    def verify() -> site_fs.Verified:
+        return site_fs.verify_and_place(t, str(src), len(data), digest, rename_to=str(final),
+                                        unlock=str(lock), link_to=str(link))
+
+    assert verify() == site_fs.Verified("missing")
+    src.write_bytes(data[:100])
+    assert verify() == site_fs.Verified("size", size=100)
+    src.write_bytes(b"x" * len(data))
+    wrong = hashlib.sha256(b"x" * len(data)).hexdigest()
+    assert verify() == site_fs.Verified("mismatch", digest=wrong)
+    assert sorted(p.name for p in site.iterdir()) == ["lock"]
+    src.write_bytes(data)
+    assert verify() == site_fs.Verified("placed")
+    assert sorted(p.name for p in site.iterdir()) == sorted([final.name, link.name])
+    assert final.read_bytes() == data
+    assert final.stat().st_ino == link.stat().st_ino
