@@ -197,27 +197,6 @@ def remove(transport: Transport, path: str) -> None:
     _run(transport, ["rm", "-f", "--", path])
 
 
-def rename(transport: Transport, src: str, dest: str) -> None:
-    """Atomic rename in one directory (rename(2)); replaces `dest` if it is a file."""
-    _run(transport, ["mv", "-f", "-T", "--", src, dest])
-
-
-def place_copy(transport: Transport, src: str, dest: str) -> None:
-    """`dest` becomes a hard link to `src` (a copy where linking is impossible), made
-    under the partial name and renamed, so `dest` never shows a half-made copy. Already
-    a link to `src` (a staging interrupted after its rename, done again): nothing to do
-    (`mv` refuses to rename a file onto another link of itself)."""
-    same = transport.run(["test", src, "-ef", dest], timeout=COMMAND_TIMEOUT)
-    tmp = partial_name(dest)
-    if same.exit_status == 0:
-        remove(transport, tmp)  # the interrupted attempt's link, if it left one
-        return
-    result = transport.run(["ln", "-f", "-T", "--", src, tmp], timeout=COMMAND_TIMEOUT)
-    if result.exit_status != 0:
-        _run(transport, ["cp", "-f", "-T", "--", src, tmp], timeout=HASH_TIMEOUT)
-    rename(transport, tmp, dest)
-
-
 def partial_name(dest: str) -> str:
     """Where `dest` is written before it is verified: `.<name>.gw-partial` beside it."""
     directory, name = posixpath.split(dest)
