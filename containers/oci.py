@@ -9,6 +9,7 @@ schema 1 manifests are refused (deprecated, unsigned digests). Every digest is s
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from containers.errors import RegistryFormatError
@@ -31,6 +32,7 @@ API_HOSTS = {DOCKER_HUB: "registry-1.docker.io"}
 DEFAULT_TAG = "latest"
 MAX_LAYERS = 256  # far above what builders make; bounds the work of one bad manifest
 PLATFORM = ("linux", "amd64")
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -170,3 +172,21 @@ def sif_layer(manifest: Manifest) -> Descriptor:
         raise RegistryFormatError(f"the artifact has {len(sifs)} layers of media type "
                                   f"{SIF_LAYER}, not exactly one")
     return sifs[0]
+
+
+def config_environment(body: bytes) -> dict[str, str]:
+    """The image config's `config.Env` ("NAME=VALUE" strings) as a mapping; names that
+    are not shell names are left out (the runtime could not export them)."""
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise RegistryFormatError("the image config is not JSON") from None
+    config = data.get("config") if isinstance(data, dict) else None
+    env = config.get("Env") if isinstance(config, dict) else None
+    result: dict[str, str] = {}
+    for item in env if isinstance(env, list) else []:
+        if isinstance(item, str):
+            name, sep, value = item.partition("=")
+            if sep and _SHELL_NAME.fullmatch(name):
+                result[name] = value
+    return result

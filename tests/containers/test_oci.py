@@ -141,3 +141,20 @@ def test_sif_layer(layers: list[dict[str, object]], found: str | None) -> None:
             oci.sif_layer(manifest)
     else:
         assert oci.sif_layer(manifest).digest == found
+
+
+@pytest.mark.parametrize(("config", "env"), [
+    ({"config": {"Env": ["PATH=/usr/bin:/bin", "A=b=c", "EMPTY="]}},
+     {"PATH": "/usr/bin:/bin", "A": "b=c", "EMPTY": ""}),
+    ({"config": {"Env": ["1BAD=x", "NOEQUALS", 3, "ok_2=y"]}}, {"ok_2": "y"}),
+    ({"config": {}}, {}),
+    ({}, {}),
+    ([], {}),
+])
+def test_config_environment(config: object, env: dict[str, str]) -> None:
+    assert oci.config_environment(json.dumps(config).encode()) == env
+
+
+def test_config_environment_refuses_non_json() -> None:
+    with pytest.raises(RegistryFormatError, match="config is not JSON"):
+        oci.config_environment(b"\xff")
