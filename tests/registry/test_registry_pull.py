@@ -1,4 +1,4 @@
-"""The gateway pulls registry images from a real registry (tests/registry/conftest.py):
+"""The gateway pulls registry images from a real registry (tests/registry/fixture.py):
 docker:// images are unpacked layer by layer (whiteouts and opaque directories applied)
 and packed into a SIF, oras:// artifacts give their SIF; both are kept by manifest digest,
 and damaged, missing or oversized images are refused with the reference named."""
@@ -20,7 +20,7 @@ from gateway.services.registry_client import RegistryPullFailed
 from gateway.services.registry_pull import registry_input
 from gateway.settings import Settings
 from gateway.store import BlobStore
-from tests.registry.conftest import (
+from tests.registry.fixture import (
     OCI_INDEX,
     OCI_MANIFEST,
     Registry,
