@@ -29,7 +29,7 @@ GZ_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
 SIF_LAYER = "application/vnd.sylabs.sif.layer.v1.sif"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -131,7 +131,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     assert shutil.which(REGISTRY_BIN), "docker-registry is missing: apt-get install " \
                                        "docker-registry"
     base = tmp_path_factory.mktemp("registry")
-    port = _free_port()
+    port = free_port()
     config = base / "config.yml"
     config.write_text(json.dumps({  # YAML is a superset of JSON
         "version": 0.1, "log": {"level": "info", "accesslog": {"disabled": False}},
