@@ -16,10 +16,12 @@ the same content for oras:// and an equivalent image for docker://.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -44,6 +46,14 @@ class _Cache:
         self.root, self.sifs = root, root / "sif"
 
     def get(self, digest: str) -> ResolvedInput | None:
+        """The SIF cached for the manifest `digest`, marked as used now."""
+        found = self.get_quietly(digest)
+        if found is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.utime(self.sifs / f"{found.expected.sha256}.sif")  # sweep_registry
+        return found
+
+    def get_quietly(self, digest: str) -> ResolvedInput | None:
         entry = self.root / digest.removeprefix("sha256:")
         try:
             sha, size_text = entry.read_text().split()
@@ -73,6 +83,37 @@ class _Cache:
             part.write_text(f"{resolved.expected.sha256} {resolved.expected.size}\n")
             os.replace(part, self.root / name.removeprefix("sha256:"))
         return resolved
+
+
+def sweep_registry(store: BlobStore, max_age_seconds: float) -> int:
+    """Remove the pulled SIFs unused for `max_age_seconds`, the names left pointing at
+    none, and the work directories of pulls a crash interrupted; how many SIFs."""
+    cache = _Cache(store.root / REGISTRY_DIR)
+    if not cache.root.is_dir():
+        return 0
+    cutoff, removed = time.time() - max_age_seconds, 0
+    for sif in cache.sifs.glob("*.sif") if cache.sifs.is_dir() else ():
+        with contextlib.suppress(FileNotFoundError):
+            if sif.stat().st_mtime < cutoff:
+                sif.unlink()
+                removed += 1
+    for entry in cache.root.iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            if entry.is_file() and (entry.stat().st_mtime < cutoff if entry.suffix == ".part"
+                                    else cache.get_quietly(entry.name) is None):
+                entry.unlink()
+    work = cache.root / "work"
+    for leftover in work.iterdir() if work.is_dir() else ():
+        with contextlib.suppress(FileNotFoundError):
+            if leftover.stat().st_mtime < cutoff:
+                _remove_tree(leftover)
+    return removed
+
+
+def _remove_tree(path: Path) -> None:
+    for dirpath, _, _ in os.walk(path):
+        os.chmod(dirpath, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def registry_input(settings: Settings, store: BlobStore, ref: ImageRef) -> ResolvedInput:
@@ -142,6 +183,4 @@ def _pull(settings: Settings, store: BlobStore, client: RegistryClient, ref: Ima
             raise RegistryPullFailed(f"converting {ref.uri} to SIF: {exc}") from None
         return cache.put(keys, sif)
     finally:
-        for dirpath, _, _ in os.walk(work):
-            os.chmod(dirpath, 0o700)
-        shutil.rmtree(work, ignore_errors=True)
+        _remove_tree(work)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from containers.refs import parse_image_ref
 from containers.sif import DataType, read_object, read_sif
 from gateway.cli.image_build import build_image
 from gateway.services.registry_client import RegistryPullFailed
-from gateway.services.registry_pull import registry_input
+from gateway.services.registry_pull import registry_input, sweep_registry
 from gateway.settings import Settings
 from gateway.store import BlobStore
 from tests.registry.fixture import (
@@ -181,3 +183,22 @@ def test_plain_http_only_for_listed_registries(registry: Registry, image: str,
                                                  "127.0.0.1, which is not a public address"):
         registry_input(Settings(data_dir=tmp_path), BlobStore(tmp_path / "store"),
                        parse_image_ref(image))
+
+
+def test_unused_pulled_images_are_swept_and_pulled_again(registry: Registry, image: str,
+                                                         tmp_path: Path) -> None:
+    settings, store = settings_for(tmp_path, registry), BlobStore(tmp_path / "store")
+    first = registry_input(settings, store, parse_image_ref(image))
+    sif = Path(str(first.source.path))  # type: ignore[attr-defined]
+    assert sweep_registry(store, 3600) == 0  # used just now: kept
+    (crashed := store.root / "registry/work/left-by-a-crash").mkdir()
+    old = time.time() - 7200
+    for path in (sif, crashed):
+        os.utime(path, (old, old))
+    assert sweep_registry(store, 3600) == 1
+    assert not sif.exists() and not crashed.exists()
+    assert [p.name for p in (store.root / "registry").iterdir() if p.is_file()] == []
+    before = sum("/blobs/" in r for r in registry.requests_logged())
+    again = registry_input(settings, store, parse_image_ref(image))
+    assert sum("/blobs/" in r for r in registry.requests_logged()) > before  # pulled again
+    assert Path(str(again.source.path)).is_file()  # type: ignore[attr-defined]
