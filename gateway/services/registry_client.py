@@ -10,7 +10,8 @@ repository, anonymously, with the distribution token flow when the registry asks
 - https only, except for the registries `insecure_registries` lists; redirects (blob
   stores, CDNs) are followed here, at most MAX_REDIRECTS, https only (or to the same
   insecure registry), without the registry's token. Hosts not listed as insecure must
-  resolve to public addresses only, as for https:// inputs.
+  resolve to public addresses only, as for https:// inputs, and the connection goes to the
+  address checked (TLS verifying the name), so a DNS answer cannot change in between.
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from collections.abc import Iterator
+import ssl
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 from containers.oci import ACCEPT, Descriptor, RegistryTarget
-from gateway.services.https_fetch import is_public_address, resolve_checked
+from gateway.services.https_fetch import IPAddress, is_public_address, resolve_checked
 from gateway.services.input_sources import InputUnavailable
 
 MANIFEST_MAX_BYTES = 4 * 1024**2  # the distribution registry's own limit
@@ -53,11 +55,14 @@ class RegistryClient:
     """One repository of one registry; `uri` (the job's reference) names it in errors."""
 
     def __init__(self, target: RegistryTarget, uri: str, *, insecure: frozenset[str],
-                 timeout: float) -> None:
-        self.target, self.uri, self.insecure = target, uri, insecure
+                 timeout: float, allowed: Callable[[IPAddress], bool] = is_public_address,
+                 tls: ssl.SSLContext | None = None) -> None:
+        """`allowed` and `tls` (the trusted CAs; None: the system's) are for tests."""
+        self.target, self.uri, self.insecure, self.allowed = target, uri, insecure, allowed
         scheme = "http" if target.registry in insecure else "https"
         self.base = f"{scheme}://{target.api_host}/v2/{target.repository}"
         self.http = httpx.Client(timeout=timeout, follow_redirects=False,
+                                 verify=tls if tls is not None else True,
                                  headers={"User-Agent": "gridgate-registry-pull"})
         self.token: str | None = None
         self.requests = 0
@@ -68,18 +73,33 @@ class RegistryClient:
     def _fail(self, what: str) -> RegistryPullFailed:
         return RegistryPullFailed(f"pulling {self.uri}: {what}")
 
-    def _allowed(self, url: str) -> None:
+    def _allowed(self, url: str) -> str | None:
+        """The checked address to connect to for `url` (None: an insecure-listed registry,
+        connected to by name); RegistryPullFailed when `url` may not be fetched."""
         parts = urlsplit(url)
         host = parts.netloc.rpartition("@")[2]
         if parts.scheme == "http" and host in self.insecure:
-            return  # listed by the operator: loopback or private registries allowed
+            return None  # listed by the operator: loopback or private registries allowed
         if parts.scheme != "https" or not parts.hostname:
             raise self._fail(f"{url} is not https; only registries listed in "
                              "insecure_registries are reached over plain HTTP")
         try:
-            resolve_checked(parts.hostname, parts.port or 443, is_public_address)
+            return resolve_checked(parts.hostname, parts.port or 443, self.allowed)
         except InputUnavailable as exc:
             raise self._fail(exc.detail) from None
+
+    def _request(self, url: str, headers: dict[str, str],
+                 params: dict[str, str] | None = None) -> httpx.Request:
+        """GET `url`, connecting to the address `_allowed` checked (TLS still verifies the
+        name: SNI and the certificate check use it), so DNS cannot change in between."""
+        address = self._allowed(url)
+        target = httpx.URL(url).copy_merge_params(params or {})
+        if address is None:
+            return self.http.build_request("GET", target, headers=headers)
+        pinned = target.copy_with(host=address)
+        return self.http.build_request(
+            "GET", pinned, headers={**headers, "Host": target.netloc.decode("ascii")},
+            extensions={"sni_hostname": target.host})
 
     @contextlib.contextmanager
     def _get(self, url: str, accept: tuple[str, ...] = ()) -> Iterator[httpx.Response]:
@@ -87,13 +107,12 @@ class RegistryClient:
         origin = urlsplit(url).netloc
         authorised = False
         for _ in range(MAX_REDIRECTS + 2):
-            self._allowed(url)
             headers = {"Accept": ", ".join(accept)} if accept else {}
             if self.token is not None and urlsplit(url).netloc == origin:
                 headers["Authorization"] = f"Bearer {self.token}"
+            request = self._request(url, headers)
             self.requests += 1
             try:
-                request = self.http.build_request("GET", url, headers=headers)
                 response = self.http.send(request, stream=True)
             except httpx.HTTPError as exc:
                 raise self._fail(f"the registry at {urlsplit(url).netloc} did not answer "
@@ -138,10 +157,10 @@ class RegistryClient:
         realm = challenge["realm"]
         params = {"service": challenge.get("service", ""),
                   "scope": challenge.get("scope", f"repository:{self.target.repository}:pull")}
-        self._allowed(realm)
+        request = self._request(realm, {}, {k: v for k, v in params.items() if v})
         self.requests += 1
         try:
-            response = self.http.get(realm, params={k: v for k, v in params.items() if v})
+            response = self.http.send(request)
         except httpx.HTTPError as exc:
             raise self._fail(f"the token service {realm} did not answer ({exc})") from None
         if response.status_code != 200 or len(response.content) > TOKEN_MAX_BYTES:

@@ -20,9 +20,11 @@ import contextlib
 import hashlib
 import os
 import shutil
+import ssl
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from adapters.transfer import LocalFile
@@ -30,6 +32,7 @@ from adapters.transfer.staging import StagedFile
 from containers import oci
 from containers.errors import RegistryFormatError
 from containers.refs import ImageRef, RefKind
+from gateway.services.https_fetch import IPAddress, is_public_address
 from gateway.services.input_sources import ResolvedInput
 from gateway.services.layer_unpack import LayerError, apply_layer
 from gateway.services.registry_client import RegistryClient, RegistryPullFailed
@@ -116,15 +119,19 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def registry_input(settings: Settings, store: BlobStore, ref: ImageRef) -> ResolvedInput:
+def registry_input(settings: Settings, store: BlobStore, ref: ImageRef, *,
+                   allowed: Callable[[IPAddress], bool] = is_public_address,
+                   tls: ssl.SSLContext | None = None) -> ResolvedInput:
     """The SIF of the registry image `ref`, pulled (and for docker:// converted) once per
-    manifest digest; RegistryPullFailed naming the reference when it cannot be."""
+    manifest digest; RegistryPullFailed naming the reference when it cannot be.
+    `allowed` and `tls`: see RegistryClient (tests)."""
     target = oci.registry_target(ref)
     cache = _Cache(store.root / REGISTRY_DIR)
     if target.pinned and (hit := cache.get(target.reference)) is not None:
         return hit
     client = RegistryClient(target, ref.uri, insecure=settings.insecure_registry_set,
-                            timeout=settings.registry_timeout_seconds)
+                            timeout=settings.registry_timeout_seconds, allowed=allowed,
+                            tls=tls)
     try:
         body, content_type, digest = client.manifest(target.reference)
         if (hit := cache.get(digest)) is not None:
