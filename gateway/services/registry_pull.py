@@ -10,13 +10,14 @@ The SIF is kept in the store (`registry/sif/<sha256>.sif`) and found again by th
 the manifest it came from (`registry/<hex>`: "SHA256 SIZE", written after the SIF, also
 under the index digest when there was one), so a later job of the same image downloads
 nothing: a digest reference makes no request at all, a tag one manifest request (a tag
-may move). Two workers pulling one image at once each build it; the last rename wins, with
-the same content for oras:// and an equivalent image for docker://.
+may move). Workers wanting one image at once pull it once: the first holds a lock on its
+manifest digest in the store (`registry/locks/`, flock), the others then find it cached.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -24,7 +25,7 @@ import ssl
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from adapters.transfer import LocalFile
@@ -105,12 +106,30 @@ def sweep_registry(store: BlobStore, max_age_seconds: float) -> int:
             if entry.is_file() and (entry.stat().st_mtime < cutoff if entry.suffix == ".part"
                                     else cache.get_quietly(entry.name) is None):
                 entry.unlink()
+    for lock in (cache.root / "locks").glob("*.lock"):
+        with contextlib.suppress(FileNotFoundError):
+            if lock.stat().st_mtime < cutoff:
+                lock.unlink()
     work = cache.root / "work"
     for leftover in work.iterdir() if work.is_dir() else ():
         with contextlib.suppress(FileNotFoundError):
             if leftover.stat().st_mtime < cutoff:
                 _remove_tree(leftover)
     return removed
+
+
+@contextlib.contextmanager
+def _pulling(cache: _Cache, digest: str) -> Iterator[None]:
+    """Hold the store's lock on the image `digest` (flock: released if the process dies)."""
+    locks = cache.root / "locks"
+    locks.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(locks / f"{digest.removeprefix('sha256:')}.lock", os.O_RDWR | os.O_CREAT,
+                 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _remove_tree(path: Path) -> None:
@@ -148,7 +167,10 @@ def registry_input(settings: Settings, store: BlobStore, ref: ImageRef, *,
                 keys.append(chosen.digest)
                 if not isinstance(document, oci.Manifest):
                     raise RegistryFormatError("the index names another index")
-            return _pull(settings, store, client, ref, document, cache, keys)
+            with _pulling(cache, keys[-1]):  # one pull per image across workers
+                if (hit := cache.get(keys[-1])) is not None:
+                    return cache.link(keys, hit)
+                return _pull(settings, store, client, ref, document, cache, keys)
         except RegistryFormatError as exc:
             raise RegistryPullFailed(f"pulling {ref.uri}: {exc.message}") from None
     finally:

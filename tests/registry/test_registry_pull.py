@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,15 @@ def test_unused_pulled_images_are_swept_and_pulled_again(registry: Registry, ima
     again = registry_input(settings, store, parse_image_ref(image))
     assert sum("/blobs/" in r for r in registry.requests_logged()) > before  # pulled again
     assert Path(str(again.source.path)).is_file()  # type: ignore[attr-defined]
+
+
+def test_concurrent_resolves_pull_once(registry: Registry, tmp_path: Path) -> None:
+    push_image(registry, "lab/busy", "1", [LOWER, UPPER], [])
+    settings, store = settings_for(tmp_path, registry), BlobStore(tmp_path / "store")
+    ref = parse_image_ref(f"docker://{registry.host}/lab/busy:1")
+    before = len(registry.requests_logged())
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: registry_input(settings, store, ref), range(4)))
+    assert len({r.expected for r in results}) == 1
+    blobs = [r for r in registry.requests_logged()[before:] if "/blobs/" in r]
+    assert len(blobs) == 3  # the config and two layers, once
