@@ -23,6 +23,9 @@ from containers.oci_layers import Action, EntryType, plan_entry
 
 MAX_SYMLINKS = 40  # as the kernel's ELOOP limit
 COPY_BLOCK = 1 << 20
+# Entries one layer may have: far above a distribution's (Debian's base: ~10,000), low
+# enough that a layer of empty files cannot exhaust the gateway's inodes.
+MAX_ENTRIES = 500_000
 
 
 class LayerError(Exception):
@@ -81,14 +84,16 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
-def apply_layer(root: Path, layer: Path, budget: int) -> int:
+def apply_layer(root: Path, layer: Path, budget: int, max_entries: int = MAX_ENTRIES) -> int:
     """Apply the tar layer file `layer` (gzip or not) to `root`; the bytes it wrote, at
-    most `budget` (LayerError past it)."""
+    most `budget`, in at most `max_entries` entries (LayerError past either)."""
     written = 0
     ours: set[str] = set()  # paths this layer made: an opaque marker keeps them
     try:
         with tarfile.open(layer, "r:*") as tar:
-            for member in tar:
+            for count, member in enumerate(tar, 1):
+                if count > max_entries:
+                    raise LayerError(f"the layer has more than {max_entries} entries")
                 try:
                     step = plan_entry(member.name, _kind(member), member.linkname or None)
                 except UnsafeLayerEntry as exc:

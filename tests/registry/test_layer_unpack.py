@@ -114,3 +114,10 @@ def test_the_unpacked_size_is_capped(root: Path, tmp_path: Path) -> None:
     with pytest.raises(LayerError, match="goes over registry_image_max_bytes"):
         apply_layer(root, layer(tmp_path, "big", [("a", "file", b"x" * 60),
                                                   ("b", "file", b"y" * 60)]), 100)
+
+
+def test_the_number_of_entries_is_capped(root: Path, tmp_path: Path) -> None:
+    entries: list[tuple[str, str, object]] = [(f"f{n}", "file", b"") for n in range(4)]
+    assert apply_layer(root, layer(tmp_path, "four", entries), 100, max_entries=4) == 0
+    with pytest.raises(LayerError, match="more than 3 entries"):
+        apply_layer(root, layer(tmp_path, "four", entries), 100, max_entries=3)
