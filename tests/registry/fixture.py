@@ -5,16 +5,18 @@ API the way a client pushes (monolithic blob uploads, then the manifest)."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
 import json
 import shutil
 import socket
+import ssl
 import subprocess
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,34 +128,56 @@ def push_sif_artifact(registry: Registry, repo: str, tag: str, sif: bytes) -> st
     return registry.push_manifest(repo, tag, manifest, OCI_MANIFEST)
 
 
-@pytest.fixture(scope="session")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+@contextlib.contextmanager
+def serve(base: Path, config_for: Callable[[int], dict[str, object]], *,
+          scheme: str = "http", tls: ssl.SSLContext | None = None,
+          ready: int = 200) -> Iterator[int]:
+    """Run `docker-registry serve` with the config `config_for(port)` on a free loopback
+    port (another port if that one was taken meanwhile) until it answers GET /v2/ with
+    `ready`; the port."""
     assert shutil.which(REGISTRY_BIN), "docker-registry is missing: apt-get install " \
                                        "docker-registry"
-    base = tmp_path_factory.mktemp("registry")
-    port = free_port()
-    config = base / "config.yml"
-    config.write_text(json.dumps({  # YAML is a superset of JSON
-        "version": 0.1, "log": {"level": "info", "accesslog": {"disabled": False}},
-        "storage": {"filesystem": {"rootdirectory": str(base / "data")},
-                    "delete": {"enabled": True}},
-        "http": {"addr": f"127.0.0.1:{port}"}}))
     log = base / "registry.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([REGISTRY_BIN, "serve", str(config)], stdout=sink,
-                                   stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v2/", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the registry did not start: " + log.read_text()
-            time.sleep(0.1)
-        yield Registry(f"127.0.0.1:{port}", base / "data", log)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    for _ in range(3):
+        port = free_port()
+        config = base / "config.yml"
+        config.write_text(json.dumps(config_for(port)))  # YAML is a superset of JSON
+        with log.open("wb") as sink:
+            process = subprocess.Popen([REGISTRY_BIN, "serve", str(config)], stdout=sink,
+                                       stderr=subprocess.STDOUT)
+        try:
+            if _started(process, f"{scheme}://127.0.0.1:{port}/v2/", tls, ready, log):
+                yield port
+                return
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+    raise AssertionError("the registry found no free port: " + log.read_text())
+
+
+def _started(process: subprocess.Popen[bytes], url: str, tls: ssl.SSLContext | None,
+             ready: int, log: Path) -> bool:
+    """True once `url` answers `ready`; False if the port was taken (try another)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(url, timeout=1, verify=tls or True).status_code == ready:
+                return True
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None:
+            assert "address already in use" in log.read_text(), log.read_text()
+            return False
+        assert time.monotonic() < deadline, "the registry did not start: " + log.read_text()
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    base = tmp_path_factory.mktemp("registry")
+    with serve(base, lambda port: {
+            "version": 0.1, "log": {"level": "info", "accesslog": {"disabled": False}},
+            "storage": {"filesystem": {"rootdirectory": str(base / "data")},
+                        "delete": {"enabled": True}},
+            "http": {"addr": f"127.0.0.1:{port}"}}) as port:
+        yield Registry(f"127.0.0.1:{port}", base / "data", base / "registry.log")

@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import json
 import ssl
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -27,7 +23,7 @@ from gateway.services.registry_client import RegistryPullFailed
 from gateway.services.registry_pull import registry_input
 from gateway.settings import Settings
 from gateway.store import BlobStore
-from tests.registry.fixture import REGISTRY_BIN, Registry, free_port, push_image, tar_layer
+from tests.registry.fixture import Registry, push_image, serve, tar_layer
 
 
 def loopback(ip: IPAddress) -> bool:
@@ -54,33 +50,14 @@ def tls_registry(registry: Registry, tmp_path_factory: pytest.TempPathFactory
     (key_file := base / "key.pem").write_bytes(key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption()))
-    port = free_port()
-    (config := base / "config.yml").write_text(json.dumps({
-        "version": 0.1, "log": {"level": "info"},
-        "storage": {"filesystem": {"rootdirectory": str(registry.storage)}},
-        "http": {"addr": f"127.0.0.1:{port}",
-                 "tls": {"certificate": str(cert_file), "key": str(key_file)}}}))
-    log = base / "registry.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([REGISTRY_BIN, "serve", str(config)], stdout=sink,
-                                   stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        trusted = ssl.create_default_context(cafile=str(cert_file))
-        while True:
-            try:
-                if httpx.get(f"https://127.0.0.1:{port}/v2/", verify=trusted,
-                             timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+    trusted = ssl.create_default_context(cafile=str(cert_file))
+    with serve(base, lambda port: {
+            "version": 0.1, "log": {"level": "info"},
+            "storage": {"filesystem": {"rootdirectory": str(registry.storage)}},
+            "http": {"addr": f"127.0.0.1:{port}",
+                     "tls": {"certificate": str(cert_file), "key": str(key_file)}}},
+               scheme="https", tls=trusted) as port:
         yield f"127.0.0.1:{port}", cert_file
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def test_an_https_registry_with_a_trusted_certificate(

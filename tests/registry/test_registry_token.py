@@ -10,7 +10,6 @@ import base64
 import datetime as dt
 import http.server
 import json
-import subprocess
 import threading
 import time
 import uuid
@@ -32,7 +31,7 @@ from gateway.services.registry_client import RegistryPullFailed
 from gateway.services.registry_pull import registry_input
 from gateway.settings import Settings
 from gateway.store import BlobStore
-from tests.registry.fixture import REGISTRY_BIN, Registry, free_port, push_image, tar_layer
+from tests.registry.fixture import Registry, push_image, serve, tar_layer
 
 SERVICE, ISSUER = "gridgate-test-registry", "gridgate-test-issuer"
 
@@ -109,33 +108,14 @@ def guarded(registry: Registry, token_service: tuple[TokenService, str],
     base = tmp_path_factory.mktemp("guarded")
     bundle = base / "signer.pem"
     bundle.write_bytes(service.cert.public_bytes(serialization.Encoding.PEM))
-    port = free_port()
-    config = base / "config.yml"
-    config.write_text(json.dumps({
-        "version": 0.1, "log": {"level": "info"},
-        "storage": {"filesystem": {"rootdirectory": str(registry.storage)}},
-        "http": {"addr": f"127.0.0.1:{port}"},
-        "auth": {"token": {"realm": f"http://{token_host}/token", "service": SERVICE,
-                           "issuer": ISSUER, "rootcertbundle": str(bundle)}}}))
-    log = base / "registry.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen([REGISTRY_BIN, "serve", str(config)], stdout=sink,
-                                   stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v2/", timeout=1).status_code == 401:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+    with serve(base, lambda port: {
+            "version": 0.1, "log": {"level": "info"},
+            "storage": {"filesystem": {"rootdirectory": str(registry.storage)}},
+            "http": {"addr": f"127.0.0.1:{port}"},
+            "auth": {"token": {"realm": f"http://{token_host}/token", "service": SERVICE,
+                               "issuer": ISSUER, "rootcertbundle": str(bundle)}}},
+               ready=401) as port:
         yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def _settings(tmp_path: Path, *hosts: str) -> Settings:
