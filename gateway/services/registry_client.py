@@ -131,7 +131,11 @@ class RegistryClient:
                     url = urljoin(url, location)
                     continue
                 self._check_status(response)
-                yield response
+                try:
+                    yield response
+                except httpx.HTTPError as exc:  # while the caller read the body
+                    raise self._fail(f"the registry at {urlsplit(url).netloc} broke off "
+                                     f"({exc})") from None
                 return
             finally:
                 response.close()
@@ -142,9 +146,10 @@ class RegistryClient:
         if status == 200:
             return
         if status == 404:
+            sep = "@" if self.target.pinned else ":"
             raise self._fail(f"not found (the registry answered 404 for "
-                             f"{self.target.repository}:{self.target.reference} or one of "
-                             "its blobs): check the repository and the tag")
+                             f"{self.target.repository}{sep}{self.target.reference} or one "
+                             "of its blobs): check the repository and the tag")
         if status in (401, 403):
             raise self._fail(f"unauthorized (HTTP {status}): the gateway pulls anonymously, "
                              "so only public images can be pulled for sites")

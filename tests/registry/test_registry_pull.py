@@ -6,9 +6,11 @@ and damaged, missing or oversized images are refused with the reference named.""
 from __future__ import annotations
 
 import hashlib
+import http.server
 import json
 import os
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -215,3 +217,32 @@ def test_concurrent_resolves_pull_once(registry: Registry, tmp_path: Path) -> No
     assert len({r.expected for r in results}) == 1
     blobs = [r for r in registry.requests_logged()[before:] if "/blobs/" in r]
     assert len(blobs) == 3  # the config and two layers, once
+
+
+def test_a_registry_that_breaks_off_is_named(tmp_path: Path) -> None:
+    # A server that promises 100 bytes and closes after 10 (what a dying registry or proxy
+    # does): the registry binary never does this on purpose, so a few lines stand in.
+    class Truncating(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", OCI_MANIFEST)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b'{"schemaV')
+            self.wfile.flush()
+            self.close_connection = True
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Truncating)
+    threading.Thread(target=server.handle_request, daemon=True).start()
+    host = f"127.0.0.1:{server.server_address[1]}"
+    ref = f"docker://{host}/lab/app:1"
+    try:
+        with pytest.raises(RegistryPullFailed, match=f"pulling {ref}: the registry at {host} "
+                                                     "broke off"):
+            registry_input(Settings(data_dir=tmp_path, insecure_registries=host),  # type: ignore[call-arg]
+                           BlobStore(tmp_path / "store"), parse_image_ref(ref))
+    finally:
+        server.server_close()
