@@ -45,9 +45,11 @@ from containers.runtimes import (
 from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
 from containers.versions import Version
 
-# SIF files the gateway fetches itself (its store, its https client), so it can extract
-# their SquashFS partition for charliecloud; oras:// and library:// need their own clients.
-GATEWAY_FETCHES_SIF = frozenset({RefKind.UPLOAD, RefKind.HTTPS})
+# SIF files the gateway fetches itself (its store, its https and registry clients), so it
+# can extract their SquashFS partition for charliecloud; library:// needs its own client.
+GATEWAY_FETCHES_SIF = frozenset({RefKind.UPLOAD, RefKind.HTTPS, RefKind.ORAS})
+# Every image the gateway can fetch and ship (docker:// pulled and converted to a SIF).
+GATEWAY_FETCHES = GATEWAY_FETCHES_SIF | {RefKind.DOCKER}
 
 
 @dataclass(frozen=True)
@@ -133,9 +135,15 @@ def check(needs: ContainerNeeds, caps: SiteContainerCaps) -> Fit | Refusal:
     runtime = _runtime(needs, caps)
     if isinstance(runtime, Refusal):
         return runtime
-    extract = runtime.kind is RuntimeKind.CHARLIECLOUD and needs.image.is_sif
+    # ch-run runs a directory: the gateway fetches every image for it (pulling and
+    # converting registry images itself) and ships the SIF's SquashFS partition.
+    extract = runtime.kind is RuntimeKind.CHARLIECLOUD
     fetch_at = (FetchAt.SITE if needs.image.from_network and caps.reaches_registries
                 and not extract else FetchAt.GATEWAY)
+    if fetch_at is FetchAt.GATEWAY and needs.image.kind not in GATEWAY_FETCHES:
+        return Refusal(f"site {site} cannot reach registries, and the gateway does not "
+                       f"pull {needs.image.kind.value}:// images: give {needs.image.uri} "
+                       "as docker://, oras://, https:// or upload:<id>")
     if needs.mode is MpiMode.NONE:
         return Fit(runtime, None, LauncherKind.NONE, fetch_at, extract)
     assert needs.mpi is not None  # ContainerNeeds refuses MPI modes without it
@@ -154,8 +162,8 @@ def _runtime_problem(offer: RuntimeOffer, needs: ContainerNeeds) -> str | None:
     if offer.kind is RuntimeKind.CHARLIECLOUD:
         if needs.image.is_sif and needs.image.kind not in GATEWAY_FETCHES_SIF:
             return (f"charliecloud cannot run the SIF file {needs.image.uri} from a "
-                    f"registry: give it as upload:<id> (`gridgate upload`) or an https:// "
-                    f"URL, which the gateway converts for ch-run, or use apptainer")
+                    f"library: give it as upload:<id> (`gridgate upload`), an https:// URL or "
+                    f"oras://, which the gateway converts for ch-run, or use apptainer")
         if needs.gpus:
             return "charliecloud cannot expose GPUs without changing the image"
         if needs.mode is MpiMode.BIND:

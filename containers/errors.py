@@ -7,6 +7,8 @@
     ├── InvalidDeclaration    a site's container declaration that contradicts itself
     ├── DefinitionError       an image definition `gridgate image build` cannot follow
     ├── SifFormatError        bytes that are not a SIF this reader understands (or damaged)
+    ├── RegistryFormatError   a registry document (manifest, index) the gateway cannot use
+    ├── UnsafeLayerEntry      an image layer entry that would write outside the root
     └── DigestMismatch        an image whose sha256 is not the expected one
 
 A `ValueError` on purpose: pydantic turns one raised by a validator into a 422 with the
@@ -47,6 +49,14 @@ class DefinitionError(ContainerError):
 
 class SifFormatError(ContainerError):
     """The bytes are not a SIF image this reader understands, or it is damaged."""
+
+
+class RegistryFormatError(ContainerError):
+    """A registry manifest or index that is not one the gateway can pull."""
+
+
+class UnsafeLayerEntry(ContainerError):
+    """An image layer entry that would write or link outside the image's root."""
 
 
 class DigestMismatch(ContainerError):

@@ -35,8 +35,8 @@ def pull_argv(runtime: RuntimeOffer, ref: ImageRef, cache_dir: str) -> tuple[lis
     if ref.kind not in REGISTRY_KINDS:
         raise InvalidLaunch(f"{ref.uri} is not a registry image: the gateway stages it")
     if runtime.kind is RuntimeKind.CHARLIECLOUD:
-        raise InvalidLaunch("ch-run cannot pull: registry images for charliecloud are not "
-                            "supported yet (use apptainer or singularity, or a SIF file)")
+        raise InvalidLaunch("ch-run cannot pull: the gateway pulls registry images for "
+                            "charliecloud and stages them (containers.compat: FetchAt.GATEWAY)")
     if not posixpath.isabs(cache_dir):
         raise InvalidLaunch(f"the site cache {cache_dir!r} is not an absolute path")
     dest = posixpath.join(cache_dir, pulled_name(ref))

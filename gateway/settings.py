@@ -130,6 +130,13 @@ class Settings(BaseSettings):
     https_input_max_bytes: int = 10 * 1024**3
     https_max_redirects: int = 5
     https_timeout_seconds: float = 60.0
+    # Registry images the gateway pulls for sites that cannot (docker://, oras://): the
+    # registries reached over plain HTTP (comma-separated REGISTRY[:PORT], as references
+    # name them; loopback test registries), every other one over https only; the most
+    # bytes one image may download (all its blobs) and unpack to.
+    insecure_registries: str = ""
+    registry_image_max_bytes: int = 10 * 1024**3
+    registry_timeout_seconds: float = 60.0
     # Tasks one job array may have (`array: 0-999`); at most the workflows package's own
     # bound (workflows.limits), which the job spec's syntax check applies.
     job_array_max_tasks: int = Field(default=1000, ge=1, le=DEFAULT_LIMITS.max_array_tasks)
@@ -153,6 +160,11 @@ class Settings(BaseSettings):
     def resolved_signing_key_path(self) -> Path:
         """Where the built-in issuer's RS256 private key lives (created 0600)."""
         return self.signing_key_path or self.data_dir / "signing-key.pem"
+
+    @property
+    def insecure_registry_set(self) -> frozenset[str]:
+        """`insecure_registries` as a set of REGISTRY[:PORT] names."""
+        return frozenset(n.strip() for n in self.insecure_registries.split(",") if n.strip())
 
     @property
     def store_dir(self) -> Path:

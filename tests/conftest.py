@@ -26,7 +26,7 @@ from gateway.services.accounts import create_local_user
 from gateway.settings import Settings
 
 # The live multi-site testbed (`testbed` session fixture): tests/testbed/fixture.py.
-pytest_plugins = ["tests.testbed.fixture"]
+pytest_plugins = ["tests.testbed.fixture", "tests.registry.fixture"]
 
 ALL_SCOPES = "jobs:read jobs:write sites:read"
 # Test clients connect as a local client would (TestClient's default peer is not an IP).

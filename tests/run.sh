@@ -134,6 +134,10 @@ command -v mksquashfs >/dev/null 2>&1 || apt_packages+=(squashfs-tools)
 command -v siftool >/dev/null 2>&1 || apt_packages+=(siftool)
 command -v ch-run >/dev/null 2>&1 || apt_packages+=(charliecloud-runtime)
 command -v squashfuse >/dev/null 2>&1 || apt_packages+=(squashfuse)
+# The gateway pulls registry images for sites that cannot (docker://, oras://): tests push
+# images into a real OCI registry, Debian's build of the CNCF distribution registry v2,
+# started per session on a loopback port (tests/registry/fixture.py), never as a service.
+[[ -x /usr/bin/docker-registry ]] || apt_packages+=(docker-registry)
 # The device-login page is tested in a real (headless) browser.
 [[ -x /usr/bin/chromium ]] || apt_packages+=(chromium)
 fc-list 2>/dev/null | grep -q . || apt_packages+=(fonts-dejavu-core)

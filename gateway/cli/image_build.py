@@ -29,17 +29,7 @@ from containers.sif import (
     read_sif,
 )
 
-# Mount points Apptainer and ch-run bind over. A SquashFS image is read-only, so they must
-# exist in it already. /tmp and /var/tmp sticky and world-writable, as on any system
-# (paths inside the image, not this host's temporary directories).
-SKELETON_DIRS = {"/dev": 0o755, "/proc": 0o555, "/sys": 0o555, "/tmp": 0o1777,  # noqa: S108
-                 "/var/tmp": 0o1777, "/home": 0o755, "/mnt": 0o755, "/etc": 0o755,  # noqa: S108
-                 "/.singularity.d": 0o755, "/.singularity.d/env": 0o755,
-                 "/.singularity.d/actions": 0o755, "/.singularity.d/libs": 0o755,
-                 # ch-run binds the job directory to /mnt/0 and cannot make a mount point
-                 # in a read-only SquashFS image; ch-image images have /mnt/0 ... /mnt/9.
-                 **{f"/mnt/{n}": 0o755 for n in range(10)}}
-SKELETON_FILES = ("/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf")
+SKELETON_DIRS, SKELETON_FILES = image_def.SKELETON_DIRS, image_def.SKELETON_FILES
 MAX_SYMLINKS = 40  # as the kernel's ELOOP limit
 
 

@@ -52,6 +52,8 @@ def candidates_table(decision: EstimateOut) -> Table:
             p = c["p_deadline"]
             row.append(Text("-" if p is None else f"{p:.0%}"))
         reason = c["excluded"] if c["excluded"] is not None else (f["basis"] if f else "-")
+        if c["excluded"] is None and "image" in c:
+            reason += f"; {c['image']}"
         row.append(Text(reason))
         table.add_row(*row)
     return table

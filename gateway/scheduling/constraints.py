@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from containers.binds import Bind, resolve
-from containers.compat import Fit, Refusal, check
+from containers.compat import FetchAt, Fit, Refusal, check
 from containers.errors import ContainerError
-from containers.runtimes import LauncherKind
+from containers.refs import RefKind
+from containers.runtimes import LauncherKind, RuntimeKind
 from containers.site_caps import SiteContainerCaps
 from gateway.domain.container_spec import container_needs
 from gateway.domain.jobspec import JobSpec, MpiLauncher
@@ -148,7 +149,23 @@ def screen(job: JobView, site: SiteView) -> Screened:
         reason, about = _container_reason(job.spec, site.containers, name), "container"
     if reason is not None:
         return Screened(Candidate(name, reason, quote_milli=quote), True, about)
-    return Screened(Candidate(name, _passing(job, site), quote_milli=quote))
+    return Screened(Candidate(name, _passing(job, site), quote_milli=quote,
+                              image=image_route(job.spec, site.containers, name)))
+
+
+def image_route(spec: JobSpec, caps: SiteContainerCaps | None, site: str) -> str | None:
+    """A sentence when the gateway pulls the job's registry image for `site` (which cannot
+    pull it itself) and stages it; None otherwise."""
+    if spec.container is None or caps is None:
+        return None
+    ref = spec.container.ref
+    fit = container_fit(spec, caps, site)
+    if isinstance(fit, Refusal) or fit.fetch_at is not FetchAt.GATEWAY or ref.kind not in (
+            RefKind.DOCKER, RefKind.ORAS):
+        return None
+    why = ("ch-run cannot pull" if fit.runtime.kind is RuntimeKind.CHARLIECLOUD
+           else f"site {site} cannot reach registries")
+    return f"{ref.uri} is pulled by the gateway and staged ({why})"
 
 
 def _passing(job: JobView, site: SiteView) -> str | None:

@@ -90,6 +90,9 @@ class Candidate:
     excluded: str | None = None
     forecast: Forecast | None = None
     quote_milli: int | None = None
+    # How the job's container image gets there, when the gateway fetches and ships a
+    # registry image the site cannot pull (shown by estimate and explain).
+    image: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,9 @@ class CandidateOut(TypedDict):
     # What the job would cost at the site, in SU ("8.000"), when routing priced it (the
     # bank on, or the cheapest policy); absent otherwise.
     quote_su: NotRequired[str]
+    # How the container image reaches the site when the gateway pulls a registry image the
+    # site cannot ("docker://... is pulled by the gateway and staged (...)"); absent else.
+    image: NotRequired[str]
 
 
 class EstimateOut(TypedDict):

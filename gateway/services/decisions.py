@@ -35,6 +35,8 @@ def candidate_out(candidate: Candidate, deadline_in: float | None) -> CandidateO
                        p_deadline=p_deadline)
     if candidate.quote_milli is not None:
         out["quote_su"] = su(candidate.quote_milli)
+    if candidate.image is not None and candidate.excluded is None:
+        out["image"] = candidate.image
     return out
 
 

@@ -5,7 +5,9 @@ job's container section become a `containers.launch` argv. The image is the one 
 put in the job directory (IMAGE_FILE: a SIF), or for ch-run the directory it unpacked the
 SIF's SquashFS partition into in the site's cache, or for a registry image on a site that
 reaches registries, the file a locked `apptainer pull` leaves in the site's cache
-(containers.pull), run first by the batch script.
+(containers.pull), run first by the batch script. A registry image the site cannot pull
+(`reaches_registries: false`, or ch-run) is pulled by the gateway and staged like a SIF
+file (gateway.services.registry_pull).
 """
 
 from __future__ import annotations
@@ -45,9 +47,17 @@ def site_fit(spec: JobSpec, site: SiteEntry) -> Fit:
     return fit
 
 
-def stages_image(spec: JobSpec) -> bool:
-    """Whether stage-in ships the job's image (every SIF file; registries are pulled)."""
-    return spec.container is not None and spec.container.ref.kind not in REGISTRY_KINDS
+def gateway_ships(spec: JobSpec, fit: Fit) -> bool:
+    """Whether the gateway fetches the image and stage-in ships it: every SIF file, and a
+    registry image the site cannot pull (its site config or its runtime says so)."""
+    assert spec.container is not None
+    return spec.container.ref.kind not in REGISTRY_KINDS or fit.fetch_at is FetchAt.GATEWAY
+
+
+def stages_image(spec: JobSpec, site: SiteEntry) -> bool:
+    """Whether stage-in ships the job's image to `site` (ContainerRefused when the site
+    can no longer run it)."""
+    return spec.container is not None and gateway_ships(spec, site_fit(spec, site))
 
 
 def _launcher(spec: JobSpec, fit: Fit) -> Launcher:
@@ -73,14 +83,7 @@ def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
     try:
         prepare: tuple[tuple[str, ...], ...] = ()
         image = staged_image or image_path(workdir)
-        if not stages_image(spec):
-            if fit.fetch_at is not FetchAt.SITE:
-                why = (f"{fit.runtime.kind.value} cannot pull it" if caps.reaches_registries
-                       else f"site {site.name} cannot reach registries")
-                raise ContainerRefused(
-                    f"{why}, and the gateway does not fetch registry images for sites yet: "
-                    f"upload {container.image} as a SIF (gridgate image build) or choose a "
-                    "site with apptainer or singularity that reaches registries")
+        if not gateway_ships(spec, fit):
             pull, image = pull_argv(fit.runtime, container.ref, cache_dir)
             prepare = (tuple(pull),)
         run = ContainerRun(

@@ -1,7 +1,9 @@
-"""The image of a container job, as stage-in ships it: a SIF file (upload:<id> or
-https://), or for ch-run the SIF's SquashFS partition, extracted on the gateway once per
-SIF digest and kept in the store beside the blobs (`derived/<sif sha256>.squashfs`, with
-its own sha256 in a sidecar written after it, so a half-written pair is never used).
+"""The image of a container job, as stage-in ships it: a SIF file (upload:<id>, https://,
+or a docker:// or oras:// image the gateway pulls for a site that cannot:
+gateway.services.registry_pull), or for ch-run the SIF's SquashFS partition, extracted on
+the gateway once per SIF digest and kept in the store beside the blobs
+(`derived/<sif sha256>.squashfs`, with its own sha256 in a sidecar written after it, so a
+half-written pair is never used).
 
 The image then goes through the same path as an input file (adapters.transfer.stage): into
 the site's cache by sha256, verified there, hard-linked into the job directory. For ch-run
@@ -34,6 +36,7 @@ from containers.sif import copy_object, has_squashfs_magic, read_sif
 from gateway.domain.jobspec import JobSpec
 from gateway.runtime import Runtime
 from gateway.services.input_sources import InputUnavailable, ResolvedInput, upload_input
+from gateway.services.registry_pull import registry_input
 from gateway.store import BlobStore
 from gateway.store.blobs import is_sha256
 
@@ -50,6 +53,8 @@ def resolve_image(rt: Runtime, owner_id: str, spec: JobSpec, extract: bool) -> R
     if ref.kind is RefKind.UPLOAD:
         with rt.sessions() as session:
             sif = upload_input(session, store, owner_id, ref.path)
+    elif ref.kind in (RefKind.DOCKER, RefKind.ORAS):
+        sif = registry_input(rt.settings, store, ref)  # kept in the store: no scratch
     else:
         from gateway.services.https_fetch import https_input
 

@@ -94,7 +94,7 @@ def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
         for item in job.spec.inputs:
             resolved.append(_resolve(rt, job, item.source))
         extract = False
-        if stages_image(job.spec):
+        if stages_image(job.spec, site):
             extract = site_fit(job.spec, site).extract_squashfs
             image.append(resolve_image(rt, job.owner_id, job.spec, extract))
         summary = _stage_all(rt, site, files, job, resolved, keep_lease)

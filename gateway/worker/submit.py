@@ -138,7 +138,7 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
         except ContainerRefused as exc:
             record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.detail}")
             return
-    if native_id is None and (claim.spec.inputs or stages_image(claim.spec)):
+    if native_id is None and (claim.spec.inputs or stages_image(claim.spec, site)):
         summary = stage_in_claim(ctx, site, adapter, claim)
         if summary is None:
             return

@@ -93,6 +93,16 @@ def test_estimate_shows_the_exclusion(client: TestClient, runtime: Runtime,
     assert by_site["galaxy"]["excluded"] == ("image uses Open MPI 4; site galaxy offers MPICH "
                                             "ABI only")
     assert by_site["local"]["excluded"] is None
+    assert "image" not in by_site["galaxy"]
+
+
+def test_estimate_says_the_gateway_pulls_the_image_for_ch_run(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    offer(runtime, "local", MPICH)  # charliecloud: ch-run cannot pull
+    r = client.post("/api/v1/jobs:estimate", json=MPICH_JOB, headers=make_user().headers)
+    assert r.status_code == 200, r.text
+    (local,) = r.json()["candidates"]
+    assert local["image"] == f"{DOCKER} is pulled by the gateway and staged (ch-run cannot pull)"
 
 
 def test_container_text_ending_in_a_newline_is_refused(

@@ -82,6 +82,14 @@ def test_quotes_show_as_a_column_when_priced() -> None:
     assert "QUOTE" not in text(candidates_table(decision()))
 
 
+def test_the_image_note_follows_the_basis() -> None:
+    pulled = decision()
+    pulled["candidates"][0]["image"] = "docker://x.org/a:1 is pulled by the gateway and staged"
+    lines = text(candidates_table(pulled)).splitlines()
+    assert "observed waits (41); docker://x.org/a:1 is pulled by the gateway" in lines[1]
+    assert "pulled" not in lines[2]
+
+
 def test_load_table_rows() -> None:
     taken = datetime(2026, 11, 24, 22, 0, tzinfo=UTC)
     probe = {"nodes": 1, "walltime": 3600, "wait_median": 1260.0, "wait_bound": 86400.0,

@@ -24,6 +24,7 @@ DOCKER = parse_image_ref("docker://ghcr.io/lab/mpi-app:1.0")
 ORAS = parse_image_ref("oras://ghcr.io/lab/mpi-app.sif:1.0")
 UPLOAD = parse_image_ref("upload:3f2b8c1e-9d4a-4e7b-8a6c-2b1d0e9f7a55")
 HTTPS = parse_image_ref("https://example.org/images/mpi-app.sif")
+LIBRARY = parse_image_ref("library://lab/tools/app:1.0")
 
 APPT_125 = RuntimeOffer(APPTAINER, version("1.2.5"))
 APPT_103 = RuntimeOffer(APPTAINER, version("1.0.3"))
@@ -81,24 +82,31 @@ CASES: list[tuple[str, ContainerNeeds, SiteContainerCaps, Fit | Refusal]] = [
     ("one process, first preference", needs(), ROADRUNNER, Fit(APPT_125, None, NONE, SITE)),
     ("the job names singularity", needs(runtime=SINGULARITY), ROADRUNNER,
      Fit(SING_3110, None, NONE, SITE)),
+    # ch-run cannot pull: the gateway pulls the OCI image, converts it and ships its
+    # SquashFS partition, though the site reaches registries.
     ("the job names charliecloud for an OCI image", needs(runtime=CHARLIECLOUD), ROADRUNNER,
-     Fit(CH_031, None, NONE, SITE)),
+     Fit(CH_031, None, NONE, GATEWAY, extract_squashfs=True)),
     ("singularity before charliecloud", needs(), SING_CHARLIE,
      Fit(SING_3110, None, NONE, GATEWAY)),
-    ("charliecloud when it is all there is", needs(), CHARLIE, Fit(CH_031, None, NONE, GATEWAY)),
+    ("charliecloud when it is all there is", needs(), CHARLIE,
+     Fit(CH_031, None, NONE, GATEWAY, extract_squashfs=True)),
     ("a SIF image skips charliecloud", needs(image=ORAS), SING_CHARLIE,
      Fit(SING_3110, None, NONE, GATEWAY)),
-    ("a SIF in a registry cannot run on charliecloud", needs(image=ORAS), CHARLIE,
-     Refusal("no container runtime of site charlie fits: charliecloud cannot run the SIF "
-             "file oras://ghcr.io/lab/mpi-app.sif:1.0 from a registry: give it as "
-             "upload:<id> (`gridgate upload`) or an https:// URL, which the gateway converts "
-             "for ch-run, or use apptainer")),
+    ("a SIF in an OCI registry on charliecloud: the gateway pulls it", needs(image=ORAS),
+     CHARLIE, Fit(CH_031, None, NONE, GATEWAY, extract_squashfs=True)),
     ("the job names charliecloud for a SIF in a registry",
      needs(image=ORAS, runtime=CHARLIECLOUD), ROADRUNNER,
-     Refusal("site roadrunner: charliecloud cannot run the SIF file "
-             "oras://ghcr.io/lab/mpi-app.sif:1.0 from a registry: give it as upload:<id> "
-             "(`gridgate upload`) or an https:// URL, which the gateway converts for ch-run, "
-             "or use apptainer")),
+     Fit(CH_031, None, NONE, GATEWAY, extract_squashfs=True)),
+    ("a SIF in a library cannot run on charliecloud", needs(image=LIBRARY), CHARLIE,
+     Refusal("no container runtime of site charlie fits: charliecloud cannot run the SIF "
+             "file library://lab/tools/app:1.0 from a library: give it as upload:<id> "
+             "(`gridgate upload`), an https:// URL or oras://, which the gateway converts "
+             "for ch-run, or use apptainer")),
+    ("a library image for a site that cannot reach registries", needs(image=LIBRARY),
+     SING_CHARLIE,
+     Refusal("site sing-charlie cannot reach registries, and the gateway does not pull "
+             "library:// images: give library://lab/tools/app:1.0 as docker://, oras://, "
+             "https:// or upload:<id>")),
     ("an uploaded SIF on charliecloud: the gateway extracts its SquashFS",
      needs(image=UPLOAD), CHARLIE, Fit(CH_031, None, NONE, GATEWAY, extract_squashfs=True)),
     ("a SIF on a web server on charliecloud, fetched by the gateway though the site could",
@@ -152,7 +160,7 @@ CASES: list[tuple[str, ContainerNeeds, SiteContainerCaps, Fit | Refusal]] = [
     ("the image's own implementation first", needs(HYBRID, MPICH41), CRAY_FIRST,
      Fit(APPT_125, MPICH, MPIRUN, GATEWAY)),
     ("charliecloud hybrid", needs(HYBRID, MPICH41, runtime=CHARLIECLOUD), CHARLIE,
-     Fit(CH_031, MPICH_SGE, MPIRUN, GATEWAY)),
+     Fit(CH_031, MPICH_SGE, MPIRUN, GATEWAY, extract_squashfs=True)),
     # An MPICH-ABI library names its ABI, not its release: enough for hybrid mode.
     ("MPICH of unknown release in hybrid mode", needs(HYBRID, ImageMpi(MpiImpl.MPICH)),
      SGE_MPICH, Fit(APPT_125, MPICH_SGE, MPIRUN, GATEWAY)),

@@ -4,6 +4,7 @@ what POST /jobs answers when no site can), and admission names the `container` f
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -161,3 +162,33 @@ def test_a_pinned_job_is_refused_with_the_sites_reason() -> None:
         "only.", "container")
     assert admit(spec("roadrunner", **OPENMPI4_IMAGE), [view(GALAXY), view(ROADRUNNER)],
                  {}) == Admitted("roadrunner")
+
+
+APPTAINER_ONLY_OFFLINE = SiteContainerCaps("offline", "slurm", (APPTAINER,), (MPICH,))
+APPTAINER_ONLINE = SiteContainerCaps("online", "slurm", (APPTAINER,), (MPICH,),
+                                     reaches_registries=True)
+ORAS = "oras://ghcr.io/lab/app.sif:1.0"
+
+
+# (id, image, site, what estimate/explain says about the image at that site)
+IMAGE_ROUTES: list[tuple[str, str, SiteContainerCaps, str | None]] = [
+    ("a site that reaches registries pulls itself", DOCKER, APPTAINER_ONLINE, None),
+    ("an offline site gets the image from the gateway", DOCKER, APPTAINER_ONLY_OFFLINE,
+     f"{DOCKER} is pulled by the gateway and staged (site offline cannot reach registries)"),
+    ("ch-run cannot pull, even online", DOCKER, dataclasses.replace(GALAXY,
+                                                                     reaches_registries=True),
+     f"{DOCKER} is pulled by the gateway and staged (ch-run cannot pull)"),
+    ("an oras:// SIF for an offline site", ORAS, APPTAINER_ONLY_OFFLINE,
+     f"{ORAS} is pulled by the gateway and staged (site offline cannot reach registries)"),
+    ("an upload is staged as always: nothing to say", UPLOAD, APPTAINER_ONLY_OFFLINE, None),
+]
+
+
+@pytest.mark.parametrize(("image", "caps", "note"), [c[1:] for c in IMAGE_ROUTES],
+                         ids=[c[0] for c in IMAGE_ROUTES])
+def test_the_candidate_says_when_the_gateway_pulls_the_image(
+        image: str, caps: SiteContainerCaps, note: str | None) -> None:
+    fields = with_container(MPICH_IMAGE, image=image)
+    candidate = screen(JobView(spec(**fields)), view(caps)).candidate
+    assert candidate.excluded is None
+    assert candidate.image == note

@@ -5,7 +5,8 @@ The site's file system is a local directory and its file commands run here for r
 `--parsable` job id, and its argv and script (stdin) are kept for the assertions. An
 uploaded SIF is staged into the site's cache once; a second job with the same image sends
 no bytes (hard link from the cache); each submitted script ends in the exact launch line;
-a damaged image never runs."""
+a damaged image never runs. Registry images a site cannot pull come from a real registry
+(tests/registry/fixture.py) through the gateway's pull."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ from gateway.worker.submit import submit_accepted
 from tests.api.test_container_jobs import upload
 from tests.conftest import MakeUser
 from tests.containers.conftest import build, make_rootfs, need
+from tests.registry.fixture import Registry, push_image
+from tests.registry.test_registry_pull import LOWER, UPPER
 
 APPTAINER = RuntimeOffer(RuntimeKind.APPTAINER, version("1.2.5"))
 CHARLIECLOUD = RuntimeOffer(RuntimeKind.CHARLIECLOUD, version("0.31"))
@@ -272,18 +275,75 @@ def test_an_mpi_job_starts_one_container_per_rank(
     assert sum("srun" in line or "mpirun" in line for line in script) == 1
 
 
-def test_a_registry_image_for_a_site_that_cannot_reach_registries_is_refused(
-        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path) -> None:
+@pytest.fixture
+def pushed(registry: Registry, runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> str:
+    """docker://REGISTRY/lab/app:1.0 in the real test registry (two layers, a whiteout),
+    which the gateway may reach over plain HTTP."""
+    monkeypatch.setattr(runtime.settings, "insecure_registries", registry.host)
+    push_image(registry, "lab/app", "1.0", [LOWER, UPPER], ["GREETING=hello"])
+    return f"docker://{registry.host}/lab/app:1.0"
+
+
+def test_a_registry_image_for_a_site_that_cannot_reach_registries_is_pulled_by_the_gateway(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path,
+        registry: Registry, pushed: str) -> None:
     entry, site = slurm_site(runtime, tmp_path / "scratch")
     user = make_user()
-    job_id = post(client, user.headers, DOCKER)
+    worker = Worker(runtime, "w")
+    jobs, blob_requests = [], 0
+    for native in ("81", "82"):
+        jobs.append(post(client, user.headers, pushed))
+        site.job_ids.append(native)
+        route_jobs(worker.ctx, worker.health)
+        assert submit_accepted(worker.ctx, entry)
+        if native == "81":
+            blob_requests = sum("/blobs/" in r for r in registry.requests_logged())
+    # Pulled and converted once: the second job fetched no blob and sent no bytes.
+    assert blob_requests >= 3  # config and two layers (unless another test pulled first)
+    assert sum("/blobs/" in r for r in registry.requests_logged()) == blob_requests
+    assert len(site.uploads) == 1
+    for job_id, script in zip(jobs, site.scripts, strict=True):
+        workdir = workdir_of(runtime, job_id)
+        assert script.splitlines()[-1] == launch_line(workdir)  # the staged SIF, no pull
+        assert "pull" not in script
+        staged = Path(workdir) / ".gridgate-image"
+        with staged.open("rb") as stream:
+            assert read_sif(stream).primary_partition().size > 0
+
+
+def test_charliecloud_runs_a_registry_image_the_gateway_pulled(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path,
+        pushed: str) -> None:
+    # ch-run cannot pull, even where the site reaches registries.
+    entry, site = slurm_site(runtime, tmp_path / "scratch", CHARLIECLOUD,
+                             reaches_registries=True)
+    user = make_user()
+    job_id = post(client, user.headers, pushed)
+    site.job_ids.append("83")
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    assert submit_accepted(worker.ctx, entry)
+    workdir = workdir_of(runtime, job_id)
+    sha = hashlib.sha256((Path(workdir) / ".gridgate-image").read_bytes()).hexdigest()
+    unpacked = tmp_path / "scratch" / ".gridgate-cache" / f"{sha}.d"
+    assert (unpacked / "etc/keep").read_text() == "kept\n"
+    assert not (unpacked / "etc/motd").exists()  # the upper layer's whiteout
+    assert sorted(p.name for p in (unpacked / "var/cache").iterdir()) == ["new"]
+    assert site.scripts[0].splitlines()[-1] == (
+        f"exec ch-run -b {workdir}:/mnt/0 -c /mnt/0 {unpacked} -- /app 'hello world'")
+
+
+def test_a_registry_image_that_is_not_there_fails_the_job_naming_it(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path,
+        registry: Registry, pushed: str) -> None:
+    entry, site = slurm_site(runtime, tmp_path / "scratch")
+    user = make_user()
+    missing = f"docker://{registry.host}/lab/app:no-such-tag"
+    job_id = post(client, user.headers, missing)
     worker = Worker(runtime, "w")
     route_jobs(worker.ctx, worker.health)
     submit_accepted(worker.ctx, entry)
     assert site.calls == [] and site.uploads == []
     job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
     assert job["state"] == "FAILED", job
-    assert job["reason"] == (
-        "SUBMIT_REJECTED: site hpc cannot reach registries, and the gateway does not fetch "
-        f"registry images for sites yet: upload {DOCKER} as a SIF (gridgate image build) or "
-        "choose a site with apptainer or singularity that reaches registries")
+    assert job["reason"].startswith(f"STAGE_IN_FAILED: pulling {missing}: not found"), job
