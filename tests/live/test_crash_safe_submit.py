@@ -40,7 +40,7 @@ from tests.testbed.fixture import ssh
 from tests.worker.gateway_process import GatewayProcess, free_port
 
 SITES = ("roadrunner", "galaxy")
-SLURM_SITES = ("roadrunner",)
+SLURM_SITES = ("roadrunner", "parnass2")
 COMMUNITY = "gwcomm"
 LEASE_SECONDS = 2
 FINAL = ("COMPLETED", "FAILED", "CANCELLED")
