@@ -168,3 +168,8 @@ def move_dependencies(session: Session, old_job_id: str, new_job_id: str) -> Non
     session.execute(update(JobDependencyRow)
                     .where(JobDependencyRow.depends_on_id == old_job_id)
                     .values(depends_on_id=new_job_id))
+
+
+def gate_jobs(session: Session, job_ids: Sequence[str], gate: str, reason: str) -> None:
+    """Hold the jobs `job_ids` at `gate`, saying why."""
+    session.execute(update(Job).where(Job.id.in_(job_ids)).values(gate=gate, reason=reason))

@@ -31,12 +31,12 @@ from sqlalchemy.orm import Session
 
 from adapters.reasons import because
 from gateway.auth.principal import Principal
-from gateway.db.models import Job, User
+from gateway.db.models import Job
 from gateway.db.workflow_models import Workflow, WorkflowStep
 from gateway.domain.job_relations import Gate
 from gateway.domain.jobspec import SUBMITTED, JobSpec
 from gateway.domain.states import JobState, Reason
-from gateway.repositories import jobs
+from gateway.repositories import jobs, users
 from gateway.repositories import workflows as repo
 from gateway.services import jobs as job_service
 from gateway.services.job_inputs import StagingLimits
@@ -205,7 +205,7 @@ class _Run:
     def _retry(self, instance: Instance, row: WorkflowStep, job: Job) -> None:
         """A fresh job for the instance, as its owner would submit it again."""
         s = self.submitting
-        owner = self.session.get(User, job.owner_id)
+        owner = users.get(self.session, job.owner_id)
         assert owner is not None
         principal = Principal(user_id=owner.id, issuer=owner.issuer, subject=owner.subject,
                               username=owner.username, roles=frozenset(owner.roles),

@@ -18,13 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from adapters.reasons import because
 from gateway.auth.principal import Principal
 from gateway.db.base import utcnow
-from gateway.db.models import Job
 from gateway.db.workflow_models import Workflow
 from gateway.domain.errors import Conflict, Forbidden, Invalid, TooLarge
 from gateway.domain.job_relations import Gate
@@ -149,10 +147,8 @@ def create(session: Session, registry: SiteRegistry, principal: Principal,
             "state": (StepState.PENDING if instance.needs else StepState.RUNNING).value,
             "reason": None, "failures": 0, "retry_at": None})
     if gated:
-        session.execute(update(Job).where(Job.id.in_(gated)).values(
-            gate=Gate.WORKFLOW.value,
-            reason=because(Reason.DEPENDENCY, "waiting for the steps of its workflow it "
-                                              "needs")))
+        repo.gate_jobs(session, gated, Gate.WORKFLOW.value, because(
+            Reason.DEPENDENCY, "waiting for the steps of its workflow it needs"))
     job_relations.insert_dependencies(session, dependencies)
     repo.insert_steps(session, steps)
     repo.add_event(session, workflow.id, now, workflow.state, (
