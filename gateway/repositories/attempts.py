@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -145,6 +145,12 @@ def lease_stale(session: Session, site_name: str, states: Collection[AttemptStat
                                 Job.winner_attempt_id == Attempt.id))
     rows = session.execute(query.order_by(Attempt.id).limit(limit)
                            .with_for_update(of=Attempt, skip_locked=True)).all()
+    return lease_rows(session, rows, owner, until)
+
+
+def lease_rows(session: Session, rows: Sequence[Any],
+               owner: str, until: datetime) -> list[LeasedAttempt]:
+    """Lease the locked (attempt, spec, username, user id, array index) rows to `owner`."""
     leased = []
     for attempt, spec, username, user_id, array_index in rows:
         attempt.lease_until, attempt.lease_owner = until, owner

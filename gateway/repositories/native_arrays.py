@@ -16,7 +16,7 @@ from gateway.db.job_relation_models import JobArray
 from gateway.db.models import Attempt, Job, User
 from gateway.domain.job_relations import Gate
 from gateway.domain.states import AttemptState, JobState
-from gateway.repositories.attempts import LeasedAttempt
+from gateway.repositories.attempts import LeasedAttempt, lease_rows
 from gateway.repositories.jobs import OwnedJob
 
 
@@ -95,10 +95,5 @@ def lease_native_tasks(session: Session, site_name: str, array_id: str, now: dat
                or_(Attempt.lease_until.is_(None), Attempt.lease_until < now))
         .order_by(Job.array_index)
         .with_for_update(of=Attempt, skip_locked=True)).all()
-    leased = []
-    for attempt, spec, username, user_id, array_index in rows:
-        attempt.lease_until, attempt.lease_owner = until, owner
-        leased.append(LeasedAttempt(attempt, spec, username, user_id, array_index))
-    session.flush()
-    return leased
+    return lease_rows(session, rows, owner, until)
 
