@@ -60,10 +60,16 @@ def posting(session: Session, kind: str, actor: str, at: datetime, txn: str,
     account, amount in milli-SU); about its job, else its (first) allocation."""
     subject = (f"job:{job_id}" if job_id else
                f"allocation:{legs[0][0]}" if legs else "ledger")
-    append(session, kind, subject, actor,
-           {"txn": txn, "reason": reason, "lien": lien_id, "usage": usage_id,
+    append(session, kind, subject, actor, posting_data(txn, reason, lien_id, usage_id, legs),
+           at)
+
+
+def posting_data(txn: str, reason: str | None, lien_id: int | None, usage_id: int | None,
+                 legs: list[tuple[int, str, int]]) -> dict[str, Any]:
+    """What a ledger transaction's link records (see `posting`)."""
+    return {"txn": txn, "reason": reason, "lien": lien_id, "usage": usage_id,
             "legs": [{"allocation": a, "account": account, "amount_milli": amount}
-                     for a, account, amount in legs]}, at)
+                     for a, account, amount in legs]}
 
 
 def write(conn: Connection, events: list[NewAuditEvent]) -> None:

@@ -3,6 +3,7 @@ of the audit chain."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,11 +33,15 @@ class NewEvent:
                 "to_state": self.to_state, "reason": self.reason, "actor": self.actor,
                 "raw_state": self.raw_state}
 
-    def chain(self, session: Session) -> None:
-        """Chain the state change into the audit trail (written at commit)."""
-        audit.append(session, "job.state", f"job:{self.job_id}", self.actor,
-                     {"from": self.from_state, "to": self.to_state, "reason": self.reason,
-                      "raw_state": self.raw_state}, self.at)
+    def chain(self, session: Session, posting: Mapping[str, Any] | None = None) -> None:
+        """Chain the state change into the audit trail (written at commit), with the
+        ledger transaction the same statement made (`audit.posting_data`), if any: one
+        link for both (see gateway.repositories.fast_hold)."""
+        data: dict[str, Any] = {"from": self.from_state, "to": self.to_state,
+                                "reason": self.reason, "raw_state": self.raw_state}
+        if posting is not None:
+            data["posting"] = posting
+        audit.append(session, "job.state", f"job:{self.job_id}", self.actor, data, self.at)
 
 
 def add(session: Session, event: NewEvent) -> None:

@@ -12,8 +12,8 @@ only when the earliest-ending allocation that can pay at the site covers the who
 amount, exactly what `gateway.services.bank.hold` would do then; any other case (a split
 across allocations, a balance spent meanwhile) holds nothing and the caller takes
 bank.hold's locked path. The allocation's running sums are updated here with the legs,
-as gateway.services.ledger does, and the event and the ledger transaction are chained
-into the audit trail as events.insert_now and ledger.post chain them.
+as gateway.services.ledger does; the event and the ledger transaction are chained into
+the audit trail as one link (the event's, with the posting that ledger.post would chain).
 """
 
 from __future__ import annotations
@@ -80,11 +80,14 @@ def event_and_hold(session: Session, event: NewEvent, project_id: int,
         "amount": amount_milli, "txn": txn, "actor": actor, "reason": reason,
         "q_sites": [q[0] for q in quotes], "q_cards": [q[1] for q in quotes],
         "q_amounts": [q[2] for q in quotes]}).all()
-    event.chain(session)
     if len(rows) != 2:
+        event.chain(session)
         return False
     lien_id, allocation_id = rows[0]
-    audit.posting(session, "lien", actor, now, txn, reason, job_id, lien_id, None,
-                  [(allocation_id, "available", -amount_milli),
-                   (allocation_id, "held", amount_milli)])
+    # One link for the event and the lien's ledger transaction: each link is a row, a
+    # sha256 and a longer hold of the chain's head lock, which every commit takes.
+    posting = audit.posting_data(txn, reason, lien_id, None,
+                                 [(allocation_id, "available", -amount_milli),
+                                  (allocation_id, "held", amount_milli)])
+    event.chain(session, {"kind": "lien", **posting})
     return True

@@ -99,7 +99,9 @@ class StoryLedgerOut(TypedDict):
 
 
 class StoryAuditOut(TypedDict):
-    """One link of the audit chain about the job."""
+    """One link of the audit chain about the job. A link that records two things (on
+    PostgreSQL a submission's state change and its lien, written by one statement) is
+    told once for each, with the same id."""
 
     id: int
     at: datetime
