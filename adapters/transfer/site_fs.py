@@ -39,7 +39,7 @@ _SIZES_SCRIPT = 'for p; do stat -c "%F %s" -- "$p" 2>/dev/null || echo missing; 
 # then renamed. Every path is
 # data, never code. Prints "missing", "size <n>", "mismatch <hex>" (the file is deleted) or
 # "placed"; exits non-zero (stderr says why) when a command fails.
-_PLACE_SCRIPT = r"""s=$(stat -c "%F %s" -- "$1" 2>/dev/null) || { echo missing; exit 0; }
+PLACE_SCRIPT = r"""s=$(stat -c "%F %s" -- "$1" 2>/dev/null) || { echo missing; exit 0; }
 case $s in
   "regular file "*|"regular empty file "*) ;;
   *) echo "$1 is a ${s% *}, not a regular file" >&2; exit 2 ;;
@@ -94,10 +94,10 @@ def make_private_dirs(transport: Transport, paths: Sequence[str]) -> None:
         raise SiteCommandFailed(f"cannot tell who owns {', '.join(paths)} on the site: "
                                 f"{out!r}")
     for path, line in zip(paths, out, strict=False):
-        _check_private(path, line, out[-1].strip())
+        check_private(path, line, out[-1].strip())
 
 
-def _check_private(path: str, line: str, me: str) -> None:
+def check_private(path: str, line: str, me: str) -> None:
     try:
         kind, owner, mode = line.split("|")
         writable_by_others = int(mode, 8) & 0o022
@@ -119,7 +119,7 @@ def file_size(transport: Transport, path: str) -> int | None:
     result = transport.run(["stat", "-c", "%F %s", "--", path], timeout=COMMAND_TIMEOUT)
     if result.exit_status != 0:
         return None
-    return _regular_size(path, result.stdout.decode().strip())
+    return regular_size(path, result.stdout.decode().strip())
 
 
 def file_sizes(transport: Transport, paths: Sequence[str]) -> list[int | None]:
@@ -127,11 +127,11 @@ def file_sizes(transport: Transport, paths: Sequence[str]) -> list[int | None]:
     out = _run(transport, ["sh", "-c", _SIZES_SCRIPT, "gridgate-sizes", *paths]).splitlines()
     if len(out) != len(paths):
         raise SiteCommandFailed(f"stat of {len(paths)} files on the site printed {out!r}")
-    return [None if line == "missing" else _regular_size(path, line)
+    return [None if line == "missing" else regular_size(path, line)
             for path, line in zip(paths, out, strict=True)]
 
 
-def _regular_size(path: str, stat_line: str) -> int:
+def regular_size(path: str, stat_line: str) -> int:
     kind, _, size = stat_line.rpartition(" ")
     if kind != "regular file" and kind != "regular empty file":
         raise SiteCommandFailed(f"{path} on the site is a {kind}, not a regular file")
@@ -158,10 +158,15 @@ def verify_and_place(transport: Transport, path: str, size: int, sha256: str, *,
     Nothing is renamed, unlocked or linked unless the file is verified."""
     if not is_sha256(sha256) or not posixpath.isabs(path):
         raise ValueError(f"cannot verify {path!r} against {sha256!r}")
-    argv = ["sh", "-c", _PLACE_SCRIPT, "gridgate-verify", path, str(size), sha256,
+    argv = ["sh", "-c", PLACE_SCRIPT, "gridgate-verify", path, str(size), sha256,
             rename_to or "", unlock or "", link_to or "",
             partial_name(link_to) if link_to else ""]
-    words = _run(transport, argv, timeout=HASH_TIMEOUT).split()
+    return read_verified(path, _run(transport, argv, timeout=HASH_TIMEOUT))
+
+
+def read_verified(path: str, answer: str) -> Verified:
+    """The place script's answer about `path`, read (see `verify_and_place`)."""
+    words = answer.split()
     match words:
         case ["placed"] | ["missing"]:
             return Verified(words[0])

@@ -16,8 +16,9 @@
    file again (`max_resends` times), then fails with StagingFailed. The final name never
    shows unverified bytes. New directories are 0700.
 
-A first staging into a cache costs five site commands besides the upload (directories,
-cache check, lock, sizes, verify-and-place); a cache hit two.
+A first staging into a cache costs two site commands besides the upload: one that makes
+the directories, checks the cache, takes the lock and reads the sizes
+(adapters.transfer.claim), and verify-and-place; a cache hit one.
 
 With a cache, a sending staging holds the site's lock on the entry
 (adapters.transfer.site_lock): stagings of the same content from other gateway processes
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from adapters.errors import SiteUnavailable
 from adapters.errors import StagingFailed as StagingFailed
 from adapters.transfer import site_fs, site_lock
+from adapters.transfer.claim import claim
 from adapters.transfer.sources import LocalFile, SiteFile, Source
 from adapters.transport import FileTransport, Progress
 
@@ -131,21 +133,25 @@ def stage(
         raise ValueError("size must be >= 0")
     if not posixpath.isabs(dest_path) or posixpath.basename(dest_path) in ("", ".", ".."):
         raise ValueError(f"dest_path must be an absolute file path, not {dest_path!r}")
-    directories = [posixpath.dirname(dest_path)] + ([cache_dir] if cache_dir else [])
-    site_fs.make_private_dirs(transport, directories)
     if cache_dir is None:
+        site_fs.make_private_dirs(transport, [posixpath.dirname(dest_path)])
         sender = _Sender(transport, source, expected, site_fs.partial_name(dest_path),
                          progress, max_resumes, max_resends)
         sender.send_verified(rename_to=dest_path)
         return sender.result(dest_path, cached=False)
 
     entry = posixpath.join(cache_dir, expected.sha256)
-    if _serve_cached(transport, entry, expected, dest_path):
+    partial = site_fs.partial_name(entry)
+    claimed = claim(transport, posixpath.dirname(dest_path), cache_dir, entry,
+                    expected.size, expected.sha256, dest_path, partial)
+    if claimed.placed:
         return StageResult(dest=dest_path, bytes_sent=0, cached=True)
-    with site_lock.hold(transport, cache_dir, expected.sha256) as lock:
-        partial = site_fs.partial_name(entry)
-        entry_size, have = site_fs.file_sizes(transport, [entry, partial])
-        # Another gateway process may have sent it while this one waited for the lock.
+    with site_lock.hold(transport, cache_dir, expected.sha256,
+                        answer=claimed.answer) as lock:
+        if claimed.answer == "taken":
+            entry_size, have = claimed.entry_size, claimed.partial_size
+        else:  # taken after a wait: another gateway process may have sent it meanwhile
+            entry_size, have = site_fs.file_sizes(transport, [entry, partial])
         if entry_size == expected.size and _serve_cached(transport, entry, expected,
                                                          dest_path):
             return StageResult(dest=dest_path, bytes_sent=0, cached=True)
