@@ -28,8 +28,10 @@ shared. Callers in one process still serialise per (site, sha256) (cheaper than 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 # StagingFailed is drawn with the other adapter errors; importable from here as before.
@@ -38,7 +40,7 @@ from adapters.errors import StagingFailed as StagingFailed
 from adapters.transfer import site_fs, site_lock
 from adapters.transfer.claim import claim
 from adapters.transfer.sources import LocalFile, SiteFile, Source
-from adapters.transport import FileTransport, Progress
+from adapters.transport import FileTransport, PreparesUploads, Progress
 
 log = logging.getLogger("adapters.transfer")
 
@@ -134,13 +136,26 @@ def stage(
     if not posixpath.isabs(dest_path) or posixpath.basename(dest_path) in ("", ".", ".."):
         raise ValueError(f"dest_path must be an absolute file path, not {dest_path!r}")
     if cache_dir is None:
-        site_fs.make_private_dirs(transport, [posixpath.dirname(dest_path)])
-        sender = _Sender(transport, source, expected, site_fs.partial_name(dest_path),
-                         progress, max_resumes, max_resends)
-        sender.send_verified(rename_to=dest_path)
+        with _ahead(transport, expected.size, None):
+            site_fs.make_private_dirs(transport, [posixpath.dirname(dest_path)])
+            sender = _Sender(transport, source, expected, site_fs.partial_name(dest_path),
+                             progress, max_resumes, max_resends)
+            sender.send_verified(rename_to=dest_path)
         return sender.result(dest_path, cached=False)
 
     entry = posixpath.join(cache_dir, expected.sha256)
+    seen = (id(transport), entry)
+    with _ahead(transport, expected.size, seen):
+        result = _stage_cached(transport, source, expected, dest_path, cache_dir, entry,
+                               progress, max_resumes, max_resends)
+    _remember(seen)
+    return result
+
+
+def _stage_cached(transport: FileTransport, source: Source, expected: StagedFile,
+                  dest_path: str, cache_dir: str, entry: str, progress: Progress | None,
+                  max_resumes: int, max_resends: int) -> StageResult:
+    """`stage` through the site's cache entry `entry`."""
     partial = site_fs.partial_name(entry)
     claimed = claim(transport, posixpath.dirname(dest_path), cache_dir, entry,
                     expected.size, expected.sha256, dest_path, partial)
@@ -167,6 +182,29 @@ def stage(
         sender.send_verified(rename_to=entry, unlock=lock.path, link_to=dest_path, have=have)
         lock.removed_by_caller()
     return sender.result(dest_path, cached=False)
+
+
+# Cache entries this process found or put at a site, by (transport, entry). The next
+# staging of one is most likely a cache hit, which sends nothing: no upload connections
+# are started ahead for it (connections a site sees cut off mid-handshake look like
+# probing). Only a hint: a wrong one costs the overlap, or two unused connections.
+_KNOWN_CACHED: set[tuple[int, str]] = set()
+_KNOWN_CACHED_MAX = 4096
+
+
+def _ahead(transport: FileTransport, size: int,
+           seen: tuple[int, str] | None) -> AbstractContextManager[None]:
+    """Let the transport set up the upload's connections while the site commands before
+    it run (PreparesUploads), unless `seen` says the entry is most likely cached."""
+    if isinstance(transport, PreparesUploads) and seen not in _KNOWN_CACHED:
+        return transport.upload_ahead(size)
+    return contextlib.nullcontext()
+
+
+def _remember(seen: tuple[int, str]) -> None:
+    if len(_KNOWN_CACHED) >= _KNOWN_CACHED_MAX:
+        _KNOWN_CACHED.clear()
+    _KNOWN_CACHED.add(seen)
 
 
 def _serve_cached(transport: FileTransport, entry: str, expected: StagedFile,
