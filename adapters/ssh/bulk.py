@@ -128,8 +128,10 @@ class OpenSshBulk:
             handles = [(first, handle)] + [(s, s.open(path, OPEN_WRITE)) for s in others]
             with open_source(source, offset) as src:
                 written = write_striped(handles, src, offset, length, progress)
-            for session, h in handles:
-                session.close(h)
+            # All CLOSEs sent, then their replies: one round trip, not one per session.
+            closing = [(session, session.send_close(h)) for session, h in handles]
+            for session, req in closing:
+                session.wait_ok(req)
             return written
 
     def download(self, path: str, sink: LocalSink, *, offset: int, length: int | None,
@@ -185,13 +187,21 @@ class OpenSshBulk:
             self._end(procs, kill=False)
 
     def _end(self, procs: list[_Proc], *, kill: bool) -> None:
-        """Close the processes' sockets and reap them (killed at once if `kill`: unused
-        ones may still be in their handshake)."""
-        for proc, sock, errors in procs:
+        """Close the processes' sockets (each `ssh` then ends its session and exits; `kill`:
+        at once, for unused ones that may still be in their handshake) and reap them in
+        the background: the caller's next step (the site's verify command) need not wait
+        for a session's teardown."""
+        for proc, sock, _errors in procs:
             sock.close()
             if kill:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
+        if procs:
+            threading.Thread(target=self._reap, args=(procs,), name="gridgate-ssh-reap",
+                             daemon=True).start()
+
+    def _reap(self, procs: list[_Proc]) -> None:
+        for proc, _sock, errors in procs:
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -75,7 +75,15 @@ class SftpSession:
         return self._expect_handle(self._request(_OPEN, body))
 
     def close(self, handle: bytes) -> None:
-        self._expect_ok(self._request(_CLOSE, _string(handle)))
+        self._expect_ok(self.send_close(handle))
+
+    def send_close(self, handle: bytes) -> int:
+        """Send a CLOSE without waiting; its request id (see `wait_ok`)."""
+        return self._request(_CLOSE, _string(handle))
+
+    def wait_ok(self, req: int) -> None:
+        """Wait for the reply to `req`; SftpError unless it is a success."""
+        self._expect_ok(req)
 
     def size(self, handle: bytes) -> int:
         kind, payload = self._reply(self._request(_FSTAT, _string(handle)))

@@ -15,7 +15,7 @@ from adapters.errors import SiteUnavailable
 from adapters.ssh import SshTransport
 from adapters.ssh.transport import BULK_MIN_BYTES
 from adapters.transport import HostKeyMismatch
-from tests.ssh.conftest import target_for
+from tests.ssh.conftest import target_for, wait_for
 from tests.ssh.sshd import Sshd, keygen
 
 MIB = 1 << 20
@@ -132,6 +132,7 @@ def test_an_upload_takes_the_processes_started_ahead_of_it(transport: SshTranspo
         assert bulk.connects == 4
         live = set(bulk._live)
         assert len(live) == 2
-    assert all(proc.poll() is not None for proc in live) and not bulk._live
+    wait_for("the unused processes to end", lambda: not bulk._live)
+    assert all(proc.poll() is not None for proc in live)
     with transport.upload_ahead(MIB):
         assert bulk.connects == 4
