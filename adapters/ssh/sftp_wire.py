@@ -252,7 +252,9 @@ def write_striped(
 
     A session waits only on its own replies, but every session gets every n-th request
     in turn, so none runs more than `window` requests ahead of the others (see
-    `reorder_bytes`).
+    `reorder_bytes`). The last request (when the end is known: a `length` or a file's
+    end) goes once every other one is acknowledged, so a reader on the site that sees the
+    file at its full size sees all of it (adapters.transfer.follow).
     """
     inflight: list[deque[int]] = [deque() for _ in sessions]
     fd = _regular_file(src)
@@ -271,6 +273,11 @@ def write_striped(
             if not data:
                 break
             n = len(data)
+        last = (sent + n == length) or (fd is not None and pos + n == end)
+        if last:  # once all else is written: a file of full size then holds all of it
+            for (other, _h), pending in zip(sessions, inflight, strict=True):
+                while pending:
+                    other.wait_write(pending.popleft())
         if len(inflight[k]) >= window:
             session.wait_write(inflight[k].popleft())
         if fd is not None:

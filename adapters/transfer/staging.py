@@ -39,6 +39,7 @@ from adapters.errors import SiteUnavailable
 from adapters.errors import StagingFailed as StagingFailed
 from adapters.transfer import site_fs, site_lock
 from adapters.transfer.claim import claim
+from adapters.transfer.follow import Follower, Placing
 from adapters.transfer.sources import LocalFile, SiteFile, Source
 from adapters.transport import FileTransport, PreparesUploads, Progress
 
@@ -47,6 +48,9 @@ log = logging.getLogger("adapters.transfer")
 MAX_RESUMES = 5
 MAX_RESENDS = 2
 _FILE_MODE = 0o600
+# From this many bytes to send, the site verifies the file as it arrives
+# (adapters.transfer.follow); below, a hash afterwards costs a few milliseconds.
+FOLLOW_MIN_BYTES = 32 << 20
 
 
 
@@ -248,6 +252,7 @@ class _Sender:
         if have == _UNKNOWN:
             have = site_fs.file_sizes(self.transport, [self.partial])[0]
         while True:
+            found: site_fs.Verified | None = None
             if have is not None and have > size:
                 site_fs.remove(self.transport, self.partial)
                 have = None
@@ -261,14 +266,16 @@ class _Sender:
                 # A striped upload may have left holes just below the partial's end.
                 offset = max(0, (have or 0) - self.transport.write_reorder_bytes)
                 try:
-                    self._send_from(offset)
+                    found = self._send_from(offset, Follower.place(
+                        rename_to=rename_to, unlock=unlock, link_to=link_to))
                 except SiteUnavailable as exc:
                     if attempts > self.max_resumes:
                         raise
                     log.info("staging to %s interrupted (%s); resuming", self.partial, exc)
-            found = site_fs.verify_and_place(self.transport, self.partial, size,
-                                             self.expected.sha256, rename_to=rename_to,
-                                             unlock=unlock, link_to=link_to)
+            if found is None:  # not verified on arrival
+                found = site_fs.verify_and_place(self.transport, self.partial, size,
+                                                 self.expected.sha256, rename_to=rename_to,
+                                                 unlock=unlock, link_to=link_to)
             if found.outcome == "placed":
                 return
             if found.outcome != "mismatch":  # short (or gone): send the rest
@@ -283,7 +290,23 @@ class _Sender:
             log.warning("sha256 mismatch on %s (got %s); resending", self.partial,
                         found.digest)
 
-    def _send_from(self, offset: int) -> None:
+    def _send_from(self, offset: int, place: Placing) -> site_fs.Verified | None:
+        """Send from `offset`. A large send is verified (and placed) on the site as it
+        arrives (adapters.transfer.follow): what that found, None if it could not tell.
+        A send that failed yet arrived whole (a lost reply to the last write) counts."""
+        follower = None
+        if self.expected.size - offset >= FOLLOW_MIN_BYTES:
+            follower = Follower(self.transport, self.partial, self.expected,
+                                self.transport.write_reorder_bytes, place)
+        try:
+            self._upload_from(offset)
+        except (SiteUnavailable, StagingFailed):
+            if follower is None or (found := follower.result()) is None:
+                raise
+            return found
+        return follower.result() if follower is not None else None
+
+    def _upload_from(self, offset: int) -> None:
         before = self.sent
         progress = self.progress
 
