@@ -20,16 +20,18 @@ gateway process (a process that took the lock over after this one died sends its
 
 An earlier follower (commit 8b752d8) was slower on this 2-core machine: it polled with a
 shell loop (two processes per poll), piped every byte through `head` into openssl, and
-hashed at the priority of the transfer. This one makes no process per step, reads in
-16 MiB steps with pread (no copy through a pipe) and runs under `nice`, so it takes the
-CPU the transfer leaves idle (about a quarter of both cores, measured) and yields the rest.
+hashed at the priority of the transfer. This one makes no process per step, hashes in
+16 MiB steps straight from the page cache (mmap: no copy at all) and runs under `nice`, so
+it takes the CPU the transfer leaves idle (about a quarter of both cores, measured) and
+yields the rest. The transfer still slows by 0.05-0.08 s, less than the 0.14 s hash saved.
 
 What it cannot see, and a hash after the upload could: a write by something other than the
 upload into a part already read while the upload still ran. Nothing else writes a partial
 file: it lives in a 0700 directory of the gateway's account under a name only gateway
 stagings use, and stagings of one cache entry hold the site lock. Anything unexpected (no
-python3, no growth for `STALL_SECONDS`, a failed command) makes it end without touching the
-file; then the file is verified after the upload as before.
+python3, no growth for `STALL_SECONDS`, a failed command, a file cut short under the
+mapping, which kills the reader with SIGBUS) makes it end without touching the file; then
+the file is verified after the upload as before.
 """
 
 from __future__ import annotations
@@ -49,12 +51,13 @@ log = logging.getLogger("adapters.transfer")
 
 # The follower ends (touching nothing) when the file has not grown for this long.
 STALL_SECONDS = 5.0
-# Niceness of the site's hasher: it takes what the transfer leaves idle.
-NICE = 10
+# Niceness of the site's hasher: it takes what the transfer leaves idle. Measured on the
+# testbed (5 stagings each): 19 beat 10 by 0.02-0.03 s, and mmap beat pread by as much.
+NICE = 19
 _STEP = 16 << 20
 # argv: the file, its full size, reorder bytes, stall seconds. Prints "<sha256> <inode>"
 # once it has read all of it, "stalled <bytes read>" when it gave up.
-_FOLLOW_PY = f"""import hashlib, os, sys, time
+_FOLLOW_PY = f"""import hashlib, mmap, os, sys, time
 path, size, reorder, stall = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 def stalled(pos):
     print("stalled", pos)
@@ -73,12 +76,9 @@ while pos < size:
     have = os.fstat(fd).st_size
     end = size if have >= size else have - reorder
     if end - pos >= {_STEP} or (end == size and end > pos):
-        while pos < end:
-            data = os.pread(fd, min(4 << 20, end - pos), pos)
-            if not data:
-                stalled(pos)
-            h.update(data)
-            pos += len(data)
+        with mmap.mmap(fd, end, access=mmap.ACCESS_READ) as mm, memoryview(mm) as view:
+            h.update(view[pos:end])
+        pos = end
         quiet = time.monotonic() + stall
     elif time.monotonic() > quiet:
         stalled(pos)

@@ -12,13 +12,17 @@
    retried the same way (`max_resumes` times).
 3. Size and sha256 are checked on the site and, once both match, the file is renamed into
    place (`mv -f -T`, rename(2)), the site lock released and the job's hard link made: one
-   command (site_fs.verify_and_place). A mismatch deletes the partial and sends the whole
-   file again (`max_resends` times), then fails with StagingFailed. The final name never
-   shows unverified bytes. New directories are 0700.
+   command (site_fs.verify_and_place), or, for a large send, one that started with the
+   upload and hashed the bytes as they landed (adapters.transfer.follow). A mismatch
+   deletes the partial and sends the whole file again (`max_resends` times), then fails
+   with StagingFailed. The final name never shows unverified bytes. New directories are
+   0700.
 
-A first staging into a cache costs two site commands besides the upload: one that makes
-the directories, checks the cache, takes the lock and reads the sizes
-(adapters.transfer.claim), and verify-and-place; a cache hit one.
+A first staging into a cache costs two site commands: one before the upload that makes the
+directories, checks the cache, takes the lock and reads the sizes
+(adapters.transfer.claim), and verify-and-place (during the upload, for large files); a
+cache hit one. The OpenSSH processes of a large upload start before the first command, so
+their handshakes overlap it (PreparesUploads).
 
 With a cache, a sending staging holds the site's lock on the entry
 (adapters.transfer.site_lock): stagings of the same content from other gateway processes
