@@ -86,11 +86,13 @@ while pos < size:
         time.sleep(0.005)
 print(h.hexdigest(), os.fstat(fd).st_ino)
 """
+# python3 -I -S: no PYTHON* variables, user or site packages (nothing of the account's can
+# stand in for hashlib), and a faster start.
 # "$1".."$7" as the place script's; "$8" the program above, "$9" reorder bytes, "${10}"
 # stall seconds, "${11}" niceness, "${12}" this process's lock holder string. Prints what
 # the place script prints, or "stalled ..."/"unavailable" (nothing was touched).
 _FOLLOW_SCRIPT = r"""command -v python3 >/dev/null 2>&1 || { echo unavailable; exit 0; }
-r=$(nice -n "${11}" python3 -c "$8" "$1" "$2" "$9" "${10}") || { echo unavailable; exit 0; }
+r=$(nice -n "${11}" python3 -I -S -c "$8" "$1" "$2" "$9" "${10}") || { echo unavailable; exit 0; }
 case $r in *" "*) ;; *) echo unavailable; exit 0 ;; esac
 case $r in stalled*) echo "$r"; exit 0 ;; esac
 h=${r%% *}
