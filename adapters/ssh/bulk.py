@@ -61,6 +61,10 @@ _CIPHERS = "^aes128-gcm@openssh.com,aes256-gcm@openssh.com"
 _SOCKET_BUFFER = 4 << 20
 
 
+# An `ssh` process, our end of its socket pair, and the file catching its stderr.
+_Proc = tuple[subprocess.Popen[bytes], socket.socket, IO[bytes]]
+
+
 class BulkUnavailable(Exception):
     """`ssh` could not start an SFTP session; the caller uses its other path."""
 
@@ -77,6 +81,8 @@ class OpenSshBulk:
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()
         self._live: set[subprocess.Popen[bytes]] = set()
+        # `ssh` processes started ahead of an upload, by the thread that will run it.
+        self._ready: dict[int, list[_Proc]] = {}
         # SSH connections opened by this path (each `ssh` process is one).
         self.connects = 0
 
@@ -93,6 +99,21 @@ class OpenSshBulk:
 
     # --- copies ----------------------------------------------------------------------
 
+    def start_ahead(self) -> None:
+        """Start the `ssh` processes of this thread's next upload now, so that their
+        handshakes overlap what the thread does before it (site commands); `end_ahead`
+        ends the ones no upload took."""
+        procs = [self._spawn() for _ in range(self.streams)]
+        with self._lock:
+            stale = self._ready.pop(threading.get_ident(), [])
+            self._ready[threading.get_ident()] = procs
+        self._end(stale, kill=True)
+
+    def end_ahead(self) -> None:
+        with self._lock:
+            unused = self._ready.pop(threading.get_ident(), [])
+        self._end(unused, kill=True)
+
     def upload(self, source: LocalSource, path: str, *, offset: int, length: int | None,
                mode: int, progress: Progress | None) -> int:
         """As FileTransport.upload, striped over `streams` sessions."""
@@ -107,8 +128,10 @@ class OpenSshBulk:
             handles = [(first, handle)] + [(s, s.open(path, OPEN_WRITE)) for s in others]
             with open_source(source, offset) as src:
                 written = write_striped(handles, src, offset, length, progress)
-            for session, h in handles:
-                session.close(h)
+            # All CLOSEs sent, then their replies: one round trip, not one per session.
+            closing = [(session, session.send_close(h)) for session, h in handles]
+            for session, req in closing:
+                session.wait_ok(req)
             return written
 
     def download(self, path: str, sink: LocalSink, *, offset: int, length: int | None,
@@ -135,6 +158,9 @@ class OpenSshBulk:
         self.disconnect()
         with self._lock:
             directory, self._dir = self._dir, None
+            unused = [p for procs in self._ready.values() for p in procs]
+            self._ready.clear()
+        self._end(unused, kill=True)
         if directory is not None:
             directory.cleanup()
 
@@ -142,10 +168,13 @@ class OpenSshBulk:
 
     @contextlib.contextmanager
     def _sessions(self, count: int) -> Iterator[list[SftpSession]]:
-        procs: list[tuple[subprocess.Popen[bytes], socket.socket, IO[bytes]]] = []
+        with self._lock:
+            ahead = self._ready.pop(threading.get_ident(), [])
+        procs, spare = ahead[:count], ahead[count:]
+        self._end(spare, kill=True)
         try:
             # Start every process first: their handshakes overlap.
-            for _ in range(count):
+            while len(procs) < count:
                 procs.append(self._spawn())
             sessions = []
             for proc, sock, errors in procs:
@@ -155,18 +184,34 @@ class OpenSshBulk:
                     raise BulkUnavailable(self._why(proc, errors, exc)) from exc
             yield sessions
         finally:
-            for proc, sock, errors in procs:
-                sock.close()
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-                errors.close()
-                with self._lock:
-                    self._live.discard(proc)
+            self._end(procs, kill=False)
 
-    def _spawn(self) -> tuple[subprocess.Popen[bytes], socket.socket, IO[bytes]]:
+    def _end(self, procs: list[_Proc], *, kill: bool) -> None:
+        """Close the processes' sockets (each `ssh` then ends its session and exits; `kill`:
+        at once, for unused ones that may still be in their handshake) and reap them in
+        the background: the caller's next step (the site's verify command) need not wait
+        for a session's teardown."""
+        for proc, sock, _errors in procs:
+            sock.close()
+            if kill:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        if procs:
+            threading.Thread(target=self._reap, args=(procs,), name="gridgate-ssh-reap",
+                             daemon=True).start()
+
+    def _reap(self, procs: list[_Proc]) -> None:
+        for proc, _sock, errors in procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            errors.close()
+            with self._lock:
+                self._live.discard(proc)
+
+    def _spawn(self) -> _Proc:
         ours, theirs = socket.socketpair()
         for sock in (ours, theirs):
             for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):

@@ -17,7 +17,10 @@ one session land in offset order.
 
 from __future__ import annotations
 
+import os
+import select
 import socket
+import stat
 import struct
 from collections import deque
 from collections.abc import Callable
@@ -75,7 +78,15 @@ class SftpSession:
         return self._expect_handle(self._request(_OPEN, body))
 
     def close(self, handle: bytes) -> None:
-        self._expect_ok(self._request(_CLOSE, _string(handle)))
+        self._expect_ok(self.send_close(handle))
+
+    def send_close(self, handle: bytes) -> int:
+        """Send a CLOSE without waiting; its request id (see `wait_ok`)."""
+        return self._request(_CLOSE, _string(handle))
+
+    def wait_ok(self, req: int) -> None:
+        """Wait for the reply to `req`; SftpError unless it is a success."""
+        self._expect_ok(req)
 
     def size(self, handle: bytes) -> int:
         kind, payload = self._reply(self._request(_FSTAT, _string(handle)))
@@ -99,6 +110,24 @@ class SftpSession:
         req = self._take_id()
         head = struct.pack(">IBI", 1 + 4 + 4 + len(handle) + 8 + 4 + len(data), _WRITE, req)
         self._send(head, _string(handle), _U64.pack(offset), _U32.pack(len(data)), data)
+        return req
+
+    def send_write_file(self, handle: bytes, offset: int, fd: int, pos: int, n: int) -> int:
+        """`send_write` of `n` bytes of the regular file `fd` from `pos`, sent with
+        sendfile(2): they never pass through this process (no read and send copies)."""
+        req = self._take_id()
+        head = struct.pack(">IBI", 1 + 4 + 4 + len(handle) + 8 + 4 + n, _WRITE, req)
+        self._send(head, _string(handle), _U64.pack(offset), _U32.pack(n))
+        while n:
+            try:
+                k = os.sendfile(self.sock.fileno(), fd, pos, n)
+            except BlockingIOError:  # the socket (non-blocking: it has a timeout) is full
+                if not select.select([], [self.sock], [], self.sock.gettimeout())[1]:
+                    raise TimeoutError("the SFTP server stopped reading") from None
+                continue
+            if k == 0:
+                raise EOFError("the file ended before the bytes its request announced")
+            pos, n = pos + k, n - k
         return req
 
     def wait_write(self, req: int) -> None:
@@ -223,28 +252,58 @@ def write_striped(
 
     A session waits only on its own replies, but every session gets every n-th request
     in turn, so none runs more than `window` requests ahead of the others (see
-    `reorder_bytes`).
+    `reorder_bytes`). The last request (when the end is known: a `length` or a file's
+    end) goes once every other one is acknowledged, so a reader on the site that sees the
+    file at its full size sees all of it (adapters.transfer.follow).
     """
     inflight: list[deque[int]] = [deque() for _ in sessions]
+    fd = _regular_file(src)
+    pos, end = (src.tell(), os.fstat(fd).st_size) if fd is not None else (0, 0)
     sent = seq = 0
     while length is None or sent < length:
         want = request_bytes if length is None else min(request_bytes, length - sent)
-        data = src.read(want)
-        if not data:
-            break
         k = seq % len(sessions)
         session, handle = sessions[k]
+        if fd is not None:
+            n = min(want, end - pos)
+            if n <= 0:
+                break
+        else:
+            data = src.read(want)
+            if not data:
+                break
+            n = len(data)
+        last = (sent + n == length) or (fd is not None and pos + n == end)
+        if last:  # once all else is written: a file of full size then holds all of it
+            for (other, _h), pending in zip(sessions, inflight, strict=True):
+                while pending:
+                    other.wait_write(pending.popleft())
         if len(inflight[k]) >= window:
             session.wait_write(inflight[k].popleft())
-        inflight[k].append(session.send_write(handle, offset + sent, data))
-        sent += len(data)
+        if fd is not None:
+            inflight[k].append(session.send_write_file(handle, offset + sent, fd, pos, n))
+            pos += n
+        else:
+            inflight[k].append(session.send_write(handle, offset + sent, data))
+        sent += n
         seq += 1
         if progress is not None:
             progress(sent)
+    if fd is not None:
+        src.seek(pos)  # the stream stands after what was sent, as if read
     for (session, _handle), pending in zip(sessions, inflight, strict=True):
         while pending:
             session.wait_write(pending.popleft())
     return sent
+
+
+def _regular_file(src: IO[bytes]) -> int | None:
+    """The descriptor of `src` when it is a regular file (sent by sendfile), else None."""
+    try:
+        fd = src.fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except (AttributeError, OSError, ValueError):  # no descriptor (io.UnsupportedOperation)
+        return None
 
 
 def reorder_bytes(streams: int, *, request_bytes: int = REQUEST_BYTES,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from adapters.ssh.breaker import CircuitBreaker
 from adapters.ssh.bulk import BulkUnavailable, OpenSshBulk
@@ -114,6 +114,20 @@ class SshTransport:
                 return self._bulk_copy(lambda b: b.upload(
                     source, path, offset=offset, length=length, mode=mode, progress=progress))
         return self._files.upload(source, path, offset, length, mode, progress)
+
+    @contextlib.contextmanager
+    def upload_ahead(self, size: int) -> Iterator[None]:
+        """See PreparesUploads: starts the OpenSSH processes of a bulk upload early (their
+        handshakes take ~0.1 s); a no-op for uploads that go over paramiko."""
+        if self._bulk is None or not _large(size) or self.connection.closed:
+            yield
+            return
+        with contextlib.suppress(BulkUnavailable):  # the upload says why, over paramiko
+            self._bulk.start_ahead()
+        try:
+            yield
+        finally:
+            self._bulk.end_ahead()
 
     def download(
         self, path: str, sink: LocalSink, *, offset: int = 0, length: int | None = None,

@@ -32,24 +32,9 @@ _MKDIR_SCRIPT = ('umask 077 && for d; do mkdir -p -- "$d" && stat -c "%F|%u|%a" 
                  'exit 1; done && id -u')
 # Sizes of several files in one command: a line each, "<kind> <size>" or "missing".
 _SIZES_SCRIPT = 'for p; do stat -c "%F %s" -- "$p" 2>/dev/null || echo missing; done'
-# Verify a file and put it in place, in one command (one round trip instead of five): "$1"
-# the file, "$2" its expected size, "$3" its expected sha256 (hex), "$4" where to rename it
-# ("" keeps it), "$5" a lock directory (adapters.transfer.site_lock) to remove once it is
-# in place (""), "$6" a name to hard-link (or copy) it to ("": none), made as "$7" first
-# then renamed. Every path is
-# data, never code. Prints "missing", "size <n>", "mismatch <hex>" (the file is deleted) or
-# "placed"; exits non-zero (stderr says why) when a command fails.
-_PLACE_SCRIPT = r"""s=$(stat -c "%F %s" -- "$1" 2>/dev/null) || { echo missing; exit 0; }
-case $s in
-  "regular file "*|"regular empty file "*) ;;
-  *) echo "$1 is a ${s% *}, not a regular file" >&2; exit 2 ;;
-esac
-if [ "${s##* }" != "$2" ]; then echo "size ${s##* }"; exit 0; fi
-if command -v openssl >/dev/null 2>&1; then h=$(openssl dgst -sha256 -r "$1") || exit 3
-else h=$(sha256sum -- "$1") || exit 3; fi
-h=${h%% *}
-case $h in "\\"*) h=${h#?} ;; esac
-if [ "$h" != "$3" ]; then rm -f -- "$1"; echo "mismatch $h"; exit 0; fi
+# What the place script (below; the same arguments) does once "$1" hashed to "$h":
+# compare with "$3", then rename, unlock and link. adapters.transfer.follow ends with it.
+PLACE_TAIL = r"""if [ "$h" != "$3" ]; then rm -f -- "$1"; echo "mismatch $h"; exit 0; fi
 kept=$1
 if [ -n "$4" ]; then mv -f -T -- "$1" "$4" || exit 4; kept=$4; fi
 if [ -n "$5" ]; then rm -f -- "$5/holder"; rmdir -- "$5" 2>/dev/null; fi
@@ -60,6 +45,25 @@ elif [ -n "$6" ]; then
     mv -f -T -- "$7" "$6" || exit 5
 fi
 echo placed"""
+# Verify a file and put it in place, in one command (one round trip instead of five): "$1"
+# the file, "$2" its expected size, "$3" its expected sha256 (hex), "$4" where to rename it
+# ("" keeps it), "$5" a lock directory (adapters.transfer.site_lock) to remove once it is
+# in place (""), "$6" a name to hard-link (or copy) it to ("": none), made as "$7" first
+# then renamed. Every path is
+# data, never code. Prints "missing", "size <n>", "mismatch <hex>" (the file is deleted) or
+# "placed"; exits non-zero (stderr says why) when a command fails.
+PLACE_SCRIPT = r"""s=$(stat -c "%F %s" -- "$1" 2>/dev/null) || { echo missing; exit 0; }
+case $s in
+  "regular file "*|"regular empty file "*) ;;
+  *) echo "$1 is a ${s% *}, not a regular file" >&2; exit 2 ;;
+esac
+if [ "${s##* }" != "$2" ]; then echo "size ${s##* }"; exit 0; fi
+if command -v openssl >/dev/null 2>&1; then h=$(openssl dgst -sha256 -r "$1") || exit 3
+else h=$(sha256sum -- "$1") || exit 3; fi
+h=${h%% *}
+case $h in "\\"*) h=${h#?} ;; esac
+""" + PLACE_TAIL
+
 
 
 def _run(transport: Transport, argv: list[str], timeout: float = COMMAND_TIMEOUT) -> str:
@@ -94,10 +98,10 @@ def make_private_dirs(transport: Transport, paths: Sequence[str]) -> None:
         raise SiteCommandFailed(f"cannot tell who owns {', '.join(paths)} on the site: "
                                 f"{out!r}")
     for path, line in zip(paths, out, strict=False):
-        _check_private(path, line, out[-1].strip())
+        check_private(path, line, out[-1].strip())
 
 
-def _check_private(path: str, line: str, me: str) -> None:
+def check_private(path: str, line: str, me: str) -> None:
     try:
         kind, owner, mode = line.split("|")
         writable_by_others = int(mode, 8) & 0o022
@@ -119,7 +123,7 @@ def file_size(transport: Transport, path: str) -> int | None:
     result = transport.run(["stat", "-c", "%F %s", "--", path], timeout=COMMAND_TIMEOUT)
     if result.exit_status != 0:
         return None
-    return _regular_size(path, result.stdout.decode().strip())
+    return regular_size(path, result.stdout.decode().strip())
 
 
 def file_sizes(transport: Transport, paths: Sequence[str]) -> list[int | None]:
@@ -127,11 +131,11 @@ def file_sizes(transport: Transport, paths: Sequence[str]) -> list[int | None]:
     out = _run(transport, ["sh", "-c", _SIZES_SCRIPT, "gridgate-sizes", *paths]).splitlines()
     if len(out) != len(paths):
         raise SiteCommandFailed(f"stat of {len(paths)} files on the site printed {out!r}")
-    return [None if line == "missing" else _regular_size(path, line)
+    return [None if line == "missing" else regular_size(path, line)
             for path, line in zip(paths, out, strict=True)]
 
 
-def _regular_size(path: str, stat_line: str) -> int:
+def regular_size(path: str, stat_line: str) -> int:
     kind, _, size = stat_line.rpartition(" ")
     if kind != "regular file" and kind != "regular empty file":
         raise SiteCommandFailed(f"{path} on the site is a {kind}, not a regular file")
@@ -158,10 +162,15 @@ def verify_and_place(transport: Transport, path: str, size: int, sha256: str, *,
     Nothing is renamed, unlocked or linked unless the file is verified."""
     if not is_sha256(sha256) or not posixpath.isabs(path):
         raise ValueError(f"cannot verify {path!r} against {sha256!r}")
-    argv = ["sh", "-c", _PLACE_SCRIPT, "gridgate-verify", path, str(size), sha256,
+    argv = ["sh", "-c", PLACE_SCRIPT, "gridgate-verify", path, str(size), sha256,
             rename_to or "", unlock or "", link_to or "",
             partial_name(link_to) if link_to else ""]
-    words = _run(transport, argv, timeout=HASH_TIMEOUT).split()
+    return read_verified(path, _run(transport, argv, timeout=HASH_TIMEOUT))
+
+
+def read_verified(path: str, answer: str) -> Verified:
+    """The place script's answer about `path`, read (see `verify_and_place`)."""
+    words = answer.split()
     match words:
         case ["placed"] | ["missing"]:
             return Verified(words[0])

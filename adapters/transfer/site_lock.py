@@ -37,7 +37,7 @@ MAX_WAIT = 120.0
 POLL = 1.0
 # "$1" the lock, "$2" seconds without refresh after which it is stale, "$3" who takes it:
 # data, never code. Answers `taken`, `stale` (broken), `gone`, or `held` and the holder.
-_TAKE_SCRIPT = ('if mkdir -m 700 -- "$1" 2>/dev/null; then '
+TAKE_SCRIPT = ('if mkdir -m 700 -- "$1" 2>/dev/null; then '
                 'printf "%s\\n" "$3" > "$1/holder"; echo taken; exit 0; fi; '
                 'now=$(date +%s); then=$(stat -c %Y -- "$1" 2>/dev/null) || '
                 '{ echo gone; exit 0; }; '
@@ -76,20 +76,22 @@ class SiteLock:
 
 
 @contextlib.contextmanager
-def hold(transport: Transport, cache_dir: str, sha256: str, *,
+def hold(transport: Transport, cache_dir: str, sha256: str, *, answer: str | None = None,
          stale_after: float = STALE_AFTER, refresh: float = REFRESH,
          max_wait: float = MAX_WAIT, poll: float = POLL,
          clock: Callable[[], float] = time.monotonic,
          sleep: Callable[[float], None] = time.sleep) -> Iterator[SiteLock]:
-    """Hold the site's lock on the cache entry `sha256` (see the module)."""
+    """Hold the site's lock on the cache entry `sha256` (see the module). `answer`: what
+    TAKE_SCRIPT, already run by this process (adapters.transfer.claim), printed."""
     if not site_fs.is_sha256(sha256):
         raise ValueError(f"not a sha256 hex digest: {sha256!r}")
     path = lock_name(cache_dir, sha256)
     me = own_holder()
     deadline = clock() + max_wait
     while True:
-        answer = site_fs.output(transport, ["sh", "-c", _TAKE_SCRIPT, "gridgate-lock", path,
-                                            str(int(stale_after)), me]).strip()
+        if answer is None:
+            answer = site_fs.output(transport, ["sh", "-c", TAKE_SCRIPT, "gridgate-lock",
+                                                path, str(int(stale_after)), me]).strip()
         if answer == "taken":
             break
         if answer.startswith("held"):
@@ -99,12 +101,13 @@ def hold(transport: Transport, cache_dir: str, sha256: str, *,
                             path, holder)
                 site_fs.output(transport, ["sh", "-c", _BREAK_SCRIPT, "gridgate-lock", path,
                                            holder])
-                continue
-            if clock() >= deadline:
+            elif clock() >= deadline:
                 raise SiteUnavailable(f"another gateway process has been staging {sha256} "
                                       f"to this site for over {int(max_wait)} s; will retry")
-            sleep(poll)
+            else:
+                sleep(poll)
         # "stale" (broken just now) or "gone" (released meanwhile): try again at once.
+        answer = None
     lock = SiteLock(transport, path, refresh, clock)
     try:
         yield lock

@@ -12,12 +12,17 @@
    retried the same way (`max_resumes` times).
 3. Size and sha256 are checked on the site and, once both match, the file is renamed into
    place (`mv -f -T`, rename(2)), the site lock released and the job's hard link made: one
-   command (site_fs.verify_and_place). A mismatch deletes the partial and sends the whole
-   file again (`max_resends` times), then fails with StagingFailed. The final name never
-   shows unverified bytes. New directories are 0700.
+   command (site_fs.verify_and_place), or, for a large send, one that started with the
+   upload and hashed the bytes as they landed (adapters.transfer.follow). A mismatch
+   deletes the partial and sends the whole file again (`max_resends` times), then fails
+   with StagingFailed. The final name never shows unverified bytes. New directories are
+   0700.
 
-A first staging into a cache costs five site commands besides the upload (directories,
-cache check, lock, sizes, verify-and-place); a cache hit two.
+A first staging into a cache costs two site commands: one before the upload that makes the
+directories, checks the cache, takes the lock and reads the sizes
+(adapters.transfer.claim), and verify-and-place (during the upload, for large files); a
+cache hit one. The OpenSSH processes of a large upload start before the first command, so
+their handshakes overlap it (PreparesUploads).
 
 With a cache, a sending staging holds the site's lock on the entry
 (adapters.transfer.site_lock): stagings of the same content from other gateway processes
@@ -27,22 +32,29 @@ shared. Callers in one process still serialise per (site, sha256) (cheaper than 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 # StagingFailed is drawn with the other adapter errors; importable from here as before.
 from adapters.errors import SiteUnavailable
 from adapters.errors import StagingFailed as StagingFailed
 from adapters.transfer import site_fs, site_lock
+from adapters.transfer.claim import claim
+from adapters.transfer.follow import Follower, Placing
 from adapters.transfer.sources import LocalFile, SiteFile, Source
-from adapters.transport import FileTransport, Progress
+from adapters.transport import FileTransport, PreparesUploads, Progress
 
 log = logging.getLogger("adapters.transfer")
 
 MAX_RESUMES = 5
 MAX_RESENDS = 2
 _FILE_MODE = 0o600
+# From this many bytes to send, the site verifies the file as it arrives
+# (adapters.transfer.follow); below, a hash afterwards costs a few milliseconds.
+FOLLOW_MIN_BYTES = 32 << 20
 
 
 
@@ -131,21 +143,38 @@ def stage(
         raise ValueError("size must be >= 0")
     if not posixpath.isabs(dest_path) or posixpath.basename(dest_path) in ("", ".", ".."):
         raise ValueError(f"dest_path must be an absolute file path, not {dest_path!r}")
-    directories = [posixpath.dirname(dest_path)] + ([cache_dir] if cache_dir else [])
-    site_fs.make_private_dirs(transport, directories)
     if cache_dir is None:
-        sender = _Sender(transport, source, expected, site_fs.partial_name(dest_path),
-                         progress, max_resumes, max_resends)
-        sender.send_verified(rename_to=dest_path)
+        with _ahead(transport, expected.size, None):
+            site_fs.make_private_dirs(transport, [posixpath.dirname(dest_path)])
+            sender = _Sender(transport, source, expected, site_fs.partial_name(dest_path),
+                             progress, max_resumes, max_resends)
+            sender.send_verified(rename_to=dest_path)
         return sender.result(dest_path, cached=False)
 
     entry = posixpath.join(cache_dir, expected.sha256)
-    if _serve_cached(transport, entry, expected, dest_path):
+    seen = (id(transport), entry)
+    with _ahead(transport, expected.size, seen):
+        result = _stage_cached(transport, source, expected, dest_path, cache_dir, entry,
+                               progress, max_resumes, max_resends)
+    _remember(seen)
+    return result
+
+
+def _stage_cached(transport: FileTransport, source: Source, expected: StagedFile,
+                  dest_path: str, cache_dir: str, entry: str, progress: Progress | None,
+                  max_resumes: int, max_resends: int) -> StageResult:
+    """`stage` through the site's cache entry `entry`."""
+    partial = site_fs.partial_name(entry)
+    claimed = claim(transport, posixpath.dirname(dest_path), cache_dir, entry,
+                    expected.size, expected.sha256, dest_path, partial)
+    if claimed.placed:
         return StageResult(dest=dest_path, bytes_sent=0, cached=True)
-    with site_lock.hold(transport, cache_dir, expected.sha256) as lock:
-        partial = site_fs.partial_name(entry)
-        entry_size, have = site_fs.file_sizes(transport, [entry, partial])
-        # Another gateway process may have sent it while this one waited for the lock.
+    with site_lock.hold(transport, cache_dir, expected.sha256,
+                        answer=claimed.answer) as lock:
+        if claimed.answer == "taken":
+            entry_size, have = claimed.entry_size, claimed.partial_size
+        else:  # taken after a wait: another gateway process may have sent it meanwhile
+            entry_size, have = site_fs.file_sizes(transport, [entry, partial])
         if entry_size == expected.size and _serve_cached(transport, entry, expected,
                                                          dest_path):
             return StageResult(dest=dest_path, bytes_sent=0, cached=True)
@@ -161,6 +190,29 @@ def stage(
         sender.send_verified(rename_to=entry, unlock=lock.path, link_to=dest_path, have=have)
         lock.removed_by_caller()
     return sender.result(dest_path, cached=False)
+
+
+# Cache entries this process found or put at a site, by (transport, entry). The next
+# staging of one is most likely a cache hit, which sends nothing: no upload connections
+# are started ahead for it (connections a site sees cut off mid-handshake look like
+# probing). Only a hint: a wrong one costs the overlap, or two unused connections.
+_KNOWN_CACHED: set[tuple[int, str]] = set()
+_KNOWN_CACHED_MAX = 4096
+
+
+def _ahead(transport: FileTransport, size: int,
+           seen: tuple[int, str] | None) -> AbstractContextManager[None]:
+    """Let the transport set up the upload's connections while the site commands before
+    it run (PreparesUploads), unless `seen` says the entry is most likely cached."""
+    if isinstance(transport, PreparesUploads) and seen not in _KNOWN_CACHED:
+        return transport.upload_ahead(size)
+    return contextlib.nullcontext()
+
+
+def _remember(seen: tuple[int, str]) -> None:
+    if len(_KNOWN_CACHED) >= _KNOWN_CACHED_MAX:
+        _KNOWN_CACHED.clear()
+    _KNOWN_CACHED.add(seen)
 
 
 def _serve_cached(transport: FileTransport, entry: str, expected: StagedFile,
@@ -204,6 +256,7 @@ class _Sender:
         if have == _UNKNOWN:
             have = site_fs.file_sizes(self.transport, [self.partial])[0]
         while True:
+            found: site_fs.Verified | None = None
             if have is not None and have > size:
                 site_fs.remove(self.transport, self.partial)
                 have = None
@@ -217,14 +270,16 @@ class _Sender:
                 # A striped upload may have left holes just below the partial's end.
                 offset = max(0, (have or 0) - self.transport.write_reorder_bytes)
                 try:
-                    self._send_from(offset)
+                    found = self._send_from(offset, Follower.place(
+                        rename_to=rename_to, unlock=unlock, link_to=link_to))
                 except SiteUnavailable as exc:
                     if attempts > self.max_resumes:
                         raise
                     log.info("staging to %s interrupted (%s); resuming", self.partial, exc)
-            found = site_fs.verify_and_place(self.transport, self.partial, size,
-                                             self.expected.sha256, rename_to=rename_to,
-                                             unlock=unlock, link_to=link_to)
+            if found is None:  # not verified on arrival
+                found = site_fs.verify_and_place(self.transport, self.partial, size,
+                                                 self.expected.sha256, rename_to=rename_to,
+                                                 unlock=unlock, link_to=link_to)
             if found.outcome == "placed":
                 return
             if found.outcome != "mismatch":  # short (or gone): send the rest
@@ -239,7 +294,23 @@ class _Sender:
             log.warning("sha256 mismatch on %s (got %s); resending", self.partial,
                         found.digest)
 
-    def _send_from(self, offset: int) -> None:
+    def _send_from(self, offset: int, place: Placing) -> site_fs.Verified | None:
+        """Send from `offset`. A large send is verified (and placed) on the site as it
+        arrives (adapters.transfer.follow): what that found, None if it could not tell.
+        A send that failed yet arrived whole (a lost reply to the last write) counts."""
+        follower = None
+        if self.expected.size - offset >= FOLLOW_MIN_BYTES:
+            follower = Follower(self.transport, self.partial, self.expected,
+                                self.transport.write_reorder_bytes, place)
+        try:
+            self._upload_from(offset)
+        except (SiteUnavailable, StagingFailed):
+            if follower is None or (found := follower.result()) is None:
+                raise
+            return found
+        return follower.result() if follower is not None else None
+
+    def _upload_from(self, offset: int) -> None:
         before = self.sent
         progress = self.progress
 

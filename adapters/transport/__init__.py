@@ -33,6 +33,7 @@ from adapters.transport.protocol import (
     FileTransport,
     LocalSink,
     LocalSource,
+    PreparesUploads,
     Progress,
     Transport,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "LocalSource",
     "LocalTransport",
     "OutputTooLarge",
+    "PreparesUploads",
     "Progress",
     "Transport",
     "TransportError",

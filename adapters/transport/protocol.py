@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import IO, Protocol
+from typing import IO, Protocol, runtime_checkable
 
 # Past this much stdout + stderr a command is stopped: a scheduler query never needs more.
 DEFAULT_MAX_OUTPUT_BYTES = 16 << 20
@@ -94,4 +95,15 @@ class FileTransport(Transport, Protocol):
         A path sink is opened for writing without truncation and written from `offset`.
         Raises FileTransferError if `path` is missing or unreadable.
         """
+        ...
+
+
+@runtime_checkable
+class PreparesUploads(Protocol):
+    """A FileTransport that can set up an upload's connections ahead of it."""
+
+    def upload_ahead(self, size: int) -> AbstractContextManager[None]:
+        """While the context is open, the connections of this thread's next upload (of
+        `size` bytes) are set up in the background: their handshakes overlap the caller's
+        steps before it. Ones no upload took are closed when the context ends."""
         ...

@@ -307,17 +307,16 @@ class CountingCommands(LocalTransport):
 
 def test_a_staging_costs_few_site_commands(tmp_path: Path, content: tuple[Path, str]) -> None:
     """Round trips are most of a staging's time besides the bytes: a first staging into a
-    cache takes five commands (directories, cache check, lock, sizes, then one that
-    verifies, renames, unlocks and links); a cache hit two; no cache three."""
+    cache takes two commands (directories, cache check, lock and sizes in one; then one
+    that verifies, renames, unlocks and links); a cache hit one; no cache three."""
     src, digest = content
     cache = str(tmp_path / "cache")
     first, hit, plain = CountingCommands(), CountingCommands(), CountingCommands()
     stage_file(first, str(src), digest, SIZE, str(tmp_path / "j1" / "a"), cache)
     stage_file(hit, str(src), digest, SIZE, str(tmp_path / "j2" / "a"), cache)
     stage_file(plain, str(src), digest, SIZE, str(tmp_path / "j3" / "a"))
-    assert first.commands == ["gridgate-mkdir", "gridgate-verify", "gridgate-lock",
-                              "gridgate-sizes", "gridgate-verify"]
-    assert hit.commands == ["gridgate-mkdir", "gridgate-verify"]
+    assert first.commands == ["gridgate-claim", "gridgate-verify"]
+    assert hit.commands == ["gridgate-claim"]
     assert plain.commands == ["gridgate-mkdir", "gridgate-sizes", "gridgate-verify"]
     for job in ("j1", "j2", "j3"):
         assert (tmp_path / job / "a").read_bytes() == src.read_bytes()

@@ -15,7 +15,7 @@ from adapters.errors import SiteUnavailable
 from adapters.ssh import SshTransport
 from adapters.ssh.transport import BULK_MIN_BYTES
 from adapters.transport import HostKeyMismatch
-from tests.ssh.conftest import target_for
+from tests.ssh.conftest import target_for, wait_for
 from tests.ssh.sshd import Sshd, keygen
 
 MIB = 1 << 20
@@ -114,3 +114,25 @@ def test_bulk_streams_0_keeps_everything_on_paramiko(sshd: Sshd, remote_dir: Pat
     finally:
         t.close()
     assert (remote_dir / "p.bin").read_bytes() == data
+
+
+def test_an_upload_takes_the_processes_started_ahead_of_it(transport: SshTransport,
+                                                           remote_dir: Path,
+                                                           big: tuple[Path, bytes]) -> None:
+    """Started ahead, the `ssh` processes serve the upload (none more are started); ones
+    no upload took are ended with the context; small uploads start none."""
+    source, data = big
+    bulk = transport.bulk
+    assert bulk is not None
+    with transport.upload_ahead(len(data)):
+        assert bulk.connects == 2
+        assert transport.upload(str(source), str(remote_dir / "a.bin")) == len(data)
+    assert bulk.connects == 2 and (remote_dir / "a.bin").read_bytes() == data
+    with transport.upload_ahead(len(data)):
+        assert bulk.connects == 4
+        live = set(bulk._live)
+        assert len(live) == 2
+    wait_for("the unused processes to end", lambda: not bulk._live)
+    assert all(proc.poll() is not None for proc in live)
+    with transport.upload_ahead(MIB):
+        assert bulk.connects == 4

@@ -82,6 +82,38 @@ def test_striped_write_over_three_sessions_lands_every_byte(servers: list[Server
     assert seen == sorted(seen) and len(seen) == 36 and seen[-1] == len(data)
 
 
+def test_a_regular_file_is_sent_from_where_it_stands_by_sendfile(
+        servers: list[Server], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file source goes by sendfile(2) (a full socket waits), from its position, and is
+    left after what was sent; a length cuts it short, a file's end ends it."""
+    data = os.urandom(300 * KIB + 7)
+    source = tmp_path / "src.bin"
+    source.write_bytes(data)
+    calls: list[int] = []
+    real = os.sendfile
+
+    def counted(out: int, fd: int, pos: int | None, n: int) -> int:
+        calls.append(n)
+        return real(out, fd, pos, n)
+
+    monkeypatch.setattr(os, "sendfile", counted)
+    path = str(tmp_path / "out.bin")
+    sessions = [s.session for s in servers[:2]]
+    handle = sessions[0].open(path, OPEN_WRITE | OPEN_CREATE | OPEN_TRUNCATE)
+    handles = [(sessions[0], handle), (sessions[1], sessions[1].open(path, OPEN_WRITE))]
+    with open(source, "rb") as src:
+        src.read(5)  # buffered: the file's own offset is past where the stream stands
+        assert write_striped(handles, src, 0, 200 * KIB, request_bytes=16 * KIB) == 200 * KIB
+        assert src.tell() == 5 + 200 * KIB
+        assert write_striped(handles, src, 200 * KIB, None, request_bytes=16 * KIB) \
+            == len(data) - 5 - 200 * KIB
+        assert src.read() == b""
+    for session, h in handles:
+        session.close(h)
+    assert Path(path).read_bytes() == data[5:]
+    assert calls and sum(calls) >= len(data) - 5
+
+
 def test_write_at_an_offset_with_a_length_and_truncate(servers: list[Server],
                                                        tmp_path: Path) -> None:
     path = tmp_path / "partial.bin"

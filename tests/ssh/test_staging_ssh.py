@@ -1,6 +1,6 @@
 """Verified staging of a large file to a real sshd on 127.0.0.1: a striped OpenSSH upload,
-then one command that checks size and sha256 on the site and renames, unlocks and links
-(site_fs.verify_and_place); a stripe damaged in transit is detected and resent."""
+verified on the site as it arrives by one command that then renames, unlocks and links
+(adapters.transfer.follow); a stripe damaged in transit is detected and resent."""
 
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ class Watching:
 
     def run(self, argv: list[str], **kw: Any) -> Any:
         result = self.inner.run(argv, **kw)
-        if argv[:2] == ["sh", "-c"] and argv[3] == "gridgate-verify":
-            self.answers.append(result.stdout.decode().strip())
+        if argv[:2] == ["sh", "-c"] and argv[3] in ("gridgate-verify", "gridgate-follow"):
+            self.answers.append(f"{argv[3]}: {result.stdout.decode().strip()}")
         return result
 
     def upload(self, source: Any, path: str, **kw: Any) -> int:
@@ -86,7 +86,8 @@ def test_a_large_file_is_striped_then_verified_and_placed_in_one_command(
     result = staged(files, remote_dir, big)
     assert transport.bulk is not None and transport.bulk.connects == 2  # striped
     assert (result.bytes_sent, result.resends) == (len(big[1]), 0)
-    assert files.answers == ["missing", "placed"]
+    # Verified and placed as it arrived: no command after the upload.
+    assert files.answers == ["gridgate-follow: placed"]
 
 
 def test_a_stripe_damaged_in_transit_is_detected_and_resent(
@@ -95,6 +96,7 @@ def test_a_stripe_damaged_in_transit_is_detected_and_resent(
     result = staged(files, remote_dir, big)
     wrong = bytearray(big[1])
     wrong[FLIP_AT] ^= 0xFF
-    assert files.answers == ["missing", f"mismatch {hashlib.sha256(wrong).hexdigest()}",
-                             "placed"]
+    assert files.answers == [
+        f"gridgate-follow: mismatch {hashlib.sha256(wrong).hexdigest()}",
+        "gridgate-follow: placed"]
     assert (result.bytes_sent, result.resends) == (2 * len(big[1]), 1)
