@@ -3,10 +3,11 @@
 A private PostgreSQL (tests/pg.py) is migrated to head; allocations are granted through
 gateway.services.allocations, then a year of settled jobs is bulk-loaded in the database
 (INSERT ... SELECT generate_series): per job one winning attempt, one usage record and
-one lien, and the six ledger legs the bank writes for it (lien, charge from the lien,
-release of the rest); each allocation's running sums are then set from its ledger, as the
-bank keeps them. After VACUUM ANALYZE (what autovacuum does to a loaded table) it times,
-through gateway.services.reports as the API calls them:
+one lien (settled: a reservation, outside the ledger), and the two ledger legs the bank
+writes for its charge; each allocation's running sums are then set from its ledger, as
+the bank keeps them (nothing held: every lien is closed). After VACUUM ANALYZE (what
+autovacuum does to a loaded table) it times, through gateway.services.reports as the API
+calls them:
 
 - `allocations`: the allocation report as of now and as of half a year ago;
 - `usage_by_site`: usage by site with the rate basis, as of now (issue 13 target for a
@@ -107,29 +108,14 @@ LOAD = [
               {created},
               {received}
        FROM generate_series(1, :n) g""",
-    # The six legs the bank posts per job: lien (available -> held), charge (held ->
-    # used), release of the rest (held -> available).
+    # The two legs the bank posts per job: its charge (available -> used). The lien is
+    # a reservation (the row above), outside the ledger.
     """INSERT INTO ledger_entries (txn, at, allocation_id, account, amount_milli, kind,
          job_id, lien_id, usage_id, reason, actor)
-       SELECT leg.kind || '-' || g,
-              CASE WHEN leg.kind = 'lien' THEN {created}
-                   ELSE {received}
-              END,
-              :a0 + g % :p, leg.account,
-              leg.sign * CASE leg.kind
-                WHEN 'lien' THEN q.quote WHEN 'charge' THEN q.charge
-                ELSE q.quote - q.charge END,
-              leg.kind, 'bench-' || g, g, CASE WHEN leg.kind = 'charge' THEN g END,
-              leg.kind, 'bench'
+       SELECT 'charge-' || g, {received}, :a0 + g % :p, leg.account,
+              leg.sign * ({charge}), 'charge', 'bench-' || g, g, g, 'charge', 'bench'
        FROM generate_series(1, :n) g
-       CROSS JOIN LATERAL (SELECT
-              {quote} AS quote,
-              {charge}
-                AS charge) q
-       CROSS JOIN (VALUES ('lien', 'available', -1), ('lien', 'held', 1),
-                          ('charge', 'held', -1), ('charge', 'used', 1),
-                          ('release', 'held', -1), ('release', 'available', 1))
-            AS leg(kind, account, sign)""",
+       CROSS JOIN (VALUES ('available', -1), ('used', 1)) AS leg(account, sign)""",
     # The running sums, as the bank keeps them in the same transaction as the legs.
     """UPDATE allocations a SET
          awarded_milli = -s.funding, available_milli = s.available, held_milli = s.held,
@@ -145,7 +131,11 @@ LOAD = [
 LOADED = ["jobs", "attempts", "usage_records", "liens", "ledger_entries"]
 RAW_ALLOCATIONS = """
     SELECT allocation_id, account, sum(amount_milli) FROM ledger_entries
-    WHERE at <= :as_of GROUP BY allocation_id, account"""
+    WHERE at <= :as_of GROUP BY allocation_id, account
+    UNION ALL
+    SELECT allocation_id, 'held', sum(amount_milli) FROM liens
+    WHERE created_at <= :as_of AND (closed_at IS NULL OR closed_at > :as_of)
+    GROUP BY allocation_id"""
 RAW_USAGE_BY_SITE = """
     SELECT site_name, count(*), sum(cores * elapsed), sum(charged_milli)
     FROM usage_records WHERE received_at <= :as_of GROUP BY site_name"""

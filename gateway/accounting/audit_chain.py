@@ -63,6 +63,15 @@ class Link:
     prev_hash: str
     hash: str
 
+    def told(self) -> list[tuple[str, Mapping[str, Any]]]:
+        """What the link records, as (kind, data): itself, then the link a submission's
+        state change carries (its lien: gateway.repositories.fast_hold writes both with
+        one statement, so they are one link)."""
+        carried = self.data.get("posting")
+        if not isinstance(carried, Mapping):
+            return [(self.kind, self.data)]
+        return [(self.kind, self.data), (str(carried["kind"]), carried)]
+
 
 class Fault(StrEnum):
     """What is wrong at the first broken link."""

@@ -60,16 +60,24 @@ def posting(session: Session, kind: str, actor: str, at: datetime, txn: str,
     account, amount in milli-SU); about its job, else its (first) allocation."""
     subject = (f"job:{job_id}" if job_id else
                f"allocation:{legs[0][0]}" if legs else "ledger")
-    append(session, kind, subject, actor, posting_data(txn, reason, lien_id, usage_id, legs),
-           at)
-
-
-def posting_data(txn: str, reason: str | None, lien_id: int | None, usage_id: int | None,
-                 legs: list[tuple[int, str, int]]) -> dict[str, Any]:
-    """What a ledger transaction's link records (see `posting`)."""
-    return {"txn": txn, "reason": reason, "lien": lien_id, "usage": usage_id,
+    append(session, kind, subject, actor,
+           {"txn": txn, "reason": reason, "lien": lien_id, "usage": usage_id,
             "legs": [{"allocation": a, "account": account, "amount_milli": amount}
-                     for a, account, amount in legs]}
+                     for a, account, amount in legs]}, at)
+
+
+def lien(session: Session, kind: str, actor: str, at: datetime, job_id: str,
+         data: Mapping[str, Any]) -> None:
+    """The link of a lien taken (`kind` "lien") or released ("release"), about its job;
+    `data` from `lien_data`."""
+    append(session, kind, f"job:{job_id}", actor, data, at)
+
+
+def lien_data(lien_id: int, allocation_id: int, amount_milli: int, reason: str
+              ) -> dict[str, Any]:
+    """What a lien's link records: which lien, of which allocation, how much, and why."""
+    return {"lien": lien_id, "allocation": allocation_id, "amount_milli": amount_milli,
+            "reason": reason}
 
 
 def write(conn: Connection, events: list[NewAuditEvent]) -> None:

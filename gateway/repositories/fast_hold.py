@@ -5,20 +5,18 @@ the row stays locked until the submission commits; so the work done under that l
 what bounds a project's submissions per second, and a round trip is a good part of a
 submission's cost. So the lien is taken by the statement that inserts the job's first
 event (its last statement before the audit chain's at commit): it stores the quotes,
-draws, holds the lien and writes its two ledger legs. The allocation is updated with its
-balance checked again on the row's newest version (PostgreSQL re-evaluates an UPDATE's
-condition after waiting for a concurrent one), so nothing is ever overspent. It draws
-only when the earliest-ending allocation that can pay at the site covers the whole
-amount, exactly what `gateway.services.bank.hold` would do then; any other case (a split
-across allocations, a balance spent meanwhile) holds nothing and the caller takes
-bank.hold's locked path. The allocation's running sums are updated here with the legs,
-as gateway.services.ledger does; the event and the ledger transaction are chained into
-the audit trail as one link (the event's, with the posting that ledger.post would chain).
+draws and holds the lien (a reservation: no ledger legs, see gateway.services.bank). The
+allocation is updated with its balance checked again on the row's newest version
+(PostgreSQL re-evaluates an UPDATE's condition after waiting for a concurrent one), so
+nothing is ever overspent. It draws only when the earliest-ending allocation that can
+pay at the site covers the whole amount, exactly what `gateway.services.bank.hold` would
+do then; any other case (a split across allocations, a balance spent meanwhile) holds
+nothing and the caller takes bank.hold's locked path. The event and the lien are chained
+into the audit trail as one link (the event's, carrying the lien's link data).
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 
 from sqlalchemy import text
@@ -49,18 +47,10 @@ WITH ev AS (
   WHERE a.id = chosen.id AND a.status = 'active'
     AND a.available_milli + a.credit_limit_milli >= :amount
   RETURNING a.id
-), lien AS (
-  INSERT INTO liens (job_id, allocation_id, site_name, amount_milli, status, created_at)
-  SELECT :job_id, drawn.id, :site, :amount, 'held', :now FROM drawn
-  RETURNING id, allocation_id
 )
-INSERT INTO ledger_entries (txn, at, allocation_id, account, amount_milli, kind, job_id,
-                            lien_id, reason, actor)
-SELECT :txn, :now, lien.allocation_id, leg.account, leg.amount, 'lien', :job_id, lien.id,
-       :reason, :actor
-FROM lien CROSS JOIN (VALUES ('available', -CAST(:amount AS bigint)),
-                             ('held', CAST(:amount AS bigint))) AS leg(account, amount)
-RETURNING lien_id, allocation_id
+INSERT INTO liens (job_id, allocation_id, site_name, amount_milli, status, created_at)
+SELECT :job_id, drawn.id, :site, :amount, 'held', :now FROM drawn
+RETURNING id, allocation_id
 """)
 
 
@@ -72,22 +62,19 @@ def event_and_hold(session: Session, event: NewEvent, project_id: int,
     it; chains the event, and the lien if taken, into the audit trail. False when the
     lien was not taken (the event and quotes are written either way)."""
     job_id, now = event.job_id, event.at
-    txn, reason = str(uuid.uuid4()), f"held for job {job_id}"
     rows = session.connection().execute(_HOLD, {
         "job_id": job_id, "now": now, "project_id": project_id, "site": site,
         "ev_from": event.from_state, "ev_to": event.to_state, "ev_reason": event.reason,
         "ev_actor": event.actor, "ev_raw": event.raw_state,
-        "amount": amount_milli, "txn": txn, "actor": actor, "reason": reason,
+        "amount": amount_milli,
         "q_sites": [q[0] for q in quotes], "q_cards": [q[1] for q in quotes],
         "q_amounts": [q[2] for q in quotes]}).all()
-    if len(rows) != 2:
+    if not rows:
         event.chain(session)
         return False
     lien_id, allocation_id = rows[0]
-    # One link for the event and the lien's ledger transaction: each link is a row, a
-    # sha256 and a longer hold of the chain's head lock, which every commit takes.
-    posting = audit.posting_data(txn, reason, lien_id, None,
-                                 [(allocation_id, "available", -amount_milli),
-                                  (allocation_id, "held", amount_milli)])
-    event.chain(session, {"kind": "lien", **posting})
+    # One link for the event and the lien: each link is a row, a sha256 and a longer hold
+    # of the chain's head lock, which every commit takes.
+    event.chain(session, {"kind": "lien", **audit.lien_data(
+        lien_id, allocation_id, amount_milli, f"held for job {job_id}")})
     return True

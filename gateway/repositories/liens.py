@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from gateway.db.bank_models import Lien
@@ -21,3 +21,10 @@ def held_by_job(session: Session, job_ids: Collection[str]) -> dict[str, dict[in
         own = held.setdefault(job_id, {})
         own[allocation_id] = own.get(allocation_id, 0) + amount
     return held
+
+
+def held_by_allocation(session: Session) -> dict[int, int]:
+    """What the open liens hold now: allocation id -> milli-SU."""
+    return {int(a): int(total) for a, total in session.execute(
+        select(Lien.allocation_id, func.sum(Lien.amount_milli))
+        .where(Lien.status == "held").group_by(Lien.allocation_id))}

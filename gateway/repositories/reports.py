@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from gateway.accounting.report_math import SIZE_BUCKETS
-from gateway.db.bank_models import Allocation, LedgerEntry, RateCard, UsageRow
+from gateway.db.bank_models import Allocation, LedgerEntry, Lien, RateCard, UsageRow
 from gateway.db.models import Job, Project, User
 
 GROUPINGS = ("site", "user", "project", "size")
@@ -131,10 +131,12 @@ def allocation_sums(session: Session, scope: Scope, as_of: datetime, window_star
     """Each allocation created by `as_of`, with its accounts as of `as_of` and its usage
     (net of refunds) in (`window_start`, `as_of`].
 
-    When `as_of` is nearer the start than `now`, the rows at or before it are summed;
-    otherwise each allocation's running sums (written in the same transaction as every
-    ledger row, and checked against the ledger by the audit) less the rows after it: the
-    same figures from fewer rows. Either way one statement, so one snapshot."""
+    Held is what the liens open at `as_of` held (liens are reservations outside the
+    ledger); available is the ledger's available (with older liens' held legs) less that.
+    When `as_of` is nearer the start than `now`, the ledger rows at or before it are
+    summed; otherwise each allocation's running sums (written in the same transaction as
+    every ledger row, and checked against the ledger by the audit) less the rows after it:
+    the same figures from fewer rows. Either way one statement, so one snapshot."""
     first = session.scalar(select(func.min(Allocation.created_at))
                            .join(Project, Project.id == Allocation.project_id)
                            .where(scope.projects()))
@@ -147,25 +149,32 @@ def allocation_sums(session: Session, scope: Scope, as_of: datetime, window_star
               .where(LedgerEntry.at > window_start, LedgerEntry.at <= as_of,
                      LedgerEntry.account == "used")
               .group_by(LedgerEntry.allocation_id).subquery())
+    held = (select(Lien.allocation_id.label("allocation_id"),
+                   func.sum(Lien.amount_milli).label("held"))
+            .where(Lien.created_at <= as_of,
+                   or_(Lien.closed_at.is_(None), Lien.closed_at > as_of))
+            .group_by(Lien.allocation_id).subquery())
     query = (select(Allocation, Project.name, sums.c.funding, sums.c.available,
-                    sums.c.held, sums.c.used, window.c.recent)
+                    sums.c.held, sums.c.used, window.c.recent, held.c.held.label("open"))
              .join(Project, Project.id == Allocation.project_id)
              .outerjoin(sums, sums.c.allocation_id == Allocation.id)
              .outerjoin(window, window.c.allocation_id == Allocation.id)
+             .outerjoin(held, held.c.allocation_id == Allocation.id)
              .where(scope.projects(), Allocation.created_at <= as_of)
              .order_by(Project.name, Allocation.ends_at, Allocation.id))
     found = []
     for row in session.execute(query):
         a: Allocation = row[0]
-        funding, available, held, used = (int(v or 0) for v in (
-            row.funding, row.available, row.held, row.used))
+        funding, unspent, used = (int(v or 0) for v in (
+            row.funding, (row.available or 0) + (row.held or 0), row.used))
         if recent_side:  # the running sums (every row) less the rows after as_of
             funding = -a.awarded_milli - funding
-            available, held, used = (a.available_milli - available, a.held_milli - held,
-                                     a.used_milli - used)
+            unspent = a.available_milli + a.held_milli - unspent
+            used = a.used_milli - used
+        open_liens = int(row.open or 0)
         found.append(AllocationSums(
             a.id, row.name, a.pool, a.starts_at, a.ends_at, a.status, a.credit_limit_milli,
-            -funding, available, held, used, int(row.recent or 0)))
+            -funding, unspent - open_liens, open_liens, used, int(row.recent or 0)))
     return found
 
 

@@ -1,5 +1,6 @@
 """Checking the audit trail: the whole hash chain, walked in id order in constant memory,
-and the ledger against the allocations' running sums. Auditors and admins only."""
+and the ledger and the open liens against the allocations' running sums. Auditors and
+admins only."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from sqlalchemy.orm import Session
 from gateway.accounting import audit_chain
 from gateway.auth.principal import Principal
 from gateway.domain.errors import Forbidden
-from gateway.repositories import audit
+from gateway.repositories import audit, liens
 from gateway.schemas.audit import AuditBreakOut, AuditHeadOut, AuditVerifyOut
 from gateway.services import ledger
 from gateway.services.project_access import is_auditor
@@ -45,17 +46,23 @@ def verify(session: Session, now: datetime) -> AuditVerifyOut:
 
 
 def _ledger_problems(session: Session) -> tuple[int, list[str]]:
-    """(allocations checked, problems): running sums that differ from the ledger, and
-    transactions whose legs do not sum to zero."""
+    """(allocations checked, problems): running sums that differ from the ledger or, for
+    `held`, from the open liens; and transactions whose legs do not sum to zero."""
     problems: list[str] = []
     checked = 0
+    open_liens = liens.held_by_allocation(session)
     for a in audit.allocations(session):
         checked += 1
         sums = ledger.sums_as_of(session, a.id)
-        stored = {"funding": -a.awarded_milli, "available": a.available_milli,
-                  "held": a.held_milli, "used": a.used_milli}
-        differ = [f"{account} {stored[account]} (ledger {sums[account]})"
-                  for account in ledger.ACCOUNTS if stored[account] != sums[account]]
+        pairs = {  # running sum, what the ledger (or the liens) says
+            "awarded": (a.awarded_milli, -sums["funding"]),
+            "available + held": (a.available_milli + a.held_milli,
+                                 sums["available"] + sums["held"]),
+            "used": (a.used_milli, sums["used"]),
+            "held": (a.held_milli, open_liens.get(a.id, 0)),
+        }
+        differ = [f"{name} {stored} ({'open liens' if name == 'held' else 'ledger'} {found})"
+                  for name, (stored, found) in pairs.items() if stored != found]
         if differ and len(problems) < SHOWN:
             problems.append(f"allocation {a.id}: running sums differ from its ledger: "
                             + ", ".join(differ))

@@ -5,6 +5,14 @@ can never have more accepted work than it can pay for: the check and the hold ar
 atomic step under the allocations' row locks); when the job is routed the lien is drawn
 again for the chosen site's quote; when it ends it is settled from the site's usage
 records (charge, refund, the rest released), or released whole if it never ran.
+
+A lien is a reservation, as in Gold/MAM: a row of its own (`liens`: amount, opened,
+closed) and the allocation's `held_milli`, never ledger legs; the ledger moves money
+only (deposits, transfers, adjustments, charges, refunds). Taking or releasing a lien
+moves its amount between the allocation's `available_milli` and `held_milli` and is a
+link of the audit chain (kind `lien` or `release`); a charge drawn from a lien releases
+that much of it and charges it from `available`. So the ledger's `available` (with the
+`held` legs of liens taken before this design) is the allocation's available plus held.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from gateway.accounting.charging import Charge
 from gateway.accounting.units import su
 from gateway.db.bank_models import Allocation, Lien
 from gateway.domain.errors import Invalid
-from gateway.repositories import bank_rows
+from gateway.repositories import audit, bank_rows
 from gateway.services import ledger
 from gateway.services.ledger import Leg, Posting
 
@@ -90,9 +98,9 @@ def hold(session: Session, job_id: str, payer: Payer, site: str | None, amount_m
                     amount_milli=take, status="held", created_at=now)
         bank_rows.add(session, lien)
         session.flush()
-        ledger.post(session, Posting("lien", now, actor, f"held for job {job_id}", job_id,
-                                     lien.id),
-                    [Leg(allocation, "available", -take), Leg(allocation, "held", take)])
+        _move(allocation, take)
+        audit.lien(session, "lien", actor, now, job_id,
+                   audit.lien_data(lien.id, allocation.id, take, f"held for job {job_id}"))
         liens.append(lien)
         remaining -= take
     return liens
@@ -129,11 +137,18 @@ def rehold(session: Session, job_id: str, payer: Payer, site: str, amount_milli:
     return hold(session, job_id, payer, site, amount_milli, now, actor)
 
 
+def _move(allocation: Allocation, amount_milli: int) -> None:
+    """Hold `amount_milli` more of the allocation for a lien (negative: release it)."""
+    allocation.available_milli -= amount_milli
+    allocation.held_milli += amount_milli
+
+
 def _close(session: Session, lien: Lien, allocation: Allocation, rest: int, now: datetime,
            actor: str, reason: str, status: str) -> None:
     if rest:
-        ledger.post(session, Posting("release", now, actor, reason, lien.job_id, lien.id),
-                    [Leg(allocation, "held", -rest), Leg(allocation, "available", rest)])
+        _move(allocation, -rest)
+        audit.lien(session, "release", actor, now, lien.job_id,
+                   audit.lien_data(lien.id, allocation.id, rest, reason))
     lien.status = status
     lien.closed_at = now
 
@@ -211,10 +226,11 @@ def _charge(session: Session, row: ChargedRecord, charge: Charge, liens: Sequenc
             legs_by.append((None, allocation, take))
             due -= take
     for drawn, allocation, amount in legs_by:
-        source = "held" if drawn is not None else "available"
+        if drawn is not None:
+            _move(allocation, -amount)  # that much of the lien is released to be charged
         ledger.post(session, Posting("charge", now, actor, charge.rule, row.job_id,
                                      drawn.id if drawn else None, row.id),
-                    [Leg(allocation, source, -amount), Leg(allocation, "used", amount)])
+                    [Leg(allocation, "available", -amount), Leg(allocation, "used", amount)])
     paid = charge.amount_milli - due
     refund = min(charge.refund_milli, paid)
     if refund and legs_by:

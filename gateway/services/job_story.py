@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from gateway.accounting.audit_chain import Link
 from gateway.auth.principal import Principal
 from gateway.db.bank_models import UsageRow
 from gateway.domain.errors import NotFound
@@ -70,20 +69,9 @@ def story(session: Session, principal: Principal, job_id: str) -> Story:
                                account=e.account, amount_milli=e.amount_milli,
                                reason=e.reason, actor=e.actor)
                 for e in job_story.ledger(session, job_id)],
-        audit=[told for link in audit.of_subject(conn, f"job:{job_id}")
-               for told in _told(link)],
+        audit=[StoryAuditOut(id=link.id, at=link.at, kind=kind, actor=link.actor)
+               for link in audit.of_subject(conn, f"job:{job_id}") for kind, _ in link.told()],
     )
-
-
-def _told(link: Link) -> list[StoryAuditOut]:
-    """The link, and the ledger transaction it carries if any (gateway.repositories.
-    fast_hold: a submission's lien)."""
-    told = [StoryAuditOut(id=link.id, at=link.at, kind=link.kind, actor=link.actor)]
-    posting = link.data.get("posting")
-    if isinstance(posting, dict):
-        told.append(StoryAuditOut(id=link.id, at=link.at, kind=str(posting["kind"]),
-                                  actor=link.actor))
-    return told
 
 
 def _may_read(session: Session, principal: Principal, job: JobView) -> bool:

@@ -1,12 +1,16 @@
 """The double-entry ledger: every movement of service units is one transaction whose legs
 sum to zero, appended, never changed. Services flush; the caller commits.
 
-Accounts per allocation: `funding` (where grants come from: negative), `available`,
-`held` (liens) and `used` (charges net of refunds). So, for every allocation and at
-every commit: available = deposits - charges + refunds - held, and awarded = -funding.
-The allocation row keeps these sums (written here, in the same transaction as the legs),
-and its row lock is what makes a lien or a charge atomic. Every transaction is also one
-link of the audit chain (kind = the posting's kind, with its legs).
+Accounts per allocation: `funding` (where grants come from: negative), `available` and
+`used` (charges net of refunds). Liens are reservations outside the ledger
+(gateway.services.bank): the allocation row splits the ledger's `available` into its
+`available_milli` and `held_milli` (the open liens). A `held` account remains for the
+legs liens wrote before that design; the two are summed wherever the ledger is read. So,
+for every allocation and at every commit: available + held = the ledger's available +
+held = deposits - charges + refunds, and awarded = -funding. The allocation row keeps
+these sums (written here, in the same transaction as the legs), and its row lock is
+what makes a lien or a charge atomic. Every transaction is also one link of the audit
+chain (kind = the posting's kind, with its legs).
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from gateway.db.bank_models import Allocation
 from gateway.repositories import audit, bank_rows
 
 ACCOUNTS = ("funding", "available", "held", "used")
-KINDS = ("deposit", "transfer", "adjustment", "lien", "release", "charge", "refund")
+# What new legs may move: `held` is read (older liens' legs), never written.
+POSTED = ("funding", "available", "used")
+KINDS = ("deposit", "transfer", "adjustment", "charge", "refund")
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
     rows = []
     written = []
     for leg in legs:
-        if leg.account not in ACCOUNTS:
+        if leg.account not in POSTED:
             raise ValueError(f"unknown ledger account {leg.account!r}")
         if leg.amount_milli == 0:
             continue
@@ -83,8 +89,6 @@ def _apply(leg: Leg) -> None:
         a.awarded_milli -= leg.amount_milli
     elif leg.account == "available":
         a.available_milli += leg.amount_milli
-    elif leg.account == "held":
-        a.held_milli += leg.amount_milli
     else:
         a.used_milli += leg.amount_milli
 

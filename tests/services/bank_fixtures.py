@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from adapters.base import NativeState
 from adapters.usage import UsageRecord
-from gateway.db.bank_models import Allocation, LedgerEntry, UsageRow
+from gateway.db.bank_models import Allocation, LedgerEntry, Lien, UsageRow
 from gateway.db.models import Job, Project, Site
 from gateway.services import ledger
 
@@ -66,16 +66,22 @@ def usage_row(session: Session, job_id: str, site_name: str, native_id: str, run
 
 
 def check_invariants(session: Session) -> None:
-    """Every allocation's running sums equal its ledger, every transaction balances, and
-    available = deposits - charges + refunds - held, never below the credit limit."""
+    """Every allocation's running sums equal its ledger (held: its open liens), every
+    transaction balances, and available = deposits - charges + refunds - held, never
+    below the credit limit."""
     unbalanced = session.execute(
         select(LedgerEntry.txn).group_by(LedgerEntry.txn)
         .having(func.sum(LedgerEntry.amount_milli) != 0)).all()
     assert unbalanced == []
     for a in session.scalars(select(Allocation)):
         sums = ledger.sums_as_of(session, a.id)
-        assert (a.awarded_milli, a.available_milli, a.held_milli, a.used_milli) == (
-            -sums["funding"], sums["available"], sums["held"], sums["used"]), a.id
+        # Liens are outside the ledger: its available is the row's available plus held.
+        assert (a.awarded_milli, a.available_milli + a.held_milli, a.used_milli) == (
+            -sums["funding"], sums["available"] + sums["held"], sums["used"]), a.id
+        open_liens = session.scalar(
+            select(func.coalesce(func.sum(Lien.amount_milli), 0))
+            .where(Lien.allocation_id == a.id, Lien.status == "held"))
+        assert a.held_milli == open_liens, a.id
         moved_in = session.scalar(
             select(func.coalesce(func.sum(LedgerEntry.amount_milli), 0))
             .where(LedgerEntry.allocation_id == a.id, LedgerEntry.kind == "transfer"))

@@ -24,11 +24,11 @@ from sqlalchemy import select
 
 from gateway.accounting.rates import Rate
 from gateway.api.app import create_app
-from gateway.db.bank_models import LedgerEntry, Lien
+from gateway.db.bank_models import Lien
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Job, Placement
-from gateway.repositories import jobs
+from gateway.repositories import audit, jobs
 from gateway.runtime import Runtime
 from gateway.services import allocations
 from gateway.services.allocations import Grant
@@ -102,13 +102,12 @@ def job(client: TestClient, user: TestUser, job_id: str) -> dict[str, Any]:
     return found
 
 
-def ledger(runtime: Runtime, job_id: str) -> list[tuple[str, str, int]]:
-    """The job's ledger legs on `held`, in order: (kind, account, milli-SU)."""
-    with runtime.sessions() as session:
-        return [(e.kind, e.account, e.amount_milli) for e in session.scalars(
-            select(LedgerEntry).where(LedgerEntry.job_id == job_id,
-                                      LedgerEntry.account == "held")
-            .order_by(LedgerEntry.id))]
+def lien_links(runtime: Runtime, job_id: str) -> list[tuple[str, int]]:
+    """The job's liens taken and released, in chain order: (kind, milli-SU); a lien
+    carried by the job's first state change's link (PostgreSQL) counted as its own."""
+    with runtime.engine.connect() as conn:
+        return [(kind, data["amount_milli"]) for link in audit.of_subject(conn, f"job:{job_id}")
+                for kind, data in link.told() if kind in ("lien", "release")]
 
 
 def liens(runtime: Runtime, job_id: str) -> list[tuple[str | None, int, str]]:
@@ -137,7 +136,7 @@ def test_a_site_the_project_cannot_pay_at_is_excluded_saying_why(
                                  "this job would cost 4.000 SU"}
     assert job(api, user, job_id)["site"] == "twin"
     # Routing chose the site and quote the submit's lien was drawn for: it stays as it is.
-    assert ledger(bank, job_id) == [("lien", "held", 1000)]
+    assert lien_links(bank, job_id) == [("lien", 1000)]
     assert liens(bank, job_id) == [("twin", 1000, "held")]
 
 
@@ -152,8 +151,7 @@ def test_the_lien_moves_to_the_chosen_sites_quote(
     assert [(c["site"], c["excluded"], c["quote_su"]) for c in decision["candidates"]] == [
         ("local", None, "4.000"), ("twin", None, "1.000")]
     # Held at submit for the cheapest site; routed to the faster one, at its price.
-    assert ledger(bank, job_id) == [("lien", "held", 1000), ("release", "held", -1000),
-                                    ("lien", "held", 4000)]
+    assert lien_links(bank, job_id) == [("lien", 1000), ("release", 1000), ("lien", 4000)]
     assert liens(bank, job_id) == [("twin", 1000, "released"), ("local", 4000, "held")]
 
 
@@ -291,10 +289,9 @@ def test_two_workers_draw_each_jobs_lien_once(
     for job_id in ids:
         # Submit held 1 SU at 'twin'; routing kept it there, or released it and drew the
         # chosen site's quote.
-        assert ledger(bank, job_id) == ([("lien", "held", 1000)] if sites[job_id] == "twin"
-                                        else [("lien", "held", 1000),
-                                              ("release", "held", -1000),
-                                              ("lien", "held", 4000)])
+        assert lien_links(bank, job_id) == ([("lien", 1000)] if sites[job_id] == "twin"
+                                            else [("lien", 1000), ("release", 1000),
+                                                  ("lien", 4000)])
     with bank.sessions() as session:
         check_invariants(session)
 
