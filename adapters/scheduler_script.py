@@ -182,7 +182,7 @@ def launcher_words(
     launch lines (containers.launch), which check and word their refusals each their own way."""
     words = list(command)
     if kind == "srun":
-        if srun_mpi:
+        if srun_mpi is not None:
             words.append(f"--mpi={srun_mpi}")
         if threads_per_rank > 1:
             # srun no longer inherits --cpus-per-task from the allocation (Slurm 22.05).
@@ -226,7 +226,7 @@ def mpi_launch(
             [srun],
             res.ranks,
             threads_per_rank=res.threads_per_rank,
-            srun_mpi=flavor.srun_mpi if flavor else None,
+            srun_mpi=(flavor.srun_mpi or None) if flavor else None,
         )
         return words, setup
     raise SubmitRejected(f"unknown MPI launcher {launcher!r}")
