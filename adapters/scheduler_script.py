@@ -165,6 +165,35 @@ def _flavor(request: SubmitRequest, config: DialectConfig) -> MpiFlavor | None:
     return flavor
 
 
+def launcher_words(
+    kind: str,
+    command: Sequence[str],
+    ranks: int,
+    *,
+    ranks_per_node: int | None = None,
+    ranks_per_node_args: Sequence[str] = (),
+    threads_per_rank: int = 1,
+    srun_mpi: str | None = None,
+) -> list[str]:
+    """The launcher words before the program, from checked plain values: `command` (the
+    site's mpirun, mpiexec or srun), then for srun `--mpi=srun_mpi` (when given) and
+    `--cpus-per-task` (threads > 1), else `-n ranks` and `ranks_per_node_args` with {n} the
+    ranks per node (when given). Shared by the batch scripts (mpi_launch) and the container
+    launch lines (containers.launch), which check and word their refusals each their own way."""
+    words = list(command)
+    if kind == "srun":
+        if srun_mpi is not None:
+            words.append(f"--mpi={srun_mpi}")
+        if threads_per_rank > 1:
+            # srun no longer inherits --cpus-per-task from the allocation (Slurm 22.05).
+            words.append(f"--cpus-per-task={threads_per_rank}")
+        return words
+    words += ["-n", str(ranks)]
+    if ranks_per_node is not None:
+        words += [a.replace("{n}", str(ranks_per_node)) for a in ranks_per_node_args]
+    return words
+
+
 def mpi_launch(
     request: SubmitRequest, config: DialectConfig, *, srun: str | None = None
 ) -> tuple[list[str], list[str]]:
@@ -179,22 +208,26 @@ def mpi_launch(
     flavor = _flavor(request, config)
     setup = list(flavor.setup) if flavor else []
     if launcher == "mpirun":
-        words = list(flavor.mpirun) if flavor else ["mpirun"]
-        words += ["-n", str(res.ranks)]
-        if res.ranks_per_node is not None and flavor and flavor.ranks_per_node_args:
-            words += [a.replace("{n}", str(res.ranks_per_node)) for a in flavor.ranks_per_node_args]
+        words = launcher_words(
+            launcher,
+            flavor.mpirun if flavor else ["mpirun"],
+            res.ranks,
+            ranks_per_node=res.ranks_per_node,
+            ranks_per_node_args=flavor.ranks_per_node_args if flavor else (),
+        )
         return words, setup
     if launcher == "srun":
         if srun is None:
             raise SubmitRejected(
                 "mpi.launcher 'srun' needs a Slurm site; use 'mpirun' with this scheduler"
             )
-        words = [srun]
-        if flavor and flavor.srun_mpi:
-            words.append(f"--mpi={flavor.srun_mpi}")
-        if res.threads_per_rank > 1:
-            # srun no longer inherits --cpus-per-task from the allocation (Slurm 22.05).
-            words.append(f"--cpus-per-task={res.threads_per_rank}")
+        words = launcher_words(
+            launcher,
+            [srun],
+            res.ranks,
+            threads_per_rank=res.threads_per_rank,
+            srun_mpi=(flavor.srun_mpi or None) if flavor else None,
+        )
         return words, setup
     raise SubmitRejected(f"unknown MPI launcher {launcher!r}")
 

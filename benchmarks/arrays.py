@@ -30,7 +30,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -40,10 +40,11 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import func, select  # noqa: E402
 
-from adapters.ssh import SshTarget, SshTransport  # noqa: E402
 from adapters.transport import CommandResult, Transport  # noqa: E402
+from benchmarks import site_submission  # noqa: E402
+from benchmarks.site_submission import site_transport, wait_until  # noqa: E402
 from gateway.db.models import Attempt, Job  # noqa: E402
-from testbed.state import SiteInfo, TestbedInfo  # noqa: E402
+from testbed.state import TestbedInfo  # noqa: E402
 from tests.live.gateway import LiveGateway, live_gateway  # noqa: E402
 from tests.testbed.fixture import running_testbed, unique_config  # noqa: E402
 
@@ -86,25 +87,8 @@ class CountingTransport:
         self.inner.close()
 
 
-def site_transport(site: SiteInfo) -> SshTransport:
-    return SshTransport(SshTarget(host=site.ip, port=site.ssh_port, user=ACCOUNT,
-                                  host_keys=(site.host_key,), key_path=site.key(ACCOUNT),
-                                  site=f"{site.name}-bench"))
-
-
 def checked(transport: Transport, argv: Sequence[str]) -> str:
-    result = transport.run(argv, timeout=120)
-    if result.exit_status != 0:
-        raise RuntimeError(f"{argv!r} -> {result.exit_status}: {result.stderr!r}")
-    return result.stdout.decode()
-
-
-def wait_until(what: str, done: Callable[[], bool], timeout: float, step: float = 0.1) -> None:
-    end = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > end:
-            raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(step)
+    return site_submission.checked(transport, argv, timeout=120)
 
 
 def listed(poller: Transport) -> int:
@@ -160,7 +144,7 @@ def through_gateway(testbed: TestbedInfo, base: Path, poller: Transport, tasks: 
                 if time.perf_counter() - t0 > 1800:
                     raise RuntimeError(f"only {queued_tasks(gw, array_id)} tasks queued")
             in_gateway = time.perf_counter() - t0
-            wait_until("squeue to list every task", lambda: listed(poller) >= tasks, 300)
+            wait_until("squeue to list every task", lambda: listed(poller) >= tasks, 300, 0.1)
             elapsed = time.perf_counter() - t0
             submissions, commands = counter.submissions, counter.commands
             sbatch_runs = counter.sbatch_runs
@@ -173,12 +157,11 @@ def through_gateway(testbed: TestbedInfo, base: Path, poller: Transport, tasks: 
 
 def raw_sbatch(poller: Transport, tasks: int) -> dict[str, Any]:
     """A user's `sbatch --parsable --wrap` once per task over one SSH connection."""
+    submitting = site_submission.time_raw_sbatch(poller, tasks, "raw-{index}",
+                                                 "--output=/dev/null", timeout=120)
     t0 = time.perf_counter()
-    for index in range(tasks):
-        checked(poller, ["sbatch", "--parsable", f"--time={WALLTIME_S // 60 + 1}",
-                         f"--job-name=raw-{index}", "--output=/dev/null", "--wrap", "sleep 600"])
-    wait_until("squeue to list every job", lambda: listed(poller) >= tasks, 300)
-    elapsed = time.perf_counter() - t0
+    wait_until("squeue to list every job", lambda: listed(poller) >= tasks, 300, 0.1)
+    elapsed = submitting + time.perf_counter() - t0
     drain(poller)
     return {"seconds": round(elapsed, 2), "submission_commands": tasks, "sbatch_runs": tasks,
             "tasks_per_second": round(tasks / elapsed, 1)}

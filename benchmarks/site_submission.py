@@ -140,8 +140,8 @@ def site_transport(site: SiteInfo) -> SshTransport:
                                   site=f"{site.name}-bench"))
 
 
-def checked(transport: Transport, argv: Sequence[str]) -> str:
-    result = transport.run(argv, timeout=60)
+def checked(transport: Transport, argv: Sequence[str], timeout: float = 60) -> str:
+    result = transport.run(argv, timeout=timeout)
     if result.exit_status != 0:
         raise RuntimeError(f"{argv!r} -> {result.exit_status}: {result.stderr!r}")
     return result.stdout.decode()
@@ -153,6 +153,23 @@ def wait_until(what: str, done: Callable[[], bool], timeout: float, step: float 
         if time.monotonic() > end:
             raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(step)
+
+
+def raw_sbatch_argv(name: str, *options: str) -> list[str]:
+    """A user's own `sbatch --parsable --wrap 'sleep 600'` (the raw baseline), with the
+    gateway jobs' time limit."""
+    return ["sbatch", "--parsable", f"--time={RAW_TIME}", f"--job-name={name}", *options,
+            "--wrap", "sleep 600"]
+
+
+def time_raw_sbatch(transport: Transport, count: int, name: str, *options: str,
+                    timeout: float = 60) -> float:
+    """Seconds for `count` raw sbatch, one after another over `transport` (connect it
+    first); `name` may hold `{index}`, the submission's number."""
+    t0 = time.perf_counter()
+    for index in range(count):
+        checked(transport, raw_sbatch_argv(name.format(index=index), *options), timeout)
+    return time.perf_counter() - t0
 
 
 # --- the gateway -------------------------------------------------------------------------
@@ -254,8 +271,7 @@ def latency(site: SiteInfo, gateway: Gateway, poller: Transport, runs: int) -> d
     gw_samples: list[float] = []
     raw_samples: list[float] = []
     raw_sbatch_only: list[float] = []
-    raw = ssh_argv(site, ACCOUNT, ["sbatch", "--parsable", f"--time={RAW_TIME}",
-                                   "--job-name=raw-latency", "--wrap", "sleep 600"])
+    raw = ssh_argv(site, ACCOUNT, raw_sbatch_argv("raw-latency"))
     for i in range(runs):
         t0 = time.perf_counter()
         job_id = gateway.post(f"latency {i}")
@@ -312,11 +328,7 @@ def burst(gateway: Gateway, poller: Transport, site: SiteInfo, count: int) -> di
     raw_transport = site_transport(site)
     try:
         checked(raw_transport, ["true"])  # connected before the clock starts, like the pool
-        t0 = time.perf_counter()
-        for _ in range(count):
-            checked(raw_transport, ["sbatch", "--parsable", f"--time={RAW_TIME}",
-                                    "--job-name=raw-burst", "--wrap", "sleep 600"])
-        raw_total = time.perf_counter() - t0
+        raw_total = time_raw_sbatch(raw_transport, count, "raw-burst")
     finally:
         raw_transport.close()
     cancel_all(poller, gateway)

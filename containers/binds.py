@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from adapters.job_paths import PathFault, has_control, name_fault
 from adapters.scheduler_types import CONTROL_DIR
 from containers.errors import InvalidBind
 
@@ -46,21 +47,24 @@ class Mount:
 
 
 def _problem(value: str) -> str | None:
-    """What is wrong with the characters and segments of a path, or None."""
+    """What is wrong with the characters and segments of a path, or None. The job-path
+    rule's pieces (adapters.job_paths), held differently: the path may be absolute (a
+    site's shared area, a container path), ':' and ',' are refused, no name length limit."""
     if not value:
         return "is empty"
     if len(value) > MAX_PATH_CHARS:
         return f"is longer than {MAX_PATH_CHARS} characters"
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    if has_control(value):
         return "contains a NUL, newline or other control character"
     for sep in SEPARATORS:
         if sep in value:
             return f"contains {sep!r}, which the runtimes read as a separator of bind options"
-    body = value[1:] if value.startswith("/") else value
-    segments = body.split("/")
-    if ".." in segments:
+    segments = (value[1:] if value.startswith("/") else value).split("/")
+    # A '..' anywhere is named before an empty or '.' name.
+    fault = PathFault.PARENT if ".." in segments else name_fault(segments)
+    if fault is PathFault.PARENT:
         return "contains a '..' segment"
-    if any(s in ("", ".") for s in segments):
+    if fault is PathFault.EMPTY_NAME:
         return "contains an empty or '.' segment (no '//', './' or trailing '/')"
     return None
 

@@ -28,6 +28,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from adapters.scheduler_script import launcher_words
 from adapters.text_rules import ENV_NAME, JOB_TAG
 from containers.binds import Bind, Mount, check_absolute, resolve_all, under
 from containers.errors import ContainerError, InvalidLaunch
@@ -111,23 +112,17 @@ def launcher_argv(launcher: Launcher, scheduler: str) -> list[str]:
             raise InvalidLaunch(f"{launcher.ranks} ranks need a launcher (mpirun, mpiexec or "
                                 "srun); without one the program runs once")
         return []
-    words = list(launcher.command or (kind.value,))
     if kind is LauncherKind.SRUN:
         if scheduler != SLURM:
             raise InvalidLaunch(f"srun needs a Slurm site (this one runs {scheduler}): use "
                                 "mpirun or mpiexec")
         if launcher.srun_mpi is None:
             raise InvalidLaunch("srun needs the site's MPI plugin (srun_mpi), e.g. pmix")
-        words.append(f"--mpi={launcher.srun_mpi}")
-        if launcher.threads_per_rank > 1:
-            # srun no longer inherits --cpus-per-task from the allocation (Slurm 22.05).
-            words.append(f"--cpus-per-task={launcher.threads_per_rank}")
-        return words
-    words += ["-n", str(launcher.ranks)]
-    if launcher.ranks_per_node is not None:
-        n = str(launcher.ranks_per_node)
-        words += [a.replace("{n}", n) for a in launcher.ranks_per_node_args]
-    return words
+    return launcher_words(kind.value, launcher.command or (kind.value,), launcher.ranks,
+                          ranks_per_node=launcher.ranks_per_node,
+                          ranks_per_node_args=launcher.ranks_per_node_args,
+                          threads_per_rank=launcher.threads_per_rank,
+                          srun_mpi=launcher.srun_mpi)
 
 
 def _check_env(env: Mapping[str, str], runtime: RuntimeKind) -> None:

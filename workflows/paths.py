@@ -1,17 +1,29 @@
 """Paths relative to a job directory, and the shell-like globs of a job's `outputs`.
 
 The globs are matched by `adapters.output_globs`, the matcher of the gateway's own output
-collection. The path checks are those of the gateway's job paths that do not depend on a
-site; the gateway checks a resolved input again as a job input.
+collection. The path check is the job-path rule of `adapters.job_paths` without the
+gateway's length limits and control directory; the gateway checks a resolved input again
+as a job input (gateway.domain.staging.check_job_path).
 """
 
 from __future__ import annotations
 
+from adapters.job_paths import PathFault, relative_path_fault
 from adapters.output_globs import matches
 
 __all__ = ["is_pattern", "matches", "path_problem"]
 
 _PATTERN_CHARS = frozenset("*?[")
+_PROBLEMS = {
+    PathFault.EMPTY: "is empty: give a path relative to the job directory",
+    PathFault.CONTROL: "holds a control character (NUL, newline, ...)",
+    PathFault.ABSOLUTE: "is absolute: give a path relative to the job directory",
+    # A shell, scp and sftp read a leading ~ as a home directory.
+    PathFault.HOME: "starts with '~' (a home directory): give a path relative to the job "
+                    "directory",
+    PathFault.PARENT: "has a '..' name: it would leave the job directory",
+    PathFault.EMPTY_NAME: "has an empty or '.' name (no '//', './' or trailing '/')",
+}
 
 
 def is_pattern(path: str) -> bool:
@@ -21,18 +33,5 @@ def is_pattern(path: str) -> bool:
 
 def path_problem(path: str) -> str | None:
     """Why `path` is not a path (or glob) relative to the job directory, or None."""
-    if not path:
-        return "is empty: give a path relative to the job directory"
-    if any(ord(c) < 32 or ord(c) == 127 for c in path):
-        return "holds a control character (NUL, newline, ...)"
-    if path.startswith("/"):
-        return "is absolute: give a path relative to the job directory"
-    if path.startswith("~"):
-        # A shell, scp and sftp read a leading ~ as a home directory.
-        return "starts with '~' (a home directory): give a path relative to the job directory"
-    for name in path.split("/"):
-        if name == "..":
-            return "has a '..' name: it would leave the job directory"
-        if name in ("", "."):
-            return "has an empty or '.' name (no '//', './' or trailing '/')"
-    return None
+    fault = relative_path_fault(path)
+    return None if fault is None else _PROBLEMS[fault]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from containers.sif import (
     read_object,
     read_sif,
 )
+from gateway import local_tools
 
 SKELETON_DIRS, SKELETON_FILES = image_def.SKELETON_DIRS, image_def.SKELETON_FILES
 MAX_SYMLINKS = 40  # as the kernel's ELOOP limit
@@ -49,13 +49,7 @@ class BuiltImage:
 
 def run_tool(argv: list[str], what: str) -> str:
     """Run `argv`; its stdout. A missing tool or a failure raises ImageError."""
-    if shutil.which(argv[0]) is None:
-        raise ImageError(image_tools.missing_tool(argv[0]))
-    done = subprocess.run(argv, capture_output=True, text=True, errors="replace", check=False)
-    if done.returncode != 0:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-4:])
-        raise ImageError(f"{what} failed ({argv[0]} exited {done.returncode}): {tail}")
-    return done.stdout
+    return local_tools.run_tool(argv, what, ImageError)
 
 
 def load_sif(path: Path) -> SifImage:

@@ -14,12 +14,27 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlsplit
 
+from adapters.job_paths import PathFault, relative_path_fault
 from adapters.text_rules import SITE_NAME
 
 # The gateway's control files live here in every job directory (adapters' layouts).
 CONTROL_DIR = ".gridgate"
 MAX_PATH_CHARS = 4096
 MAX_SEGMENT_CHARS = 255
+# What check_job_path says of each fault; {what} is "a path" or "a glob".
+_PROBLEMS = {
+    PathFault.EMPTY: "must be {what} relative to the job directory, not empty",
+    PathFault.CONTROL: "must not contain control characters",
+    PathFault.TOO_LONG: f"must be at most {MAX_PATH_CHARS} characters",
+    PathFault.ABSOLUTE: "must be {what} relative to the job directory, not absolute",
+    # A shell, scp and sftp read a leading ~ as a home directory (~/.ssh/...).
+    PathFault.HOME: "must be {what} relative to the job directory, not start with '~' "
+                    "(a home directory)",
+    PathFault.PARENT: "must not contain '..' segments",
+    PathFault.EMPTY_NAME: "must not contain empty or '.' segments (no '//', './' or "
+                          "trailing '/')",
+    PathFault.NAME_TOO_LONG: f"each name must be at most {MAX_SEGMENT_CHARS} characters",
+}
 
 
 class OutputsMode(StrEnum):
@@ -38,30 +53,13 @@ def check_job_path(value: str, *, glob: bool = False, submitted: bool = False) -
     `submitted`: the path of a job accepted earlier, when a leading `~` was not refused
     yet (it never leaves the job directory: the site joins it below the directory)."""
     what = "a glob" if glob else "a path"
-    if not value:
-        raise ValueError(f"must be {what} relative to the job directory, not empty")
-    if "\x00" in value:
+    fault = relative_path_fault(value, max_chars=MAX_PATH_CHARS, max_name=MAX_SEGMENT_CHARS,
+                                home_ok=submitted)
+    if fault is PathFault.CONTROL and "\x00" in value:
         raise ValueError("must not contain NUL bytes")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise ValueError("must not contain control characters")
-    if len(value) > MAX_PATH_CHARS:
-        raise ValueError(f"must be at most {MAX_PATH_CHARS} characters")
-    if value.startswith("/"):
-        raise ValueError(f"must be {what} relative to the job directory, not absolute")
-    if value.startswith("~") and not submitted:
-        # A shell, scp and sftp read a leading ~ as a home directory (~/.ssh/...).
-        raise ValueError(f"must be {what} relative to the job directory, not start with '~' "
-                         "(a home directory)")
-    segments = value.split("/")
-    for segment in segments:
-        if segment == "..":
-            raise ValueError("must not contain '..' segments")
-        if segment in ("", "."):
-            raise ValueError("must not contain empty or '.' segments (no '//', './' or "
-                             "trailing '/')")
-        if len(segment) > MAX_SEGMENT_CHARS:
-            raise ValueError(f"each name must be at most {MAX_SEGMENT_CHARS} characters")
-    if segments[0] == CONTROL_DIR:
+    if fault is not None:
+        raise ValueError(_PROBLEMS[fault].format(what=what))
+    if value.split("/")[0] == CONTROL_DIR:
         raise ValueError(f"must not point into the gateway's control directory {CONTROL_DIR}/")
     return value
 

@@ -6,11 +6,10 @@ read it, and the image's files belong to root inside it."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 from containers import image_def, image_tools
+from gateway.local_tools import run_tool
 from gateway.services.layer_unpack import resolve_inside
 
 ARCH = "amd64"  # the platform the gateway pulls (containers.oci.PLATFORM)
@@ -21,12 +20,7 @@ class PackError(Exception):
 
 
 def _run(argv: list[str], what: str) -> None:
-    if shutil.which(argv[0]) is None:
-        raise PackError(image_tools.missing_tool(argv[0]))
-    done = subprocess.run(argv, capture_output=True, text=True, errors="replace", check=False)
-    if done.returncode != 0:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-4:])
-        raise PackError(f"{what} failed ({argv[0]} exited {done.returncode}): {tail}")
+    run_tool(argv, what, PackError)
 
 
 def _write_new(path: Path, text: str, mode: int) -> None:
