@@ -67,7 +67,7 @@ class Link:
         """What the link records, as (kind, data): itself, then the link a submission's
         state change carries (its lien: gateway.repositories.fast_hold writes both with
         one statement, so they are one link)."""
-        carried = self.data.get("posting")
+        carried = self.data.get("carried")
         if not isinstance(carried, Mapping):
             return [(self.kind, self.data)]
         return [(self.kind, self.data), (str(carried["kind"]), carried)]

@@ -33,14 +33,14 @@ class NewEvent:
                 "to_state": self.to_state, "reason": self.reason, "actor": self.actor,
                 "raw_state": self.raw_state}
 
-    def chain(self, session: Session, posting: Mapping[str, Any] | None = None) -> None:
-        """Chain the state change into the audit trail (written at commit), with the
-        ledger transaction the same statement made (`audit.posting_data`), if any: one
-        link for both (see gateway.repositories.fast_hold)."""
+    def chain(self, session: Session, carried: Mapping[str, Any] | None = None) -> None:
+        """Chain the state change into the audit trail (written at commit), carrying the
+        link of what the same statement did, if anything (`kind` and data: the lien of
+        gateway.repositories.fast_hold): one link for both."""
         data: dict[str, Any] = {"from": self.from_state, "to": self.to_state,
                                 "reason": self.reason, "raw_state": self.raw_state}
-        if posting is not None:
-            data["posting"] = posting
+        if carried is not None:
+            data["carried"] = carried
         audit.append(session, "job.state", f"job:{self.job_id}", self.actor, data, self.at)
 
 

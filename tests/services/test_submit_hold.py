@@ -88,9 +88,9 @@ def test_each_submission_chains_its_state_change_then_its_lien(
     for job_id in jobs:
         [lien] = _liens(runtime, job_id)
         assert (lien.allocation_id, lien.amount_milli, lien.status) == (alloc, 1000, "held")
-        (state, _), (kind, posting) = _story(runtime, job_id)
+        (state, _), (kind, lien_link) = _story(runtime, job_id)
         assert (state, kind) == ("job.state", "lien")
-        assert (posting["lien"], posting["allocation"], posting["amount_milli"]) == (
+        assert (lien_link["lien"], lien_link["allocation"], lien_link["amount_milli"]) == (
             lien.id, alloc, 1000)
         with runtime.sessions() as s:  # a lien is a reservation: no ledger legs
             assert not s.scalars(select(LedgerEntry).where(LedgerEntry.job_id == job_id)).all()
