@@ -224,3 +224,25 @@ def test_the_ledger_is_checked_against_the_running_sums(runtime: Runtime,
     problems = verify(runtime)["ledger_problems"]
     assert problems[0].startswith(f"allocation {a.id}: running sums differ")
     assert "sums to -1000, not 0" in problems[1]
+
+
+def test_held_is_checked_against_the_open_liens(runtime: Runtime,
+                                                make_user: MakeUser) -> None:
+    # Liens are reservations outside the ledger: an edited lien shows as held that the
+    # open liens do not add up to; an edited held as both that and a ledger difference.
+    owner = make_user().principal.user_id
+    with transaction(runtime.sessions) as s:
+        bf.site(s, "alpha")
+        p = bf.project(s, owner)
+        a = allocations.grant(s, Grant(p.name, "*", 5000, NOW - YEAR, NOW + YEAR),
+                              {"alpha"}, "committee", "award", NOW)
+        bank.hold(s, bf.job(s, owner, p.id), Payer(p.id, p.name), "alpha", 1000, NOW, "alice")
+    assert verify(runtime)["ledger_problems"] == []
+    _tamper(runtime, "UPDATE liens SET amount_milli = 600")
+    assert verify(runtime)["ledger_problems"] == [
+        f"allocation {a.id}: running sums differ from its ledger: held 1000 (open liens 600)"]
+    _tamper(runtime, "UPDATE liens SET amount_milli = 1000",
+            f"UPDATE allocations SET held_milli = 1400 WHERE id = {a.id}")
+    assert verify(runtime)["ledger_problems"] == [
+        f"allocation {a.id}: running sums differ from its ledger: available + held 5400 "
+        "(ledger 5000), held 1400 (open liens 1000)"]
