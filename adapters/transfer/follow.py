@@ -31,7 +31,9 @@ file: it lives in a 0700 directory of the gateway's account under a name only ga
 stagings use, and stagings of one cache entry hold the site lock. Anything unexpected (no
 python3, no growth for `STALL_SECONDS`, a failed command, a file cut short under the
 mapping, which kills the reader with SIGBUS) makes it end without touching the file; then
-the file is verified after the upload as before.
+the file is verified after the upload as before. A reader whose SSH session is gone (the
+connection dropped mid-upload) stops too: the resumed upload starts a follower of its own,
+and an orphan placing the file under it made the staging send it all again.
 """
 
 from __future__ import annotations
@@ -57,13 +59,23 @@ NICE = 19
 _STEP = 16 << 20
 # argv: the file, its full size, reorder bytes, stall seconds. Prints "<sha256> <inode>"
 # once it has read all of it, "stalled <bytes read>" when it gave up.
-_FOLLOW_PY = f"""import hashlib, mmap, os, sys, time
+_FOLLOW_PY = f"""import hashlib, mmap, os, select, stat, sys, time
 path, size, reorder, stall = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 def stalled(pos):
     print("stalled", pos)
     sys.exit(0)
+# Our stderr is the SSH session's: once the gateway's connection is gone it reports an
+# error or hang-up, and this reader must stop (touching nothing) rather than place a file
+# that the resumed staging, with a follower of its own, is still sending.
+session = select.poll()
+if stat.S_ISFIFO(os.fstat(2).st_mode) or stat.S_ISSOCK(os.fstat(2).st_mode):
+    session.register(2, 0)
+def orphaned():
+    if session.poll(0):
+        sys.exit(0)
 quiet = time.monotonic() + stall
 while True:
+    orphaned()
     try:
         fd = os.open(path, os.O_RDONLY)
         break
@@ -73,6 +85,7 @@ while True:
         time.sleep(0.01)
 h, pos = hashlib.sha256(), 0
 while pos < size:
+    orphaned()
     have = os.fstat(fd).st_size
     end = size if have >= size else have - reorder
     if end - pos >= {_STEP} or (end == size and end > pos):
@@ -84,6 +97,7 @@ while pos < size:
         stalled(pos)
     else:
         time.sleep(0.005)
+orphaned()
 print(h.hexdigest(), os.fstat(fd).st_ino)
 """
 # python3 -I -S: no PYTHON* variables, user or site packages (nothing of the account's can

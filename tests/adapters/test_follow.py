@@ -7,6 +7,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,3 +107,20 @@ def test_it_never_places_under_a_lock_another_process_took_over(tmp_path: Path) 
                                place)
     assert follower.result() is None
     assert Path(partial).read_bytes() == DATA and (lock / "holder").exists()
+
+
+@pytest.mark.parametrize("session_gone", [False, True])
+def test_a_reader_whose_ssh_session_is_gone_stops(tmp_path: Path, session_gone: bool) -> None:
+    # A dropped connection closes the session's stderr: the site's reader (an orphan now)
+    # must stop rather than hash on and place the file the resumed upload is sending.
+    path = tmp_path / "partial"
+    reader = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", follow._FOLLOW_PY, str(path), str(len(DATA)), "0",
+         "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.3)  # it waits for the file to appear
+    assert reader.stderr is not None
+    if session_gone:
+        reader.stderr.close()
+    path.write_bytes(DATA)
+    out, _ = reader.communicate(timeout=10)
+    assert out.decode().split()[:1] == ([] if session_gone else [SHA])
