@@ -65,7 +65,6 @@ case $h in "\\"*) h=${h#?} ;; esac
 """ + PLACE_TAIL
 
 
-
 def _run(transport: Transport, argv: list[str], timeout: float = COMMAND_TIMEOUT) -> str:
     result = transport.run(argv, timeout=timeout)
     if result.exit_status != 0:

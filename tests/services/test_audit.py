@@ -15,8 +15,9 @@ from sqlalchemy.orm import Session
 
 from gateway.accounting.charging import charge_for
 from gateway.accounting.rates import Rate
-from gateway.db.bank_models import AuditEvent
+from gateway.db.bank_models import Allocation, AuditEvent
 from gateway.db.engine import transaction
+from gateway.db.models import Project
 from gateway.repositories import audit
 from gateway.runtime import Runtime
 from gateway.schemas.audit import AuditVerifyOut
@@ -205,14 +206,19 @@ def test_swapped_rows_are_caught_as_reordered(runtime: Runtime) -> None:
     assert "event 2 links to event 3, not to event 1" in broken["detail"]
 
 
+def _award(s: Session, owner: str) -> tuple[Project, Allocation]:
+    """Site 'alpha', a project of `owner`'s and its allocation of 5 SU."""
+    bf.site(s, "alpha")
+    p = bf.project(s, owner)
+    return p, allocations.grant(s, Grant(p.name, "*", 5000, NOW - YEAR, NOW + YEAR),
+                                {"alpha"}, "committee", "award", NOW)
+
+
 def test_the_ledger_is_checked_against_the_running_sums(runtime: Runtime,
                                                          make_user: MakeUser) -> None:
     owner = make_user().principal.user_id
     with transaction(runtime.sessions) as s:
-        bf.site(s, "alpha")
-        p = bf.project(s, owner)
-        a = allocations.grant(s, Grant(p.name, "*", 5000, NOW - YEAR, NOW + YEAR),
-                              {"alpha"}, "committee", "award", NOW)
+        _, a = _award(s, owner)
     assert verify(runtime)["ledger_problems"] == []
     _tamper(runtime, f"UPDATE allocations SET used_milli = 7 WHERE id = {a.id}")
     report = verify(runtime)
@@ -232,10 +238,7 @@ def test_held_is_checked_against_the_open_liens(runtime: Runtime,
     # open liens do not add up to; an edited held as both that and a ledger difference.
     owner = make_user().principal.user_id
     with transaction(runtime.sessions) as s:
-        bf.site(s, "alpha")
-        p = bf.project(s, owner)
-        a = allocations.grant(s, Grant(p.name, "*", 5000, NOW - YEAR, NOW + YEAR),
-                              {"alpha"}, "committee", "award", NOW)
+        p, a = _award(s, owner)
         bank.hold(s, bf.job(s, owner, p.id), Payer(p.id, p.name), "alpha", 1000, NOW, "alice")
     assert verify(runtime)["ledger_problems"] == []
     _tamper(runtime, "UPDATE liens SET amount_milli = 600")
