@@ -90,12 +90,19 @@ def parse_unsquashfs_list(output: str) -> list[str]:
 # Unpacks SquashFS file "$1" into directory "$2" once: an existing "$2" is used as it is;
 # else into "$2.gw-partial" (a left-over of a killed unpack is removed first; an image's
 # read-only directories are made writable so that it can be), then renamed into place, so
-# "$2" never names a half-unpacked tree. Paths are data, never part of the script.
-UNPACK_SCRIPT = ('src=$1 dest=$2 part=$2.gw-partial; test -d "$dest" && exit 0; '
+# "$2" never names a half-unpacked tree. Either way the tree gets an empty /ch/environment
+# when it has none, since the launch line's bare `ch-run --set-env` (the image's own
+# environment) fails without one; appended to, never truncated, and never through a
+# symlink of the image's. Paths are data, never part of the script.
+UNPACK_SCRIPT = ('src=$1 dest=$2 part=$2.gw-partial; '
+                 'env_file() { test -e "$1/ch/environment" || test -L "$1/ch" '
+                 '|| test -L "$1/ch/environment" '
+                 '|| { mkdir -p -- "$1/ch" && : >> "$1/ch/environment"; }; }; '
+                 'if test -d "$dest"; then env_file "$dest"; exit; fi; '
                  'if test -e "$part"; then chmod -R u+w -- "$part" && rm -rf -- "$part" '
                  '|| exit 1; fi; '
                  'unsquashfs -no-progress -quiet -d "$part" "$src" >/dev/null '
-                 '&& mv -T -- "$part" "$dest"')
+                 '&& env_file "$part" && mv -T -- "$part" "$dest"')
 
 
 def unpack_once_argv(squashfs: str, dest: str) -> list[str]:

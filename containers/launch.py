@@ -11,9 +11,11 @@
   job directory is bound at its own path and is the working directory (`--pwd`). `--nv`
   with GPUs. Variables go in as APPTAINERENV_NAME / SINGULARITYENV_NAME through `env`: the
   runtime forwards them exactly, where `--env` is parsed as CSV once a value holds '='.
-- ch-run (Charliecloud 0.31): `-b SRC:DST`, `-c DIR`, `--env-no-expand` and one
-  `--set-env=NAME='VALUE'` per variable (ch-run strips one pair of single quotes, so any
-  value survives), then `IMAGE -- PROGRAM`. Under a launcher the ranks of one node join
+- ch-run (Charliecloud 0.31): `-b SRC:DST`, `-c DIR`, `--env-no-expand`, a bare
+  `--set-env` for the image's own environment (/ch/environment, which ch-run needs to
+  exist: `image_environment`), then one `--set-env=NAME='VALUE'` per job variable, so
+  the job's win (ch-run strips one pair of single quotes, so any value survives), then
+  `IMAGE -- PROGRAM`. Under a launcher the ranks of one node join
   one container (`--join-ct`, `--join-tag`) so that MPI can use cross-memory attach; the tag
   is the job's own, since ch-run's default (SLURM_STEP_ID) repeats between jobs of one
   account on a node. ch-run makes a missing bind destination only in a writable image, so
@@ -77,7 +79,9 @@ class ContainerRun:
     for ch-run an unpacked directory or SquashFS file); `job_dir` the job's directory there.
     `bind_prefixes` are the site's shared areas users may bind; `site_mpi` the site MPI
     whose libraries bind mode mounts. `join_tag` names a ch-run peer group (e.g. the job's
-    gateway tag). `writable`: ch-run -w, only for an image unpacked in the job directory."""
+    gateway tag). `writable`: ch-run -w, only for an image unpacked in the job directory.
+    `image_environment`: the image holds /ch/environment, which ch-run applies (Apptainer
+    and Singularity apply an image's environment themselves)."""
 
     runtime: RuntimeOffer
     image: str
@@ -91,6 +95,7 @@ class ContainerRun:
     gpus: bool = False
     join_tag: str | None = None
     writable: bool = False
+    image_environment: bool = False
 
 
 def _absolute(value: str, what: str) -> str:
@@ -242,10 +247,13 @@ def _charliecloud(run: ContainerRun, launcher: Launcher, env: Mapping[str, str])
     for mount in mounts:
         words += ["-b", f"{mount.host}:{mount.guest}"]
     words += ["-c", CHARLIECLOUD_WORKDIR]
-    if env:
-        # --set-env expands $VAR in values unless --env-no-expand comes first.
+    if env or run.image_environment:
+        # --set-env expands $VAR in values unless --env-no-expand comes first; the image's
+        # values were expanded when it was built, as a Dockerfile's ENV is.
         words.append("--env-no-expand")
-        words += [f"--set-env={k}='{v}'" for k, v in env.items()]
+    if run.image_environment:
+        words.append("--set-env")
+    words += [f"--set-env={k}='{v}'" for k, v in env.items()]
     words += [run.image, "--", *run.command]
     return words
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from adapters.scheduler_types import JobLayout
 from adapters.slurm import SlurmDialect
 from adapters.transfer import StagedFile
 from adapters.transfer.sources import LocalFile
+from containers.image_tools import unpack_once_argv
 from containers.launch import ContainerRun, Launcher, launch_argv
 from containers.runtimes import RuntimeKind
 from containers.site_caps import RuntimeOffer
@@ -25,7 +28,7 @@ from containers.versions import version
 from gateway.services.input_sources import ResolvedInput
 from gateway.store import BlobStore
 from gateway.worker.stage_image import squashfs_of
-from tests.containers.conftest import need
+from tests.containers.conftest import build, need
 
 CH = RuntimeOffer(RuntimeKind.CHARLIECLOUD, version("0.31"))
 
@@ -56,3 +59,42 @@ def test_the_launch_line_runs_the_extracted_partition_with_the_job_dir_at_mnt_0(
                                                       "USER": os.environ.get("USER", "root")})
     assert done.returncode == 0, done.stderr
     assert (job / "out.txt").read_text() == "hi $HOME from /mnt/0\n"
+
+
+def test_the_image_environment_applies_under_the_jobs_own(
+        base_sif: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The tree stage-in unpacks on a site (unpack_once_argv) and the launch line with
+    image_environment: the image's variables apply, the job's win; unprivileged, as the
+    site's account runs it (`nobody` here when the tests run as root)."""
+    need("ch-run")
+    need("unsquashfs")
+    where = tmp_path_factory.mktemp("env-image")
+    (where / "app.yaml").write_text(
+        f"from: {base_sif}\nenvironment:\n  GREETING: from the image\n  ONLY_IMAGE: kept\n")
+    build(where / "app.yaml", where / "app.sif")
+    data = (where / "app.sif").read_bytes()
+    sif = ResolvedInput(LocalFile(where / "app.sif"),
+                        StagedFile(hashlib.sha256(data).hexdigest(), len(data)))
+    squashfs = squashfs_of(BlobStore(where / "store"), sif)
+    # Under /tmp, not pytest's 0700 directory: `nobody` must reach the image and job.
+    top = Path(tempfile.mkdtemp(prefix="gridgate-ch-env-"))
+    try:
+        top.chmod(0o755)
+        unpacked, job = top / "image.d", top / "job"
+        subprocess.run(unpack_once_argv(str(squashfs.source.path),  # type: ignore[attr-defined]
+                                        str(unpacked)), check=True, timeout=60)
+        job.mkdir(mode=0o777)
+        job.chmod(0o777)
+        run = ContainerRun(CH, str(unpacked),
+                           ("/bin/sh", "-c", 'echo "$GREETING; $ONLY_IMAGE" > out.txt'),
+                           str(job), env={"GREETING": "from the job"}, image_environment=True)
+        nobody = (["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+                  if os.geteuid() == 0 else [])
+        done = subprocess.run([*nobody, *launch_argv(run, Launcher(), "slurm")],
+                              capture_output=True, text=True, timeout=60,
+                              env={"PATH": "/usr/bin:/bin", "HOME": "/", "USER": "nobody"})
+        assert done.returncode == 0, done.stderr
+        assert (job / "out.txt").read_text() == "from the job; kept\n"
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(top)], check=False)
+        shutil.rmtree(top, ignore_errors=True)

@@ -1,6 +1,7 @@
 """LIVE (this machine): the unpack command the gateway runs on a site for ch-run
 (containers.image_tools.unpack_once_argv), with the real unsquashfs: it unpacks once,
-leaves an existing directory alone, and clears a half-unpacked left-over first."""
+leaves an existing directory alone, clears a half-unpacked left-over first, and gives the
+tree the /ch/environment that the launch line's bare `ch-run --set-env` reads."""
 
 from __future__ import annotations
 
@@ -65,6 +66,46 @@ def test_a_damaged_file_leaves_no_directory(tmp_path: Path) -> None:
     done = unpack(bad, tmp_path / "abc.d")
     assert done.returncode != 0
     assert not (tmp_path / "abc.d").exists()
+
+
+def test_a_tree_without_ch_environment_gets_an_empty_one(squashfs: Path, tmp_path: Path) -> None:
+    need("unsquashfs")
+    dest = tmp_path / "abc.d"
+    assert unpack(squashfs, dest).returncode == 0
+    assert (dest / "ch" / "environment").read_text() == ""
+
+
+def test_an_image_environment_is_kept_as_it_is(tmp_path: Path) -> None:
+    need("mksquashfs")
+    need("unsquashfs")
+    root = tmp_path / "root"
+    (root / "ch").mkdir(parents=True)
+    (root / "ch" / "environment").write_text("GREETING=from the image\n")
+    image = tmp_path / "image.squashfs"
+    subprocess.run(["mksquashfs", str(root), str(image), "-quiet", "-no-progress"], check=True)
+    dest = tmp_path / "abc.d"
+    for _ in range(2):  # unpacked, then found
+        assert unpack(image, dest).returncode == 0
+        assert (dest / "ch" / "environment").read_text() == "GREETING=from the image\n"
+
+
+def test_a_tree_unpacked_before_gets_the_file_when_found(squashfs: Path, tmp_path: Path) -> None:
+    need("unsquashfs")
+    dest = tmp_path / "abc.d"
+    (dest / "etc").mkdir(parents=True)  # as an older gateway left it: no /ch
+    assert unpack(squashfs, dest).returncode == 0
+    assert (dest / "ch" / "environment").read_text() == ""
+
+
+def test_nothing_is_written_through_an_image_symlink(tmp_path: Path) -> None:
+    need("unsquashfs")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "abc.d"
+    dest.mkdir()
+    (dest / "ch").symlink_to(outside)
+    assert unpack(tmp_path / "unused.squashfs", dest).returncode == 0
+    assert list(outside.iterdir()) == []
 
 
 def test_paths_must_be_absolute() -> None:

@@ -199,12 +199,15 @@ def test_charliecloud_gets_the_squashfs_partition(
     assert (Path(workdir) / ".gridgate-image").read_bytes() == partition
     assert [n for _, n in site.uploads] == [len(partition)]
     # ch-run runs the partition unpacked once in the site's cache: a job's account cannot
-    # mount the file (/dev/fuse is root's), and the image's files are there.
+    # mount the file (/dev/fuse is root's), and the image's files are there, with the
+    # /ch/environment the bare --set-env (the image's own environment) reads.
     sha = hashlib.sha256(partition).hexdigest()
     unpacked = tmp_path / "scratch" / ".gridgate-cache" / f"{sha}.d"
     assert (unpacked / "bin" / "sh").read_bytes() == Path("/bin/sh").resolve().read_bytes()
+    assert (unpacked / "ch" / "environment").is_file()
     assert site.scripts[0].splitlines()[-1] == (
-        f"exec ch-run -b {workdir}:/mnt/0 -c /mnt/0 {unpacked} -- /app 'hello world'")
+        f"exec ch-run -b {workdir}:/mnt/0 -c /mnt/0 --env-no-expand --set-env {unpacked} -- "
+        "/app 'hello world'")
 
 
 def test_a_damaged_image_is_never_extracted_for_charliecloud(
@@ -329,8 +332,11 @@ def test_charliecloud_runs_a_registry_image_the_gateway_pulled(
     assert (unpacked / "etc/keep").read_text() == "kept\n"
     assert not (unpacked / "etc/motd").exists()  # the upper layer's whiteout
     assert sorted(p.name for p in (unpacked / "var/cache").iterdir()) == ["new"]
+    # The image's Env, which ch-run applies with a bare --set-env.
+    assert (unpacked / "ch" / "environment").read_text() == "GREETING=hello\n"
     assert site.scripts[0].splitlines()[-1] == (
-        f"exec ch-run -b {workdir}:/mnt/0 -c /mnt/0 {unpacked} -- /app 'hello world'")
+        f"exec ch-run -b {workdir}:/mnt/0 -c /mnt/0 --env-no-expand --set-env {unpacked} -- "
+        "/app 'hello world'")
 
 
 def test_a_registry_image_that_is_not_there_fails_the_job_naming_it(
