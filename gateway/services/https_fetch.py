@@ -15,7 +15,7 @@ import http.client
 import ipaddress
 import socket
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -45,9 +45,16 @@ def is_public_address(ip: IPAddress) -> bool:
 
 @dataclass(frozen=True)
 class Fetched:
+    """What a GET brought: the final URL, the body's size and sha256 (0 and "" for a 304),
+    and the validators a later conditional GET can send (None when the server gave none,
+    or said no-store)."""
+
     url: str
     size: int
     sha256: str
+    not_modified: bool = False
+    etag: str | None = None
+    last_modified: str | None = None
 
 
 def resolve_checked(host: str, port: int, allowed: Callable[[IPAddress], bool]) -> str:
@@ -91,8 +98,11 @@ class _PinnedHTTP(http.client.HTTPConnection):
 
 def fetch(url: str, sink: IO[bytes], *, max_bytes: int, max_redirects: int,
           timeout: float, schemes: tuple[str, ...] = ("https",),
-          allowed: Callable[[IPAddress], bool] = is_public_address) -> Fetched:
-    """GET `url` into `sink` following checked redirects; InputUnavailable on refusal."""
+          allowed: Callable[[IPAddress], bool] = is_public_address,
+          conditions: Mapping[str, str] | None = None) -> Fetched:
+    """GET `url` into `sink` following checked redirects; InputUnavailable on refusal.
+    `conditions`: If-None-Match / If-Modified-Since, sent at every hop; a 304 writes
+    nothing and comes back `not_modified`."""
     for _ in range(max_redirects + 1):
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
@@ -105,8 +115,11 @@ def fetch(url: str, sink: IO[bytes], *, max_bytes: int, max_redirects: int,
         conn = kind(parts.hostname, port, address, timeout)
         try:
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            conn.request("GET", target, headers={"User-Agent": "gridgate-stage-in"})
+            conn.request("GET", target,
+                         headers={"User-Agent": "gridgate-stage-in", **(conditions or {})})
             response = conn.getresponse()
+            if response.status == 304 and conditions:
+                return Fetched(url, 0, "", not_modified=True)
             if response.status in REDIRECTS:
                 location = response.getheader("Location")
                 if not location:
@@ -116,7 +129,11 @@ def fetch(url: str, sink: IO[bytes], *, max_bytes: int, max_redirects: int,
             if response.status != 200:
                 raise InputUnavailable(f"{url} answered HTTP {response.status} "
                                        f"{response.reason}")
-            return Fetched(url, *_read_body(response, sink, max_bytes, url))
+            size, sha256 = _read_body(response, sink, max_bytes, url)
+            if "no-store" in (response.getheader("Cache-Control") or "").lower():
+                return Fetched(url, size, sha256)
+            return Fetched(url, size, sha256, etag=response.getheader("ETag"),
+                           last_modified=response.getheader("Last-Modified"))
         except (OSError, http.client.HTTPException) as exc:
             raise InputUnavailable(f"fetching {url} failed: {exc}") from None
         finally:

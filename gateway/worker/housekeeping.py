@@ -1,7 +1,7 @@
 """Housekeeping step: expire unfinished uploads idle past their time, sweep the store's
 incoming files left by a crash, the SquashFS partitions extracted from images no longer
-in the store, and registry images pulled for sites but unused for a week, at most once a
-minute."""
+in the store, and images fetched for sites (registry pulls, https downloads) but unused
+for a week, at most once a minute."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import logging
 import time
 
 from gateway.db.base import utcnow
-from gateway.services.registry_pull import sweep_registry
+from gateway.services.image_cache import sweep_image_cache
 from gateway.services.uploads import expire_uploads
 from gateway.store import BlobStore
 from gateway.worker.context import StepContext
@@ -22,10 +22,11 @@ UPLOAD_EXPIRY_SECONDS = 60.0
 # a day is far longer than any one download takes.
 INCOMING_MAX_AGE_SECONDS = 24 * 3600.0
 # An extracted partition whose SIF left the store is kept this long after its last use: an
-# https image is downloaded again for each job, and its partition need not be extracted.
+# https image the server gave no validators for is downloaded again for each job, and its
+# partition need not be extracted again.
 DERIVED_MAX_AGE_SECONDS = 24 * 3600.0
-# A registry image the gateway pulled for sites is kept this long after its last use.
-REGISTRY_MAX_AGE_SECONDS = 7 * 24 * 3600.0
+# An image the gateway fetched for sites is kept this long after its last use.
+IMAGE_CACHE_MAX_AGE_SECONDS = 7 * 24 * 3600.0
 
 
 class Housekeeping:
@@ -50,5 +51,5 @@ class Housekeeping:
         if swept := sweep_derived(store, DERIVED_MAX_AGE_SECONDS):
             log.info("removed %d extracted image partition(s) whose image left the store",
                      swept)
-        if swept := sweep_registry(store, REGISTRY_MAX_AGE_SECONDS):
-            log.info("removed %d pulled registry image(s) unused for a week", swept)
+        if swept := sweep_image_cache(store, IMAGE_CACHE_MAX_AGE_SECONDS):
+            log.info("removed %d fetched image(s) unused for a week", swept)

@@ -56,9 +56,9 @@ def resolve_image(rt: Runtime, owner_id: str, spec: JobSpec, extract: bool) -> R
     elif ref.kind in (RefKind.DOCKER, RefKind.ORAS):
         sif = registry_input(rt.settings, store, ref)  # kept in the store: no scratch
     else:
-        from gateway.services.https_fetch import https_input
+        from gateway.services.https_images import https_image
 
-        sif = https_input(rt.settings, store, ref.uri)
+        sif = https_image(rt.settings, store, ref.uri)
     if not extract:
         return sif
     try:

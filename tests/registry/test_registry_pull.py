@@ -21,8 +21,9 @@ from containers.image_tools import unsquashfs_extract_argv
 from containers.refs import parse_image_ref
 from containers.sif import DataType, read_object, read_sif
 from gateway.cli.image_build import build_image
+from gateway.services.image_cache import sweep_image_cache
 from gateway.services.registry_client import RegistryPullFailed
-from gateway.services.registry_pull import registry_input, sweep_registry
+from gateway.services.registry_pull import registry_input
 from gateway.settings import Settings
 from gateway.store import BlobStore
 from tests.registry.fixture import (
@@ -193,12 +194,12 @@ def test_unused_pulled_images_are_swept_and_pulled_again(registry: Registry, ima
     settings, store = settings_for(tmp_path, registry), BlobStore(tmp_path / "store")
     first = registry_input(settings, store, parse_image_ref(image))
     sif = Path(str(first.source.path))  # type: ignore[attr-defined]
-    assert sweep_registry(store, 3600) == 0  # used just now: kept
+    assert sweep_image_cache(store, 3600) == 0  # used just now: kept
     (crashed := store.root / "registry/work/left-by-a-crash").mkdir()
     old = time.time() - 7200
     for path in (sif, crashed):
         os.utime(path, (old, old))
-    assert sweep_registry(store, 3600) == 1
+    assert sweep_image_cache(store, 3600) == 1
     assert not sif.exists() and not crashed.exists()
     assert [p.name for p in (store.root / "registry").iterdir() if p.is_file()] == []
     before = sum("/blobs/" in r for r in registry.requests_logged())
