@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from adapters.base import OutputStream
-
-CONTROL_DIR = ".gridgate"
+from adapters.scheduler_types import CONTROL_DIR as CONTROL_DIR
 
 T = TypeVar("T")
 

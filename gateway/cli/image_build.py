@@ -272,25 +272,10 @@ def build_image(source: Path, output: Path, *, arch: str, force: bool = False,
         skeleton(root)
         write_environment(root, own)
         environment.update(own)
-        squashfs = stage / "root.squashfs"
         say(f"Packing the root file system into SquashFS ({arch})")
-        run_tool(image_tools.mksquashfs_argv(str(root), str(squashfs),
-                                             all_root=os.geteuid() != 0),
-                 "Packing the root file system (mksquashfs)")
-        partial = stage / "image.sif"
-        run_tool(image_tools.siftool_new_argv(str(partial)), "Creating the SIF (siftool new)")
-        if text is not None:
-            (stage / "definition.yaml").write_text(text)
-            run_tool(image_tools.siftool_add_argv(str(partial), str(stage / "definition.yaml"),
-                                                  "deffile", source.name),
-                     "Adding the definition")
-        if environment:
-            (stage / "environment.json").write_bytes(image_def.environment_json(environment))
-            run_tool(image_tools.siftool_add_argv(str(partial), str(stage / "environment.json"),
-                                                  "envvar", "environment.json"),
-                     "Adding the environment")
-        run_tool(image_tools.siftool_add_partition_argv(str(partial), str(squashfs), arch),
-                 "Adding the partition (siftool add)")
+        partial = local_tools.pack_sif(root, stage, arch, environment, ImageError,
+                                       all_root=os.geteuid() != 0,
+                                       definition=None if text is None else (source.name, text))
         os.replace(partial, output)
     finally:
         _remove(stage)

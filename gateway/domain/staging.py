@@ -15,10 +15,9 @@ from enum import StrEnum
 from urllib.parse import urlsplit
 
 from adapters.job_paths import PathFault, relative_path_fault
+from adapters.scheduler_types import CONTROL_DIR as CONTROL_DIR  # the job dir's control files
 from adapters.text_rules import SITE_NAME
 
-# The gateway's control files live here in every job directory (adapters' layouts).
-CONTROL_DIR = ".gridgate"
 MAX_PATH_CHARS = 4096
 MAX_SEGMENT_CHARS = 255
 # What check_job_path says of each fault; {what} is "a path" or "a glob".

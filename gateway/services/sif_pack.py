@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from containers import image_def, image_tools
-from gateway.local_tools import run_tool
+from containers import image_def
+from gateway import local_tools
 from gateway.services.layer_unpack import resolve_inside
 
 ARCH = "amd64"  # the platform the gateway pulls (containers.oci.PLATFORM)
@@ -17,10 +17,6 @@ ARCH = "amd64"  # the platform the gateway pulls (containers.oci.PLATFORM)
 
 class PackError(Exception):
     """mksquashfs or siftool failed or is missing; the message says which and why."""
-
-
-def _run(argv: list[str], what: str) -> None:
-    run_tool(argv, what, PackError)
 
 
 def _write_new(path: Path, text: str, mode: int) -> None:
@@ -58,16 +54,4 @@ def prepare_root(root: Path, environment: dict[str, str]) -> None:
 def pack_sif(root: Path, work: Path, environment: dict[str, str]) -> Path:
     """Build `work/image.sif` from `root` (which it prepares first); its path."""
     prepare_root(root, environment)
-    squashfs, sif = work / "root.squashfs", work / "image.sif"
-    _run(image_tools.mksquashfs_argv(str(root), str(squashfs), all_root=True),
-         "Packing the root file system (mksquashfs)")
-    _run(image_tools.siftool_new_argv(str(sif)), "Creating the SIF (siftool new)")
-    if environment:
-        env_file = work / "environment.json"
-        env_file.write_bytes(image_def.environment_json(environment))
-        _run(image_tools.siftool_add_argv(str(sif), str(env_file), "envvar",
-                                          "environment.json"), "Adding the environment")
-    _run(image_tools.siftool_add_partition_argv(str(sif), str(squashfs), ARCH),
-         "Adding the partition (siftool add)")
-    squashfs.unlink()
-    return sif
+    return local_tools.pack_sif(root, work, ARCH, environment, PackError, all_root=True)
