@@ -73,6 +73,7 @@ class StageOutClaim:
     spec: JobSpec
     owner: str | None
     owner_id: str
+    exit_code: int | None = None
 
 
 @dataclass(frozen=True)
@@ -359,7 +360,7 @@ class Lifecycle:
             JobState.STAGING_OUT, now, self.worker_id, now + self.staging_lease, limit)
         return [StageOutClaim(a.attempt.id, a.attempt.job_id, a.attempt.workdir,
                               JobSpec.model_validate(a.spec, context=SUBMITTED), a.owner,
-                              a.owner_id)
+                              a.owner_id, a.attempt.exit_code)
                 for a in leased]
 
     def finish_stage_out(self, session: Session, site_name: str, claim: StageOutClaim,

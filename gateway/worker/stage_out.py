@@ -31,6 +31,7 @@ from adapters.errors import AdapterError
 from adapters.transfer import site_fs
 from adapters.transfer.listing import list_tree, sha256_many
 from adapters.transport import FileTransport
+from containers.runtime_errors import runtime_failure
 from gateway.domain.errors import GatewayError
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import CONTROL_DIR, IN_STORE, ON_SITE, OutputsMode
@@ -42,6 +43,9 @@ from gateway.store import BlobStore
 from gateway.worker.context import CLAIM_BATCH, StepContext
 
 log = logging.getLogger(__name__)
+
+# A runtime that cannot start the program says why before anything else reaches stderr.
+RUNTIME_STDERR_BYTES = 16 << 10
 
 
 class StageOutFailed(GatewayError):
@@ -123,10 +127,26 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
     outputs = [] if collected is None else [
         NewOutput(o.path, o.size, o.sha256, o.location, o.site_path)
         for o in collected.outputs]
+    notes = [runtime_note(site, claim),
+             None if collected is None else collected.describe()]
     with ctx.unit() as session:
         ctx.lifecycle.finish_stage_out(session, site.name, claim, outputs,
-                                       None if collected is None else collected.describe(),
-                                       failure)
+                                       "; ".join(n for n in notes if n) or None, failure)
+
+
+def runtime_note(site: SiteEntry, claim: StageOutClaim) -> str | None:
+    """For a container job that exited non-zero, the runtime's own reason when its stderr
+    holds one (containers.runtime_errors): "container runtime: ..."; else None."""
+    if claim.spec.container is None or not claim.exit_code:
+        return None
+    try:
+        head = site.adapter_for(claim.owner).read_output(
+            claim.workdir, "stderr", 0, RUNTIME_STDERR_BYTES)
+    except AdapterError as exc:
+        log.info("job %s: stderr unread at %s: %s", claim.job_id, site.name, exc.message)
+        return None
+    said = runtime_failure(head.data.decode("utf-8", "replace"))
+    return None if said is None else f"container runtime: {said}"
 
 
 def collect(files: FileTransport, workdir: str, globs: list[str], mode: OutputsMode,

@@ -203,3 +203,17 @@ def test_two_jobs_wanting_a_new_image_at_once_send_it_once(gw: LiveGateway,
     records = sorted((staged(gw, j) for j in jobs), key=lambda r: r[1])
     assert records[1] == ("0 bytes", 1), records
     assert records[0][1] == 0 and records[0][0] != "0 bytes", records
+
+
+def test_a_runtime_that_cannot_start_the_program_says_why_in_the_reason(
+        gw: LiveGateway, images: dict[str, Path]) -> None:
+    # The image lacks the program: each rank's ch-run fails before it starts, and the job's
+    # reason carries ch-run's own words from its stderr (containers.runtime_errors).
+    headers = gw.token()
+    spec = pingpong_job("roadrunner", upload(gw, headers, images["mpich"]))
+    spec["executable"] = "/opt/app/not-in-the-image"
+    job_id = gw.submit(headers, spec)
+    job = gw.until_final(job_id, deadline=300)
+    assert job["state"] == "FAILED" and job["exit_code"] != 0, job
+    assert ("container runtime: ch-run: can't execve(2): /opt/app/not-in-the-image: "
+            "No such file or directory") in job["reason"], job

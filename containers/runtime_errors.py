@@ -1,0 +1,48 @@
+"""Why a container runtime could not start the program, from what it wrote on stderr.
+
+- Apptainer and SingularityCE log through sylog: `FATAL:   MESSAGE` (the level and its
+  colon padded to 8 characters, then a space), wrapped in ANSI colour codes even when
+  stderr is a file, unless APPTAINER_MESSAGELEVEL or --nocolor turn them off. The first
+  FATAL line is the cause (a runtime stops at it; each MPI rank may print its own).
+- ch-run (Charliecloud): `ch-run[PID]: error: MESSAGE (FILE.c:LINE[ ERRNO])`, written in
+  several write(2) calls, so the ranks of one job sharing a stderr file interleave them
+  mid-line ("...not-in-the-imagech-run[163]: error: ...", seen on the testbed): the text is
+  cut before each `ch-run[PID]: ` too, and a message ending in its source location (whole)
+  is preferred to one cut short.
+
+`runtime_failure` gives the first such message, without colour codes, source location or
+other control characters, at most MAX_CHARS long; None when no line has either form. The
+text is the job's own output, so it is only ever shown to the job's owner, as data.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_CHARS = 300
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SYLOG_FATAL = re.compile(r"FATAL: {3}(?P<message>\S.*)")
+_CH_RUN_ERROR = re.compile(r"ch-run\[\d+\]: error: (?P<message>.+?)"
+                           r"(?P<where> \([\w.-]+\.c:\d+(?: \d+)?\))?")
+_PIECES = re.compile(r"\r?\n|(?=ch-run\[\d+\]: )")
+
+
+def _clean(message: str) -> str:
+    message = _CONTROL.sub("", message).strip()
+    return message if len(message) <= MAX_CHARS else message[:MAX_CHARS - 3] + "..."
+
+
+def runtime_failure(stderr: str) -> str | None:
+    """The runtime's own words for why it stopped, if `stderr` holds them (see module)."""
+    cut_short = None
+    for piece in _PIECES.split(_ANSI.sub("", stderr)):
+        line = piece.rstrip()
+        if match := _SYLOG_FATAL.fullmatch(line):
+            return _clean(match["message"])
+        if match := _CH_RUN_ERROR.fullmatch(line):
+            message = _clean(f"ch-run: {match['message']}")
+            if match["where"]:
+                return message
+            cut_short = cut_short or message
+    return cut_short
