@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     insecure_registries: str = ""
     registry_image_max_bytes: int = 10 * 1024**3
     registry_timeout_seconds: float = 60.0
+    # The sites' staging caches: what no job directory holds and nobody used for this
+    # many days is removed (adapters.transfer.cache_prune); 0 keeps everything.
+    site_cache_idle_days: float = Field(default=14.0, ge=0)
     # Tasks one job array may have (`array: 0-999`); at most the workflows package's own
     # bound (workflows.limits), which the job spec's syntax check applies.
     job_array_max_tasks: int = Field(default=1000, ge=1, le=DEFAULT_LIMITS.max_array_tasks)

@@ -33,7 +33,9 @@ _MKDIR_SCRIPT = ('umask 077 && for d; do mkdir -p -- "$d" && stat -c "%F|%u|%a" 
 # Sizes of several files in one command: a line each, "<kind> <size>" or "missing".
 _SIZES_SCRIPT = 'for p; do stat -c "%F %s" -- "$p" 2>/dev/null || echo missing; done'
 # What the place script (below; the same arguments) does once "$1" hashed to "$h":
-# compare with "$3", then rename, unlock and link. adapters.transfer.follow ends with it.
+# compare with "$3", then rename, unlock and link ("missing" if the file went between the
+# hash and the link: a cache entry adapters.transfer.cache_prune removed meanwhile).
+# adapters.transfer.follow ends with it.
 PLACE_TAIL = r"""if [ "$h" != "$3" ]; then rm -f -- "$1"; echo "mismatch $h"; exit 0; fi
 kept=$1
 if [ -n "$4" ]; then mv -f -T -- "$1" "$4" || exit 4; kept=$4; fi
@@ -41,8 +43,11 @@ if [ -n "$5" ]; then rm -f -- "$5/holder"; rmdir -- "$5" 2>/dev/null; fi
 if [ -n "$6" ] && [ "$kept" -ef "$6" ]; then
   rm -f -- "$7"  # linked by an interrupted run (mv refuses a link onto itself)
 elif [ -n "$6" ]; then
-  { ln -f -T -- "$kept" "$7" 2>/dev/null || cp -f -T -- "$kept" "$7"; } &&
-    mv -f -T -- "$7" "$6" || exit 5
+  if ! { ln -f -T -- "$kept" "$7" 2>/dev/null || cp -f -T -- "$kept" "$7"; }; then
+    [ -e "$kept" ] || { echo missing; exit 0; }  # pruned meanwhile (cache_prune): resend
+    exit 5
+  fi
+  mv -f -T -- "$7" "$6" || exit 5
 fi
 echo placed"""
 # Verify a file and put it in place, in one command (one round trip instead of five): "$1"

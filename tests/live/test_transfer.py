@@ -16,6 +16,7 @@ import pytest
 
 from adapters.ssh import SshTarget, SshTransport
 from adapters.transfer import copy_site_to_site, stage_file
+from adapters.transfer.cache_prune import Pruned, prune
 from adapters.transfer.site_fs import sha256_of
 from testbed.state import SiteInfo, TestbedInfo
 from tests.testbed.fixture import ssh
@@ -164,3 +165,30 @@ def test_corruption_between_write_and_verify_is_detected_and_resent(
     assert transport.corrupted, "the fault was never injected"
     assert result.resends == 1 and result.bytes_sent == 2 * len(data), result
     assert sha256_of(transports["roadrunner"], dest) == digest
+
+
+@pytest.mark.parametrize("site_name", ["roadrunner", "galaxy"])
+def test_a_cache_entry_no_job_holds_is_pruned_once_idle(
+        testbed: TestbedInfo, transports: dict[str, SshTransport], tmp_path: Path,
+        site_name: str) -> None:
+    """adapters.transfer.cache_prune over SSH, with the site's own find, stat and rm."""
+    site = testbed.sites[site_name]
+    source = tmp_path / "data.bin"
+    source.write_bytes(os.urandom(MIB))
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    base = job_dir(site)
+    cache, held, freed = f"{base}/cache", f"{base}/job-1/in", f"{base}/job-2/in"
+    for dest in (held, freed):
+        stage_file(transports[site_name], str(source), digest, MIB, dest, cache_dir=cache)
+    other = hashlib.sha256(b"other").hexdigest()
+    ssh(site, ACCOUNT, ["sh", "-c", 'printf x > "$1/$2" && mkdir "$1/$2.d" && rm "$3" && '
+                        'touch -d "30 days ago" "$1/$2" "$1/$2.d" "$1/$4"',
+                        "x", cache, other, freed, digest])
+    pruned = prune(transports[site_name], cache, idle_seconds=14 * 86400)
+    # `other` and its unpacked tree held by no job: gone; the staged entry is still
+    # linked from job-1: kept, and job-1's file intact.
+    assert pruned == Pruned(files=1, unpacked=1, bytes_freed=1)
+    listing = ssh(site, ACCOUNT, ["sh", "-c", 'ls -A "$1"; sha256sum "$2"', "x", cache,
+                                  held]).stdout.split()
+    assert listing == [digest, digest, held]
+    ssh(site, ACCOUNT, ["rm", "-rf", base])

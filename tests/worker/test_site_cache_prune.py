@@ -1,0 +1,51 @@
+"""A worker's housekeeping prunes the sites' staging caches (here the local site's, through
+its own transport): on its first cycle, then not again until SITE_CACHE_PRUNE_SECONDS have
+passed; `site_cache_idle_days: 0` keeps everything."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from gateway.runtime import Runtime
+from gateway.worker.housekeeping import SITE_CACHE_PRUNE_SECONDS
+from gateway.worker.loop import Worker
+
+
+def old_entry(runtime: Runtime, name: str) -> Path:
+    site = runtime.sites.get("local")
+    cache = Path(site.cache_dir(site.owner_only))
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    entry = cache / hashlib.sha256(name.encode()).hexdigest()
+    entry.write_bytes(b"staged long ago")
+    then = time.time() - 30 * 86400
+    os.utime(entry, (then, then))
+    return entry
+
+
+def test_housekeeping_prunes_the_site_caches_now_and_then(
+        runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = old_entry(runtime, "first")
+    worker = Worker(runtime, "w")
+    worker.housekeeping.run()
+    assert not first.exists()
+    second = old_entry(runtime, "second")
+    clock = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: clock + 120)  # the next minute's run
+    worker.housekeeping.run()
+    assert second.exists()  # not again so soon
+    monkeypatch.setattr(time, "monotonic", lambda: clock + SITE_CACHE_PRUNE_SECONDS + 60)
+    worker.housekeeping.run()
+    assert not second.exists()
+
+
+def test_zero_idle_days_keeps_everything(runtime: Runtime,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime.settings, "site_cache_idle_days", 0.0)
+    entry = old_entry(runtime, "kept")
+    Worker(runtime, "w").housekeeping.run()
+    assert entry.exists()
