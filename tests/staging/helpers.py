@@ -2,16 +2,43 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import http.server
+import ipaddress
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from fastapi.testclient import TestClient
 
+from gateway.services.https_fetch import is_public_address
 from gateway.worker.loop import Worker
 from tests.conftest import TestUser
 
 FINAL = {"COMPLETED", "FAILED", "CANCELLED"}
+# A loopback address of its own for the tests' HTTP servers, which only_test_host allows.
+TEST_HOST = "127.0.0.2"
+
+
+@contextlib.contextmanager
+def http_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A threaded HTTP server on TEST_HOST serving `handler`; its port."""
+    httpd = http.server.ThreadingHTTPServer((TEST_HOST, 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield httpd.server_address[1]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+def only_test_host(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """The gateway's address checker, except that the test servers' address is allowed."""
+    return str(ip) == TEST_HOST or is_public_address(ip)
 
 
 def upload(client: TestClient, user: TestUser, data: bytes, *, complete: bool = True) -> str:

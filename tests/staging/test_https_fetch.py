@@ -10,7 +10,6 @@ import io
 import ipaddress
 import os
 import stat
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +20,9 @@ from gateway.services.https_fetch import fetch, https_input, is_public_address
 from gateway.services.input_sources import InputUnavailable
 from gateway.settings import Settings
 from gateway.store import BlobStore
+from tests.staging.helpers import TEST_HOST, http_server, only_test_host
 
 BODY = hashlib.shake_256(b"remote").digest(300_000)
-TEST_HOST = "127.0.0.2"
 
 
 @pytest.mark.parametrize(("address", "public"), [
@@ -74,30 +73,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer((TEST_HOST, 0), _Handler)
-    port = httpd.server_address[1]
-    base = f"http://{TEST_HOST}:{port}"
-    _Handler.routes = {
-        "/data": (200, {}, BODY),
-        "/to-data": (302, {"Location": "/data"}, b""),
-        "/to-loopback": (302, {"Location": f"http://127.0.0.1:{port}/data"}, b""),
-        "/to-localhost": (301, {"Location": f"http://localhost:{port}/data"}, b""),
-        "/to-file": (302, {"Location": "file:///etc/passwd"}, b""),
-        "/loop": (307, {"Location": "/loop"}, b""),
-    }
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield base
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-
-
-def only_test_host(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """The default checker, except that the test server's own address is allowed."""
-    return str(ip) == TEST_HOST or is_public_address(ip)
+    with http_server(_Handler) as port:
+        _Handler.routes = {
+            "/data": (200, {}, BODY),
+            "/to-data": (302, {"Location": "/data"}, b""),
+            "/to-loopback": (302, {"Location": f"http://127.0.0.1:{port}/data"}, b""),
+            "/to-localhost": (301, {"Location": f"http://localhost:{port}/data"}, b""),
+            "/to-file": (302, {"Location": "file:///etc/passwd"}, b""),
+            "/loop": (307, {"Location": "/loop"}, b""),
+        }
+        yield f"http://{TEST_HOST}:{port}"
 
 
 def get(url: str, max_bytes: int = 1 << 20) -> bytes:

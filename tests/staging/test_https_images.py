@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
-import ipaddress
 import os
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,14 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from gateway.services.https_fetch import is_public_address
 from gateway.services.https_images import https_image
 from gateway.services.image_cache import sweep_image_cache
 from gateway.services.input_sources import ResolvedInput
 from gateway.settings import Settings
 from gateway.store import BlobStore
+from tests.staging.helpers import TEST_HOST, http_server, only_test_host
 
-TEST_HOST = "127.0.0.2"
 MODIFIED = "Sat, 28 Nov 2026 09:00:00 GMT"
 
 
@@ -66,20 +63,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer((TEST_HOST, 0), _Handler)
     _Handler.served = {}
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://{TEST_HOST}:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-
-
-def only_test_host(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    return str(ip) == TEST_HOST or is_public_address(ip)
+    with http_server(_Handler) as port:
+        yield f"http://{TEST_HOST}:{port}"
 
 
 def serve(path: str, **kw: object) -> Served:
