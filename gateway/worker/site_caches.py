@@ -1,6 +1,7 @@
 """Prune the sites' staging caches: what no job directory holds and nobody used for
 `site_cache_idle_days` (adapters.transfer.cache_prune), one site command per cache: one per
-site, or one per account on a site that maps accounts (each has its own cache)."""
+site, or one per account on a site that maps accounts (each has its own cache). A site
+that cannot be reached is left until the next time."""
 
 from __future__ import annotations
 
@@ -22,8 +23,7 @@ def _accounts(site: SiteEntry) -> list[str | None]:
 
 
 def prune_site_caches(sites: Iterable[SiteEntry], idle_seconds: float) -> Pruned:
-    """Prune every cache of `sites`; what was removed, all told. A site that cannot be
-    reached now is left for the next time (logged)."""
+    """Prune every cache of `sites`; what was removed, all told."""
     total = Pruned()
     for site in sites:
         for username in _accounts(site):
@@ -32,9 +32,9 @@ def prune_site_caches(sites: Iterable[SiteEntry], idle_seconds: float) -> Pruned
                 done = prune(site.adapter_for(username).files, cache,
                              idle_seconds=idle_seconds)
             except AdapterError as exc:
-                log.info("site %s: cache %s not pruned now: %s", site.name, cache,
-                         exc.message)
-                continue
+                # A site out of reach is so for its other accounts too: one wait, not many.
+                log.info("site %s: caches not pruned now: %s", site.name, exc.message)
+                break
             if done != Pruned():
                 log.info("site %s: pruned %s: %d file(s) (%s), %d unpacked image(s), "
                          "%d partial upload(s)", site.name, cache, done.files,

@@ -4,16 +4,20 @@ passed; `site_cache_idle_days: 0` keeps everything."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from adapters.errors import SiteUnavailable
 from gateway.runtime import Runtime
 from gateway.worker.housekeeping import SITE_CACHE_PRUNE_SECONDS
 from gateway.worker.loop import Worker
+from gateway.worker.site_caches import prune_site_caches
 
 
 def old_entry(runtime: Runtime, name: str) -> Path:
@@ -49,3 +53,27 @@ def test_zero_idle_days_keeps_everything(runtime: Runtime,
     entry = old_entry(runtime, "kept")
     Worker(runtime, "w").housekeeping.run()
     assert entry.exists()
+
+
+class _Unreachable:
+    """An adapter whose site cannot be reached: each command raises SiteUnavailable."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.files = self
+
+    def run(self, argv: Sequence[str], **_: object) -> None:
+        self.calls += 1
+        raise SiteUnavailable("connection refused")
+
+
+def test_a_site_out_of_reach_is_tried_once_and_the_others_still_pruned(
+        runtime: Runtime) -> None:
+    local = runtime.sites.get("local")
+    unreachable = _Unreachable()
+    down = dataclasses.replace(local, name="down", owner_only=None,
+                               mapped={"alice": unreachable, "bob": unreachable})  # type: ignore[dict-item]
+    entry = old_entry(runtime, "local entry")
+    pruned = prune_site_caches([down, local], 14 * 86400)
+    assert unreachable.calls == 1  # not once per account
+    assert pruned.files == 1 and not entry.exists()
