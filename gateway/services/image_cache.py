@@ -12,19 +12,18 @@ pointing at nothing with it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 from adapters.transfer import LocalFile
 from adapters.transfer.staging import StagedFile
 from gateway.services.input_sources import ResolvedInput
 from gateway.store import BlobStore
+from gateway.store.files import held
 
 IMAGE_CACHE_DIR = "registry"
 
@@ -86,18 +85,9 @@ class ImageCache:
             os.replace(part, self.root / name.removeprefix("sha256:"))
         return resolved
 
-    @contextlib.contextmanager
-    def locked(self, name: str) -> Iterator[None]:
+    def locked(self, name: str) -> contextlib.AbstractContextManager[None]:
         """Hold the store's lock on the image `name` (flock: released if the process dies)."""
-        locks = self.root / "locks"
-        locks.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(locks / f"{name.removeprefix('sha256:')}.lock", os.O_RDWR | os.O_CREAT,
-                     0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+        return held(self.root / "locks" / f"{name.removeprefix('sha256:')}.lock")
 
 
 def remove_tree(path: Path) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 FILE_MODE = 0o600
@@ -26,5 +29,18 @@ def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def held(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `lock_file` (made if missing): one holder at a time,
+    across threads and processes, released when the holder ends however it ends."""
+    lock_file.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
         os.close(fd)

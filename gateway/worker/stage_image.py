@@ -39,6 +39,7 @@ from gateway.services.input_sources import InputUnavailable, ResolvedInput, uplo
 from gateway.services.registry_pull import registry_input
 from gateway.store import BlobStore
 from gateway.store.blobs import is_sha256
+from gateway.store.files import held
 
 DERIVED_DIR = "derived"
 UNPACKED_SUFFIX = ".d"
@@ -68,27 +69,38 @@ def resolve_image(rt: Runtime, owner_id: str, spec: JobSpec, extract: bool) -> R
             sif.scratch.unlink(missing_ok=True)
 
 
-def squashfs_of(store: BlobStore, sif: ResolvedInput) -> ResolvedInput:
-    """The SquashFS partition of the SIF `sif`, extracted once per SIF digest."""
-    assert isinstance(sif.source, LocalFile)
-    derived = store.root / DERIVED_DIR
-    target = derived / f"{sif.expected.sha256}.squashfs"
-    sidecar = target.with_name(target.name + ".sha256")
+def _extracted(target: Path, sidecar: Path) -> ResolvedInput | None:
     if sidecar.is_file() and target.is_file():
         size_text, digest = sidecar.read_text().split()
         if int(size_text) == target.stat().st_size:
             os.utime(sidecar)  # used now: sweep_derived keeps it a while longer
             return ResolvedInput(LocalFile(target), StagedFile(digest, int(size_text)))
-    derived.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = store.new_incoming()
-    try:
-        size, digest = _extract(Path(os.fspath(sif.source.path)), tmp, sif.expected.sha256)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    part = sidecar.with_name(sidecar.name + ".part")
-    part.write_text(f"{size} {digest}\n")
-    os.replace(part, sidecar)
+    return None
+
+
+def squashfs_of(store: BlobStore, sif: ResolvedInput) -> ResolvedInput:
+    """The SquashFS partition of the SIF `sif`, extracted once per SIF digest: workers
+    (threads or processes) wanting it at once hold a lock on the digest in the store, so
+    one extracts and the others find it done."""
+    assert isinstance(sif.source, LocalFile)
+    derived = store.root / DERIVED_DIR
+    target = derived / f"{sif.expected.sha256}.squashfs"
+    sidecar = target.with_name(target.name + ".sha256")
+    if (found := _extracted(target, sidecar)) is not None:
+        return found
+    with held(derived / f"{sif.expected.sha256}.lock"):
+        if (found := _extracted(target, sidecar)) is not None:
+            return found
+        tmp = store.new_incoming()
+        try:
+            size, digest = _extract(Path(os.fspath(sif.source.path)), tmp,
+                                    sif.expected.sha256)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        part = sidecar.with_name(sidecar.name + ".part")
+        part.write_text(f"{size} {digest}\n")
+        os.replace(part, sidecar)
     return ResolvedInput(LocalFile(target), StagedFile(digest, size))
 
 
@@ -111,6 +123,11 @@ def sweep_derived(store: BlobStore, max_age_seconds: float) -> int:
                 for path in pair:
                     path.unlink(missing_ok=True)
                 removed += 1
+    for lock in derived.glob("*.lock"):
+        with contextlib.suppress(FileNotFoundError):
+            if (lock.stat().st_mtime < cutoff
+                    and not lock.with_name(lock.stem + ".squashfs").exists()):
+                lock.unlink()
     return removed
 
 

@@ -1,5 +1,6 @@
 """Large copies through OpenSSH `ssh` processes (adapters.ssh.bulk) against a real sshd
-on 127.0.0.1: striped uploads, downloads, pinned host keys, a link cut mid-copy."""
+on 127.0.0.1: striped uploads, downloads, pinned host keys, a link cut mid-copy, and the
+standing master connection the sessions ride (and its end when idle)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from adapters.errors import SiteUnavailable
 from adapters.ssh import SshTransport
+from adapters.ssh import bulk as bulk_module
 from adapters.ssh.transport import BULK_MIN_BYTES
 from adapters.transport import HostKeyMismatch
 from tests.ssh.conftest import target_for, wait_for
@@ -120,19 +122,67 @@ def test_an_upload_takes_the_processes_started_ahead_of_it(transport: SshTranspo
                                                            remote_dir: Path,
                                                            big: tuple[Path, bytes]) -> None:
     """Started ahead, the `ssh` processes serve the upload (none more are started); ones
-    no upload took are ended with the context; small uploads start none."""
+    no upload took are ended with the context; small uploads start none. The first
+    upload_ahead starts the master only: its upload waits for it, then rides it."""
     source, data = big
     bulk = transport.bulk
     assert bulk is not None
     with transport.upload_ahead(len(data)):
-        assert bulk.connects == 2
-        assert transport.upload(str(source), str(remote_dir / "a.bin")) == len(data)
-    assert bulk.connects == 2 and (remote_dir / "a.bin").read_bytes() == data
+        assert bulk.connects == 0 and bulk._master is not None
+        assert transport.upload(str(source), str(remote_dir / "m.bin")) == len(data)
+    assert bulk.connects == 2
     with transport.upload_ahead(len(data)):
         assert bulk.connects == 4
+        assert transport.upload(str(source), str(remote_dir / "a.bin")) == len(data)
+    assert bulk.connects == 4 and (remote_dir / "a.bin").read_bytes() == data
+    with transport.upload_ahead(len(data)):
+        assert bulk.connects == 6
         live = set(bulk._live)
         assert len(live) == 2
     wait_for("the unused processes to end", lambda: not bulk._live)
     assert all(proc.poll() is not None for proc in live)
     with transport.upload_ahead(MIB):
-        assert bulk.connects == 4
+        assert bulk.connects == 6
+
+
+def test_copies_ride_one_standing_connection(sshd: Sshd, transport: SshTransport,
+                                             remote_dir: Path, big: tuple[Path, bytes],
+                                             tmp_path: Path) -> None:
+    """After the first copy starts the master, copies open sessions over it: sshd accepts
+    no new login for them. `disconnect` ends the master; the next copy connects again."""
+    source, data = big
+    bulk = transport.bulk
+    assert bulk is not None
+    assert transport.upload(str(source), str(remote_dir / "first.bin")) == len(data)
+    wait_for("the master connection", lambda: os.path.exists(bulk._control_path()))
+    # The pooled paramiko connection (a download asks it the file's size) is up too.
+    assert transport.download(str(remote_dir / "first.bin"), str(tmp_path / "b")) == len(data)
+    logins = sshd.log().count("Accepted publickey")
+    for n in range(3):  # more sessions in all than one connection's MaxSessions
+        assert transport.upload(str(source), str(remote_dir / f"{n}.bin")) == len(data)
+    assert transport.download(str(remote_dir / "0.bin"), str(tmp_path / "back")) == len(data)
+    assert sshd.log().count("Accepted publickey") == logins
+    assert (tmp_path / "back").read_bytes() == data
+    assert (remote_dir / "2.bin").read_bytes() == data
+    transport.disconnect()
+    assert transport.upload(str(source), str(remote_dir / "again.bin")) == len(data)
+    assert sshd.log().count("Accepted publickey") > logins
+    assert (remote_dir / "again.bin").read_bytes() == data
+
+
+def test_an_idle_master_is_ended_and_the_next_copy_starts_another(
+        transport: SshTransport, remote_dir: Path, big: tuple[Path, bytes],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bulk_module, "MASTER_IDLE_SECONDS", 0.5)
+    monkeypatch.setattr(bulk_module, "_MASTER_CHECK", 0.1)
+    source, data = big
+    bulk = transport.bulk
+    assert bulk is not None
+    assert transport.upload(str(source), str(remote_dir / "a.bin")) == len(data)
+    master = bulk._master
+    assert master is not None
+    wait_for("the idle master to end", lambda: master.poll() is not None)
+    assert bulk._master is None
+    assert transport.upload(str(source), str(remote_dir / "b.bin")) == len(data)
+    assert bulk._master is not None and bulk._master.poll() is None
+    assert (remote_dir / "b.bin").read_bytes() == data

@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +18,7 @@ from adapters.transfer import StagedFile
 from adapters.transfer.sources import LocalFile
 from gateway.services.input_sources import InputUnavailable, ResolvedInput
 from gateway.store import BlobStore
+from gateway.worker import stage_image
 from gateway.worker.stage_image import DERIVED_DIR, squashfs_of, sweep_derived
 from tests.containers.conftest import build, make_rootfs, need
 
@@ -71,3 +74,36 @@ def test_a_used_partition_is_kept_and_a_damaged_sif_is_never_extracted(
     with pytest.raises(InputUnavailable, match="does not match its digest"):
         squashfs_of(store, other)
     assert not (store.root / DERIVED_DIR / f"{'3' * 64}.squashfs").exists()
+
+
+def test_workers_wanting_one_partition_at_once_extract_it_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two jobs of a new image staged side by side both asked for its partition: both
+    # extracted it and wrote the same sidecar part name, and one rename found it gone.
+    need("mksquashfs")
+    build(make_rootfs(tmp_path / "root"), tmp_path / "app.sif")
+    data = (tmp_path / "app.sif").read_bytes()
+    sif = ResolvedInput(LocalFile(tmp_path / "app.sif"),
+                        StagedFile(hashlib.sha256(data).hexdigest(), len(data)))
+    store = BlobStore(tmp_path / "store")
+    calls = []
+    real = stage_image._extract
+
+    def counted(*args: Any) -> tuple[int, str]:
+        calls.append(args)
+        time.sleep(0.2)  # long enough for the others to arrive meanwhile
+        return real(*args)
+
+    monkeypatch.setattr(stage_image, "_extract", counted)
+    with ThreadPoolExecutor(4) as pool:
+        parts = list(pool.map(lambda _: squashfs_of(store, sif), range(4)))
+    assert len(calls) == 1 and all(p == parts[0] for p in parts)
+    old = time.time() - 2 * DAY
+    lock = store.root / DERIVED_DIR / f"{sif.expected.sha256}.lock"
+    os.utime(lock, (old, old))
+    assert sweep_derived(store, DAY) == 0 and lock.exists()  # its partition is there
+    for path in (store.root / DERIVED_DIR).iterdir():
+        if path != lock:
+            path.unlink()
+    sweep_derived(store, DAY)
+    assert not lock.exists()
