@@ -7,16 +7,15 @@ striped over `streams` such processes (alternate 255 KiB requests), so the site'
 sessions (an sshd that decrypts, an sftp-server that writes) work in parallel on
 several cores. Downloads use one process.
 
-The sessions ride one standing connection: a master `ssh` (ControlMaster, its control
-socket in a private directory) started with the first copy, so a copy's sessions open in a few milliseconds instead of a handshake each (0.19 s measured
-on the testbed: sshd's re-exec, key exchange and key authentication, for each process).
-A copy that finds the master still in its handshake waits for it (at most MASTER_WAIT);
-if it died (the link dropped), the next copy starts a new one, and sessions that cannot
-reach a master connect on their own as before. A master without sessions for
-MASTER_IDLE_SECONDS (no copy, and no command through the transport: `in_use`) is ended;
-`disconnect` ends it too, dropping every session at once. So the first large copy to a
-site account after the gateway starts pays one handshake, and later ones none while the
-gateway keeps working with the site.
+The sessions ride one standing connection (adapters.ssh.master: ControlMaster, its socket
+in this path's private directory), started by the first copy, so a copy's sessions open
+in a few milliseconds instead of a handshake each (0.19 s measured on the testbed: sshd's
+re-exec, key exchange and key authentication, for each process). A copy that finds the
+master still in its handshake waits for it (at most MASTER_WAIT); sessions that cannot
+reach a master (it failed, or at MAX_MUX_SESSIONS) connect on their own as before. The
+master ends by itself once unused for a while; `disconnect` ends it at once, dropping
+every session on it. So the first large copy to a site account pays one handshake, and
+the ones that follow it within the master's idle time none.
 
 Host keys stay pinned: the target's keys are written to a private known_hosts file under
 one alias (`HostKeyAlias`), with StrictHostKeyChecking=yes and no other known_hosts, agent,
@@ -35,10 +34,10 @@ import socket
 import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from typing import IO
 
+from adapters.ssh.master import SshMaster
 from adapters.ssh.sftp_wire import (
     OPEN_CREATE,
     OPEN_READ,
@@ -69,11 +68,7 @@ _ALIAS = "gridgate-pinned-site"
 # AES-GCM first: the cheapest cipher for both ssh and the site's sshd (with AES-NI).
 _CIPHERS = "^aes128-gcm@openssh.com,aes256-gcm@openssh.com"
 # Sessions one master carries at once, below sshd's default MaxSessions (10).
-_MUX_SESSIONS = 8
-# A master unused for this long (no session, no command) is ended (checked every
-# _MASTER_CHECK seconds): sites and accounts the gateway no longer works with keep none.
-MASTER_IDLE_SECONDS = 600.0
-_MASTER_CHECK = 30.0
+MAX_MUX_SESSIONS = 8
 # How long a copy waits for a master in its handshake before connecting on its own.
 MASTER_WAIT = 2.0
 # Socket pair buffers: 4 MiB (the kernel caps it at net.core.wmem_max/rmem_max) lets the
@@ -106,10 +101,8 @@ class OpenSshBulk:
         # `ssh` processes started for sessions (each a connection of its own unless it
         # rides the master).
         self.connects = 0
-        self._master: subprocess.Popen[bytes] | None = None
+        self._master: SshMaster | None = None
         self._muxed: set[subprocess.Popen[bytes]] = set()
-        self._last_session = 0.0
-        self._closed = threading.Event()
 
     @staticmethod
     def usable(target: SshTarget, ssh_binary: str = "ssh") -> bool:
@@ -129,19 +122,13 @@ class OpenSshBulk:
         start overlaps what the thread does before it (site commands); `end_ahead` ends
         the ones no upload took. While the master is in its handshake none are started:
         the upload waits for the master instead (see `_sessions`)."""
-        if not self._keep_master():
+        if not self.master.ensure():
             return
         procs = [self._spawn() for _ in range(self.streams)]
         with self._lock:
             stale = self._ready.pop(threading.get_ident(), [])
             self._ready[threading.get_ident()] = procs
         self._end(stale, kill=True)
-
-    def in_use(self) -> None:
-        """The transport is working with the site (a command): a master already up is
-        kept (it ends only after MASTER_IDLE_SECONDS without copies or commands)."""
-        with self._lock:
-            self._last_session = time.monotonic()
 
     def end_ahead(self) -> None:
         with self._lock:
@@ -184,24 +171,20 @@ class OpenSshBulk:
         """End every `ssh` process now, the master too (copies in flight fail as on a
         dropped link)."""
         with self._lock:
-            live = list(self._live)
-            if self._master is not None:
-                live.append(self._master)
+            live, master = list(self._live), self._master
+        if master is not None:
+            master.stop()
         for proc in live:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
 
     def close(self) -> None:
-        self._closed.set()
         self.disconnect()
         with self._lock:
-            master, self._master = self._master, None
             directory, self._dir = self._dir, None
             unused = [p for procs in self._ready.values() for p in procs]
             self._ready.clear()
         self._end(unused, kill=True)
-        if master is not None:
-            master.wait()
         if directory is not None:
             directory.cleanup()
 
@@ -213,8 +196,8 @@ class OpenSshBulk:
             ahead = self._ready.pop(threading.get_ident(), [])
         procs, spare = ahead[:count], ahead[count:]
         self._end(spare, kill=True)
-        if len(procs) < count and not self._keep_master():
-            self._await_master()
+        if len(procs) < count and not self.master.ensure():
+            self.master.wait_ready(MASTER_WAIT)
         try:
             # Start every process first: their handshakes overlap.
             while len(procs) < count:
@@ -265,7 +248,7 @@ class OpenSshBulk:
         with self._lock:
             # sshd allows MaxSessions (10 by default) per connection: past our share of
             # them a session gets a connection of its own.
-            mux = len(self._muxed) < _MUX_SESSIONS and os.path.exists(control)
+            mux = len(self._muxed) < MAX_MUX_SESSIONS and os.path.exists(control)
         try:
             fd = theirs.fileno()
             proc = subprocess.Popen(self.argv(control if mux else "none"), stdin=fd,
@@ -280,63 +263,20 @@ class OpenSshBulk:
         ours.settimeout(self.timeout)
         with self._lock:
             self._live.add(proc)
-            self._last_session = time.monotonic()
             if mux:
                 self._muxed.add(proc)
             self.connects += 1
         return proc, ours, errors
 
-    def _keep_master(self) -> bool:
-        """Start the master connection unless one runs (see module); whether it is ready
-        (its control socket there). Its handshake goes on in the background."""
+    @property
+    def master(self) -> SshMaster:
+        """This target's master connection (made on first use; see adapters.ssh.master)."""
         control = self._control_path()
-        argv = [*self._options(control, master=True), "-N", "--", self.target.host]
+        argv = self._options(control, master=True)
         with self._lock:
-            self._last_session = time.monotonic()
-            if self._closed.is_set() or (self._master is not None
-                                         and self._master.poll() is None):
-                return os.path.exists(control)
-            old, self._master = self._master, None
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(control)  # a dead master's socket
-            try:
-                master = subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
-            except OSError as exc:
-                log.info("no master connection to %s: %s", self.target.label, exc)
-            else:
-                self._master = master
-                threading.Thread(target=self._end_when_idle, args=(master,), daemon=True,
-                                 name="gridgate-ssh-master").start()
-        if old is not None:
-            old.wait()
-        return False
-
-    def _await_master(self) -> None:
-        """Wait, at most the time a handshake of its own would take (MASTER_WAIT
-        seconds), for the master to be ready: its remaining handshake is never longer, and
-        new connections beside it would slow it on a busy machine. Returns early when the
-        master has ended (then sessions connect on their own)."""
-        control, deadline = self._control_path(), time.monotonic() + MASTER_WAIT
-        with self._lock:
-            master = self._master
-        while (master is not None and master.poll() is None and not os.path.exists(control)
-               and time.monotonic() < deadline):
-            time.sleep(0.005)
-
-    def _end_when_idle(self, master: subprocess.Popen[bytes]) -> None:
-        """End `master` once it has carried no session for MASTER_IDLE_SECONDS."""
-        while not self._closed.wait(_MASTER_CHECK) and master.poll() is None:
-            with self._lock:
-                idle = (not self._muxed and self._master is master and
-                        time.monotonic() - self._last_session > MASTER_IDLE_SECONDS)
-                if idle:
-                    self._master = None
-            if idle:
-                master.kill()
-                break
-        master.wait()
+            if self._master is None:
+                self._master = SshMaster(argv, control, self.target.host, self.target.label)
+            return self._master
 
     def argv(self, control_path: str = "none") -> list[str]:
         """The `ssh` command line of a session: an SFTP subsystem over the master's

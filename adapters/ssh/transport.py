@@ -90,8 +90,6 @@ class SshTransport:
         self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float = 60.0
     ) -> CommandResult:
         """Run argv in the account's login shell, each element `shlex.quote`d."""
-        if self._bulk is not None:
-            self._bulk.in_use()  # a site the gateway works with keeps its bulk master
         return run_command(self.connection, self._slots, argv, stdin, timeout)
 
     def put_bytes(self, data: bytes, path: str, *, mode: int = 0o600) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from adapters.errors import SiteUnavailable
 from adapters.ssh import SshTransport
-from adapters.ssh import bulk as bulk_module
+from adapters.ssh import master as master_module
 from adapters.ssh.transport import BULK_MIN_BYTES
 from adapters.transport import HostKeyMismatch
 from tests.ssh.conftest import target_for, wait_for
@@ -128,7 +128,7 @@ def test_an_upload_takes_the_processes_started_ahead_of_it(transport: SshTranspo
     bulk = transport.bulk
     assert bulk is not None
     with transport.upload_ahead(len(data)):
-        assert bulk.connects == 0 and bulk._master is not None
+        assert bulk.connects == 0 and bulk.master.starts == 1
         assert transport.upload(str(source), str(remote_dir / "m.bin")) == len(data)
     assert bulk.connects == 2
     with transport.upload_ahead(len(data)):
@@ -143,6 +143,13 @@ def test_an_upload_takes_the_processes_started_ahead_of_it(transport: SshTranspo
     assert all(proc.poll() is not None for proc in live)
     with transport.upload_ahead(MIB):
         assert bulk.connects == 6
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return "zombie" in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
 
 
 def test_copies_ride_one_standing_connection(sshd: Sshd, transport: SshTransport,
@@ -162,27 +169,35 @@ def test_copies_ride_one_standing_connection(sshd: Sshd, transport: SshTransport
         assert transport.upload(str(source), str(remote_dir / f"{n}.bin")) == len(data)
     assert transport.download(str(remote_dir / "0.bin"), str(tmp_path / "back")) == len(data)
     assert sshd.log().count("Accepted publickey") == logins
+    pid = bulk.master.pid()
+    assert pid is not None and Path(f"/proc/{pid}").exists()
     assert (tmp_path / "back").read_bytes() == data
     assert (remote_dir / "2.bin").read_bytes() == data
     transport.disconnect()
+    wait_for("the master to end", lambda: _ended(pid))
     assert transport.upload(str(source), str(remote_dir / "again.bin")) == len(data)
     assert sshd.log().count("Accepted publickey") > logins
     assert (remote_dir / "again.bin").read_bytes() == data
 
 
-def test_an_idle_master_is_ended_and_the_next_copy_starts_another(
-        transport: SshTransport, remote_dir: Path, big: tuple[Path, bytes],
+def test_an_idle_master_ends_by_itself_and_the_next_copy_starts_another(
+        sshd: Sshd, remote_dir: Path, big: tuple[Path, bytes],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bulk_module, "MASTER_IDLE_SECONDS", 0.5)
-    monkeypatch.setattr(bulk_module, "_MASTER_CHECK", 0.1)
+    """ControlPersist: a master unused for MASTER_IDLE_SECONDS exits on its own (as it
+    does when the gateway that started it died), and a later copy starts a new one."""
+    monkeypatch.setattr(master_module, "MASTER_IDLE_SECONDS", 1)
     source, data = big
-    bulk = transport.bulk
-    assert bulk is not None
-    assert transport.upload(str(source), str(remote_dir / "a.bin")) == len(data)
-    master = bulk._master
-    assert master is not None
-    wait_for("the idle master to end", lambda: master.poll() is not None)
-    assert bulk._master is None
-    assert transport.upload(str(source), str(remote_dir / "b.bin")) == len(data)
-    assert bulk._master is not None and bulk._master.poll() is None
-    assert (remote_dir / "b.bin").read_bytes() == data
+    t = SshTransport(target_for(sshd))
+    try:
+        bulk = t.bulk
+        assert bulk is not None
+        assert t.upload(str(source), str(remote_dir / "a.bin")) == len(data)
+        control = bulk._control_path()
+        wait_for("the master", lambda: os.path.exists(control))
+        wait_for("the idle master to exit", lambda: not os.path.exists(control))
+        assert t.upload(str(source), str(remote_dir / "b.bin")) == len(data)
+        assert bulk.master.starts == 2
+        assert (remote_dir / "b.bin").read_bytes() == data
+    finally:
+        t.close()
+    assert not os.path.exists(control)  # close ended the second one
