@@ -271,6 +271,9 @@ class OpenSshBulk:
     @property
     def master(self) -> SshMaster:
         """This target's master connection (made on first use; see adapters.ssh.master)."""
+        with self._lock:
+            if self._master is not None:
+                return self._master
         control = self._control_path()
         argv = self._options(control, master=True)
         with self._lock:

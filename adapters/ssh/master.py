@@ -39,8 +39,7 @@ class SshMaster:
                  label: str) -> None:
         self._argv = [*start_argv, "-o", f"ControlPersist={MASTER_IDLE_SECONDS}", "-N",
                       "--", host]
-        self._stop_argv = [start_argv[0], "-F", "none", "-S", control_path, "-O", "exit",
-                           "--", host]
+        self._host = host
         self.control_path, self.label = control_path, label
         self._lock = threading.Lock()
         # The `ssh` that authenticates, then forks the master off and exits.
@@ -90,8 +89,7 @@ class SshMaster:
                 starting.kill()
             if os.path.exists(self.control_path):
                 with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-                    subprocess.run(self._stop_argv, stdin=subprocess.DEVNULL,
-                                   capture_output=True, timeout=10, check=False)
+                    self._control("exit")
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.control_path)
 
@@ -99,12 +97,15 @@ class SshMaster:
         """The running master's process id (`ssh -O check`), None when none runs."""
         if not os.path.exists(self.control_path):
             return None
-        check = [*self._stop_argv[:self._stop_argv.index("-O") + 1], "check",
-                 *self._stop_argv[self._stop_argv.index("-O") + 2:]]
-        done = subprocess.run(check, stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=10, check=False)
+        done = self._control("check")
         found = re.search(r"\(pid=(\d+)\)", done.stderr)
         return int(found[1]) if done.returncode == 0 and found else None
+
+    def _control(self, command: str) -> subprocess.CompletedProcess[str]:
+        """`ssh -O command` to the master through its socket."""
+        return subprocess.run([self._argv[0], "-F", "none", "-S", self.control_path, "-O",
+                               command, "--", self._host], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=10, check=False)
 
     def _accepts(self) -> bool:
         """Whether a master listens on the control socket (not a killed one's file)."""

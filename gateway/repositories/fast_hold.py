@@ -55,8 +55,8 @@ RETURNING id, allocation_id
 
 
 def event_and_hold(session: Session, event: NewEvent, project_id: int,
-                   quotes: Sequence[tuple[str, int, int]], site: str, amount_milli: int,
-                   actor: str) -> bool:
+                   quotes: Sequence[tuple[str, int, int]], site: str, amount_milli: int
+                   ) -> bool:
     """Insert the job's first `event`, store its quotes (site, rate card id, amount) and,
     if one allocation of the project can pay the whole `amount_milli` at `site`, hold
     it; chains the event, and the lien if taken, into the audit trail. False when the

@@ -28,10 +28,6 @@ from gateway.settings import Settings
 from gateway.store import BlobStore
 
 
-def _entry_path(cache: ImageCache, key: str) -> Path:
-    return cache.root / "https" / f"{key}.json"
-
-
 def _read_entry(path: Path, url: str) -> dict[str, str | int] | None:
     try:
         entry = json.loads(path.read_text())
@@ -65,7 +61,7 @@ def https_image(settings: Settings, store: BlobStore, url: str, *,
     InputUnavailable as https_fetch.fetch raises it. `schemes`, `allowed`: for tests."""
     cache = ImageCache(store)
     key = "url-" + hashlib.sha256(url.encode()).hexdigest()
-    entry_path = _entry_path(cache, key)
+    entry_path = cache.root / "https" / f"{key}.json"
     with cache.locked(key):
         entry = _read_entry(entry_path, url)
         hit = None

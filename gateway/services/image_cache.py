@@ -49,7 +49,10 @@ class ImageCache:
     def get(self, digest: str) -> ResolvedInput | None:
         """The SIF cached for the manifest `digest`, marked as used now."""
         found = self.get_quietly(digest)
-        return None if found is None else self.sif(found.expected.sha256, found.expected.size)
+        if found is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.utime(self.sifs / f"{found.expected.sha256}.sif")  # sweep_image_cache
+        return found
 
     def get_quietly(self, digest: str) -> ResolvedInput | None:
         entry = self.root / digest.removeprefix("sha256:")

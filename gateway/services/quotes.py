@@ -78,7 +78,7 @@ def event_and_hold(session: Session, first_event: NewEvent, payer: Payer,
     if not fast_hold.event_and_hold(
             session, first_event, payer.project_id,
             [(q.site, q.rate_card_id, q.amount_milli) for q in quotes], cheapest.site,
-            cheapest.amount_milli, actor):
+            cheapest.amount_milli):
         hold_cheapest(session, first_event.job_id, payer, quotes, first_event.at, actor)
 
 
