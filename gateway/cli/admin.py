@@ -126,3 +126,26 @@ def history_import(
     render.stderr_console().print(
         f"Imported {len(found.waits)} waits for site {site} "
         f"({found.skipped} records without a wait skipped).")
+
+
+def site_unban(
+    name: Annotated[str, typer.Argument(help="The site whose black-hole ban to lift.")],
+) -> None:
+    """Lift a site's black-hole ban now (recorded in the audit chain): routing sends it
+    `auto` jobs again, and only failures from now on can ban it again."""
+    import getpass
+    import socket
+
+    from gateway.runtime import build_runtime
+    from gateway.services.site_bans import unban
+    from gateway.settings import Settings
+
+    runtime = build_runtime(Settings())
+    actor = f"{getpass.getuser()}@{socket.gethostname()} (gridgate admin site unban)"
+    try:
+        with runtime.unit_of_work() as session:
+            ban = unban(session, runtime.sites, name, actor, runtime.clock())
+    finally:
+        runtime.close()
+    render.stderr_console().print(f"Lifted the ban on site {name} ({ban.reason}).",
+                                  soft_wrap=True)

@@ -54,6 +54,8 @@ def candidates_table(decision: EstimateOut) -> Table:
         reason = c["excluded"] if c["excluded"] is not None else (f["basis"] if f else "-")
         if c["excluded"] is None and "image" in c:
             reason += f"; {c['image']}"
+        if "caution" in c:
+            reason += f"; {c['caution']}"
         row.append(Text(reason))
         table.add_row(*row)
     return table

@@ -105,6 +105,9 @@ class Site(Base):
     # when that snapshot was taken; null until a routing pass took one.
     load: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     load_at: Mapped[datetime | None] = mapped_column(default=None)
+    # When an admin last lifted a black-hole ban here: attempts that ended by then no
+    # longer count toward one (gateway.scheduling.black_holes).
+    ban_lifted_at: Mapped[datetime | None] = mapped_column(default=None)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 

@@ -98,15 +98,35 @@ def live_at(session: Session, site_name: str) -> list[LiveAttempt]:
         .order_by(Attempt.id))]
 
 
-def recent_ends(session: Session, site_name: str, limit: int
-                ) -> list[tuple[datetime, datetime, AttemptState]]:
-    """(started_at, ended_at, state) of the site's `limit` most recent attempts that ran
-    and ended, newest first."""
-    return [(started, ended, state) for started, ended, state in session.execute(
-        select(Attempt.started_at, Attempt.ended_at, Attempt.state)
-        .where(Attempt.site_name == site_name, Attempt.started_at.is_not(None),
+@dataclass(frozen=True)
+class EndedAttempt:
+    """An attempt that ended (completed or failed), with its job's owner, spec and end:
+    what a black-hole ban is derived from."""
+
+    ended_at: datetime
+    state: AttemptState
+    reason: str | None
+    exit_code: int | None
+    owner_id: str
+    spec: dict[str, Any]
+    job_state: str
+    job_reason: str | None
+
+
+_ENDINGS = (AttemptState.COMPLETED, AttemptState.FAILED)
+
+
+def recent_ends(session: Session, site_name: str, limit: int) -> list[EndedAttempt]:
+    """The site's `limit` most recent attempts that completed or failed (whether they
+    started or not), newest first."""
+    rows = session.execute(
+        select(Attempt.ended_at, Attempt.state, Attempt.reason, Attempt.exit_code,
+               Job.owner_id, Job.spec, Job.state, Job.reason)
+        .join(Job, Job.id == Attempt.job_id)
+        .where(Attempt.site_name == site_name, Attempt.state.in_(_ENDINGS),
                Attempt.ended_at.is_not(None))
-        .order_by(Attempt.ended_at.desc()).limit(limit)) if started and ended]
+        .order_by(Attempt.ended_at.desc()).limit(limit))
+    return [EndedAttempt(*row) for row in rows]
 
 
 def recent_starts(session: Session, limit: int) -> list[StartedAttempt]:

@@ -19,7 +19,7 @@ Every candidate carries the job's quote at its site when the caller priced it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from containers.binds import Bind, resolve
 from containers.compat import FetchAt, Fit, Refusal, check
@@ -184,8 +184,22 @@ def _passing(job: JobView, site: SiteView) -> str | None:
 
 
 def screen_all(job: JobView, sites: Sequence[SiteView]) -> list[Screened]:
-    """Every site for `job`, in the order given."""
-    return [screen(job, site) for site in sites]
+    """Every site for `job`, in the order given. A banned site is deprioritised, not
+    removed: when no other site is open for the job, it is open again, with a caution."""
+    screened = [screen(job, site) for site in sites]
+    if any(s.candidate.excluded is None for s in screened):
+        return screened
+    return [_last_resort(job, site, s) if site.banned is not None else s
+            for site, s in zip(sites, screened, strict=True)]
+
+
+def _last_resort(job: JobView, site: SiteView, screened: Screened) -> Screened:
+    unbanned = screen(job, replace(site, banned=None))
+    if unbanned.candidate.excluded is not None:
+        return screened
+    caution = (f"site '{site.name}' is out of routing ({site.banned}), but no other site "
+               "can take this job now")
+    return replace(unbanned, candidate=replace(unbanned.candidate, caution=caution))
 
 
 def candidates(job: JobView, sites: Sequence[SiteView]) -> list[Candidate]:

@@ -93,6 +93,8 @@ class Candidate:
     # How the job's container image gets there, when the gateway fetches and ships a
     # registry image the site cannot pull (shown by estimate and explain).
     image: str | None = None
+    # Why choosing this open site is a last resort (a banned site no other replaces).
+    caution: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +141,10 @@ def rank(candidates: Iterable[Candidate], policy: str = FASTEST, hedge: int = 1,
     else:
         ordered = sorted(open_, key=_fastest_key)
     chosen = tuple(c.site for c in ordered[:hedge])
-    return Decision(policy, chosen, tuple(ordered + excluded),
-                    _why(policy, ordered, excluded, chosen, deadline))
+    why = _why(policy, ordered, excluded, chosen, deadline)
+    if ordered and ordered[0].caution is not None:
+        why = f"{why[:-1]}; {ordered[0].caution}."
+    return Decision(policy, chosen, tuple(ordered + excluded), why)
 
 
 def _in_time(candidate: Candidate, deadline: float | None) -> bool:

@@ -42,6 +42,9 @@ class CandidateOut(TypedDict):
     # How the container image reaches the site when the gateway pulls a registry image the
     # site cannot ("docker://... is pulled by the gateway and staged (...)"); absent else.
     image: NotRequired[str]
+    # Why this open site is a last resort: it is out of routing (a black hole) but no
+    # other site can take the job now; absent else.
+    caution: NotRequired[str]
 
 
 class EstimateOut(TypedDict):

@@ -54,9 +54,11 @@ class SiteOut(TypedDict):
     isolation: str | None
     # Live load from the last queue snapshot; null until a routing pass took one.
     load: SiteLoadOut | None
-    # Why routing leaves the site out now as a black hole (its jobs kept failing soon
-    # after they started); null when it does not.
+    # Why routing leaves the site out now as a black hole (jobs of several users failed
+    # in a row with signs of the site), and until when; null when it does not. A job
+    # naming the site still runs there; `gridgate admin site unban` lifts the ban.
     routing_ban: str | None
+    routing_ban_until: datetime | None
 
 
 class SiteList(TypedDict):

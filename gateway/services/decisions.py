@@ -37,6 +37,8 @@ def candidate_out(candidate: Candidate, deadline_in: float | None) -> CandidateO
         out["quote_su"] = su(candidate.quote_milli)
     if candidate.image is not None and candidate.excluded is None:
         out["image"] = candidate.image
+    if candidate.caution is not None:
+        out["caution"] = candidate.caution
     return out
 
 

@@ -41,13 +41,13 @@ from gateway.domain.jobspec import (
     deadline_problem,
     launcher_problem,
 )
-from gateway.domain.states import AttemptState, JobState, Reason
+from gateway.domain.states import JobState, Reason
 from gateway.repositories import attempts, jobs, placements, targets
 from gateway.repositories import sites as site_rows
 from gateway.repositories.jobs import OwnedJob
 from gateway.repositories.placements import NewPlacement
 from gateway.repositories.sites import CLOSED, Admission
-from gateway.scheduling.black_holes import AttemptEnd, ban_in_force
+from gateway.scheduling.black_holes import Ban
 from gateway.scheduling.constraints import JobView, Screened, SiteView, screen, screen_all
 from gateway.scheduling.ranking import (
     Candidate,
@@ -64,11 +64,9 @@ from gateway.services import budget
 from gateway.services.bank import Payer
 from gateway.services.budget import Books
 from gateway.services.decisions import deadline_in, estimate_out, new_placement
+from gateway.services.site_bans import black_holes
 from gateway.services.sites import NoAccount, SiteRegistry
 from gateway.services.transitions import advance, note
-
-# Ended attempts per site a black-hole ban is derived from (bans escalate over repeats).
-BAN_HISTORY = 60
 
 
 @dataclass(frozen=True)
@@ -90,30 +88,15 @@ ForecasterFactory = Callable[[Session, SiteRegistry, Sequence[Pending], datetime
 
 def site_views(registry: SiteRegistry, flags: Mapping[str, Admission],
                down: Mapping[str, str] | None = None,
-               banned: Mapping[str, str] | None = None) -> list[SiteView]:
+               banned: Mapping[str, Ban] | None = None) -> list[SiteView]:
     """Every configured site, in configuration order, as routing sees it now: its flags,
     (`down`: site -> why) whether it can be reached now and (`banned`) whether it is out
     of routing as a black hole."""
     down, banned = down or {}, banned or {}
     return [SiteView(e.name, e.shape, e.labels, flags.get(e.name, CLOSED).enabled,
-                     flags.get(e.name, CLOSED).drained, down.get(e.name), banned.get(e.name),
-                     e.containers)
+                     flags.get(e.name, CLOSED).drained, down.get(e.name),
+                     banned[e.name].reason if e.name in banned else None, e.containers)
             for e in registry]
-
-
-def black_holes(session: Session, registry: SiteRegistry, now: datetime) -> dict[str, str]:
-    """Site -> why it is out of routing now: its jobs kept failing soon after they
-    started (gateway.scheduling.black_holes; derived from attempt history each pass)."""
-    found = {}
-    for entry in registry:
-        ends = [AttemptEnd(ended.timestamp(), (ended - started).total_seconds(),
-                           state is AttemptState.FAILED)
-                for started, ended, state in attempts.recent_ends(session, entry.name,
-                                                                  BAN_HISTORY)]
-        ban = ban_in_force(ends, now.timestamp())
-        if ban is not None:
-            found[entry.name] = ban.reason
-    return found
 
 
 def no_account(registry: SiteRegistry, username: str | None) -> dict[str, str]:
@@ -184,8 +167,8 @@ def estimate(session: Session, registry: SiteRegistry, spec: JobSpec, username: 
     admit(session, registry, spec, username, now)
     views = site_views(registry, _flags(site_rows.all_sites(session)), unreachable,
                        black_holes(session, registry, now))
-    if spec.pinned:
-        views = [v for v in views if v.name == spec.site]
+    if spec.pinned:  # a ban never applies to a job that names its site
+        views = [replace(v, banned=None) for v in views if v.name == spec.site]
     names = [v.name for v in views]
     if not charged:
         quoted, unpayable = _money(session, registry, None, "", None, spec, names)

@@ -59,6 +59,17 @@ def test_rows_in_ranked_order_with_status_and_reason() -> None:
                        "on", "one", "node;", "local", "has", "2"]
 
 
+def test_a_last_resort_site_shows_its_caution() -> None:
+    last = decision(chosen=["galaxy"], candidates=[
+        {"site": "galaxy", "excluded": None, "p_deadline": None,
+         "forecast": forecast(95, 1800, 7200, 30),
+         "caution": "site 'galaxy' is out of routing (3 jobs of 2 users failed in a row), "
+                    "but no other site can take this job now"}])
+    shown = " ".join(text(candidates_table(last)).split())
+    assert ("observed waits (41); site 'galaxy' is out of routing (3 jobs of 2 users failed "
+            "in a row), but no other site can take this job now") in shown
+
+
 def test_deadline_policy_shows_the_probability() -> None:
     shown = text(candidates_table(decision("deadline")))
     assert "P(DEADLINE)" in shown.splitlines()[0]
@@ -113,8 +124,10 @@ def test_sites_table_says_a_site_is_out_of_routing() -> None:
     site: Any = {"name": "galaxy", "kind": "sge", "state": "up", "reason": None,
                  "enabled": True, "drained": False, "max_nodes": 1, "cores_per_node": 2,
                  "isolation": None, "description": "SGE", "load": None,
-                 "routing_ban": "3 jobs in a row failed within 120 s of starting; out of "
-                                "routing for 540 s more"}
+                 "routing_ban": "3 jobs of 2 users failed in a row with signs of the site "
+                                "(NODE_FAIL); out of routing until 2026-11-24 22:10:00 UTC "
+                                "(540 s more)"}
     shown = text(render.sites_table([site, {**site, "name": "ok", "routing_ban": None}]))
-    assert "up; out of routing: 3 jobs in a row failed within 120 s" in shown
+    assert "up; out of routing: 3 jobs of 2 users failed in a row" in shown
+    assert "until 2026-11-24 22:10:00 UTC" in " ".join(shown.split())
     assert shown.count("out of routing:") == 1

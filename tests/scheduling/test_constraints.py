@@ -16,6 +16,7 @@ from gateway.scheduling.constraints import (
     candidates,
     refusal,
     screen,
+    screen_all,
 )
 from gateway.scheduling.feasibility import SiteShape
 from gateway.scheduling.ranking import Candidate
@@ -114,3 +115,21 @@ def test_each_candidate_carries_its_quote_excluded_or_not() -> None:
         Candidate("b", "site 'b' has no account for you", quote_milli=2000),
         Candidate("c", NO_FUNDS, quote_milli=500),
         Candidate("d")]
+
+
+def test_a_banned_site_is_deprioritised_not_removed() -> None:
+    banned = view("b", banned="3 jobs of 2 users failed")
+    # Another site is open: the banned one stays out.
+    screened = screen_all(job(), [banned, view("o")])
+    assert [s.candidate.excluded for s in screened] == [
+        "site 'b' is out of routing: 3 jobs of 2 users failed", None]
+    # It is the last site open for the job: open, with a caution the decision repeats.
+    for others in ([], [view("o", drained=True)], [view("o", enabled=False)]):
+        screened = screen_all(job(), [banned, *others])
+        first = screened[0].candidate
+        assert first.excluded is None and first.caution == (
+            "site 'b' is out of routing (3 jobs of 2 users failed), but no other site can "
+            "take this job now")
+    # Not when something else keeps it out for this job too.
+    for job_view in (job(failed_at=frozenset({"b"})), job(budget={"b": NO_FUNDS})):
+        assert screen_all(job_view, [banned])[0].candidate.excluded is not None

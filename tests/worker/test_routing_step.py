@@ -197,35 +197,6 @@ def test_jobs_of_one_pass_see_each_other_and_a_hedge_gets_its_sibling(
         assert targets.sites_of(session, hedged) == ["twin"]
 
 
-def test_a_black_hole_is_out_of_routing_saying_so(
-        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
-    user = make_user()
-    now = utcnow().replace(microsecond=0)
-    twins = dataclasses.replace(twin_runtime(runtime), clock=lambda: now)
-    earlier = post(client, user.headers, {**SPEC, "site": "local"})
-    # Three jobs in a row died at 'local' 10 s after starting, the last a minute ago.
-    with transaction(runtime.sessions) as session:
-        for i in range(3):
-            ended = now - timedelta(seconds=60 + 100 * (2 - i))
-            session.add(Attempt(job_id=earlier, number=1 + i, site_name="local",
-                                tag=f"hole-{i}", state=AttemptState.FAILED,
-                                workdir="/nowhere", submitted_at=ended - timedelta(seconds=20),
-                                started_at=ended - timedelta(seconds=10), ended_at=ended))
-    job_id = post(client, user.headers, SPEC)
-    assert route_jobs(StepContext.of(twins, "w")) is True
-    decision = client.get(f"/api/v1/jobs/{job_id}/placement", headers=user.headers).json()
-    assert decision["chosen"] == ["twin"]
-    assert decision["candidates"][1] == {
-        "site": "local", "forecast": None, "p_deadline": None,
-        "excluded": "site 'local' is out of routing: 3 jobs in a row failed within 120 s "
-                    "of starting; out of routing for 540 s more"}
-    # `gridgate sites` says so too (GET /sites, at the gateway's own clock).
-    sites = {s["name"]: s for s in client.get("/api/v1/sites",
-                                               headers=user.headers).json()["items"]}
-    assert sites["local"]["routing_ban"].startswith(
-        "3 jobs in a row failed within 120 s of starting; out of routing for ")
-
-
 def test_a_step_with_a_large_kept_input_is_routed_where_the_input_is(
         runtime: Runtime, make_user: MakeUser) -> None:
     """A workflow's data edge from an output kept at its site is `site://SITE/PATH`: its

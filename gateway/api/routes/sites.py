@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from fastapi import APIRouter
 
 from gateway.api.deps import RuntimeDep, SitesReader
 from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import SiteList, SiteOut
 from gateway.services import cursors
-from gateway.services.placement import black_holes
+from gateway.services.site_bans import black_holes
 from gateway.services.site_load import load_out
 
 router = APIRouter(prefix="/api/v1", tags=["sites"])
@@ -37,7 +39,9 @@ def list_sites(_: SitesReader, runtime: RuntimeDep, limit: Limit = DEFAULT_LIMIT
             mpi_launchers=sorted(shape.mpi_launchers), mpi_flavors=sorted(shape.mpi_flavors),
             max_jobs=entry.max_jobs, isolation=entry.isolation,
             load=load_out(row.load, row.load_at) if row else None,
-            routing_ban=banned.get(entry.name),
+            routing_ban=banned[entry.name].reason if entry.name in banned else None,
+            routing_ban_until=(datetime.fromtimestamp(banned[entry.name].until, UTC)
+                               if entry.name in banned else None),
         ))
     page = cursors.from_list(items, limit, cursor, lambda site: site["name"])
     return SiteList(items=list(page.rows), next_cursor=page.next_cursor)
