@@ -15,9 +15,10 @@ is a failure with a sign of the site, never a program that exits non-zero in its
 - weak signs, which a job's own inputs or image can also cause: staging that failed, a
   container runtime that refused to start the program.
 
-A ban needs `STREAK` such failures in a row (no success between them; a job's own
-failure neither counts nor breaks the row) from at least two owners, or, when every one
-carries a strong sign, from at least two programs. It lasts `base_seconds`, doubling with
+A ban needs such failures in a row (no success between them; a job's own failure neither
+counts nor breaks the row) of `STREAK` different programs or owners, counting one user's
+repeats of one program once, and of at least two owners, unless every one carries a
+strong sign (then one user's `STREAK` programs will do). It lasts `base_seconds`, doubling with
 each ban that follows without a success in between, up to `max_seconds`. An admin can lift
 it (`gridgate admin site unban`): what ended before then no longer counts. The ban is
 derived from the site's recent attempt history each time, so no crash can lose it.
@@ -104,42 +105,69 @@ def site_sign(end: AttemptEnd, completed_programs: Set[str]) -> Sign | None:
 
 
 def _enough(row: list[tuple[AttemptEnd, Sign]]) -> bool:
-    if len(row) < STREAK:
-        return False
-    if len({end.owner for end, _ in row}) >= 2:
-        return True
-    return all(sign.strong for _, sign in row) and len({end.program for end, _ in row}) >= 2
+    if len({(end.owner, end.program) for end, _ in row}) < STREAK:
+        return False  # one user retrying one program is one voice, however often
+    return len({end.owner for end, _ in row}) >= 2 or all(sign.strong for _, sign in row)
 
 
-def ban_in_force(ends: Iterable[AttemptEnd], now: float, rule: BanRule = BanRule(),
-                 lifted_at: float | None = None,
-                 completed_elsewhere: Set[str] = frozenset()) -> Ban | None:
-    """The ban `ends` (one site's ended attempts, any order) put on the site at `now`.
+@dataclass(frozen=True, slots=True)
+class Raised:
+    """A ban as it was raised: at the end of the row of failures that raised it (epoch
+    seconds), until when, and what the row held."""
+
+    at: float
+    until: float
+    jobs: int
+    owners: frozenset[str]
+    programs: int
+    codes: tuple[str, ...]
+
+    def why(self) -> str:
+        """The row, in words anyone may read (counts and reason codes, no names)."""
+        whose = (f"{len(self.owners)} users" if len(self.owners) > 1
+                 else f"{self.programs} programs")
+        return (f"{self.jobs} jobs of {whose} failed in a row with signs of the site "
+                f"({', '.join(self.codes)})")
+
+
+def raised_bans(ends: Iterable[AttemptEnd], rule: BanRule = BanRule(),
+                lifted_at: float | None = None,
+                completed_elsewhere: Set[str] = frozenset()) -> list[Raised]:
+    """Every ban `ends` (one site's ended attempts, any order) raised, in order.
     `lifted_at`: when an admin last lifted a ban there (what ended by then is ignored);
     `completed_elsewhere`: programs that completed recently at other sites."""
     ordered = sorted((e for e in ends if lifted_at is None or e.ended_at > lifted_at),
                      key=lambda e: e.ended_at)
     completed = {e.program for e in ordered if e.ok} | completed_elsewhere
     row: list[tuple[AttemptEnd, Sign]] = []
-    last: list[tuple[AttemptEnd, Sign]] = []
-    bans = 0
-    until = 0.0
+    raised: list[Raised] = []
+    escalation = 0
     for end in ordered:
         if end.ok:
-            row, bans = [], 0
+            row, escalation = [], 0
             continue
         sign = site_sign(end, completed)
         if sign is None:
             continue  # the job's own failure: not the site's, and no proof it works
         row.append((end, sign))
         if _enough(row):
-            until = end.ended_at + min(rule.base_seconds * 2 ** bans, rule.max_seconds)
-            last, row, bans = row, [], bans + 1
-    if until <= now:
+            length = min(rule.base_seconds * 2 ** escalation, rule.max_seconds)
+            raised.append(Raised(end.ended_at, end.ended_at + length, len(row),
+                                 frozenset(e.owner for e, _ in row),
+                                 len({e.program for e, _ in row}),
+                                 tuple(dict.fromkeys(sign.code for _, sign in row))))
+            row, escalation = [], escalation + 1
+    return raised
+
+
+def ban_in_force(ends: Iterable[AttemptEnd], now: float, rule: BanRule = BanRule(),
+                 lifted_at: float | None = None,
+                 completed_elsewhere: Set[str] = frozenset()) -> Ban | None:
+    """The ban `ends` (as `raised_bans` takes them) put on the site at `now`, if any."""
+    raised = raised_bans(ends, rule, lifted_at, completed_elsewhere)
+    if not raised or raised[-1].until <= now:
         return None
-    owners = len({end.owner for end, _ in last})
-    codes = ", ".join(dict.fromkeys(sign.code for _, sign in last))
-    whose = f"{owners} users" if owners > 1 else f"{len({e.program for e, _ in last})} programs"
+    until = raised[-1].until
     at = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return Ban(until, f"{len(last)} jobs of {whose} failed in a row with signs of the site "
-                      f"({codes}); out of routing until {at} ({until - now:.0f} s more)")
+    return Ban(until, f"{raised[-1].why()}; out of routing until {at} "
+                      f"({until - now:.0f} s more)")

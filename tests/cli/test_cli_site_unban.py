@@ -27,10 +27,10 @@ def test_unban_lifts_the_ban_and_the_chain_says_who(cli: Cli) -> None:
     with transaction(runtime.sessions) as session:
         project = Project(name="holes")
         session.add(project)
-        ann, bob = (create_local_user(session, name, "correct horse battery", ["researcher"]).id
-                    for name in ("ann", "bob"))
+        ann, bob, cat = (create_local_user(session, name, "correct horse battery",
+                                           ["researcher"]).id for name in ("ann", "bob", "cat"))
         session.flush()
-        for i, owner in enumerate((ann, bob, ann)):
+        for i, owner in enumerate((ann, bob, cat)):
             ended = now - timedelta(seconds=60 * (3 - i))
             session.add(Job(id=f"00000000-0000-4000-8000-{i:012d}", owner_id=owner,
                             project_id=project.id, name="hole", state="FAILED",
@@ -41,12 +41,12 @@ def test_unban_lifts_the_ban_and_the_chain_says_who(cli: Cli) -> None:
                                 reason=str(Reason.NODE_FAIL), workdir="/nowhere",
                                 started_at=ended, ended_at=ended))
     sites = cli.json("sites")["items"]
-    assert sites[0]["routing_ban"].startswith("3 jobs of 2 users failed in a row")
+    assert sites[0]["routing_ban"].startswith("3 jobs of 3 users failed in a row")
     done = cli("admin", "site", "unban", "local")
-    assert "Lifted the ban on site local (3 jobs of 2 users failed in a row" in done.stderr
+    assert "Lifted the ban on site local (3 jobs of 3 users failed in a row" in done.stderr
     assert cli.json("sites")["items"][0]["routing_ban"] is None
     with runtime.engine.connect() as conn:
         (link,) = audit.of_subject(conn, "site:local")
     assert link.kind == "site.unban" and link.actor.endswith("(gridgate admin site unban)")
-    assert link.data["ban"].startswith("3 jobs of 2 users failed in a row with signs of the "
+    assert link.data["ban"].startswith("3 jobs of 3 users failed in a row with signs of the "
                                        "site (NODE_FAIL); out of routing until ")

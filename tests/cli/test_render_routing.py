@@ -129,5 +129,5 @@ def test_sites_table_says_a_site_is_out_of_routing() -> None:
                                 "(540 s more)"}
     shown = text(render.sites_table([site, {**site, "name": "ok", "routing_ban": None}]))
     assert "up; out of routing: 3 jobs of 2 users failed in a row" in shown
-    assert "until 2026-11-24 22:10:00 UTC" in " ".join(shown.split())
+    assert "out of routing until 2026-11-24" in shown
     assert shown.count("out of routing:") == 1

@@ -23,8 +23,8 @@ def ok(at: float, owner: str = "ann", program: str = "a.out") -> AttemptEnd:
 
 
 def rotating(times: range, reason: str = NODE) -> list[AttemptEnd]:
-    """Failures of users taking turns (ann, bob, ann, ...)."""
-    return [failed(t, ("ann", "bob")[i % 2], reason) for i, t in enumerate(times)]
+    """Failures of users taking turns (ann, bob, cat, ann, ...)."""
+    return [failed(t, ("ann", "bob", "cat")[i % 3], reason) for i, t in enumerate(times)]
 
 
 def test_a_users_own_failing_program_bans_nothing() -> None:
@@ -48,11 +48,21 @@ def test_one_user_one_program_with_strong_signs_bans_nothing() -> None:
     assert ban_in_force([failed(t) for t in range(1, 10)], now=10, rule=RULE) is None
 
 
+def test_one_users_repeats_count_once() -> None:
+    # Ann retrying one program many times, then Bob once: two voices, not a row of three.
+    ends = [*(failed(t, "ann", STAGING) for t in range(1, 10)), failed(10, "bob", STAGING)]
+    assert ban_in_force(ends, now=11, rule=RULE) is None
+    ban = ban_in_force([*ends, failed(11, "ann", STAGING, program="b.out")], now=12,
+                       rule=RULE)
+    assert ban is not None and ban.reason.startswith(
+        "11 jobs of 2 users failed in a row with signs of the site (STAGE_IN_FAILED)")
+
+
 def test_several_users_failing_with_signs_of_the_site_ban_it() -> None:
-    ends = [failed(10, "ann"), failed(20, "bob"), failed(30, "ann", STAGING)]
+    ends = [failed(10, "ann"), failed(20, "bob"), failed(30, "cat", STAGING)]
     ban = ban_in_force(ends, now=50, rule=RULE)
     assert ban is not None and ban.until == 130
-    assert ban.reason == ("3 jobs of 2 users failed in a row with signs of the site "
+    assert ban.reason == ("3 jobs of 3 users failed in a row with signs of the site "
                           "(NODE_FAIL, STAGE_IN_FAILED); out of routing until "
                           "1970-01-01 00:02:10 UTC (80 s more)")
     assert ban_in_force(ends, now=130, rule=RULE) is None  # it ends on time
@@ -60,10 +70,11 @@ def test_several_users_failing_with_signs_of_the_site_ban_it() -> None:
 
 
 def test_one_user_with_several_programs_and_strong_signs_bans_it() -> None:
-    ends = [failed(t, program=p) for t, p in ((1, "a"), (2, "b"), (3, "a"))]
-    ban = ban_in_force(ends, now=4, rule=RULE)
+    ends = [failed(t, program=p) for t, p in ((1, "a"), (2, "b"), (3, "a"), (4, "c"))]
+    assert ban_in_force(ends[:3], now=4, rule=RULE) is None
+    ban = ban_in_force(ends, now=5, rule=RULE)
     assert ban is not None and ban.reason.startswith(
-        "3 jobs of 2 programs failed in a row with signs of the site (NODE_FAIL)")
+        "4 jobs of 3 programs failed in a row with signs of the site (NODE_FAIL)")
 
 
 @pytest.mark.parametrize(("reason", "sign"), [
@@ -85,8 +96,9 @@ def test_signs_of_the_site(reason: str, sign: Sign | None) -> None:
 
 
 def test_a_program_not_found_is_the_sites_only_where_it_runs_elsewhere() -> None:
-    missing = [failed(t, ("ann", "bob")[t % 2], str(because(Reason.LAUNCH_FAILED, "no such")),
-                      "/opt/app/bin/solve", 127) for t in (1, 2, 3)]
+    missing = [failed(t, ("ann", "bob", "cat")[t % 3],
+                      str(because(Reason.LAUNCH_FAILED, "no such")), "/opt/app/bin/solve", 127)
+               for t in (1, 2, 3)]
     # A typo (a program that never ran anywhere) is the program's own failure.
     assert ban_in_force(missing, now=4, rule=RULE) is None
     ban = ban_in_force(missing, now=4, rule=RULE,
@@ -99,7 +111,7 @@ def test_a_program_not_found_is_the_sites_only_where_it_runs_elsewhere() -> None
 
 def test_own_failures_neither_count_nor_break_the_row() -> None:
     own = failed(15, "cat", str(Reason.NON_ZERO_EXIT), exit_code=2)
-    ban = ban_in_force([failed(10, "ann"), own, failed(20, "bob"), failed(30, "ann")],
+    ban = ban_in_force([failed(10, "ann"), own, failed(20, "bob"), failed(30, "cat")],
                        now=31, rule=RULE)
     assert ban is not None and ban.until == 130
 
@@ -113,7 +125,7 @@ def test_repeated_bans_double_up_to_the_cap() -> None:
 
 
 def test_a_success_ends_the_row_and_the_escalation() -> None:
-    assert ban_in_force([failed(10, "ann"), failed(20, "bob"), ok(25), failed(30, "ann")],
+    assert ban_in_force([failed(10, "ann"), failed(20, "bob"), ok(25), failed(30, "cat")],
                         now=31, rule=RULE) is None
     ends = [*rotating(range(1, 4)), ok(4), *rotating(range(5, 8))]
     ban = ban_in_force(list(reversed(ends)), now=7, rule=RULE)  # any order

@@ -69,12 +69,12 @@ def test_several_users_failures_with_signs_of_the_site_ban_it(
     ann, bob, carol = make_user(), make_user(), make_user()
     now = utcnow().replace(microsecond=0)
     twins = dataclasses.replace(twin_runtime(runtime), clock=lambda: now)
-    failures(client, runtime, "local", [ann, bob, ann], now)
+    failures(client, runtime, "local", [ann, bob, carol], now)
     job_id = post(client, carol.headers, SPEC)
     assert route_jobs(StepContext.of(twins, "w")) is True
     decision = client.get(f"/api/v1/jobs/{job_id}/placement", headers=carol.headers).json()
     until = now + timedelta(seconds=540)
-    ban = ("3 jobs of 2 users failed in a row with signs of the site (NODE_FAIL); out of "
+    ban = ("3 jobs of 3 users failed in a row with signs of the site (NODE_FAIL); out of "
            f"routing until {until:%Y-%m-%d %H:%M:%S} UTC (540 s more)")
     assert decision["chosen"] == ["twin"]
     assert decision["candidates"][1] == {
@@ -91,8 +91,8 @@ def test_several_users_failures_with_signs_of_the_site_ban_it(
 
 def test_a_ban_never_applies_to_a_job_pinned_to_the_site(
         client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
-    ann, bob = make_user(), make_user()
-    failures(client, runtime, "local", [ann, bob, ann], utcnow())
+    ann, bob, carol = make_user(), make_user(), make_user()
+    failures(client, runtime, "local", [ann, bob, carol], utcnow())
     with runtime.sessions() as session:
         assert "local" in black_holes(session, runtime.sites, utcnow())
     pinned = {**SPEC, "site": "local"}
@@ -106,17 +106,17 @@ def test_a_ban_never_applies_to_a_job_pinned_to_the_site(
 
 def test_a_banned_site_that_is_the_last_one_open_is_used_saying_so(
         client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
-    ann, bob = make_user(), make_user()
+    ann, bob, carol = make_user(), make_user(), make_user()
     now = utcnow().replace(microsecond=0)
     twins = dataclasses.replace(twin_runtime(runtime), clock=lambda: now)
     set_site(runtime, "twin", drained=True)
-    failures(client, runtime, "local", [ann, bob, ann], now)
+    failures(client, runtime, "local", [ann, bob, carol], now)
     job_id = post(client, bob.headers, SPEC)
     assert route_jobs(StepContext.of(twins, "w")) is True
     job = show(client, bob.headers, job_id)
     assert (job["site"], job["state"]) == ("local", "ACCEPTED")
     assert job["reason"].endswith(
-        "; site 'local' is out of routing (3 jobs of 2 users failed in a row with signs of "
+        "; site 'local' is out of routing (3 jobs of 3 users failed in a row with signs of "
         "the site (NODE_FAIL); out of routing until "
         f"{now + timedelta(seconds=540):%Y-%m-%d %H:%M:%S} UTC (540 s more)), but no other "
         "site can take this job now."), job["reason"]
@@ -126,13 +126,13 @@ def test_a_banned_site_that_is_the_last_one_open_is_used_saying_so(
 
 def test_an_admin_lifts_a_ban_in_the_audit_chain(
         client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
-    ann, bob = make_user(), make_user()
+    ann, bob, carol = make_user(), make_user(), make_user()
     now = utcnow()
-    failures(client, runtime, "local", [ann, bob, ann], now,
+    failures(client, runtime, "local", [ann, bob, carol], now,
              str(because(Reason.CANNOT_PREPARE_SANDBOX, "No space left on device")))
     with transaction(runtime.sessions) as session:
         lifted = unban(session, runtime.sites, "local", "root@gw (test)", now)
-    assert lifted.reason.startswith("3 jobs of 2 users failed in a row with signs of the "
+    assert lifted.reason.startswith("3 jobs of 3 users failed in a row with signs of the "
                                     "site (cannot prepare the job's sandbox)")
     with runtime.sessions() as session:
         assert black_holes(session, runtime.sites, now + timedelta(seconds=1)) == {}
@@ -147,6 +147,6 @@ def test_an_admin_lifts_a_ban_in_the_audit_chain(
     assert [(link.kind, link.actor, link.data["ban"]) for link in links] == [
         ("site.unban", "root@gw (test)", lifted.reason)]
     # New failures after the lift ban it again.
-    failures(client, runtime, "local", [bob, ann, bob], now + timedelta(seconds=400))
+    failures(client, runtime, "local", [bob, carol, ann], now + timedelta(seconds=400))
     with runtime.sessions() as session:
         assert "local" in black_holes(session, runtime.sites, now + timedelta(seconds=400))
