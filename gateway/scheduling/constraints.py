@@ -10,7 +10,8 @@ sentence kept for the explanation. Each exclusion is also *lasting* or not:
   lifts them, so a job every site excludes for such reasons is refused (POST /jobs says
   why for each site);
 - passing: the site disabled or drained, unreachable (its circuit breaker open, or down
-  when the worker last tried), out of routing for a while (a black hole), it already
+  when the worker last tried), out of routing for a while (a black hole: still open to
+  a job no other site can take now, with a caution), it already
   failed this job, or (the bank on) the job's project cannot pay for it there now:
   balances change. A job that only lacks an open site waits for one.
 Every candidate carries the job's quote at its site when the caller priced it.
