@@ -136,9 +136,11 @@ class Supervisor:
             if self.outbound is not None:
                 self.outbound.attach(sys.stderr.fileno())
         except OSError as exc:
-            self._stop_network()
+            # Killed first: bwrap takes the end of its block pipe, closed by stopping the
+            # network, as leave to start the program.
             signal_processes(job_processes(self.child, os.getpid()), signal.SIGKILL)
             self._reap_all(time.monotonic() + KILL_WAIT_SECONDS)
+            self._stop_network()
             why = because(Reason.CANNOT_PREPARE_SANDBOX, f"network: {exc}")
             self._finish(NativeState.FAILED, "launch-failed", None, why, started_at)
             return 0
@@ -158,9 +160,9 @@ class Supervisor:
     def abort(self, reason: StatusReason) -> None:
         """After an internal error: stop the job and record why, if nothing was recorded."""
         with contextlib.suppress(Exception):
-            self._stop_network()
             if self.child is not None:
                 signal_processes(job_processes(self.child, os.getpid()), signal.SIGKILL)
+            self._stop_network()
             if not self.files.result.exists():
                 self._finish(NativeState.FAILED, "runner-error", None, reason)
 

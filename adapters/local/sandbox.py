@@ -275,7 +275,8 @@ def _run_probe(config: SandboxConfig, workdir: Path) -> str | None:
                 outbound.attach(network_log.fileno())
             _, err = proc.communicate(timeout=30)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            proc.kill()
+            proc.kill()  # and reaped before the block pipe closes, which would release it
+            proc.wait()
             # slirp4netns's last words say why (its start-up banner comes first).
             said = log.read_text("utf-8", "replace").strip().splitlines()[-3:]
             return "; ".join([str(exc), *said])
