@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     local_isolation: Literal["auto", "sandbox", "none"] = "auto"
     # When the gateway runs as root: the unprivileged account sandboxed jobs run as.
     local_job_user: str = "nobody"
+    # What network a sandboxed local job has: "none" (its own loopback only), or
+    # "outbound" (also connections out through slirp4netns; never the host's loopback).
+    local_network: Literal["none", "outbound"] = "none"
     site_configs_dir: Path | None = None
     # Where `secret:NAME` key references in site configs resolve.
     secrets_dir: Path | None = None

@@ -126,8 +126,11 @@ fi
 # Real sshd (and the OpenSSH client as a baseline) for the SSH transport tests.
 [[ -x /usr/sbin/sshd ]] || apt_packages+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || apt_packages+=(openssh-client)
-# Each local job runs in its own bubblewrap sandbox.
+# Each local job runs in its own bubblewrap sandbox; with GRIDGATE_LOCAL_NETWORK=outbound
+# slirp4netns gives it a way out, tested on a host of its own made with ip (iproute2).
 command -v bwrap >/dev/null 2>&1 || apt_packages+=(bubblewrap)
+command -v slirp4netns >/dev/null 2>&1 || apt_packages+=(slirp4netns)
+command -v ip >/dev/null 2>&1 || apt_packages+=(iproute2)
 # `gridgate image` builds SIF images with mksquashfs and siftool; the live container tests
 # run them with Charliecloud's ch-run (SquashFUSE built in) and squashfuse.
 command -v mksquashfs >/dev/null 2>&1 || apt_packages+=(squashfs-tools)

@@ -24,6 +24,7 @@ from typing import Literal
 
 from adapters.base import NativeState
 from adapters.local.files import JobFiles, read_json, write_json_atomic
+from adapters.local.network import Outbound
 from adapters.local.ownership import claim_job, record_outcome
 from adapters.local.procs import (
     ProcessId,
@@ -85,6 +86,8 @@ class Supervisor:
         self.started_mono: float | None = None
         self.signalled: int | None = None
         self.sandboxed = False
+        # The sandbox's outbound network, when the plan asks for one.
+        self.outbound: Outbound | None = None
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -122,14 +125,28 @@ class Supervisor:
         try:
             self.child = self._start(argv, plan, out, err)
         except OSError as exc:
+            self._stop_network()
             code = NOT_FOUND_EXIT if isinstance(exc, FileNotFoundError) else NOT_EXECUTABLE_EXIT
             why = because(Reason.LAUNCH_FAILED,
                           f"cannot execute {plan.argv[0]!r}: {exc.strerror or exc}")
             self._finish(NativeState.FAILED, "launch-failed", code, why, started_at)
             return 0
         write_json_atomic(self.files.child, ChildRecord(self.child, started_at).to_json())
+        try:
+            if self.outbound is not None:
+                self.outbound.attach(sys.stderr.fileno())
+        except OSError as exc:
+            # Killed first: bwrap takes the end of its block pipe, closed by stopping the
+            # network, as leave to start the program.
+            signal_processes(job_processes(self.child, os.getpid()), signal.SIGKILL)
+            self._reap_all(time.monotonic() + KILL_WAIT_SECONDS)
+            self._stop_network()
+            why = because(Reason.CANNOT_PREPARE_SANDBOX, f"network: {exc}")
+            self._finish(NativeState.FAILED, "launch-failed", None, why, started_at)
+            return 0
         cause = self._supervise(plan)
         ended_at = utcnow()
+        self._stop_network()
         self._end_leftovers(plan.kill_grace_seconds)
         assert self.child_status is not None
         status = wait_status_of(self.child_status) if self.sandboxed else self.child_status
@@ -145,6 +162,7 @@ class Supervisor:
         with contextlib.suppress(Exception):
             if self.child is not None:
                 signal_processes(job_processes(self.child, os.getpid()), signal.SIGKILL)
+            self._stop_network()
             if not self.files.result.exists():
                 self._finish(NativeState.FAILED, "runner-error", None, reason)
 
@@ -162,8 +180,13 @@ class Supervisor:
         # sh exports PWD; the job's environment stays exactly the plan's.
         shim = 'exec "$@"' if "PWD" in plan.env else 'unset PWD; exec "$@"'
         program = ["/bin/sh", "-c", shim, "gridgate-job", *plan.argv]
+        self.outbound = plan.sandbox.outbound()
         return sandbox_argv(plan.sandbox, self.files.workdir, program,
-                            script=script, shared_files=shared)
+                            script=script, shared_files=shared, outbound=self.outbound)
+
+    def _stop_network(self) -> None:
+        if self.outbound is not None:
+            self.outbound.stop()
 
     def _start(self, argv: list[str], plan: LaunchPlan, out: int, err: int) -> ProcessId:
         """Start `argv` on the given output fds (closed here)."""
@@ -184,6 +207,7 @@ class Supervisor:
                 stdout=out,
                 stderr=err,
                 close_fds=True,
+                pass_fds=self.outbound.pass_fds if self.outbound is not None else (),
                 start_new_session=True,
                 # preexec_fn is only unsafe with threads; the runner has one.
                 preexec_fn=in_child,

@@ -8,8 +8,10 @@ jobs' directories) is never mounted: whatever lies under a `hidden` path is cove
 by an empty tmpfs, and the job directory's control files (`.gridgate/`) by a
 read-only tmpfs holding only the script, so a job can neither read nor forge them.
 
-New pid, ipc, uts and cgroup namespaces; a new session (no TIOCSTI into a terminal);
-the sandbox dies with its runner. Two ways to drop privileges:
+New pid, ipc, uts, cgroup and network namespaces; a new session (no TIOCSTI into a
+terminal); the sandbox dies with its runner. The network namespace has its own
+loopback only, or an outbound route that never leads to the host's loopback
+(adapters.local.network). Two ways to drop privileges:
 
 - the gateway runs as an ordinary account: a user namespace (`--unshare-user`,
   `--disable-userns`) in which the job is that account, without capabilities;
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.local.files import CONTROL_DIR
+from adapters.local.network import NETWORKS, SLIRP4NETNS, Network, Outbound
 
 # The system, visible read-only when present (a symlink stays a symlink).
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
@@ -56,6 +59,10 @@ class SandboxConfig:
     run_as: tuple[int, int] | None = None
     setpriv: str = SETPRIV
     system_paths: tuple[str, ...] = field(default=SYSTEM_PATHS)
+    # "none": the sandbox's own loopback only; "outbound": also a route out, never to
+    # the host's loopback (through `slirp4netns`).
+    network: Network = "none"
+    slirp4netns: str = SLIRP4NETNS
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -65,7 +72,13 @@ class SandboxConfig:
             "run_as": None if self.run_as is None else list(self.run_as),
             "setpriv": self.setpriv,
             "system_paths": list(self.system_paths),
+            "network": self.network,
+            "slirp4netns": self.slirp4netns,
         }
+
+    def outbound(self) -> Outbound | None:
+        """A fresh handshake for one sandbox with outbound network; None without."""
+        return Outbound(self.slirp4netns) if self.network == "outbound" else None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SandboxConfig:
@@ -78,6 +91,10 @@ class SandboxConfig:
         bwrap, setpriv, run_as = data.get("bwrap"), data.get("setpriv"), data.get("run_as")
         if not isinstance(bwrap, str) or not isinstance(setpriv, str):
             raise ValueError("sandbox bwrap and setpriv must be strings")
+        # Absent in requests written before jobs had a network namespace: none.
+        network, slirp4netns = data.get("network", "none"), data.get("slirp4netns", SLIRP4NETNS)
+        if network not in NETWORKS or not isinstance(slirp4netns, str):
+            raise ValueError(f"sandbox network must be one of {', '.join(NETWORKS)}")
         pair = isinstance(run_as, list) and len(run_as) == 2
         if run_as is not None and not (pair and all(isinstance(i, int) for i in run_as)):
             raise ValueError("sandbox run_as must be [uid, gid] or null")
@@ -88,6 +105,8 @@ class SandboxConfig:
             run_as=None if run_as is None else (run_as[0], run_as[1]),
             setpriv=setpriv,
             system_paths=strings("system_paths"),
+            network="outbound" if network == "outbound" else "none",
+            slirp4netns=slirp4netns,
         )
 
 
@@ -128,12 +147,13 @@ def sandbox_argv(
     *,
     script: Path | None = None,
     shared_files: Iterable[Path] = (),
+    outbound: Outbound | None = None,
 ) -> list[str]:
     """The bwrap command line that runs `program` in `workdir`'s sandbox.
 
     `script` (inside the control directory) stays visible, read-only; `shared_files`
     (inputs hard-linked with the site's cache) are bound read-only, so a job cannot
-    change the copy other jobs share.
+    change the copy other jobs share. With `outbound`, bwrap waits for it to attach.
     """
     work = str(workdir)
     mounts = _Mounts()
@@ -175,6 +195,8 @@ def sandbox_argv(
 
     argv = [config.bwrap, "--die-with-parent", "--new-session"]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    # Nothing listening on the host (the gateway, its database) is reachable from a job.
+    argv += ["--unshare-net", *(outbound.bwrap_args() if outbound is not None else ())]
     if config.run_as is None:
         # Unprivileged: no capability survives into the sandbox, nor a nested namespace.
         argv += ["--unshare-user", "--disable-userns"]
@@ -228,19 +250,40 @@ def hand_over(config: SandboxConfig, workdir: Path, script: Path | None) -> list
 
 
 def probe(config: SandboxConfig, scratch_root: Path) -> str | None:
-    """Run `true` in a sandbox once; None when it works, else why not."""
+    """Run `true` in a sandbox once (its network attached); None when it works, else why."""
     try:
         scratch_root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with tempfile.TemporaryDirectory(dir=scratch_root, prefix=".probe-") as tmp:
             workdir = Path(tmp)
             (workdir / CONTROL_DIR).mkdir(mode=0o700)
             hand_over(config, workdir, None)
-            argv = sandbox_argv(config, workdir, ["/bin/sh", "-c", "echo ok > probe"])
-            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=30, check=False)
-            if done.returncode != 0 or (workdir / "probe").read_text() != "ok\n":
-                why = done.stderr.decode("utf-8", "replace").strip()
-                return why or f"bwrap exited with {done.returncode}"
+            return _run_probe(config, workdir)
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
+
+
+def _run_probe(config: SandboxConfig, workdir: Path) -> str | None:
+    outbound = config.outbound()
+    argv = sandbox_argv(config, workdir, ["/bin/sh", "-c", "echo ok > probe"],
+                        outbound=outbound)
+    log = workdir / CONTROL_DIR / "network.log"
+    with open(log, "wb") as network_log, subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            pass_fds=outbound.pass_fds if outbound is not None else ()) as proc:
+        try:
+            if outbound is not None:
+                outbound.attach(network_log.fileno())
+            _, err = proc.communicate(timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            proc.kill()  # and reaped before the block pipe closes, which would release it
+            proc.wait()
+            # slirp4netns's last words say why (its start-up banner comes first).
+            said = log.read_text("utf-8", "replace").strip().splitlines()[-3:]
+            return "; ".join([str(exc), *said])
+        finally:
+            if outbound is not None:
+                outbound.stop()
+    if proc.returncode != 0 or (workdir / "probe").read_text() != "ok\n":
+        why = err.decode("utf-8", "replace").strip()
+        return why or f"bwrap exited with {proc.returncode}"
     return None

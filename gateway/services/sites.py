@@ -10,7 +10,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -163,7 +163,8 @@ def _secret_paths(settings: Settings) -> list[Path]:
 def local_sandbox(settings: Settings, mpiexec: str | None) -> tuple[SandboxConfig | None, str]:
     """The sandbox every local job runs in, probed once; or None and why there is none.
 
-    Raises RuntimeError when `local_isolation` is "sandbox" and no sandbox works."""
+    Raises RuntimeError when `local_isolation` is "sandbox" and no sandbox works, and
+    when `local_network` is "outbound" and the sandbox's network cannot be attached."""
     if settings.local_isolation == "none":
         return None, "turned off (GRIDGATE_LOCAL_ISOLATION=none)"
     config, problem = None, None
@@ -188,6 +189,8 @@ def local_sandbox(settings: Settings, mpiexec: str | None) -> tuple[SandboxConfi
                                hidden=tuple(str(p.resolve()) for p in _secret_paths(settings)),
                                run_as=run_as)
         problem = probe(config, settings.jobs_dir)
+    if problem is None and config is not None and settings.local_network == "outbound":
+        return _with_outbound(config, settings), ""
     if problem is None:
         return config, ""
     if settings.local_isolation == "sandbox":
@@ -195,6 +198,20 @@ def local_sandbox(settings: Settings, mpiexec: str | None) -> tuple[SandboxConfi
     log.warning("local jobs run unconfined, so the local site serves only this gateway's "
                 "own account: %s", problem)
     return None, problem
+
+
+def _with_outbound(config: SandboxConfig, settings: Settings) -> SandboxConfig:
+    """The sandbox with an outbound network, probed; RuntimeError if it cannot have one
+    (asked for explicitly, it must not silently be missing)."""
+    slirp4netns = shutil.which("slirp4netns")
+    problem = "slirp4netns is not installed (Debian package slirp4netns)"
+    if slirp4netns is not None:
+        config = replace(config, network="outbound", slirp4netns=slirp4netns)
+        problem = probe(config, settings.jobs_dir) or ""
+    if problem:
+        raise RuntimeError(f"GRIDGATE_LOCAL_NETWORK=outbound, but local jobs cannot have an "
+                           f"outbound network: {problem}")
+    return config
 
 
 def local_site(settings: Settings) -> SiteEntry:

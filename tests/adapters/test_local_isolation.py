@@ -1,4 +1,5 @@
-"""A local job cannot reach the gateway's data: keys, database, store, other jobs.
+"""A local job cannot reach the gateway's data: keys, database, store, other jobs; nor
+anything listening on the gateway host's loopback.
 
 The layout is the gateway's own: DATA/signing-key.pem, DATA/gridgate.db, DATA/jobs/<tag>.
 Each test runs a real job in the sandbox the gateway uses (bubblewrap; as root, an
@@ -8,8 +9,10 @@ unprivileged uid) and checks that the attempt is refused while normal work still
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +127,42 @@ def test_a_job_cannot_forge_its_control_files(
     assert output(adapter, req) == b""  # the job saw an empty control directory
     files = adapter.files_of(status.native_id)
     assert files is not None and files.child.read_text().startswith("{\n")
+
+
+def test_a_job_cannot_reach_the_hosts_loopback(
+    adapter: LocalAdapter, make_request: Callable[..., SubmitRequest]
+) -> None:
+    # What the gateway's API and PostgreSQL are: listeners on the host's 127.0.0.1 and ::1.
+    with socket.create_server(("::", 0), family=socket.AF_INET6, dualstack_ipv6=True) as server:
+        port = server.getsockname()[1]
+        code = f"""
+import socket
+for host in ("127.0.0.1", "::1"):
+    try:
+        socket.create_connection((host, {port}), timeout=10).close()
+        print(host, "connected")
+    except OSError as exc:
+        print(host, exc.strerror)
+"""
+        state, out, err = run(adapter, make_request(argv=[PY, "-c", code]))
+    assert state == NativeState.COMPLETED, err
+    assert out.splitlines() == ["127.0.0.1 Connection refused", "::1 Connection refused"], out
+
+
+def test_a_job_whose_network_cannot_be_attached_never_runs(
+    data_dir: Path, make_request: Callable[..., SubmitRequest]
+) -> None:
+    config = replace(sandbox_config(data_dir), network="outbound", slirp4netns="/bin/false")
+    adapter = LocalAdapter(data_dir / "jobs", None, sandbox=config)
+    try:
+        req = make_request(argv=["/bin/sh", "-c", "echo ran"])
+        status = wait_final(adapter, adapter.submit(req))
+        assert status.state == NativeState.FAILED
+        assert str(status.reason).startswith("cannot prepare the job's sandbox: network: "
+                                             "slirp4netns could not attach"), status
+        assert output(adapter, req) == b""
+    finally:
+        stop_everything(adapter)
 
 
 def test_normal_work_runs_in_the_sandbox(

@@ -3,11 +3,14 @@ is probed at startup, and a setting overrides the probe."""
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from adapters.local.network import SLIRP4NETNS
 from gateway.runtime import Runtime
 from gateway.services.sites import local_sandbox
 from gateway.settings import Settings
@@ -54,3 +57,27 @@ def test_the_probe_decides_and_the_setting_overrides(
     assert missing is None and "bwrap" in why
     with pytest.raises(RuntimeError, match="cannot be sandboxed"):
         local_sandbox(settings.model_copy(update={"local_isolation": "sandbox"}), None)
+
+
+def test_an_outbound_network_is_probed_and_never_missing_silently(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", local_network="outbound")
+    config, why = local_sandbox(settings, None)
+    assert config is not None and why == ""
+    assert config.network == "outbound" and config.slirp4netns == shutil.which("slirp4netns")
+    assert local_sandbox(settings.model_copy(update={"local_network": "none"}), None)[0] == \
+        replace(config, network="none", slirp4netns=SLIRP4NETNS)
+
+    # Asked for, an outbound network that cannot be had stops the gateway, saying why.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "bwrap").symlink_to(str(shutil.which("bwrap")))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with pytest.raises(RuntimeError, match="slirp4netns is not installed"):
+        local_sandbox(settings, None)
+    broken = bin_dir / "slirp4netns"
+    broken.write_text("#!/bin/sh\necho 'open(\"/dev/net/tun\"): Permission denied' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    with pytest.raises(RuntimeError, match=r"could not attach .*/dev/net/tun.*: Permission"):
+        local_sandbox(settings, None)
