@@ -336,9 +336,10 @@ class JobOutput(Base):
 
 
 class LoginFailure(Base):
-    """One failed password attempt on the device-login form, counted against the account
-    (`user:<name>`) and the client address (`addr:<ip>`): two rows per failure. In the
-    database, so every gateway process sees the same counts."""
+    """One failed attempt at a sign-in point, one row per key it counts against: the
+    account (`user:<name>`), the user code (`code:<code>`), the OAuth client
+    (`client:<id>`), the client address (`addr:<ip>`). In the database, so every gateway
+    process sees the same counts (gateway.services.login_throttle)."""
 
     __tablename__ = "login_failures"
     __table_args__ = (Index("ix_login_failures_key_at", "key", "at"),)

@@ -192,12 +192,13 @@ async def login(request: Request, runtime: RuntimeDep) -> Response:
         return _login_page(runtime, 403, "This form expired or was sent from another site; "
                                          "please sign in again.", username)
     limits = LoginLimits.from_settings(runtime.settings)
-    address = client_address(request)
+    peer = limits.address(client_address(request))
 
     def sign_in() -> Response:
         with runtime.unit_of_work() as session:
             now = runtime.clock()
-            wait = retry_after(session, limits, username, address, now)
+            account = limits.account(username)
+            wait = retry_after(session, limits, (account, peer), now)
             if wait is not None:
                 page = _login_page(runtime, 429, "Too many failed attempts; try again in "
                                                  f"{math.ceil(wait / 60)} minute(s).", username)
@@ -205,11 +206,11 @@ async def login(request: Request, runtime: RuntimeDep) -> Response:
                 return page
             user = verify_password(session, username, form.get("password", ""))
             if user is None:
-                record_failure(session, limits, username, address, now)
+                record_failure(session, limits, (account, peer), now)
                 return _login_page(runtime, 400, "Wrong username or password.", username)
             if user.disabled:
                 return _login_page(runtime, 403, "This account is disabled.", username)
-            record_success(session, username)
+            record_success(session, account)
             user_id, name = user.id, user.username
         token = issue_access_token(runtime.settings, runtime.keys, subject=user_id,
                                    client_id="dashboard", scope=SCOPE, username=name)
