@@ -286,6 +286,17 @@ class RefreshToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
+class RevokedAccessToken(Base):
+    """An access token of the built-in issuer refused before it expires (its dashboard
+    session was signed out), by its `jti`; kept until the token would have expired
+    anyway, when its own `exp` refuses it."""
+
+    __tablename__ = "revoked_access_tokens"
+
+    jti: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
 class Upload(Base):
     """A file a user sends to the gateway store in chunks, finalized by its sha256.
 
