@@ -50,7 +50,8 @@ class Settings(BaseSettings):
     # passwords): over plain http they answer loopback clients only. Set this when a
     # TLS-terminating proxy is in front: its X-Forwarded-Proto then says what counts.
     trust_proxy_tls: bool = False
-    # Device-login password form: failed attempts allowed per account and per client
+    # Sign-in points (passwords, device user codes, client secrets): failed attempts
+    # allowed per credential (an account, a user code, a client id) and per client
     # address within the window; beyond them, 429 until the oldest failure ages out.
     login_max_failures_per_account: int = 5
     login_max_failures_per_address: int = 20

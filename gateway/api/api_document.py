@@ -56,7 +56,9 @@ EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "usageByJob": (404,),
 }
 # The OAuth endpoints answer errors as RFC 6749 5.2 says, not as problem documents.
-OAUTH_ERRORS = {"token": (400, 401), "deviceAuthorization": (400, 401), "revoke": (400, 401)}
+# 429: too many wrong client secrets for the client or from the address.
+OAUTH_ERRORS = {"token": (400, 401, 429), "deviceAuthorization": (400, 401, 429),
+                "revoke": (400, 401, 429)}
 OAUTH_ERROR = {
     "type": "object", "title": "OAuthError", "required": ["error"],
     "properties": {"error": {"type": "string", "examples": ["invalid_client"]},

@@ -3,7 +3,8 @@
 The answer for a token is cached in a bounded LRU so that repeated requests with the
 same token cost neither an RSA verification nor a database query. An entry lives until
 the token expires but at most `max_cache_seconds` (30 s), which bounds how long a
-disabled user can go on using a token they already hold.
+disabled user can go on using a token they already hold, and how long another server
+process can go on accepting a token revoked here (this process forgets it at once).
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import httpx
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from gateway.auth import tokens
 from gateway.auth.keys import SigningKeys
 from gateway.auth.principal import Principal
 from gateway.auth.verify import TokenVerifier, VerifiedToken
@@ -84,6 +87,23 @@ class Authenticator:
                 self._cache.popitem(last=False)
         return principal
 
+    def revoke(self, token: str) -> None:
+        """Refuse `token` from now on (a sign-out). Only the built-in issuer's tokens are
+        revoked here; a token that no longer verifies needs nothing."""
+        try:
+            verified = self.verifier.verify(token)
+        except Unauthenticated:
+            return
+        if verified.builtin and verified.jti:
+            # The verifier accepts a token up to the leeway past its `exp`.
+            refused_after = verified.expires_at + self.settings.token_leeway_seconds
+            with transaction(self._sessions) as session:
+                tokens.revoke_access_token(session, verified.jti,
+                                           datetime.fromtimestamp(refused_after, UTC),
+                                           datetime.fromtimestamp(self._clock(), UTC))
+        with self._lock:
+            self._cache.pop(token, None)
+
     def close(self) -> None:
         """Release the JWKS HTTP client."""
         self.verifier.close()
@@ -97,6 +117,9 @@ class Authenticator:
         try:
             # Its own unit of work: a user seen for the first time is created here.
             with transaction(self._sessions) as session:
+                if token.builtin and token.jti and tokens.access_token_revoked(session, token.jti):
+                    raise Unauthenticated("This access token was revoked (signed out); sign in "
+                                          "again, or run 'gridgate login'.")
                 user = self._user(session, token)
         except IntegrityError:
             # Another request created the same user (or took the project name) first.

@@ -10,14 +10,17 @@ gateway.auth.device_approval.
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
 from authlib.oauth2.rfc6749 import (
     AuthorizationServer,
+    InvalidClientError,
     InvalidGrantError,
     InvalidScopeError,
     UnauthorizedClientError,
 )
+from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from sqlalchemy.orm import Session
 
 from gateway.auth import tokens
@@ -34,17 +37,54 @@ from gateway.auth.oauth_models import Client, OAuthRequest
 from gateway.auth.principal import SCOPES
 from gateway.db.models import User
 from gateway.services.accounts import CLI_CLIENT_ID, ensure_cli_client, get_client, get_user
+from gateway.services.login_throttle import (
+    LoginLimits,
+    record_failure,
+    record_success,
+    retry_after,
+)
 from gateway.settings import Settings
 
 
-class GatewayAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
-    """Authlib's AuthorizationServer over one unit of work (one per request)."""
+class ClientThrottled(InvalidClientError):  # type: ignore[misc]
+    """Too many wrong secrets for a client or from an address: 429 with Retry-After, in
+    RFC 6749's error format (client authentication is what is refused)."""
 
-    def __init__(self, settings: Settings, keys: SigningKeys, session: Session) -> None:
+    status_code = 429
+
+    def __init__(self, wait: int) -> None:
+        super().__init__(description="Too many failed client authentications for this "
+                                     f"client or from this address; try again in {wait} s.")
+        self.wait = wait
+
+    def get_headers(self) -> list[tuple[str, str]]:
+        headers: list[tuple[str, str]] = super().get_headers()
+        return [*headers, ("Retry-After", str(self.wait))]
+
+
+def _claimed_client_id(request: OAuthRequest) -> str | None:
+    """The client id a request presents a secret for (HTTP Basic first, as Authlib
+    tries it first), or None: no secret, nothing to guess."""
+    client_id, secret = extract_basic_authorization(request.headers)
+    if client_id and secret:
+        return str(client_id)
+    if request.form.get("client_id") and request.form.get("client_secret"):
+        return request.form["client_id"]
+    return None
+
+
+class GatewayAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
+    """Authlib's AuthorizationServer over one unit of work (one per request from
+    `address`, at `now`)."""
+
+    def __init__(self, settings: Settings, keys: SigningKeys, session: Session, *,
+                 address: str, now: datetime) -> None:
         super().__init__(scopes_supported=list(SCOPES))
         self.settings = settings
         self.keys = keys
         self.session = session
+        self.address = address
+        self.now = now
         self._clients: dict[str, Client | None] = {}
         self.register_token_generator("default", self._generate_token)
         self.register_grant(DeviceCodes)
@@ -64,6 +104,27 @@ class GatewayAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
                 row = ensure_cli_client(self.session)
             self._clients[client_id] = Client(row) if row is not None else None
         return self._clients[client_id]
+
+    def authenticate_client(self, request: OAuthRequest, methods: list[str],
+                            endpoint: str = "token") -> Client:
+        """Authlib's client authentication, throttled like the password form: wrong
+        secrets are counted per client id and per address (every endpoint and grant)."""
+        claimed = _claimed_client_id(request)
+        if claimed is None:
+            return cast(Client, super().authenticate_client(request, methods, endpoint))
+        limits = LoginLimits.from_settings(self.settings)
+        guessed = limits.client(claimed)
+        counted = (guessed, limits.address(self.address))
+        wait = retry_after(self.session, limits, counted, self.now)
+        if wait is not None:
+            raise ClientThrottled(wait)
+        try:
+            client = cast(Client, super().authenticate_client(request, methods, endpoint))
+        except InvalidClientError:
+            record_failure(self.session, limits, counted, self.now)
+            raise
+        record_success(self.session, guessed)
+        return client
 
     def save_token(self, token: dict[str, Any], request: OAuthRequest) -> None:
         # Refresh tokens are stored by the generator; access tokens are not stored.

@@ -3,6 +3,8 @@
 Refresh tokens are random strings; only their sha256 is stored. Each use rotates the
 token (the old one is revoked). Presenting an already revoked token is treated as theft
 (RFC 9700 §4.14.2): every live refresh token of that user for that client is revoked.
+Access tokens are not stored; one revoked before its expiry (a dashboard sign-out) is
+remembered by its `jti` until it would have expired anyway.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from gateway.auth.keys import SigningKeys
 from gateway.db.models import RefreshToken
-from gateway.repositories import refresh_tokens
+from gateway.repositories import refresh_tokens, revoked_access_tokens
 from gateway.settings import Settings
 
 ACCESS_TOKEN_TYP = "at+jwt"  # noqa: S105 (a media type, not a secret)
@@ -116,3 +118,17 @@ def revoke_refresh_family(session: Session, *, user_id: str, client_id: str) -> 
 def live_refresh_tokens(session: Session, user_id: str) -> list[RefreshToken]:
     """A user's refresh tokens that can still be used."""
     return refresh_tokens.live(session, user_id, datetime.now(UTC))
+
+
+def revoke_access_token(session: Session, jti: str, refused_after: datetime,
+                        now: datetime) -> None:
+    """Refuse the access token `jti` from `now` until `refused_after`, when its expiry
+    refuses it anyway (the revocations of such tokens are dropped here)."""
+    revoked_access_tokens.purge_expired_before(session, now)
+    revoked_access_tokens.add(session, jti, refused_after)
+    session.flush()
+
+
+def access_token_revoked(session: Session, jti: str) -> bool:
+    """Whether the access token `jti` was revoked."""
+    return revoked_access_tokens.is_revoked(session, jti)

@@ -66,6 +66,7 @@ class VerifiedToken:
     expires_at: float
     builtin: bool
     client_id: str | None = None
+    jti: str | None = None
     username: str | None = None
     display_name: str | None = None
     claims: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -297,6 +298,7 @@ class TokenVerifier:
         username = claims.get("username") if builtin else claims.get("preferred_username")
         name = claims.get("name")
         client_id = claims.get("client_id", claims.get("azp"))
+        jti = claims.get("jti")
         return VerifiedToken(
             issuer=iss,
             subject=str(claims["sub"]),
@@ -304,6 +306,7 @@ class TokenVerifier:
             expires_at=float(claims["exp"]),
             builtin=builtin,
             client_id=client_id if isinstance(client_id, str) else None,
+            jti=jti if isinstance(jti, str) else None,
             username=username if isinstance(username, str) else None,
             display_name=name if isinstance(name, str) else None,
             claims=claims,

@@ -289,6 +289,17 @@ class RefreshToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
+class RevokedAccessToken(Base):
+    """An access token of the built-in issuer refused before it expires (its dashboard
+    session was signed out), by its `jti`; kept until the token would have expired
+    anyway, when its own `exp` refuses it."""
+
+    __tablename__ = "revoked_access_tokens"
+
+    jti: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
 class Upload(Base):
     """A file a user sends to the gateway store in chunks, finalized by its sha256.
 
@@ -339,9 +350,10 @@ class JobOutput(Base):
 
 
 class LoginFailure(Base):
-    """One failed password attempt on the device-login form, counted against the account
-    (`user:<name>`) and the client address (`addr:<ip>`): two rows per failure. In the
-    database, so every gateway process sees the same counts."""
+    """One failed attempt at a sign-in point, one row per key it counts against: the
+    account (`user:<name>`), the user code (`code:<code>`), the OAuth client
+    (`client:<id>`), the client address (`addr:<ip>`). In the database, so every gateway
+    process sees the same counts (gateway.services.login_throttle)."""
 
     __tablename__ = "login_failures"
     __table_args__ = (Index("ix_login_failures_key_at", "key", "at"),)

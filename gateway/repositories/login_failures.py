@@ -1,4 +1,4 @@
-"""Failed device-login attempts, counted per key (an account or a client address)."""
+"""Failed sign-in attempts, counted per key (an account, a user code, a client, an address)."""
 
 from __future__ import annotations
 

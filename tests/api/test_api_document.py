@@ -61,7 +61,7 @@ def test_every_error_response_is_a_problem_document(client: TestClient) -> None:
             if not status.startswith(("4", "5")) or op["operationId"] == "health":
                 continue
             # The OAuth endpoints answer their errors as RFC 6749 says.
-            is_oauth = path.startswith("/oauth/") and status in ("400", "401")
+            is_oauth = path.startswith("/oauth/") and status in ("400", "401", "429")
             assert response.get("content") == (oauth if is_oauth else PROBLEM), \
                 (method, path, status)
         assert "422" in op["responses"] and "500" in op["responses"], (method, path)
@@ -70,6 +70,7 @@ def test_every_error_response_is_a_problem_document(client: TestClient) -> None:
     assert {"409", "413", "422"} <= set(operations["submitJob"])
     assert "/problems/not-found" in operations["getJob"]["404"]["description"]
     assert "404" not in operations["listJobs"]  # no path parameter, nothing to miss
+    assert "429" in operations["token"]  # too many wrong client secrets
     # health's 503 is its own document (status "degraded"), not a problem.
     assert operations["health"]["503"]["content"]["application/json"]["schema"] == \
         {"$ref": "#/components/schemas/Health"}

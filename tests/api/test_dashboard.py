@@ -1,7 +1,7 @@
 """GET /dashboard in-process: the sign-in form until signed in, the sign-in itself (CSRF,
-wrong password, a session cookie holding a read-only token), a bearer token instead, and
-the page's figures for that caller. The browser test (tests/browser) drives the same page
-in Chromium."""
+wrong password, a session cookie holding a read-only token), the sign-out (CSRF, the token
+revoked), a bearer token instead, and the page's figures for that caller. The browser test
+(tests/browser) drives the same page in Chromium."""
 
 from __future__ import annotations
 
@@ -70,8 +70,65 @@ def test_sign_in_then_the_page(client: TestClient, people: tuple[World, TestUser
     assert (_cell(page.text, "awarded_su"), _cell(page.text, "remaining_su")) == (
         "110.000", "95.000")
     assert page.text.count('data-chart="burn-down"') == 1
-    client.post("/dashboard/logout", follow_redirects=False)
+    logout = client.post("/dashboard/logout", follow_redirects=False,
+                         data={"csrf_token": client.cookies.get(CSRF_COOKIE)})
+    assert logout.status_code == 303
     assert client.get("/dashboard").status_code == 401
+
+
+def _signed_in(client: TestClient, user: TestUser) -> str:
+    """Sign in on the form; the session's token (the cookie's value)."""
+    form = client.get("/dashboard")
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', form.text)
+    assert csrf
+    signed = client.post("/dashboard/login", follow_redirects=False, data={
+        "csrf_token": csrf.group(1), "username": user.principal.username,
+        "password": PASSWORD})
+    assert signed.status_code == 303
+    token = client.cookies.get(SESSION_COOKIE)
+    assert token
+    return token
+
+
+def test_sign_out_needs_the_pages_token_and_revokes_the_session(
+        client: TestClient, people: tuple[World, TestUser, TestUser]) -> None:
+    world, pi, _ = people
+    token = _signed_in(client, pi)
+    bearer = {"Authorization": f"Bearer {token}"}
+    balance = f"/api/v1/projects/{world.astro}/balance"
+    assert client.get(balance, headers=bearer).status_code == 200
+    page = client.get("/dashboard")
+    assert page.status_code == 200
+    csrf = re.search(r'action="/dashboard/logout">.*?name="csrf_token" value="([^"]+)"',
+                     page.text, re.S)
+    assert csrf and client.cookies.get(CSRF_COOKIE) == csrf.group(1)
+    # What another site's page can send: no token, a wrong one, or none of the cookie
+    # (SameSite=Strict keeps it from a cross-site POST).
+    foreign = TestClient(client.app, base_url=str(client.base_url),
+                         cookies={SESSION_COOKIE: token})
+    for sender, data in ((client, {}), (client, {"csrf_token": "x" * 43}),
+                         (foreign, {"csrf_token": csrf.group(1)})):
+        refused = sender.post("/dashboard/logout", data=data, follow_redirects=False)
+        assert refused.status_code == 403, refused.text
+        assert "you are still signed in" in refused.text
+        assert "set-cookie" not in refused.headers
+        assert client.get("/dashboard").status_code == 200
+        assert client.get(balance, headers=bearer).status_code == 200
+    # A second tab's page keeps the same token, so either tab can sign out.
+    assert csrf.group(1) in client.get("/dashboard").text
+    out = client.post("/dashboard/logout", data={"csrf_token": csrf.group(1)},
+                      follow_redirects=False)
+    assert out.status_code == 303 and out.headers["location"] == "/dashboard"
+    assert client.cookies.get(SESSION_COOKIE) is None
+    # The token itself is dead, wherever it is sent.
+    again = foreign.get("/dashboard")
+    assert again.status_code == 401 and "session has ended" in again.text
+    assert client.get("/dashboard", headers=bearer).status_code == 401
+    api = client.get(balance, headers=bearer)
+    assert api.status_code == 401 and "revoked" in api.json()["detail"]
+    # Signing in again gives a new session.
+    assert client.get(balance, headers={
+        "Authorization": f"Bearer {_signed_in(client, pi)}"}).status_code == 200
 
 
 def test_a_bearer_token_and_what_it_may_see(

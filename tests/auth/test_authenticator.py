@@ -1,4 +1,5 @@
-"""Authenticator: token -> Principal, just-in-time users, a cache, disabled users refused."""
+"""Authenticator: token -> Principal, just-in-time users, a cache, disabled users and
+revoked tokens refused."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sqlalchemy import event, select
 from gateway.auth.authenticator import Authenticator
 from gateway.auth.tokens import issue_access_token
 from gateway.db.engine import transaction
-from gateway.db.models import Membership, Project, User
+from gateway.db.models import Membership, Project, RevokedAccessToken, User
 from gateway.domain.errors import Unauthenticated
 from gateway.services.accounts import create_local_user
 from tests.auth.conftest import AuthRuntime, external, make_auth_runtime
@@ -97,6 +98,43 @@ def test_disabled_user_is_refused_within_the_cache_lifetime(
         with pytest.raises(Unauthenticated, match="disabled"):
             authn.authenticate(token)
     finally:
+        rt.close()
+
+
+def test_a_revoked_token_is_refused_by_every_process(tmp_path: Path, database_url: str
+                                                     ) -> None:
+    rt = make_auth_runtime(tmp_path, database_url)
+    clock = Clock()
+    here, there, later = (Authenticator(rt.settings, rt.sessions, rt.keys, clock=clock,
+                                        max_cache_seconds=30) for _ in range(3))
+    try:
+        user_id = local_user(rt)
+        token, other = token_for(rt, user_id), token_for(rt, user_id, scope="jobs:read")
+        here.authenticate(token)
+        there.authenticate(token)  # another server process, which has it cached
+        here.revoke(token)
+        with pytest.raises(Unauthenticated, match="revoked"):
+            here.authenticate(token)
+        with pytest.raises(Unauthenticated, match="revoked"):
+            later.authenticate(token)  # a process that had not seen it yet
+        assert there.authenticate(token).user_id == user_id  # still cached
+        clock.now += 31
+        with pytest.raises(Unauthenticated, match="revoked"):
+            there.authenticate(token)
+        assert here.authenticate(other).user_id == user_id  # only that token
+        here.revoke(token)  # twice (a double click) and a token that is none: no error
+        here.revoke("not-a-token")
+        # Once the revoked token would have expired anyway, its row goes at the next one.
+        clock.now += rt.settings.access_token_ttl_seconds + rt.settings.token_leeway_seconds
+        fresh = issue_access_token(rt.settings, rt.keys, subject=user_id,
+                                   client_id="gridgate-cli", scope="jobs:read",
+                                   now=clock.now).token
+        here.revoke(fresh)
+        with transaction(rt.sessions) as session:
+            assert len(session.scalars(select(RevokedAccessToken)).all()) == 1
+    finally:
+        for authn in (here, there, later):
+            authn.close()
         rt.close()
 
 

@@ -1,7 +1,8 @@
 """The committee dashboard in Debian's Chromium: a person signs in on the page, sees each
 allocation with its burn-down and the usage by site and by user, and every number shown
-is the report API's for the same caller. Screenshots are saved in the test's tmp dir
-(the path is printed).
+is the report API's for the same caller; another site's page cannot sign them out, and
+signing out on the page kills the session's token. Screenshots are saved in the test's
+tmp dir (the path is printed).
 
 The gateway is a real `gridgate serve` process; its database holds the bank history of
 tests/services/report_fixtures.py, made through the bank's own services, with alice (the
@@ -18,7 +19,7 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 from sqlalchemy import select
 
 from gateway.db.engine import make_engine, make_session_factory, transaction
@@ -134,3 +135,41 @@ def test_the_dashboard_is_behind_login(gateway: Gateway, world: World, page: Pag
     page.click("text=Sign out")
     expect(page.locator("form.login")).to_be_visible()
     assert not [c for c in page.context.cookies() if c["name"] == "gridgate_dashboard"]
+
+
+def test_only_the_page_signs_out_and_the_token_dies_with_it(
+        gateway: Gateway, world: World, page: Page) -> None:
+    _sign_in(page, gateway)
+    expect(page.locator("#allocations")).to_be_visible()
+    [cookie] = [c for c in page.context.cookies() if c["name"] == "gridgate_dashboard"]
+    token = {"Authorization": f"Bearer {cookie['value']}"}
+    balance = f"{gateway.url}/api/v1/projects/{world.astro}/balance"
+    assert httpx.get(balance, headers=token, timeout=30).status_code == 200
+
+    # Another site's page (served by the browser itself) with a sign-out button: its POST
+    # carries the session cookie, not the SameSite=Strict CSRF cookie.
+    foreign = "http://foreign.test/"
+
+    def serve_foreign(route: Route) -> None:
+        route.fulfill(content_type="text/html", body=(
+            f'<form method="post" action="{gateway.url}/dashboard/logout">'
+            '<input type="hidden" name="csrf_token" value="guessed">'
+            '<button type="submit">Win a prize</button></form>'))
+
+    page.route(f"{foreign}**", serve_foreign)
+    page.goto(foreign)
+    page.click("text=Win a prize")
+    expect(page.locator("#error")).to_contain_text("you are still signed in")
+    page.goto(f"{gateway.url}/dashboard")
+    expect(page.locator("#allocations")).to_be_visible()
+    assert httpx.get(balance, headers=token, timeout=30).status_code == 200
+
+    page.click("text=Sign out")
+    expect(page.locator("form.login")).to_be_visible()
+    refused = httpx.get(balance, headers=token, timeout=30)
+    assert refused.status_code == 401 and "revoked" in refused.json()["detail"]
+    # Putting the old cookie back does not bring the session back.
+    page.context.add_cookies([cookie])  # type: ignore[list-item]
+    again = page.goto(f"{gateway.url}/dashboard")
+    assert again is not None and again.status == 401
+    expect(page.locator("#error")).to_contain_text("session has ended")

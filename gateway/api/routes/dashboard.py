@@ -4,14 +4,16 @@
 Behind login. A person signs in on the page itself with their gridgate username and
 password (the same check, throttle and CSRF rules as the device-login page); the gateway
 then keeps a read-only access token (scope `jobs:read`, the usual lifetime) in an
-HttpOnly, SameSite=Strict cookie scoped to /dashboard. A client with a token from
-`gridgate login` may instead send it as `Authorization: Bearer`. Either way the page
-shows exactly what the report API shows that caller (gateway.services.reports).
+HttpOnly, SameSite=Strict cookie scoped to /dashboard; signing out (a form with the same
+CSRF rule) revokes that token. A client with a token from `gridgate login` may instead
+send it as `Authorization: Bearer`. Either way the page shows exactly what the report API
+shows that caller (gateway.services.reports).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import secrets
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -51,6 +53,7 @@ SESSION_COOKIE = "gridgate_dashboard"
 CSRF_COOKIE = "gridgate_dashboard_csrf"
 SCOPE = "jobs:read"
 MAX_FORM_BYTES = 4096
+_CSRF_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 _HEADERS = {
     "Cache-Control": "no-store",
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
@@ -71,14 +74,26 @@ def _secure_cookie(runtime: Runtime) -> bool:
     return runtime.settings.public_url.startswith("https://")
 
 
+def _set_csrf(runtime: Runtime, response: Response, csrf: str) -> None:
+    """Put `csrf` in its strict cookie: a form posted back must carry the same value,
+    which a page of another site can neither read nor make the browser send."""
+    response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path=PATH,
+                        secure=_secure_cookie(runtime), max_age=3600)
+
+
+def _csrf_matches(request: Request, form: dict[str, str]) -> bool:
+    cookie = request.cookies.get(CSRF_COOKIE, "")
+    return bool(cookie) and secrets.compare_digest(cookie.encode(),
+                                                   form.get("csrf_token", "").encode())
+
+
 def _login_page(runtime: Runtime, status: int, error: str | None = None,
                 username: str = "") -> HTMLResponse:
     csrf = secrets.token_urlsafe(32)
     html = _templates.get_template("dashboard.html").render(
         state="login", action=LOGIN_PATH, csrf_token=csrf, error=error, username=username)
     response = HTMLResponse(html, status_code=status, headers=_HEADERS)
-    response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path=PATH,
-                        secure=_secure_cookie(runtime), max_age=3600)
+    _set_csrf(runtime, response, csrf)
     return response
 
 
@@ -109,7 +124,7 @@ def _usage_chart(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def _render(runtime: Runtime, principal: Principal, project: str | None,
-            as_of: datetime | None) -> HTMLResponse:
+            as_of: datetime | None, csrf: str) -> HTMLResponse:
     now = runtime.clock()
     period = Period(as_of=as_of)
     with runtime.readers() as session:
@@ -124,7 +139,7 @@ def _render(runtime: Runtime, principal: Principal, project: str | None,
         state="report", who=principal.display, project=project or "", projects=projects,
         as_of=allocs["as_of"], as_of_given=as_of is not None, allocations=rows,
         by_site=by_site, by_user=by_user, site_chart=_usage_chart(dict(by_site)),
-        user_chart=_usage_chart(dict(by_user)), logout=LOGOUT_PATH,
+        user_chart=_usage_chart(dict(by_user)), logout=LOGOUT_PATH, csrf_token=csrf,
         basis={"allocations": allocs["basis"], "usage": by_site["basis"]})
     return HTMLResponse(html, headers=_HEADERS)
 
@@ -158,12 +173,19 @@ def dashboard(request: Request, runtime: RuntimeDep,
                                 "(a time without a zone is UTC).")
     if when is not None and when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
+    # The sign-out form's token: the one this browser holds already (if it is one of
+    # ours), so that every open tab of the dashboard can sign out.
+    csrf = request.cookies.get(CSRF_COOKIE, "")
+    if not _CSRF_TOKEN.fullmatch(csrf):
+        csrf = secrets.token_urlsafe(32)
     try:
-        return _render(runtime, principal, project or None, when)
+        page = _render(runtime, principal, project or None, when, csrf)
     except NotFound as exc:
         return _error_page(404, exc.detail)
     except Invalid as exc:
         return _error_page(400, exc.detail)
+    _set_csrf(runtime, page, csrf)
+    return page
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -186,18 +208,17 @@ async def login(request: Request, runtime: RuntimeDep) -> Response:
     except GatewayError as exc:
         return _login_page(runtime, 400, exc.detail)
     username = form.get("username", "")[:64]
-    cookie = request.cookies.get(CSRF_COOKIE, "")
-    if not cookie or not secrets.compare_digest(cookie.encode(),
-                                                form.get("csrf_token", "").encode()):
+    if not _csrf_matches(request, form):
         return _login_page(runtime, 403, "This form expired or was sent from another site; "
                                          "please sign in again.", username)
     limits = LoginLimits.from_settings(runtime.settings)
-    address = client_address(request)
+    peer = limits.address(client_address(request))
 
     def sign_in() -> Response:
         with runtime.unit_of_work() as session:
             now = runtime.clock()
-            wait = retry_after(session, limits, username, address, now)
+            account = limits.account(username)
+            wait = retry_after(session, limits, (account, peer), now)
             if wait is not None:
                 page = _login_page(runtime, 429, "Too many failed attempts; try again in "
                                                  f"{math.ceil(wait / 60)} minute(s).", username)
@@ -205,11 +226,11 @@ async def login(request: Request, runtime: RuntimeDep) -> Response:
                 return page
             user = verify_password(session, username, form.get("password", ""))
             if user is None:
-                record_failure(session, limits, username, address, now)
+                record_failure(session, limits, (account, peer), now)
                 return _login_page(runtime, 400, "Wrong username or password.", username)
             if user.disabled:
                 return _login_page(runtime, 403, "This account is disabled.", username)
-            record_success(session, username)
+            record_success(session, account)
             user_id, name = user.id, user.username
         token = issue_access_token(runtime.settings, runtime.keys, subject=user_id,
                                    client_id="dashboard", scope=SCOPE, username=name)
@@ -224,8 +245,22 @@ async def login(request: Request, runtime: RuntimeDep) -> Response:
 
 
 @router.post(LOGOUT_PATH)
-def logout() -> Response:
-    """Forget the dashboard session (the token expires on its own)."""
+async def logout(request: Request, runtime: RuntimeDep) -> Response:
+    """Sign out: the session's token is revoked (refused everywhere from now on, the API
+    included) and its cookie deleted. Only the dashboard's own form may ask (its CSRF
+    token), so another site cannot sign a person out."""
+    try:
+        form = await _form(request)
+    except GatewayError as exc:
+        return _error_page(400, exc.detail)
+    if not _csrf_matches(request, form):
+        return _error_page(403, "This sign-out did not come from the dashboard page (it "
+                                "expired, or another site sent it); you are still signed "
+                                "in. Open the dashboard and sign out there.")
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        await run_in_threadpool(runtime.authenticator.revoke, token)
     response = RedirectResponse(PATH, status_code=303, headers=_HEADERS)
     response.delete_cookie(SESSION_COOKIE, path=PATH)
+    response.delete_cookie(CSRF_COOKIE, path=PATH)
     return response

@@ -5,7 +5,8 @@ OAuth clients expect that format. The grant logic is Authlib's (gateway.auth.ser
 this module turns Starlette requests into `OAuthRequest`s and runs them in a worker
 thread, because Authlib is synchronous and argon2 and the database block. Each request
 is one unit of work, committed before its answer is built (errors included: a poll
-records its time, a replayed refresh token revokes its family).
+records its time, a replayed refresh token revokes its family, a wrong client secret is
+counted by the throttle of gateway.services.login_throttle).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from gateway.api.deps import RuntimeDep
 from gateway.auth.device_approval import (
     DeviceApprovalError,
     decide_device_code,
+    normalize_user_code,
     pending_device_code,
 )
 from gateway.auth.metadata import (
@@ -124,11 +126,13 @@ async def _run(
         form = await _read_form(request)
     except _FormError as exc:
         return oauth_error("invalid_request", exc.description)
+    address = client_address(request)
 
     def work() -> Response:
         # Errors come back as results, not exceptions: they are committed too.
         with runtime.unit_of_work() as session:
-            server = GatewayAuthorizationServer(runtime.settings, runtime.keys, session)
+            server = GatewayAuthorizationServer(runtime.settings, runtime.keys, session,
+                                                address=address, now=runtime.clock())
             oauth_request = OAuthRequest(request.method, server.url(path), form,
                                          request.headers)
             result = call(server, oauth_request)
@@ -222,28 +226,38 @@ async def device_decision(request: Request, runtime: RuntimeDep) -> HTMLResponse
                      error="Choose Approve or Deny.")
 
     limits = LoginLimits.from_settings(runtime.settings)
-    address = client_address(request)
+    peer = limits.address(client_address(request))
+    account = limits.account(username)
+    typed = normalize_user_code(user_code)
+    # A wrong code counts against the address and, well-formed, against itself: one code
+    # tried from many addresses (until it is issued to someone) is throttled too.
+    code = (limits.user_code(typed),) if typed is not None else ()
 
     def decide() -> HTMLResponse:
         """One unit of work: what it changed is committed before the page is sent."""
         with runtime.unit_of_work() as session:
             now = runtime.clock()
-            wait = retry_after(session, limits, username, address, now)
+            # Before the code is looked at: a throttled guesser learns nothing about it.
+            wait = retry_after(session, limits, (account, peer, *code), now)
             if wait is not None:
                 page = _page(runtime, 429, state="form", user_code=user_code,
                              username=username,
-                             error="Too many failed attempts for this account or from this "
-                                   f"address. Try again in {math.ceil(wait / 60)} minute(s).")
+                             error="Too many failed attempts for this account, this code or "
+                                   "from this address. Try again in "
+                                   f"{math.ceil(wait / 60)} minute(s).")
                 page.headers["Retry-After"] = str(wait)
                 return page
             try:
                 row = pending_device_code(session, user_code)
             except DeviceApprovalError as exc:
+                # A guess like a wrong password (the answer tells a live code from a dead
+                # one); the account named played no part.
+                record_failure(session, limits, (peer, *code), now)
                 return _page(runtime, 400, state="form", user_code=user_code,
                              username=username, error=str(exc))
             user = verify_password(session, username, form.get("password", ""))
             if user is None:
-                record_failure(session, limits, username, address, now)
+                record_failure(session, limits, (account, peer), now)
                 return _page(runtime, 400, state="form", user_code=user_code,
                              username=username, error="Wrong username or password.")
             if user.disabled:
@@ -252,7 +266,7 @@ async def device_decision(request: Request, runtime: RuntimeDep) -> HTMLResponse
                 return _page(runtime, 403, state="form", user_code=user_code,
                              username=username,
                              error="This account is disabled; ask a gateway administrator.")
-            record_success(session, username)
+            record_success(session, account)
             decide_device_code(row, user, approve)
             return _page(runtime, state="approved" if approve else "denied",
                          username=user.username, user_code=row.user_code)
