@@ -1,7 +1,7 @@
 """revoked access tokens: a signed-out dashboard session's token, by jti (issue 25)
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-12-01 23:50:00
 """
 
@@ -13,8 +13,8 @@ from alembic import op
 import gateway.db.base
 
 
-revision: str = '0015'
-down_revision: str | None = '0014'
+revision: str = '0016'
+down_revision: str | None = '0015'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
