@@ -7,26 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.text_rules import ENV_NAME, TextRule
+from adapters.env_rules import env_name_problem, runtime_name
+from adapters.text_rules import TextRule
 
-# Variables that change how a loader or shell behaves before the user's program runs.
-ENV_DENYLIST = frozenset(
-    {
-        "LD_PRELOAD",
-        "LD_AUDIT",
-        "LD_DEBUG_OUTPUT",
-        "BASH_ENV",
-        "ENV",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "PROMPT_COMMAND",
-        "PS4",
-        "IFS",
-        "PYTHONSTARTUP",
-        "PERL5OPT",
-        "NODE_OPTIONS",
-    }
-)
+# Names the gateway or a scheduler sets itself.
 ENV_RESERVED_PREFIXES = ("GRIDGATE_", "BASH_FUNC_", "SLURM_", "SGE_", "PBS_", "LSB_")
 
 
@@ -41,13 +25,13 @@ def rule_schema(rule: TextRule) -> Any:
 
 
 def check_environment(value: dict[str, str]) -> dict[str, str]:
-    """`value` when every name is a plain variable name the job may set and no value holds
-    a NUL byte; ValueError (a 422) naming the first that is not."""
+    """`value` when every name is one the job may set (adapters.env_rules, and none the
+    gateway or a scheduler sets, also behind a container runtime's prefix) and no value
+    holds a NUL byte; ValueError (a 422) naming the first that is not."""
     for name, val in value.items():
-        ENV_NAME.check(name)
-        if name in ENV_DENYLIST:
-            raise ValueError(f"environment name {name!r} is not allowed")
-        if name.startswith(ENV_RESERVED_PREFIXES):
+        if problem := env_name_problem(name):
+            raise ValueError(problem)
+        if runtime_name(name).startswith(ENV_RESERVED_PREFIXES):
             raise ValueError(f"environment name {name!r} uses a reserved prefix")
         if "\x00" in val:
             raise ValueError(f"environment value of {name!r} contains a NUL byte")
