@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo
 
 from adapters.env_rules import env_name_problem, runtime_name
 from adapters.text_rules import TextRule
@@ -24,10 +24,19 @@ def rule_schema(rule: TextRule) -> Any:
     return Field(json_schema_extra={"pattern": rule.json_pattern})
 
 
-def check_environment(value: dict[str, str]) -> dict[str, str]:
+def submitted(info: ValidationInfo) -> bool:
+    """True when validating a spec accepted earlier and already submitted
+    (`jobspec.SUBMITTED`): checks that guard submission are not applied again."""
+    return isinstance(info.context, dict) and info.context.get("submitted") is True
+
+
+def check_environment(value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
     """`value` when every name is one the job may set (adapters.env_rules, and none the
     gateway or a scheduler sets, also behind a container runtime's prefix) and no value
-    holds a NUL byte; ValueError (a 422) naming the first that is not."""
+    holds a NUL byte; ValueError (a 422) naming the first that is not. A submitted spec's
+    variables were set already: a rule tightened since does not make it unreadable."""
+    if submitted(info):
+        return value
     for name, val in value.items():
         if problem := env_name_problem(name):
             raise ValueError(problem)
