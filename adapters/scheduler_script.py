@@ -23,11 +23,12 @@ import shlex
 from collections.abc import Sequence
 
 from adapters.base import Resources, SubmitRequest
+from adapters.env_rules import env_name_problem
 from adapters.errors import SubmitRejected
 from adapters.scheduler_arrays import ArrayShape, task_lines
 from adapters.scheduler_types import DialectConfig, JobLayout, MpiFlavor
 from adapters.script_directives import DirectiveRules, adapter_directives
-from adapters.text_rules import ACCOUNT, ENV_NAME, JOB_TAG, PARTITION
+from adapters.text_rules import ACCOUNT, JOB_TAG, PARTITION
 
 # The shell variable holding a newline (see the module docstring).
 NEWLINE_VAR = "GRIDGATE_NL"
@@ -70,7 +71,7 @@ def check_request(request: SubmitRequest, *, path_forbidden: str = "") -> None:
     if request.container is not None:
         _check_container(request)
     for name, value in request.env.items():
-        if problem := ENV_NAME.problem(name):
+        if problem := env_name_problem(name):
             raise SubmitRejected(problem)
         if name == NEWLINE_VAR:
             raise SubmitRejected(f"environment variable name {name!r} is reserved")

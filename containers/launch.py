@@ -30,8 +30,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from adapters.env_rules import env_name_problem
 from adapters.scheduler_script import launcher_words
-from adapters.text_rules import ENV_NAME, JOB_TAG
+from adapters.text_rules import JOB_TAG
 from containers.binds import Bind, Mount, check_absolute, resolve_all, under
 from containers.errors import ContainerError, InvalidLaunch
 from containers.runtimes import LauncherKind, MpiMode, RuntimeKind
@@ -132,10 +133,8 @@ def launcher_argv(launcher: Launcher, scheduler: str) -> list[str]:
 
 def _check_env(env: Mapping[str, str], runtime: RuntimeKind) -> None:
     for name, value in env.items():
-        try:
-            ENV_NAME.check(name)
-        except ValueError as exc:
-            raise InvalidLaunch(str(exc)) from None
+        if problem := env_name_problem(name):
+            raise InvalidLaunch(problem)
         if "\x00" in value:
             raise InvalidLaunch(f"the value of {name} contains a NUL byte, which no program "
                                 "argument can carry")

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import SubmitRequest
+from adapters.env_rules import env_name_problem
 from adapters.errors import SubmitRejected
 from adapters.local.records import LaunchPlan
 from adapters.local.sandbox import SandboxConfig
-from adapters.text_rules import ENV_NAME
 
 SHELL = "/bin/sh"
 
@@ -95,8 +95,8 @@ def job_environment(request: SubmitRequest, workdir: Path, config: LaunchConfig)
     # OMP_NUM_THREADS follows the requested threads per rank; a user value overrides it.
     env["OMP_NUM_THREADS"] = str(request.resources.threads_per_rank)
     for name, value in request.env.items():
-        if not ENV_NAME.matches(name):
-            raise SubmitRejected(f"environment variable name {name!r} is not valid")
+        if problem := env_name_problem(name):
+            raise SubmitRejected(problem)
         _check_text(f"environment variable {name}", value)
         env[name] = value
     env["GRIDGATE_JOB_TAG"] = request.tag

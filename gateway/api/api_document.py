@@ -5,6 +5,8 @@ problem-document schema the gateway really sends.
 Routes declare only what is theirs (their success response, the odd extra status in
 `EXTRA_STATUSES`); everything else is derived here from what a route has: a scope check
 (401, 403), path parameters (404), a body (413), a site to reach (502-504).
+tests/api/test_documented_statuses.py reads every route's code for the statuses it can
+answer and fails on one missing here.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "submitJob": (409, 413),
     "cancelJob": (409,),
     "cancelJobArray": (409,),
+    "cancelWorkflow": (409,),
     "holdJob": (409,),
     "releaseJob": (409,),
     "estimateJob": (502, 503, 504),
@@ -47,6 +50,9 @@ EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "addMember": (409,),
     "removeMember": (409,),
     "deleteOutputs": (409,),
+    # The project or allocations named in the body may not exist.
+    "grantAllocation": (404,),
+    "transferAllocation": (404,),
     # A `project` filter names a project that may not exist (or not be yours).
     "listAllocations": (404,),
     "allocationsReport": (404,),

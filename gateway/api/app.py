@@ -35,6 +35,11 @@ from gateway.runtime import Runtime, build_runtime
 from gateway.settings import Settings
 
 Background = Callable[[Runtime, threading.Event], None]
+# Every router the app serves, in the order they are matched.
+ROUTERS = (jobs.router, job_arrays.router, workflows.router, job_logs.router,
+           job_outputs.router, uploads.router, sites.router, system.router, oauth.router,
+           projects_router, allocations_router, report_routes.router, dashboard_page.router,
+           audit_router, docs_page.router)
 
 
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None, *,
@@ -83,16 +88,12 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
         docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None,
     )
     app.state.runtime = runtime
-    routers = (jobs.router, job_arrays.router, workflows.router, job_logs.router,
-               job_outputs.router, uploads.router, sites.router,
-               system.router, oauth.router, projects_router, allocations_router,
-               report_routes.router, dashboard_page.router, audit_router, docs_page.router)
-    routes = [route for router in routers for route in router.routes]
+    routes = [route for router in ROUTERS for route in router.routes]
     problems.install(app, routes)
-    for router in routers:
+    for router in ROUTERS:
         # The dashboard is pages for a browser, not API operations.
         app.include_router(router, include_in_schema=router is not dashboard_page.router)
-    api_document.install(app, routers,
+    api_document.install(app, ROUTERS,
                          {("UploadCreate", "size"): settings.upload_max_bytes})
     app.add_middleware(RejectNul, routes=routes,
                        stream_body=uploads.is_chunk_put)

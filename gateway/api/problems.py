@@ -71,6 +71,15 @@ _ADAPTER_STATUS: tuple[tuple[type[AdapterError], int, str], ...] = (
 )
 
 
+def status_of(kind: type[Exception]) -> int:
+    """The status an error of class `kind` is answered with (500: a bug)."""
+    if issubclass(kind, InvalidCommand):
+        return 500
+    if issubclass(kind, AdapterError):
+        return next(s for cls, s, _ in _ADAPTER_STATUS if issubclass(kind, cls))
+    return next((s for cls, s in _STATUS.items() if issubclass(kind, cls)), 500)
+
+
 def problem(
     status: int, detail: str, *, title: str | None = None, instance: str | None = None,
     headers: dict[str, str] | None = None, type_: str | None = None, **extra: Any,
@@ -177,7 +186,7 @@ def install(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
 
     @app.exception_handler(errors.GatewayError)
     async def _gateway(request: Request, exc: errors.GatewayError) -> JSONResponse:
-        status = next((s for cls, s in _STATUS.items() if isinstance(exc, cls)), 500)
+        status = status_of(type(exc))
         headers = {"WWW-Authenticate": 'Bearer realm="gridgate"'} if status == 401 else None
         return problem(status, exc.detail, title=exc.title, instance=request.url.path,
                        headers=headers, **exc.extra)

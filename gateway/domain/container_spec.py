@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from adapters.text_rules import ENV_NAME
 from containers.binds import MAX_PATH_CHARS, Bind, check_absolute, resolve, resolve_all
@@ -117,8 +117,8 @@ class ContainerSpec(Strict):
 
     @field_validator("environment")
     @classmethod
-    def _env(cls, value: dict[str, str]) -> dict[str, str]:
-        return check_environment(value)
+    def _env(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        return check_environment(value, info)
 
     @model_validator(mode="after")
     def _runtime_sets(self) -> Self:

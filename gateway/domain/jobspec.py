@@ -32,7 +32,7 @@ from adapters.text_rules import (
 from gateway.domain.container_spec import ContainerSpec, container_issues, default_mode
 from gateway.domain.field_issues import FieldIssues
 from gateway.domain.job_relations import ArrayText, DependsOn
-from gateway.domain.spec_parts import Strict, check_environment, rule_schema
+from gateway.domain.spec_parts import Strict, check_environment, rule_schema, submitted
 from gateway.domain.staging import OutputsMode, check_job_path, parse_source
 
 _SECONDS = TextRule("walltime", r"-?[0-9]+", "use seconds or [D-][HH:]MM:SS")
@@ -49,14 +49,10 @@ MAX_HEDGE = 4
 # Validation context for a spec accepted earlier and already submitted (the worker reads
 # it back to recover a submission or collect outputs): the checks that guard submission
 # and staging in, which may have tightened since, are not applied again. The adapters
-# check a script's directives again at any submission.
+# check a script's directives and the environment's names again at any submission.
 SUBMITTED = {"submitted": True}
 # The site of a job the gateway routes.
 AUTO = "auto"
-
-
-def _submitted(info: ValidationInfo) -> bool:
-    return isinstance(info.context, dict) and info.context.get("submitted") is True
 
 
 def _site_name(value: str) -> str:
@@ -235,7 +231,7 @@ class Routing(Strict):
 
 
 def _output_glob(value: str, info: ValidationInfo) -> str:
-    return check_job_path(value, glob=True, submitted=_submitted(info))
+    return check_job_path(value, glob=True, submitted=submitted(info))
 
 
 OutputGlob = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_output_glob)]
@@ -259,7 +255,7 @@ class Input(Strict):
     @field_validator("dest")
     @classmethod
     def _dest(cls, value: str, info: ValidationInfo) -> str:
-        return check_job_path(value, submitted=_submitted(info))
+        return check_job_path(value, submitted=submitted(info))
 
 
 class JobSpec(Strict):
@@ -323,7 +319,7 @@ class JobSpec(Strict):
     @classmethod
     def _script_directives(cls, value: str | None, info: ValidationInfo) -> str | None:
         # Refused here, at submit, for every scheduler: "auto" jobs may go to any site.
-        if not _submitted(info):
+        if not submitted(info):
             script_directives.check_all(value)
         return value
 
@@ -337,8 +333,8 @@ class JobSpec(Strict):
 
     @field_validator("environment")
     @classmethod
-    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        return check_environment(value)
+    def _env_names(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        return check_environment(value, info)
 
     @field_validator("labels")
     @classmethod

@@ -5,28 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo
 
-from adapters.text_rules import ENV_NAME, TextRule
+from adapters.env_rules import env_name_problem, runtime_name
+from adapters.text_rules import TextRule
 
-# Variables that change how a loader or shell behaves before the user's program runs.
-ENV_DENYLIST = frozenset(
-    {
-        "LD_PRELOAD",
-        "LD_AUDIT",
-        "LD_DEBUG_OUTPUT",
-        "BASH_ENV",
-        "ENV",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "PROMPT_COMMAND",
-        "PS4",
-        "IFS",
-        "PYTHONSTARTUP",
-        "PERL5OPT",
-        "NODE_OPTIONS",
-    }
-)
+# Names the gateway or a scheduler sets itself.
 ENV_RESERVED_PREFIXES = ("GRIDGATE_", "BASH_FUNC_", "SLURM_", "SGE_", "PBS_", "LSB_")
 
 
@@ -40,14 +24,23 @@ def rule_schema(rule: TextRule) -> Any:
     return Field(json_schema_extra={"pattern": rule.json_pattern})
 
 
-def check_environment(value: dict[str, str]) -> dict[str, str]:
-    """`value` when every name is a plain variable name the job may set and no value holds
-    a NUL byte; ValueError (a 422) naming the first that is not."""
+def submitted(info: ValidationInfo) -> bool:
+    """True when validating a spec accepted earlier and already submitted
+    (`jobspec.SUBMITTED`): checks that guard submission are not applied again."""
+    return isinstance(info.context, dict) and info.context.get("submitted") is True
+
+
+def check_environment(value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+    """`value` when every name is one the job may set (adapters.env_rules, and none the
+    gateway or a scheduler sets, also behind a container runtime's prefix) and no value
+    holds a NUL byte; ValueError (a 422) naming the first that is not. A submitted spec's
+    variables were set already: a rule tightened since does not make it unreadable."""
+    if submitted(info):
+        return value
     for name, val in value.items():
-        ENV_NAME.check(name)
-        if name in ENV_DENYLIST:
-            raise ValueError(f"environment name {name!r} is not allowed")
-        if name.startswith(ENV_RESERVED_PREFIXES):
+        if problem := env_name_problem(name):
+            raise ValueError(problem)
+        if runtime_name(name).startswith(ENV_RESERVED_PREFIXES):
             raise ValueError(f"environment name {name!r} uses a reserved prefix")
         if "\x00" in val:
             raise ValueError(f"environment value of {name!r} contains a NUL byte")

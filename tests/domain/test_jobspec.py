@@ -1,7 +1,7 @@
 import pytest
 from pydantic import ValidationError
 
-from gateway.domain.jobspec import JobSpec, parse_walltime
+from gateway.domain.jobspec import SUBMITTED, JobSpec, parse_walltime
 
 BASE = {"name": "t", "executable": "/bin/true"}
 
@@ -56,6 +56,22 @@ def test_bad_specs_name_the_field(over: dict[str, object], field: str, words: st
         spec(**over)
     assert field in error_fields(info.value)
     assert words in str(info.value)
+
+
+def test_a_submitted_spec_is_read_back_under_the_rules_it_was_accepted_by() -> None:
+    # The worker reads a running job's spec back to collect its outputs; variables it set
+    # already must not make it unreadable. A job still to be submitted is refused by the
+    # adapters' own check (adapters.env_rules) when the worker submits it.
+    env = {"environment": {"APPTAINERENV_LD_PRELOAD": "/x.so"},
+           "container": {"image": "docker://ghcr.io/lab/app:1.0",
+                         "environment": {"SINGULARITYENV_BASH_ENV": "/rc"}}}
+    data = {**BASE, **env}
+    with pytest.raises(ValidationError, match="sets it as LD_PRELOAD"):
+        JobSpec.model_validate(data)
+    read = JobSpec.model_validate(data, context=SUBMITTED)
+    assert read.environment == env["environment"]
+    assert read.container is not None and read.container.environment == {
+        "SINGULARITYENV_BASH_ENV": "/rc"}
 
 
 def test_script_job() -> None:

@@ -38,6 +38,19 @@ def test_an_accepted_spec_the_rules_now_refuse_fails_with_the_reason(
     assert job["attempts"] == []
 
 
+def test_an_accepted_environment_the_rules_now_refuse_never_reaches_the_site(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    # Issue 25 item 3: accepted before the rule looked behind the runtimes' prefixes; the
+    # claim refuses it (and the adapters would: tests/adapters/test_env_rules.py).
+    user = make_user()
+    job_id = post(client, user.headers, {"name": "old", "executable": "/bin/true"})
+    _rewrite_spec(runtime, job_id, environment={"APPTAINERENV_LD_PRELOAD": "/tmp/x.so"})
+    job = run_until(Worker(runtime), client, user.headers, job_id, {"FAILED", "COMPLETED"})
+    assert job["state"] == "FAILED", job
+    assert "'APPTAINERENV_LD_PRELOAD' is not allowed: a container runtime sets it as " \
+           "LD_PRELOAD" in job["reason"], job["reason"]
+
+
 def test_a_submitted_job_is_collected_though_its_spec_predates_a_rule(
         client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
     user = make_user()
@@ -48,7 +61,8 @@ def test_a_submitted_job_is_collected_though_its_spec_predates_a_rule(
     worker = Worker(runtime)
     run_until(worker, client, user.headers, job_id, {"QUEUED", "RUNNING"})
     _rewrite_spec(runtime, job_id, outputs=["a.txt", "~/notes"],
-                  script="#!/bin/sh\n#SBATCH --gres=gpu:1\necho hi > a.txt\n")
+                  script="#!/bin/sh\n#SBATCH --gres=gpu:1\necho hi > a.txt\n",
+                  environment={"APPTAINERENV_LD_PRELOAD": "/tmp/x.so"})
     with runtime.sessions() as session:
         workdir = session.query(Attempt.workdir).filter(Attempt.job_id == job_id).scalar()
     (Path(workdir) / "go").touch()

@@ -184,6 +184,10 @@ def test_cancel_reaches_every_unfinished_step(client: TestClient, runtime: Runti
         "long": "CANCELLED", "next": "CANCELLED"}
     again = client.post(f"/api/v1/workflows/{created['id']}/cancel", headers=user.headers)
     assert again.status_code == 409
+    assert again.json()["type"] == "/problems/conflict"
+    document = client.get("/openapi.json").json()
+    assert "409" in document["paths"]["/api/v1/workflows/{workflow_id}/cancel"]["post"][
+        "responses"]
 
 
 def _fail_like_the_site(runtime: Runtime, job_id: str, reason: str) -> None:

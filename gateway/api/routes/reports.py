@@ -7,16 +7,15 @@ read what is gateway.services.project_access (404 for a project the caller has n
 
 from __future__ import annotations
 
-import csv
-import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BeforeValidator
 
+from gateway.api.csv_export import csv_response
 from gateway.api.deps import JobsReader, RuntimeDep
 from gateway.api.schemas import json_response
 from gateway.domain.states import JobState
@@ -69,23 +68,6 @@ def wants_csv(request: Request, fmt: str | None) -> bool:
         return fmt == "csv"
     accept = request.headers.get("accept", "")
     return accept.split(",")[0].split(";")[0].strip().lower() == "text/csv"
-
-
-def _cell(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return "" if value is None else value
-
-
-def csv_response(rows: Sequence[Mapping[str, Any]], filename: str) -> Response:
-    """The rows as CSV, one column per key of the first row (RFC 4180 line ends)."""
-    out = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
-    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers={
-        "Content-Disposition": f'attachment; filename="{filename}.csv"'})
 
 
 @router.get("/reports/allocations", response_model=AllocationReport)
