@@ -55,5 +55,6 @@ def env_name_problem(name: str) -> str | None:
     if target.startswith(RUNTIME_SETTING_PREFIXES):
         return (f"environment name {name!r} is not allowed: {became}{target} configures the "
                 "container runtime itself, whose options the gateway's launch line decides; "
-                "use the job spec's container section (binds, environment) instead")
+                "use the job spec's container section (binds, environment) instead, or, for a "
+                "runtime your own script starts, set it in that script")
     return None
