@@ -8,8 +8,8 @@ each leg a list of every column of its ledger row but its id and txn, with the p
 of its allocation: [allocation, project, account, amount in milli-SU (its sign is its
 side), time in UTC to the microsecond, kind, actor, reason, job, lien, usage record];
 the legs in the order of their own JSON, so the order the database hands them back in
-does not matter. A later form gets a new version; a link
-keeps the version it was sealed with.
+does not matter. A later form gets a new version; a link keeps the version it was sealed
+with.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from gateway.accounting.audit_chain import canonical_time
 from gateway.accounting.units import su
 
 VERSION = 1
+# One encoder for every call (json.dumps with options builds one each time).
+_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                         allow_nan=False).encode
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,6 @@ def canonical(txn: str, legs: Iterable[SealedLeg]) -> bytes:
 def seal(txn: str, legs: Iterable[SealedLeg]) -> dict[str, Any]:
     """What the audit link of the transaction stores: the version and the form's sha256."""
     return {"v": VERSION, "sha256": hashlib.sha256(canonical(txn, legs)).hexdigest()}
-
-
-_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                         allow_nan=False).encode
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,6 @@ class Books:
 
     a: int  # granted 100 SU, paid a 1-SU charge
     b: int  # granted 50 SU, received a 10-SU transfer from a
-    project: str
     txns: dict[str, str]  # "transfer" and "charge" -> its txn
     deposit: str  # a's grant
 
@@ -59,14 +58,14 @@ def _books(runtime: Runtime, owner: str) -> Books:
         charge = charge_for(record, Rate(core_hour_milli=1000), walltime_seconds=5 * 3600,
                             refund_cap_milli=0)
         bank.settle(s, job, [(row, charge)], NOW + timedelta(hours=1), "worker")
-        ids = (a.id, b.id, p.name)
+        a_id, b_id = a.id, b.id
     with runtime.sessions() as s:
         firsts = s.execute(select(LedgerEntry.kind, LedgerEntry.txn, LedgerEntry.allocation_id)
                            .order_by(LedgerEntry.id)).all()
     txns = {kind: txn for kind, txn, _ in firsts if kind != "deposit"}
     deposit = next(txn for kind, txn, allocation in firsts
-                   if kind == "deposit" and allocation == ids[0])
-    return Books(ids[0], ids[1], ids[2], txns, deposit)
+                   if kind == "deposit" and allocation == a_id)
+    return Books(a_id, b_id, txns, deposit)
 
 
 def _verify(runtime: Runtime) -> AuditVerifyOut:
