@@ -211,29 +211,37 @@ def test_a_transaction_no_link_records_is_named(runtime: Runtime, books: Books) 
 
 def test_a_ledger_from_before_the_seal_verifies_as_unbound(runtime: Runtime,
                                                            books: Books) -> None:
-    # A deposit as gridgate wrote it before the seal: its link records the legs, no seal.
+    # As gridgate wrote them before the seal: a deposit, its link recording the legs but no
+    # seal; and a lien's `held` legs (liens were ledger transactions then), recorded in
+    # the link of the job's state change that took it (PostgreSQL's fast hold).
     with transaction(runtime.sessions) as s:
-        _unsealed_deposit(s, books.b, 2000)
+        _unsealed(s, books.b, "deposit", [("funding", -2000), ("available", 2000)])
+        _unsealed(s, books.b, "lien", [("available", -500), ("held", 500)], carried=True)
     report = _verify(runtime)
     assert report["ok"], report
-    assert report["ledger_seals"] == {"bound": 4, "unbound": 1, "differ": 0, "first": None}
+    assert report["ledger_seals"] == {"bound": 4, "unbound": 2, "differ": 0, "first": None}
 
 
-def _unsealed_deposit(s: Session, allocation_id: int, amount: int) -> None:
+def _unsealed(s: Session, allocation_id: int, kind: str, legs: list[tuple[str, int]],
+              carried: bool = False) -> None:
+    """A transaction and its link as written before the seal, the allocation's sums kept."""
     allocation = s.get(Allocation, allocation_id)
     assert allocation is not None
     txn = str(uuid.uuid4())
     bank_rows.stage_legs(s, [
         {"txn": txn, "at": NOW, "allocation_id": allocation_id, "account": account,
-         "amount_milli": milli, "kind": "deposit", "job_id": None, "lien_id": None,
-         "usage_id": None, "reason": "old", "actor": "committee"}
-        for account, milli in (("funding", -amount), ("available", amount))])
-    allocation.awarded_milli += amount
-    allocation.available_milli += amount
-    audit.append(s, "deposit", f"allocation:{allocation_id}", "committee",
-                 {"txn": txn, "reason": "old", "lien": None, "usage": None,
-                  "legs": [{"allocation": allocation_id, "account": "funding",
-                            "amount_milli": -amount},
-                           {"allocation": allocation_id, "account": "available",
-                            "amount_milli": amount}]}, NOW)
+         "amount_milli": milli, "kind": kind, "job_id": None, "lien_id": None,
+         "usage_id": None, "reason": "old", "actor": "committee"} for account, milli in legs])
+    sums = {account: milli for account, milli in legs}
+    allocation.awarded_milli -= sums.get("funding", 0)
+    # The ledger's held is read with its available (the lien is long settled).
+    allocation.available_milli += sums.get("available", 0) + sums.get("held", 0)
+    data = {"txn": txn, "reason": "old", "lien": None, "usage": None,
+            "legs": [{"allocation": allocation_id, "account": account, "amount_milli": milli}
+                     for account, milli in legs]}
+    if carried:
+        audit.append(s, "job.state", "job:x", "alice",
+                     {"from": None, "to": "ACCEPTED", "carried": {"kind": kind, **data}}, NOW)
+    else:
+        audit.append(s, kind, f"allocation:{allocation_id}", "committee", data, NOW)
 
