@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import typer
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -13,7 +14,7 @@ from gateway.accounting.units import su
 from gateway.cli import errors, render
 from gateway.cli.jobs import JobArg, JsonOpt
 from gateway.cli.state import state
-from gateway.schemas.audit import AuditVerifyOut, JobStoryOut
+from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, LedgerSealsOut
 
 audit_app = typer.Typer(help="Audit: the hash chain, the ledger, one job's story.",
                         no_args_is_help=True)
@@ -21,9 +22,11 @@ audit_app = typer.Typer(help="Audit: the hash chain, the ledger, one job's story
 
 @audit_app.command("verify")
 def verify(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-    """Check the whole audit chain (every event linked to the one before by its hash) and
-    the ledger (each allocation's sums, each transaction balanced); name the first broken
-    link. Exit 1 when anything is wrong. Auditors and admins only."""
+    """Check the whole audit chain (every event linked to the one before by its hash), the
+    ledger against it (each transaction's legs against the seal of the link that records
+    it) and the ledger itself (each allocation's sums, each transaction balanced); name the
+    first broken link and the first transaction that differs. Exit 1 when anything is
+    wrong. Auditors and admins only."""
     with state(ctx).client() as client:
         report = client.audit_verify()
     if json_out:
@@ -52,6 +55,26 @@ def _print_verdict(report: AuditVerifyOut) -> None:
         console.print(Text("Ledger balanced; every allocation's sums match it.", style="green"))
     for problem in report["ledger_problems"]:
         console.print(Text(problem, style="red"), soft_wrap=True)
+    _print_seals(console, report["ledger_seals"])
+
+
+def _print_seals(console: Console, seals: LedgerSealsOut) -> None:
+    console.print(f"Ledger bound to the chain: {seals['bound']} transaction(s) match the seal of "
+                  "the link that records them.", soft_wrap=True)
+    if seals["unbound"]:
+        console.print(f"{seals['unbound']} transaction(s) were recorded before the ledger was "
+                      "bound to the chain: unbound, checked against the allocations' sums "
+                      "only.", soft_wrap=True)
+    first = seals["first"]
+    if first is not None:
+        link = f"event {first['event_id']}" if first["event_id"] is not None else "no link"
+        console.print(Text(
+            f"LEDGER DIFFERS at transaction {first['txn']} ({first['kind']}, "
+            f"{render.when(first['at'])}, {link}): {first['detail']}", style="red"),
+            soft_wrap=True)
+        if seals["differ"] > 1:
+            console.print(Text(f"{seals['differ']} transaction(s) differ in all.",
+                               style="red"))
 
 
 @audit_app.command("job")

@@ -55,15 +55,17 @@ def append(session: Session, kind: str, subject: str, actor: str, data: Mapping[
 
 def posting(session: Session, kind: str, actor: str, at: datetime, txn: str,
             reason: str | None, job_id: str | None, lien_id: int | None,
-            usage_id: int | None, legs: list[tuple[int, str, int]]) -> None:
-    """The link of one ledger transaction: what it was, and its legs as (allocation,
-    account, amount in milli-SU); about its job, else its (first) allocation."""
+            usage_id: int | None, legs: list[tuple[int, str, int]],
+            seal: Mapping[str, Any]) -> None:
+    """The link of one ledger transaction: what it was, its legs as (allocation, account,
+    amount in milli-SU) and its `seal` (gateway.accounting.ledger_seal); about its job,
+    else its (first) allocation."""
     subject = (f"job:{job_id}" if job_id else
                f"allocation:{legs[0][0]}" if legs else "ledger")
     append(session, kind, subject, actor,
            {"txn": txn, "reason": reason, "lien": lien_id, "usage": usage_id,
             "legs": [{"allocation": a, "account": account, "amount_milli": amount}
-                     for a, account, amount in legs]}, at)
+                     for a, account, amount in legs], "seal": seal}, at)
 
 
 def lien(session: Session, kind: str, actor: str, at: datetime, job_id: str,
@@ -143,6 +145,13 @@ def find(conn: Connection, digest: str) -> int | None:
     """The id of the event whose hash is `digest`, if any."""
     found = conn.execute(select(_events.id).where(_events.hash == digest)).scalar()
     return None if found is None else int(found)
+
+
+def by_id(conn: Connection, event_id: int) -> Link | None:
+    """The event `event_id`, if it exists."""
+    r = conn.execute(select(AuditEvent.__table__).where(_events.id == event_id)).first()
+    return None if r is None else Link(r.id, r.at, r.kind, r.subject, r.actor, r.data,
+                                       r.prev_hash, r.hash)
 
 
 def of_subject(conn: Connection, subject: str) -> list[Link]:

@@ -24,6 +24,31 @@ class AuditHeadOut(TypedDict):
     last_hash: str
 
 
+class LedgerDifferenceOut(TypedDict):
+    """A ledger transaction that differs from the chain: its id, time and kind, the link
+    that records it (None: no link does) and what is wrong."""
+
+    txn: str
+    at: datetime
+    kind: str
+    event_id: int | None
+    detail: str
+
+
+class LedgerSealsOut(TypedDict):
+    """The ledger's transactions against the links that record them."""
+
+    # Transactions whose legs, read from the ledger's rows, match their link's seal.
+    bound: int
+    # Transactions recorded by links written before the ledger was bound to the chain
+    # (no seal): checked against the allocations' sums only.
+    unbound: int
+    # Sealed transactions whose legs differ from their seal, and transactions no link
+    # records; the first of them, in chain order (then by ledger entry).
+    differ: int
+    first: LedgerDifferenceOut | None
+
+
 class AuditVerifyOut(TypedDict):
     """The whole chain walked, and the ledger checked against the allocations' sums."""
 
@@ -37,6 +62,7 @@ class AuditVerifyOut(TypedDict):
     # Allocations whose running sums differ from their ledger, transactions not summing
     # to zero (at most a few of each).
     ledger_problems: list[str]
+    ledger_seals: LedgerSealsOut
 
 
 class StoryOwnerOut(TypedDict):

@@ -10,7 +10,9 @@ for every allocation and at every commit: available + held = the ledger's availa
 held = deposits - charges + refunds, and awarded = -funding. The allocation row keeps
 these sums (written here, in the same transaction as the legs), and its row lock is
 what makes a lien or a charge atomic. Every transaction is also one link of the audit
-chain (kind = the posting's kind, with its legs).
+chain (kind = the posting's kind, with its legs and their seal: the sha256 of everything
+its ledger rows hold, gateway.accounting.ledger_seal, which `gridgate audit verify`
+recomputes from the rows).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from gateway.accounting.ledger_seal import SealedLeg, seal
 from gateway.db.bank_models import Allocation
 from gateway.repositories import audit, bank_rows
 
@@ -65,6 +68,7 @@ def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
     txn = str(uuid.uuid4())
     rows = []
     written = []
+    sealed = []
     for leg in legs:
         if leg.account not in POSTED:
             raise ValueError(f"unknown ledger account {leg.account!r}")
@@ -77,9 +81,14 @@ def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
             "usage_id": posting.usage_id, "reason": posting.reason, "actor": posting.actor})
         _apply(leg)
         written.append((leg.allocation.id, leg.account, leg.amount_milli))
+        sealed.append(SealedLeg(
+            leg.allocation.id, leg.allocation.project_id, leg.account, leg.amount_milli,
+            posting.at, posting.kind, posting.actor, posting.reason, posting.job_id,
+            posting.lien_id, posting.usage_id))
     bank_rows.stage_legs(session, rows)
     audit.posting(session, posting.kind, posting.actor, posting.at, txn, posting.reason,
-                  posting.job_id, posting.lien_id, posting.usage_id, written)
+                  posting.job_id, posting.lien_id, posting.usage_id, written,
+                  seal(txn, sealed))
     return txn
 
 

@@ -1,5 +1,5 @@
 """`gridgate audit` against a real gateway: one job's story (table and --json), and
-`verify`, refused to a researcher and run by an auditor."""
+`verify`, refused to a researcher and run by an auditor, naming a forged grant."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sqlalchemy import text
 from gateway.cli import errors
 from gateway.db.engine import transaction
 from tests.cli.helpers import Cli
+from tests.cli.test_cli_allocations import person
 
 
 def _login_as_auditor(cli: Cli, config: Path) -> Cli:
@@ -67,3 +68,38 @@ def test_audit_verify_is_for_auditors(cli: Cli, tmp_path: Path) -> None:
 def _any_job(cli: Cli) -> str:
     job_id: str = cli.json("list")["items"][0]["id"]
     return job_id
+
+
+def test_audit_verify_names_a_forged_grant(cli: Cli, tmp_path: Path) -> None:
+    # +1,000 SU written into a grant's legs and its allocation's sums together: the chain
+    # and the sums hold, the seal of the grant's link does not.
+    tag = uuid.uuid4().hex[:6]
+    admin = person(cli.gateway, tmp_path, f"root{tag}", "admin")
+    project = f"forged-{tag}"
+    admin("project", "create", project)
+    granted = admin.json("admin", "allocation", "grant", project, "5", "--ends", "2099-01-01",
+                         "--reason", "award")
+    auditor = _login_as_auditor(cli, tmp_path / "auditor")
+    clean = auditor("audit", "verify").stdout
+    assert "Ledger bound to the chain:" in clean and "LEDGER DIFFERS" not in clean
+    forge = ("UPDATE ledger_entries SET amount_milli = amount_milli + :d * "
+             "CASE account WHEN 'available' THEN 1 ELSE -1 END WHERE txn = :txn",
+             "UPDATE allocations SET awarded_milli = awarded_milli + :d, "
+             "available_milli = available_milli + :d WHERE id = :id")
+    with transaction(cli.gateway.runtime.sessions) as s:
+        txn = s.scalar(text("SELECT txn FROM ledger_entries WHERE allocation_id = :id"),
+                       {"id": granted["id"]})
+        for statement in forge:
+            s.execute(text(statement), {"d": 1_000_000, "txn": txn, "id": granted["id"]})
+    try:
+        (seen,) = admin.json("admin", "allocation", "list", "--project", project)["items"]
+        assert seen["available"] == "1005.000"  # what the project's PI would be shown
+        forged = auditor("audit", "verify", code=errors.FAILURE).stdout
+        assert "Chain intact." in forged and "Ledger balanced;" in forged
+        assert f"LEDGER DIFFERS at transaction {txn} (deposit, " in forged
+        assert "funding -1,005.000 SU of allocation" in forged
+    finally:
+        with transaction(cli.gateway.runtime.sessions) as s:
+            for statement in forge:
+                s.execute(text(statement), {"d": -1_000_000, "txn": txn, "id": granted["id"]})
+    auditor("audit", "verify")
