@@ -45,7 +45,7 @@ class GatewayProcess:
         if not self.worker_only:
             self.wait_healthy()
 
-    def wait_healthy(self, deadline: float = 60) -> None:
+    def wait_healthy(self, deadline: float = 180) -> None:
         end = time.monotonic() + deadline
         while time.monotonic() < end:
             assert self.proc is not None
