@@ -52,7 +52,7 @@ class GatewayProcess:
             if self.proc.poll() is not None:
                 raise AssertionError(f"gateway exited: {self.log_path.read_text()[-3000:]}")
             try:
-                if httpx.get(f"{self.url}/api/v1/health", timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}/api/v1/health", timeout=10).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
