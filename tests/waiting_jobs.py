@@ -23,13 +23,19 @@ from testbed.holder import site_path
 from testbed.state import SiteInfo
 
 GO = "go"
-WAIT = f'while [ ! -e "$GRIDGATE_WORKDIR/{GO}" ]; do sleep 0.2; done'
+
+
+def _until_exists(path: str) -> str:
+    return f"while [ ! -e {path} ]; do sleep 0.2; done"
+
+
+WAIT = _until_exists(f'"$GRIDGATE_WORKDIR/{GO}"')
 
 
 def waits(then: str = "", go: str | None = None) -> str:
     """A shell command: wait to be let go (by the file `go`, an absolute path, if given),
     then run the command `then`."""
-    wait = WAIT if go is None else f"while [ ! -e {shlex.quote(go)} ]; do sleep 0.2; done"
+    wait = WAIT if go is None else _until_exists(shlex.quote(go))
     return f"{wait}; {then}" if then else wait
 
 
