@@ -209,7 +209,15 @@ class GatewayClient(BankMethods, WorkflowMethods):
                 # (gateway.api.stopping): then it is resumed, like a dropped connection.
                 ended = "the gateway ended the stream before the job ended"
                 if is_final(self.get_job(job_id)):
-                    return
+                    # A stopping gateway may have ended the stream with output unsent, and
+                    # the job ended meanwhile: what is left is read to its end.
+                    while True:
+                        rest = self.output(job_id, stream, offset=position)
+                        position += len(rest.data)
+                        if rest.data:
+                            yield rest.data
+                        if not rest.data or position >= rest.size:
+                            return
             except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
                 ended = f"the connection to the gateway broke ({transport_reason(exc)})"
             except GatewayUnreachable as exc:

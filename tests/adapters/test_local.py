@@ -279,7 +279,7 @@ def test_missing_program_fails_like_a_shell_unconfined(
 def test_walltime_kills_the_job(
     adapter: LocalAdapter, make_request: Callable[..., SubmitRequest]
 ) -> None:
-    req = make_request(argv=["sleep", "30"], resources=Resources(walltime_seconds=1))
+    req = make_request(argv=["sleep", "300"], resources=Resources(walltime_seconds=1))
     native_id = adapter.submit(req)
     sleeper = child_of(adapter, native_id).process
 
@@ -298,8 +298,10 @@ def test_walltime_escalates_to_sigkill(
     jobs_root: Path, make_request: Callable[..., SubmitRequest], sandbox: SandboxConfig
 ) -> None:
     site = LocalAdapter(jobs_root, MPIEXEC, kill_grace_seconds=1.0, sandbox=sandbox)
-    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
-    req = make_request(argv=[PY, "-c", code], resources=Resources(walltime_seconds=1))
+    # Deaf to SIGTERM from its first instruction (ignored before the exec, and inherited):
+    # a program that installs its own handler might not have done so when the walltime ends.
+    req = make_request(argv=["env", "--ignore-signal=TERM", "sleep", "300"],
+                       resources=Resources(walltime_seconds=1))
     try:
         native_id = site.submit(req)
         stubborn = child_of(site, native_id).process

@@ -15,6 +15,7 @@ from gateway.db.migrate import alembic_config, upgrade_database
 from gateway.runtime import Runtime
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser
+from tests.waiting_jobs import waits
 from tests.worker.test_worker_local import post, run_until
 
 TRUE = {"name": "held", "executable": "/bin/true"}
@@ -56,8 +57,8 @@ def test_a_held_job_is_not_routed_or_submitted_until_released(
 def test_a_job_a_worker_took_cannot_be_held(client: TestClient, runtime: Runtime,
                                             make_user: MakeUser) -> None:
     user = make_user()
-    job_id = post(client, user.headers, {"name": "sleep", "executable": "/bin/sleep",
-                                         "args": ["30"], "site": "local"})
+    job_id = post(client, user.headers, {"name": "taken", "executable": "/bin/sh",
+                                         "args": ["-c", waits()], "site": "local"})
     worker = Worker(runtime)
     run_until(worker, client, user.headers, job_id, {"QUEUED", "RUNNING"})
     r = client.post(f"/api/v1/jobs/{job_id}/hold", headers=user.headers)

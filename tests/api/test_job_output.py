@@ -7,6 +7,7 @@ from fastapi.testclient import TestClient
 from gateway.runtime import Runtime
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser
+from tests.waiting_jobs import waits
 from tests.worker.test_worker_local import PY, post, run_until
 
 
@@ -40,8 +41,8 @@ def test_offset_past_the_end_of_a_running_job_is_empty(
 ) -> None:
     user = make_user()
     worker = Worker(runtime)
-    job_id = post(client, user.headers, {"name": "long", "executable": "/bin/sleep",
-                                         "args": ["60"]})
+    job_id = post(client, user.headers, {"name": "long", "executable": "/bin/sh",
+                                         "args": ["-c", waits()]})
     run_until(worker, client, user.headers, job_id, {"RUNNING"})
     try:
         # The output may still get there: nothing yet, not an error.

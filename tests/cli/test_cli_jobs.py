@@ -12,6 +12,7 @@ import yaml
 
 from gateway.cli import errors
 from tests.cli.helpers import Cli
+from tests.waiting_jobs import waits
 
 
 def test_login_stores_credentials_0600(cli: Cli, tmp_path: Path) -> None:
@@ -51,7 +52,7 @@ def test_wait_exit_code_mirrors_a_failing_job(cli: Cli) -> None:
 
 
 def test_wait_on_a_cancelled_job_exits_cancelled(cli: Cli) -> None:
-    job_id = cli("submit", "-q", "--exe", "sleep", "--", "60").stdout.strip()
+    job_id = cli("submit", "-q", "--exe", "sh", "--", "-c", waits()).stdout.strip()
     cancelled = cli.json("cancel", job_id)
     # Not yet started: cancelled at once; already at the site: cancel requested.
     assert cancelled["state"] == "CANCELLED" or cancelled["cancel_requested"] is True
@@ -60,7 +61,7 @@ def test_wait_on_a_cancelled_job_exits_cancelled(cli: Cli) -> None:
 
 
 def test_wait_timeout_exits_124(cli: Cli) -> None:
-    job_id = cli("submit", "-q", "--exe", "sleep", "--", "30").stdout.strip()
+    job_id = cli("submit", "-q", "--exe", "sh", "--", "-c", waits()).stdout.strip()
     try:
         cli("wait", "--timeout", "0.5", "--interval", "0.2", job_id, code=errors.TIMEOUT)
     finally:

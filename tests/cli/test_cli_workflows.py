@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gateway.cli import errors
 from tests.cli.helpers import Cli
+from tests.waiting_jobs import waits
 
 SPEC = """\
 name: cli-sweep
@@ -54,7 +55,8 @@ def test_submit_wait_show_graph_and_list(cli: Cli, tmp_path: Path) -> None:
 def test_cancel_and_problems(cli: Cli, tmp_path: Path) -> None:
     spec = tmp_path / "slow.json"
     spec.write_text(json.dumps({"name": "slow", "steps": {
-        "wait": {"job": {"executable": "/bin/sleep", "args": ["60"], "site": "local"}},
+        # Never let go (tests/waiting_jobs.py): it runs until the cancel.
+        "wait": {"job": {"executable": "/bin/sh", "args": ["-c", waits()], "site": "local"}},
         "after": {"needs": ["wait"], "job": {"executable": "/bin/true", "site": "local"}}}}))
     created = cli.json("workflow", "submit", str(spec), "--json")
     out = cli("workflow", "cancel", created["id"][:8]).stdout

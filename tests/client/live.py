@@ -78,7 +78,7 @@ def serve_gateway(data_dir: Path, **overrides: object) -> Iterator[LiveGateway]:
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
                               name="live-gateway", daemon=True)
     thread.start()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the gateway did not start")

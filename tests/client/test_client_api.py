@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from gateway.client import (
 )
 from gateway.client.credentials import CredentialStore
 from tests.client.live import LiveGateway
+from tests.waiting_jobs import let_jobs_go, waits
 
 
 @pytest.fixture
@@ -66,6 +68,55 @@ def test_follow_streams_while_running(client: GatewayClient) -> None:
     assert is_final(client.get_job(job["id"]))
 
 
+class _FirstFollowCut(httpx.HTTPTransport):
+    """A real transport whose first follow response ends after its first chunk, cleanly, as
+    a stopping gateway ends it (gateway.api.stopping)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cut = False
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if request.url.params.get("follow") == "true" and not self.cut:
+            self.cut = True
+            response.stream = _FirstChunk(response.stream)
+        return response
+
+
+class _FirstChunk(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream) -> None:
+        self.inner = inner
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.inner:
+            yield chunk
+            return
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_follow_reads_the_rest_of_a_job_that_ended_while_its_stream_was_cut(
+        gateway: LiveGateway, tmp_path: Path) -> None:
+    # The stream ends early with output unsent, and the job ends before the client looks
+    # again: the follow used to return there, without the job's last line.
+    creds = gateway.login(tmp_path)
+    with GatewayClient(gateway.url, lambda: creds.access_token,
+                       transport=_FirstFollowCut()) as client:
+        job_id = client.submit({"name": "cut", "executable": "sh",
+                                "args": ["-c", f"echo one; {waits('echo two')}"]})["id"]
+        end = time.monotonic() + 120
+        while client.output(job_id).data != b"one\n":
+            assert time.monotonic() < end, client.get_job(job_id)
+            time.sleep(0.1)
+        followed = client.follow(job_id)
+        first = next(followed)  # the cut stream's only chunk
+        assert let_jobs_go(gateway.runtime, job_id)
+        assert client.wait(job_id, poll_seconds=0.2, timeout=120)["state"] == "COMPLETED"
+        assert first + b"".join(followed) == b"one\ntwo\n"
+
+
 def test_idempotency_key_returns_the_same_job(client: GatewayClient) -> None:
     key = uuid.uuid4().hex
     spec = {"name": "once", "executable": "true"}
@@ -106,7 +157,7 @@ def test_validation_failure_names_fields(client: GatewayClient) -> None:
 
 
 def test_cancel_running_job(client: GatewayClient) -> None:
-    job = client.submit({"name": "sleepy", "executable": "sleep", "args": ["60"]})
+    job = client.submit({"name": "waiting", "executable": "sh", "args": ["-c", waits()]})
     client.cancel(job["id"])
     final = client.wait(job["id"], poll_seconds=0.2, timeout=120)
     assert final["state"] == "CANCELLED"

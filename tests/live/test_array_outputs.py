@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import uuid
 from pathlib import Path
 
 from adapters.base import NativeState
@@ -21,6 +22,7 @@ from adapters.slurm import SlurmDialect
 from adapters.transport import CommandResult
 from testbed.state import TestbedInfo
 from tests.testbed.fixture import ssh
+from tests.waiting_jobs import let_go_at, waits
 
 COMMUNITY = "gwcomm"
 
@@ -32,25 +34,33 @@ def _record(name: str, text: str) -> None:
         Path(where, name).write_text(text)
 
 
+def _go_path() -> str:
+    """A file at the site whose creation lets the array's tasks go on."""
+    return f"/tmp/go-array-{uuid.uuid4().hex[:8]}"
+
+
 def _result(argv: list[str], stdout: str) -> CommandResult:
     return CommandResult(tuple(argv), 0, stdout.encode(), b"")
 
 
 def test_slurm_array_outputs(testbed: TestbedInfo) -> None:
     site = testbed.sites["roadrunner"]
+    # Each task waits to be let go, so tasks are pending and running when squeue is read.
+    go = _go_path()
     job = ssh(site, COMMUNITY, ["sbatch", "--parsable", "--array=0-5%2",
                                 "--job-name=gw-rec-array", "--output=/dev/null",
-                                "--wrap", "sleep 4"]).stdout.strip()
+                                "--wrap", waits("sleep 4", go=go)]).stdout.strip()
     assert re.fullmatch(r"[0-9]+", job)
     squeue = ["squeue", "--noheader", "--states=all", f"--jobs={job}",
               "--format=%i|%T|%r|%S|%j"]
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     seen_folded = seen_running = ""
     while time.monotonic() < deadline and not (seen_folded and seen_running):
         out = ssh(site, COMMUNITY, squeue).stdout
         if "[" in out and "RUNNING" in out:
             seen_folded = seen_running = out
         time.sleep(0.5)
+    let_go_at(site, go)
     _record("slurm-squeue.txt", seen_folded)
     assert seen_folded, "never saw pending tasks folded beside running ones"
     ids = [f"{job}_{i}" for i in range(6)]
@@ -81,19 +91,22 @@ def test_slurm_array_outputs(testbed: TestbedInfo) -> None:
 
 def test_sge_array_outputs(testbed: TestbedInfo) -> None:
     site = testbed.sites["galaxy"]
+    # Each task waits to be let go (the script on qsub's stdin), as on Slurm above.
+    go = _go_path()
     out = ssh(site, COMMUNITY, ["qsub", "-terse", "-t", "1-6", "-tc", "2", "-N", "gw-rec-array",
-                                "-o", "/dev/null", "-e", "/dev/null", "-b", "y", "sleep", "4"]
-              ).stdout.strip()
+                                "-o", "/dev/null", "-e", "/dev/null", "-S", "/bin/sh"],
+              input_text=waits("sleep 4", go=go) + "\n").stdout.strip()
     job = out.split(".")[0]
     assert re.fullmatch(r"[0-9]+", job), out
     _record("sge-qsub.txt", out + "\n")
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     listing = ""
     while time.monotonic() < deadline:
         listing = ssh(site, COMMUNITY, ["qstat", "-xml", "-u", "*"]).stdout
         if "<tasks>" in listing and 'state="running"' in listing:
             break
         time.sleep(0.5)
+    let_go_at(site, go)
     _record("sge-qstat.xml", listing)
     ids = [f"{job}.{t}" for t in range(1, 7)]
     states = SgeDialect().parse_status(_result(["qstat"], listing), ids)

@@ -8,6 +8,7 @@ but before committing them leaves a state the next worker charges exactly once."
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -33,6 +34,7 @@ from tests.live.gateway import FINAL, LiveGateway, live_gateway
 from tests.live.test_crash_safe_submit import COMMUNITY
 from tests.services.bank_fixtures import check_invariants
 from tests.testbed.fixture import ssh
+from tests.waiting_jobs import let_go_at, waits
 from tests.worker.gateway_process import GatewayProcess
 
 SITES = ("roadrunner", "galaxy")
@@ -110,11 +112,16 @@ def test_each_kind_of_end_is_charged_by_the_rules(gw: LiveGateway, testbed: Test
         gw.cancel(job_id)
     failing = {site: _job(gw, site, "exit 3", "exit 3") for site in SITES}
     normal = {site: _job(gw, site, "two cores", "sleep 3", cores=2) for site in SITES}
-    requeued = _job(gw, "roadrunner", "requeued", "sleep 15")
+    # Requeued while it waits (a run of some seconds: charged above nothing); its second
+    # run, let go, ends by itself.
+    requeued_go = f"/tmp/go-requeued-{uuid.uuid4().hex[:8]}"
+    requeued = _job(gw, "roadrunner", "requeued", waits("sleep 2", go=requeued_go))
     job = _running(gw, requeued)
+    assert job["state"] == "RUNNING", job
     time.sleep(4)
     ssh(testbed.sites["roadrunner"], COMMUNITY,
         ["scontrol", "requeue", job["attempts"][-1]["native_id"]])
+    let_go_at(testbed.sites["roadrunner"], requeued_go)
     jobs = [requeued, *(j for kind in (filler, waiting, failing, normal)
                         for j in kind.values())]
     final = gw.until(jobs, lambda j: j["state"] in FINAL, deadline=400)

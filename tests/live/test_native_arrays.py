@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from adapters.transport import CommandResult, Transport
 from testbed.state import TestbedInfo
 from tests.live.gateway import FINAL, LiveGateway, live_gateway
 from tests.testbed.fixture import ssh
+from tests.waiting_jobs import let_go_at, waits
 
 COMMUNITY = "gwcomm"
 SITE = "roadrunner"
@@ -84,11 +86,13 @@ def test_slurm_array_of_20_throttled_to_4_runs_as_one_native_array(
     with live_gateway(testbed, (SITE,), tmp_path) as gw:
         headers = gw.token()
         counter = counting(gw, SITE)
+        # The tasks wait to be let go, once one has been seen running at the site.
+        go = f"/tmp/go-sweep-{uuid.uuid4().hex[:8]}"
         first = gw.submit(headers, {
             "name": "sweep; $(touch /tmp/pwned-array)", "site": SITE,
             "executable": "/bin/sh",
-            "args": ["-c", 'sleep 2; echo "$GRIDGATE_ARRAY_TASK_ID $SLURM_ARRAY_TASK_ID '
-                           '$GRIDGATE_ARRAY_TASK_COUNT $PWD"'],
+            "args": ["-c", waits('echo "$GRIDGATE_ARRAY_TASK_ID $SLURM_ARRAY_TASK_ID '
+                                 '$GRIDGATE_ARRAY_TASK_COUNT $PWD"', go=go)],
             "array": "0-19%4", "resources": {"walltime": 120}})
         array_id = gw.job(first)["array_job_id"]
         most_site = 0
@@ -105,6 +109,8 @@ def test_slurm_array_of_20_throttled_to_4_runs_as_one_native_array(
                 running = ssh(site, COMMUNITY, ["squeue", "--noheader", f"--jobs={base}",
                                                 "--states=RUNNING", "--format=%i"]).stdout
                 most_site = max(most_site, len(running.split()))
+                if most_site:
+                    let_go_at(site, go)
             if all(j["state"] in FINAL for j in found):
                 break
         assert len(found) == 20 and all(j["state"] == "COMPLETED" for j in found), found
@@ -184,9 +190,11 @@ def test_slurm_keeps_a_native_arrays_throttle_below_the_sites_capacity(
     site = testbed.sites[SITE]
     with live_gateway(testbed, (SITE,), tmp_path) as gw:
         headers = gw.token()
+        # The tasks wait to be let go, once Slurm has been seen holding the others back.
+        go = f"/tmp/go-one-{uuid.uuid4().hex[:8]}"
         first = gw.submit(headers, {
             "name": "one at a time", "site": SITE, "executable": "/bin/sh",
-            "args": ["-c", "sleep 2"], "array": "0-3%1", "resources": {"walltime": 120}})
+            "args": ["-c", waits(go=go)], "array": "0-3%1", "resources": {"walltime": 120}})
         array_id = gw.job(first)["array_job_id"]
         most, reasons = 0, set()
         found: list[dict[str, Any]] = []
@@ -202,6 +210,8 @@ def test_slurm_keeps_a_native_arrays_throttle_below_the_sites_capacity(
                 most = max(most, sum(line.startswith("RUNNING|") for line in listing))
                 reasons |= {line.split("|")[1] for line in listing
                             if line.startswith("PENDING|")}
+                if most and "JobArrayTaskLimit" in reasons:
+                    let_go_at(site, go)
             if all(j["state"] in FINAL for j in found):
                 break
         assert [j["state"] for j in found] == ["COMPLETED"] * 4, found

@@ -9,6 +9,7 @@ tests break a site on purpose, so they run on a testbed of their own, never the 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from testbed.config import TestbedConfig
 from testbed.state import TestbedInfo
 from tests.live.gateway import FINAL, LiveGateway, live_gateway
 from tests.testbed.fixture import running_testbed, ssh, unique_config
+from tests.waiting_jobs import let_go_at, waits
 
 # Site -> who submits there (parnass2 maps gateway users to their own accounts).
 SITES: dict[str, str | None] = {"roadrunner": None, "galaxy": None, "parnass2": "alice"}
@@ -157,11 +159,16 @@ def test_sshd_outage_leaves_jobs_right_and_the_api_up(
         own_testbed: tuple[TestbedConfig, TestbedInfo], tmp_path: Path) -> None:
     config, info = own_testbed
     with live_gateway(info, ("roadrunner",), tmp_path) as gw:
-        # Runs through the outage and ends during it; the gateway learns so afterwards.
-        job_id = gw.submit(gw.token(), _sleep_job("roadrunner", SSHD_OUTAGE_SECONDS // 2, 300))
+        # Runs into the outage and ends during it (let go through the site's holder, no
+        # ssh needed); the gateway learns so afterwards.
+        go = f"/tmp/go-outage-{uuid.uuid4().hex[:8]}"
+        job_id = gw.submit(gw.token(), {"name": "waiting", "site": "roadrunner",
+                                        "executable": "/bin/sh", "args": ["-c", waits(go=go)],
+                                        "resources": {"walltime": 300}})
         gw.until([job_id], lambda j: j["state"] == "RUNNING" or j["state"] in FINAL)
         assert gw.job(job_id)["state"] == "RUNNING"
         faults.stop_daemon(config, "roadrunner", "sshd")
+        let_go_at(info.sites["roadrunner"], go)
         try:
             end = time.monotonic() + SSHD_OUTAGE_SECONDS
             while time.monotonic() < end:

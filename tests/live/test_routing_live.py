@@ -7,6 +7,7 @@ waiting jobs routed elsewhere, and the stale attempts are revoked when it return
 from __future__ import annotations
 
 import shutil
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from tests.cli.helpers import Cli
 from tests.client.live import serve_gateway
 from tests.live.gateway import FINAL, LiveGateway, live_gateway
 from tests.testbed.fixture import running_testbed, unique_config
+from tests.waiting_jobs import let_go_at, waits
 
 SITES = ("roadrunner", "galaxy")
 ENDED = (*FINAL, "REVOKED")
@@ -31,6 +33,12 @@ ENDED = (*FINAL, "REVOKED")
 def _sleep(seconds: int, walltime: int, **extra: Any) -> dict[str, Any]:
     return {"name": f"sleep {seconds}", "executable": "/bin/sleep", "args": [str(seconds)],
             "resources": {"walltime": walltime}, **extra}
+
+
+def _waiting(site: str, go: str) -> dict[str, Any]:
+    """A job at `site` that runs until the file `go` appears there."""
+    return {"name": "waiting", "site": site, "executable": "/bin/sh",
+            "args": ["-c", waits(go=go)], "resources": {"walltime": 300}}
 
 
 def _placement(gw: LiveGateway, job_id: str) -> dict[str, Any]:
@@ -77,14 +85,19 @@ def test_a_busy_site_sends_auto_jobs_to_the_idle_one(gw: LiveGateway) -> None:
     _cancel_unfinished(gw, fillers)
 
 
-def test_a_hedged_job_runs_once(gw: LiveGateway) -> None:
+def test_a_hedged_job_runs_once(gw: LiveGateway, testbed: TestbedInfo) -> None:
     headers = gw.token()
-    # Both sites' two cores busy, roadrunner's for less long: the job queues at both,
-    # starts at roadrunner, and its galaxy sibling (still queued) is revoked.
-    fillers = [*(gw.submit(headers, _sleep(20, 60, site="roadrunner")) for _ in range(2)),
-               *(gw.submit(headers, _sleep(120, 200, site="galaxy")) for _ in range(2))]
+    # Both sites' two cores busy with waiting jobs: the job queues at both; roadrunner's
+    # fillers are let go, so it starts there, and its galaxy sibling (still queued: those
+    # fillers are never let go) is revoked.
+    go = f"/tmp/go-hedge-{uuid.uuid4().hex[:8]}"
+    fillers = [*(gw.submit(headers, _waiting("roadrunner", go)) for _ in range(2)),
+               *(gw.submit(headers, _waiting("galaxy", f"{go}-never")) for _ in range(2))]
     gw.until(fillers, lambda j: j["state"] == "RUNNING", deadline=120)
     job_id = gw.submit(headers, _sleep(5, 60, routing={"hedge": 2}))
+    gw.until([job_id], lambda j: sum(bool(a["native_id"]) for a in j["attempts"]) == 2,
+             deadline=120)
+    let_go_at(testbed.sites["roadrunner"], go)
     # The job ends with its winner; the revocation may reach the other site a bit later.
     job = gw.until([job_id], lambda j: j["state"] in FINAL and all(
         a["state"] in ENDED for a in j["attempts"]), deadline=180)[job_id]

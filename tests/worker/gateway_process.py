@@ -45,14 +45,14 @@ class GatewayProcess:
         if not self.worker_only:
             self.wait_healthy()
 
-    def wait_healthy(self, deadline: float = 60) -> None:
+    def wait_healthy(self, deadline: float = 180) -> None:
         end = time.monotonic() + deadline
         while time.monotonic() < end:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise AssertionError(f"gateway exited: {self.log_path.read_text()[-3000:]}")
             try:
-                if httpx.get(f"{self.url}/api/v1/health", timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}/api/v1/health", timeout=10).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -13,20 +13,23 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from adapters.local.files import JobFiles
 from gateway.db.models import Attempt, Event
 from gateway.runtime import Runtime
 from gateway.settings import Settings
 from tests.conftest import MakeUser
+from tests.waiting_jobs import WAIT, let_all_go, let_go, local_job_dirs
 from tests.worker.gateway_process import GatewayProcess, free_port
 
 # The job appends its tag to a file in its directory (the only place a sandboxed job
-# can write), then lingers; a second run in the same directory would add a line.
-JOB_SCRIPT = 'echo "$GRIDGATE_JOB_TAG" >> "$GRIDGATE_WORKDIR/executions"; sleep "$1"'
+# can write); a second run in the same directory would add a line.
+RECORD = 'echo "$GRIDGATE_JOB_TAG" >> "$GRIDGATE_WORKDIR/executions"'
+# ... and then keeps running until the test lets it go (tests/waiting_jobs.py).
+JOB_SCRIPT = f"{RECORD}; {WAIT}"
 
 
-def job_spec(seconds: float, i: int) -> dict[str, object]:
-    return {"name": f"crash-{i}", "executable": "/bin/sh",
-            "args": ["-c", JOB_SCRIPT, "sh", str(seconds)]}
+def job_spec(i: int, script: str = JOB_SCRIPT) -> dict[str, object]:
+    return {"name": f"crash-{i}", "executable": "/bin/sh", "args": ["-c", script]}
 
 
 def env_for(settings: Settings, **extra: str) -> dict[str, str]:
@@ -87,22 +90,35 @@ def test_kill9_gateway_with_running_and_accepted_jobs(
     gateway = GatewayProcess(env_for(settings, GRIDGATE_PORT=str(port),
                                      GRIDGATE_LOCAL_SITE_MAX_JOBS="20"),
                              tmp_path / "gateway.log")
+    jobs_dir = settings.jobs_dir
     gateway.start()
     try:
         with httpx.Client(base_url=gateway.url, headers=user.headers, timeout=30) as client:
             for i in range(40):
-                r = client.post("/api/v1/jobs", json=job_spec(2 + i % 3, i))
+                r = client.post("/api/v1/jobs", json=job_spec(i))
                 assert r.status_code == 202, r.text
-            wait_for(lambda: states(client)["RUNNING"] >= 20, "20 running jobs")
-            before = states(client)
-            assert before["ACCEPTED"] >= 15, before
+            # Waiting, the first 20 keep running and the site takes no more.
+            wait_for(lambda: states(client)["RUNNING"] == 20, "20 running jobs")
+            assert states(client) == Counter({"RUNNING": 20, "ACCEPTED": 20})
             gateway.kill9()
-            time.sleep(1)  # some jobs finish while the gateway is down
+            # Half the running jobs finish while the gateway is down.
+            running = local_job_dirs(jobs_dir)
+            assert len(running) == 20
+            for workdir in running[:10]:
+                let_go(workdir)
+            wait_for(lambda: all(JobFiles(w).result.exists() for w in running[:10]),
+                     "10 jobs ended while the gateway was down")
             gateway.start()
-            wait_for(lambda: states(client)["COMPLETED"] == 40, "all 40 completed")
+
+            def all_completed() -> bool:
+                let_all_go(jobs_dir)  # the rest, and each job as it starts
+                return states(client)["COMPLETED"] == 40
+
+            wait_for(all_completed, "all 40 completed")
             assert states(client) == Counter({"COMPLETED": 40})
     finally:
         gateway.stop()
+        let_all_go(jobs_dir)  # none left waiting if the test failed
     assert_exactly_once(runtime, 40)
 
 
@@ -120,7 +136,7 @@ def test_two_workers_submit_each_job_once(
     try:
         with httpx.Client(base_url=api.url, headers=user.headers, timeout=30) as client:
             for i in range(200):
-                assert client.post("/api/v1/jobs", json=job_spec(0, i)).status_code == 202
+                assert client.post("/api/v1/jobs", json=job_spec(i, RECORD)).status_code == 202
             for w in workers:
                 w.start()
             wait_for(lambda: states(client)["COMPLETED"] == 200, "200 completed", 300)

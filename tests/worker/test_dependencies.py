@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from gateway.runtime import Runtime
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser
+from tests.waiting_jobs import let_jobs_go, waits
 from tests.worker.test_worker_local import post, run_until
 
 FINAL = {"COMPLETED", "FAILED", "CANCELLED"}
@@ -35,7 +36,8 @@ def test_an_afterok_chain_runs_in_order(client: TestClient, runtime: Runtime,
                                         make_user: MakeUser) -> None:
     user = make_user()
     worker = Worker(runtime)
-    first = post(client, user.headers, sh("first", "sleep 1; echo one"))
+    # The first runs until the test has seen the others wait for it.
+    first = post(client, user.headers, sh("first", waits("echo one")))
     second = post(client, user.headers, sh("second", "echo two",
                                            depends_on=after("afterok", first)))
     third = post(client, user.headers, sh("third", "echo three", site="local",
@@ -49,6 +51,7 @@ def test_an_afterok_chain_runs_in_order(client: TestClient, runtime: Runtime,
         job = show(client, user.headers, job_id)
         assert (job["state"], job["attempts"]) == ("ACCEPTED", []), job
         assert job["reason"].startswith("Dependency: waiting for job ")
+    assert let_jobs_go(runtime, first)
     done = run_until(worker, client, user.headers, third, FINAL)
     jobs = [show(client, user.headers, job_id) for job_id in (first, second, third)]
     assert [j["state"] for j in jobs] == ["COMPLETED"] * 3, done

@@ -10,7 +10,6 @@ sites through the worker end to end. SQLite and PostgreSQL.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from datetime import timedelta
 
 from fastapi.testclient import TestClient
@@ -25,7 +24,9 @@ from gateway.runtime import Runtime
 from gateway.services.lifecycle import Claim, Lifecycle, Submitted
 from gateway.services.sites import SiteRegistry
 from gateway.worker.loop import Worker
+from gateway.worker.submit import submit_accepted
 from tests.conftest import MakeUser
+from tests.waiting_jobs import let_jobs_go, waits
 from tests.worker.test_worker_local import post, run_until
 
 SPEC = {"name": "h", "executable": "/bin/true"}
@@ -179,12 +180,18 @@ def test_two_real_sites_one_result(runtime: Runtime, client: TestClient,
                                    make_user: MakeUser) -> None:
     rt = twin_runtime(runtime)
     user = make_user()
-    # Both local sites start at once: the second is a double start, revoked all the same.
+    # Both local sites start it at once (submitted at both before either is polled): the
+    # second to be seen running is a double start, revoked all the same. It runs until
+    # the test lets it go, once one has been seen running.
     job_id = post(client, user.headers, {
-        "name": "both", "executable": sys.executable,
-        "args": ["-c", "import time; time.sleep(3)"], "site": "local"})
+        "name": "both", "executable": "/bin/sh", "args": ["-c", waits()], "site": "local"})
     hedge(rt, job_id, "twin")
-    job = run_until(Worker(rt), client, user.headers, job_id, {"COMPLETED", "FAILED"})
+    worker = Worker(rt)
+    for site in ("local", "twin"):
+        assert submit_accepted(worker.ctx, rt.sites.get(site))
+    run_until(worker, client, user.headers, job_id, {"RUNNING"})
+    assert len(let_jobs_go(rt, job_id)) == 2
+    job = run_until(worker, client, user.headers, job_id, {"COMPLETED", "FAILED"})
     assert job["state"] == "COMPLETED"
     ends = sorted(a["state"] for a in job["attempts"])
     assert ends == ["COMPLETED", "REVOKED"], job["attempts"]

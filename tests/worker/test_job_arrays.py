@@ -16,10 +16,12 @@ from gateway.worker.gates import open_gates
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
 from tests.conftest import MakeUser
+from tests.waiting_jobs import let_all_go, waits
 from tests.worker.test_dependencies import FINAL, after, sh, show
 
-PRINT_INDEX = ("sleep 0.3; echo $GRIDGATE_ARRAY_TASK_ID $GRIDGATE_ARRAY_TASK_COUNT "
-               "$GRIDGATE_ARRAY_TASK_MIN $GRIDGATE_ARRAY_TASK_MAX")
+# Each task keeps running until the test lets it go (tests/waiting_jobs.py).
+PRINT_INDEX = waits("echo $GRIDGATE_ARRAY_TASK_ID $GRIDGATE_ARRAY_TASK_COUNT "
+                    "$GRIDGATE_ARRAY_TASK_MIN $GRIDGATE_ARRAY_TASK_MAX")
 
 
 def submit_array(client: TestClient, headers: dict[str, str], spec: dict[str, Any]
@@ -45,7 +47,7 @@ def cycle_until_done(worker: Worker, client: TestClient, headers: dict[str, str]
                      array_id: str, throttle: int, deadline: float = 90,
                      reached: bool = True) -> list[dict[str, Any]]:
     """Worker cycles until every task has ended, the throttle checked after each (and,
-    when `reached`, seen reached: the tasks last long enough to overlap)."""
+    when `reached`, seen reached: waiting tasks are let go only once it has been)."""
     end = time.monotonic() + deadline
     seen = 0
     while time.monotonic() < end:
@@ -54,6 +56,8 @@ def cycle_until_done(worker: Worker, client: TestClient, headers: dict[str, str]
         running = past_accepted(found)
         assert running <= throttle, [(j["array_index"], j["state"]) for j in found]
         seen = max(seen, running)
+        if seen == throttle or not reached:
+            let_all_go(worker.rt.settings.jobs_dir)
         if all(job["state"] in FINAL for job in found):
             assert seen == throttle or not reached  # reached, not just respected
             return found
@@ -85,13 +89,13 @@ def test_cancelling_an_array_cancels_every_unfinished_task(
         client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
     user = make_user()
     worker = Worker(runtime)
-    array_id, _ = submit_array(client, user.headers,
-                               sh("long", "sleep 60", array="0-5%2", site="local"))
-    for _ in range(50):
+    array_id, _ = submit_array(client, user.headers,  # never let go: the cancel ends them
+                               sh("long", waits(), array="0-5%2", site="local"))
+    end = time.monotonic() + 90
+    while not (past_accepted(tasks(client, user.headers, array_id)) == 2 and any(
+            j["state"] == "RUNNING" for j in tasks(client, user.headers, array_id))):
+        assert time.monotonic() < end, tasks(client, user.headers, array_id)
         worker.run_once()
-        if past_accepted(tasks(client, user.headers, array_id)) == 2 and any(
-                j["state"] == "RUNNING" for j in tasks(client, user.headers, array_id)):
-            break
         time.sleep(0.1)
     r = client.post(f"/api/v1/job-arrays/{array_id}/cancel", headers=user.headers)
     assert r.status_code == 202, r.text
@@ -138,8 +142,11 @@ def test_a_worker_restart_mid_array_finishes_it_running_each_task_once(
     user = make_user()
     array_id, _ = submit_array(client, user.headers, sh("sweep", PRINT_INDEX, array="0-5%2"))
     old = Worker(runtime)
+    end = time.monotonic() + 90
     while sum(j["state"] == "COMPLETED" for j in tasks(client, user.headers, array_id)) < 2:
+        assert time.monotonic() < end, tasks(client, user.headers, array_id)
         old.run_once()
+        let_all_go(runtime.settings.jobs_dir)
         time.sleep(0.05)
     # The old worker dies in a cycle: after letting tasks through the gates, routing and
     # claiming them (SUBMITTING, under its lease), before submitting them. The new worker

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from gateway.runtime import Runtime
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser
+from tests.waiting_jobs import waits
 
 PY = sys.executable
 
@@ -74,8 +75,8 @@ def test_failing_job_keeps_exit_code(client: TestClient, runtime: Runtime,
 def test_walltime_is_enforced(client: TestClient, runtime: Runtime, make_user: MakeUser
                               ) -> None:
     user = make_user()
-    job_id = post(client, user.headers, {"name": "slow", "executable": "/bin/sleep",
-                                         "args": ["60"], "resources": {"walltime": 1}})
+    job_id = post(client, user.headers, {"name": "slow", "executable": "/bin/sh",
+                                         "args": ["-c", waits()], "resources": {"walltime": 1}})
     job = run_until(Worker(runtime), client, user.headers, job_id, {"COMPLETED", "FAILED"})
     assert job["state"] == "FAILED" and job["reason"] == "TIMEOUT"
 
@@ -83,8 +84,8 @@ def test_walltime_is_enforced(client: TestClient, runtime: Runtime, make_user: M
 def test_cancel_running_job(client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
     user = make_user()
     worker = Worker(runtime)
-    job_id = post(client, user.headers, {"name": "long", "executable": "/bin/sleep",
-                                         "args": ["60"]})
+    job_id = post(client, user.headers, {"name": "long", "executable": "/bin/sh",
+                                         "args": ["-c", waits()]})
     run_until(worker, client, user.headers, job_id, {"RUNNING"})
     r = client.post(f"/api/v1/jobs/{job_id}/cancel", headers=user.headers)
     assert r.status_code == 202 and r.json()["cancel_requested"]

@@ -5,35 +5,34 @@ test_crash_recovery), none forgotten, none retried (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 from sqlalchemy import func, select
 
+from adapters.local.files import JobFiles
 from gateway.db.models import Attempt
 from gateway.runtime import Runtime
 from gateway.settings import Settings
 from tests.conftest import MakeUser
+from tests.waiting_jobs import let_all_go, let_jobs_go
 from tests.worker.gateway_process import GatewayProcess, free_port
 from tests.worker.test_crash_recovery import JOB_SCRIPT, env_for
 from tests.worker.test_crash_recovery import wait_for as crash_wait_for
 
 LAST: list[Any] = []  # the steps as last seen, for a timeout's message
 
-
-def step_job(seconds: str) -> dict[str, Any]:
-    return {"executable": "/bin/sh", "args": ["-c", JOB_SCRIPT, "sh", seconds], "site": "local",
+# Every step records its run, then keeps running until the test lets it go.
+STEP_JOB = {"executable": "/bin/sh", "args": ["-c", JOB_SCRIPT], "site": "local",
             "outputs": ["executions"]}
-
-
+SWEEP = [f"sweep[{i}]" for i in range(6)]
 SPEC = {"name": "crash", "steps": {
-    "first": {"job": step_job("1")},
+    "first": {"job": STEP_JOB},
     "sweep": {"needs": ["first"], "matrix": {"i": [0, 1, 2, 3, 4, 5]},
-              "job": {**step_job("1.5"), "name": "sweep-${{ matrix.i }}"}},
+              "job": {**STEP_JOB, "name": "sweep-${{ matrix.i }}"}},
     "last": {"inputs": [{"from": "sweep[*]:outputs/executions", "dest": "seen"}],
-             "job": step_job("1")},
+             "job": STEP_JOB},
 }}
 
 
@@ -45,7 +44,7 @@ def workflow(client: httpx.Client, workflow_id: str) -> dict[str, Any]:
     return found
 
 
-def wait_for(predicate, what: str, deadline: float = 120) -> None:  # type: ignore[no-untyped-def]
+def wait_for(predicate, what: str, deadline: float = 180) -> None:  # type: ignore[no-untyped-def]
     try:
         crash_wait_for(predicate, what, deadline)
     except AssertionError:
@@ -69,22 +68,41 @@ def test_kill9_mid_workflow_runs_each_step_once(settings: Settings, runtime: Run
             r = client.post("/api/v1/workflows", json=SPEC)
             assert r.status_code == 202, r.text
             wf_id = r.json()["id"]
-            # First kill: the sweep has started, not all of it has ended.
-            wait_for(lambda: count(workflow(client, wf_id), "running") >= 3
-                     and count(workflow(client, wf_id), "completed") >= 1, "the sweep running")
+            step_jobs = {s["instance"]: s["job_id"] for s in r.json()["steps"]}
+
+            def sweep_running() -> bool:
+                let_jobs_go(runtime, step_jobs["first"])
+                found = workflow(client, wf_id)
+                return count(found, "completed") == 1 and sum(
+                    s["job_state"] == "RUNNING" for s in found["steps"]) == len(SWEEP)
+
+            # First kill: the first step has ended, the whole sweep runs (waiting).
+            wait_for(sweep_running, "the sweep running")
             gateway.kill9()
-            time.sleep(1)  # steps end while the gateway is down
+            # Half the sweep ends while the gateway is down.
+            ended = let_jobs_go(runtime, *(step_jobs[i] for i in SWEEP[:3]))
+            assert len(ended) == 3
+            wait_for(lambda: all(JobFiles(w).result.exists() for w in ended),
+                     "3 steps ended while the gateway was down")
             gateway.start()
-            # Second kill: while the gather step is open or running.
-            wait_for(lambda: workflow(client, wf_id)["steps"][-1]["state"] == "running",
-                     "the last step opened")
+
+            def last_opened() -> bool:
+                let_jobs_go(runtime, *(step_jobs[i] for i in SWEEP))
+                return workflow(client, wf_id)["steps"][-1]["state"] == "running"
+
+            # Second kill: while the gather step is open or running (waiting, it stays so).
+            wait_for(last_opened, "the last step opened")
             gateway.kill9()
             gateway.start()
+
+            def ended_all() -> bool:
+                let_all_go(runtime.settings.jobs_dir)
+                return workflow(client, wf_id)["state"] != "running"
+
             # A kill while a cache entry is being sent leaves the site's lock on it; the
             # restarted gateway sees its holder gone and breaks it at once
             # (adapters.transfer.site_lock), with no wait for the lock to go stale.
-            wait_for(lambda: workflow(client, wf_id)["state"] != "running", "the end",
-                     deadline=120)
+            wait_for(ended_all, "the end", deadline=180)
             done = workflow(client, wf_id)
             assert done["state"] == "completed", [(s["instance"], s["state"], s["reason"])
                                                   for s in done["steps"]]
@@ -93,6 +111,7 @@ def test_kill9_mid_workflow_runs_each_step_once(settings: Settings, runtime: Run
             gathered = client.get(f"/api/v1/jobs/{last}/outputs/executions").text
     finally:
         gateway.stop()
+        let_all_go(runtime.settings.jobs_dir)  # none left waiting if the test failed
     job_ids = {s["job_id"] for s in done["steps"]}
     lines = [line for ledger in sorted(runtime.settings.jobs_dir.glob("*/executions"))
              for line in ledger.read_text().split()]
