@@ -67,6 +67,11 @@ def set_state(session: Session, name: str, state: str, reason: str | None) -> No
                             state_since=case((changed, utcnow()), else_=Site.state_since)))
 
 
+def lift_ban(session: Session, name: str, at: datetime) -> None:
+    """Record that an admin lifted the site's black-hole ban at `at`."""
+    session.execute(update(Site).where(Site.name == name).values(ban_lifted_at=at))
+
+
 def record_load(session: Session, name: str, load: Mapping[str, Any],
                 taken_at: datetime) -> None:
     """Record how busy the site was at a queue snapshot taken at `taken_at`, unless a

@@ -16,10 +16,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from gateway.db.models import Site
 from gateway.domain.errors import Conflict, NotFound
 from gateway.domain.states import AttemptState, JobState
 from gateway.repositories import attempts, audit
+from gateway.repositories import sites as site_rows
 from gateway.repositories.attempts import EndedAttempt
 from gateway.scheduling.black_holes import AttemptEnd, Ban, ban_in_force
 from gateway.services.sites import SiteRegistry
@@ -79,9 +79,7 @@ def unban(session: Session, registry: SiteRegistry, name: str, actor: str,
     ban = black_holes(session, registry, now).get(name)
     if ban is None:
         raise Conflict(f"Site {name!r} is not out of routing; there is no ban to lift.")
-    row = session.get(Site, name, with_for_update=True)
-    assert row is not None  # every configured site has a row (registry.ensure_rows)
-    row.ban_lifted_at = now
+    site_rows.lift_ban(session, name, now)
     audit.append(session, "site.unban", f"site:{name}", actor,
                  {"ban": ban.reason, "until": datetime.fromtimestamp(ban.until, now.tzinfo)
                   .isoformat()}, now)
