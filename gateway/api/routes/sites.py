@@ -27,6 +27,7 @@ def list_sites(_: SitesReader, runtime: RuntimeDep, limit: Limit = DEFAULT_LIMIT
     items = []
     for entry in runtime.sites:
         row = rows.get(entry.name)
+        ban = banned.get(entry.name)
         shape = entry.shape
         items.append(SiteOut(
             name=entry.name, kind=entry.kind, description=entry.description,
@@ -39,9 +40,8 @@ def list_sites(_: SitesReader, runtime: RuntimeDep, limit: Limit = DEFAULT_LIMIT
             mpi_launchers=sorted(shape.mpi_launchers), mpi_flavors=sorted(shape.mpi_flavors),
             max_jobs=entry.max_jobs, isolation=entry.isolation,
             load=load_out(row.load, row.load_at) if row else None,
-            routing_ban=banned[entry.name].reason if entry.name in banned else None,
-            routing_ban_until=(datetime.fromtimestamp(banned[entry.name].until, UTC)
-                               if entry.name in banned else None),
+            routing_ban=None if ban is None else ban.reason,
+            routing_ban_until=None if ban is None else datetime.fromtimestamp(ban.until, UTC),
         ))
     page = cursors.from_list(items, limit, cursor, lambda site: site["name"])
     return SiteList(items=list(page.rows), next_cursor=page.next_cursor)
