@@ -148,7 +148,8 @@ class Settings(BaseSettings):
     # bound (workflows.limits), which the job spec's syntax check applies.
     job_array_max_tasks: int = Field(default=1000, ge=1, le=DEFAULT_LIMITS.max_array_tasks)
     # Send an array whose tasks all wait at one site to it as one native array when its
-    # scheduler has them (gateway.services.native_arrays); off: always task by task.
+    # scheduler has them (gateway.services.lifecycle.native_arrays); off: always task by
+    # task.
     job_array_native: bool = True
     # Steps one workflow may write, and step instances (jobs) it may expand to with its
     # matrices: a larger one is refused with 413 before anything is stored.

@@ -1,4 +1,5 @@
-"""SQL for job arrays submitted to a site as one native array (gateway.services.native_arrays).
+"""SQL for job arrays submitted to a site as one native array
+(gateway.services.lifecycle.native_arrays).
 
 A native array's task attempts carry the tag `gw-<array id>_<index>` (the array's own
 scheduler job is named `gw-<array id>`), which is how these queries tell them from the

@@ -3,8 +3,9 @@ routed to another site, as a sibling (`gateway.repositories.targets`).
 
 Nothing is taken from the down site: its attempt may still start there when the site
 comes back. Whichever attempt starts first wins and the other is revoked by the usual
-hedge rules (gateway.services.hedging; the cancel step reaches the old site once it
-answers), so a job never runs to the end twice, and one the site still has is not lost.
+hedge rules (gateway.services.lifecycle.hedging; the cancel step reaches the old site
+once it answers), so a job never runs to the end twice, and one the site still has is
+not lost.
 Exactly once across workers: the job row is locked (others skip it) and a job that
 already has an open target is not picked.
 
@@ -24,9 +25,9 @@ from gateway.repositories import sites as site_rows
 from gateway.repositories import targets
 from gateway.services import budget
 from gateway.services.forecasting import build_forecaster
+from gateway.services.lifecycle.transitions import note
 from gateway.services.placement import decide_elsewhere
 from gateway.services.sites import SiteRegistry
-from gateway.services.transitions import note
 
 DOWN = "down"
 

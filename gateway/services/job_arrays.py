@@ -29,7 +29,7 @@ from gateway.repositories.job_relations import ArrayView, NewArray
 from gateway.repositories.jobs import NewJob
 from gateway.services import cursors
 from gateway.services.job_queries import check_id, sees_all
-from gateway.services.transitions import request_cancel
+from gateway.services.lifecycle.transitions import request_cancel
 from workflows.arrays import ArraySpec
 
 MAX_ARRAY_TASKS_SETTING = "GRIDGATE_JOB_ARRAY_MAX_TASKS"

@@ -26,7 +26,7 @@ from gateway.domain.job_relations import Gate, JobDependency
 from gateway.repositories import job_relations as repo
 from gateway.services import dependencies
 from gateway.services.job_arrays import throttle_reason
-from gateway.services.transitions import note
+from gateway.services.lifecycle.transitions import note
 from workflows.dependencies import (
     DependencyType,
     Readiness,

@@ -20,7 +20,7 @@ from gateway.domain.job_relations import WAITS_FOR, Gate
 from gateway.domain.states import JobState
 from gateway.repositories import jobs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
-from gateway.services.transitions import note
+from gateway.services.lifecycle.transitions import note
 
 
 def _owned(session: Session, principal: Principal, job_id: str, verb: str) -> Job:

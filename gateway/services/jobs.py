@@ -22,9 +22,9 @@ from gateway.services import container_images, dependencies, job_arrays, quotes
 from gateway.services.bank import Payer
 from gateway.services.job_inputs import StagingLimits, check_inputs
 from gateway.services.job_queries import JobRow, ensure_visible, job_detail
+from gateway.services.lifecycle.transitions import request_cancel
 from gateway.services.placement import admit, possible_sites
 from gateway.services.sites import SiteRegistry
-from gateway.services.transitions import request_cancel
 from gateway.store.blobs import BlobStore
 from workflows.limits import DEFAULT_LIMITS
 

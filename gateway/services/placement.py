@@ -64,9 +64,9 @@ from gateway.services import budget
 from gateway.services.bank import Payer
 from gateway.services.budget import Books
 from gateway.services.decisions import deadline_in, estimate_out, new_placement
+from gateway.services.lifecycle.transitions import advance, note
 from gateway.services.site_bans import black_holes
 from gateway.services.sites import NoAccount, SiteRegistry
-from gateway.services.transitions import advance, note
 
 
 @dataclass(frozen=True)
@@ -339,7 +339,7 @@ def _place(session: Session, job: Job, routing: Routing[Pending], actor: str,
     if job.site_name is not None:
         why = f"site '{job.site_name}' stopped accepting jobs; {why[0].lower()}{why[1:]}"
     # The best site is the job's own; a hedged job is also submitted to the next best
-    # (job targets: the first attempt to start wins, gateway.services.lifecycle).
+    # (job targets: the first attempt to start wins, gateway.services.lifecycle.hedging).
     job.site_name = decision.chosen[0]
     if len(decision.chosen) > 1:
         targets.add(session, job.id, list(decision.chosen[1:]),

@@ -40,9 +40,9 @@ from gateway.repositories import jobs, users
 from gateway.repositories import workflows as repo
 from gateway.services import jobs as job_service
 from gateway.services.job_inputs import StagingLimits
+from gateway.services.lifecycle.transitions import advance as move
+from gateway.services.lifecycle.transitions import note, request_cancel
 from gateway.services.sites import SiteRegistry
-from gateway.services.transitions import advance as move
-from gateway.services.transitions import note, request_cancel
 from gateway.services.workflow_inputs import MissingOutput, resolve, with_inputs
 from gateway.store.blobs import BlobStore
 from workflows.limits import Limits

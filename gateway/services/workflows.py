@@ -32,8 +32,8 @@ from gateway.repositories import job_relations, jobs
 from gateway.repositories import workflows as repo
 from gateway.services import jobs as job_service
 from gateway.services.job_inputs import StagingLimits
+from gateway.services.lifecycle.transitions import request_cancel
 from gateway.services.sites import SiteRegistry
-from gateway.services.transitions import request_cancel
 from gateway.services.workflow_queries import WorkflowDetail, detail
 from gateway.store.blobs import BlobStore
 from workflows.errors import InvalidWorkflow, LimitExceeded

@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 
 from adapters.errors import UnknownJob
-from gateway.services.lifecycle import Claim
+from gateway.services.lifecycle import cancels
+from gateway.services.lifecycle.claims import Claim
 from gateway.services.sites import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
 
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 def send_cancels(ctx: StepContext, site: SiteEntry) -> bool:
     """Send the cancels not sent yet; True when there were any."""
     with ctx.rt.sessions() as session:
-        pending = ctx.lifecycle.pending_cancels(session, site.name)
+        pending = cancels.pending_cancels(session, site.name)
     for cancel in pending:
         try:
             site.adapter_for(cancel.owner).cancel(cancel.native_id)
@@ -41,7 +42,7 @@ def send_cancels(ctx: StepContext, site: SiteEntry) -> bool:
             log.warning("cancel of %s at %s: the site does not know it", cancel.native_id,
                         site.name)
         with ctx.unit() as session:
-            ctx.lifecycle.cancel_sent(session, cancel.attempt_id)
+            cancels.cancel_sent(session, cancel.attempt_id)
     return bool(pending)
 
 
@@ -51,7 +52,7 @@ def cancel_before_submit(ctx: StepContext, claim: Claim) -> bool:
     if not ctx.stop_requested(claim.job_id, claim.attempt_id):  # usual: no locks taken
         return False
     with ctx.unit() as session:
-        ended = ctx.lifecycle.cancel_before_submit(session, claim)
+        ended = cancels.cancel_before_submit(session, ctx.holder, claim)
     if ended:
         log.info("job %s: attempt %d ended while staging in", claim.job_id, claim.attempt_id)
     return ended

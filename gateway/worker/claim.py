@@ -4,7 +4,8 @@ refuse a claim that cannot run."""
 
 from __future__ import annotations
 
-from gateway.services.lifecycle import Claim
+from gateway.services.lifecycle import claims, submit_records
+from gateway.services.lifecycle.claims import Claim
 from gateway.services.sites import SiteEntry
 from gateway.worker.context import CLAIM_BATCH, StepContext
 
@@ -12,18 +13,18 @@ from gateway.worker.context import CLAIM_BATCH, StepContext
 def claim_accepted(ctx: StepContext, site: SiteEntry) -> list[Claim]:
     """New claims, within the site's free job slots (its row locked: max_jobs holds)."""
     with ctx.unit() as session:
-        return ctx.lifecycle.claim_accepted(session, site, CLAIM_BATCH)
+        return claims.claim_accepted(session, ctx.holder, site, CLAIM_BATCH)
 
 
 def recover_stale(ctx: StepContext, site: SiteEntry) -> list[Claim]:
     """Attempts whose submitting worker vanished: take over their lease. Submitting them
     adopts the scheduler's job by its tag first (gateway.worker.submit)."""
     with ctx.unit() as session:
-        return ctx.lifecycle.recover(session, site, CLAIM_BATCH)
+        return claims.recover(session, ctx.holder, site, CLAIM_BATCH)
 
 
 def record_rejection(ctx: StepContext, site: SiteEntry, claim: Claim, reason: str) -> None:
     """The claim cannot run: its attempt and job end FAILED with `reason`."""
     ctx.rt.metrics.submissions.labels(site.name, "rejected").inc()
     with ctx.unit() as session:
-        ctx.lifecycle.record_rejection(session, claim, reason)
+        submit_records.record_rejection(session, claim, reason, actor=ctx.holder.actor)

@@ -22,7 +22,7 @@ def fail_over_stranded(ctx: StepContext) -> bool:
             return False
     with ctx.unit() as session:
         moved = fail_over(session, ctx.rt.sites, now, after, CLAIM_BATCH,
-                          ctx.lifecycle.actor, ctx.rt.settings.allocations_enforced)
+                          ctx.holder.actor, ctx.rt.settings.allocations_enforced)
     if moved:
         log.info("failover: %d job(s) also routed away from a down site", moved)
     return bool(moved)

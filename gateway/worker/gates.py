@@ -21,7 +21,7 @@ def open_gates(ctx: StepContext) -> bool:
     with ctx.rt.sessions() as session:  # the usual case: nothing gated, no lock taken
         if not job_gates.anything_gated(session):
             return False
-    actor = ctx.lifecycle.actor
+    actor = ctx.holder.actor
     opened = 0
     after = None
     while True:

@@ -1,5 +1,5 @@
 """The worker's loop: it only schedules steps, each in gateway/worker/ over the lifecycle
-service (gateway.services.lifecycle), which owns leases and transitions.
+services (gateway.services.lifecycle), which own leases and transitions.
 
 A cycle advances workflows first (gateway.worker.workflows: steps whose producers
 completed are opened, failures retried or their descendants skipped), then opens gates

@@ -1,5 +1,5 @@
 """Native array step: claim whole job arrays a site takes as one native array, submit each
-with one command, record each task's own id (gateway.services.native_arrays, which says
+with one command, record each task's own id (gateway.services.lifecycle.native_arrays, which says
 why a crash at any point is safe); and take over those a dead worker left SUBMITTING."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from adapters.base import ArrayRequest, ArraySubmitter, array_submitter
 from adapters.errors import SubmitRejected
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import Reason
-from gateway.services import native_arrays
-from gateway.services.lifecycle import Submitted
-from gateway.services.native_arrays import ArrayClaim
+from gateway.services.lifecycle import native_arrays
+from gateway.services.lifecycle.native_arrays import ArrayClaim
+from gateway.services.lifecycle.submit_records import Submitted
 from gateway.services.sites import NoAccount, SiteEntry
 from gateway.worker.claim import record_rejection
 from gateway.worker.context import StepContext
@@ -38,7 +38,7 @@ def submit_native_arrays(ctx: StepContext, site: SiteEntry) -> bool:
                 and submitter.array_fits(array))
 
     with ctx.unit() as session:
-        claims = native_arrays.claim_whole_arrays(session, ctx.lifecycle, site, fits,
+        claims = native_arrays.claim_whole_arrays(session, ctx.holder, site, fits,
                                                   ARRAY_BATCH)
     for claim in claims:
         _submit_array(ctx, site, claim)
@@ -48,7 +48,7 @@ def submit_native_arrays(ctx: StepContext, site: SiteEntry) -> bool:
 def recover_native_arrays(ctx: StepContext, site: SiteEntry) -> bool:
     """Take over arrays whose worker vanished while submitting: adopt or submit them."""
     with ctx.unit() as session:
-        claims = native_arrays.recover_arrays(session, ctx.lifecycle, site, ARRAY_BATCH)
+        claims = native_arrays.recover_arrays(session, ctx.holder, site, ARRAY_BATCH)
     for claim in claims:
         _submit_array(ctx, site, claim)
     return bool(claims)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from adapters.base import Adapter, JobStatus
+from gateway.services.lifecycle.statuses import apply_statuses, followed
 from gateway.services.sites import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
 
@@ -15,7 +16,7 @@ log = logging.getLogger(__name__)
 def poll(ctx: StepContext, site: SiteEntry) -> bool:
     """Ask the site about its active attempts; True when it was asked (it had some)."""
     with ctx.rt.sessions() as session:
-        active = ctx.lifecycle.followed(session, site.name)
+        active = followed(session, site.name)
     if not active:
         return False
     # Per adapter: the ids to ask about, and those the gateway cancelled.
@@ -43,5 +44,5 @@ def poll(ctx: StepContext, site: SiteEntry) -> bool:
     )
     if changed:
         with ctx.unit() as session:
-            ctx.lifecycle.apply_statuses(session, changed)
+            apply_statuses(session, changed, actor=ctx.holder.actor, metrics=ctx.rt.metrics)
     return True

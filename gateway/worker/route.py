@@ -41,7 +41,7 @@ def route_jobs(ctx: StepContext, health: SiteHealth | None = None) -> bool:
     probe = LoadProbe(partial(build_forecaster, snapshots=snapshots), snapshots)
     now = ctx.rt.clock()
     with ctx.unit() as session:
-        result = route_pending(session, ctx.rt.sites, probe, ctx.lifecycle.actor,
+        result = route_pending(session, ctx.rt.sites, probe, ctx.holder.actor,
                                ROUTE_BATCH, now, unreachable(snapshots.values()),
                                ctx.rt.settings.allocations_enforced)
         loads = probe.loads(session, ctx.rt.sites, now)

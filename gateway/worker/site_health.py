@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.services.lifecycle import record_site_state
+from gateway.services.lifecycle.statuses import record_site_state
 from gateway.services.sites import SiteEntry
 from gateway.worker.context import StepContext
 

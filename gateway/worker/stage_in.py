@@ -39,7 +39,7 @@ from gateway.services.input_sources import (
     upload_input,
 )
 from gateway.services.job_inputs import StagingLimits
-from gateway.services.lifecycle import Claim
+from gateway.services.lifecycle.claims import Claim
 from gateway.services.sites import SiteEntry
 from gateway.store import BlobStore
 from gateway.worker.cancel import cancel_before_submit

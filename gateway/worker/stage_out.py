@@ -13,9 +13,9 @@
    hashed while written, and stored only when the sha256 matches the site's.
 
 The step runs under a lease on the attempt (renewed between fetched files) taken by
-`Lifecycle.claim_stage_outs`; only the worker still holding it records the outputs and
-the final state, so a worker that died mid-way is replaced after the lease and a late
-one's result is discarded.
+gateway.services.lifecycle.stage_out; only the worker still holding it records the
+outputs and the final state, so a worker that died mid-way is replaced after the lease
+and a late one's result is discarded.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from gateway.domain.errors import GatewayError
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import CONTROL_DIR, IN_STORE, ON_SITE, OutputsMode
 from gateway.services.job_inputs import StagingLimits
-from gateway.services.lifecycle import NewOutput, StageOutClaim
+from gateway.services.lifecycle import stage_out
+from gateway.services.lifecycle.stage_out import NewOutput, StageOutClaim
 from gateway.services.sites import SiteEntry
 from gateway.services.uploads import store_usage
 from gateway.store import BlobStore
@@ -96,7 +97,7 @@ def stage_outs(ctx: StepContext, site: SiteEntry) -> bool:
 def claim_stage_outs(ctx: StepContext, site: SiteEntry) -> list[StageOutClaim]:
     """Take the lease on runs whose outputs nobody is collecting."""
     with ctx.unit() as session:
-        return ctx.lifecycle.claim_stage_outs(session, site.name, CLAIM_BATCH)
+        return stage_out.claim_stage_outs(session, ctx.holder, site.name, CLAIM_BATCH)
 
 
 def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> None:
@@ -130,8 +131,9 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
     notes = [runtime_note(site, claim),
              None if collected is None else collected.describe()]
     with ctx.unit() as session:
-        ctx.lifecycle.finish_stage_out(session, site.name, claim, outputs,
-                                       "; ".join(n for n in notes if n) or None, failure)
+        stage_out.finish_stage_out(session, ctx.holder, site.name, claim, outputs,
+                                   "; ".join(n for n in notes if n) or None, failure,
+                                   metrics=ctx.rt.metrics)
 
 
 def runtime_note(site: SiteEntry, claim: StageOutClaim) -> str | None:

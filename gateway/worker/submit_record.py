@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from gateway.services.lifecycle import Submitted
+from gateway.services.lifecycle import submit_records
+from gateway.services.lifecycle.submit_records import Submitted
 from gateway.services.sites import SiteEntry
 from gateway.worker.context import StepContext
 
@@ -19,7 +20,8 @@ def record_submitted(ctx: StepContext, site: SiteEntry, placed: Sequence[Submitt
         return
     ctx.rt.metrics.submissions.labels(site.name, "submitted").inc(len(placed))
     with ctx.unit() as session:
-        ctx.lifecycle.record_submitted(session, site.name, placed)
+        submit_records.record_submitted(session, site.name, placed, actor=ctx.holder.actor,
+                                        metrics=ctx.rt.metrics)
 
 
 def fault_after_submit() -> None:

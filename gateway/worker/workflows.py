@@ -34,7 +34,7 @@ def advance_workflows(ctx: StepContext) -> bool:
             try:
                 with ctx.unit() as session:
                     changed += workflow_advance.advance_workflow(
-                        session, workflow_id, ctx.lifecycle.actor, utcnow(), submitting)
+                        session, workflow_id, ctx.holder.actor, utcnow(), submitting)
             except Exception:  # one bad workflow never stops the others
                 log.exception("workflow %s: advance failed", workflow_id)
         if len(batch) < WORKFLOW_BATCH:

@@ -17,7 +17,8 @@ from gateway.db.engine import transaction
 from gateway.db.models import Site
 from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime
-from gateway.services.lifecycle import record_site_state
+from gateway.services.lifecycle import claims
+from gateway.services.lifecycle.statuses import record_site_state
 from gateway.worker.context import StepContext
 from gateway.worker.failover import fail_over_stranded
 from gateway.worker.route import route_jobs
@@ -45,8 +46,8 @@ def test_stranded_auto_job_fails_over_and_the_stale_attempt_is_revoked(
     assert route_jobs(ctx) is True  # issue 12: routed at dispatch; equal forecasts: 'local'
     d = Driver(rt)
     with transaction(rt.sessions) as session:
-        claims = d.life.claim_accepted(session, rt.sites.get("local"), 10)
-    stale = next(c for c in claims if c.job_id == auto)
+        claimed = claims.claim_accepted(session, d.holder, rt.sites.get("local"), 10)
+    stale = next(c for c in claimed if c.job_id == auto)
     d.submit("local", stale, "101")
 
     mark_down(rt, "local", minutes=2)

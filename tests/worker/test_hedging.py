@@ -1,7 +1,7 @@
 """Hedged and failover siblings: the first attempt to start wins, every other is revoked
 (cancelled at its site, recorded REVOKED, never the job's result).
 
-The arbitration runs in `Lifecycle.apply_statuses`, fed here the statuses a scheduler's
+The arbitration runs in `statuses.apply_statuses`, fed here the statuses a scheduler's
 status call returns, so each interleaving (who starts first, a late double start, a
 sibling dropped before it ran) is exact and repeatable; the last test runs two real local
 sites through the worker end to end. SQLite and PostgreSQL.
@@ -21,7 +21,10 @@ from gateway.domain.states import AttemptState
 from gateway.metrics import Metrics
 from gateway.repositories import targets
 from gateway.runtime import Runtime
-from gateway.services.lifecycle import Claim, Lifecycle, Submitted
+from gateway.services.lifecycle import cancels, claims, statuses, submit_records
+from gateway.services.lifecycle.claims import Claim
+from gateway.services.lifecycle.holder import LeaseHolder
+from gateway.services.lifecycle.submit_records import Submitted
 from gateway.services.sites import SiteRegistry
 from gateway.worker.loop import Worker
 from gateway.worker.submit import submit_accepted
@@ -47,21 +50,23 @@ def hedge(runtime: Runtime, job_id: str, *sites: str) -> None:
 
 
 class Driver:
-    """One lifecycle, and the two claims of one hedged job submitted at both sites."""
+    """One worker's leases, and the two claims of one hedged job submitted at both sites."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
-        self.life = Lifecycle("w", timedelta(minutes=5), timedelta(minutes=5),
-                              Metrics(runtime.sessions))
+        self.holder = LeaseHolder("w", timedelta(minutes=5), timedelta(minutes=5))
+        self.metrics = Metrics(runtime.sessions)
 
     def claim(self, site: str) -> Claim:
         with transaction(self.rt.sessions) as session:
-            (claim,) = self.life.claim_accepted(session, self.rt.sites.get(site), 10)
+            (claim,) = claims.claim_accepted(session, self.holder, self.rt.sites.get(site),
+                                             10)
         return claim
 
     def submit(self, site: str, claim: Claim, native_id: str) -> None:
         with transaction(self.rt.sessions) as session:
-            self.life.record_submitted(session, site, [Submitted(claim, native_id)])
+            submit_records.record_submitted(session, site, [Submitted(claim, native_id)],
+                                            actor=self.holder.actor, metrics=self.metrics)
 
     def status(self, claim: Claim, state: NativeState, exit_code: int | None = None) -> None:
         status = JobStatus(native_id="", state=state, raw_state=state.value, exit_code=exit_code,
@@ -69,12 +74,13 @@ class Driver:
                            started_at=utcnow() if state in RAN else None,
                            ended_at=utcnow() if state.is_final else None)
         with transaction(self.rt.sessions) as session:
-            self.life.apply_statuses(session, [(claim.attempt_id, status)])
+            statuses.apply_statuses(session, [(claim.attempt_id, status)],
+                                    actor=self.holder.actor, metrics=self.metrics)
 
 
     def cancels(self, site: str) -> list[int]:
         with self.rt.sessions() as session:
-            return [c.attempt_id for c in self.life.pending_cancels(session, site)]
+            return [c.attempt_id for c in cancels.pending_cancels(session, site)]
 
 
 def attempt_states(client: TestClient, headers: dict[str, str], job_id: str
@@ -129,7 +135,7 @@ def test_a_late_double_start_is_counted_and_never_the_result(
     d, headers, job_id, here, there = started_pair(runtime, client, make_user)
     d.status(here, NativeState.RUNNING)
     d.status(there, NativeState.RUNNING)  # before its cancel reached twin
-    assert d.life.metrics.double_starts._value.get() == 1
+    assert d.metrics.double_starts._value.get() == 1
     assert d.cancels("twin") == [there.attempt_id]
     d.status(there, NativeState.COMPLETED, 0)  # ran to the end anyway: still not the job's
     assert job_of(client, headers, job_id)["state"] == "RUNNING"
@@ -161,10 +167,10 @@ def test_a_sibling_still_staging_is_revoked_before_it_is_submitted(
     d.submit("local", here, "101")
     d.status(here, NativeState.RUNNING)
     with transaction(rt.sessions) as session:
-        assert d.life.cancel_before_submit(session, there) is True
+        assert cancels.cancel_before_submit(session, d.holder, there) is True
     assert attempt_states(client, user.headers, job_id)["twin"] is AttemptState.REVOKED
     with transaction(rt.sessions) as session:  # and nobody claims the target again
-        assert d.life.claim_accepted(session, rt.sites.get("twin"), 10) == []
+        assert claims.claim_accepted(session, d.holder, rt.sites.get("twin"), 10) == []
 
 
 def test_cancel_reaches_every_sibling(runtime: Runtime, client: TestClient,
@@ -209,5 +215,5 @@ def test_the_jobs_own_site_claims_it_after_a_sibling_did(
     here = d.claim("local")  # the job's own site still gets its attempt
     assert (there.job_id, here.job_id) == (job_id, job_id)
     with transaction(rt.sessions) as session:  # once each
-        assert d.life.claim_accepted(session, rt.sites.get("local"), 10) == []
-        assert d.life.claim_accepted(session, rt.sites.get("twin"), 10) == []
+        assert claims.claim_accepted(session, d.holder, rt.sites.get("local"), 10) == []
+        assert claims.claim_accepted(session, d.holder, rt.sites.get("twin"), 10) == []

@@ -270,7 +270,7 @@ def test_two_workers_draw_each_jobs_lien_once(
             while True:
                 with ctx.unit() as session:
                     result = route_pending(session, bank.sites, build_forecaster,
-                                           ctx.lifecycle.actor, 3, bank.clock(), charged=True)
+                                           ctx.holder.actor, 3, bank.clock(), charged=True)
                 if not result.placed:
                     return
         except BaseException as exc:  # reported by the main thread

@@ -40,7 +40,7 @@ def test_two_workers_route_each_job_once(client: TestClient, runtime: Runtime,
                 # Small passes, so the two workers' passes interleave.
                 with ctx.unit() as session:
                     result = route_pending(session, runtime.sites, build_forecaster,
-                                           ctx.lifecycle.actor, 7, runtime.clock())
+                                           ctx.holder.actor, 7, runtime.clock())
                 if not result.placed:
                     return
                 placed[name] += result.placed

@@ -1,4 +1,5 @@
-"""The one place a job changes state: monotonic, finals final, every change an event."""
+"""The one place a job changes state: monotonic, finals final, every change an event;
+and how an attempt ends."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from gateway.db.base import utcnow
-from gateway.db.models import Job
-from gateway.domain.states import JobState, Reason, can_transition
+from gateway.db.models import Attempt, Job
+from gateway.domain.states import AttemptState, JobState, Reason, can_transition
+from gateway.metrics import Metrics
 from gateway.repositories import events
 from gateway.repositories.events import NewEvent
 
@@ -41,6 +43,26 @@ def advance(
     events.add(session, NewEvent(job.id, now, current.value, target.value, reason, actor,
                                  raw_state))
     return True
+
+
+def advance_counted(session: Session, job: Job, target: JobState, *, actor: str,
+                    metrics: Metrics, reason: str | None = None,
+                    raw_state: str | None = None, at: datetime | None = None) -> bool:
+    """`advance`, and count the change in the transitions metric when it happened."""
+    if advance(session, job, target, actor=actor, reason=reason, raw_state=raw_state,
+               at=at):
+        metrics.transitions.labels(target.value).inc()
+        return True
+    return False
+
+
+def end_attempt(attempt: Attempt, state: AttemptState, reason: str) -> None:
+    """End the attempt (the caller holds its row lock): its final state, why, and its
+    lease released."""
+    attempt.state = state
+    attempt.reason = reason
+    attempt.lease_until = None
+    attempt.ended_at = utcnow()
 
 
 def note(session: Session, job: Job, reason: str, *, actor: str,

@@ -33,9 +33,10 @@ from gateway.domain.states import AttemptState, JobState
 from gateway.repositories import attempts
 from gateway.repositories import native_arrays as repo
 from gateway.repositories import sites as site_rows
-from gateway.services.lifecycle import Claim, Lifecycle
+from gateway.services.lifecycle.claims import Claim
+from gateway.services.lifecycle.holder import LeaseHolder
+from gateway.services.lifecycle.transitions import advance
 from gateway.services.sites import SiteEntry
-from gateway.services.transitions import advance
 
 # Whether the site takes this array natively: (owner's username, spec, the array).
 Fits = Callable[[str | None, JobSpec, ArrayRequest], bool]
@@ -59,7 +60,7 @@ class ArrayClaim:
         return tuple(sorted(t.array_index for t in self.tasks if t.array_index is not None))
 
 
-def claim_whole_arrays(session: Session, lifecycle: Lifecycle, site: SiteEntry, fits: Fits,
+def claim_whole_arrays(session: Session, holder: LeaseHolder, site: SiteEntry, fits: Fits,
                        limit: int) -> list[ArrayClaim]:
     """Claim, within the site's free job slots, up to `limit` arrays whose tasks all wait
     at the site and which it takes natively (see module)."""
@@ -98,11 +99,11 @@ def claim_whole_arrays(session: Session, lifecycle: Lifecycle, site: SiteEntry, 
             attempt = Attempt(job_id=job.id, number=1, site_name=site.name,
                               tag=f"{tag}_{index}", state=AttemptState.SUBMITTING,
                               workdir=task_workdir(base, index),
-                              lease_until=now + lifecycle.lease,
-                              lease_owner=lifecycle.worker_id, created_at=now)
+                              lease_until=now + holder.lease,
+                              lease_owner=holder.worker_id, created_at=now)
             attempts.add(session, attempt)
             job.gate = None  # the scheduler keeps the throttle now
-            advance(session, job, JobState.STAGING_IN, actor=lifecycle.actor,
+            advance(session, job, JobState.STAGING_IN, actor=holder.actor,
                     reason=f"preparing job array {array_id} at site '{site.name}': "
                            f"one native array of {count} task(s)")
             made.append((attempt, owned))
@@ -117,7 +118,7 @@ def claim_whole_arrays(session: Session, lifecycle: Lifecycle, site: SiteEntry, 
     return claimed
 
 
-def recover_arrays(session: Session, lifecycle: Lifecycle, site: SiteEntry,
+def recover_arrays(session: Session, holder: LeaseHolder, site: SiteEntry,
                    limit: int) -> list[ArrayClaim]:
     """Take over the native arrays whose submitting worker vanished: every task of each
     left SUBMITTING, under this worker's lease (see module)."""
@@ -125,7 +126,7 @@ def recover_arrays(session: Session, lifecycle: Lifecycle, site: SiteEntry,
     found = []
     for array_id in repo.stale_native_arrays(session, site.name, now, limit):
         leased = repo.lease_native_tasks(session, site.name, array_id, now,
-                                         lifecycle.worker_id, now + lifecycle.lease)
+                                         holder.worker_id, now + holder.lease)
         shape = repo.throttle_of(session, array_id)
         if not leased or shape is None:
             continue

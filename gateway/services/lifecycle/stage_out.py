@@ -1,0 +1,75 @@
+"""Stage-out: a worker takes the lease on a finished run whose outputs nobody is
+collecting, and, only while it still holds that lease, records the outputs it collected
+and the job's end (a worker that died mid-way is replaced after the lease, and a late
+one's result is discarded). The collecting itself is gateway.worker.stage_out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from adapters.reasons import because
+from gateway.db.base import utcnow
+from gateway.domain.jobspec import SUBMITTED, JobSpec
+from gateway.domain.states import AttemptState, JobState, Reason
+from gateway.metrics import Metrics
+from gateway.repositories import attempts, jobs
+from gateway.repositories.jobs import NewOutput
+from gateway.services.lifecycle.holder import LeaseHolder
+from gateway.services.lifecycle.transitions import advance_counted
+
+__all__ = ["NewOutput", "StageOutClaim", "claim_stage_outs", "finish_stage_out"]
+
+
+@dataclass(frozen=True)
+class StageOutClaim:
+    """A finished run whose outputs this worker holds the lease to collect."""
+
+    attempt_id: int
+    job_id: str
+    workdir: str
+    spec: JobSpec
+    owner: str | None
+    owner_id: str
+    exit_code: int | None = None
+
+
+def claim_stage_outs(session: Session, holder: LeaseHolder, site_name: str,
+                     limit: int) -> list[StageOutClaim]:
+    """Take the lease on runs that ended and whose outputs nobody is collecting."""
+    now = utcnow()
+    leased = attempts.lease_stale(
+        session, site_name, [AttemptState.COMPLETED, AttemptState.FAILED],
+        JobState.STAGING_OUT, now, holder.worker_id, now + holder.staging_lease, limit)
+    return [StageOutClaim(a.attempt.id, a.attempt.job_id, a.attempt.workdir,
+                          JobSpec.model_validate(a.spec, context=SUBMITTED), a.owner,
+                          a.owner_id, a.attempt.exit_code)
+            for a in leased]
+
+
+def finish_stage_out(session: Session, holder: LeaseHolder, site_name: str,
+                     claim: StageOutClaim, outputs: Sequence[NewOutput], note: str | None,
+                     failure: str | None, *, metrics: Metrics) -> None:
+    """Record the collected outputs and end the job, if the holder still holds the
+    lease (otherwise another worker took over and finishes it)."""
+    attempt = attempts.lock(session, claim.attempt_id)
+    assert attempt is not None
+    if attempt.lease_owner != holder.worker_id or attempt.lease_until is None:
+        return
+    job = jobs.lock(session, claim.job_id)
+    assert job is not None
+    attempt.lease_until = attempt.lease_owner = None
+    run_reason = attempt.reason or (
+        because(Reason.EXIT_CODE, attempt.exit_code, " ") if attempt.exit_code else None)
+    jobs.replace_outputs(session, claim.job_id, site_name, outputs, utcnow())
+    if failure is not None:
+        target = JobState.FAILED
+        note = f"{Reason.STAGE_OUT_FAILED}: {failure}"
+    else:
+        target = JobState(attempt.state.value)
+    reason = f"{run_reason}; {note}" if run_reason else note
+    advance_counted(session, job, target, actor=holder.actor, metrics=metrics,
+                    reason=reason)
+    session.flush()
