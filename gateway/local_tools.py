@@ -1,7 +1,7 @@
 """Running a local tool (mksquashfs, siftool, unsquashfs, cp) and turning its failure into
 one clear message, and packing a root file system into a SIF with them: shared by
 `gridgate image` (gateway.cli.image_build, .image_inspect) and the gateway's own image
-packing (gateway.services.sif_pack).
+packing (gateway.services.images.sif_pack).
 
 Neither server code nor CLI: it imports nothing of the gateway, so the CLI may import it
 (the `cli` import contract checks indirect imports too) and the services may as well. Not

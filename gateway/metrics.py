@@ -9,7 +9,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session, sessionmaker
 
-from gateway.services.job_queries import jobs_by_state_and_site
+from gateway.services.jobs.queries import jobs_by_state_and_site
 
 
 class _JobsByState(Collector):

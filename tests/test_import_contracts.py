@@ -17,8 +17,8 @@ LINT_IMPORTS = str(Path(sysconfig.get_path("scripts")) / "lint-imports")
 
 # One forbidden import per contract: (file, line appended, contract id, import reported).
 VIOLATIONS = [
-    ("adapters/text_rules.py", "import gateway.settings", "pure-packages",
-     "adapters.text_rules -> gateway.settings"),
+    ("rules/text.py", "import gateway.settings", "pure-packages",
+     "rules.text -> gateway.settings"),
     ("containers/refs.py", "import gateway.settings", "pure-packages",
      "containers.refs -> gateway.settings"),
     ("workflows/limits.py", "import gateway.settings", "pure-packages",
@@ -32,8 +32,8 @@ VIOLATIONS = [
      "gateway.api.app -> testbed.state"),
     ("gateway/api/app.py", "import gateway.worker.loop", "layers",
      "gateway.api.app -> gateway.worker.loop"),
-    ("gateway/cli/jobs.py", "import gateway.services.jobs", "cli",
-     "gateway.cli.jobs -> gateway.services.jobs"),
+    ("gateway/cli/jobs.py", "import gateway.services.jobs.submission", "cli",
+     "gateway.cli.jobs -> gateway.services.jobs.submission"),
 ]
 
 

@@ -2,7 +2,7 @@
 
 These commands open the gateway's database directly (like `serve`), with the same
 GRIDGATE_* settings, so run them where the gateway runs. Each is one unit of work over
-the account services (gateway.services.accounts), never a statement of its own.
+the account services (gateway.auth.accounts), never a statement of its own.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def user_add(
         "--password-stdin", help="Read the password from the first line of stdin.")] = False,
 ) -> None:
     """Create a local user who logs in with a password on the device-login page."""
+    from gateway.auth.accounts import DEFAULT_ROLES, create_local_user
     from gateway.runtime import build_runtime
-    from gateway.services.accounts import DEFAULT_ROLES, create_local_user
     from gateway.settings import Settings
 
     password = _read_password(password_stdin)
@@ -68,8 +68,8 @@ def client_create(
         "--json", help="Print {client_id, client_secret, ...} as JSON.")] = False,
 ) -> None:
     """Create a client-credentials client for automation; prints its secret once."""
+    from gateway.auth.accounts import create_client, user_id_named
     from gateway.runtime import build_runtime
-    from gateway.services.accounts import create_client, user_id_named
     from gateway.settings import Settings
 
     settings = Settings()
@@ -109,7 +109,7 @@ def history_import(
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     from gateway.runtime import build_runtime
-    from gateway.services.history_import import import_history
+    from gateway.services.routing.history_import import import_history
     from gateway.settings import Settings
 
     try:
@@ -137,7 +137,7 @@ def site_unban(
     import socket
 
     from gateway.runtime import build_runtime
-    from gateway.services.site_bans import unban
+    from gateway.services.routing.site_bans import unban
     from gateway.settings import Settings
 
     runtime = build_runtime(Settings())

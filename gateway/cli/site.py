@@ -20,7 +20,7 @@ from gateway.cli import errors, render
 from gateway.domain.errors import GatewayError
 
 if TYPE_CHECKING:
-    from gateway.services.site_check_report import SiteCheckReport
+    from gateway.services.sites.check_report import SiteCheckReport
     from gateway.settings import Settings
     from gateway.siteconfig import SiteConfig
 
@@ -129,8 +129,8 @@ def check(
     partitions and compares their limits with the config, looks for each MPI launcher, and
     makes sure scratch_root is writable. Exit 0 only when every check passes.
     """
-    from gateway.services.site_check import check_site
-    from gateway.services.site_check_report import Status
+    from gateway.services.sites.check import check_site
+    from gateway.services.sites.check_report import Status
     from gateway.settings import Settings
 
     settings = Settings()

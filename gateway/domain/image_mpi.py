@@ -1,6 +1,6 @@
 """The MPI of an uploaded image: what the job states against what the gateway found (pure).
 
-The gateway lists the image's files at submit (gateway.services.container_images) and
+The gateway lists the image's files at submit (gateway.services.images.container_images) and
 `containers.mpi_abi` names the MPI they hold. Here the two meet:
 - nothing stated: the found MPI is taken (its implementation, and for Open MPI the series
   its library names, e.g. 4.1);

@@ -5,11 +5,11 @@ the row stays locked until the submission commits; so the work done under that l
 what bounds a project's submissions per second, and a round trip is a good part of a
 submission's cost. So the lien is taken by the statement that inserts the job's first
 event (its last statement before the audit chain's at commit): it stores the quotes,
-draws and holds the lien (a reservation: no ledger legs, see gateway.services.bank). The
+draws and holds the lien (a reservation: no ledger legs, see gateway.services.money.bank). The
 allocation is updated with its balance checked again on the row's newest version
 (PostgreSQL re-evaluates an UPDATE's condition after waiting for a concurrent one), so
 nothing is ever overspent. It draws only when the earliest-ending allocation that can
-pay at the site covers the whole amount, exactly what `gateway.services.bank.hold` would
+pay at the site covers the whole amount, exactly what `gateway.services.money.bank.hold` would
 do then; any other case (a split across allocations, a balance spent meanwhile) holds
 nothing and the caller takes bank.hold's locked path. The event and the lien are chained
 into the audit trail as one link (the event's, carrying the lien's link data).

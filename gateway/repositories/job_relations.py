@@ -1,5 +1,5 @@
 """Job arrays and job dependencies: their rows, what the jobs they name have become, and
-the gated jobs the worker looks at each cycle (gateway.services.job_gates).
+the gated jobs the worker looks at each cycle (gateway.services.jobs.gates).
 
 Only gated jobs are read (`jobs.gate` has a partial index over them), and a job waiting
 for its dependencies is looked at again only once one of the jobs it waits for has ended.

@@ -1,4 +1,4 @@
-"""Liens: funds of an allocation held for a job (written by gateway.services.bank)."""
+"""Liens: funds of an allocation held for a job (written by gateway.services.money.bank)."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ from gateway.repositories import sites as site_rows
 from gateway.repositories.attempts import Followed, PendingCancel
 from gateway.repositories.jobs import NewOutput
 from gateway.services import hedging
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.registry import SiteEntry
 from gateway.services.transitions import advance, note
 
 log = logging.getLogger(__name__)

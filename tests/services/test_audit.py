@@ -21,10 +21,11 @@ from gateway.db.models import Project
 from gateway.repositories import audit
 from gateway.runtime import Runtime
 from gateway.schemas.audit import AuditVerifyOut
-from gateway.services import allocations, bank, projects
-from gateway.services import audit as audit_service
-from gateway.services.allocations import Grant
-from gateway.services.bank import Payer
+from gateway.services import projects
+from gateway.services.money import allocations, bank
+from gateway.services.money import audit as audit_service
+from gateway.services.money.allocations import Grant
+from gateway.services.money.bank import Payer
 from tests.conftest import MakeUser
 from tests.services import bank_fixtures as bf
 from tests.services.bank_fixtures import NOW, YEAR

@@ -15,7 +15,7 @@ from gateway.domain.states import AttemptState
 from gateway.repositories import placements
 from gateway.repositories.placements import NewPlacement
 from gateway.runtime import Runtime
-from gateway.services.forecasting import build_forecaster
+from gateway.services.routing.forecasting import build_forecaster
 from tests.conftest import MakeUser
 from tests.worker.test_worker_local import post
 

@@ -19,11 +19,11 @@ from gateway.db.engine import transaction
 from gateway.domain.jobspec import JobSpec
 from gateway.repositories import audit
 from gateway.runtime import Runtime
-from gateway.services import allocations
-from gateway.services import audit as audit_service
-from gateway.services import jobs as job_service
-from gateway.services.allocations import Grant
-from gateway.services.bank import InsufficientFunds
+from gateway.services.jobs import submission as job_service
+from gateway.services.money import allocations
+from gateway.services.money import audit as audit_service
+from gateway.services.money.allocations import Grant
+from gateway.services.money.bank import InsufficientFunds
 from gateway.settings import Settings
 from gateway.store.blobs import BlobStore
 from tests.conftest import MakeUser, TestUser

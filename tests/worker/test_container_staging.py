@@ -22,7 +22,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from adapters.scheduler import BatchAdapter
+from adapters.batch.adapter import BatchAdapter
 from adapters.slurm import SlurmDialect
 from adapters.testing import Call, Recording
 from adapters.transport import CommandResult, LocalTransport
@@ -35,7 +35,7 @@ from containers.versions import version
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt
 from gateway.runtime import Runtime
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.registry import SiteEntry
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
 from gateway.worker.submit import submit_accepted

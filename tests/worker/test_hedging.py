@@ -22,7 +22,7 @@ from gateway.metrics import Metrics
 from gateway.repositories import targets
 from gateway.runtime import Runtime
 from gateway.services.lifecycle import Claim, Lifecycle, Submitted
-from gateway.services.sites import SiteRegistry
+from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.loop import Worker
 from gateway.worker.submit import submit_accepted
 from tests.conftest import MakeUser

@@ -22,7 +22,7 @@ from gateway.domain.states import AttemptState
 from gateway.repositories import targets
 from gateway.runtime import Runtime
 from gateway.scheduling.constraints import LabelRules
-from gateway.services.sites import SiteRegistry
+from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.context import StepContext
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs

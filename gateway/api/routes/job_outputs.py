@@ -32,8 +32,8 @@ from gateway.domain.staging import IN_STORE
 from gateway.repositories.job_queries import OutputView
 from gateway.runtime import Runtime
 from gateway.schemas.jobs import JobOutputList, JobOutputOut
-from gateway.services import job_outputs
-from gateway.services.uploads import clean_store
+from gateway.services.data.uploads import clean_store
+from gateway.services.jobs import outputs as job_outputs
 from gateway.store import BlobStore
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
