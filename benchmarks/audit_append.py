@@ -30,7 +30,7 @@ from gateway.auth.accounts import create_local_user  # noqa: E402
 from gateway.db.base import utcnow  # noqa: E402
 from gateway.domain.jobspec import JobSpec  # noqa: E402
 from gateway.domain.principal import Principal  # noqa: E402
-from gateway.repositories import audit  # noqa: E402
+from gateway.repositories.money import audit  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
 from gateway.services.jobs.submission import submit  # noqa: E402
 from gateway.services.money import allocations  # noqa: E402

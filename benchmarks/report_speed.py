@@ -47,7 +47,7 @@ from gateway.auth.accounts import create_local_user  # noqa: E402
 from gateway.db.engine import transaction  # noqa: E402
 from gateway.db.models import Project, Site, User  # noqa: E402
 from gateway.domain.principal import Principal  # noqa: E402
-from gateway.repositories import rate_cards  # noqa: E402
+from gateway.repositories.money import rate_cards  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
 from gateway.services.money import allocations, reports  # noqa: E402
 from gateway.services.money.allocations import Grant  # noqa: E402

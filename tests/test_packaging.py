@@ -54,7 +54,7 @@ def test_the_default_install_ships_the_gateway_and_pure_packages_but_not_the_tes
     assert "containers" in packages and "workflows" in packages and "rules" in packages
     shipped = {"gateway", "adapters", "containers", "workflows", "rules"}
     assert [p for p in packages if p.split(".")[0] not in shipped] == []
-    assert not any("testbed" in p.split(".") and p != "gateway.cli.testbed" for p in packages)
+    assert not any("testbed" in p.split(".") and p != "gateway.cli.host.testbed" for p in packages)
     assert (ROOT / "testbed" / "__init__.py").is_file()
 
 

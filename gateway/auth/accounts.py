@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from gateway.db.models import OAuthClient, Project, User
 from gateway.domain.errors import Conflict, Invalid, NotFound
 from gateway.domain.principal import ROLES, SCOPES
-from gateway.repositories import clients, projects, users
+from gateway.repositories.identity import clients, projects, users
 from rules.text import TextRule
 
 LOCAL_ISSUER = "local"

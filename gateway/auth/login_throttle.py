@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from gateway.repositories import login_failures
+from gateway.repositories.identity import login_failures
 from gateway.settings import Settings
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from gateway.db.models import Project
 from gateway.domain.errors import Forbidden, NotFound
 from gateway.domain.principal import Principal
-from gateway.repositories import projects
+from gateway.repositories.identity import projects
 
 PI_ROLE = "manager"
 

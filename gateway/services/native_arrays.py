@@ -30,9 +30,9 @@ from gateway.db.base import utcnow
 from gateway.db.models import Attempt
 from gateway.domain.jobspec import SUBMITTED, JobSpec
 from gateway.domain.states import AttemptState, JobState
-from gateway.repositories import attempts
-from gateway.repositories import native_arrays as repo
 from gateway.repositories import sites as site_rows
+from gateway.repositories.jobs import attempts
+from gateway.repositories.jobs import native_arrays as repo
 from gateway.services.lifecycle import Claim, Lifecycle
 from gateway.services.sites.registry import SiteEntry
 from gateway.services.transitions import advance

@@ -21,7 +21,8 @@ from gateway.db.base import utcnow
 from gateway.db.models import Membership, Project
 from gateway.domain.errors import Conflict, Forbidden, Invalid
 from gateway.domain.principal import Principal
-from gateway.repositories import audit, projects, users
+from gateway.repositories.identity import projects, users
+from gateway.repositories.money import audit
 from gateway.services.money.balances import AllocationView, available_now, views
 from rules.text import TextRule
 

@@ -30,9 +30,9 @@ from adapters.transfer import StagedFile, site_fs, site_lock
 from adapters.transfer.sources import LocalFile
 from adapters.transport import Transport
 from containers.errors import ContainerError
-from containers.image_tools import unpack_once_argv
+from containers.image.sif import copy_object, has_squashfs_magic, read_sif
+from containers.image.tools import unpack_once_argv
 from containers.refs import RefKind
-from containers.sif import copy_object, has_squashfs_magic, read_sif
 from gateway.domain.jobspec import JobSpec
 from gateway.runtime import Runtime
 from gateway.services.data.input_sources import InputUnavailable, ResolvedInput, upload_input

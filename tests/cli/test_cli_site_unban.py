@@ -11,7 +11,7 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job, Project
 from gateway.domain.states import AttemptState
-from gateway.repositories import audit
+from gateway.repositories.money import audit
 from tests.cli.helpers import Cli
 
 

@@ -20,7 +20,7 @@ from adapters.batch.types import JobLayout
 from adapters.slurm import SlurmDialect
 from adapters.transfer import StagedFile
 from adapters.transfer.sources import LocalFile
-from containers.image_tools import unpack_once_argv
+from containers.image.tools import unpack_once_argv
 from containers.launch import ContainerRun, Launcher, launch_argv
 from containers.runtimes import RuntimeKind
 from containers.site_caps import RuntimeOffer

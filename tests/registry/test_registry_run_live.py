@@ -14,7 +14,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from containers.image_tools import unsquashfs_extract_argv
+from containers.image.tools import unsquashfs_extract_argv
 from containers.launch import ContainerRun, Launcher, launch_argv
 from containers.refs import parse_image_ref
 from containers.runtimes import RuntimeKind

@@ -28,7 +28,8 @@ from gateway.accounting.charging import charge_for
 from gateway.accounting.rates import Rate
 from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState
-from gateway.repositories import projects, rate_cards
+from gateway.repositories.identity import projects
+from gateway.repositories.money import rate_cards
 from gateway.services.money import allocations, bank
 from gateway.services.money.allocations import Grant
 from gateway.services.money.bank import Payer

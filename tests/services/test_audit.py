@@ -18,7 +18,7 @@ from gateway.accounting.rates import Rate
 from gateway.db.bank_models import Allocation, AuditEvent
 from gateway.db.engine import transaction
 from gateway.db.models import Project
-from gateway.repositories import audit
+from gateway.repositories.money import audit
 from gateway.runtime import Runtime
 from gateway.schemas.audit import AuditVerifyOut
 from gateway.services import projects

@@ -19,7 +19,7 @@ from gateway.accounting.charging import charge_for
 from gateway.accounting.rates import Rate
 from gateway.db.bank_models import Allocation, AuditEvent, LedgerEntry
 from gateway.db.engine import transaction
-from gateway.repositories import audit, bank_rows
+from gateway.repositories.money import audit, bank_rows
 from gateway.runtime import Runtime
 from gateway.schemas.audit import AuditVerifyOut, LedgerDifferenceOut
 from gateway.services.money import allocations, bank

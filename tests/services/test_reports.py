@@ -14,8 +14,8 @@ from gateway.accounting import report_math as rm
 from gateway.db.engine import transaction
 from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.principal import Principal
-from gateway.repositories import reports as repo
-from gateway.repositories.reports import Scope
+from gateway.repositories.money import reports as repo
+from gateway.repositories.money.reports import Scope
 from gateway.runtime import Runtime
 from gateway.services.money import reports
 from gateway.services.money.reports import Period

@@ -18,7 +18,7 @@ from gateway.db.bank_models import UsageRow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState
-from gateway.repositories import rate_cards
+from gateway.repositories.money import rate_cards
 from gateway.runtime import Runtime
 from gateway.services.money import allocations, bank, settlement
 from gateway.services.money.allocations import Grant

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from adapters.batch.types import QueueInfo
-from gateway.cli.site import site_app
+from gateway.cli.host.site import site_app
 from gateway.domain.errors import Invalid
 from gateway.services.sites.check import (
     Check,

@@ -7,7 +7,7 @@ import pytest
 
 from adapters.transfer.listing import ListedEntry, parse_find_output
 from adapters.transfer.site_fs import SiteCommandFailed
-from gateway.api.ranges import Unsatisfiable, parse_range
+from gateway.api.http.ranges import Unsatisfiable, parse_range
 from gateway.domain.staging import duplicate_dest, parse_source
 from rules.output_globs import matches, select
 

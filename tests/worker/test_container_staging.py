@@ -26,10 +26,10 @@ from adapters.batch.adapter import BatchAdapter
 from adapters.slurm import SlurmDialect
 from adapters.testing import Call, Recording
 from adapters.transport import CommandResult, LocalTransport
+from containers.image.sif import read_sif
 from containers.pull import PULL_SCRIPT, pulled_name
 from containers.refs import parse_image_ref
 from containers.runtimes import LauncherKind, MpiImpl, RuntimeKind
-from containers.sif import read_sif
 from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
 from containers.versions import version
 from gateway.db.engine import transaction

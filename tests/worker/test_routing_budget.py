@@ -28,7 +28,8 @@ from gateway.db.bank_models import Lien
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Job, Placement
-from gateway.repositories import audit, jobs
+from gateway.repositories.jobs import rows as jobs
+from gateway.repositories.money import audit
 from gateway.runtime import Runtime
 from gateway.services.money import allocations
 from gateway.services.money.allocations import Grant

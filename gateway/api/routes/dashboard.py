@@ -27,8 +27,8 @@ from starlette.concurrency import run_in_threadpool
 
 from gateway.accounting.units import su
 from gateway.api import charts
-from gateway.api.client_address import client_address, is_secure
 from gateway.api.deps import RuntimeDep
+from gateway.api.http.client_address import client_address, is_secure
 from gateway.auth.accounts import verify_password
 from gateway.auth.login_throttle import (
     LoginLimits,

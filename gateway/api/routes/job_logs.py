@@ -27,10 +27,10 @@ from starlette.types import Receive, Scope, Send
 
 from adapters.base import OutputChunk
 from adapters.errors import AdapterError
-from gateway.api import stopping
 from gateway.api.deps import JobsReader, RuntimeDep
+from gateway.api.http import stopping
+from gateway.api.http.stream_slots import SlotRefused, StreamSlot, StreamSlots
 from gateway.api.problems import problem
-from gateway.api.stream_slots import SlotRefused, StreamSlot, StreamSlots
 from gateway.domain.errors import Invalid
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState

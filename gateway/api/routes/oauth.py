@@ -23,8 +23,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
-from gateway.api.client_address import client_address, is_secure
 from gateway.api.deps import RuntimeDep
+from gateway.api.http.client_address import client_address, is_secure
 from gateway.auth.accounts import verify_password
 from gateway.auth.device_approval import (
     DeviceApprovalError,

@@ -21,7 +21,8 @@ from adapters.transfer import LocalFile, SiteFile, Source, site_fs
 from adapters.transfer.staging import StagedFile
 from gateway.domain.errors import GatewayError, NotFound
 from gateway.domain.staging import InputSource, SourceKind
-from gateway.repositories import job_queries, uploads
+from gateway.repositories import uploads
+from gateway.repositories.jobs import queries as job_queries
 from gateway.services.data.uploads import COMPLETE
 from gateway.services.sites.registry import LOCAL_SITE, NoAccount, SiteRegistry
 from gateway.store import BlobStore

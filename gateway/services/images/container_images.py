@@ -3,7 +3,7 @@
 The gateway holds the file, so it checks it before accepting the job: one of the caller's
 complete uploads, a SIF whose primary partition is SquashFS (what every runtime here runs,
 and what charliecloud gets extracted), and, in hybrid or bind mode, the MPI inside it:
-`unsquashfs -l` lists the partition's files and `containers.mpi_abi` names the MPI their
+`unsquashfs -l` lists the partition's files and `containers.image.mpi_abi` names the MPI their
 library names show. `gateway.domain.image_mpi` settles that against what the spec states,
 and the stored spec says what was found (mpi.flavor, container.mpi_version), so routing,
 retries and failover read it without opening the image again.
@@ -24,12 +24,12 @@ from threading import Lock
 
 from sqlalchemy.orm import Session
 
-from containers import image_tools
 from containers.errors import SifFormatError
-from containers.mpi_abi import MpiAbi, detect_mpi
+from containers.image import tools as image_tools
+from containers.image.mpi_abi import MpiAbi, detect_mpi
+from containers.image.sif import FsType, has_squashfs_magic, read_sif
 from containers.refs import RefKind
 from containers.runtimes import MpiMode
-from containers.sif import FsType, has_squashfs_magic, read_sif
 from gateway.domain.errors import Invalid, Unavailable
 from gateway.domain.image_mpi import reconcile
 from gateway.domain.jobspec import JobSpec

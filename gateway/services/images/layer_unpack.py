@@ -1,6 +1,6 @@
 """Apply OCI image layers (tar, plain or gzip) to a root file system on the gateway, safely.
 
-containers.oci_layers decides what each entry means (whiteouts, opaque directories, the
+containers.image.oci_layers decides what each entry means (whiteouts, opaque directories, the
 refusals); this module does it. Parent directories are resolved inside the root, following
 the image's own symlinks as the image sees them (an absolute link means the image's root,
 never this host's), so no entry writes outside the root; the last name is never followed:
@@ -19,7 +19,7 @@ import tarfile
 from pathlib import Path
 
 from containers.errors import UnsafeLayerEntry
-from containers.oci_layers import Action, EntryType, plan_entry
+from containers.image.oci_layers import Action, EntryType, plan_entry
 
 MAX_SYMLINKS = 40  # as the kernel's ELOOP limit
 COPY_BLOCK = 1 << 20

@@ -26,7 +26,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from containers.oci import ACCEPT, Descriptor, RegistryTarget
+from containers.image.oci import ACCEPT, Descriptor, RegistryTarget
 from gateway.services.data.https_fetch import IPAddress, is_public_address, resolve_checked
 from gateway.services.data.input_sources import InputUnavailable
 

@@ -21,8 +21,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from containers import oci
 from containers.errors import RegistryFormatError
+from containers.image import oci
 from containers.refs import ImageRef, RefKind
 from gateway.services.data.https_fetch import IPAddress, is_public_address
 from gateway.services.data.input_sources import ResolvedInput

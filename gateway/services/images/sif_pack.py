@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from containers import image_def
+from containers.image import definition as image_def
 from gateway import local_tools
 from gateway.services.images.layer_unpack import resolve_inside
 
-ARCH = "amd64"  # the platform the gateway pulls (containers.oci.PLATFORM)
+ARCH = "amd64"  # the platform the gateway pulls (containers.image.oci.PLATFORM)
 
 
 class PackError(Exception):

@@ -23,9 +23,9 @@ from gateway.domain.errors import Conflict, Forbidden, Invalid, NotFound, TooLar
 from gateway.domain.job_relations import Gate, array_of
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState, Reason
-from gateway.repositories import job_relations as repo
-from gateway.repositories.job_relations import ArrayView, NewArray
-from gateway.repositories.jobs import NewJob
+from gateway.repositories.jobs import relations as repo
+from gateway.repositories.jobs.relations import ArrayView, NewArray
+from gateway.repositories.jobs.rows import NewJob
 from gateway.services import cursors
 from gateway.services.jobs.queries import check_id, sees_all
 from gateway.services.transitions import request_cancel

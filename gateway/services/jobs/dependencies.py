@@ -18,7 +18,7 @@ from gateway.domain.errors import Invalid
 from gateway.domain.job_relations import Gate, JobDependency
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState, Reason
-from gateway.repositories import job_relations as repo
+from gateway.repositories.jobs import relations as repo
 from gateway.services.jobs.queries import sees_all
 from workflows.dependencies import (
     DependencyStatus,

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from gateway.db.base import utcnow
 from gateway.db.models import Job
 from gateway.domain.job_relations import Gate, JobDependency
-from gateway.repositories import job_relations as repo
+from gateway.repositories.jobs import relations as repo
 from gateway.services.jobs import dependencies
 from gateway.services.jobs.arrays import throttle_reason
 from gateway.services.transitions import note

@@ -2,7 +2,7 @@
 lets it go (Slurm's `scontrol hold` / `release`). Services flush; the boundary commits.
 
 A hold is a flag on the job row, taken under the row's lock while the job is ACCEPTED;
-the routing pass and the claim step skip held rows (gateway.repositories.jobs, .targets),
+the routing pass and the claim step skip held rows (gateway.repositories.jobs.rows, .targets),
 as they skip gated ones (dependencies, array throttles: gateway.domain.job_relations),
 and a claim moves a job out of ACCEPTED under the same lock, so a job is either held
 before any worker took it or refused a hold (409) because one did.
@@ -18,7 +18,7 @@ from gateway.domain.errors import Conflict, Forbidden
 from gateway.domain.job_relations import WAITS_FOR, Gate
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState
-from gateway.repositories import jobs
+from gateway.repositories.jobs import rows as jobs
 from gateway.services.jobs.queries import JobRow, ensure_visible, job_detail
 from gateway.services.transitions import note
 

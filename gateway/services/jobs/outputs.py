@@ -9,9 +9,9 @@ from sqlalchemy.orm import Session
 from gateway.domain.errors import Conflict, Forbidden, NotFound
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState
-from gateway.repositories import job_outputs
-from gateway.repositories import job_queries as repo
-from gateway.repositories.job_queries import OutputView
+from gateway.repositories.jobs import outputs as job_outputs
+from gateway.repositories.jobs import queries as repo
+from gateway.repositories.jobs.queries import OutputView
 from gateway.services import cursors
 from gateway.services.data.uploads import StoreCleanup
 from gateway.services.jobs.queries import ensure_visible

@@ -1,5 +1,5 @@
 """Read side of jobs: who may see which job, pages and cursors. The statements are in
-gateway.repositories.job_queries (Core on a plain Connection: these are the hottest
+gateway.repositories.jobs.queries (Core on a plain Connection: these are the hottest
 requests)."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from sqlalchemy import Connection
 from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.jobspec import AUTO
 from gateway.domain.principal import Principal
-from gateway.repositories import job_queries as repo
-from gateway.repositories import placements
-from gateway.repositories.job_queries import (
+from gateway.repositories.jobs import placements
+from gateway.repositories.jobs import queries as repo
+from gateway.repositories.jobs.queries import (
     AttemptView,
     EventView,
     JobFilter,

@@ -15,9 +15,10 @@ from gateway.auth.project_access import Standing, access
 from gateway.db.bank_models import UsageRow
 from gateway.domain.errors import NotFound
 from gateway.domain.principal import Principal
-from gateway.repositories import audit, job_story
-from gateway.repositories import job_queries as repo
-from gateway.repositories.job_queries import AttemptView, EventView, JobView
+from gateway.repositories.jobs import queries as repo
+from gateway.repositories.jobs import story as job_story
+from gateway.repositories.jobs.queries import AttemptView, EventView, JobView
+from gateway.repositories.money import audit
 from gateway.schemas.audit import (
     StoryAuditOut,
     StoryLedgerOut,

@@ -15,9 +15,10 @@ from gateway.domain.errors import Conflict, Forbidden, Invalid
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState
-from gateway.repositories import job_relations, jobs
-from gateway.repositories.events import NewEvent
-from gateway.repositories.jobs import NewJob, ProjectRef
+from gateway.repositories.jobs import relations as job_relations
+from gateway.repositories.jobs import rows as jobs
+from gateway.repositories.jobs.events import NewEvent
+from gateway.repositories.jobs.rows import NewJob, ProjectRef
 from gateway.services.images import container_images
 from gateway.services.jobs import arrays as job_arrays
 from gateway.services.jobs import dependencies

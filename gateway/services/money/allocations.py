@@ -12,7 +12,8 @@ from gateway.accounting.units import su
 from gateway.db.bank_models import FEDERATION_POOL, Allocation
 from gateway.db.models import Project
 from gateway.domain.errors import Invalid, NotFound
-from gateway.repositories import audit, bank_rows, projects
+from gateway.repositories.identity import projects
+from gateway.repositories.money import audit, bank_rows
 from gateway.services.money import ledger
 from gateway.services.money.bank import spendable
 from gateway.services.money.ledger import Leg, Posting

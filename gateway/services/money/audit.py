@@ -13,7 +13,7 @@ from gateway.accounting import audit_chain, ledger_seal
 from gateway.auth.project_access import is_auditor
 from gateway.domain.errors import Forbidden
 from gateway.domain.principal import Principal
-from gateway.repositories import audit, ledger_seals, liens
+from gateway.repositories.money import audit, ledger_seals, liens
 from gateway.schemas.audit import (
     AuditBreakOut,
     AuditHeadOut,

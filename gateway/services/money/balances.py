@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from gateway.auth.project_access import Access, access, is_auditor, visible_projects
 from gateway.db.bank_models import Allocation
 from gateway.domain.principal import Principal
-from gateway.repositories import allocation_views
+from gateway.repositories.money import allocation_views
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from gateway.accounting.charging import Charge
 from gateway.accounting.units import su
 from gateway.db.bank_models import Allocation, Lien
 from gateway.domain.errors import Invalid
-from gateway.repositories import audit, bank_rows
+from gateway.repositories.money import audit, bank_rows
 from gateway.services.money import ledger
 from gateway.services.money.ledger import Leg, Posting
 

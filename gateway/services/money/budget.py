@@ -22,7 +22,9 @@ from gateway.accounting.units import su
 from gateway.db.bank_models import FEDERATION_POOL, Allocation, RateCard
 from gateway.db.engine import savepoint
 from gateway.domain.jobspec import JobSpec
-from gateway.repositories import jobs, liens, projects
+from gateway.repositories.identity import projects
+from gateway.repositories.jobs import rows as jobs
+from gateway.repositories.money import liens
 from gateway.services.money import bank, ledger, quotes
 from gateway.services.money.bank import InsufficientFunds, Payer
 

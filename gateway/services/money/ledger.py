@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from gateway.accounting.ledger_seal import SealedLeg, seal
 from gateway.db.bank_models import Allocation
-from gateway.repositories import audit, bank_rows
+from gateway.repositories.money import audit, bank_rows
 
 ACCOUNTS = ("funding", "available", "held", "used")
 # What new legs may move: `held` is read (older liens' legs), never written.

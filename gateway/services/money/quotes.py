@@ -13,8 +13,8 @@ from gateway.accounting.rates import Usage, cost
 from gateway.accounting.units import su
 from gateway.db.bank_models import Quote, RateCard
 from gateway.domain.jobspec import JobSpec
-from gateway.repositories import bank_rows, fast_hold, rate_cards
-from gateway.repositories.events import NewEvent
+from gateway.repositories.jobs.events import NewEvent
+from gateway.repositories.money import bank_rows, fast_hold, rate_cards
 from gateway.services.money import bank
 from gateway.services.money.bank import InsufficientFunds, Payer
 

@@ -3,7 +3,7 @@ ledger is append-only, so a past balance is the sum of the rows at or before T.
 
 Who sees what is gateway.auth.project_access: administrators and auditors every
 project, a PI their whole project, a member the balances and their own usage only, anyone
-else nothing (404). The sums are SQL aggregates (gateway.repositories.reports); the
+else nothing (404). The sums are SQL aggregates (gateway.repositories.money.reports); the
 arithmetic on them is gateway.accounting.report_math.
 """
 
@@ -25,9 +25,9 @@ from gateway.auth.project_access import (
 from gateway.domain.errors import Invalid
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState
-from gateway.repositories import report_waits
-from gateway.repositories import reports as repo
-from gateway.repositories.reports import Scope, Window
+from gateway.repositories.money import report_waits
+from gateway.repositories.money import reports as repo
+from gateway.repositories.money.reports import Scope, Window
 from gateway.schemas.reports import (
     AdjustmentReport,
     AdjustmentRow,

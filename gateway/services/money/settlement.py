@@ -30,7 +30,8 @@ from gateway.accounting.charging import charge_for
 from gateway.accounting.rates import Rate
 from gateway.db.bank_models import Lien, UsageRow
 from gateway.domain.states import AttemptState
-from gateway.repositories import bank_rows, bulk, rate_cards, usage_rows
+from gateway.repositories import bulk
+from gateway.repositories.money import bank_rows, rate_cards, usage_rows
 from gateway.services.money import bank, ledger
 
 ACTOR = "gateway (settlement)"

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from gateway.accounting.units import su
 from gateway.domain.jobspec import RoutingPolicy
-from gateway.repositories.placements import NewPlacement, PlacementRecord
+from gateway.repositories.jobs.placements import NewPlacement, PlacementRecord
 from gateway.scheduling.ranking import Candidate, Decision, Forecast
 from gateway.schemas import parse
 from gateway.schemas.placements import CandidateOut, EstimateOut, ForecastOut, PlacementOut

@@ -1,5 +1,5 @@
 """Failover: a `site: auto` job waiting at a site that has been down too long is also
-routed to another site, as a sibling (`gateway.repositories.targets`).
+routed to another site, as a sibling (`gateway.repositories.jobs.targets`).
 
 Nothing is taken from the down site: its attempt may still start there when the site
 comes back. Whichever attempt starts first wins and the other is revoked by the usual
@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from gateway.domain.jobspec import AUTO, SUBMITTED, JobSpec
 from gateway.repositories import sites as site_rows
-from gateway.repositories import targets
+from gateway.repositories.jobs import targets
 from gateway.services.money import budget
 from gateway.services.routing.forecasting import build_forecaster
 from gateway.services.routing.placement import decide_elsewhere

@@ -26,7 +26,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from gateway.domain.states import AttemptState
-from gateway.repositories import attempts, imported_waits, job_outputs, placements, uploads
+from gateway.repositories import imported_waits, uploads
+from gateway.repositories.jobs import attempts, placements
+from gateway.repositories.jobs import outputs as job_outputs
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Forecast

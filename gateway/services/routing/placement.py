@@ -42,10 +42,11 @@ from gateway.domain.jobspec import (
     launcher_problem,
 )
 from gateway.domain.states import JobState, Reason
-from gateway.repositories import attempts, jobs, placements, targets
 from gateway.repositories import sites as site_rows
-from gateway.repositories.jobs import OwnedJob
-from gateway.repositories.placements import NewPlacement
+from gateway.repositories.jobs import attempts, placements, targets
+from gateway.repositories.jobs import rows as jobs
+from gateway.repositories.jobs.placements import NewPlacement
+from gateway.repositories.jobs.rows import OwnedJob
 from gateway.repositories.sites import CLOSED, Admission
 from gateway.scheduling.admission import Admitted
 from gateway.scheduling.admission import admit as admission

@@ -18,9 +18,10 @@ from sqlalchemy.orm import Session
 
 from gateway.domain.errors import Conflict, NotFound
 from gateway.domain.states import AttemptState, JobState
-from gateway.repositories import attempts, audit
 from gateway.repositories import sites as site_rows
-from gateway.repositories.attempts import EndedAttempt
+from gateway.repositories.jobs import attempts
+from gateway.repositories.jobs.attempts import EndedAttempt
+from gateway.repositories.money import audit
 from gateway.scheduling.black_holes import AttemptEnd, Ban, ban_in_force
 from gateway.services.sites.registry import SiteRegistry
 

@@ -22,8 +22,8 @@ from containers.site_caps import SiteContainerCaps
 from gateway.accounting.rates import ONE_SU_PER_CORE_HOUR, Rate
 from gateway.db.engine import transaction
 from gateway.domain.errors import Invalid
-from gateway.repositories import rate_cards
 from gateway.repositories import sites as site_rows
+from gateway.repositories.money import rate_cards
 from gateway.repositories.sites import Admission
 from gateway.scheduling.constraints import LabelRules
 from gateway.scheduling.feasibility import SiteShape

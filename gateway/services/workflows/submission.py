@@ -28,8 +28,9 @@ from gateway.domain.job_relations import Gate
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState, Reason
-from gateway.repositories import job_relations, jobs
 from gateway.repositories import workflows as repo
+from gateway.repositories.jobs import relations as job_relations
+from gateway.repositories.jobs import rows as jobs
 from gateway.services.jobs import submission as job_service
 from gateway.services.jobs.inputs import StagingLimits
 from gateway.services.sites.registry import SiteRegistry

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models import Attempt, Job, JobTarget, User
 from gateway.domain.states import AttemptState, JobState
-from gateway.repositories.jobs import OwnedJob
+from gateway.repositories.jobs.rows import OwnedJob
 
 # A target is claimable while its job has not started anywhere yet.
 _CLAIMABLE_JOB_STATES = (JobState.ACCEPTED.value, JobState.STAGING_IN.value,

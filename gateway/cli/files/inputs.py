@@ -14,7 +14,7 @@ import typer
 
 from gateway.cli import render
 from gateway.cli.errors import Interrupted
-from gateway.cli.spec import local_image, local_inputs, with_image, with_uploads
+from gateway.cli.jobs.spec import local_image, local_inputs, with_image, with_uploads
 from gateway.client.api import GatewayClient
 from gateway.client.models import Upload
 from gateway.client.uploads import CHUNK_BYTES, file_sha256, upload_file

@@ -9,11 +9,19 @@ from typing import Annotated, BinaryIO
 
 import typer
 
-from gateway.cli import errors, job_ids, relations, render
-from gateway.cli.inputs import InputOpt, upload_inputs
-from gateway.cli.spec import SpecFlags, build_spec, load_spec_file, pairs
+from gateway.cli import errors, render
+from gateway.cli.files.inputs import InputOpt, upload_inputs
+from gateway.cli.jobs import ids as job_ids
+from gateway.cli.jobs import relations
+from gateway.cli.jobs.spec import SpecFlags, build_spec, load_spec_file, pairs
+from gateway.cli.jobs.waiting import (
+    job_exit_code,
+    keeps_running,
+    show_failure,
+    tail_lines,
+    wait_for,
+)
 from gateway.cli.state import state
-from gateway.cli.waiting import job_exit_code, keeps_running, show_failure, tail_lines, wait_for
 from gateway.client.api import Stream
 from gateway.client.job_ids import resolve_array_id
 from gateway.client.models import Job

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from gateway.repositories import audit
-from gateway.repositories.events import NewEvent
+from gateway.repositories.jobs.events import NewEvent
+from gateway.repositories.money import audit
 
 _HOLD = text("""
 WITH ev AS (

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from containers import image_def, image_tools
-from containers.digest import PREFIX, sha256_of
 from containers.errors import SifFormatError
-from containers.mpi_abi import detect_mpi
-from containers.sif import (
+from containers.image import definition as image_def
+from containers.image import tools as image_tools
+from containers.image.digest import PREFIX, sha256_of
+from containers.image.mpi_abi import detect_mpi
+from containers.image.sif import (
     FS_NAMES,
     PART_NAMES,
     DataType,
@@ -20,7 +21,7 @@ from containers.sif import (
     read_object,
     read_sif,
 )
-from gateway.cli.image_build import ImageError, run_tool
+from gateway.cli.images.sif_build import ImageError, run_tool
 
 
 def _object(descriptor: Descriptor) -> dict[str, Any]:

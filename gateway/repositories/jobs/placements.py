@@ -12,7 +12,7 @@ from sqlalchemy import Connection, insert, select
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Placement
-from gateway.repositories import audit
+from gateway.repositories.money import audit
 
 _placements = Placement.__table__
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
-from gateway.cli.jobs import JobArg, JsonOpt
+from gateway.cli.jobs.commands import JobArg, JsonOpt
 from gateway.cli.state import state
 from gateway.client.downloads import download_output, select_files
 from gateway.client.errors import ClientError

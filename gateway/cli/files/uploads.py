@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
-from gateway.cli.inputs import send_file
-from gateway.cli.jobs import JsonOpt
+from gateway.cli.files.inputs import send_file
+from gateway.cli.jobs.commands import JsonOpt
 from gateway.cli.state import state
 from gateway.client.models import Upload
 from gateway.client.uploads import CHUNK_BYTES

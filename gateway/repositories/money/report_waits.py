@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from gateway.accounting.report_math import rank_offset
 from gateway.db.models import Attempt, Job
-from gateway.repositories.reports import Scope, Window, seconds_between
+from gateway.repositories.money.reports import Scope, Window, seconds_between
 
 
 @dataclass(frozen=True)

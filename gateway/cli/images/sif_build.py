@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from containers import image_def, image_tools
-from containers.digest import sha256_of
 from containers.errors import DefinitionError, SifFormatError
-from containers.image_def import ImageDefinition
-from containers.sif import (
+from containers.image import definition as image_def
+from containers.image import tools as image_tools
+from containers.image.definition import ImageDefinition
+from containers.image.digest import sha256_of
+from containers.image.sif import (
     ARCH_CODES,
     DataType,
     FsType,

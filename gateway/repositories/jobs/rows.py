@@ -36,9 +36,10 @@ from gateway.db.models import (
 )
 from gateway.domain.jobspec import AUTO
 from gateway.domain.states import JobState
-from gateway.repositories import bulk, events
-from gateway.repositories.events import NewEvent
-from gateway.repositories.job_queries import JobRecord
+from gateway.repositories import bulk
+from gateway.repositories.jobs import events
+from gateway.repositories.jobs.events import NewEvent
+from gateway.repositories.jobs.queries import JobRecord
 
 
 @dataclass(frozen=True)

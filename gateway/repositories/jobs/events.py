@@ -12,7 +12,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Event
-from gateway.repositories import audit
+from gateway.repositories.money import audit
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class NewEvent:
     def chain(self, session: Session, carried: Mapping[str, Any] | None = None) -> None:
         """Chain the state change into the audit trail (written at commit), carrying the
         link of what the same statement did, if anything (`kind` and data: the lien of
-        gateway.repositories.fast_hold): one link for both."""
+        gateway.repositories.money.fast_hold): one link for both."""
         data: dict[str, Any] = {"from": self.from_state, "to": self.to_state,
                                 "reason": self.reason, "raw_state": self.raw_state}
         if carried is not None:

@@ -12,9 +12,9 @@ import typer
 from rich.table import Table
 
 from gateway.cli import errors, render
-from gateway.cli.spec import load_spec_file
+from gateway.cli.jobs.spec import load_spec_file
 from gateway.cli.state import state
-from gateway.cli.workflow_graph import MARKS, graph
+from gateway.cli.workflows.graph import MARKS, graph
 from gateway.client.errors import ClientError
 from gateway.schemas.workflows import WorkflowOut
 

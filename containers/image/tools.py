@@ -2,7 +2,7 @@
 output means, and which Debian package brings each one.
 
 siftool's command line numbers the object kinds its own way (`siftool add --help`), not as
-the file stores them (containers.sif): `--datatype 4` is a partition, `--parttype 2` the
+the file stores them (containers.image.sif): `--datatype 4` is a partition, `--parttype 2` the
 primary system partition, `--partfs 1` SquashFS; `--partarch` takes the header's arch
 number (2 = amd64).
 """
@@ -10,7 +10,7 @@ number (2 = amd64).
 from __future__ import annotations
 
 from containers.errors import SifFormatError
-from containers.sif import ARCH_CODES
+from containers.image.sif import ARCH_CODES
 
 # Debian package of each tool (what a missing one's message tells to install).
 DEBIAN_PACKAGES = {

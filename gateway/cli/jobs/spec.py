@@ -2,7 +2,7 @@
 
 Flags override the file. The gateway validates the result; the CLI only checks
 what it must parse itself (KEY=VALUE pairs, the --mpi value) and the inputs that name
-files on this machine, which it uploads (`gateway.cli.inputs`).
+files on this machine, which it uploads (`gateway.cli.files.inputs`).
 """
 
 from __future__ import annotations

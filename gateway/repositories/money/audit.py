@@ -22,7 +22,8 @@ from sqlalchemy.orm import Session, SessionTransaction
 
 from gateway.accounting.audit_chain import GENESIS, Link, as_json, link_hash
 from gateway.db.bank_models import Allocation, AuditEvent, AuditHead, LedgerEntry
-from gateway.repositories import audit_pg, bulk
+from gateway.repositories import bulk
+from gateway.repositories.money import audit_pg
 
 _PENDING = "gridgate.audit.pending"
 _MARKS = "gridgate.audit.savepoints"

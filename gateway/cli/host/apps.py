@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from gateway.cli import admin, allocations, server
+from gateway.cli import allocations
+from gateway.cli.host import admin, server
 
 admin_app = typer.Typer(help="Administer the gateway: accounts, site histories and bans on "
                              "the gateway host (open the database); allocations through the "

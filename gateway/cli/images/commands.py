@@ -13,12 +13,12 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from containers.digest import PREFIX, verify_sha256
 from containers.errors import DefinitionError, DigestMismatch, SifFormatError
-from containers.sif import arch_of_machine, copy_object, read_sif
+from containers.image.digest import PREFIX, verify_sha256
+from containers.image.sif import arch_of_machine, copy_object, read_sif
 from gateway.cli import errors, render
-from gateway.cli.image_build import ImageError, build_image
-from gateway.cli.image_inspect import inspect_image
+from gateway.cli.images.sif_build import ImageError, build_image
+from gateway.cli.images.sif_inspect import inspect_image
 from gateway.domain.sizes import human_bytes, short_size
 
 image_app = typer.Typer(

@@ -12,8 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
-from gateway.cli import errors, job_ids, render
-from gateway.cli.jobs import JsonOpt
+from gateway.cli import errors, render
+from gateway.cli.jobs import ids as job_ids
+from gateway.cli.jobs.commands import JsonOpt
 from gateway.cli.state import state
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ClientError

@@ -16,8 +16,8 @@ from gateway.db.job_relation_models import JobArray
 from gateway.db.models import Attempt, Job, User
 from gateway.domain.job_relations import Gate
 from gateway.domain.states import AttemptState, JobState
-from gateway.repositories.attempts import LeasedAttempt, lease_rows
-from gateway.repositories.jobs import OwnedJob
+from gateway.repositories.jobs.attempts import LeasedAttempt, lease_rows
+from gateway.repositories.jobs.rows import OwnedJob
 
 
 def native_tag_of(array_id: str) -> str:
