@@ -35,7 +35,7 @@ from gateway.repositories.jobs import rows as jobs
 from gateway.repositories.jobs.attempts import Followed, PendingCancel
 from gateway.repositories.jobs.rows import NewOutput
 from gateway.services import hedging
-from gateway.services.sites.registry import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.services.transitions import advance, note
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from gateway.repositories import sites as site_rows
 from gateway.repositories.jobs import attempts
 from gateway.repositories.jobs import native_arrays as repo
 from gateway.services.lifecycle import Claim, Lifecycle
-from gateway.services.sites.registry import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.services.transitions import advance
 
 # Whether the site takes this array natively: (owner's username, spec, the array).

@@ -22,7 +22,7 @@ from containers.runtimes import LauncherKind, RuntimeKind
 from gateway.domain.errors import GatewayError
 from gateway.domain.jobspec import JobSpec
 from gateway.scheduling.constraints import container_fit
-from gateway.services.sites.registry import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 
 # The staged image's name in the job directory (hidden: the job's files are the user's).
 IMAGE_FILE = ".gridgate-image"

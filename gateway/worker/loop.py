@@ -26,7 +26,7 @@ import uuid
 
 from adapters.errors import AdapterError
 from gateway.runtime import Runtime, build_runtime
-from gateway.services.sites.registry import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.settings import Settings
 from gateway.worker.cancel import send_cancels
 from gateway.worker.context import SiteStep, StepContext

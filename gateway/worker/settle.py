@@ -14,7 +14,7 @@ from gateway.accounting.units import milli
 from gateway.db.base import utcnow
 from gateway.services.money import settlement
 from gateway.services.money.settlement import RunToSettle
-from gateway.services.sites.registry import NoAccount, SiteEntry
+from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
 
 log = logging.getLogger(__name__)

@@ -40,7 +40,7 @@ from gateway.services.data.input_sources import (
 )
 from gateway.services.jobs.inputs import StagingLimits
 from gateway.services.lifecycle import Claim
-from gateway.services.sites.registry import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.store import BlobStore
 from gateway.worker.cancel import cancel_before_submit
 from gateway.worker.claim import record_rejection

@@ -37,7 +37,7 @@ from gateway.domain.staging import CONTROL_DIR, IN_STORE, ON_SITE, OutputsMode
 from gateway.services.data.uploads import store_usage
 from gateway.services.jobs.inputs import StagingLimits
 from gateway.services.lifecycle import NewOutput, StageOutClaim
-from gateway.services.sites.registry import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.store import BlobStore
 from gateway.worker.context import CLAIM_BATCH, StepContext
 from rules import output_globs

@@ -20,7 +20,8 @@ from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime
-from gateway.services.sites.registry import SiteEntry, SiteRegistry
+from gateway.services.sites.entry import SiteEntry
+from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.cancel import send_cancels
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser

@@ -35,7 +35,7 @@ from containers.versions import version
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt
 from gateway.runtime import Runtime
-from gateway.services.sites.registry import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
 from gateway.worker.submit import submit_accepted

@@ -21,7 +21,8 @@ from adapters.errors import ConnectionFailed
 from adapters.sge import SgeDialect
 from gateway.db.models import Site
 from gateway.runtime import Runtime
-from gateway.services.sites.registry import SiteEntry, SiteRegistry
+from gateway.services.sites.entry import SiteEntry
+from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
 from tests.conftest import MakeUser

@@ -24,7 +24,8 @@ from gateway.domain.staging import InputSource, SourceKind
 from gateway.repositories import uploads
 from gateway.repositories.jobs import queries as job_queries
 from gateway.services.data.uploads import COMPLETE
-from gateway.services.sites.registry import LOCAL_SITE, NoAccount, SiteRegistry
+from gateway.services.sites.entry import LOCAL_SITE, NoAccount
+from gateway.services.sites.registry import SiteRegistry
 from gateway.store import BlobStore
 
 

@@ -37,7 +37,7 @@ MAX_LABEL_FILTERS = 16
 JobRow = JobView
 
 __all__ = ["MAX_LABEL_FILTERS", "JobFilter", "JobPage", "JobRow", "ensure_visible", "events",
-           "job_detail", "jobs_by_state_and_site", "list_jobs", "output_place", "placement",
+           "job_detail", "list_jobs", "output_place", "placement",
            "sees_all"]
 
 
@@ -139,11 +139,6 @@ def ensure_visible(conn: Connection, principal: Principal, job_id: str) -> None:
 def output_place(conn: Connection, job_id: str) -> OutputPlace:
     """Where the (existing, already authorized) job's stdout and stderr are now."""
     return repo.output_place(conn, job_id)
-
-
-def jobs_by_state_and_site(conn: Connection) -> list[tuple[str, str | None, int]]:
-    """How many jobs are in each (state, site), for the metrics."""
-    return repo.count_by_state_and_site(conn)
 
 
 def placement(conn: Connection, principal: Principal, job_id: str) -> PlacementOut:

@@ -37,7 +37,8 @@ from gateway.scheduling.staging_estimate import TransferRates
 from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 from gateway.services.routing.placement import Pending
 from gateway.services.routing.site_snapshots import SiteSnapshot
-from gateway.services.sites.registry import SiteEntry, SiteRegistry
+from gateway.services.sites.entry import SiteEntry
+from gateway.services.sites.registry import SiteRegistry
 
 # Starts read per pass (newest first): the histories' material.
 HISTORY = 5000

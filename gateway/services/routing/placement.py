@@ -66,7 +66,8 @@ from gateway.services.money.bank import Payer
 from gateway.services.money.budget import Books
 from gateway.services.routing.decisions import deadline_in, estimate_out, new_placement
 from gateway.services.routing.site_bans import black_holes
-from gateway.services.sites.registry import NoAccount, SiteRegistry
+from gateway.services.sites.entry import NoAccount
+from gateway.services.sites.registry import SiteRegistry
 from gateway.services.transitions import advance, note
 
 

@@ -26,7 +26,8 @@ from gateway.schemas.sites import ProbeOut, SiteLoadOut
 from gateway.services.routing.forecasting import PassForecaster
 from gateway.services.routing.placement import Pending
 from gateway.services.routing.site_snapshots import SiteSnapshot
-from gateway.services.sites.registry import SiteEntry, SiteRegistry
+from gateway.services.sites.entry import SiteEntry
+from gateway.services.sites.registry import SiteRegistry
 
 PROBE_NODES = 1
 PROBE_SECONDS = 3600

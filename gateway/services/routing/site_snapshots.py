@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from adapters.errors import AdapterError, AuthenticationFailed, HostKeyMismatch, SiteUnavailable
 from adapters.snapshot import QueueSnapshot
-from gateway.services.sites.registry import SiteEntry, SiteRegistry
+from gateway.services.sites.entry import SiteEntry
+from gateway.services.sites.registry import SiteRegistry
 
 log = logging.getLogger(__name__)
 

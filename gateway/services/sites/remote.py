@@ -21,7 +21,7 @@ from adapters.ssh import SshTarget
 from adapters.ssh.pool import TransportPool
 from adapters.transport import Transport
 from gateway.domain.errors import Invalid
-from gateway.services.sites.registry import LOCAL_SITE, SiteEntry
+from gateway.services.sites.entry import LOCAL_SITE, SiteEntry
 from gateway.settings import Settings
 from gateway.siteconfig import (
     Account,
