@@ -5,8 +5,8 @@
     │   └── NotPlaced          404 not-found   not yet placed by routing (services.jobs.queries)
     ├── Invalid                422 validation  well-formed, but not possible as asked
     │   ├── SiteConfigError    422 validation  an unusable site config (siteconfig.errors)
-    │   ├── NoAccount          422 validation  the user has no account (services.sites.registry)
-    │   │   └── NotIsolated    422 validation  takes only its owner's jobs (services.sites.registry)
+    │   ├── NoAccount          422 validation  no account there for the user (services.sites.entry)
+    │   │   └── NotIsolated    422 validation  takes only its owner's jobs (services.sites.entry)
     │   └── InsufficientFunds  422 validation  no allocation can pay (services.money.bank)
     ├── Conflict               409 conflict    the state does not allow it now (e.g. a final job)
     │   └── OffsetMismatch     409 conflict    a chunk at the wrong offset (services.data.uploads)
