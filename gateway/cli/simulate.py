@@ -25,7 +25,7 @@ DAY = 86400.0
 
 
 class PolicyName(StrEnum):
-    """The routing policies a simulation can run (gateway/scheduling/simulation.py)."""
+    """The routing policies a simulation can run (gateway/scheduling/evaluation/simulation.py)."""
 
     own = "own"
     fewest_queued = "fewest-queued"
@@ -83,7 +83,7 @@ def simulate(
     utilisation, overall and per origin site. Exit 1 when a log cannot be read (the file
     and line are named).
     """
-    from gateway.scheduling import simulation
+    from gateway.scheduling.evaluation import simulation
     from gateway.scheduling.swf import SwfError
 
     if evaluate_predictions:

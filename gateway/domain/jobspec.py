@@ -19,8 +19,13 @@ from pydantic import (
     model_validator,
 )
 
-from adapters import script_directives
-from adapters.text_rules import (
+from adapters.batch import directives as script_directives
+from gateway.domain.container_spec import ContainerSpec, container_issues, default_mode
+from gateway.domain.field_issues import FieldIssues
+from gateway.domain.job_relations import ArrayText, DependsOn
+from gateway.domain.spec_parts import Strict, check_environment, rule_schema, submitted
+from gateway.domain.staging import OutputsMode, check_job_path, parse_source
+from rules.text import (
     DURATION,
     ENV_NAME,
     LABEL_KEY,
@@ -29,11 +34,6 @@ from adapters.text_rules import (
     SITE_NAME,
     TextRule,
 )
-from gateway.domain.container_spec import ContainerSpec, container_issues, default_mode
-from gateway.domain.field_issues import FieldIssues
-from gateway.domain.job_relations import ArrayText, DependsOn
-from gateway.domain.spec_parts import Strict, check_environment, rule_schema, submitted
-from gateway.domain.staging import OutputsMode, check_job_path, parse_source
 
 _SECONDS = TextRule("walltime", r"-?[0-9]+", "use seconds or [D-][HH:]MM:SS")
 # RFC 3339 date-time (section 5.6): a full date, a time and an explicit offset.
@@ -215,7 +215,7 @@ class Routing(Strict):
     @classmethod
     def _deadline(cls, value: Any) -> datetime | None:
         # That a new job's deadline lies ahead is checked at submission
-        # (gateway.services.jobs): a stored spec stays valid once its deadline passes.
+        # (gateway.services.jobs.submission): a stored spec stays valid once its deadline passes.
         return None if value is None else parse_rfc3339(value)
 
     @model_validator(mode="after")

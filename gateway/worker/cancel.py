@@ -21,7 +21,7 @@ import logging
 from adapters.errors import UnknownJob
 from gateway.services.lifecycle import cancels
 from gateway.services.lifecycle.claims import Claim
-from gateway.services.sites import NoAccount, SiteEntry
+from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
 
 log = logging.getLogger(__name__)

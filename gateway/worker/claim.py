@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gateway.services.lifecycle import claims, submit_records
 from gateway.services.lifecycle.claims import Claim
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.worker.context import CLAIM_BATCH, StepContext
 
 

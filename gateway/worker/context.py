@@ -15,7 +15,7 @@ from gateway.db.engine import transaction
 from gateway.runtime import Runtime
 from gateway.services.lifecycle import cancels, claims
 from gateway.services.lifecycle.holder import LeaseHolder
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 
 # At most this many jobs are claimed (or outputs collected) per site and step.
 CLAIM_BATCH = 50

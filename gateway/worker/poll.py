@@ -7,7 +7,7 @@ import logging
 
 from adapters.base import Adapter, JobStatus
 from gateway.services.lifecycle.statuses import apply_statuses, followed
-from gateway.services.sites import NoAccount, SiteEntry
+from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
 
 log = logging.getLogger(__name__)

@@ -19,13 +19,13 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.domain.states import AttemptState
 from gateway.metrics import Metrics
-from gateway.repositories import targets
+from gateway.repositories.jobs import targets
 from gateway.runtime import Runtime
 from gateway.services.lifecycle import cancels, claims, statuses, submit_records
 from gateway.services.lifecycle.claims import Claim
 from gateway.services.lifecycle.holder import LeaseHolder
 from gateway.services.lifecycle.submit_records import Submitted
-from gateway.services.sites import SiteRegistry
+from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.loop import Worker
 from gateway.worker.submit import submit_accepted
 from tests.conftest import MakeUser

@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session
 
 from gateway.db.base import utcnow
 from gateway.domain.states import AttemptState, JobState, Reason
-from gateway.repositories import attempts, jobs
-from gateway.repositories.attempts import PendingCancel
+from gateway.repositories.jobs import attempts
+from gateway.repositories.jobs import rows as jobs
+from gateway.repositories.jobs.attempts import PendingCancel
 from gateway.services.lifecycle.claims import Claim
 from gateway.services.lifecycle.holder import LeaseHolder
 from gateway.services.lifecycle.transitions import advance, end_attempt

@@ -18,12 +18,13 @@ from gateway.db.base import utcnow
 from gateway.db.models import Attempt
 from gateway.domain.jobspec import SUBMITTED, JobSpec
 from gateway.domain.states import AttemptState, JobState, Reason
-from gateway.repositories import attempts, jobs, targets
-from gateway.repositories import native_arrays as native_repo
 from gateway.repositories import sites as site_rows
+from gateway.repositories.jobs import attempts, targets
+from gateway.repositories.jobs import native_arrays as native_repo
+from gateway.repositories.jobs import rows as jobs
 from gateway.services.lifecycle.holder import LeaseHolder
 from gateway.services.lifecycle.transitions import advance, note
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 
 
 @dataclass(frozen=True)

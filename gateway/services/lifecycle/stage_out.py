@@ -15,8 +15,9 @@ from gateway.db.base import utcnow
 from gateway.domain.jobspec import SUBMITTED, JobSpec
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.metrics import Metrics
-from gateway.repositories import attempts, jobs
-from gateway.repositories.jobs import NewOutput
+from gateway.repositories.jobs import attempts
+from gateway.repositories.jobs import rows as jobs
+from gateway.repositories.jobs.rows import NewOutput
 from gateway.services.lifecycle.holder import LeaseHolder
 from gateway.services.lifecycle.transitions import advance_counted
 

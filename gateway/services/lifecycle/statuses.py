@@ -16,9 +16,10 @@ from gateway.db.base import utcnow
 from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.metrics import Metrics
-from gateway.repositories import attempts, jobs
 from gateway.repositories import sites as site_rows
-from gateway.repositories.attempts import Followed
+from gateway.repositories.jobs import attempts
+from gateway.repositories.jobs import rows as jobs
+from gateway.repositories.jobs.attempts import Followed
 from gateway.services.lifecycle import hedging
 from gateway.services.lifecycle.transitions import advance_counted, end_attempt, note
 

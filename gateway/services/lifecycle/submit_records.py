@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 from gateway.db.base import utcnow
 from gateway.domain.states import AttemptState, JobState
 from gateway.metrics import Metrics
-from gateway.repositories import attempts, jobs
+from gateway.repositories.jobs import attempts
+from gateway.repositories.jobs import rows as jobs
 from gateway.services.lifecycle import hedging
 from gateway.services.lifecycle.claims import Claim
 from gateway.services.lifecycle.transitions import advance, advance_counted, end_attempt, note

@@ -11,8 +11,8 @@ from gateway.db.base import utcnow
 from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState, JobState, Reason, can_transition
 from gateway.metrics import Metrics
-from gateway.repositories import events
-from gateway.repositories.events import NewEvent
+from gateway.repositories.jobs import events
+from gateway.repositories.jobs.events import NewEvent
 
 
 def advance(
