@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.shared_traces import trace_paths  # noqa: E402
 from gateway.scheduling.federation_policies import FEWEST_QUEUED, OWN  # noqa: E402
 from gateway.scheduling.forecaster import MODES  # noqa: E402
-from gateway.scheduling.ranking import FASTEST  # noqa: E402
+from gateway.scheduling.policies.fastest import FASTEST  # noqa: E402
 from gateway.scheduling.simulation import simulate  # noqa: E402
 
 CUT_VS_OWN = 0.30
