@@ -33,7 +33,7 @@ DEFAULT_POLICY = "fastest"
 
 
 class PolicyChoice(TyperChoice[str]):
-    """`--policy`'s choices: the simulator's (gateway.scheduling.simulation.policy_names:
+    """`--policy`'s choices: the simulator's (gateway.scheduling.evaluation.simulation.policy_names:
     its baselines and the registered routing policies), read when the option is shown or
     parsed, so a policy registered in gateway/scheduling/policies/ is one at once."""
 
@@ -42,7 +42,7 @@ class PolicyChoice(TyperChoice[str]):
 
     @property
     def choices(self) -> Sequence[str]:
-        from gateway.scheduling.simulation import policy_names
+        from gateway.scheduling.evaluation.simulation import policy_names
 
         return policy_names()
 
@@ -102,7 +102,7 @@ def simulate(
     utilisation, overall and per origin site. Exit 1 when a log cannot be read (the file
     and line are named).
     """
-    from gateway.scheduling import simulation
+    from gateway.scheduling.evaluation import simulation
     from gateway.scheduling.swf import SwfError
 
     if evaluate_predictions:

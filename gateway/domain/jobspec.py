@@ -19,16 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from adapters import script_directives
-from adapters.text_rules import (
-    DURATION,
-    ENV_NAME,
-    LABEL_KEY,
-    MPI_FLAVOR,
-    PARTITION,
-    SITE_NAME,
-    TextRule,
-)
+from adapters.batch import directives as script_directives
 from gateway.domain.container_spec import ContainerSpec, container_issues, default_mode
 from gateway.domain.field_issues import FieldIssues
 from gateway.domain.job_relations import ArrayText, DependsOn
@@ -44,6 +35,15 @@ from gateway.domain.routing_policy import (
 )
 from gateway.domain.spec_parts import Strict, check_environment, rule_schema, submitted
 from gateway.domain.staging import OutputsMode, check_job_path, parse_source
+from rules.text import (
+    DURATION,
+    ENV_NAME,
+    LABEL_KEY,
+    MPI_FLAVOR,
+    PARTITION,
+    SITE_NAME,
+    TextRule,
+)
 
 _SECONDS = TextRule("walltime", r"-?[0-9]+", "use seconds or [D-][HH:]MM:SS")
 # RFC 3339 date-time (section 5.6): a full date, a time and an explicit offset.
@@ -205,7 +205,7 @@ class Routing(Strict):
     @classmethod
     def _deadline(cls, value: Any) -> datetime | None:
         # That a new job's deadline lies ahead is checked at submission
-        # (gateway.services.jobs): a stored spec stays valid once its deadline passes.
+        # (gateway.services.jobs.submission): a stored spec stays valid once its deadline passes.
         return None if value is None else parse_rfc3339(value)
 
     @model_validator(mode="after")

@@ -19,7 +19,7 @@ from gateway.cli.routing import candidates_table
 from gateway.cli.simulate import DEFAULT_POLICY
 from gateway.domain.jobspec import JobSpec
 from gateway.runtime import Runtime
-from gateway.scheduling import simulation
+from gateway.scheduling.evaluation import simulation
 from gateway.scheduling.policies import registry
 from gateway.worker.context import StepContext
 from gateway.worker.route import route_jobs
