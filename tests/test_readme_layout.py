@@ -30,7 +30,7 @@ def _named_paths() -> set[str]:
             continue  # a continuation of the line above
         depth = (len(line) - len(line.lstrip(" "))) // 2
         parents = parents[:depth]
-        here = [w for w in _leading_names(words)]
+        here = _leading_names(words)
         for word in here:
             named.add("/".join([*parents, word.rstrip("/")]))
         parents.append(here[0].rstrip("/"))
