@@ -32,7 +32,7 @@ from benchmarks.shared_traces import trace_paths  # noqa: E402
 from gateway.scheduling.evaluation.federation_policies import FEWEST_QUEUED, OWN  # noqa: E402
 from gateway.scheduling.evaluation.simulation import simulate  # noqa: E402
 from gateway.scheduling.forecaster import MODES  # noqa: E402
-from gateway.scheduling.ranking import FASTEST  # noqa: E402
+from gateway.scheduling.policies.fastest import FASTEST  # noqa: E402
 
 CUT_VS_OWN = 0.30
 CUT_VS_FEWEST_QUEUED = 0.10

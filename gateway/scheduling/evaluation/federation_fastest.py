@@ -1,7 +1,11 @@
-"""`fastest` in the simulator: gridgate's own router on simulated sites (pure).
+"""The registered routing policies in the simulator: gridgate's own router on simulated
+sites (pure). `Ranked` runs any policy of gateway/scheduling/policies/ a workload log
+can feed (`registry.replayable()`: `fastest`, the one the benchmarks measure, and any
+policy registered since); `Fastest` is `Ranked` under `fastest`.
 
-At each arrival instant the jobs arriving then are routed by `ranking.route_pass` over a
-`forecaster.SiteForecaster`: the functions the gateway's routing step calls. Each site's
+At each arrival instant the jobs arriving then are routed by `ranking.route_pass`, under
+the policy, over a `forecaster.SiteForecaster`: the functions the gateway's routing step
+calls. Each site's
 snapshot is what a router can know: running jobs (processors, time since their start,
 requested time) and queued jobs (processors, requested time), each with the run time
 predicted for it when it was routed. The predictors are fed as a gateway feeds them: a
@@ -20,8 +24,9 @@ from collections.abc import Sequence
 
 from gateway.scheduling.evaluation.federation import Policy, SiteView, TraceJob, eligible
 from gateway.scheduling.forecaster import COMBINED, JobNeed, SiteForecaster, SiteState
+from gateway.scheduling.policies.fastest import FASTEST
 from gateway.scheduling.queue_profile import QueueState
-from gateway.scheduling.ranking import FASTEST, Candidate, Forecast, route_pass
+from gateway.scheduling.ranking import Candidate, Forecast, route_pass
 from gateway.scheduling.runtime_predictor import RuntimePredictor
 from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 
@@ -60,13 +65,12 @@ class _Recording:
         self.inner.commit(job, site)
 
 
-class Fastest(Policy):
-    """Lowest predicted median completion (the 95% bound breaking ties), one pass per
-    arrival instant; `mode` is the forecaster's (production: `combined`)."""
+class Ranked(Policy):
+    """The registered routing policy called `policy`, one pass per arrival instant;
+    `mode` is the forecaster's (production: `combined`)."""
 
-    name = FASTEST
-
-    def __init__(self, mode: str = COMBINED) -> None:
+    def __init__(self, policy: str = FASTEST, mode: str = COMBINED) -> None:
+        self.name = policy
         self.mode = mode
         self.waits = WaitPredictor()
         self.runtimes = RuntimePredictor()
@@ -99,7 +103,7 @@ class Fastest(Policy):
         # A job bigger than every site runs clamped at its own (federation.eligible).
         batch = [job_need(job, None if job.procs <= largest else sites[job.origin].processors)
                  for job in jobs]
-        routed = route_pass(batch, exclusions, forecaster, lambda _: (FASTEST, 1, None))
+        routed = route_pass(batch, exclusions, forecaster, lambda _: (self.name, 1, None))
         for r in routed:
             job, site = needs[r.job.key], r.decision.chosen[0]
             self._given[r.job.key] = self.waits.predict(JobClass(
@@ -128,3 +132,10 @@ class Fastest(Policy):
         del self._predicted[need.key]
         self.runtimes.observe(need.user, need.fingerprint, self._names[site], job.procs,
                               end - start)
+
+
+class Fastest(Ranked):
+    """Lowest predicted median completion (the 95% bound breaking ties): `fastest`."""
+
+    def __init__(self, mode: str = COMBINED) -> None:
+        super().__init__(FASTEST, mode)

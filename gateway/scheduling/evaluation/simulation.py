@@ -1,18 +1,21 @@
 """The simulator's entry points (pure: log files in, figures out), for `gridgate simulate`
 and the benchmarks:
-- `simulate`: replay one or more SWF logs as a federation of sites under a policy;
+- `simulate`: replay one or more SWF logs as a federation of sites under a policy, one
+  of `policy_names()`: the simulator's baselines (`BASELINES`, yardsticks no production
+  job is routed by), then every registered routing policy a log can feed
+  (gateway/scheduling/policies/registry.py, `replayable`), run as production runs it;
 - `evaluate_predictions`: walk one log in time order and score the wait predictors
   (gateway/scheduling/evaluation/prediction_eval.py) against their two baselines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from gateway.scheduling.evaluation.federation import Federation, Policy, Progress, SimResult
-from gateway.scheduling.evaluation.federation_fastest import Fastest
+from gateway.scheduling.evaluation.federation_fastest import Ranked
 from gateway.scheduling.evaluation.federation_metrics import summarize
 from gateway.scheduling.evaluation.federation_policies import FEWEST_QUEUED, OWN, FewestQueued, Own
 from gateway.scheduling.evaluation.federation_trace import (
@@ -23,23 +26,28 @@ from gateway.scheduling.evaluation.federation_trace import (
 )
 from gateway.scheduling.evaluation.prediction_eval import evaluate
 from gateway.scheduling.forecaster import COMBINED
-from gateway.scheduling.ranking import FASTEST
+from gateway.scheduling.policies import registry
 from gateway.scheduling.swf import SwfJob
 
-POLICIES = (OWN, FEWEST_QUEUED, FASTEST)
+BASELINES: dict[str, Callable[[], Policy]] = {OWN: Own, FEWEST_QUEUED: FewestQueued}
 PROGRESS_EVERY = 20_000
 
 
+def policy_names() -> tuple[str, ...]:
+    """Every policy a simulation can run: the baselines, then the registered routing
+    policies a workload log can feed, as the registry has them now."""
+    return (*BASELINES, *registry.replayable())
+
+
 def make_policy(name: str, forecast_mode: str = COMBINED) -> Policy:
-    """A fresh policy by its name (one of `POLICIES`); `forecast_mode` is the forecaster's
-    for `fastest` (production: `combined`; see forecaster.MODES)."""
-    if name == OWN:
-        return Own()
-    if name == FEWEST_QUEUED:
-        return FewestQueued()
-    if name == FASTEST:
-        return Fastest(forecast_mode)
-    raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+    """A fresh policy by its name (one of `policy_names()`); `forecast_mode` is the
+    forecaster's for a registered policy (production: `combined`; see forecaster.MODES)."""
+    baseline = BASELINES.get(name)
+    if baseline is not None:
+        return baseline()
+    if name in registry.replayable():
+        return Ranked(name, forecast_mode)
+    raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}")
 
 
 def replay(logs: Sequence[TraceLog], policy: str, window_days: float | None = None,
@@ -57,7 +65,7 @@ def simulate(paths: Sequence[Path], policy: str, window_days: float | None = Non
     logs = open_logs(paths)
     result = replay(logs, policy, window_days, progress, forecast_mode)
     return summarize(result, policy) | {
-        "forecast_mode": forecast_mode if policy == FASTEST else None,
+        "forecast_mode": None if policy in BASELINES else forecast_mode,
         "window_days": window_days,
         "skipped": {log.spec.name: log.skipped for log in logs},
     }

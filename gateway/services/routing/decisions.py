@@ -7,9 +7,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from gateway.accounting.units import su
-from gateway.domain.jobspec import RoutingPolicy
 from gateway.repositories.jobs.placements import NewPlacement, PlacementRecord
-from gateway.scheduling.ranking import Candidate, Decision, Forecast
+from gateway.scheduling.policies import registry as policies
+from gateway.scheduling.policies.base import DeadlineRule
+from gateway.scheduling.ranking import Candidate, Decision, Forecast, sentence
 from gateway.schemas import parse
 from gateway.schemas.placements import CandidateOut, EstimateOut, ForecastOut, PlacementOut
 
@@ -49,9 +50,10 @@ def deadline_in(deadline: datetime | None, now: datetime) -> float | None:
 
 def estimate_out(decision: Decision, now: datetime, hedge: int,
                  deadline: datetime | None) -> EstimateOut:
-    """A decision made at `now`, as the estimate document."""
-    seconds = (deadline_in(deadline, now)
-               if decision.policy in (RoutingPolicy.DEADLINE, RoutingPolicy.CHEAPEST) else None)
+    """A decision made at `now`, as the estimate document (each candidate's chance to make
+    the deadline under a policy that takes one)."""
+    takes = policies.policy(decision.policy).deadline_rule is not DeadlineRule.NONE
+    seconds = deadline_in(deadline, now) if takes else None
     return EstimateOut(decided_at=now, policy=decision.policy, hedge=hedge, deadline=deadline,
                        chosen=list(decision.chosen), why=decision.why,
                        candidates=[candidate_out(c, seconds) for c in decision.candidates])
@@ -78,8 +80,10 @@ def placement_out(record: PlacementRecord) -> PlacementOut:
 def pinned_out(job_id: str, site: str, created_at: datetime) -> PlacementOut:
     """The decision of a job that named its site: made when it was accepted, one
     candidate, nothing ranked (no routing pass touches it, so nothing is stored)."""
-    return PlacementOut(decided_at=created_at, policy=RoutingPolicy.PINNED.value, hedge=1,
-                        deadline=None, chosen=[site], why=f"The job names site '{site}'.",
+    pinned = policies.pinning()
+    why = sentence(pinned.why([Candidate(site)], None), (site,))
+    return PlacementOut(decided_at=created_at, policy=pinned.name, hedge=1,
+                        deadline=None, chosen=[site], why=why,
                         candidates=[CandidateOut(site=site, excluded=None, forecast=None,
                                                  p_deadline=None)],
                         job_id=job_id)

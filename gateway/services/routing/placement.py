@@ -37,7 +37,6 @@ from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import (
     SUBMITTED,
     JobSpec,
-    RoutingPolicy,
     deadline_problem,
     launcher_problem,
 )
@@ -52,6 +51,7 @@ from gateway.scheduling.admission import Admitted
 from gateway.scheduling.admission import admit as admission
 from gateway.scheduling.black_holes import Ban
 from gateway.scheduling.constraints import JobView, Screened, SiteView, screen, screen_all
+from gateway.scheduling.policies import registry as policies
 from gateway.scheduling.ranking import (
     Candidate,
     Decision,
@@ -142,15 +142,16 @@ def admit(session: Session, registry: SiteRegistry, spec: JobSpec, username: str
 
 def _policy(spec: JobSpec, now: datetime) -> tuple[str, int, float | None]:
     routing = spec.routing
-    return routing.policy.value, routing.hedge, deadline_in(routing.deadline, now)
+    return str(routing.policy), routing.hedge, deadline_in(routing.deadline, now)
 
 
 def _money(session: Session, registry: SiteRegistry, books: Books | None, job_id: str,
            project_id: int | None, spec: JobSpec, sites: Sequence[str]
            ) -> tuple[dict[str, int], dict[str, str]]:
-    """The job's quote at each site (when the bank is on or its policy is `cheapest`),
-    and, the bank on, why its project cannot pay at each site where it cannot."""
-    if books is None and spec.routing.policy != RoutingPolicy.CHEAPEST:
+    """The job's quote at each site (when the bank is on or its policy ranks on price,
+    `cheapest`), and, the bank on, why its project cannot pay at each site where it
+    cannot."""
+    if books is None and not policies.policy(spec.routing.policy).priced:
         return {}, {}  # nobody asked: no rate card is read
     quoted = budget.priced(session, spec, sites, registry.rate_cards)
     if books is None or project_id is None:
