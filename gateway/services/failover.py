@@ -19,9 +19,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from gateway.domain.jobspec import AUTO, SUBMITTED, JobSpec
+from gateway.domain.jobspec import AUTO
+from gateway.repositories import jobs, targets
 from gateway.repositories import sites as site_rows
-from gateway.repositories import targets
 from gateway.services import budget
 from gateway.services.forecasting import build_forecaster
 from gateway.services.placement import decide_elsewhere
@@ -52,7 +52,7 @@ def fail_over(session: Session, registry: SiteRegistry, now: datetime, after: ti
                                now, lock=True) if charged and stranded else None)
     for owned, site in stranded:
         job = owned.job
-        spec = JobSpec.model_validate(job.spec, context=SUBMITTED)
+        spec = jobs.stored_spec(job.spec)
         avoid = {name: "down" for name in down}
         avoid.update((name, "already tried") for name in targets.tried_sites(session, job.id))
         while True:

@@ -25,7 +25,7 @@ from adapters.base import JobStatus, NativeState
 from adapters.reasons import because
 from gateway.db.base import utcnow
 from gateway.db.models import Attempt, Job
-from gateway.domain.jobspec import SUBMITTED, JobSpec
+from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.metrics import Metrics
 from gateway.repositories import attempts, jobs, targets
@@ -122,7 +122,7 @@ class Lifecycle:
         for owned, sibling in [(o, False) for o in found] + [(o, True) for o in hedged]:
             job = owned.job
             try:
-                spec = JobSpec.model_validate(job.spec)
+                spec = jobs.stored_spec(job.spec, submitting=True)
             except ValidationError as exc:
                 # Accepted under older, looser rules and never submitted: refused now,
                 # saying why, instead of failing this claim on every pass.
@@ -164,7 +164,7 @@ class Lifecycle:
                                       now, self.worker_id, now + self.lease, limit,
                                       where=~native_repo.is_native_attempt())
         return [Claim(a.attempt.id, a.attempt.job_id, a.attempt.tag, a.attempt.workdir,
-                      JobSpec.model_validate(a.spec, context=SUBMITTED), recovering=True,
+                      jobs.stored_spec(a.spec), recovering=True,
                       owner=a.owner, owner_id=a.owner_id, array_index=a.array_index)
                 for a in leased]
 
@@ -359,8 +359,8 @@ class Lifecycle:
             session, site_name, [AttemptState.COMPLETED, AttemptState.FAILED],
             JobState.STAGING_OUT, now, self.worker_id, now + self.staging_lease, limit)
         return [StageOutClaim(a.attempt.id, a.attempt.job_id, a.attempt.workdir,
-                              JobSpec.model_validate(a.spec, context=SUBMITTED), a.owner,
-                              a.owner_id, a.attempt.exit_code)
+                              jobs.stored_spec(a.spec), a.owner, a.owner_id,
+                              a.attempt.exit_code)
                 for a in leased]
 
     def finish_stage_out(self, session: Session, site_name: str, claim: StageOutClaim,

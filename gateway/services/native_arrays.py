@@ -28,9 +28,9 @@ from adapters.base import ArrayRequest
 from adapters.scheduler_arrays import task_workdir
 from gateway.db.base import utcnow
 from gateway.db.models import Attempt
-from gateway.domain.jobspec import SUBMITTED, JobSpec
+from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import AttemptState, JobState
-from gateway.repositories import attempts
+from gateway.repositories import attempts, jobs
 from gateway.repositories import native_arrays as repo
 from gateway.repositories import sites as site_rows
 from gateway.services.lifecycle import Claim, Lifecycle
@@ -81,7 +81,7 @@ def claim_whole_arrays(session: Session, lifecycle: Lifecycle, site: SiteEntry, 
         if len(tasks) != count:
             continue  # another worker holds some: the next cycle sees
         try:
-            spec = JobSpec.model_validate(tasks[0].job.spec)
+            spec = jobs.stored_spec(tasks[0].job.spec, submitting=True)
         except ValidationError:
             continue  # the task-by-task path refuses it, saying why
         indices = tuple(t.job.array_index for t in tasks if t.job.array_index is not None)
@@ -129,7 +129,7 @@ def recover_arrays(session: Session, lifecycle: Lifecycle, site: SiteEntry,
         shape = repo.throttle_of(session, array_id)
         if not leased or shape is None:
             continue
-        spec = JobSpec.model_validate(leased[0].spec, context=SUBMITTED)
+        spec = jobs.stored_spec(leased[0].spec)
         tag = repo.native_tag_of(array_id)
         found.append(ArrayClaim(
             array_id, tag, site.workdir(tag), spec, shape[1],
