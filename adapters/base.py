@@ -72,7 +72,7 @@ class ArrayRequest:
     """A native job array: one submission whose tasks have these gateway indices (sorted,
     each once) and of which at most `throttle` run at once (None: no limit). Each task
     runs in `<workdir>/<index>` with its index in GRIDGATE_ARRAY_TASK_ID, whatever the
-    scheduler's own numbering (adapters.scheduler_arrays)."""
+    scheduler's own numbering (adapters.batch.arrays)."""
 
     indices: tuple[int, ...]
     throttle: int | None = None
@@ -144,7 +144,7 @@ class Capabilities:
     # scheduler has computed one: Slurm's backfill plan, PBS, LSF's estimator).
     queue_start_estimates: bool = False
     # Job arrays: one submission, many indexed tasks (`SubmitRequest.array`, the dialect's
-    # task ids: adapters.scheduler_arrays).
+    # task ids: adapters.batch.arrays).
     arrays: bool = False
 
     def names(self) -> list[str]:

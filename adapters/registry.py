@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from adapters.batch.entry import DialectOption, DialectSettings, SchedulerEntry
+from adapters.batch.types import SchedulerDialect
 from adapters.errors import UnknownScheduler
 from adapters.lsf.entry import ENTRY as LSF
 from adapters.pbs.entry import ENTRY as PBS
-from adapters.scheduler_entry import DialectOption, DialectSettings, SchedulerEntry
-from adapters.scheduler_types import SchedulerDialect
 from adapters.sge.entry import ENTRY as SGE
 from adapters.slurm.entry import ENTRY as SLURM
 

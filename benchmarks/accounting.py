@@ -37,15 +37,15 @@ from adapters.base import NativeState  # noqa: E402
 from adapters.usage import UsageRecord  # noqa: E402
 from benchmarks.api_throughput import ensure_wrk, own_cpu_group, wrk  # noqa: E402
 from gateway.accounting.units import milli  # noqa: E402
+from gateway.auth.accounts import create_local_user  # noqa: E402
 from gateway.auth.tokens import issue_access_token  # noqa: E402
 from gateway.db.bank_models import UsageRow  # noqa: E402
 from gateway.db.engine import transaction  # noqa: E402
 from gateway.db.models import Job, Project  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
-from gateway.services import allocations, bank, settlement  # noqa: E402
-from gateway.services.accounts import create_local_user  # noqa: E402
-from gateway.services.allocations import Grant  # noqa: E402
-from gateway.services.bank import Payer  # noqa: E402
+from gateway.services.money import allocations, bank, settlement  # noqa: E402
+from gateway.services.money.allocations import Grant  # noqa: E402
+from gateway.services.money.bank import Payer  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
 from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402

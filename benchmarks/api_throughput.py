@@ -37,11 +37,11 @@ import psycopg  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from gateway.auth.accounts import create_local_user  # noqa: E402
 from gateway.auth.tokens import issue_access_token  # noqa: E402
 from gateway.db.engine import transaction  # noqa: E402
 from gateway.db.models import Job  # noqa: E402
 from gateway.runtime import build_runtime  # noqa: E402
-from gateway.services.accounts import create_local_user  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
 from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402

@@ -1,6 +1,6 @@
 """What the audit chain costs a submission on PostgreSQL (prints JSON; not a test).
 
-Submits jobs through the service (`gateway.services.jobs.submit`, one unit of work each,
+Submits jobs through the service (`gateway.services.jobs.submission.submit`, one unit of work each,
 the worker paused) from 1 and 8 threads, with the bank off and on, each with the audit
 chain and with its appends turned off (the baseline, measured in the same run and
 interleaved with it, so drift hits both). A submission appends one link (its first
@@ -26,15 +26,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gateway.auth.principal import Principal  # noqa: E402
+from gateway.auth.accounts import create_local_user  # noqa: E402
 from gateway.db.base import utcnow  # noqa: E402
 from gateway.domain.jobspec import JobSpec  # noqa: E402
-from gateway.repositories import audit  # noqa: E402
+from gateway.domain.principal import Principal  # noqa: E402
+from gateway.repositories.money import audit  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
-from gateway.services import allocations  # noqa: E402
-from gateway.services.accounts import create_local_user  # noqa: E402
-from gateway.services.allocations import Grant  # noqa: E402
-from gateway.services.jobs import submit  # noqa: E402
+from gateway.services.jobs.submission import submit  # noqa: E402
+from gateway.services.money import allocations  # noqa: E402
+from gateway.services.money.allocations import Grant  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
 

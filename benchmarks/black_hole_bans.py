@@ -1,7 +1,7 @@
 """Black-hole bans on real workload logs: today's rule against the rule before it (JSON).
 
 For each log (default: the four shared Parallel Workloads Archive logs in
-../shared/traces), `gateway.scheduling.ban_eval.evaluate_bans` replays the jobs that
+../shared/traces), `gateway.scheduling.evaluation.ban_eval.evaluate_bans` replays the jobs that
 ended, in order, through both rules: the former one (three failures within 120 s of
 starting in a row, whoever ran them) exactly, and today's (gateway.scheduling.black_holes:
 failures with signs of the site, from two users or two programs) as an upper bound,
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import add_trace_option, each_log  # noqa: E402
-from gateway.scheduling.ban_eval import evaluate_bans  # noqa: E402
+from gateway.scheduling.evaluation.ban_eval import evaluate_bans  # noqa: E402
 from gateway.scheduling.swf import iter_jobs  # noqa: E402
 
 

@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 from adapters.transfer import StagedFile, stage  # noqa: E402
 from adapters.transfer.sources import LocalFile  # noqa: E402
-from gateway.services.input_sources import ResolvedInput  # noqa: E402
+from gateway.services.data.input_sources import ResolvedInput  # noqa: E402
 from gateway.store import BlobStore  # noqa: E402
 from gateway.worker.stage_image import squashfs_of, unpack_on_site  # noqa: E402
 from testbed.state import SiteInfo, TestbedInfo  # noqa: E402

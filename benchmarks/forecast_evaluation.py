@@ -1,7 +1,7 @@
 """Which wait source helps the site forecast: history, live queue, or both (prints JSON).
 
 For each log (default: the four shared Parallel Workloads Archive logs in
-../shared/traces) `gateway.scheduling.forecast_eval.evaluate_forecasts` walks the log in
+../shared/traces) `gateway.scheduling.evaluation.forecast_eval.evaluate_forecasts` walks the log in
 time order and, at each submit, asks production's `SiteForecaster` for the job's wait in
 each mode, from the queue as the log says it was and the waits and runs known by then:
 `history` (QBETS history alone), `projection` (EASY projection of the live queue alone:
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import add_trace_option, each_log  # noqa: E402
-from gateway.scheduling.forecast_eval import evaluate_forecasts  # noqa: E402
+from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts  # noqa: E402
 from gateway.scheduling.forecaster import MODES  # noqa: E402
 from gateway.scheduling.swf import iter_jobs, machine_size  # noqa: E402
 

@@ -5,7 +5,7 @@ For each log (default: the four shared Parallel Workloads Archive logs):
   estimates): correlation and median absolute error of simulated against logged waits,
   and the replay's wall time (issue 12 target: HPC2N under 2 minutes);
 - `predictions`: a walk in time order predicting each job's wait from what was known at
-  its submit (gateway/scheduling/prediction_eval.py): our predictor (QBETS-style classes,
+  its submit (gateway/scheduling/evaluation/prediction_eval.py): our predictor (QBETS-style classes,
   calibrated bound, selected median; gateway/scheduling/wait_predictor.py) against
   the walltime-based EASY projection and the rolling last-500 median/p95, same run;
 - `targets`: issue 12's predictor targets, each with the measured value and its baseline.
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import add_trace_option, each_log  # noqa: E402
-from gateway.scheduling.prediction_eval import evaluate  # noqa: E402
-from gateway.scheduling.replay_check import replay_against_log  # noqa: E402
+from gateway.scheduling.evaluation.prediction_eval import evaluate  # noqa: E402
+from gateway.scheduling.evaluation.replay_check import replay_against_log  # noqa: E402
 from gateway.scheduling.swf import iter_jobs, machine_size, read_header  # noqa: E402
 
 TARGET_COVERAGE = 0.95

@@ -1,12 +1,12 @@
 """Report speed: committee reports over 1,000,000 jobs on PostgreSQL (prints JSON).
 
 A private PostgreSQL (tests/pg.py) is migrated to head; allocations are granted through
-gateway.services.allocations, then a year of settled jobs is bulk-loaded in the database
+gateway.services.money.allocations, then a year of settled jobs is bulk-loaded in the database
 (INSERT ... SELECT generate_series): per job one winning attempt, one usage record and
 one lien (settled: a reservation, outside the ledger), and the two ledger legs the bank
 writes for its charge; each allocation's running sums are then set from its ledger, as
 the bank keeps them (nothing held: every lien is closed). After VACUUM ANALYZE (what
-autovacuum does to a loaded table) it times, through gateway.services.reports as the API
+autovacuum does to a loaded table) it times, through gateway.services.money.reports as the API
 calls them:
 
 - `allocations`: the allocation report as of now and as of half a year ago;
@@ -43,15 +43,15 @@ from sqlalchemy import text  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
 from gateway.accounting.rates import Rate  # noqa: E402
-from gateway.auth.principal import Principal  # noqa: E402
+from gateway.auth.accounts import create_local_user  # noqa: E402
 from gateway.db.engine import transaction  # noqa: E402
 from gateway.db.models import Project, Site, User  # noqa: E402
-from gateway.repositories import rate_cards  # noqa: E402
+from gateway.domain.principal import Principal  # noqa: E402
+from gateway.repositories.money import rate_cards  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
-from gateway.services import allocations, reports  # noqa: E402
-from gateway.services.accounts import create_local_user  # noqa: E402
-from gateway.services.allocations import Grant  # noqa: E402
-from gateway.services.reports import Period  # noqa: E402
+from gateway.services.money import allocations, reports  # noqa: E402
+from gateway.services.money.allocations import Grant  # noqa: E402
+from gateway.services.money.reports import Period  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Routing speed: ranking many sites for one job, and a batch routing pass (prints JSON).
 
 Sites are real queues: each shared log (../shared/traces) is walked with
-`gateway.scheduling.log_walk.LogWalk` for its first `--warmup` jobs (wait and runtime
+`gateway.scheduling.evaluation.log_walk.LogWalk` for its first `--warmup` jobs (wait and runtime
 histories fed as the gateway would, each wait with its walltime projection), and its
 queue is snapshotted at instants near the end of that walk. Pending jobs are the jobs
 the logs submit next (user, executable, processors, time limit as logged); a site too
@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import shared_dir  # noqa: E402
 from gateway.scheduling.easy import project_runs  # noqa: E402
+from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint, usable  # noqa: E402
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState  # noqa: E402
-from gateway.scheduling.log_walk import LogWalk, fingerprint, usable  # noqa: E402
 from gateway.scheduling.queue_profile import QueueProfile, QueueState  # noqa: E402
 from gateway.scheduling.ranking import Candidate, rank, route_pass  # noqa: E402
 from gateway.scheduling.runtime_predictor import RuntimePredictor  # noqa: E402

@@ -2,7 +2,7 @@
 
 For every transcribed table (tests/scheduling/data/seed_scaling_tables.json: seeds 003
 Tables 2-7 and 002 Table 6), each series with at least four processor counts is
-predicted on counts the fit never saw (gateway/scheduling/scaling_eval.py):
+predicted on counts the fit never saw (gateway/scheduling/evaluation/scaling_eval.py):
 `leave_one_out` (each count held out in turn) and `extrapolate_smallest_3` (fit on the
 three smallest counts, predict the larger ones). Per table: MAPE per protocol against
 issue 12's target (held-out MAPE at most 15%), the number of predictions, and per series
@@ -21,7 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gateway.scheduling.scaling_eval import extrapolate, leave_one_out, mape  # noqa: E402
+from gateway.scheduling.evaluation.scaling_eval import extrapolate, leave_one_out, mape  # noqa: E402
 
 TABLES = ROOT / "tests" / "scheduling" / "data" / "seed_scaling_tables.json"
 TARGET_MAPE_PCT = 15.0

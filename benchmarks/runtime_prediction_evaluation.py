@@ -1,7 +1,7 @@
 """Runtime predictor on real workload logs, in time order (prints JSON).
 
 For each log (default: the four shared Parallel Workloads Archive logs in
-../shared/traces) `gateway.scheduling.runtime_eval.evaluate_runtimes` predicts each
+../shared/traces) `gateway.scheduling.evaluation.runtime_eval.evaluate_runtimes` predicts each
 job's run time at its submit from the runs ended by then, with the gateway's
 `RuntimePredictor` (fingerprint: the user and the log's executable number, where the log
 has one; the predictor keeps runs per processor count itself) and, in the same pass, the
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import add_trace_option, each_log  # noqa: E402
-from gateway.scheduling.runtime_eval import evaluate_runtimes  # noqa: E402
+from gateway.scheduling.evaluation.runtime_eval import evaluate_runtimes  # noqa: E402
 from gateway.scheduling.swf import iter_jobs, machine_size  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """Simulator validation: each workload log replayed alone on its own machine (prints JSON).
 
 For each log (default: the four shared Parallel Workloads Archive logs), the whole log
-goes through the federation simulator (gateway/scheduling/simulation.py) as a single
+goes through the federation simulator (gateway/scheduling/evaluation/simulation.py) as a single
 site under the `own` policy, i.e. FCFS + EASY on the logged machine's processors with
 requested times as estimates; the simulated waits are compared with the logged ones
 (Pearson correlation, median absolute and signed error, means) and the replay is timed
@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import add_trace_option, each_log  # noqa: E402
-from gateway.scheduling.federation_metrics import against_log, summarize  # noqa: E402
-from gateway.scheduling.federation_policies import OWN  # noqa: E402
-from gateway.scheduling.federation_trace import TraceLog  # noqa: E402
-from gateway.scheduling.simulation import replay  # noqa: E402
+from gateway.scheduling.evaluation.federation_metrics import against_log, summarize  # noqa: E402
+from gateway.scheduling.evaluation.federation_policies import OWN  # noqa: E402
+from gateway.scheduling.evaluation.federation_trace import TraceLog  # noqa: E402
+from gateway.scheduling.evaluation.simulation import replay  # noqa: E402
 
 TARGET_REPLAY_SECONDS = 120.0
 

@@ -204,9 +204,9 @@ class Gateway:
         self._thread: threading.Thread | None = None
 
     def _token(self) -> dict[str, str]:
+        from gateway.auth.accounts import create_local_user
         from gateway.auth.tokens import issue_access_token
         from gateway.db.engine import transaction
-        from gateway.services.accounts import create_local_user
 
         with transaction(self.runtime.sessions) as session:
             user = create_local_user(session, "bench", "correct horse battery")

@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT))
 from fastapi.testclient import TestClient  # noqa: E402
 
 from gateway.api.app import create_app  # noqa: E402
+from gateway.auth.accounts import create_local_user  # noqa: E402
 from gateway.auth.tokens import issue_access_token  # noqa: E402
 from gateway.db.engine import transaction  # noqa: E402
 from gateway.runtime import build_runtime  # noqa: E402
-from gateway.services.accounts import create_local_user  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from gateway.worker.loop import Worker  # noqa: E402
 from workflows.limits import Limits  # noqa: E402

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from adapters.job_paths import PathFault, has_control, name_fault
-from adapters.scheduler_types import CONTROL_DIR
+from adapters.batch.types import CONTROL_DIR
 from containers.errors import InvalidBind
+from rules.job_paths import PathFault, has_control, name_fault
 
 MAX_PATH_CHARS = 4096
 # Characters that change how a runtime reads a bind specification.
@@ -48,7 +48,7 @@ class Mount:
 
 def _problem(value: str) -> str | None:
     """What is wrong with the characters and segments of a path, or None. The job-path
-    rule's pieces (adapters.job_paths), held differently: the path may be absolute (a
+    rule's pieces (rules.job_paths), held differently: the path may be absolute (a
     site's shared area, a container path), ':' and ',' are refused, no name length limit."""
     if not value:
         return "is empty"

@@ -116,7 +116,7 @@ class Fit:
     launcher: LauncherKind
     fetch_at: FetchAt
     # Charliecloud and a SIF file: the gateway fetches it and ships its SquashFS partition
-    # (containers.sif.copy_object), the file ch-run runs.
+    # (containers.image.sif.copy_object), the file ch-run runs.
     extract_squashfs: bool = False
 
 

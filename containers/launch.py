@@ -30,13 +30,13 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from adapters.env_rules import env_name_problem
-from adapters.scheduler_script import launcher_words
-from adapters.text_rules import JOB_TAG
+from adapters.batch.script import launcher_words
 from containers.binds import Bind, Mount, check_absolute, resolve_all, under
 from containers.errors import ContainerError, InvalidLaunch
 from containers.runtimes import LauncherKind, MpiMode, RuntimeKind
 from containers.site_caps import SLURM, MpiOffer, RuntimeOffer
+from rules.env_names import env_name_problem
+from rules.text import JOB_TAG
 
 CHARLIECLOUD_WORKDIR = "/mnt/0"
 ENV_PREFIX = {RuntimeKind.APPTAINER: "APPTAINERENV_", RuntimeKind.SINGULARITY: "SINGULARITYENV_"}

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from adapters.text_rules import TextRule
 from containers.errors import InvalidImageRef
+from rules.text import TextRule
 
 
 class RefKind(StrEnum):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.text_rules import MPI_FLAVOR, SITE_NAME, TextRule
 from containers.binds import check_absolute, under
 from containers.errors import ContainerError, InvalidDeclaration
 from containers.runtimes import (
@@ -21,6 +20,7 @@ from containers.runtimes import (
     abi_label,
 )
 from containers.versions import Version
+from rules.text import MPI_FLAVOR, SITE_NAME, TextRule
 
 SCHEDULER_KIND = TextRule("scheduler kind", r"[a-z][a-z0-9_-]{0,31}",
                           "e.g. slurm, sge, pbs, lsf or local")

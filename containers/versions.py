@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from adapters.text_rules import TextRule
 from containers.errors import InvalidDeclaration
+from rules.text import TextRule
 
 # Up to four numeric parts: 0.31, 1.2.5, 2021.10.0, 4.1.4. Distribution suffixes
 # (`-1.el8`, `+dfsg`) are left to whoever writes the declaration: they do not order.

@@ -1,12 +1,12 @@
 """Running a local tool (mksquashfs, siftool, unsquashfs, cp) and turning its failure into
 one clear message, and packing a root file system into a SIF with them: shared by
-`gridgate image` (gateway.cli.image_build, .image_inspect) and the gateway's own image
-packing (gateway.services.sif_pack).
+`gridgate image` (gateway.cli.images.sif_build, .image_inspect) and the gateway's own image
+packing (gateway.services.images.sif_pack).
 
 Neither server code nor CLI: it imports nothing of the gateway, so the CLI may import it
 (the `cli` import contract checks indirect imports too) and the services may as well. Not
 in containers/, which is pure (no I/O): the argv and the missing-tool message are built
-there (containers.image_tools), the process is run here.
+there (containers.image.tools), the process is run here.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from containers import image_def, image_tools
-from containers.image_tools import missing_tool
+from containers.image import definition as image_def
+from containers.image import tools as image_tools
+from containers.image.tools import missing_tool
 
 
 def run_tool(argv: list[str], what: str, error: type[Exception]) -> str:

@@ -9,7 +9,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session, sessionmaker
 
-from gateway.services.job_queries import jobs_by_state_and_site
+from gateway.repositories.jobs.queries import count_by_state_and_site
 
 
 class _JobsByState(Collector):
@@ -22,7 +22,7 @@ class _JobsByState(Collector):
         gauge = GaugeMetricFamily("gridgate_jobs", "Jobs by state and site",
                                   labels=["state", "site"])
         with self._sessions() as session:
-            for state, site, count in jobs_by_state_and_site(session.connection()):
+            for state, site, count in count_by_state_and_site(session.connection()):
                 gauge.add_metric([state, site or ""], count)
         yield gauge
 

@@ -20,7 +20,7 @@ from gateway.settings import Settings
 if TYPE_CHECKING:
     from gateway.auth.authenticator import Authenticator
     from gateway.auth.keys import SigningKeys
-    from gateway.services.sites import SiteRegistry
+    from gateway.services.sites.registry import SiteRegistry
 
 
 @dataclass
@@ -59,11 +59,11 @@ class Runtime:
 
 def build_runtime(settings: Settings, *, migrate: bool = True) -> Runtime:
     """Open the database (migrating it to head), load keys and sites."""
+    from gateway.auth.accounts import ensure_cli_client
     from gateway.auth.authenticator import Authenticator
     from gateway.auth.keys import SigningKeys
     from gateway.db.migrate import upgrade_database
-    from gateway.services.accounts import ensure_cli_client
-    from gateway.services.sites import SiteRegistry
+    from gateway.services.sites.registry import SiteRegistry
 
     settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     engine = make_engine(settings.resolved_database_url)

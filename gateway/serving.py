@@ -10,7 +10,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from gateway.api.app import create_app
-from gateway.api.stopping import mark_stopping
+from gateway.api.http.stopping import mark_stopping
 from gateway.runtime import Runtime
 from gateway.settings import Settings
 from gateway.worker.loop import Worker
@@ -26,7 +26,7 @@ def serving_app(settings: Settings, runtime: Runtime | None = None) -> FastAPI:
 
 
 class GatewayServer(uvicorn.Server):
-    """uvicorn, telling the app when its shutdown begins (gateway.api.stopping), so that
+    """uvicorn, telling the app when its shutdown begins (gateway.api.http.stopping), so that
     followed output streams end cleanly within the grace period."""
 
     def __init__(self, config: uvicorn.Config, app: FastAPI) -> None:

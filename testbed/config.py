@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.text_rules import TextRule
+from rules.text import TextRule
 
 DEFAULT_PREFIX = "gwtb"
 DEFAULT_SUBNET = "10.123.0.0/24"

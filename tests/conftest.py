@@ -18,11 +18,11 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from gateway.api.app import create_app
-from gateway.auth.principal import Principal
+from gateway.auth.accounts import create_local_user
 from gateway.auth.tokens import issue_access_token
 from gateway.db.engine import transaction
+from gateway.domain.principal import Principal
 from gateway.runtime import Runtime, build_runtime
-from gateway.services.accounts import create_local_user
 from gateway.settings import Settings
 
 # The live multi-site testbed (`testbed` session fixture): tests/testbed/fixture.py.

@@ -51,10 +51,10 @@ def _default_packages() -> list[str]:
 def test_the_default_install_ships_the_gateway_and_pure_packages_but_not_the_testbed() -> None:
     packages = _default_packages()
     assert "gateway" in packages and "adapters" in packages and "gateway.cli" in packages
-    assert "containers" in packages and "workflows" in packages
-    shipped = {"gateway", "adapters", "containers", "workflows"}
+    assert "containers" in packages and "workflows" in packages and "rules" in packages
+    shipped = {"gateway", "adapters", "containers", "workflows", "rules"}
     assert [p for p in packages if p.split(".")[0] not in shipped] == []
-    assert not any("testbed" in p.split(".") and p != "gateway.cli.testbed" for p in packages)
+    assert not any("testbed" in p.split(".") and p != "gateway.cli.host.testbed" for p in packages)
     assert (ROOT / "testbed" / "__init__.py").is_file()
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from adapters.text_rules import TextRule
+from rules.text import TextRule
 from workflows.errors import InvalidArraySpec, LimitExceeded
 from workflows.limits import DEFAULT_LIMITS, Limits
 

@@ -27,7 +27,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from adapters.text_rules import TextRule
+from rules.text import TextRule
 from workflows.errors import InvalidDependency, LimitExceeded
 from workflows.limits import DEFAULT_LIMITS, Limits
 

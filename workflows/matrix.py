@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, StrictFloat, StrictInt, StrictStr
 
-from adapters.text_rules import TextRule
+from rules.text import TextRule
 
 MATRIX_KEY = TextRule(
     "matrix name", r"[A-Za-z_][A-Za-z0-9_]{0,31}",

@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from adapters.text_rules import TextRule
+from rules.text import TextRule
 from workflows.errors import InvalidWorkflow, LimitExceeded, Problem, ProblemKind
 from workflows.limits import DEFAULT_LIMITS, Limits
 from workflows.matrix import MATRIX_KEY, MatrixValue

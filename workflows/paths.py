@@ -1,15 +1,15 @@
 """Paths relative to a job directory, and the shell-like globs of a job's `outputs`.
 
-The globs are matched by `adapters.output_globs`, the matcher of the gateway's own output
-collection. The path check is the job-path rule of `adapters.job_paths` without the
+The globs are matched by `rules.output_globs`, the matcher of the gateway's own output
+collection. The path check is the job-path rule of `rules.job_paths` without the
 gateway's length limits and control directory; the gateway checks a resolved input again
 as a job input (gateway.domain.staging.check_job_path).
 """
 
 from __future__ import annotations
 
-from adapters.job_paths import PathFault, relative_path_fault
-from adapters.output_globs import matches
+from rules.job_paths import PathFault, relative_path_fault
+from rules.output_globs import matches
 
 __all__ = ["is_pattern", "matches", "path_problem"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.text_rules import TextRule
+from rules.text import TextRule
 from workflows.matrix import MATRIX_KEY
 from workflows.model import STEP_NAME
 

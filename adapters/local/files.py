@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from adapters.base import OutputStream
-from adapters.scheduler_types import CONTROL_DIR as CONTROL_DIR
+from adapters.batch.types import CONTROL_DIR as CONTROL_DIR
 
 T = TypeVar("T")
 

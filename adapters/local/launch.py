@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import SubmitRequest
-from adapters.env_rules import env_name_problem
 from adapters.errors import SubmitRejected
 from adapters.local.records import LaunchPlan
 from adapters.local.sandbox import SandboxConfig
+from rules.env_names import env_name_problem
 
 SHELL = "/bin/sh"
 

@@ -14,10 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from adapters.base import JobStatus
+from adapters.batch.types import job_phase
 from adapters.local.files import JobFiles, load_record
 from adapters.local.index import JobIndex
 from adapters.local.state import job_status
-from adapters.scheduler_types import job_phase
 from adapters.snapshot import JobPhase, QueueSnapshot, SnapshotJob
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from adapters.base import ArrayRequest
-from adapters.scheduler_arrays import ArrayShape, check_array, list_text
+from adapters.batch.arrays import ArrayShape, check_array, list_text
 
 SHAPE = ArrayShape("LSB_JOBINDEX", 1)
 _ELEMENT_NAME = re.compile(r".*\[(?P<index>[0-9]+)\]")

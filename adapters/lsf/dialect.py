@@ -7,18 +7,18 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from adapters.base import ArrayRequest, Capabilities, JobStatus, SubmitRequest
+from adapters.batch.dialect import CancelAnswers, OptionsDialect
+from adapters.batch.text import choose_job
+from adapters.batch.types import DialectConfig, JobLayout, QueueInfo
 from adapters.lsf import arrays, queues, snapshot, status, submit, usage
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.script import job_options, render_script
-from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
-from adapters.scheduler_text import choose_job
-from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
 from adapters.snapshot import SiteCores, SnapshotJob
 from adapters.transport import CommandResult
 from adapters.usage import UsageRecord
 
 if TYPE_CHECKING:
-    from adapters.scheduler_types import SchedulerDialect
+    from adapters.batch.types import SchedulerDialect
 
 
 def _now() -> datetime:

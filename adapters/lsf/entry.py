@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from adapters.lsf.commands import LsfCommands
-from adapters.lsf.dialect import LsfDialect
-from adapters.scheduler_entry import (
+from adapters.batch.entry import (
     ACCOUNTING_DIR,
     DialectOption,
     DialectSettings,
     SchedulerEntry,
 )
+from adapters.lsf.commands import LsfCommands
+from adapters.lsf.dialect import LsfDialect
 
 OPTIONS = (
     DialectOption(

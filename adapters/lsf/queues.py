@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
+from adapters.batch.text import integer, query_failed, text
+from adapters.batch.types import QueueInfo
 from adapters.errors import SiteUnavailable
 from adapters.lsf.commands import LsfCommands
-from adapters.scheduler_text import integer, query_failed, text
-from adapters.scheduler_types import QueueInfo
 from adapters.transport import CommandResult
 
 FIELDS = "queue_name status max njobs pend run"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from adapters import script_directives
 from adapters.base import SubmitRequest
-from adapters.lsf import arrays
-from adapters.scheduler_script import (
+from adapters.batch import directives as script_directives
+from adapters.batch.script import (
     ceil_minutes,
     check_request,
     directive_lines,
@@ -13,7 +12,8 @@ from adapters.scheduler_script import (
     ranks_per_node,
     render,
 )
-from adapters.scheduler_types import DialectConfig, JobLayout
+from adapters.batch.types import DialectConfig, JobLayout
+from adapters.lsf import arrays
 
 DIRECTIVES = script_directives.LSF
 PREFIX = DIRECTIVES.prefix
@@ -54,7 +54,7 @@ def job_options(
 
 
 def _outputs(request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
-    """An element sends its own output to its directory (adapters.scheduler_arrays);
+    """An element sends its own output to its directory (adapters.batch.arrays);
     LSF's file per element (`%I`) keeps only what it says before it gets there."""
     if request.array is None:
         return [["-o", layout.stdout], ["-e", layout.stderr]]

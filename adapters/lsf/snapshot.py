@@ -22,12 +22,12 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
+from adapters.batch.text import integer, lines, query_failed, text
+from adapters.batch.types import job_phase
 from adapters.errors import SiteUnavailable
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.states import native_state
 from adapters.lsf.status import JOB_ID, lsf_time, records
-from adapters.scheduler_text import integer, lines, query_failed, text
-from adapters.scheduler_types import job_phase
 from adapters.snapshot import JobPhase, SiteCores, SnapshotJob
 from adapters.transport import CommandResult
 

@@ -19,14 +19,14 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from adapters.base import JobStatus, NativeState
+from adapters.batch.text import integer, lines, no_value, query_failed, text
 from adapters.errors import SiteUnavailable
 from adapters.lsf.arrays import record_id
 from adapters.lsf.commands import LsfCommands
 from adapters.lsf.states import exit_outcome, native_state
 from adapters.reasons import scheduler_says
-from adapters.scheduler_text import integer, lines, no_value, query_failed, text
-from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
+from rules.text import TextRule
 
 FIELDS = "jobid stat exit_code exit_reason pend_reason start_time finish_time job_name"
 JOB_ID = TextRule("LSF job id", r"[0-9]+(?:\[[0-9]+\])?", "digits, e.g. 123 or 123[4]")

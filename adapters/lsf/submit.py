@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
+from adapters.batch.text import submit_failed, text
 from adapters.errors import SiteUnavailable
-from adapters.scheduler_text import submit_failed, text
 from adapters.transport import CommandResult
 
 _SUBMITTED = re.compile(r"Job <(\d+)> is submitted")

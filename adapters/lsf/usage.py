@@ -27,9 +27,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from adapters.base import NativeState
+from adapters.batch.text import integer, query_failed, signal_exit, text
 from adapters.lsf.commands import LsfCommands
 from adapters.reasons import Reason, StatusReason, because
-from adapters.scheduler_text import integer, query_failed, signal_exit, text
 from adapters.transport import CommandResult
 from adapters.usage import UsageRecord
 

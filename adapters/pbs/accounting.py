@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from adapters.base import JobStatus, NativeState
+from adapters.batch.text import integer, query_failed, text
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.states import ended
 from adapters.pbs.submit import JOB_ID
 from adapters.reasons import Reason, because
-from adapters.scheduler_text import integer, query_failed, text
 from adapters.transport import CommandResult
 
 _RECORD = re.compile(r"(?P<at>\d\d/\d\d/\d{4} \d\d:\d\d:\d\d);(?P<type>[A-Za-z]);"

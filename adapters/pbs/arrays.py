@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from adapters.base import ArrayRequest
-from adapters.scheduler_arrays import ArrayShape, check_array, is_single_run, single_run
+from adapters.batch.arrays import ArrayShape, check_array, is_single_run, single_run
 
 SHAPE = ArrayShape("PBS_ARRAY_INDEX", 0)
 _ARRAY_ID = re.compile(r"(?P<number>[0-9]+)\[(?P<index>[0-9]*)\](?P<server>\.\S+)?")

@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from adapters.base import ArrayRequest, Capabilities, JobStatus, SubmitRequest
+from adapters.batch.dialect import CancelAnswers, OptionsDialect
+from adapters.batch.text import choose_job, lines, query_failed
+from adapters.batch.types import DialectConfig, JobLayout, QueueInfo
 from adapters.pbs import (
     accounting,
     arrays,
@@ -19,15 +22,12 @@ from adapters.pbs import (
 )
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.script import job_options, render_script
-from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
-from adapters.scheduler_text import choose_job, lines, query_failed
-from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
 from adapters.snapshot import SiteCores, SnapshotJob
 from adapters.transport import CommandResult
 from adapters.usage import UsageRecord
 
 if TYPE_CHECKING:
-    from adapters.scheduler_types import SchedulerDialect
+    from adapters.batch.types import SchedulerDialect
 
 
 class PbsDialect(OptionsDialect):

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from adapters.pbs.commands import PbsCommands
-from adapters.pbs.dialect import PbsDialect
-from adapters.scheduler_entry import (
+from adapters.batch.entry import (
     ACCOUNTING_DIR,
     DialectOption,
     DialectSettings,
     SchedulerEntry,
 )
-from adapters.text_rules import TextRule
+from adapters.pbs.commands import PbsCommands
+from adapters.pbs.dialect import PbsDialect
+from rules.text import TextRule
 
 # qsub.1B -k: any of e, o (keep on the execution host) and d (write directly to the final
 # path), or n (keep neither).

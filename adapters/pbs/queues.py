@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from adapters.batch.text import duration, integer
+from adapters.batch.types import QueueInfo
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.status import load_json
-from adapters.scheduler_text import duration, integer
-from adapters.scheduler_types import QueueInfo
 from adapters.transport import CommandResult
 
 _COUNT = re.compile(r"(\w+):(\d+)")

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from adapters import script_directives
 from adapters.base import SubmitRequest
-from adapters.errors import SubmitRejected
-from adapters.pbs import arrays
-from adapters.pbs.torque import resources as torque_resources
-from adapters.scheduler_script import (
+from adapters.batch import directives as script_directives
+from adapters.batch.script import (
     check_request,
     directive_lines,
     hms,
@@ -15,7 +12,10 @@ from adapters.scheduler_script import (
     ranks_per_node,
     render,
 )
-from adapters.scheduler_types import DialectConfig, JobLayout
+from adapters.batch.types import DialectConfig, JobLayout
+from adapters.errors import SubmitRejected
+from adapters.pbs import arrays
+from adapters.pbs.torque import resources as torque_resources
 
 DIRECTIVES = script_directives.PBS
 PREFIX = DIRECTIVES.prefix
@@ -73,7 +73,7 @@ def job_options(
 
 
 def _outputs(request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
-    """A subjob sends its own output to its directory (adapters.scheduler_arrays); given
+    """A subjob sends its own output to its directory (adapters.batch.arrays); given
     a directory, PBS writes a file per subjob there (`<subjob id>.OU`) for the rest."""
     if request.array is None:
         return [["-o", layout.stdout], ["-e", layout.stderr]]

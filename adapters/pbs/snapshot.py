@@ -24,13 +24,13 @@ from collections.abc import Mapping
 from datetime import tzinfo
 from typing import Any
 
+from adapters.batch.text import duration, integer, text, timestamp
+from adapters.batch.types import job_phase
 from adapters.errors import SiteUnavailable
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.states import native_state
 from adapters.pbs.status import load_json
 from adapters.pbs.submit import JOB_ID
-from adapters.scheduler_text import duration, integer, text, timestamp
-from adapters.scheduler_types import job_phase
 from adapters.snapshot import JobPhase, QueueInfo, SiteCores, SnapshotJob
 from adapters.transport import CommandResult
 

@@ -16,12 +16,12 @@ from datetime import tzinfo
 from typing import Any
 
 from adapters.base import JobStatus, NativeState
+from adapters.batch.text import lines, query_failed, text, timestamp
 from adapters.errors import SiteUnavailable
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.states import FINISHED, ended, native_state
 from adapters.pbs.submit import JOB_ID
 from adapters.reasons import scheduler_says
-from adapters.scheduler_text import lines, query_failed, text, timestamp
 from adapters.transport import CommandResult
 
 _UNKNOWN = "Unknown Job Id"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from adapters.batch.text import lines, submit_failed, text
 from adapters.errors import SiteUnavailable
-from adapters.scheduler_text import lines, submit_failed, text
-from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
+from rules.text import TextRule
 
 JOB_ID = TextRule("PBS job id", r"[0-9]+(?:\[[0-9]*\])?(?:\.[A-Za-z0-9._-]+)?",
                   "digits and the server name, e.g. 123.pbsserver")

@@ -26,15 +26,15 @@ from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
 from adapters.base import JobStatus, NativeState, SubmitRequest
+from adapters.batch.script import ranks_per_node
+from adapters.batch.text import duration, integer, lines, query_failed, text, timestamp
+from adapters.batch.types import QueueInfo
 from adapters.errors import SiteUnavailable
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.states import ended, native_state
 from adapters.pbs.status import sequence_number
 from adapters.pbs.submit import JOB_ID
 from adapters.reasons import scheduler_says
-from adapters.scheduler_script import ranks_per_node
-from adapters.scheduler_text import duration, integer, lines, query_failed, text, timestamp
-from adapters.scheduler_types import QueueInfo
 from adapters.transport import CommandResult
 
 # TORQUE's job_state letters (qstat(1B) of TORQUE): C completed, E exiting, and those of

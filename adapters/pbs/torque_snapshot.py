@@ -21,13 +21,13 @@ from datetime import UTC
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
+from adapters.batch.text import duration, integer, query_failed, text, timestamp
+from adapters.batch.types import job_phase
 from adapters.errors import SiteUnavailable
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.states import native_state
 from adapters.pbs.submit import JOB_ID
 from adapters.pbs.torque import COMPLETED, child_text, job_elements
-from adapters.scheduler_text import duration, integer, query_failed, text, timestamp
-from adapters.scheduler_types import job_phase
 from adapters.snapshot import JobPhase, SiteCores, SnapshotJob
 from adapters.transport import CommandResult
 

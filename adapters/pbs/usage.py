@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from adapters.base import NativeState
+from adapters.batch.text import duration, integer
 from adapters.pbs.accounting import AccountingRecord, accounting_command, epoch, found_records
 from adapters.pbs.commands import PbsCommands
 from adapters.pbs.states import JOB_EXEC, ended
 from adapters.reasons import Reason, StatusReason, because
-from adapters.scheduler_text import duration, integer
 from adapters.transport import CommandResult
 from adapters.usage import UsageRecord
 

@@ -2,7 +2,7 @@
 
 One module per command (submit, status, accounting, cancel, queues), the batch script
 (script), the state and failure-code maps (states), and `SgeDialect` tying them together
-for `adapters.scheduler.BatchAdapter`.
+for `adapters.batch.adapter.BatchAdapter`.
 """
 
 from adapters.sge.commands import SgeCommands

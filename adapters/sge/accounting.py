@@ -16,8 +16,8 @@ import re
 from datetime import datetime, tzinfo
 
 from adapters.base import JobStatus, NativeState
+from adapters.batch.text import duration, integer, query_failed, text, timestamp
 from adapters.reasons import Reason, because, scheduler_says
-from adapters.scheduler_text import duration, integer, query_failed, text, timestamp
 from adapters.sge.arrays import record_id
 from adapters.sge.commands import SgeCommands
 from adapters.sge.states import FAILED_CODES, KILLED_CODES

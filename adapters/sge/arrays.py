@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 
 from adapters.base import ArrayRequest
-from adapters.scheduler_arrays import ArrayShape, check_array, single_run
-from adapters.text_rules import TextRule
+from adapters.batch.arrays import ArrayShape, check_array, single_run
+from rules.text import TextRule
 
 SHAPE = ArrayShape("SGE_TASK_ID", 1)
 TASK_ID = TextRule("Grid Engine array task id", r"[0-9]+\.[0-9]+", "JOB.TASK, e.g. 123.4")

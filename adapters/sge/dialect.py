@@ -1,4 +1,4 @@
-"""`SgeDialect`: Grid Engine commands as a `SchedulerDialect` (see adapters.scheduler_types)."""
+"""`SgeDialect`: Grid Engine commands as a `SchedulerDialect` (see adapters.batch.types)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from adapters.base import ArrayRequest, Capabilities, JobStatus, SubmitRequest
-from adapters.scheduler_arrays import is_single_run
-from adapters.scheduler_dialect import CancelAnswers, OptionsDialect
-from adapters.scheduler_text import choose_job
-from adapters.scheduler_types import DialectConfig, JobLayout, QueueInfo
+from adapters.batch.arrays import is_single_run
+from adapters.batch.dialect import CancelAnswers, OptionsDialect
+from adapters.batch.text import choose_job
+from adapters.batch.types import DialectConfig, JobLayout, QueueInfo
 from adapters.sge import accounting, arrays, queues, snapshot, status, submit, usage
 from adapters.sge.commands import SgeCommands
 from adapters.sge.script import job_options, render_script
@@ -18,7 +18,7 @@ from adapters.transport import CommandResult
 from adapters.usage import UsageRecord
 
 if TYPE_CHECKING:
-    from adapters.scheduler_types import SchedulerDialect
+    from adapters.batch.types import SchedulerDialect
 
 
 class SgeDialect(OptionsDialect):

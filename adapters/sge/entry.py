@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from adapters.scheduler_entry import DialectOption, DialectSettings, SchedulerEntry
+from adapters.batch.entry import DialectOption, DialectSettings, SchedulerEntry
 from adapters.sge.commands import SgeCommands
 from adapters.sge.dialect import SgeDialect
-from adapters.text_rules import PARTITION, TextRule
+from rules.text import PARTITION, TextRule
 
 PE_NAME = TextRule("parallel environment name", PARTITION.pattern,
                    "use letters, digits, '.', '_' or '-' (e.g. mpi)")

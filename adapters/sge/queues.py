@@ -6,8 +6,8 @@ AVAIL, TOTAL, aoACDS, cdsuE; after a header line and a line of dashes.
 
 from __future__ import annotations
 
-from adapters.scheduler_text import integer, lines, query_failed
-from adapters.scheduler_types import QueueInfo
+from adapters.batch.text import integer, lines, query_failed
+from adapters.batch.types import QueueInfo
 from adapters.sge.commands import SgeCommands
 from adapters.transport import CommandResult
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from adapters import script_directives
 from adapters.base import SubmitRequest
-from adapters.errors import SubmitRejected
-from adapters.scheduler_script import (
+from adapters.batch import directives as script_directives
+from adapters.batch.script import (
     check_request,
     directive_lines,
     mpi_launch,
     ranks_per_node,
     render,
 )
-from adapters.scheduler_types import DialectConfig, JobLayout
+from adapters.batch.types import DialectConfig, JobLayout
+from adapters.errors import SubmitRejected
 from adapters.sge import arrays
 
 DIRECTIVES = script_directives.SGE
@@ -78,7 +78,7 @@ def job_options(
 
 
 def _outputs(request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
-    """A task sends its own output to its directory (adapters.scheduler_arrays); given a
+    """A task sends its own output to its directory (adapters.batch.arrays); given a
     directory, Grid Engine writes a file per task there (`NAME.oJOB.TASK`) for the rest."""
     if request.array is None:
         return [["-o", layout.stdout], ["-e", layout.stderr]]

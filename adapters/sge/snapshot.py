@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from datetime import tzinfo
 
+from adapters.batch.text import duration, integer, timestamp
+from adapters.batch.types import job_phase
 from adapters.errors import SiteUnavailable
-from adapters.scheduler_text import duration, integer, timestamp
-from adapters.scheduler_types import job_phase
 from adapters.sge.commands import SgeCommands
 from adapters.sge.states import native_state
 from adapters.sge.status import JOB_ID, child_text, job_elements

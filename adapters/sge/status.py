@@ -18,13 +18,13 @@ from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
 from adapters.base import JobStatus
+from adapters.batch.text import query_failed, text, timestamp
 from adapters.errors import SiteUnavailable
-from adapters.scheduler_text import query_failed, text, timestamp
 from adapters.sge.arrays import tasks
 from adapters.sge.commands import SgeCommands
 from adapters.sge.states import native_state
-from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
+from rules.text import TextRule
 
 JOB_ID = TextRule("Grid Engine job id", r"[0-9]+", "digits, e.g. 123")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from adapters.batch.text import lines, submit_failed, text
 from adapters.errors import SiteUnavailable
-from adapters.scheduler_text import lines, submit_failed, text
 from adapters.transport import CommandResult
 
 # qsub -terse prints the job id, or "<id>.<first>-<last>:<step>" for an array job.

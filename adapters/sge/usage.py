@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from datetime import datetime, tzinfo
 
 from adapters.base import NativeState
+from adapters.batch.text import integer, timestamp
 from adapters.reasons import Reason, StatusReason, because
-from adapters.scheduler_text import integer, timestamp
 from adapters.sge.accounting import accounting_command, block_fields, blocks, record_status
 from adapters.sge.arrays import record_id, split
 from adapters.sge.commands import SgeCommands

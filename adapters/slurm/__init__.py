@@ -2,7 +2,7 @@
 
 One module per command (submit, status, accounting, cancel, queues), the batch script
 (script), the state map (states), and `SlurmDialect` tying them together for
-`adapters.scheduler.BatchAdapter`.
+`adapters.batch.adapter.BatchAdapter`.
 """
 
 from adapters.slurm.commands import SlurmCommands

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from datetime import tzinfo
 
 from adapters.base import JobStatus, NativeState
+from adapters.batch.text import integer, lines, no_value, query_failed, signal_exit, timestamp
 from adapters.reasons import Reason, StatusReason, because, scheduler_says
-from adapters.scheduler_text import integer, lines, no_value, query_failed, signal_exit, timestamp
 from adapters.slurm.arrays import unfold
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.states import native_state

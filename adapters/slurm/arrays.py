@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from adapters.base import ArrayRequest
-from adapters.scheduler_arrays import ArrayShape, check_array, list_text
+from adapters.batch.arrays import ArrayShape, check_array, list_text
 
 SHAPE = ArrayShape("SLURM_ARRAY_TASK_ID", 0)
 # slurm.conf(5) MaxArraySize: "the maximum job array task index value will be one less

@@ -1,4 +1,4 @@
-"""`SlurmDialect`: the Slurm commands as a `SchedulerDialect` (see adapters.scheduler_types)."""
+"""`SlurmDialect`: the Slurm commands as a `SchedulerDialect` (see adapters.batch.types)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from adapters.base import ArrayRequest, Capabilities, JobStatus, SubmitRequest
-from adapters.scheduler_dialect import BaseDialect, CancelAnswers
-from adapters.scheduler_text import choose_job, lines, query_failed
-from adapters.scheduler_types import (
+from adapters.batch.dialect import BaseDialect, CancelAnswers
+from adapters.batch.text import choose_job, lines, query_failed
+from adapters.batch.types import (
     DialectConfig,
     JobLayout,
     QueueInfo,
@@ -24,7 +24,7 @@ from adapters.transport import CommandResult
 from adapters.usage import UsageRecord
 
 if TYPE_CHECKING:
-    from adapters.scheduler_types import SchedulerDialect
+    from adapters.batch.types import SchedulerDialect
 
 
 class SlurmDialect(BaseDialect):

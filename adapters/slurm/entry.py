@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from adapters.scheduler_entry import DialectOption, DialectSettings, SchedulerEntry
+from adapters.batch.entry import DialectOption, DialectSettings, SchedulerEntry
 from adapters.slurm.arrays import DEFAULT_MAX_ARRAY_SIZE
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.dialect import SlurmDialect
-from adapters.text_rules import TextRule
+from rules.text import TextRule
 
 MAX_ARRAY_SIZE = DialectOption(
     "max_array_size", "array size limits",

@@ -8,8 +8,8 @@ prints one line per group of alike nodes; lines of one partition are added up.
 
 from __future__ import annotations
 
-from adapters.scheduler_text import duration, integer, lines, query_failed
-from adapters.scheduler_types import QueueInfo
+from adapters.batch.text import duration, integer, lines, query_failed
+from adapters.batch.types import QueueInfo
 from adapters.slurm.commands import SlurmCommands
 from adapters.transport import CommandResult
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from adapters import script_directives
 from adapters.base import SubmitRequest
-from adapters.scheduler_script import check_request, directive_lines, mpi_launch, render
-from adapters.scheduler_types import DialectConfig, JobLayout
+from adapters.batch import directives as script_directives
+from adapters.batch.script import check_request, directive_lines, mpi_launch, render
+from adapters.batch.types import DialectConfig, JobLayout
 from adapters.slurm import arrays
 
 DIRECTIVES = script_directives.SLURM
@@ -52,7 +52,7 @@ def job_options(request: SubmitRequest, layout: JobLayout, config: DialectConfig
 
 
 def _outputs(request: SubmitRequest, layout: JobLayout) -> list[str]:
-    """A task sends its own output to its directory (adapters.scheduler_arrays); Slurm's
+    """A task sends its own output to its directory (adapters.batch.arrays); Slurm's
     file per task (`%a`) keeps only what a task says before it gets there."""
     if request.array is None:
         return [f"--output={layout.stdout}", f"--error={layout.stderr}"]

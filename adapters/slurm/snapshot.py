@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
+from adapters.batch.text import duration, integer, lines, query_failed, timestamp
+from adapters.batch.types import job_phase
 from adapters.errors import SiteUnavailable
-from adapters.scheduler_text import duration, integer, lines, query_failed, timestamp
-from adapters.scheduler_types import job_phase
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.states import native_state
 from adapters.slurm.status import JOB_ID

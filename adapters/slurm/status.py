@@ -2,7 +2,7 @@
 
 Format `%i|%T|%r|%S|%j` (id, extended state, reason, start time, name; the name last
 so a `|` in it cannot shift the other fields). `--states=all` also lists jobs that just
-ended; their final word still comes from sacct (see `adapters.scheduler`).
+ended; their final word still comes from sacct (see `adapters.batch.adapter`).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from datetime import tzinfo
 
 from adapters.base import JobStatus, NativeState
+from adapters.batch.text import lines, no_value, query_failed, text, timestamp
 from adapters.reasons import StatusReason, scheduler_says
-from adapters.scheduler_text import lines, no_value, query_failed, text, timestamp
 from adapters.slurm.arrays import status_ids, unfold
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.states import native_state
-from adapters.text_rules import TextRule
 from adapters.transport import CommandResult
+from rules.text import TextRule
 
 FORMAT = "%i|%T|%r|%S|%j"
 # Job ids as squeue and sacct print them (plain, array task `7_3`, het component `7+1`).

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from adapters.base import SubmitRequest
+from adapters.batch.text import lines, submit_failed, text, timestamp
+from adapters.batch.types import DialectConfig, JobLayout, StartEstimate, SubmitCommand
 from adapters.errors import SiteUnavailable
-from adapters.scheduler_text import lines, submit_failed, text, timestamp
-from adapters.scheduler_types import DialectConfig, JobLayout, StartEstimate, SubmitCommand
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.script import job_options, render_script
 from adapters.transport import CommandResult

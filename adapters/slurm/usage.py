@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from datetime import tzinfo
 
-from adapters.scheduler_text import integer, lines, query_failed, timestamp
+from adapters.batch.text import integer, lines, query_failed, timestamp
 from adapters.slurm.accounting import ended_how
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.states import run_state

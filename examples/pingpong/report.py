@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from gateway.scheduling.comm_model import (
+from gateway.scheduling.evaluation.comm_model import (
     PingPongRow,
     TwoRegimeModel,
     fit_two_regime,

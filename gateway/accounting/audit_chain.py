@@ -65,7 +65,7 @@ class Link:
 
     def told(self) -> list[tuple[str, Mapping[str, Any]]]:
         """What the link records, as (kind, data): itself, then the link a submission's
-        state change carries (its lien: gateway.repositories.fast_hold writes both with
+        state change carries (its lien: gateway.repositories.money.fast_hold writes both with
         one statement, so they are one link)."""
         carried = self.data.get("carried")
         if not isinstance(carried, Mapping):

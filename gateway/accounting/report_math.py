@@ -1,6 +1,6 @@
 """The arithmetic of committee reports, pure: burn rate and projected exhaustion, job size
 buckets, nearest-rank percentiles and the expansion factor. No I/O: the sums come from
-the database (gateway.repositories.reports), the rules from here."""
+the database (gateway.repositories.money.reports), the rules from here."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def _security_schemes(device_url: str, token_url: str) -> dict[str, Any]:
     }
 
 
-# gateway.api.nul_guard refuses NUL in every request text; the document says so.
+# gateway.api.http.nul_guard refuses NUL in every request text; the document says so.
 NO_NUL = r"^[^\u0000]*$"
 _CONSTRAINED = {"pattern", "enum", "const", "format"}
 

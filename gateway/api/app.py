@@ -12,8 +12,8 @@ from fastapi import FastAPI
 
 from gateway import __version__
 from gateway.api import api_document, problems
-from gateway.api.middleware import BodyLimit, RequestMetrics
-from gateway.api.nul_guard import RejectNul
+from gateway.api.http.middleware import BodyLimit, RequestMetrics
+from gateway.api.http.nul_guard import RejectNul
 from gateway.api.routes import dashboard as dashboard_page
 from gateway.api.routes import (
     docs_page,

@@ -17,8 +17,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from gateway.auth.principal import Principal
 from gateway.domain.errors import Forbidden, Unauthenticated
+from gateway.domain.principal import Principal
 from gateway.runtime import Runtime
 
 

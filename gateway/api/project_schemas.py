@@ -17,7 +17,7 @@ from gateway.schemas.projects import (
     ProjectSummaryOut,
     TransferOut,
 )
-from gateway.services.balances import AllocationView, available_now
+from gateway.services.money.balances import AllocationView, available_now
 from gateway.services.projects import Member, ProjectDetail, ProjectSummary
 
 __all__ = ["AllocationList", "AllocationOut", "BalanceOut", "MemberOut", "ProjectList",

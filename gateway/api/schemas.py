@@ -11,8 +11,8 @@ from typing import Any
 
 from fastapi import Response
 
-from gateway.repositories.job_queries import AttemptView, EventView, JobView
-from gateway.repositories.job_relations import ArrayView
+from gateway.repositories.jobs.queries import AttemptView, EventView, JobView
+from gateway.repositories.jobs.relations import ArrayView
 from gateway.schemas import to_json
 from gateway.schemas.jobs import (
     AttemptOut,

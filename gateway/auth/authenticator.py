@@ -20,19 +20,19 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from gateway.auth import tokens
-from gateway.auth.keys import SigningKeys
-from gateway.auth.principal import Principal
-from gateway.auth.verify import TokenVerifier, VerifiedToken
-from gateway.db.engine import transaction
-from gateway.db.models import User
-from gateway.domain.errors import Unauthenticated
-from gateway.services.accounts import (
+from gateway.auth.accounts import (
     DEFAULT_ROLES,
     LOCAL_ISSUER,
     ensure_user,
     find_user,
     get_user,
 )
+from gateway.auth.keys import SigningKeys
+from gateway.auth.verify import TokenVerifier, VerifiedToken
+from gateway.db.engine import transaction
+from gateway.db.models import User
+from gateway.domain.errors import Unauthenticated
+from gateway.domain.principal import Principal
 from gateway.settings import Settings
 
 

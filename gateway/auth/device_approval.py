@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from gateway.db.models import DeviceCode, User
-from gateway.repositories import device_codes
+from gateway.repositories.identity import device_codes
 
 # RFC 8628 §6.1: 20 consonants, 8 characters: 20^8 ≈ 2.6e10 codes, ~34.5 bits.
 USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"

@@ -28,12 +28,12 @@ from authlib.oauth2.rfc8628 import (
 )
 
 from gateway.auth import tokens
+from gateway.auth.accounts import get_user
 from gateway.auth.device_approval import device_code_hash, new_user_code
 from gateway.auth.metadata import CLIENT_AUTH_METHODS, VERIFICATION_PATH
 from gateway.auth.oauth_models import Client, DeviceCredential, OAuthRequest, Token
 from gateway.db.models import DeviceCode, User
-from gateway.repositories import device_codes
-from gateway.services.accounts import get_user
+from gateway.repositories.identity import device_codes
 
 if TYPE_CHECKING:
     from gateway.auth.server import GatewayAuthorizationServer

@@ -6,7 +6,7 @@ from typing import Any
 
 from authlib.oauth2.rfc8628 import DEVICE_CODE_GRANT_TYPE
 
-from gateway.auth.principal import SCOPES
+from gateway.domain.principal import SCOPES
 from gateway.settings import Settings
 
 TOKEN_PATH = "/oauth/token"  # noqa: S105 (a path, not a secret)

@@ -12,8 +12,8 @@ from authlib.common.security import is_secure_transport
 from authlib.oauth2.rfc6749 import ClientMixin, OAuth2Payload, OAuth2Request, TokenMixin
 from authlib.oauth2.rfc8628 import DeviceCredentialMixin
 
+from gateway.auth.accounts import check_secret
 from gateway.db.models import DeviceCode, OAuthClient, RefreshToken
-from gateway.services.accounts import check_secret
 
 log = logging.getLogger(__name__)
 

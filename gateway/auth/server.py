@@ -24,6 +24,7 @@ from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from sqlalchemy.orm import Session
 
 from gateway.auth import tokens
+from gateway.auth.accounts import CLI_CLIENT_ID, ensure_cli_client, get_client, get_user
 from gateway.auth.grants import (
     ClientCredentials,
     DeviceAuthorization,
@@ -32,17 +33,16 @@ from gateway.auth.grants import (
     Revocation,
 )
 from gateway.auth.keys import SigningKeys
-from gateway.auth.metadata import server_metadata
-from gateway.auth.oauth_models import Client, OAuthRequest
-from gateway.auth.principal import SCOPES
-from gateway.db.models import User
-from gateway.services.accounts import CLI_CLIENT_ID, ensure_cli_client, get_client, get_user
-from gateway.services.login_throttle import (
+from gateway.auth.login_throttle import (
     LoginLimits,
     record_failure,
     record_success,
     retry_after,
 )
+from gateway.auth.metadata import server_metadata
+from gateway.auth.oauth_models import Client, OAuthRequest
+from gateway.db.models import User
+from gateway.domain.principal import SCOPES
 from gateway.settings import Settings
 
 

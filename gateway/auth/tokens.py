@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from gateway.auth.keys import SigningKeys
 from gateway.db.models import RefreshToken
-from gateway.repositories import refresh_tokens, revoked_access_tokens
+from gateway.repositories.identity import refresh_tokens, revoked_access_tokens
 from gateway.settings import Settings
 
 ACCESS_TOKEN_TYP = "at+jwt"  # noqa: S105 (a media type, not a secret)

@@ -35,8 +35,8 @@ from joserfc.jwk import JWKRegistry, Key
 from joserfc.jwt import JWTClaimsRegistry
 
 from gateway.auth.keys import SigningKeys
-from gateway.auth.principal import SCOPES
 from gateway.domain.errors import Unauthenticated, Unavailable
+from gateway.domain.principal import SCOPES
 from gateway.settings import ExternalIssuer, Settings
 
 log = logging.getLogger(__name__)

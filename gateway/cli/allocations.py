@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
-from gateway.cli.jobs import JsonOpt
+from gateway.cli.jobs.commands import JsonOpt
 from gateway.cli.state import state
 from gateway.schemas.projects import AllocationOut, MemberOut, ProjectOut, ProjectSummaryOut
 

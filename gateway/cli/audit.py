@@ -12,7 +12,7 @@ from rich.text import Text
 
 from gateway.accounting.units import su
 from gateway.cli import errors, render
-from gateway.cli.jobs import JobArg, JsonOpt
+from gateway.cli.jobs.commands import JobArg, JsonOpt
 from gateway.cli.state import state
 from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, LedgerSealsOut
 

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from gateway.cli import render
 from gateway.cli.allocations import STANDINGS
-from gateway.cli.jobs import JsonOpt
+from gateway.cli.jobs.commands import JsonOpt
 from gateway.cli.state import state
 from gateway.client.credentials import Credentials, CredentialStore
 from gateway.client.errors import ClientError, GatewayUnreachable, ProblemError

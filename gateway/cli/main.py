@@ -41,26 +41,26 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 gateway unreachable,
 
 # Command name -> "module:attribute" (a command function or a typer.Typer sub-app).
 COMMANDS = {
-    "serve": "gateway.cli.server:serve",
-    "worker": "gateway.cli.server:worker",
+    "serve": "gateway.cli.host.server:serve",
+    "worker": "gateway.cli.host.server:worker",
     "login": "gateway.cli.auth:login",
     "logout": "gateway.cli.auth:logout",
     "whoami": "gateway.cli.auth:whoami",
-    "submit": "gateway.cli.jobs:submit",
-    "list": "gateway.cli.jobs:list_jobs",
-    "show": "gateway.cli.jobs:show",
-    "events": "gateway.cli.jobs:events",
-    "logs": "gateway.cli.jobs:logs",
-    "cancel": "gateway.cli.job_control:cancel",
-    "hold": "gateway.cli.job_control:hold",
-    "release": "gateway.cli.job_control:release",
-    "wait": "gateway.cli.jobs:wait",
-    "outputs": "gateway.cli.outputs:list_outputs",
-    "fetch": "gateway.cli.outputs:fetch",
-    "outputs-delete": "gateway.cli.outputs:delete_outputs",
-    "upload": "gateway.cli.uploads:upload",
-    "uploads": "gateway.cli.uploads:list_uploads",
-    "upload-delete": "gateway.cli.uploads:delete",
+    "submit": "gateway.cli.jobs.commands:submit",
+    "list": "gateway.cli.jobs.commands:list_jobs",
+    "show": "gateway.cli.jobs.commands:show",
+    "events": "gateway.cli.jobs.commands:events",
+    "logs": "gateway.cli.jobs.commands:logs",
+    "cancel": "gateway.cli.jobs.control:cancel",
+    "hold": "gateway.cli.jobs.control:hold",
+    "release": "gateway.cli.jobs.control:release",
+    "wait": "gateway.cli.jobs.commands:wait",
+    "outputs": "gateway.cli.files.outputs:list_outputs",
+    "fetch": "gateway.cli.files.outputs:fetch",
+    "outputs-delete": "gateway.cli.files.outputs:delete_outputs",
+    "upload": "gateway.cli.files.uploads:upload",
+    "uploads": "gateway.cli.files.uploads:list_uploads",
+    "upload-delete": "gateway.cli.files.uploads:delete",
     "estimate": "gateway.cli.routing:estimate",
     "explain": "gateway.cli.routing:explain",
     "sites": "gateway.cli.system:sites",
@@ -71,13 +71,13 @@ COMMANDS = {
     "balance": "gateway.cli.allocations:balance",
     "usage": "gateway.cli.reports:usage",
     "project": "gateway.cli.allocations:project_app",
-    "admin": "gateway.cli.host_apps:admin_app",
-    "db": "gateway.cli.host_apps:db_app",
-    "site": "gateway.cli.site:site_app",
+    "admin": "gateway.cli.host.apps:admin_app",
+    "db": "gateway.cli.host.apps:db_app",
+    "site": "gateway.cli.host.site:site_app",
     "report": "gateway.cli.reports:report_app",
     "audit": "gateway.cli.audit:audit_app",
-    "image": "gateway.cli.images:image_app",
-    "workflow": "gateway.cli.workflows:workflow_app",
+    "image": "gateway.cli.images.commands:image_app",
+    "workflow": "gateway.cli.workflows.commands:workflow_app",
 }
 
 TESTBED_MISSING = (
@@ -94,7 +94,7 @@ def testbed_missing(ctx: typer.Context) -> None:
 
 def _testbed() -> Command:
     try:
-        from gateway.cli.testbed import testbed_app
+        from gateway.cli.host.testbed import testbed_app
     except ModuleNotFoundError as exc:
         if exc.name != "testbed":
             raise

@@ -44,7 +44,7 @@ def stderr_console() -> Console:
 def transfer_progress(console: Console | None = None) -> Progress:
     """Progress bars (bytes, speed, time left) on stderr for uploads and downloads, in
     binary units (MiB, GiB) as `gridgate uploads` shows sizes."""
-    from gateway.cli.progress import transfer_progress as bars  # rich.progress: on use
+    from gateway.cli.files.progress import transfer_progress as bars  # rich.progress: on use
 
     return bars(console or stderr_console())
 

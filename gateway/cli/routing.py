@@ -12,9 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
-from gateway.cli.inputs import upload_image
-from gateway.cli.jobs import JobArg, JsonOpt
-from gateway.cli.spec import SpecFlags, build_spec, load_spec_file
+from gateway.cli.files.inputs import upload_image
+from gateway.cli.jobs.commands import JobArg, JsonOpt
+from gateway.cli.jobs.spec import SpecFlags, build_spec, load_spec_file
 from gateway.cli.state import state
 from gateway.schemas.placements import CandidateOut, EstimateOut
 

@@ -10,7 +10,7 @@ the command: the rest of the CLI never loads it.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,18 +18,37 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+# Typer's own choice type: it shows and checks choices as for an Enum option.
+from typer._types import TyperChoice
+
 from gateway.cli import errors, render
 
 DEFAULT_WINDOW_DAYS = 180.0
 DAY = 86400.0
 
 
-class PolicyName(StrEnum):
-    """The routing policies a simulation can run (gateway/scheduling/simulation.py)."""
+# The registry's default (gateway.scheduling.policies.registry.DEFAULT): named here so
+# the CLI loads no scheduling module until `simulate` parses its options.
+DEFAULT_POLICY = "fastest"
 
-    own = "own"
-    fewest_queued = "fewest-queued"
-    fastest = "fastest"
+
+class PolicyChoice(TyperChoice[str]):
+    """`--policy`'s choices: the simulator's (gateway.scheduling.evaluation.simulation.policy_names:
+    its baselines and the registered routing policies), read when the option is shown or
+    parsed, so a policy registered in gateway/scheduling/policies/ is one at once."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> Sequence[str]:
+        from gateway.scheduling.evaluation.simulation import policy_names
+
+        return policy_names()
+
+    @choices.setter
+    def choices(self, value: Sequence[str]) -> None:
+        pass  # the simulator is the only source
 
 
 class ForecastMode(StrEnum):
@@ -45,10 +64,10 @@ TraceOpt = Annotated[list[Path], typer.Option(
     show_default=False,
     help="A workload log in Standard Workload Format, gzipped or not; repeat it for a "
          "federation (one site per log).")]
-PolicyOpt = Annotated[PolicyName, typer.Option(
-    "--policy", help="fastest: gridgate's router (earliest predicted completion); own: "
-                     "every job stays at its log's site; fewest-queued: the fitting site "
-                     "with the shortest queue.")]
+PolicyOpt = Annotated[str, typer.Option(
+    "--policy", click_type=PolicyChoice(),
+    help="fastest: gridgate's router (earliest predicted completion); own: every job stays "
+         "at its log's site; fewest-queued: the fitting site with the shortest queue.")]
 ForecastOpt = Annotated[ForecastMode, typer.Option(
     "--forecast-mode", help="fastest's wait forecast: combined (production: the wait "
                             "history, classed by the live queue's projection), history, or "
@@ -71,7 +90,7 @@ def _progress(what: str) -> Callable[[int, float], None]:
 
 def simulate(
     traces: TraceOpt,
-    policy: PolicyOpt = PolicyName.fastest,
+    policy: PolicyOpt = DEFAULT_POLICY,
     forecast_mode: ForecastOpt = ForecastMode.combined,
     window_days: WindowOpt = None,
     evaluate_predictions: EvaluateOpt = False,
@@ -83,7 +102,7 @@ def simulate(
     utilisation, overall and per origin site. Exit 1 when a log cannot be read (the file
     and line are named).
     """
-    from gateway.scheduling import simulation
+    from gateway.scheduling.evaluation import simulation
     from gateway.scheduling.swf import SwfError
 
     if evaluate_predictions:
@@ -95,7 +114,7 @@ def simulate(
             results = [simulation.evaluate_predictions(path, window, _progress(path.name))
                        for path in traces]
         else:
-            summary = simulation.simulate(traces, policy.value, window, _progress("simulate"),
+            summary = simulation.simulate(traces, policy, window, _progress("simulate"),
                                           forecast_mode.value)
     except SwfError as exc:
         raise errors.fail(f"error: {exc}") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from gateway.cli import render
-from gateway.cli.jobs import JsonOpt
+from gateway.cli.jobs.commands import JsonOpt
 from gateway.cli.state import state
 
 

@@ -206,7 +206,7 @@ class GatewayClient(BankMethods, WorkflowMethods):
                         failures = 0
                         yield chunk
                 # The gateway ends a follow when the job is over, or early when it stops
-                # (gateway.api.stopping): then it is resumed, like a dropped connection.
+                # (gateway.api.http.stopping): then it is resumed, like a dropped connection.
                 ended = "the gateway ended the stream before the job ended"
                 if is_final(self.get_job(job_id)):
                     # A stopping gateway may have ended the stream with output unsent, and

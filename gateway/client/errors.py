@@ -6,10 +6,15 @@
     ├── AmbiguousJobId           a short id that starts several of your jobs' ids
     ├── AuthenticationRequired   no token, or the gateway answered 401
     │   └── SessionExpired       the access and refresh tokens have both expired
+    ├── OAuthError               the login server refused a request: `error` says why (client.oauth)
     └── ProblemError             the gateway answered an RFC 9457 problem (or another error)
         ├── NotFoundError        404: no such job (or it belongs to someone else)
         ├── ConflictError        409: e.g. the state does not allow it
         └── ValidationFailed     400/422: carries the per-field `errors`
+
+`NNN:` is the status `problem_error` picks the class for; `(client.oauth)`: the module
+under `gateway` that defines it, when not this one. tests/client/test_error_tree.py checks
+this drawing against the classes.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from adapters.text_rules import JOB_ID_PREFIX
 from gateway.client.errors import AmbiguousJobId, NotFoundError, problem_error
 from gateway.client.transport import is_job_id
+from rules.text import JOB_ID_PREFIX
 
 if TYPE_CHECKING:
     from gateway.client.api import GatewayClient

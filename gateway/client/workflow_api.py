@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from adapters.text_rules import JOB_ID_PREFIX
 from gateway.client.errors import NotFoundError, problem_error
 from gateway.client.transport import ClientBase, is_job_id, segment
 from gateway.schemas.workflows import (
@@ -15,6 +14,7 @@ from gateway.schemas.workflows import (
     WorkflowList,
     WorkflowOut,
 )
+from rules.text import JOB_ID_PREFIX
 
 # Workflows an ambiguous short id lists.
 MAX_ID_CANDIDATES = 10

@@ -87,7 +87,7 @@ class Quote(Base):
 
 class Lien(Base):
     """Funds of one allocation held for one job while it waits and runs: a reservation,
-    outside the ledger (gateway.services.bank); held from `created_at` to `closed_at`."""
+    outside the ledger (gateway.services.money.bank); held from `created_at` to `closed_at`."""
 
     __tablename__ = "liens"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -101,7 +101,7 @@ class Site(Base):
     reason: Mapped[str | None] = mapped_column(Text)
     # When `state` last changed value (failover counts how long a site has been down).
     state_since: Mapped[datetime | None] = mapped_column(default=None)
-    # How busy the site was at its last queue snapshot (gateway.services.site_load), and
+    # How busy the site was at its last queue snapshot (gateway.services.routing.site_load), and
     # when that snapshot was taken; null until a routing pass took one.
     load: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     load_at: Mapped[datetime | None] = mapped_column(default=None)
@@ -353,7 +353,7 @@ class LoginFailure(Base):
     """One failed attempt at a sign-in point, one row per key it counts against: the
     account (`user:<name>`), the user code (`code:<code>`), the OAuth client
     (`client:<id>`), the client address (`addr:<ip>`). In the database, so every gateway
-    process sees the same counts (gateway.services.login_throttle)."""
+    process sees the same counts (gateway.auth.login_throttle)."""
 
     __tablename__ = "login_failures"
     __table_args__ = (Index("ix_login_failures_key_at", "key", "at"),)

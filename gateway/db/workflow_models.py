@@ -2,7 +2,7 @@
 instance (a step, or one combination of its matrix), and the workflow's own events. Each
 instance runs as an ordinary job (`job_id`), created with the workflow in one unit of
 work; a retry replaces it with a fresh job. The worker advances a workflow from these
-rows and its jobs' rows alone (gateway.services.workflow_advance)."""
+rows and its jobs' rows alone (gateway.services.workflows.advance)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ Decisions:
   (Open MPI: a site's Open MPI must share its major; bind mode: the site's library must not
   be older); an MPICH-ABI image in hybrid mode runs under any of the family's launchers.
 - For an uploaded SIF (`upload:<id>`) the gateway reads both from the image at submit
-  (gateway.services.container_images) and stores what it found in the spec.
+  (gateway.services.images.container_images) and stores what it found in the spec.
 - Binds are checked here as far as the job alone allows (no '..', ':' or ',', no control
   characters, destinations absolute and distinct); whether an absolute source lies in an
   area the site shares is routing's question, per site.
@@ -34,7 +34,6 @@ from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from adapters.text_rules import ENV_NAME
 from containers.binds import MAX_PATH_CHARS, Bind, check_absolute, resolve, resolve_all
 from containers.compat import ContainerNeeds, ImageMpi
 from containers.refs import FORMS, MAX_REF_CHARS, ImageRef, RefKind, parse_image_ref
@@ -42,6 +41,7 @@ from containers.runtimes import LauncherKind, MpiImpl, MpiMode, RuntimeKind
 from containers.versions import VERSION, Version
 from gateway.domain.field_issues import FieldIssues, Loc
 from gateway.domain.spec_parts import Strict, check_environment, rule_schema
+from rules.text import ENV_NAME
 
 MAX_BINDS = 64
 # Where a relative bind source is checked: any job directory reads the same.

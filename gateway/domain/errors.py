@@ -1,4 +1,31 @@
-"""The gateway's error hierarchy. No HTTP codes here: the API maps these in one place."""
+"""Every error the gateway reports to a person, in one tree, with what the API answers.
+
+    GatewayError               500 internal    the base (never raised); `detail` says what to do
+    ├── NotFound               404 not-found   no such thing, or another user's (alike on purpose)
+    │   └── NotPlaced          404 not-found   not yet placed by routing (services.jobs.queries)
+    ├── Invalid                422 validation  well-formed, but not possible as asked
+    │   ├── SiteConfigError    422 validation  an unusable site config (siteconfig.errors)
+    │   ├── NoAccount          422 validation  no account there for the user (services.sites.entry)
+    │   │   └── NotIsolated    422 validation  takes only its owner's jobs (services.sites.entry)
+    │   └── InsufficientFunds  422 validation  no allocation can pay (services.money.bank)
+    ├── Conflict               409 conflict    the state does not allow it now (e.g. a final job)
+    │   └── OffsetMismatch     409 conflict    a chunk at the wrong offset (services.data.uploads)
+    ├── Unauthenticated        401 unauthenticated no valid token; `WWW-Authenticate` says how
+    ├── Forbidden              403 forbidden   a valid token that does not allow this
+    ├── Unavailable            503 unavailable a site or the database is down; try again later
+    ├── TooLarge               413 too-large   a body, file or quota limit is exceeded
+    ├── InputUnavailable       500 internal    input cannot be staged (services.data.input_sources)
+    │   └── RegistryPullFailed 500 internal    image pull failed (services.images.registry_client)
+    ├── StageOutFailed         500 internal    outputs not collected as asked (worker.stage_out)
+    └── ContainerRefused       500 internal    cannot launch it there now (worker.container_launch)
+
+A line: the class, the status and problem type (`/problems/NAME`) the API answers it with,
+what it means, and the module under `gateway` that defines it when not this one. No HTTP in
+the classes: gateway/api/problems.py maps them in one place (`status_of`, by class; the type
+is the status's own), and a class it does not list is answered 500, as a bug. The last four
+are the worker's: it records their `detail` as the attempt's reason, and no route raises
+them. tests/domain/test_error_tree.py checks this drawing against the classes.
+"""
 
 from __future__ import annotations
 

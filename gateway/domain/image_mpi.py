@@ -1,7 +1,7 @@
 """The MPI of an uploaded image: what the job states against what the gateway found (pure).
 
-The gateway lists the image's files at submit (gateway.services.container_images) and
-`containers.mpi_abi` names the MPI they hold. Here the two meet:
+The gateway lists the image's files at submit (gateway.services.images.container_images) and
+`containers.image.mpi_abi` names the MPI they hold. Here the two meet:
 - nothing stated: the found MPI is taken (its implementation, and for Open MPI the series
   its library names, e.g. 4.1);
 - stated and found agree (same ABI family; for Open MPI the stated release within the found
@@ -13,8 +13,8 @@ then asks for `container.mpi_version`.
 
 from __future__ import annotations
 
-from containers import mpi_abi
-from containers.mpi_abi import MpiAbi
+from containers.image import mpi_abi
+from containers.image.mpi_abi import MpiAbi
 from containers.runtimes import MpiImpl, MpiMode
 from containers.versions import Version
 from gateway.domain.errors import Invalid

@@ -3,7 +3,7 @@ checked by the pure workflows package, and the gates that keep an ACCEPTED job f
 routed or claimed until its dependencies are met or its array's throttle has room.
 
 A gate is a column of the job row (`jobs.gate`), so the worker decides from the database
-alone, every cycle (gateway.services.job_gates): nothing is kept in memory.
+alone, every cycle (gateway.services.jobs.gates): nothing is kept in memory.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Gate(StrEnum):
     NEVER = "never"  # a dependency can never be satisfied: it waits until cancelled
     THROTTLE = "throttle"  # its array already runs as many tasks as its throttle allows
     # A workflow step whose producers have not all completed (or whose inputs are not yet
-    # resolved): the worker's workflow step opens it (gateway.services.workflow_advance).
+    # resolved): the worker's workflow step opens it (gateway.services.workflows.advance).
     WORKFLOW = "workflow"
 
 

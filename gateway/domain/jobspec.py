@@ -19,8 +19,23 @@ from pydantic import (
     model_validator,
 )
 
-from adapters import script_directives
-from adapters.text_rules import (
+from adapters.batch import directives as script_directives
+from gateway.domain.container_spec import ContainerSpec, container_issues, default_mode
+from gateway.domain.field_issues import FieldIssues
+from gateway.domain.job_relations import ArrayText, DependsOn
+from gateway.domain.routing_policy import (
+    DEFAULT,
+    PolicyName,
+    deadline_description,
+    deadline_rule_problem,
+    pinned_policy,
+    pins,
+    policy_description,
+    routing_schema,
+)
+from gateway.domain.spec_parts import Strict, check_environment, rule_schema, submitted
+from gateway.domain.staging import OutputsMode, check_job_path, parse_source
+from rules.text import (
     DURATION,
     ENV_NAME,
     LABEL_KEY,
@@ -29,11 +44,6 @@ from adapters.text_rules import (
     SITE_NAME,
     TextRule,
 )
-from gateway.domain.container_spec import ContainerSpec, container_issues, default_mode
-from gateway.domain.field_issues import FieldIssues
-from gateway.domain.job_relations import ArrayText, DependsOn
-from gateway.domain.spec_parts import Strict, check_environment, rule_schema, submitted
-from gateway.domain.staging import OutputsMode, check_job_path, parse_source
 
 _SECONDS = TextRule("walltime", r"-?[0-9]+", "use seconds or [D-][HH:]MM:SS")
 # RFC 3339 date-time (section 5.6): a full date, a time and an explicit offset.
@@ -47,10 +57,10 @@ MAX_HEDGE = 4
 
 
 # Validation context for a spec accepted earlier and already submitted (the worker reads
-# it back to recover a submission or collect outputs; gateway.repositories.jobs.stored_spec
-# reads every stored spec): the checks that guard submission and staging in, which may
-# have tightened since, are not applied again. The adapters check a script's directives
-# and the environment's names again at any submission.
+# it back to recover a submission or collect outputs; every stored spec is read through
+# gateway.repositories.jobs.rows.stored_spec): the checks that guard submission and
+# staging in, which may have tightened since, are not applied again. The adapters check
+# a script's directives and the environment's names again at any submission.
 SUBMITTED = {"submitted": True}
 # The site of a job the gateway routes.
 AUTO = "auto"
@@ -140,15 +150,6 @@ class Mpi(Strict):
             "or openmpi).")))
 
 
-class RoutingPolicy(StrEnum):
-    """How a `site: auto` job's site is chosen (gateway.scheduling.ranking)."""
-
-    FASTEST = "fastest"  # lowest predicted median completion
-    DEADLINE = "deadline"  # highest probability of finishing by `deadline`
-    CHEAPEST = "cheapest"  # lowest quote among sites predicted to meet an optional deadline
-    PINNED = "pinned"  # the site the job names
-
-
 def parse_rfc3339(value: Any) -> datetime:
     """A timezone-aware datetime from an RFC 3339 string (matched whole), in UTC."""
     if isinstance(value, datetime):
@@ -190,44 +191,29 @@ def launcher_problem(spec: JobSpec) -> str | None:
 class Routing(Strict):
     """Where a `site: auto` job goes: by `policy`, over its `hedge` best sites."""
 
-    # _deadline_policy's rule, in the schema: the deadline policy needs a deadline, and a
-    # deadline needs the deadline or cheapest policy.
-    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"allOf": [
-        {"if": {"required": ["policy"], "properties": {"policy": {"const": "deadline"}}},
-         "then": {"required": ["deadline"], "properties": {"deadline": {"type": "string"}}}},
-        {"if": {"required": ["deadline"], "properties": {"deadline": {"type": "string"}}},
-         "then": {"required": ["policy"],
-                  "properties": {"policy": {"enum": ["deadline", "cheapest"]}}}},
-    ]})
+    # The policy words, their deadline rules and the schema saying both come from the
+    # routing policy registry (gateway.domain.routing_policy), read as each spec is.
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=routing_schema)
 
-    policy: RoutingPolicy = Field(default=RoutingPolicy.FASTEST, description=(
-        "fastest (default): the site with the earliest predicted completion; deadline: the "
-        "site most likely to finish by `deadline`; cheapest: the site with the lowest quote "
-        "among those predicted to finish by `deadline` (if given); pinned: the site the "
-        "job names."))
+    policy: PolicyName = Field(default=PolicyName(DEFAULT),
+                               description=policy_description())
     hedge: Annotated[int, Field(ge=1, le=MAX_HEDGE, description=(
         f"Submit to this many of the best sites (at most {MAX_HEDGE}); the first copy to "
         "start wins and the others are cancelled."))] = 1
-    deadline: datetime | None = Field(default=None, description=(
-        "RFC 3339 time the job should finish by; required by the deadline policy, "
-        "optional under cheapest."))
+    deadline: datetime | None = Field(default=None, description=deadline_description())
 
     @field_validator("deadline", mode="before")
     @classmethod
     def _deadline(cls, value: Any) -> datetime | None:
         # That a new job's deadline lies ahead is checked at submission
-        # (gateway.services.jobs): a stored spec stays valid once its deadline passes.
+        # (gateway.services.jobs.submission): a stored spec stays valid once its deadline passes.
         return None if value is None else parse_rfc3339(value)
 
     @model_validator(mode="after")
     def _deadline_policy(self) -> Self:
-        if self.policy == RoutingPolicy.DEADLINE and self.deadline is None:
-            raise ValueError("the deadline policy needs 'deadline': the RFC 3339 time the job "
-                             "should finish by")
-        if (self.policy not in (RoutingPolicy.DEADLINE, RoutingPolicy.CHEAPEST)
-                and self.deadline is not None):
-            raise ValueError("'deadline' goes with `policy: deadline` (or `policy: cheapest`); "
-                             "set the policy or drop the deadline")
+        problem = deadline_rule_problem(self.policy, self.deadline)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
 
@@ -372,17 +358,19 @@ class JobSpec(Strict):
         # A job naming its site is pinned there: the policy says so in the stored spec.
         if isinstance(data, dict) and data.get("site", AUTO) != AUTO:
             routing = data.get("routing")
+            pinned = pinned_policy()
             if routing is None:
-                data = {**data, "routing": {"policy": RoutingPolicy.PINNED.value}}
+                data = {**data, "routing": {"policy": pinned}}
             elif isinstance(routing, dict) and "policy" not in routing:
-                data = {**data, "routing": {**routing, "policy": RoutingPolicy.PINNED.value}}
+                data = {**data, "routing": {**routing, "policy": pinned}}
         return data
 
     @model_validator(mode="after")
     def _routing_matches_site(self) -> Self:
-        pinned = self.routing.policy == RoutingPolicy.PINNED
+        policy = self.routing.policy
+        pinned = pins(policy)
         if self.site == AUTO and pinned:
-            raise ValueError("`routing.policy: pinned` needs a site: name it in 'site'")
+            raise ValueError(f"`routing.policy: {policy}` needs a site: name it in 'site'")
         if self.site != AUTO and not pinned:
             raise ValueError(f"a job naming site '{self.site}' is pinned there: drop "
                              "'routing.policy' or set `site: auto`")

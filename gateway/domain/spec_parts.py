@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo
 
-from adapters.env_rules import env_name_problem, runtime_name
-from adapters.text_rules import TextRule
+from rules.env_names import env_name_problem, runtime_name
+from rules.text import TextRule
 
 # Names the gateway or a scheduler sets itself.
 ENV_RESERVED_PREFIXES = ("GRIDGATE_", "BASH_FUNC_", "SLURM_", "SGE_", "PBS_", "LSB_")
@@ -31,7 +31,7 @@ def submitted(info: ValidationInfo) -> bool:
 
 
 def check_environment(value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
-    """`value` when every name is one the job may set (adapters.env_rules, and none the
+    """`value` when every name is one the job may set (rules.env_names, and none the
     gateway or a scheduler sets, also behind a container runtime's prefix) and no value
     holds a NUL byte; ValueError (a 422) naming the first that is not. A submitted spec's
     variables were set already: a rule tightened since does not make it unreadable."""

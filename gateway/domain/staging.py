@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlsplit
 
-from adapters.job_paths import PathFault, relative_path_fault
-from adapters.scheduler_types import CONTROL_DIR as CONTROL_DIR  # the job dir's control files
-from adapters.text_rules import SITE_NAME
+from adapters.batch.types import CONTROL_DIR as CONTROL_DIR  # the job dir's control files
+from rules.job_paths import PathFault, relative_path_fault
+from rules.text import SITE_NAME
 
 MAX_PATH_CHARS = 4096
 MAX_SEGMENT_CHARS = 255

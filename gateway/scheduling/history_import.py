@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, tzinfo
 from pathlib import Path
 
-from adapters.scheduler_text import duration, integer, timestamp
+from adapters.batch.text import duration, integer, timestamp
 from adapters.sge.accounting import parse_records
 from adapters.transport import CommandResult
 from gateway.scheduling.swf import SwfError, iter_jobs, read_header

@@ -1,16 +1,12 @@
 """Ranking: which of the sites that can take a job it should go to, and why (pure).
 
 Routing is two stages. Hard constraints first (`Candidate.excluded`: a sentence kept for
-the explanation); then the sites left are ordered by a policy over each site's
-`Forecast` (staging + queue wait + run time, seconds from now):
-- `fastest` (the default): lowest predicted median completion; the 95% bound, then the
-  site name, break ties, so equal forecasts always give the same answer;
-- `deadline`: highest probability of finishing by the deadline, then `fastest`;
-- `cheapest`: the lowest quote (the site's price for the job, milli-SU, given with the
-  candidate) among the sites predicted to finish by the optional deadline (median
-  completion), ties broken by `fastest`; a site without a quote after every priced one;
-  when no site is predicted to make the deadline, `fastest` over all of them.
-A job naming its site is `pinned`: it has one candidate (routing.py never ranks it).
+the explanation); then the sites left are ordered by the job's policy over each site's
+`Forecast` (staging + queue wait + run time, seconds from now). The policies and their
+registry are gateway/scheduling/policies/ (`fastest`, the default; `deadline`;
+`cheapest`; `pinned`, for a job naming its site, which routing.py never ranks): `rank`
+looks the policy up by name, lets it order the open candidates and say why the first
+leads, and words the sentence (the hedge, a last resort's caution, or why no site can).
 
 `route_pass` routes a batch of pending jobs in one computation: each job routed adds
 its predicted load to the chosen site (`Forecaster.commit`), so the jobs of one pass see
@@ -25,13 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Generic, Protocol, TypeVar
 
-from gateway.accounting.units import su
-
-FASTEST = "fastest"
-DEADLINE = "deadline"
-CHEAPEST = "cheapest"
-PINNED = "pinned"
-POLICIES = (FASTEST, DEADLINE, CHEAPEST, PINNED)
+from gateway.scheduling.policies import registry
+from gateway.scheduling.policies.base import DeadlineRule, RoutingPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,22 +100,16 @@ class Decision:
     why: str
 
 
-def _fastest_key(candidate: Candidate) -> tuple[float, float, str]:
-    forecast = candidate.forecast
-    assert forecast is not None
-    return (forecast.completion, forecast.completion_bound, candidate.site)
-
-
-def rank(candidates: Iterable[Candidate], policy: str = FASTEST, hedge: int = 1,
+def rank(candidates: Iterable[Candidate], policy: str = registry.DEFAULT, hedge: int = 1,
          deadline: float | None = None) -> Decision:
-    """Order `candidates` by `policy` and choose the best `hedge` of them.
+    """Order `candidates` by the registered policy called `policy` and choose the best
+    `hedge` of them.
 
-    `deadline` (seconds from now) is required by the `deadline` policy, optional under
-    `cheapest` and ignored by the others. A candidate neither excluded nor forecast is a
-    caller's error.
+    `deadline` (seconds from now) is required by a policy whose deadline rule says so
+    (`deadline`), optional under `cheapest` and ignored by the others. A candidate
+    neither excluded nor forecast is a caller's error.
     """
-    if policy not in POLICIES:
-        raise ValueError(f"unknown routing policy {policy!r}")
+    ranker = registry.policy(policy)  # ValueError: unknown routing policy
     if hedge < 1:
         raise ValueError("hedge must be at least 1")
     given = list(candidates)
@@ -132,105 +117,29 @@ def rank(candidates: Iterable[Candidate], policy: str = FASTEST, hedge: int = 1,
     open_ = [c for c in given if c.excluded is None]
     if any(c.forecast is None for c in open_):
         raise ValueError("every candidate not excluded needs a forecast")
-    if policy == DEADLINE:
-        if deadline is None:
-            raise ValueError("the deadline policy needs a deadline")
-        ordered = sorted(open_, key=lambda c: (-_p_finish(c, deadline), *_fastest_key(c)))
-    elif policy == CHEAPEST:
-        ordered = _cheapest_order(open_, deadline)
-    else:
-        ordered = sorted(open_, key=_fastest_key)
+    if ranker.deadline_rule is DeadlineRule.REQUIRED and deadline is None:
+        raise ValueError(f"the {policy} policy needs a deadline")
+    ordered = ranker.order(open_, deadline)
     chosen = tuple(c.site for c in ordered[:hedge])
-    why = _why(policy, ordered, excluded, chosen, deadline)
+    why = _why(ranker, ordered, excluded, chosen, deadline)
     if ordered and ordered[0].caution is not None:
         why = f"{why[:-1]}; {ordered[0].caution}."
     return Decision(policy, chosen, tuple(ordered + excluded), why)
 
 
-def _in_time(candidate: Candidate, deadline: float | None) -> bool:
-    assert candidate.forecast is not None
-    return deadline is None or candidate.forecast.completion <= deadline
-
-
-def _cheapest_order(open_: Sequence[Candidate], deadline: float | None) -> list[Candidate]:
-    def price(c: Candidate) -> tuple[bool, int]:
-        return c.quote_milli is None, c.quote_milli or 0
-
-    in_time = sorted((c for c in open_ if _in_time(c, deadline)),
-                     key=lambda c: (*price(c), *_fastest_key(c)))
-    # Late everywhere: a cheap site that misses the deadline is no bargain, so the rest
-    # go fastest first (the nearest to making it).
-    late = sorted((c for c in open_ if not _in_time(c, deadline)), key=_fastest_key)
-    return in_time + late
-
-
-def _p_finish(candidate: Candidate, deadline: float) -> float:
-    assert candidate.forecast is not None
-    return candidate.forecast.p_finish_within(deadline)
-
-
-def _why(policy: str, ordered: Sequence[Candidate], excluded: Sequence[Candidate],
+def _why(ranker: RoutingPolicy, ordered: Sequence[Candidate], excluded: Sequence[Candidate],
          chosen: tuple[str, ...], deadline: float | None) -> str:
     if not chosen:
         reasons = "; ".join(f"{c.site}: {c.excluded}" for c in excluded) or "no sites"
         return f"No site can run this job ({reasons})."
-    best = ordered[0]
-    assert best.forecast is not None
-    if policy == DEADLINE and deadline is not None:
-        lead = (f"site '{best.site}' has the best chance to finish by the deadline "
-                f"({_p_finish(best, deadline):.0%})")
-    elif policy == PINNED:
-        lead = f"the job names site '{best.site}'"
-    elif policy == CHEAPEST:
-        return _why_cheapest(ordered, chosen, deadline)
-    else:
-        lead = (f"site '{best.site}' has the earliest predicted completion "
-                f"({_duration(best.forecast.completion)}, 95% bound "
-                f"{_duration(best.forecast.completion_bound)})")
-    if len(ordered) > 1 and policy != PINNED:
-        runner = ordered[1]
-        assert runner.forecast is not None
-        lead += f"; next best '{runner.site}' at {_duration(runner.forecast.completion)}"
-    return _sentence(lead, chosen)
+    return sentence(ranker.why(ordered, deadline), chosen)
 
 
-def _why_cheapest(ordered: Sequence[Candidate], chosen: tuple[str, ...],
-                  deadline: float | None) -> str:
-    best = ordered[0]
-    assert best.forecast is not None
-    timing = (f"{_duration(best.forecast.completion)}, 95% bound "
-              f"{_duration(best.forecast.completion_bound)}")
-    in_time = " predicted to finish by the deadline" if deadline is not None else ""
-    if not _in_time(best, deadline):
-        lead = ("no site is predicted to finish by the deadline; site "
-                f"'{best.site}' has the earliest predicted completion ({timing})")
-    elif best.quote_milli is None:
-        lead = (f"no site{in_time} has a quote for this job; site '{best.site}' has the "
-                f"earliest predicted completion ({timing})")
-    else:
-        among = f" of the sites{in_time}" if in_time else ""
-        lead = (f"site '{best.site}' has the lowest quote{among} "
-                f"({su(best.quote_milli)} SU; predicted completion {timing})")
-        runner = ordered[1] if len(ordered) > 1 else None
-        if runner is not None and _in_time(runner, deadline):
-            price = "no quote" if runner.quote_milli is None else f"{su(runner.quote_milli)} SU"
-            lead += f"; next cheapest '{runner.site}' at {price}"
-    return _sentence(lead, chosen)
-
-
-def _sentence(lead: str, chosen: tuple[str, ...]) -> str:
+def sentence(lead: str, chosen: tuple[str, ...]) -> str:
+    """A policy's reason as the decision's sentence: capitalised, the hedge named."""
     if len(chosen) > 1:
         lead += "; hedged over " + ", ".join(f"'{s}'" for s in chosen)
     return lead[0].upper() + lead[1:] + "."
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(seconds, 0.0)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 JobT = TypeVar("JobT")

@@ -21,7 +21,7 @@ from gateway.db.base import utcnow
 from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState
 from gateway.metrics import Metrics
-from gateway.repositories import attempts, targets
+from gateway.repositories.jobs import attempts, targets
 from gateway.services.transitions import note
 
 log = logging.getLogger(__name__)

@@ -28,13 +28,14 @@ from gateway.db.models import Attempt, Job
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.metrics import Metrics
-from gateway.repositories import attempts, jobs, targets
-from gateway.repositories import native_arrays as native_repo
 from gateway.repositories import sites as site_rows
-from gateway.repositories.attempts import Followed, PendingCancel
-from gateway.repositories.jobs import NewOutput
+from gateway.repositories.jobs import attempts, targets
+from gateway.repositories.jobs import native_arrays as native_repo
+from gateway.repositories.jobs import rows as jobs
+from gateway.repositories.jobs.attempts import Followed, PendingCancel
+from gateway.repositories.jobs.rows import NewOutput
 from gateway.services import hedging
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.services.transitions import advance, note
 
 log = logging.getLogger(__name__)

@@ -25,16 +25,17 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from adapters.base import ArrayRequest
-from adapters.scheduler_arrays import task_workdir
+from adapters.batch.arrays import task_workdir
 from gateway.db.base import utcnow
 from gateway.db.models import Attempt
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import AttemptState, JobState
-from gateway.repositories import attempts, jobs
-from gateway.repositories import native_arrays as repo
 from gateway.repositories import sites as site_rows
+from gateway.repositories.jobs import attempts
+from gateway.repositories.jobs import native_arrays as repo
+from gateway.repositories.jobs import rows as jobs
 from gateway.services.lifecycle import Claim, Lifecycle
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.services.transitions import advance
 
 # Whether the site takes this array natively: (owner's username, spec, the array).

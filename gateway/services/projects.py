@@ -9,14 +9,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from adapters.text_rules import TextRule
-from gateway.auth.principal import Principal
-from gateway.db.base import utcnow
-from gateway.db.models import Membership, Project
-from gateway.domain.errors import Conflict, Forbidden, Invalid
-from gateway.repositories import audit, projects, users
-from gateway.services.balances import AllocationView, available_now, views
-from gateway.services.project_access import (
+from gateway.auth.project_access import (
     PI_ROLE,
     Access,
     Standing,
@@ -24,8 +17,16 @@ from gateway.services.project_access import (
     require_admin,
     visible_projects,
 )
+from gateway.db.base import utcnow
+from gateway.db.models import Membership, Project
+from gateway.domain.errors import Conflict, Forbidden, Invalid
+from gateway.domain.principal import Principal
+from gateway.repositories.identity import projects, users
+from gateway.repositories.money import audit
+from gateway.services.money.balances import AllocationView, available_now, views
+from rules.text import TextRule
 
-# Not starting with '~': those are the users' personal projects (gateway.services.accounts).
+# Not starting with '~': those are the users' personal projects (gateway.auth.accounts).
 PROJECT_NAME = TextRule(
     "project name", r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
     "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit "

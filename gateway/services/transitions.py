@@ -9,8 +9,8 @@ from sqlalchemy.orm import Session
 from gateway.db.base import utcnow
 from gateway.db.models import Job
 from gateway.domain.states import JobState, Reason, can_transition
-from gateway.repositories import events
-from gateway.repositories.events import NewEvent
+from gateway.repositories.jobs import events
+from gateway.repositories.jobs.events import NewEvent
 
 
 def advance(

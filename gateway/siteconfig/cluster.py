@@ -7,7 +7,6 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
-from adapters.text_rules import TextRule
 from gateway.siteconfig.fields import (
     ArgvItem,
     FieldIssues,
@@ -19,6 +18,7 @@ from gateway.siteconfig.fields import (
     Walltime,
 )
 from gateway.siteconfig.keys import SafeText
+from rules.text import TextRule
 
 
 class Partition(Section):

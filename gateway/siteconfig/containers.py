@@ -28,7 +28,6 @@ from typing import Annotated, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
-from adapters.text_rules import MPI_FLAVOR
 from containers.binds import check_absolute, under
 from containers.errors import ContainerError
 from containers.runtimes import LauncherKind, MpiImpl, RuntimeKind
@@ -37,6 +36,7 @@ from containers.versions import VERSION, Version
 from gateway.siteconfig.cluster import MpiFlavor
 from gateway.siteconfig.fields import ArgvItem, FieldIssues, Loc, Section, named
 from gateway.siteconfig.keys import no_private_key
+from rules.text import MPI_FLAVOR
 
 
 def _host_path(value: str) -> str:

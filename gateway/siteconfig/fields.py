@@ -8,11 +8,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
-from adapters.text_rules import ACCOUNT, MPI_FLAVOR, PARTITION, SITE_NAME, TextRule
 from gateway.domain.field_issues import FieldIssues as FieldIssues  # re-exported
 from gateway.domain.field_issues import Loc as Loc  # re-exported
 from gateway.domain.jobspec import parse_walltime
 from gateway.siteconfig.keys import no_private_key
+from rules.text import ACCOUNT, MPI_FLAVOR, PARTITION, SITE_NAME, TextRule
 
 UNLIMITED = "UNLIMITED"
 
@@ -29,7 +29,7 @@ def named(rule: TextRule, description: str) -> list[Any]:
             Field(description=description, json_schema_extra={"pattern": rule.json_pattern})]
 
 
-# Kinds only site configs have; the shared ones come from adapters.text_rules.
+# Kinds only site configs have; the shared ones come from rules.text.
 COMMAND_NAME = TextRule("command name", r"[a-z][a-z0-9_-]{0,31}",
                         "use the scheduler command's name, e.g. sbatch")
 LOCAL_USER = TextRule("Unix account name", r"[A-Za-z_][A-Za-z0-9_.-]{0,31}",

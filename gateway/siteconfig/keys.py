@@ -17,8 +17,8 @@ from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from adapters.text_rules import TextRule
 from gateway.domain.errors import Invalid
+from rules.text import TextRule
 
 # The key types OpenSSH offers as host keys (DSA is gone since OpenSSH 7.0).
 HOST_KEY_TYPES = frozenset({

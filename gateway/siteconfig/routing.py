@@ -8,9 +8,9 @@ from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from adapters.text_rules import LABEL_KEY, TextRule
 from gateway.scheduling.constraints import LabelRules
 from gateway.siteconfig.fields import FieldIssues, Loc, Section
+from rules.text import LABEL_KEY, TextRule
 
 # Label values a rule names: what job specs allow (any text up to 255), minus what would
 # make a rule unreadable (line breaks, NUL).

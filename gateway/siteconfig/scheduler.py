@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Self
 from pydantic import AfterValidator, Field, create_model, model_validator
 
 from adapters import registry
-from adapters.scheduler_entry import DialectOption, OptionValue, SchedulerEntry
+from adapters.batch.entry import DialectOption, OptionValue, SchedulerEntry
 from gateway.siteconfig.fields import (
     ArgvItem,
     CommandName,

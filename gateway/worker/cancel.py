@@ -20,7 +20,7 @@ import logging
 
 from adapters.errors import UnknownJob
 from gateway.services.lifecycle import Claim
-from gateway.services.sites import NoAccount, SiteEntry
+from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
 
 log = logging.getLogger(__name__)

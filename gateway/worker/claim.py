@@ -5,7 +5,7 @@ refuse a claim that cannot run."""
 from __future__ import annotations
 
 from gateway.services.lifecycle import Claim
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.worker.context import CLAIM_BATCH, StepContext
 
 

@@ -7,7 +7,7 @@ SIF's SquashFS partition into in the site's cache, or for a registry image on a 
 reaches registries, the file a locked `apptainer pull` leaves in the site's cache
 (containers.pull), run first by the batch script. A registry image the site cannot pull
 (`reaches_registries: false`, or ch-run) is pulled by the gateway and staged like a SIF
-file (gateway.services.registry_pull).
+file (gateway.services.images.registry_pull).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from containers.runtimes import LauncherKind, RuntimeKind
 from gateway.domain.errors import GatewayError
 from gateway.domain.jobspec import JobSpec
 from gateway.scheduling.constraints import container_fit
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 
 # The staged image's name in the job directory (hidden: the job's files are the user's).
 IMAGE_FILE = ".gridgate-image"

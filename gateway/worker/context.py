@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from gateway.db.engine import transaction
 from gateway.runtime import Runtime
 from gateway.services.lifecycle import Lifecycle
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 
 # At most this many jobs are claimed (or outputs collected) per site and step.
 CLAIM_BATCH = 50

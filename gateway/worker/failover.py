@@ -1,5 +1,5 @@
 """Failover step (once per cycle): jobs stranded at a site down too long get a sibling
-at another site (gateway.services.failover)."""
+at another site (gateway.services.routing.failover)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 from datetime import timedelta
 
 from gateway.db.base import utcnow
-from gateway.services.failover import down_since_before, fail_over
+from gateway.services.routing.failover import down_since_before, fail_over
 from gateway.worker.context import CLAIM_BATCH, StepContext
 
 log = logging.getLogger(__name__)

@@ -1,13 +1,13 @@
 """Gates step: once per cycle, before routing, let through the ACCEPTED jobs whose
 dependencies are now satisfied and the array tasks their throttle has room for
-(gateway.services.job_gates, which says why a crash at any point is safe); the routing
+(gateway.services.jobs.gates, which says why a crash at any point is safe); the routing
 pass and the claims of this same cycle then take them."""
 
 from __future__ import annotations
 
 import logging
 
-from gateway.services import job_gates
+from gateway.services.jobs import gates as job_gates
 from gateway.worker.context import StepContext
 
 log = logging.getLogger(__name__)

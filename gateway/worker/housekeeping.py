@@ -10,8 +10,8 @@ import logging
 import time
 
 from gateway.db.base import utcnow
-from gateway.services.image_cache import sweep_image_cache
-from gateway.services.uploads import expire_uploads
+from gateway.services.data.uploads import expire_uploads
+from gateway.services.images.cache import sweep_image_cache
 from gateway.store import BlobStore
 from gateway.worker.context import StepContext
 from gateway.worker.site_caches import prune_site_caches

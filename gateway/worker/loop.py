@@ -11,9 +11,9 @@ and stage-out.
 
 Any number of workers may run against one PostgreSQL database. Each step is one or
 more units of work committed at its end; what makes a crash between any two of them
-safe is said where it is kept: routing in gateway.services.placement, claims and leases
+safe is said where it is kept: routing in gateway.services.routing.placement, claims and leases
 in gateway.services.lifecycle, adoption by tag in gateway.worker.submit, cancels in
-gateway.worker.cancel, charges in gateway.services.settlement.
+gateway.worker.cancel, charges in gateway.services.money.settlement.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import uuid
 
 from adapters.errors import AdapterError
 from gateway.runtime import Runtime, build_runtime
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.settings import Settings
 from gateway.worker.cancel import send_cancels
 from gateway.worker.context import SiteStep, StepContext

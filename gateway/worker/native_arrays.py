@@ -13,7 +13,7 @@ from gateway.domain.states import Reason
 from gateway.services import native_arrays
 from gateway.services.lifecycle import Submitted
 from gateway.services.native_arrays import ArrayClaim
-from gateway.services.sites import NoAccount, SiteEntry
+from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.claim import record_rejection
 from gateway.worker.context import StepContext
 from gateway.worker.requests import build_array_request

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from adapters.base import Adapter, JobStatus
-from gateway.services.sites import NoAccount, SiteEntry
+from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
 
 log = logging.getLogger(__name__)

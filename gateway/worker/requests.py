@@ -47,7 +47,7 @@ def build_array_request(spec: JobSpec, tag: str, workdir: str, indices: Sequence
                         throttle: int | None) -> SubmitRequest:
     """The adapter's request for a native array of the spec's tasks `indices`: the
     array's shape in every task's environment, each task's own index set by the batch
-    script itself (adapters.scheduler_arrays)."""
+    script itself (adapters.batch.arrays)."""
     request = build_submit_request(spec, tag, workdir)
     env = dict(request.env)
     if spec.array is not None:

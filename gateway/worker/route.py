@@ -1,21 +1,21 @@
 """Routing step: once per cycle, before any site's steps. When jobs wait for a site, each
-open site is asked once how busy it is (gateway.services.site_snapshots: the live queue
+open site is asked once how busy it is (gateway.services.routing.site_snapshots: the live queue
 for the forecaster, and whether it can be reached, recorded as its health); then one
 routing pass places the pending `site: auto` jobs, oldest first, and the submit step
 claims them at their sites in this same cycle. Each snapshot is recorded as the site's
-load (gateway.services.site_load) in a unit of its own, after the pass: site rows are
+load (gateway.services.routing.site_load) in a unit of its own, after the pass: site rows are
 never locked while job rows are. Why a job is routed once and submitted
-once: gateway.services.placement."""
+once: gateway.services.routing.placement."""
 
 from __future__ import annotations
 
 import logging
 from functools import partial
 
-from gateway.services.forecasting import build_forecaster
-from gateway.services.placement import open_sites, route_pending
-from gateway.services.site_load import LoadProbe, record_loads
-from gateway.services.site_snapshots import take_snapshots, unreachable
+from gateway.services.routing.forecasting import build_forecaster
+from gateway.services.routing.placement import open_sites, route_pending
+from gateway.services.routing.site_load import LoadProbe, record_loads
+from gateway.services.routing.site_snapshots import take_snapshots, unreachable
 from gateway.worker.context import StepContext
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 

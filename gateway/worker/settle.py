@@ -1,5 +1,5 @@
 """Settle step: finished jobs' liens become charges from the site's usage records (see
-gateway.services.settlement for why a crash anywhere here charges each job once)."""
+gateway.services.money.settlement for why a crash anywhere here charges each job once)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from adapters.base import Adapter
 from adapters.usage import UsageRecord
 from gateway.accounting.units import milli
 from gateway.db.base import utcnow
-from gateway.services import settlement
-from gateway.services.settlement import RunToSettle
-from gateway.services.sites import NoAccount, SiteEntry
+from gateway.services.money import settlement
+from gateway.services.money.settlement import RunToSettle
+from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from adapters.errors import AdapterError
 from adapters.transfer.cache_prune import Pruned, prune
 from gateway.domain.sizes import human_bytes
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 
 log = logging.getLogger(__name__)
 

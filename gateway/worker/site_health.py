@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gateway.services.lifecycle import record_site_state
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.worker.context import StepContext
 
 UP, DOWN = "up", "down"

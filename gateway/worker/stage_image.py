@@ -1,6 +1,6 @@
 """The image of a container job, as stage-in ships it: a SIF file (upload:<id>, https://,
 or a docker:// or oras:// image the gateway pulls for a site that cannot:
-gateway.services.registry_pull), or for ch-run the SIF's SquashFS partition, extracted on
+gateway.services.images.registry_pull), or for ch-run the SIF's SquashFS partition, extracted on
 the gateway once per SIF digest and kept in the store beside the blobs
 (`derived/<sif sha256>.squashfs`, with its own sha256 in a sidecar written after it, so a
 half-written pair is never used).
@@ -30,13 +30,13 @@ from adapters.transfer import StagedFile, site_fs, site_lock
 from adapters.transfer.sources import LocalFile
 from adapters.transport import Transport
 from containers.errors import ContainerError
-from containers.image_tools import unpack_once_argv
+from containers.image.sif import copy_object, has_squashfs_magic, read_sif
+from containers.image.tools import unpack_once_argv
 from containers.refs import RefKind
-from containers.sif import copy_object, has_squashfs_magic, read_sif
 from gateway.domain.jobspec import JobSpec
 from gateway.runtime import Runtime
-from gateway.services.input_sources import InputUnavailable, ResolvedInput, upload_input
-from gateway.services.registry_pull import registry_input
+from gateway.services.data.input_sources import InputUnavailable, ResolvedInput, upload_input
+from gateway.services.images.registry_pull import registry_input
 from gateway.store import BlobStore
 from gateway.store.blobs import is_sha256
 from gateway.store.files import held
@@ -57,7 +57,7 @@ def resolve_image(rt: Runtime, owner_id: str, spec: JobSpec, extract: bool) -> R
     elif ref.kind in (RefKind.DOCKER, RefKind.ORAS):
         sif = registry_input(rt.settings, store, ref)  # kept in the store: no scratch
     else:
-        from gateway.services.https_images import https_image
+        from gateway.services.images.https_images import https_image
 
         sif = https_image(rt.settings, store, ref.uri)
     if not extract:

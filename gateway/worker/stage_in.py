@@ -32,15 +32,15 @@ from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import SourceKind, parse_source
 from gateway.domain.states import Reason
 from gateway.runtime import Runtime
-from gateway.services.input_sources import (
+from gateway.services.data.input_sources import (
     InputUnavailable,
     ResolvedInput,
     site_input,
     upload_input,
 )
-from gateway.services.job_inputs import StagingLimits
+from gateway.services.jobs.inputs import StagingLimits
 from gateway.services.lifecycle import Claim
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.store import BlobStore
 from gateway.worker.cancel import cancel_before_submit
 from gateway.worker.claim import record_rejection
@@ -165,7 +165,7 @@ def _resolve(rt: Runtime, job: StageInJob, text: str) -> ResolvedInput:
             return upload_input(session, store, job.owner_id, source.upload_id)
         if source.kind is SourceKind.SITE:
             return site_input(session, rt.sites, job.owner_id, job.owner, source)
-    from gateway.services.https_fetch import https_input
+    from gateway.services.data.https_fetch import https_input
 
     assert source.url is not None
     return https_input(rt.settings, store, source.url)

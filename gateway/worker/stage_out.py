@@ -1,7 +1,7 @@
 """Stage-out step: collect a finished run's outputs, keep them listed or fetch them.
 
 1. List regular files and symlinks in the job directory (GNU find, NUL-separated) and
-   keep those an output glob matches (`adapters.output_globs`).
+   keep those an output glob matches (`rules.output_globs`).
 2. A matched symlink is resolved on the site: one whose target lies outside the job
    directory (/etc/passwd, another job's directory) is refused, never followed or read;
    one that stays inside and names a regular file stands for it (that file is what gets
@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters import output_globs
 from adapters.errors import AdapterError
 from adapters.transfer import site_fs
 from adapters.transfer.listing import list_tree, sha256_many
@@ -35,12 +34,13 @@ from containers.runtime_errors import runtime_failure
 from gateway.domain.errors import GatewayError
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import CONTROL_DIR, IN_STORE, ON_SITE, OutputsMode
-from gateway.services.job_inputs import StagingLimits
+from gateway.services.data.uploads import store_usage
+from gateway.services.jobs.inputs import StagingLimits
 from gateway.services.lifecycle import NewOutput, StageOutClaim
-from gateway.services.sites import SiteEntry
-from gateway.services.uploads import store_usage
+from gateway.services.sites.entry import SiteEntry
 from gateway.store import BlobStore
 from gateway.worker.context import CLAIM_BATCH, StepContext
+from rules import output_globs
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from adapters.base import BatchSubmitter, batch_submitter
 from adapters.errors import SubmitRejected
 from gateway.domain.states import Reason
 from gateway.services.lifecycle import Claim, Submitted
-from gateway.services.sites import NoAccount, SiteEntry
+from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.claim import claim_accepted, record_rejection, recover_stale
 from gateway.worker.container_launch import ContainerRefused, container_launch, stages_image
 from gateway.worker.context import StepContext

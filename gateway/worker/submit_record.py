@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 
 from gateway.services.lifecycle import Submitted
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.worker.context import StepContext
 
 FAULT_AFTER_SUBMIT_ENV = "GRIDGATE_FAULT_AFTER_SUBMIT"

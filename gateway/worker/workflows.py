@@ -1,15 +1,15 @@
 """Workflows step: once per cycle, first (so a step it opens is routed and claimed in
 the same cycle), advance every running workflow, each in its own unit of work
-(gateway.services.workflow_advance, which says why a crash at any point is safe)."""
+(gateway.services.workflows.advance, which says why a crash at any point is safe)."""
 
 from __future__ import annotations
 
 import logging
 
 from gateway.db.base import utcnow
-from gateway.services import workflow_advance
-from gateway.services.job_inputs import StagingLimits
-from gateway.services.workflow_advance import Submitting
+from gateway.services.jobs.inputs import StagingLimits
+from gateway.services.workflows import advance as workflow_advance
+from gateway.services.workflows.advance import Submitting
 from gateway.store.blobs import BlobStore
 from gateway.worker.context import StepContext
 

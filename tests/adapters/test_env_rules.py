@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from adapters.base import SubmitRequest
-from adapters.env_rules import env_name_problem, runtime_name
+from adapters.batch.types import JobLayout, SchedulerDialect
 from adapters.errors import SubmitRejected
 from adapters.local.launch import LaunchConfig, job_environment
-from adapters.scheduler_types import JobLayout, SchedulerDialect
 from containers.errors import InvalidLaunch
 from containers.launch import ContainerRun, Launcher, container_argv
 from containers.runtimes import RuntimeKind
 from containers.site_caps import RuntimeOffer
 from containers.versions import version
+from rules.env_names import env_name_problem, runtime_name
 from tests.adapters.test_text_rules import DIALECTS, WORKDIR, _request
 
 # A name, then what its message says (None: allowed).

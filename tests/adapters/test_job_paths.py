@@ -1,10 +1,10 @@
-"""The job-path rule (adapters.job_paths): the first fault, in the rule's order."""
+"""The job-path rule (rules.job_paths): the first fault, in the rule's order."""
 
 from __future__ import annotations
 
 import pytest
 
-from adapters.job_paths import PathFault, name_fault, relative_path_fault
+from rules.job_paths import PathFault, name_fault, relative_path_fault
 
 
 @pytest.mark.parametrize(("path", "fault"), [

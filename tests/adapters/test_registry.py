@@ -16,10 +16,10 @@ from adapters.base import (
     SubmitRequest,
     batch_submitter,
 )
+from adapters.batch.adapter import BatchAdapter
+from adapters.batch.entry import DialectSettings
+from adapters.batch.types import DialectConfig, JobLayout, SchedulerDialect
 from adapters.local import LocalAdapter
-from adapters.scheduler import BatchAdapter
-from adapters.scheduler_entry import DialectSettings
-from adapters.scheduler_types import DialectConfig, JobLayout, SchedulerDialect
 from adapters.testing import ReplayTransport
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from adapters import text_rules
 from adapters.base import SubmitRequest
+from adapters.batch.types import JobLayout, SchedulerDialect
 from adapters.errors import SubmitRejected, UnknownJob
 from adapters.local.launch import LaunchConfig, job_environment
 from adapters.lsf import LsfDialect
 from adapters.pbs import PbsDialect
-from adapters.scheduler_types import JobLayout, SchedulerDialect
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmDialect
-from adapters.text_rules import TextRule
+from rules import text as text_rules
+from rules.text import TextRule
 
 TAG = "gw-0b7e4c1a-1111-4c1a-9a3e-000000000011"
 WORKDIR = f"/scratch/gw/{TAG}"

@@ -25,6 +25,8 @@ import yaml
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from adapters.batch.adapter import BatchAdapter
+from adapters.batch.script import check_text
 from adapters.errors import (
     AdapterError,
     CommandTimeout,
@@ -32,8 +34,6 @@ from adapters.errors import (
     SubmitRejected,
     UnknownJob,
 )
-from adapters.scheduler import BatchAdapter
-from adapters.scheduler_script import check_text
 from adapters.slurm.dialect import SlurmDialect
 from adapters.ssh import SshTransport
 from adapters.transport import LocalTransport

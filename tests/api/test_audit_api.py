@@ -15,8 +15,8 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Membership, Project
 from gateway.runtime import Runtime
-from gateway.services import allocations
-from gateway.services.allocations import Grant
+from gateway.services.money import allocations
+from gateway.services.money.allocations import Grant
 from gateway.settings import Settings
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser, TestUser

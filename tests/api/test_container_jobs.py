@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from adapters.text_rules import ENV_NAME
 from containers.runtimes import LauncherKind, MpiImpl, RuntimeKind
 from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
 from containers.versions import VERSION, version
 from gateway.runtime import Runtime
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
+from rules.text import ENV_NAME
 from tests.conftest import MakeUser, TestUser
 from tests.containers.conftest import build, make_rootfs, need
 

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from gateway.api.api_document import operation_id
 from gateway.api.app import ROUTERS
 from gateway.domain.errors import Conflict, GatewayError, TooLarge
-from gateway.services.allocations import project_by_name
+from gateway.services.money.allocations import project_by_name
 from tests.api.route_statuses import Via, route_statuses
 
 # Statuses the reading finds on a path that cannot answer them, and why.

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event
 
 from gateway.runtime import Runtime
-from gateway.services import job_queries
-from gateway.services.job_queries import MAX_LABEL_FILTERS, JobFilter
+from gateway.services.jobs import queries as job_queries
+from gateway.services.jobs.queries import MAX_LABEL_FILTERS, JobFilter
 from tests.api.test_jobs_api import submit
 from tests.conftest import MakeUser
 

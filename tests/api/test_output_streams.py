@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.api.stream_slots import SlotRefused, StreamSlots
+from gateway.api.http.stream_slots import SlotRefused, StreamSlots
 from gateway.settings import Settings
 from tests.conftest import MakeUser
 from tests.worker.gateway_process import GatewayProcess, free_port

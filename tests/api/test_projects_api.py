@@ -33,8 +33,8 @@ from gateway.schemas.projects import (
     ProjectOut,
     TransferOut,
 )
-from gateway.services import bank
-from gateway.services.bank import Payer
+from gateway.services.money import bank
+from gateway.services.money.bank import Payer
 from tests.api.test_shared_schemas import _Recording
 from tests.conftest import MakeUser, TestUser
 from tests.services import bank_fixtures as bf

@@ -21,7 +21,7 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Upload
 from gateway.runtime import Runtime
-from gateway.services.uploads import expire_uploads
+from gateway.services.data.uploads import expire_uploads
 from gateway.settings import Settings
 from gateway.store import BlobStore, hashing
 from gateway.worker.loop import Worker
@@ -302,7 +302,7 @@ def test_expiry_removes_unfinished_uploads(client: TestClient, make_user: MakeUs
                        headers=user.headers).status_code == 409
     # Expired uploads no longer count against the quota.
     with transaction(runtime.sessions) as session:
-        from gateway.services.uploads import store_usage
+        from gateway.services.data.uploads import store_usage
         assert store_usage(session, user.principal.user_id) == MiB
 
 

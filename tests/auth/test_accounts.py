@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from gateway.auth import accounts
 from gateway.db.engine import transaction
 from gateway.db.models import Membership, OAuthClient, Project, User
 from gateway.domain.errors import Conflict, Invalid
-from gateway.services import accounts
 from tests.auth.conftest import AuthRuntime
 
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 
+from gateway.auth.accounts import create_local_user
 from gateway.auth.authenticator import Authenticator
 from gateway.auth.tokens import issue_access_token
 from gateway.db.engine import transaction
 from gateway.db.models import Membership, Project, RevokedAccessToken, User
 from gateway.domain.errors import Unauthenticated
-from gateway.services.accounts import create_local_user
 from tests.auth.conftest import AuthRuntime, external, make_auth_runtime
 from tests.auth.jwks_server import JwksServer, serve_jwks
 from tests.auth.tokens_util import claims, public_jwk, rsa_key, sign

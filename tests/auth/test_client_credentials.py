@@ -6,9 +6,9 @@ from fastapi.testclient import TestClient
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
+from gateway.auth.accounts import create_client, create_local_user
 from gateway.db.engine import transaction
 from gateway.db.models import User
-from gateway.services.accounts import create_client, create_local_user
 from tests.auth.conftest import AuthRuntime
 
 

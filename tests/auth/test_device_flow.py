@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
+from gateway.auth.accounts import create_client, create_local_user
 from gateway.db.engine import transaction
 from gateway.db.models import DeviceCode, RefreshToken
-from gateway.services.accounts import create_client, create_local_user
 from tests.auth.conftest import PUBLIC_URL, AuthRuntime
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"

@@ -22,9 +22,9 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 from sqlalchemy import select
 
+from gateway.auth.accounts import create_local_user
 from gateway.db.engine import make_engine, make_session_factory, transaction
 from gateway.db.models import User
-from gateway.services.accounts import create_local_user
 from gateway.settings import Settings
 from tests.browser.conftest import PASSWORD, USERNAME, Gateway
 from tests.services import report_fixtures as rf

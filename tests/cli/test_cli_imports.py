@@ -56,13 +56,13 @@ def test_a_job_command_loads_the_job_commands_only() -> None:
     loaded = _loaded_by(BUILD.format(names=["list"]))
     assert "gateway.client.api" in loaded and "gateway.schemas.jobs" in loaded
     assert _server(loaded) == []
-    assert "gateway.cli.allocations" not in loaded and "gateway.cli.outputs" not in loaded
+    assert "gateway.cli.allocations" not in loaded and "gateway.cli.files.outputs" not in loaded
 
 
 def test_every_client_command_loads_no_server_module() -> None:
     loaded = _loaded_by(BUILD.format(names=list(CLIENT_COMMANDS)))
     assert "gateway.client.api" in loaded and "gateway.schemas.jobs" in loaded
-    assert "gateway.cli.audit" in loaded and "gateway.cli.uploads" in loaded
+    assert "gateway.cli.audit" in loaded and "gateway.cli.files.uploads" in loaded
     assert _server(loaded) == []
 
 
@@ -77,6 +77,6 @@ def test_the_image_commands_load_no_client_and_no_server_module() -> None:
     # `gridgate image` works on local files only: no HTTP client (the CLI's error and
     # render modules bring the client's plain types only), no server code.
     loaded = _loaded_by(BUILD.format(names=["image"]))
-    assert "gateway.cli.images" in loaded and "containers.sif" in loaded
+    assert "gateway.cli.images.commands" in loaded and "containers.image.sif" in loaded
     assert _server(loaded) == []
     assert sorted(m for m in loaded if m.startswith(("gateway.client.api", "httpx"))) == []

@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 from adapters.reasons import Reason
+from gateway.auth.accounts import create_local_user
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job, Project
 from gateway.domain.states import AttemptState
-from gateway.repositories import audit
-from gateway.services.accounts import create_local_user
+from gateway.repositories.money import audit
 from tests.cli.helpers import Cli
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from gateway.cli import errors
-from gateway.cli.spec import SpecFlags, build_spec, load_spec_file, pairs, parse_mpi
-from gateway.cli.waiting import describe, job_exit_code
+from gateway.cli.jobs.spec import SpecFlags, build_spec, load_spec_file, pairs, parse_mpi
+from gateway.cli.jobs.waiting import describe, job_exit_code
 from gateway.client.errors import ClientError
 from gateway.client.models import Job
 

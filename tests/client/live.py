@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from gateway.auth.accounts import create_client
 from gateway.client.credentials import Credentials, CredentialStore
 from gateway.client.oauth import AuthorizationServer
 from gateway.db.engine import transaction
 from gateway.runtime import Runtime, build_runtime
-from gateway.services.accounts import create_client
 from gateway.serving import serving_app
 from gateway.settings import Settings
 

@@ -70,7 +70,7 @@ def test_follow_streams_while_running(client: GatewayClient) -> None:
 
 class _FirstFollowCut(httpx.HTTPTransport):
     """A real transport whose first follow response ends after its first chunk, cleanly, as
-    a stopping gateway ends it (gateway.api.stopping)."""
+    a stopping gateway ends it (gateway.api.http.stopping)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gateway.auth.accounts import create_local_user
 from gateway.client.credentials import Credentials, CredentialStore, StoredTokenProvider
 from gateway.client.oauth import CLI_CLIENT_ID, AuthorizationServer, OAuthError
 from gateway.db.engine import transaction
-from gateway.services.accounts import create_local_user
 from tests.client.live import LiveGateway
 
 PASSWORD = "correct horse battery staple"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from containers.image_tools import DEBIAN_PACKAGES
+from containers.image.tools import DEBIAN_PACKAGES
 from gateway.cli.main import app
 
 SHELL = Path("/bin/sh")

@@ -20,8 +20,8 @@ def _subclasses(cls: type) -> set[type]:
 
 
 def test_the_drawn_tree_is_the_class_tree() -> None:
-    for module in pkgutil.iter_modules(containers.__path__):
-        importlib.import_module(f"containers.{module.name}")
+    for module in pkgutil.walk_packages(containers.__path__, "containers."):
+        importlib.import_module(module.name)
     assert errors.__doc__ is not None
     drawn = {name: "ContainerError" for name in
              re.findall(r"^    (?:├── |└── )(\w+)", errors.__doc__, re.MULTILINE)}

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from containers.sif import read_sif
+from containers.image.sif import read_sif
 from tests.containers.conftest import build, gridgate_ok, need
 
 ROOT = os.geteuid() == 0

@@ -13,10 +13,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from containers.digest import sha256_of, verify_sha256
 from containers.errors import DigestMismatch
-from containers.sif import DataType, read_sif
-from gateway.cli.image_build import inside
+from containers.image.digest import sha256_of, verify_sha256
+from containers.image.sif import DataType, read_sif
+from gateway.cli.images.sif_build import inside
 from tests.containers.conftest import build, gridgate, gridgate_ok, make_rootfs, need
 
 

@@ -1,5 +1,5 @@
-"""containers.image_def (the `image build` definition, environment files) and
-containers.image_tools (argv, `unsquashfs -l` output): pure, table-driven."""
+"""containers.image.definition (the `image build` definition, environment files) and
+containers.image.tools (argv, `unsquashfs -l` output): pure, table-driven."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 import pytest
 
 from containers.errors import SifFormatError
-from containers.image_def import (
+from containers.image.definition import (
     DefinitionError,
     charliecloud_environment,
     environment_json,
@@ -19,7 +19,7 @@ from containers.image_def import (
     parse_definition,
     parse_environment_json,
 )
-from containers.image_tools import (
+from containers.image.tools import (
     missing_tool,
     mksquashfs_argv,
     parse_unsquashfs_list,

@@ -16,16 +16,16 @@ from pathlib import Path
 import pytest
 
 from adapters.base import ContainerLaunch, SubmitRequest
-from adapters.scheduler_types import JobLayout
+from adapters.batch.types import JobLayout
 from adapters.slurm import SlurmDialect
 from adapters.transfer import StagedFile
 from adapters.transfer.sources import LocalFile
-from containers.image_tools import unpack_once_argv
+from containers.image.tools import unpack_once_argv
 from containers.launch import ContainerRun, Launcher, launch_argv
 from containers.runtimes import RuntimeKind
 from containers.site_caps import RuntimeOffer
 from containers.versions import version
-from gateway.services.input_sources import ResolvedInput
+from gateway.services.data.input_sources import ResolvedInput
 from gateway.store import BlobStore
 from gateway.worker.stage_image import squashfs_of
 from tests.containers.conftest import build, need

@@ -1,4 +1,4 @@
-"""containers.mpi_abi: file lists of images -> MPI family and ABI. The library names are
+"""containers.image.mpi_abi: file lists of images -> MPI family and ABI. The library names are
 those the distributions install (Debian 12: Open MPI 4.1.4 ships libmpi.so.40.30.4 beside
 libopen-pal.so.40.30.2; MPICH 4.0.2 ships libmpich.so.12.2.2)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from containers.mpi_abi import MIXED, MPICH, NONE, OPENMPI, detect_mpi
+from containers.image.mpi_abi import MIXED, MPICH, NONE, OPENMPI, detect_mpi
 
 DEB = "/usr/lib/x86_64-linux-gnu"
 

@@ -1,4 +1,4 @@
-"""containers.oci: registry coordinates and manifest choice, table-driven, no I/O."""
+"""containers.image.oci: registry coordinates and manifest choice, table-driven, no I/O."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from containers import oci
 from containers.errors import RegistryFormatError
+from containers.image import oci
 from containers.refs import parse_image_ref
 
 D1 = "sha256:" + "1" * 64

@@ -1,11 +1,11 @@
-"""containers.oci_layers: how each layer entry applies, table-driven, no I/O."""
+"""containers.image.oci_layers: how each layer entry applies, table-driven, no I/O."""
 
 from __future__ import annotations
 
 import pytest
 
 from containers.errors import UnsafeLayerEntry
-from containers.oci_layers import Action, EntryType, Step, plan_entry
+from containers.image.oci_layers import Action, EntryType, Step, plan_entry
 
 F, D, S, H, OT = (EntryType.FILE, EntryType.DIR, EntryType.SYMLINK, EntryType.HARDLINK,
                  EntryType.OTHER)

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from containers.image_def import parse_definition
+from containers.image.definition import parse_definition
 from gateway.domain.jobspec import JobSpec
 from gateway.siteconfig.containers import SiteContainers
 

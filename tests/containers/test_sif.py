@@ -1,4 +1,4 @@
-"""containers.sif on SIF bytes laid out by the spec (sylabs/sif pkg/sif: header 128 bytes,
+"""containers.image.sif on SIF bytes laid out by the spec (sylabs/sif pkg/sif: header 128 bytes,
 descriptors 585 bytes, little-endian, packed), written here field by field, and damaged in
 each way the reader must refuse. tests/containers/test_image_cli.py reads siftool's own."""
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from containers.sif import (
+from containers.image.sif import (
     DESCRIPTOR,
     HEADER,
     DataType,

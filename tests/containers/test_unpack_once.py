@@ -1,5 +1,5 @@
 """LIVE (this machine): the unpack command the gateway runs on a site for ch-run
-(containers.image_tools.unpack_once_argv), with the real unsquashfs: it unpacks once,
+(containers.image.tools.unpack_once_argv), with the real unsquashfs: it unpacks once,
 leaves an existing directory alone, clears a half-unpacked left-over first, and gives the
 tree the /ch/environment that the launch line's bare `ch-run --set-env` reads."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from containers.image_tools import unpack_once_argv
+from containers.image.tools import unpack_once_argv
 from tests.containers.conftest import need
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from containers.mpi_abi import MpiAbi, detect_mpi
+from containers.image.mpi_abi import MpiAbi, detect_mpi
 from containers.runtimes import MpiMode
 from gateway.domain.errors import Invalid
 from gateway.domain.image_mpi import reconcile

@@ -61,7 +61,7 @@ def test_bad_specs_name_the_field(over: dict[str, object], field: str, words: st
 def test_a_submitted_spec_is_read_back_under_the_rules_it_was_accepted_by() -> None:
     # The worker reads a running job's spec back to collect its outputs; variables it set
     # already must not make it unreadable. A job still to be submitted is refused by the
-    # adapters' own check (adapters.env_rules) when the worker submits it.
+    # adapters' own check (rules.env_names) when the worker submits it.
     env = {"environment": {"APPTAINERENV_LD_PRELOAD": "/x.so"},
            "container": {"image": "docker://ghcr.io/lab/app:1.0",
                          "environment": {"SINGULARITYENV_BASH_ENV": "/rc"}}}

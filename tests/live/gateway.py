@@ -14,11 +14,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from gateway.api.app import create_app
+from gateway.auth.accounts import create_local_user
 from gateway.auth.tokens import issue_access_token
 from gateway.db.engine import transaction
 from gateway.db.models import User
 from gateway.runtime import Runtime, build_runtime
-from gateway.services.accounts import create_local_user
 from gateway.settings import Settings
 from gateway.worker.loop import Worker
 from testbed.state import TestbedInfo

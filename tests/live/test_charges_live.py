@@ -24,10 +24,10 @@ from gateway.accounting.units import milli
 from gateway.db.bank_models import Allocation, LedgerEntry, Lien, UsageRow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, User
-from gateway.repositories import rate_cards
-from gateway.repositories.jobs import personal_project
-from gateway.services import allocations
-from gateway.services.allocations import Grant
+from gateway.repositories.jobs.rows import personal_project
+from gateway.repositories.money import rate_cards
+from gateway.services.money import allocations
+from gateway.services.money.allocations import Grant
 from gateway.worker.settle import FAULT_BEFORE_CHARGE_ENV
 from testbed.state import TestbedInfo
 from tests.live.gateway import FINAL, LiveGateway, live_gateway

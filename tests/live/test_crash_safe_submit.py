@@ -21,16 +21,16 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from adapters.batch.adapter import BatchAdapter
 from adapters.errors import SiteUnavailable
-from adapters.scheduler import BatchAdapter
 from adapters.transport import CommandResult, Transport
 from gateway.api.app import create_app
+from gateway.auth.accounts import create_local_user
 from gateway.auth.tokens import issue_access_token
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Event, Job
 from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime, build_runtime
-from gateway.services.accounts import create_local_user
 from gateway.settings import Settings
 from gateway.worker.loop import Worker
 from gateway.worker.submit import FAULT_AFTER_SUBMIT_ENV

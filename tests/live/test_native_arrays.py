@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.scheduler import BatchAdapter
+from adapters.batch.adapter import BatchAdapter
 from adapters.transport import CommandResult, Transport
 from testbed.state import TestbedInfo
 from tests.live.gateway import FINAL, LiveGateway, live_gateway

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from adapters.base import Resources, SubmitRequest
-from adapters.scheduler import BatchAdapter
+from adapters.batch.adapter import BatchAdapter
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmDialect
 from adapters.snapshot import JobPhase, QueueSnapshot, SnapshotJob

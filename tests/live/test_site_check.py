@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gateway.cli.site import site_app
+from gateway.cli.host.site import site_app
 from gateway.siteconfig import dump_site_config, load_site_config, with_updates
 from testbed.state import TestbedInfo
 from tests.testbed.fixture import ssh

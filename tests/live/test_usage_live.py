@@ -13,8 +13,8 @@ from typing import TypeVar
 import pytest
 
 from adapters.base import NativeState, Resources, SubmitRequest
+from adapters.batch.adapter import BatchAdapter
 from adapters.errors import AdapterError
-from adapters.scheduler import BatchAdapter
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmDialect
 from adapters.ssh import SshTarget, SshTransport

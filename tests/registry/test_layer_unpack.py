@@ -1,4 +1,4 @@
-"""gateway.services.layer_unpack on real tar layers: the image's changes are applied, and
+"""gateway.services.images.layer_unpack on real tar layers: the image's changes are applied, and
 no entry of a hostile layer reaches outside the root (this host's files stay as they are)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.services.layer_unpack import LayerError, apply_layer
+from gateway.services.images.layer_unpack import LayerError, apply_layer
 
 
 def layer(tmp_path: Path, name: str, entries: list[tuple[str, str, object]]) -> Path:

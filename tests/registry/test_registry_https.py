@@ -18,9 +18,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from containers.refs import parse_image_ref
-from gateway.services.https_fetch import IPAddress
-from gateway.services.registry_client import RegistryPullFailed
-from gateway.services.registry_pull import registry_input
+from gateway.services.data.https_fetch import IPAddress
+from gateway.services.images.registry_client import RegistryPullFailed
+from gateway.services.images.registry_pull import registry_input
 from gateway.settings import Settings
 from gateway.store import BlobStore
 from tests.registry.fixture import Registry, push_image, serve, tar_layer

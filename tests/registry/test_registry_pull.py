@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from containers.image_tools import unsquashfs_extract_argv
+from containers.image.sif import DataType, read_object, read_sif
+from containers.image.tools import unsquashfs_extract_argv
 from containers.refs import parse_image_ref
-from containers.sif import DataType, read_object, read_sif
-from gateway.cli.image_build import build_image
-from gateway.services.image_cache import sweep_image_cache
-from gateway.services.registry_client import RegistryPullFailed
-from gateway.services.registry_pull import registry_input
+from gateway.cli.images.sif_build import build_image
+from gateway.services.images.cache import sweep_image_cache
+from gateway.services.images.registry_client import RegistryPullFailed
+from gateway.services.images.registry_pull import registry_input
 from gateway.settings import Settings
 from gateway.store import BlobStore
 from tests.registry.fixture import (

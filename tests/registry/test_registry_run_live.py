@@ -14,13 +14,13 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from containers.image_tools import unsquashfs_extract_argv
+from containers.image.tools import unsquashfs_extract_argv
 from containers.launch import ContainerRun, Launcher, launch_argv
 from containers.refs import parse_image_ref
 from containers.runtimes import RuntimeKind
 from containers.site_caps import RuntimeOffer
 from containers.versions import version
-from gateway.services.registry_pull import registry_input
+from gateway.services.images.registry_pull import registry_input
 from gateway.settings import Settings
 from gateway.store import BlobStore
 from gateway.worker.stage_image import squashfs_of

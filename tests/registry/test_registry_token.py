@@ -27,8 +27,8 @@ from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from containers.refs import parse_image_ref
-from gateway.services.registry_client import RegistryPullFailed
-from gateway.services.registry_pull import registry_input
+from gateway.services.images.registry_client import RegistryPullFailed
+from gateway.services.images.registry_pull import registry_input
 from gateway.settings import Settings
 from gateway.store import BlobStore
 from tests.registry.fixture import Registry, push_image, serve, tar_layer

@@ -1,4 +1,4 @@
-"""Reading a stored job spec back (gateway.repositories.jobs): the rules that guard
+"""Reading a stored job spec back (gateway.repositories.jobs.rows): the rules that guard
 submission apply again only to a job about to be sent for the first time, and the
 charge and the forecast read its resources whatever another section holds."""
 
@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.domain.jobspec import JobSpec, Resources
-from gateway.repositories.jobs import stored_resources, stored_spec
+from gateway.repositories.jobs.rows import stored_resources, stored_spec
 
 ACCEPTED = JobSpec.model_validate({
     "name": "old", "script": "#!/bin/sh\nhostname\n",

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from adapters.base import Adapter, NativeState, Resources, SubmitRequest
-from adapters.batch_submit import parse_batch
+from adapters.batch.adapter import VANISHED_AFTER_CANCEL, BatchAdapter
+from adapters.batch.bulk_submit import parse_batch
+from adapters.batch.types import JobLayout
 from adapters.errors import AdapterError, SiteUnavailable, SubmitRejected
 from adapters.lsf import LsfDialect
 from adapters.pbs import PbsDialect
-from adapters.scheduler import VANISHED_AFTER_CANCEL, BatchAdapter
-from adapters.scheduler_types import JobLayout
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmDialect
 from adapters.slurm.commands import SlurmCommands
@@ -118,7 +118,7 @@ def test_a_finished_job_waits_for_its_record_then_the_queue_word_stands(
     assert adapter.status(["5"]) == {}
     now[0] += 2
     t.expect(squeue("5"), queue_failed).expect(sacct("5"), OK)
-    with caplog.at_level("WARNING", logger="adapters.scheduler"):
+    with caplog.at_level("WARNING", logger="adapters.batch.adapter"):
         late = adapter.status(["5"])["5"]
     assert (late.state, late.exit_code) == (NativeState.FAILED, None)
     assert "no accounting record 31 s after" in caplog.text
@@ -148,7 +148,7 @@ def test_without_accounting_the_queue_still_answers(caplog: pytest.LogCaptureFix
     ids = ["6", "7", "8", "9", "10"]
     t = ReplayTransport().expect(squeue(*ids), load("slurm", "real_squeue_states.txt"))
     t.expect(sacct("7", "8", "9"), load("slurm", "real_sacct_disabled.txt"))
-    with caplog.at_level("WARNING", logger="adapters.scheduler"):
+    with caplog.at_level("WARNING", logger="adapters.batch.adapter"):
         found = slurm(t).status(ids)
     assert found["6"].state is NativeState.RUNNING and found["10"].state is NativeState.QUEUED
     assert found["8"].state is NativeState.COMPLETED  # squeue's word until sacct answers

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from adapters.base import ContainerLaunch, MpiRequest, Resources, SubmitRequest
+from adapters.batch.types import DialectConfig, JobLayout, SchedulerDialect
 from adapters.errors import SubmitRejected
 from adapters.lsf import LsfDialect
 from adapters.pbs import PbsDialect
-from adapters.scheduler_types import DialectConfig, JobLayout, SchedulerDialect
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmDialect
 from containers.launch import ContainerRun, Launcher, launch_argv

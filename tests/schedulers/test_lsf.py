@@ -16,11 +16,11 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from adapters.base import MpiRequest, NativeState, Resources, SubmitRequest
+from adapters.batch.types import DialectConfig, JobLayout
 from adapters.errors import SiteUnavailable, SubmitRejected, UnknownJob
 from adapters.lsf import LsfDialect
 from adapters.lsf.states import STATES
 from adapters.lsf.status import lsf_time
-from adapters.scheduler_types import DialectConfig, JobLayout
 from tests.schedulers.recorded import result
 
 TAG = "gw-0b7e4c1a-1111-4c1a-9a3e-000000000001"

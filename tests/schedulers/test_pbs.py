@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 import pytest
 
 from adapters.base import MpiRequest, NativeState, Resources, SubmitRequest
+from adapters.batch.types import DialectConfig, JobLayout
 from adapters.errors import SiteUnavailable, SubmitRejected, UnknownJob
 from adapters.pbs import PbsDialect
 from adapters.pbs.accounting import parse_records
 from adapters.pbs.states import JOB_EXEC, STATES, ended
-from adapters.scheduler_types import DialectConfig, JobLayout
 from tests.schedulers.recorded import load, result
 
 TAG = "gw-0b7e4c1a-1111-4c1a-9a3e-000000000005"

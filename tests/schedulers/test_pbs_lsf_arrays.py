@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from adapters.base import ArrayRequest, NativeState, SubmitRequest
+from adapters.batch.types import JobLayout
 from adapters.errors import SubmitRejected
 from adapters.lsf import LsfDialect
 from adapters.pbs import PbsDialect
-from adapters.scheduler_types import JobLayout
 from tests.schedulers.recorded import result
 
 TAG = "gw-0b7e4c1a-1111-4c1a-9a3e-0000000000a3"

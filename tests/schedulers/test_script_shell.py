@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from adapters.base import MpiRequest, Resources, SubmitRequest
+from adapters.batch.types import DialectConfig, JobLayout, MpiFlavor, SchedulerDialect
 from adapters.lsf import LsfDialect
 from adapters.pbs import PbsDialect
-from adapters.scheduler_types import DialectConfig, JobLayout, MpiFlavor, SchedulerDialect
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmCommands, SlurmDialect
 

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 import pytest
 
 from adapters.base import MpiRequest, NativeState, Resources, SubmitRequest
+from adapters.batch.types import DialectConfig, JobLayout, MpiFlavor
 from adapters.errors import SiteUnavailable, SubmitRejected, UnknownJob
-from adapters.scheduler_types import DialectConfig, JobLayout, MpiFlavor
 from adapters.sge import SgeDialect
 from adapters.sge.states import STATES
 from tests.schedulers.recorded import result

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from adapters.base import ArrayRequest, NativeState, SubmitRequest
+from adapters.batch.types import JobLayout
 from adapters.errors import SubmitRejected
-from adapters.scheduler_types import JobLayout
 from adapters.sge import SgeDialect
 from adapters.sge.arrays import array_options, record_id, split, tasks
 from tests.schedulers.recorded import result

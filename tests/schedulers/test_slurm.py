@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from adapters.base import MpiRequest, NativeState, Resources, SubmitRequest
+from adapters.batch.types import DialectConfig, JobLayout, MpiFlavor
 from adapters.errors import SiteUnavailable, SubmitRejected, UnknownJob
-from adapters.scheduler_types import DialectConfig, JobLayout, MpiFlavor
 from adapters.slurm import SlurmCommands, SlurmDialect
 from adapters.slurm.script import slurm_time
 from adapters.slurm.states import STATES

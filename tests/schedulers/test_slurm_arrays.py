@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from adapters.base import ArrayRequest, NativeState, SubmitRequest
+from adapters.batch.arrays import runs
+from adapters.batch.types import JobLayout
 from adapters.errors import AdapterError, SubmitRejected
-from adapters.scheduler_arrays import runs
-from adapters.scheduler_types import JobLayout
 from adapters.slurm import SlurmDialect
 from adapters.slurm.arrays import array_option, base_id, status_ids, task_index, unfold
 from adapters.testing import OK

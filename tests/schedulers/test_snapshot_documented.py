@@ -13,12 +13,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from adapters.batch.adapter import BatchAdapter
 from adapters.errors import AdapterError, SiteUnavailable
 from adapters.lsf import LsfDialect
 from adapters.lsf.snapshot import FIELDS
 from adapters.pbs import PbsDialect
 from adapters.pbs.torque_snapshot import job_cores
-from adapters.scheduler import BatchAdapter
 from adapters.snapshot import JobPhase, QueueInfo, SnapshotJob
 from adapters.testing import Recording
 from tests.schedulers.recorded import ReplayTransport, load, result

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from adapters.batch.adapter import BatchAdapter
 from adapters.errors import AdapterError, SiteUnavailable
-from adapters.scheduler import BatchAdapter
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmDialect
 from adapters.snapshot import JobPhase, QueueInfo, SnapshotJob

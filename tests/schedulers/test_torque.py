@@ -15,10 +15,10 @@ import pytest
 
 from adapters import registry
 from adapters.base import MpiRequest, NativeState, Resources, SubmitRequest
+from adapters.batch.entry import DialectSettings
+from adapters.batch.types import DialectConfig, JobLayout
 from adapters.errors import SiteUnavailable, UnknownJob
 from adapters.pbs import PbsDialect, torque
-from adapters.scheduler_entry import DialectSettings
-from adapters.scheduler_types import DialectConfig, JobLayout
 from tests.schedulers.recorded import result
 
 TAG = "gw-0b7e4c1a-2222-4c1a-9a3e-000000000003"

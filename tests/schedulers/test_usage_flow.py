@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from adapters.base import Adapter
+from adapters.batch.adapter import BatchAdapter
 from adapters.errors import SiteUnavailable
 from adapters.lsf import LsfDialect
 from adapters.pbs import PbsDialect
 from adapters.reasons import Reason
-from adapters.scheduler import BatchAdapter
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmDialect
 from adapters.slurm.usage import FIELDS

@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 
 from adapters.base import Resources, SubmitRequest
+from adapters.batch.adapter import BatchAdapter
+from adapters.batch.types import DialectConfig, JobLayout, SchedulerDialect
 from adapters.errors import SubmitRejected
 from adapters.lsf import LsfDialect
 from adapters.pbs import PbsDialect
-from adapters.scheduler import BatchAdapter
-from adapters.scheduler_types import DialectConfig, JobLayout, SchedulerDialect
 from adapters.sge import SgeDialect
 from adapters.slurm import SlurmDialect
 from tests.schedulers.recorded import OK, ReplayTransport, load

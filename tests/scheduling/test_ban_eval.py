@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.scheduling.ban_eval import evaluate_bans
+from gateway.scheduling.evaluation.ban_eval import evaluate_bans
 from gateway.scheduling.swf import parse_job
 
 

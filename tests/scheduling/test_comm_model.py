@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from gateway.scheduling.comm_model import (
+from gateway.scheduling.evaluation.comm_model import (
     TwoRegimeModel,
     fit_line,
     fit_two_regime,

@@ -14,6 +14,7 @@ from containers.runtimes import LauncherKind, MpiImpl, RuntimeKind
 from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
 from containers.versions import version
 from gateway.domain.jobspec import JobSpec
+from gateway.scheduling.admission import Admitted, Unroutable, admit
 from gateway.scheduling.constraints import (
     JobView,
     LabelRules,
@@ -25,7 +26,6 @@ from gateway.scheduling.constraints import (
     screen_all,
 )
 from gateway.scheduling.feasibility import SiteShape
-from gateway.scheduling.routing import Admitted, Unroutable, admit
 
 MPIRUN, MPIEXEC, SRUN = LauncherKind.MPIRUN, LauncherKind.MPIEXEC, LauncherKind.SRUN
 CH = RuntimeOffer(RuntimeKind.CHARLIECLOUD, version("0.31"))

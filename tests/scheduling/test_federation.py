@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gateway.scheduling.easy import SimJob, replay
-from gateway.scheduling.federation import (
+from gateway.scheduling.evaluation.federation import (
     Federation,
     Policy,
     Record,
@@ -26,10 +26,10 @@ from gateway.scheduling.federation import (
     TraceJob,
     Truth,
 )
-from gateway.scheduling.federation_fastest import Fastest
-from gateway.scheduling.federation_metrics import against_log, summarize
-from gateway.scheduling.federation_policies import FewestQueued, Own
-from gateway.scheduling.federation_trace import merged_records, open_logs
+from gateway.scheduling.evaluation.federation_fastest import Fastest
+from gateway.scheduling.evaluation.federation_metrics import against_log, summarize
+from gateway.scheduling.evaluation.federation_policies import FewestQueued, Own
+from gateway.scheduling.evaluation.federation_trace import merged_records, open_logs
 from gateway.scheduling.wait_predictor import JobClass
 
 DATA = Path(__file__).parent / "data"

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.scheduling.federation_trace import TraceLog, merged_records, open_logs, site_name
+from gateway.scheduling.evaluation.federation_trace import (
+    TraceLog,
+    merged_records,
+    open_logs,
+    site_name,
+)
 from gateway.scheduling.swf import SwfError
 
 DATA = Path(__file__).parent / "data"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.scheduling.forecast_eval import evaluate_forecasts
-from gateway.scheduling.log_walk import LogWalk, fingerprint
-from gateway.scheduling.runtime_eval import evaluate_runtimes
+from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts
+from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint
+from gateway.scheduling.evaluation.runtime_eval import evaluate_runtimes
 from gateway.scheduling.swf import SwfJob, parse_job
 from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
 

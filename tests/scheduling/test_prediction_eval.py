@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from gateway.scheduling.prediction_eval import (
+from gateway.scheduling.evaluation.prediction_eval import (
     LogQueue,
     RollingBaseline,
     Tally,
     evaluate,
     hindsight_within,
 )
-from gateway.scheduling.replay_check import replay_against_log
+from gateway.scheduling.evaluation.replay_check import replay_against_log
 from gateway.scheduling.swf import SwfJob, iter_jobs, machine_size, parse_job
 from gateway.scheduling.wait_predictor import WaitPredictor
 

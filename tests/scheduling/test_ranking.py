@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.scheduling.ranking import (
-    CHEAPEST,
-    DEADLINE,
-    FASTEST,
-    Candidate,
-    Forecast,
-    rank,
-    route_pass,
-)
+from gateway.scheduling.policies.cheapest import CHEAPEST
+from gateway.scheduling.policies.deadline import DEADLINE
+from gateway.scheduling.policies.fastest import FASTEST
+from gateway.scheduling.ranking import Candidate, Forecast, rank, route_pass
 
 
 def fc(wait: float, bound: float, runtime: float = 100.0, staging: float = 0.0) -> Forecast:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from gateway.domain.jobspec import JobSpec
+from gateway.scheduling.admission import Admission, Admitted, Unroutable, admit
 from gateway.scheduling.constraints import LabelRules, SiteView
 from gateway.scheduling.feasibility import SiteShape
-from gateway.scheduling.routing import Admission, Admitted, Unroutable, admit
 
 
 def shape(name: str, cores: int = 8) -> SiteShape:

@@ -13,7 +13,7 @@ from adapters.base import NativeState
 from adapters.usage import UsageRecord
 from gateway.db.bank_models import Allocation, LedgerEntry, Lien, UsageRow
 from gateway.db.models import Job, Project, Site
-from gateway.services import ledger
+from gateway.services.money import ledger
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 YEAR = timedelta(days=365)

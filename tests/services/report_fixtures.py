@@ -1,6 +1,6 @@
 """A small bank history for report tests, made the way the gateway makes it: allocations
-granted and adjusted through gateway.services.allocations, liens held and settled through
-gateway.services.bank from usage records and the charging rules (no ledger row by hand).
+granted and adjusted through gateway.services.money.allocations, liens held and settled through
+gateway.services.money.bank from usage records and the charging rules (no ledger row by hand).
 
 Two sites: alpha at 1 SU per core-hour, beta at 2 (rate card v1 each). Project `astro`
 (PI `pi`, member `member`) has 100 SU federation-wide from DAY0, then:
@@ -28,10 +28,11 @@ from gateway.accounting.charging import charge_for
 from gateway.accounting.rates import Rate
 from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState
-from gateway.repositories import projects, rate_cards
-from gateway.services import allocations, bank
-from gateway.services.allocations import Grant
-from gateway.services.bank import Payer
+from gateway.repositories.identity import projects
+from gateway.repositories.money import rate_cards
+from gateway.services.money import allocations, bank
+from gateway.services.money.allocations import Grant
+from gateway.services.money.bank import Payer
 from tests.services import bank_fixtures as bf
 from tests.services.bank_fixtures import NOW
 

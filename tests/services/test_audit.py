@@ -18,13 +18,14 @@ from gateway.accounting.rates import Rate
 from gateway.db.bank_models import Allocation, AuditEvent
 from gateway.db.engine import transaction
 from gateway.db.models import Project
-from gateway.repositories import audit
+from gateway.repositories.money import audit
 from gateway.runtime import Runtime
 from gateway.schemas.audit import AuditVerifyOut
-from gateway.services import allocations, bank, projects
-from gateway.services import audit as audit_service
-from gateway.services.allocations import Grant
-from gateway.services.bank import Payer
+from gateway.services import projects
+from gateway.services.money import allocations, bank
+from gateway.services.money import audit as audit_service
+from gateway.services.money.allocations import Grant
+from gateway.services.money.bank import Payer
 from tests.conftest import MakeUser
 from tests.services import bank_fixtures as bf
 from tests.services.bank_fixtures import NOW, YEAR

@@ -24,9 +24,9 @@ from gateway.db.bank_models import UsageRow
 from gateway.db.engine import transaction
 from gateway.domain.errors import Invalid
 from gateway.runtime import Runtime
-from gateway.services import allocations, bank
-from gateway.services.allocations import Grant
-from gateway.services.bank import InsufficientFunds, Payer
+from gateway.services.money import allocations, bank
+from gateway.services.money.allocations import Grant
+from gateway.services.money.bank import InsufficientFunds, Payer
 from tests.conftest import MakeUser
 from tests.services import bank_fixtures as bf
 from tests.services.bank_fixtures import NOW, YEAR

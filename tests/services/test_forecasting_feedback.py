@@ -12,10 +12,10 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt
 from gateway.domain.states import AttemptState
-from gateway.repositories import placements
-from gateway.repositories.placements import NewPlacement
+from gateway.repositories.jobs import placements
+from gateway.repositories.jobs.placements import NewPlacement
 from gateway.runtime import Runtime
-from gateway.services.forecasting import build_forecaster
+from gateway.services.routing.forecasting import build_forecaster
 from tests.conftest import MakeUser
 from tests.worker.test_worker_local import post
 

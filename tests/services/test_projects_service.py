@@ -13,9 +13,10 @@ from gateway.db.bank_models import Allocation
 from gateway.db.engine import transaction
 from gateway.domain.errors import Conflict, Forbidden, Invalid, NotFound
 from gateway.runtime import Runtime
-from gateway.services import allocation_admin, balances, projects
-from gateway.services.allocations import Grant
-from gateway.services.balances import status_of
+from gateway.services import projects
+from gateway.services.money import allocation_admin, balances
+from gateway.services.money.allocations import Grant
+from gateway.services.money.balances import status_of
 from tests.conftest import MakeUser
 from tests.services.bank_fixtures import NOW, YEAR
 
@@ -93,7 +94,7 @@ def test_admin_actions_refuse_before_any_lookup(runtime: Runtime, make_user: Mak
         assert blank.value.extra == {"field": "reason"}
         a = allocation_admin.grant(s, admin, Grant("climate", "*", 1000, NOW, NOW + DAY), [],
                                    "award", NOW)
-        with caplog.at_level(logging.INFO, logger="gateway.services.allocation_admin"):
+        with caplog.at_level(logging.INFO, logger="gateway.services.money.allocation_admin"):
             allocation_admin.set_status(s, admin, a.id, "suspended", "report overdue")
         assert f"allocation {a.id} suspended by root: report overdue" in caplog.text
         assert balances.view(s, a, NOW).status == "suspended"

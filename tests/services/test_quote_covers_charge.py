@@ -26,8 +26,9 @@ from gateway.accounting.rates import Rate
 from gateway.accounting.requested import requested
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import AttemptState
-from gateway.services import forecasting, quotes, settlement
-from gateway.services.settlement import RunToSettle
+from gateway.services.money import quotes, settlement
+from gateway.services.money.settlement import RunToSettle
+from gateway.services.routing import forecasting
 from gateway.siteconfig.charging import SiteCharging
 from tests.services.bank_fixtures import NOW
 

@@ -24,14 +24,14 @@ import yaml
 from fastapi.testclient import TestClient
 
 from adapters.base import Capabilities
+from adapters.batch.adapter import BatchAdapter
 from adapters.pbs import PbsDialect
-from adapters.scheduler import BatchAdapter
 from adapters.ssh.pool import TransportPool
 from adapters.testing import Call, Recording, ReplayTransport
 from gateway.api.app import create_app
 from gateway.runtime import Runtime, build_runtime
-from gateway.services.site_check import Status, check_site, scheduler_checks
-from gateway.services.sites import SiteRegistry
+from gateway.services.sites.check import Status, check_site, scheduler_checks
+from gateway.services.sites.registry import SiteRegistry
 from gateway.settings import Settings
 from gateway.siteconfig import load_site_config, validate_site_config, with_updates
 from gateway.worker.loop import Worker
@@ -45,7 +45,7 @@ TORQUE_SITE = "torque-example"
 SCRATCH = "/scratch/gridgate"
 PBS_ACCOUNTING = "/var/spool/pbs/server_priv/accounting"
 # The script the submit command runs: make the job directories, then exec the submit
-# command (adapters.scheduler._after_mkdir), every path a positional parameter.
+# command (adapters.batch.adapter._after_mkdir), every path a positional parameter.
 MKDIR_THEN = ('mkdir -p -m 700 -- "$1" "$2" || exit 97; shift 2; exec "$@"',
               "gridgate-submit")
 BJOBS_FIELDS = "jobid stat exit_code exit_reason pend_reason start_time finish_time job_name"

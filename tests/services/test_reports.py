@@ -1,7 +1,7 @@
 """Committee reports on SQLite and PostgreSQL, over a bank history made by the bank's own
 services (tests/services/report_fixtures.py): balances and burn rate as of any time, usage
 by site/user/project/size with the rate basis, waits, refunds and adjustments, a user's
-sacct-like list, and who may read what (gateway.services.project_access)."""
+sacct-like list, and who may read what (gateway.auth.project_access)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from datetime import timedelta
 import pytest
 
 from gateway.accounting import report_math as rm
-from gateway.auth.principal import Principal
 from gateway.db.engine import transaction
 from gateway.domain.errors import Invalid, NotFound
-from gateway.repositories import reports as repo
-from gateway.repositories.reports import Scope
+from gateway.domain.principal import Principal
+from gateway.repositories.money import reports as repo
+from gateway.repositories.money.reports import Scope
 from gateway.runtime import Runtime
-from gateway.services import reports
-from gateway.services.reports import Period
+from gateway.services.money import reports
+from gateway.services.money.reports import Period
 from tests.conftest import MakeUser
 from tests.services import report_fixtures as rf
 from tests.services.bank_fixtures import NOW

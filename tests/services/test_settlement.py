@@ -18,12 +18,12 @@ from gateway.db.bank_models import UsageRow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState
-from gateway.repositories import rate_cards
+from gateway.repositories.money import rate_cards
 from gateway.runtime import Runtime
-from gateway.services import allocations, bank, settlement
-from gateway.services.allocations import Grant
-from gateway.services.bank import Payer
-from gateway.services.settlement import RunToSettle, ToSettle
+from gateway.services.money import allocations, bank, settlement
+from gateway.services.money.allocations import Grant
+from gateway.services.money.bank import Payer
+from gateway.services.money.settlement import RunToSettle, ToSettle
 from tests.conftest import MakeUser
 from tests.services import bank_fixtures as bf
 from tests.services.bank_fixtures import NOW, YEAR

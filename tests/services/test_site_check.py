@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from adapters.scheduler_types import QueueInfo
-from gateway.cli.site import site_app
+from adapters.batch.types import QueueInfo
+from gateway.cli.host.site import site_app
 from gateway.domain.errors import Invalid
-from gateway.services.site_check import (
+from gateway.services.sites.check import (
     Check,
     SiteCheckReport,
     Status,

@@ -13,9 +13,9 @@ import pytest
 from adapters.errors import CommandTimeout
 from adapters.testing import Recording, ReplayTransport
 from containers.runtimes import RuntimeKind
-from gateway.services.site_check import check_site
-from gateway.services.site_check_containers import check_runtimes, parse_version
-from gateway.services.site_check_report import Status
+from gateway.services.sites.check import check_site
+from gateway.services.sites.check_containers import check_runtimes, parse_version
+from gateway.services.sites.check_report import Status
 from gateway.siteconfig import SiteConfig, load_site_config, with_updates
 from tests.schedulers.recorded import load
 from tests.services.test_remote_pbs_lsf import (

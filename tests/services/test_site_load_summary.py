@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from adapters.snapshot import JobPhase, QueueSnapshot, SnapshotJob
 from gateway.scheduling.ranking import Forecast
-from gateway.services.site_load import load_out, summary
+from gateway.services.routing.site_load import load_out, summary
 
 AT = datetime(2026, 11, 24, 23, 0, tzinfo=UTC)
 

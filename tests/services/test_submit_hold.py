@@ -1,6 +1,6 @@
 """The lien a submission holds, and the audit links it leaves, on SQLite and PostgreSQL
 (where the lien is taken by the statement that writes the job's first event,
-gateway.repositories.fast_hold, when one allocation covers it, and one link chains both):
+gateway.repositories.money.fast_hold, when one allocation covers it, and one link chains both):
 the chain verifies, each job's story has its state change and then its lien, whose link
 names the lien, allocation and amount the database holds (and no ledger legs); a lien
 split across allocations (the locked path) is chained too; a refused submission leaves
@@ -17,13 +17,13 @@ from sqlalchemy import select
 from gateway.db.bank_models import Allocation, LedgerEntry, Lien
 from gateway.db.engine import transaction
 from gateway.domain.jobspec import JobSpec
-from gateway.repositories import audit
+from gateway.repositories.money import audit
 from gateway.runtime import Runtime
-from gateway.services import allocations
-from gateway.services import audit as audit_service
-from gateway.services import jobs as job_service
-from gateway.services.allocations import Grant
-from gateway.services.bank import InsufficientFunds
+from gateway.services.jobs import submission as job_service
+from gateway.services.money import allocations
+from gateway.services.money import audit as audit_service
+from gateway.services.money.allocations import Grant
+from gateway.services.money.bank import InsufficientFunds
 from gateway.settings import Settings
 from gateway.store.blobs import BlobStore
 from tests.conftest import MakeUser, TestUser

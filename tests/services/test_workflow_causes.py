@@ -1,4 +1,4 @@
-"""Why a step's job failed, as a retry policy names it (gateway.services.workflow_advance
+"""Why a step's job failed, as a retry policy names it (gateway.services.workflows.advance
 .cause_of): the reason codes the adapters record, table-driven."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.db.models import Job
-from gateway.services.workflow_advance import cause_of
+from gateway.services.workflows.advance import cause_of
 from workflows.retry import FailureCause, RetryPolicy, decide_retry
 
 

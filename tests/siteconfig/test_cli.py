@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from gateway.cli.site import site_app
+from gateway.cli.host.site import site_app
 from gateway.siteconfig import site_config_json_schema
 from tests.siteconfig.conftest import GOOD
 

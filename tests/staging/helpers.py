@@ -13,7 +13,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from gateway.services.https_fetch import is_public_address
+from gateway.services.data.https_fetch import is_public_address
 from gateway.worker.loop import Worker
 from tests.conftest import TestUser
 

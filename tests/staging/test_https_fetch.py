@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.services.https_fetch import fetch, https_input, is_public_address
-from gateway.services.input_sources import InputUnavailable
+from gateway.services.data.https_fetch import fetch, https_input, is_public_address
+from gateway.services.data.input_sources import InputUnavailable
 from gateway.settings import Settings
 from gateway.store import BlobStore
 from tests.staging.helpers import TEST_HOST, http_server, only_test_host

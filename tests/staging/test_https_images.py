@@ -1,4 +1,4 @@
-"""https:// SIF images (gateway.services.https_images) from a real local HTTP server that
+"""https:// SIF images (gateway.services.images.https_images) from a real local HTTP server that
 honours conditional GETs the way web servers do: an unchanged image is downloaded once, a
 changed one again, and one without validators (or marked no-store) every time."""
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.services.https_images import https_image
-from gateway.services.image_cache import sweep_image_cache
-from gateway.services.input_sources import ResolvedInput
+from gateway.services.data.input_sources import ResolvedInput
+from gateway.services.images.cache import sweep_image_cache
+from gateway.services.images.https_images import https_image
 from gateway.settings import Settings
 from gateway.store import BlobStore
 from tests.staging.helpers import TEST_HOST, http_server, only_test_host

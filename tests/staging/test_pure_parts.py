@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.output_globs import matches, select
 from adapters.transfer.listing import ListedEntry, parse_find_output
 from adapters.transfer.site_fs import SiteCommandFailed
-from gateway.api.ranges import Unsatisfiable, parse_range
+from gateway.api.http.ranges import Unsatisfiable, parse_range
 from gateway.domain.staging import duplicate_dest, parse_source
+from rules.output_globs import matches, select
 
 
 @pytest.mark.parametrize(("pattern", "path", "hit"), [

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gateway.cli import testbed as testbed_cli
+from gateway.cli.host import testbed as testbed_cli
 from gateway.siteconfig import load_site_configs
 from testbed import faults, manager, network
 from testbed.config import TestbedConfig
@@ -163,7 +163,7 @@ def test_commands_refuse_non_root_with_a_clear_message() -> None:
     code = (
         "import os\n"
         "os.geteuid = lambda: 65534\n"
-        "from gateway.cli.testbed import testbed_app\n"
+        "from gateway.cli.host.testbed import testbed_app\n"
         "testbed_app(prog_name='gridgate testbed')\n")
     proc = subprocess.run(
         [sys.executable, "-c", code, "status"],

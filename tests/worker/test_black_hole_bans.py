@@ -18,9 +18,9 @@ from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job
 from gateway.domain.errors import Conflict
 from gateway.domain.states import AttemptState
-from gateway.repositories import audit
+from gateway.repositories.money import audit
 from gateway.runtime import Runtime
-from gateway.services.site_bans import black_holes, unban
+from gateway.services.routing.site_bans import black_holes, unban
 from gateway.worker.context import StepContext
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs

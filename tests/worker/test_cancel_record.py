@@ -14,13 +14,14 @@ import dataclasses
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from adapters.scheduler import VANISHED_AFTER_CANCEL, BatchAdapter
+from adapters.batch.adapter import VANISHED_AFTER_CANCEL, BatchAdapter
 from adapters.sge import SgeDialect
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime
-from gateway.services.sites import SiteEntry, SiteRegistry
+from gateway.services.sites.entry import SiteEntry
+from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.cancel import send_cancels
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser

@@ -22,20 +22,20 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from adapters.scheduler import BatchAdapter
+from adapters.batch.adapter import BatchAdapter
 from adapters.slurm import SlurmDialect
 from adapters.testing import Call, Recording
 from adapters.transport import CommandResult, LocalTransport
+from containers.image.sif import read_sif
 from containers.pull import PULL_SCRIPT, pulled_name
 from containers.refs import parse_image_ref
 from containers.runtimes import LauncherKind, MpiImpl, RuntimeKind
-from containers.sif import read_sif
 from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
 from containers.versions import version
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt
 from gateway.runtime import Runtime
-from gateway.services.sites import SiteEntry
+from gateway.services.sites.entry import SiteEntry
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
 from gateway.worker.submit import submit_accepted

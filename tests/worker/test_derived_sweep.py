@@ -16,7 +16,7 @@ import pytest
 
 from adapters.transfer import StagedFile
 from adapters.transfer.sources import LocalFile
-from gateway.services.input_sources import InputUnavailable, ResolvedInput
+from gateway.services.data.input_sources import InputUnavailable, ResolvedInput
 from gateway.store import BlobStore
 from gateway.worker import stage_image
 from gateway.worker.stage_image import DERIVED_DIR, squashfs_of, sweep_derived

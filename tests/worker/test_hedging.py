@@ -19,10 +19,10 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.domain.states import AttemptState
 from gateway.metrics import Metrics
-from gateway.repositories import targets
+from gateway.repositories.jobs import targets
 from gateway.runtime import Runtime
 from gateway.services.lifecycle import Claim, Lifecycle, Submitted
-from gateway.services.sites import SiteRegistry
+from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.loop import Worker
 from gateway.worker.submit import submit_accepted
 from tests.conftest import MakeUser

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from adapters.local.network import SLIRP4NETNS
 from gateway.runtime import Runtime
-from gateway.services.sites import local_sandbox
+from gateway.services.sites.local_host import local_sandbox
 from gateway.settings import Settings
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser

@@ -28,13 +28,14 @@ from gateway.db.bank_models import Lien
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Job, Placement
-from gateway.repositories import audit, jobs
+from gateway.repositories.jobs import rows as jobs
+from gateway.repositories.money import audit
 from gateway.runtime import Runtime
-from gateway.services import allocations
-from gateway.services.allocations import Grant
-from gateway.services.forecasting import build_forecaster
-from gateway.services.placement import route_pending
-from gateway.services.sites import SiteRegistry
+from gateway.services.money import allocations
+from gateway.services.money.allocations import Grant
+from gateway.services.routing.forecasting import build_forecaster
+from gateway.services.routing.placement import route_pending
+from gateway.services.sites.registry import SiteRegistry
 from gateway.settings import Settings
 from gateway.worker.context import StepContext
 from gateway.worker.failover import fail_over_stranded

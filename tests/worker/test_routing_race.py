@@ -1,6 +1,6 @@
 """Two workers route the same pending jobs at once on PostgreSQL: each job is routed
 exactly once (one placement row, one routing event), whatever the interleaving (rows
-locked FOR UPDATE SKIP LOCKED; gateway.services.placement)."""
+locked FOR UPDATE SKIP LOCKED; gateway.services.routing.placement)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from sqlalchemy import select
 
 from gateway.db.models import Event, Job, Placement
 from gateway.runtime import Runtime
-from gateway.services.forecasting import build_forecaster
-from gateway.services.placement import route_pending
+from gateway.services.routing.forecasting import build_forecaster
+from gateway.services.routing.placement import route_pending
 from gateway.worker.context import StepContext
 from tests.conftest import MakeUser
 from tests.worker.test_worker_local import post

@@ -16,12 +16,13 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from adapters.batch.adapter import BatchAdapter
 from adapters.errors import ConnectionFailed
-from adapters.scheduler import BatchAdapter
 from adapters.sge import SgeDialect
 from gateway.db.models import Site
 from gateway.runtime import Runtime
-from gateway.services.sites import SiteEntry, SiteRegistry
+from gateway.services.sites.entry import SiteEntry
+from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
 from tests.conftest import MakeUser

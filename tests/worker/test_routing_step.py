@@ -19,10 +19,10 @@ from gateway.db.engine import transaction
 from gateway.db.models import Attempt, JobOutput, Placement, Site
 from gateway.domain.staging import ON_SITE
 from gateway.domain.states import AttemptState
-from gateway.repositories import targets
+from gateway.repositories.jobs import targets
 from gateway.runtime import Runtime
 from gateway.scheduling.constraints import LabelRules
-from gateway.services.sites import SiteRegistry
+from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.context import StepContext
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs

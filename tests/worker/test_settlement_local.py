@@ -17,15 +17,16 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from gateway.accounting.rates import ONE_SU_PER_CORE_HOUR, Usage, cost
-from gateway.auth.principal import Principal
 from gateway.db.bank_models import Allocation, LedgerEntry, Lien, Quote, UsageRow
 from gateway.db.engine import transaction
 from gateway.domain.jobspec import JobSpec
+from gateway.domain.principal import Principal
 from gateway.runtime import Runtime
-from gateway.services import allocations, audit, bank, projects
-from gateway.services import jobs as job_service
-from gateway.services.allocations import Grant
-from gateway.services.bank import InsufficientFunds
+from gateway.services import projects
+from gateway.services.jobs import submission as job_service
+from gateway.services.money import allocations, audit, bank
+from gateway.services.money.allocations import Grant
+from gateway.services.money.bank import InsufficientFunds
 from gateway.settings import Settings
 from gateway.store.blobs import BlobStore
 from gateway.worker.loop import Worker

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from fastapi.testclient import TestClient
 
-from gateway.cli.workflow_graph import graph
+from gateway.cli.workflows.graph import graph
 from gateway.runtime import Runtime
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser

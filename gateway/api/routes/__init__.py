@@ -1,1 +1,1 @@
-"""api/routes"""
+"""One module per resource of the REST API; each route calls services, never SQL."""

@@ -35,8 +35,9 @@ from gateway.api.project_schemas import (
 from gateway.api.schemas import json_response
 from gateway.db.bank_models import Allocation
 from gateway.runtime import Runtime
-from gateway.services import allocation_admin, balances, cursors
-from gateway.services.allocations import Grant
+from gateway.services import cursors
+from gateway.services.money import allocation_admin, balances
+from gateway.services.money.allocations import Grant
 
 router = APIRouter(prefix="/api/v1", tags=["allocations"])
 

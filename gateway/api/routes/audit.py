@@ -8,7 +8,8 @@ from fastapi import APIRouter, Response
 from gateway.api.deps import JobsReader, RuntimeDep
 from gateway.api.schemas import attempt_out, event_out, json_response
 from gateway.schemas.audit import AuditVerifyOut, JobStoryOut
-from gateway.services import audit, job_story
+from gateway.services.jobs import story as job_story
+from gateway.services.money import audit
 
 router = APIRouter(prefix="/api/v1", tags=["audit"])
 

@@ -7,7 +7,7 @@ then keeps a read-only access token (scope `jobs:read`, the usual lifetime) in a
 HttpOnly, SameSite=Strict cookie scoped to /dashboard; signing out (a form with the same
 CSRF rule) revokes that token. A client with a token from `gridgate login` may instead
 send it as `Authorization: Bearer`. Either way the page shows exactly what the report API
-shows that caller (gateway.services.reports).
+shows that caller (gateway.services.money.reports).
 """
 
 from __future__ import annotations
@@ -27,22 +27,22 @@ from starlette.concurrency import run_in_threadpool
 
 from gateway.accounting.units import su
 from gateway.api import charts
-from gateway.api.client_address import client_address, is_secure
 from gateway.api.deps import RuntimeDep
-from gateway.auth.principal import Principal
-from gateway.auth.tokens import issue_access_token
-from gateway.domain.errors import GatewayError, Invalid, NotFound, Unauthenticated
-from gateway.runtime import Runtime
-from gateway.services import reports
-from gateway.services.accounts import verify_password
-from gateway.services.login_throttle import (
+from gateway.api.http.client_address import client_address, is_secure
+from gateway.auth.accounts import verify_password
+from gateway.auth.login_throttle import (
     LoginLimits,
     record_failure,
     record_success,
     retry_after,
 )
-from gateway.services.project_access import visible_projects
-from gateway.services.reports import Period
+from gateway.auth.project_access import visible_projects
+from gateway.auth.tokens import issue_access_token
+from gateway.domain.errors import GatewayError, Invalid, NotFound, Unauthenticated
+from gateway.domain.principal import Principal
+from gateway.runtime import Runtime
+from gateway.services.money import reports
+from gateway.services.money.reports import Period
 
 router = APIRouter(tags=["dashboard"])
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Response
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import JobArrayList, JobArrayOut, array_out, json_response
-from gateway.services import job_arrays
+from gateway.services.jobs import arrays as job_arrays
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 

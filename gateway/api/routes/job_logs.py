@@ -27,15 +27,15 @@ from starlette.types import Receive, Scope, Send
 
 from adapters.base import OutputChunk
 from adapters.errors import AdapterError
-from gateway.api import stopping
 from gateway.api.deps import JobsReader, RuntimeDep
+from gateway.api.http import stopping
+from gateway.api.http.stream_slots import SlotRefused, StreamSlot, StreamSlots
 from gateway.api.problems import problem
-from gateway.api.stream_slots import SlotRefused, StreamSlot, StreamSlots
-from gateway.auth.principal import Principal
 from gateway.domain.errors import Invalid
+from gateway.domain.principal import Principal
 from gateway.domain.states import JobState
 from gateway.runtime import Runtime
-from gateway.services import job_queries
+from gateway.services.jobs import queries as job_queries
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 log = logging.getLogger(__name__)

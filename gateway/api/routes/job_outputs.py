@@ -24,16 +24,16 @@ from fastapi.responses import StreamingResponse
 
 from adapters.transfer import SiteFile
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
+from gateway.api.http.ranges import Unsatisfiable, parse_range
 from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.problems import problem
-from gateway.api.ranges import Unsatisfiable, parse_range
 from gateway.domain.errors import Invalid, Unavailable
 from gateway.domain.staging import IN_STORE
-from gateway.repositories.job_queries import OutputView
+from gateway.repositories.jobs.queries import OutputView
 from gateway.runtime import Runtime
 from gateway.schemas.jobs import JobOutputList, JobOutputOut
-from gateway.services import job_outputs
-from gateway.services.uploads import clean_store
+from gateway.services.data.uploads import clean_store
+from gateway.services.jobs import outputs as job_outputs
 from gateway.store import BlobStore
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])

@@ -14,12 +14,15 @@ from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import JobState
 from gateway.schemas.placements import EstimateOut, PlacementOut
-from gateway.services import container_images, job_holds, job_queries, placement
-from gateway.services import jobs as job_service
-from gateway.services.forecasting import build_forecaster
-from gateway.services.job_inputs import StagingLimits
-from gateway.services.job_queries import MAX_LABEL_FILTERS, JobFilter
-from gateway.services.site_snapshots import take_snapshots, unreachable
+from gateway.services.images import container_images
+from gateway.services.jobs import holds as job_holds
+from gateway.services.jobs import queries as job_queries
+from gateway.services.jobs import submission as job_service
+from gateway.services.jobs.inputs import StagingLimits
+from gateway.services.jobs.queries import MAX_LABEL_FILTERS, JobFilter
+from gateway.services.routing import placement
+from gateway.services.routing.forecasting import build_forecaster
+from gateway.services.routing.site_snapshots import take_snapshots, unreachable
 from gateway.store.blobs import BlobStore
 from workflows.limits import DEFAULT_LIMITS
 

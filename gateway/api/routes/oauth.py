@@ -6,7 +6,7 @@ this module turns Starlette requests into `OAuthRequest`s and runs them in a wor
 thread, because Authlib is synchronous and argon2 and the database block. Each request
 is one unit of work, committed before its answer is built (errors included: a poll
 records its time, a replayed refresh token revokes its family, a wrong client secret is
-counted by the throttle of gateway.services.login_throttle).
+counted by the throttle of gateway.auth.login_throttle).
 """
 
 from __future__ import annotations
@@ -23,13 +23,20 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
-from gateway.api.client_address import client_address, is_secure
 from gateway.api.deps import RuntimeDep
+from gateway.api.http.client_address import client_address, is_secure
+from gateway.auth.accounts import verify_password
 from gateway.auth.device_approval import (
     DeviceApprovalError,
     decide_device_code,
     normalize_user_code,
     pending_device_code,
+)
+from gateway.auth.login_throttle import (
+    LoginLimits,
+    record_failure,
+    record_success,
+    retry_after,
 )
 from gateway.auth.metadata import (
     DEVICE_AUTHORIZATION_PATH,
@@ -43,13 +50,6 @@ from gateway.auth.metadata import (
 from gateway.auth.oauth_models import OAuthRequest
 from gateway.auth.server import GatewayAuthorizationServer
 from gateway.runtime import Runtime
-from gateway.services.accounts import verify_password
-from gateway.services.login_throttle import (
-    LoginLimits,
-    record_failure,
-    record_success,
-    retry_after,
-)
 
 router = APIRouter(tags=["oauth"])
 

@@ -30,7 +30,8 @@ from gateway.api.project_schemas import (
     summary_out,
 )
 from gateway.api.schemas import json_response
-from gateway.services import balances, cursors, projects
+from gateway.services import cursors, projects
+from gateway.services.money import balances
 from gateway.services.projects import MAX_DESCRIPTION
 
 router = APIRouter(prefix="/api/v1", tags=["projects"])

@@ -2,7 +2,7 @@
 
 Every report is "as of" a time (`as_of`, default now) and comes as JSON or, with
 `Accept: text/csv` or `?format=csv`, as CSV (one row per line, a header first). Who may
-read what is gateway.services.project_access (404 for a project the caller has no part in).
+read what is gateway.auth.project_access (404 for a project the caller has no part in).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from gateway.schemas.reports import (
     UsageReport,
     WaitReport,
 )
-from gateway.services import reports
-from gateway.services.reports import Period
+from gateway.services.money import reports
+from gateway.services.money.reports import Period
 
 router = APIRouter(prefix="/api/v1", tags=["reports"])
 

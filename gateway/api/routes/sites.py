@@ -10,8 +10,8 @@ from gateway.api.deps import RuntimeDep, SitesReader
 from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import SiteList, SiteOut
 from gateway.services import cursors
-from gateway.services.site_bans import black_holes
-from gateway.services.site_load import load_out
+from gateway.services.routing.site_bans import black_holes
+from gateway.services.routing.site_load import load_out
 
 router = APIRouter(prefix="/api/v1", tags=["sites"])
 

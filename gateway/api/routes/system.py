@@ -10,8 +10,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import SecretStr
 
 from gateway import __version__
-from gateway.api.client_address import is_loopback
 from gateway.api.deps import CurrentPrincipal, RuntimeDep
+from gateway.api.http.client_address import is_loopback
 from gateway.api.schemas import Health, json_response
 from gateway.domain.errors import Forbidden, Unauthenticated
 from gateway.domain.jobspec import JobSpec

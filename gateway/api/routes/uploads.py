@@ -11,7 +11,7 @@
 A chunk must start at the offset the gateway holds (else 409 with `offset` in the
 body and an `Upload-Offset` header); its body must be exactly the range. Bodies are
 streamed to disk, never held whole; chunk PUTs are exempt from the general body
-limit and capped by `upload_chunk_max_bytes` instead. See gateway.services.uploads
+limit and capped by `upload_chunk_max_bytes` instead. See gateway.services.data.uploads
 for the rules on resets, expiry and quotas.
 """
 
@@ -35,8 +35,8 @@ from gateway.db.base import utcnow
 from gateway.domain.errors import Conflict, Invalid, TooLarge
 from gateway.runtime import Runtime
 from gateway.schemas import to_json
-from gateway.services import uploads as service
-from gateway.services.uploads import OffsetMismatch, UploadLimits
+from gateway.services.data import uploads as service
+from gateway.services.data.uploads import OffsetMismatch, UploadLimits
 from gateway.store import BlobStore, PartWriter
 
 router = APIRouter(prefix="/api/v1", tags=["uploads"])
@@ -52,7 +52,7 @@ def is_chunk_put(scope: Scope) -> bool:
     return scope.get("method") == "PUT" and bool(_CHUNK_PATH.fullmatch(scope.get("path", "")))
 
 
-# The rules gateway.services.uploads enforces (with its own messages), told to clients in
+# The rules gateway.services.data.uploads enforces (with its own messages), told to clients in
 # the OpenAPI document.
 SHA256: JsonDict = {"pattern": "^[0-9a-fA-F]{64}$"}
 FILE_NAME: JsonDict = {"pattern": r"^[^/\u0000-\u001f]+$"}

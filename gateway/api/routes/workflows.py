@@ -20,10 +20,11 @@ from gateway.schemas.workflows import (
     WorkflowOut,
     WorkflowStepOut,
 )
-from gateway.services import workflow_queries, workflows
-from gateway.services.job_inputs import StagingLimits
-from gateway.services.workflow_advance import plan_of
-from gateway.services.workflow_queries import WorkflowDetail
+from gateway.services.jobs.inputs import StagingLimits
+from gateway.services.workflows import queries as workflow_queries
+from gateway.services.workflows import submission as workflows
+from gateway.services.workflows.advance import plan_of
+from gateway.services.workflows.queries import WorkflowDetail
 from gateway.settings import Settings
 from gateway.store.blobs import BlobStore
 from workflows.limits import DEFAULT_LIMITS, Limits

@@ -1,0 +1,151 @@
+"""`gridgate admin ...`: account administration on the gateway host.
+
+These commands open the gateway's database directly (like `serve`), with the same
+GRIDGATE_* settings, so run them where the gateway runs. Each is one unit of work over
+the account services (gateway.auth.accounts), never a statement of its own.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gateway.cli import errors, render
+
+DEFAULT_CLIENT_SCOPES = ["jobs:read", "jobs:write", "sites:read"]
+
+
+def _read_password(from_stdin: bool) -> str:
+    if from_stdin:
+        line = sys.stdin.readline()
+        password = line[:-1] if line.endswith("\n") else line
+        if not password:
+            raise errors.fail("error: no password on standard input.", errors.USAGE)
+        return password
+    first = typer.prompt("Password", hide_input=True)
+    second = typer.prompt("Repeat password", hide_input=True)
+    if first != second:
+        raise errors.fail("error: the passwords differ.", errors.USAGE)
+    return str(first)
+
+
+def user_add(
+    name: Annotated[str, typer.Argument(help="Username (lowercase letters, digits, _ . -).")],
+    role: Annotated[list[str] | None, typer.Option(
+        "--role", "-r", help="Role (repeatable): researcher, site-admin, auditor, admin.")]
+    = None,
+    password_stdin: Annotated[bool, typer.Option(
+        "--password-stdin", help="Read the password from the first line of stdin.")] = False,
+) -> None:
+    """Create a local user who logs in with a password on the device-login page."""
+    from gateway.auth.accounts import DEFAULT_ROLES, create_local_user
+    from gateway.runtime import build_runtime
+    from gateway.settings import Settings
+
+    password = _read_password(password_stdin)
+    runtime = build_runtime(Settings())
+    try:
+        with runtime.unit_of_work() as session:
+            user = create_local_user(session, name, password, role or list(DEFAULT_ROLES))
+            roles = ", ".join(user.roles)
+            user_id = user.id
+    finally:
+        runtime.close()
+    render.stderr_console().print(f"Created user {name} (id {user_id}, roles: {roles}).")
+
+
+def client_create(
+    name: Annotated[str, typer.Argument(help="A name for the client (e.g. the pipeline).")],
+    scope: Annotated[list[str] | None, typer.Option(
+        "--scope", "-s", help=f"Scope (repeatable); default: {' '.join(DEFAULT_CLIENT_SCOPES)}.")]
+    = None,
+    user: Annotated[str | None, typer.Option(
+        help="Act as this existing local user (default: a new service user).")] = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print {client_id, client_secret, ...} as JSON.")] = False,
+) -> None:
+    """Create a client-credentials client for automation; prints its secret once."""
+    from gateway.auth.accounts import create_client, user_id_named
+    from gateway.runtime import build_runtime
+    from gateway.settings import Settings
+
+    settings = Settings()
+    runtime = build_runtime(settings)
+    try:
+        with runtime.unit_of_work() as session:
+            user_id = user_id_named(session, user) if user is not None else None
+            client, secret = create_client(session, name, scope or DEFAULT_CLIENT_SCOPES,
+                                           ["client_credentials"], user_id)
+            info = {"client_id": client.client_id, "client_secret": secret, "name": name,
+                    "scopes": list(client.scopes), "user_id": client.user_id,
+                    "gateway": settings.public_url}
+    finally:
+        runtime.close()
+    if json_out:
+        render.print_json(info)
+        return
+    out = render.stdout_console()
+    out.print(f"Client ID:     {info['client_id']}")
+    out.print(f"Client secret: {info['client_secret']}")
+    render.stderr_console().print(
+        "The secret is shown only once; store it safely. Log in with:\n"
+        f"  GRIDGATE_CLIENT_SECRET=... gridgate login --client-id {info['client_id']}")
+
+
+def history_import(
+    site: Annotated[str, typer.Argument(help="The site the records come from.")],
+    file: Annotated[Path, typer.Argument(help="An SWF log (gzipped or not), or a dump.")],
+    kind: Annotated[str, typer.Option(
+        "--format", help="swf, sacct (sacct --parsable2 --noheader --allocations --allusers "
+                         "--format=JobIDRaw,User,Partition,NCPUS,TimelimitRaw,Submit,Start,"
+                         "State) or qacct (qacct -j).")] = "swf",
+    timezone: Annotated[str, typer.Option(
+        help="The site's time zone, for dumps with local times (IANA name).")] = "UTC",
+) -> None:
+    """Import a site's past queue waits, so routing predicts its waits from the start."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from gateway.runtime import build_runtime
+    from gateway.services.routing.history_import import import_history
+    from gateway.settings import Settings
+
+    try:
+        tz = ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise errors.fail(f"error: unknown time zone {timezone!r} (an IANA name, e.g. "
+                          "Europe/Stockholm).", errors.USAGE) from None
+    runtime = build_runtime(Settings())
+    try:
+        with runtime.unit_of_work() as session:
+            found = import_history(session, runtime.sites, site, file, kind, tz)
+    finally:
+        runtime.close()
+    render.stderr_console().print(
+        f"Imported {len(found.waits)} waits for site {site} "
+        f"({found.skipped} records without a wait skipped).")
+
+
+def site_unban(
+    name: Annotated[str, typer.Argument(help="The site whose black-hole ban to lift.")],
+) -> None:
+    """Lift a site's black-hole ban now (recorded in the audit chain): routing sends it
+    `auto` jobs again, and only failures from now on can ban it again."""
+    import getpass
+    import socket
+
+    from gateway.runtime import build_runtime
+    from gateway.services.routing.site_bans import unban
+    from gateway.settings import Settings
+
+    runtime = build_runtime(Settings())
+    actor = f"{getpass.getuser()}@{socket.gethostname()} (gridgate admin site unban)"
+    try:
+        with runtime.unit_of_work() as session:
+            ban = unban(session, runtime.sites, name, actor, runtime.clock())
+    finally:
+        runtime.close()
+    render.stderr_console().print(f"Lifted the ban on site {name} ({ban.reason}).",
+                                  soft_wrap=True)

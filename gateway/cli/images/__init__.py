@@ -1,0 +1,1 @@
+"""`gridgate image`: build, inspect, verify and extract SIF images on this machine."""

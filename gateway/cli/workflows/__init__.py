@@ -1,0 +1,1 @@
+"""`gridgate workflow`: submit, list, show and cancel workflows, and draw their DAG."""

@@ -1,0 +1,85 @@
+"""Placements: the routing decisions, one row each, as they were made (append-only); each
+is also a link of the audit chain."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+from sqlalchemy.orm import Session
+
+from gateway.db.models import Placement
+from gateway.repositories.money import audit
+
+_placements = Placement.__table__
+
+
+@dataclass(frozen=True)
+class NewPlacement:
+    """A decision to record; `candidates` are CandidateOut documents."""
+
+    job_id: str
+    decided_at: datetime
+    policy: str
+    hedge: int
+    deadline: datetime | None
+    chosen: Sequence[str]
+    why: str
+    candidates: Sequence[dict[str, Any]]
+
+    def row(self) -> dict[str, Any]:
+        return {"job_id": self.job_id, "decided_at": self.decided_at, "policy": self.policy,
+                "hedge": self.hedge, "deadline": self.deadline, "chosen": list(self.chosen),
+                "why": self.why, "candidates": list(self.candidates)}
+
+
+@dataclass(frozen=True)
+class PlacementRecord(NewPlacement):
+    """A recorded decision."""
+
+    id: int = 0
+
+
+def add_all(session: Session, placements: Sequence[NewPlacement], actor: str) -> None:
+    """Record the decisions (one statement for a routing pass's batch)."""
+    if not placements:
+        return
+    session.connection().execute(insert(Placement), [p.row() for p in placements])
+    for p in placements:
+        audit.append(session, "routing.decision", f"job:{p.job_id}", actor,
+                     {"policy": p.policy, "hedge": p.hedge, "chosen": list(p.chosen),
+                      "deadline": None if p.deadline is None else p.deadline.isoformat(),
+                      "why": p.why}, p.decided_at)
+
+
+def latest(conn: Connection, job_id: str) -> PlacementRecord | None:
+    """The job's most recent decision (the one it was placed by), or None."""
+    row = conn.execute(
+        select(_placements).where(_placements.c.job_id == job_id)
+        .order_by(_placements.c.id.desc()).limit(1)).mappings().first()
+    if row is None:
+        return None
+    return PlacementRecord(job_id=row["job_id"], decided_at=row["decided_at"],
+                           policy=row["policy"], hedge=row["hedge"], deadline=row["deadline"],
+                           chosen=tuple(row["chosen"]), why=row["why"],
+                           candidates=tuple(row["candidates"]), id=row["id"])
+
+
+def given_bounds(session: Session, job_ids: Collection[str]) -> dict[tuple[str, str], float]:
+    """(job, site) -> the 95% wait bound the job's latest routing decision gave that site
+    (what the wait predictor calibrates its bounds on, once the job has started)."""
+    found: dict[tuple[str, str], float] = {}
+    if not job_ids:
+        return found
+    rows = session.execute(select(_placements.c.job_id, _placements.c.candidates)
+                           .where(_placements.c.job_id.in_(job_ids))
+                           .order_by(_placements.c.id))
+    for job_id, candidates in rows:  # later decisions overwrite earlier ones
+        for candidate in candidates:
+            forecast = candidate.get("forecast")
+            if forecast is not None:
+                found[(job_id, candidate["site"])] = float(forecast["wait_bound"])
+    return found

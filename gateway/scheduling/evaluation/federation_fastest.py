@@ -1,0 +1,141 @@
+"""The registered routing policies in the simulator: gridgate's own router on simulated
+sites (pure). `Ranked` runs any policy of gateway/scheduling/policies/ a workload log
+can feed (`registry.replayable()`: `fastest`, the one the benchmarks measure, and any
+policy registered since); `Fastest` is `Ranked` under `fastest`.
+
+At each arrival instant the jobs arriving then are routed by `ranking.route_pass`, under
+the policy, over a `forecaster.SiteForecaster`: the functions the gateway's routing step
+calls. Each site's
+snapshot is what a router can know: running jobs (processors, time since their start,
+requested time) and queued jobs (processors, requested time), each with the run time
+predicted for it when it was routed. The predictors are fed as a gateway feeds them: a
+wait when a job starts (`WaitPredictor.observe`, with the walltime projection the job
+had at its site when routed), a run time when a job ends (`RuntimePredictor.observe`).
+A job's real run time never reaches them before it has ended.
+
+Log identities: a user is (origin log, user number), an application (origin log,
+executable number), since the logs number their users and executables independently.
+Staging costs nothing: the logs hold no data sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gateway.scheduling.evaluation.federation import Policy, SiteView, TraceJob, eligible
+from gateway.scheduling.forecaster import COMBINED, JobNeed, SiteForecaster, SiteState
+from gateway.scheduling.policies.fastest import FASTEST
+from gateway.scheduling.queue_profile import QueueState
+from gateway.scheduling.ranking import Candidate, Forecast, route_pass
+from gateway.scheduling.runtime_predictor import RuntimePredictor
+from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
+
+QUEUE = ""  # a simulated site has one queue
+
+
+def _key(job: TraceJob) -> str:
+    return f"{job.origin}/{job.number}"
+
+
+def job_need(job: TraceJob, procs: int | None = None) -> JobNeed:
+    """The router's view of a log job (`procs`: clamped to a site, as the engine does)."""
+    fingerprint = f"{job.origin}/{job.executable}" if job.executable >= 0 else ""
+    return JobNeed(user=f"{job.origin}/{job.user}", fingerprint=fingerprint,
+                   procs=job.procs if procs is None else procs, time_limit=job.requested,
+                   queue=QUEUE, key=_key(job))
+
+
+class _Recording:
+    """The pass's forecaster, noting what each committed job was predicted to do at the
+    site chosen for it (needed later: its snapshot entry, its wait's history class)."""
+
+    def __init__(self, inner: SiteForecaster, runtimes: dict[str, float],
+                 projected: dict[str, float]) -> None:
+        self.inner = inner
+        self.runtimes = runtimes
+        self.projected = projected
+
+    def forecast(self, job: JobNeed, site: str) -> Forecast:
+        return self.inner.forecast(job, site)
+
+    def commit(self, job: JobNeed, site: str) -> None:
+        # Before `commit`: it places the job, and the placement would then count it.
+        self.projected[job.key] = self.inner.projected_wait(job, site)
+        self.runtimes[job.key] = self.inner.runtime(job, site).seconds
+        self.inner.commit(job, site)
+
+
+class Ranked(Policy):
+    """The registered routing policy called `policy`, one pass per arrival instant;
+    `mode` is the forecaster's (production: `combined`)."""
+
+    def __init__(self, policy: str = FASTEST, mode: str = COMBINED) -> None:
+        self.name = policy
+        self.mode = mode
+        self.waits = WaitPredictor()
+        self.runtimes = RuntimePredictor()
+        self._names: list[str] = []
+        self._predicted: dict[str, float] = {}  # predicted run time at the chosen site
+        self._projected: dict[str, float] = {}  # walltime-projected wait there, when routed
+        # The wait prediction the chosen site had, fed back when the job starts so the
+        # predictor calibrates its bound on the outcomes of the bounds it gave.
+        self._given: dict[str, WaitPrediction | None] = {}
+
+    def route(self, now: float, jobs: Sequence[TraceJob], sites: Sequence[SiteView]
+              ) -> list[int]:
+        """Route the instant's jobs in one `route_pass`."""
+        self._names = [site.name for site in sites]
+        index = {site.name: site.index for site in sites}
+        states = [SiteState(site.name, self._snapshot(site, now)) for site in sites]
+        forecaster = _Recording(SiteForecaster(states, self.waits, self.runtimes,
+                                               mode=self.mode),
+                                self._predicted, self._projected)
+        needs = {_key(job): job for job in jobs}
+
+        def exclusions(need: JobNeed) -> list[Candidate]:
+            fitting = set(eligible(needs[need.key], sites))
+            return [Candidate(site.name) if site.index in fitting else
+                    Candidate(site.name, f"{site.processors} processors, fewer than "
+                                         f"{need.procs}")
+                    for site in sites]
+
+        largest = max(site.processors for site in sites)
+        # A job bigger than every site runs clamped at its own (federation.eligible).
+        batch = [job_need(job, None if job.procs <= largest else sites[job.origin].processors)
+                 for job in jobs]
+        routed = route_pass(batch, exclusions, forecaster, lambda _: (self.name, 1, None))
+        for r in routed:
+            job, site = needs[r.job.key], r.decision.chosen[0]
+            self._given[r.job.key] = self.waits.predict(JobClass(
+                site, QUEUE, job.procs, job.requested, self._projected[r.job.key]))
+        return [index[r.decision.chosen[0]] for r in routed]
+
+    def _snapshot(self, site: SiteView, now: float) -> QueueState:
+        predicted = self._predicted
+        running = tuple(
+            (job.procs, start + predicted[_key(job)] - now, start + job.requested - now)
+            for job, start in site.running())
+        queued = tuple((job.procs, predicted[_key(job)], job.requested)
+                       for job in site.queued())
+        return QueueState(site.processors, running, queued)
+
+    def started(self, job: TraceJob, site: int, start: float) -> None:
+        """Feed the wait to the history, in the class the job had when routed."""
+        projected = self._projected.pop(_key(job))
+        self.waits.observe(JobClass(self._names[site], QUEUE, job.procs, job.requested,
+                                    projected), start - job.submit,
+                           predicted=self._given.pop(_key(job), None))
+
+    def ended(self, job: TraceJob, site: int, start: float, end: float) -> None:
+        """Feed the run time to the runtime predictor."""
+        need = job_need(job)
+        del self._predicted[need.key]
+        self.runtimes.observe(need.user, need.fingerprint, self._names[site], job.procs,
+                              end - start)
+
+
+class Fastest(Ranked):
+    """Lowest predicted median completion (the 95% bound breaking ties): `fastest`."""
+
+    def __init__(self, mode: str = COMBINED) -> None:
+        super().__init__(FASTEST, mode)

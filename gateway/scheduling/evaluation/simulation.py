@@ -1,0 +1,91 @@
+"""The simulator's entry points (pure: log files in, figures out), for `gridgate simulate`
+and the benchmarks:
+- `simulate`: replay one or more SWF logs as a federation of sites under a policy, one
+  of `policy_names()`: the simulator's baselines (`BASELINES`, yardsticks no production
+  job is routed by), then every registered routing policy a log can feed
+  (gateway/scheduling/policies/registry.py, `replayable`), run as production runs it;
+- `evaluate_predictions`: walk one log in time order and score the wait predictors
+  (gateway/scheduling/evaluation/prediction_eval.py) against their two baselines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from gateway.scheduling.evaluation.federation import Federation, Policy, Progress, SimResult
+from gateway.scheduling.evaluation.federation_fastest import Ranked
+from gateway.scheduling.evaluation.federation_metrics import summarize
+from gateway.scheduling.evaluation.federation_policies import FEWEST_QUEUED, OWN, FewestQueued, Own
+from gateway.scheduling.evaluation.federation_trace import (
+    TraceLog,
+    merged_records,
+    open_logs,
+    windowed,
+)
+from gateway.scheduling.evaluation.prediction_eval import evaluate
+from gateway.scheduling.forecaster import COMBINED
+from gateway.scheduling.policies import registry
+from gateway.scheduling.swf import SwfJob
+
+BASELINES: dict[str, Callable[[], Policy]] = {OWN: Own, FEWEST_QUEUED: FewestQueued}
+PROGRESS_EVERY = 20_000
+
+
+def policy_names() -> tuple[str, ...]:
+    """Every policy a simulation can run: the baselines, then the registered routing
+    policies a workload log can feed, as the registry has them now."""
+    return (*BASELINES, *registry.replayable())
+
+
+def make_policy(name: str, forecast_mode: str = COMBINED) -> Policy:
+    """A fresh policy by its name (one of `policy_names()`); `forecast_mode` is the
+    forecaster's for a registered policy (production: `combined`; see forecaster.MODES)."""
+    baseline = BASELINES.get(name)
+    if baseline is not None:
+        return baseline()
+    if name in registry.replayable():
+        return Ranked(name, forecast_mode)
+    raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}")
+
+
+def replay(logs: Sequence[TraceLog], policy: str, window_days: float | None = None,
+           progress: Progress | None = None, forecast_mode: str = COMBINED) -> SimResult:
+    """The federation of `logs` (log i is site i) replayed under `policy`."""
+    federation = Federation([log.spec for log in logs], make_policy(policy, forecast_mode))
+    return federation.run(merged_records(logs, window_days), progress, PROGRESS_EVERY)
+
+
+def simulate(paths: Sequence[Path], policy: str, window_days: float | None = None,
+             progress: Progress | None = None, forecast_mode: str = COMBINED
+             ) -> dict[str, Any]:
+    """Figures (federation_metrics.summarize) of `paths` replayed under `policy`, plus the
+    window and how many jobs of each log could not be replayed."""
+    logs = open_logs(paths)
+    result = replay(logs, policy, window_days, progress, forecast_mode)
+    return summarize(result, policy) | {
+        "forecast_mode": None if policy in BASELINES else forecast_mode,
+        "window_days": window_days,
+        "skipped": {log.spec.name: log.skipped for log in logs},
+    }
+
+
+def _counted(jobs: Iterator[SwfJob], progress: Progress | None) -> Iterator[SwfJob]:
+    for count, job in enumerate(jobs, start=1):
+        if progress is not None and count % PROGRESS_EVERY == 0:
+            progress(count, float(job.submit))
+        yield job
+
+
+def evaluate_predictions(path: Path, window_days: float | None = None,
+                         progress: Progress | None = None) -> dict[str, Any]:
+    """Each predictor's and baseline's scores on one log, walked in time order."""
+    log = TraceLog(path)
+    processors = log.spec.processors
+    scores = evaluate(_counted(windowed(path, window_days), progress), processors,
+                      site=log.spec.name)
+    return {"log": log.spec.name, "processors": processors, "window_days": window_days,
+            "methods": {name: value for name, value in scores.items() if isinstance(value, dict)},
+            "other": {name: value for name, value in scores.items()
+                      if not isinstance(value, dict)}}

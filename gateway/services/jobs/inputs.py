@@ -1,0 +1,91 @@
+"""Job inputs at submission: refuse what cannot be staged before the job is accepted.
+
+Checked here (422 naming the field, or 413 naming the limit): duplicate or nested
+`dest`s, unknown sites, uploads that are not complete uploads of the caller's (someone
+else's upload reads exactly like one that does not exist), and the per-job file count
+and byte limits as far as sizes are known now (uploads). Sizes of site:// and https://
+inputs are only known while staging; the worker applies the same limits then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from gateway.domain.errors import Invalid, TooLarge
+from gateway.domain.jobspec import JobSpec
+from gateway.domain.sizes import human_bytes
+from gateway.domain.staging import SourceKind, duplicate_dest, parse_source
+from gateway.repositories import uploads
+from gateway.services.data.uploads import COMPLETE
+from gateway.services.sites.registry import SiteRegistry
+from gateway.settings import Settings
+
+
+@dataclass(frozen=True)
+class StagingLimits:
+    input_max_bytes: int
+    input_max_files: int
+    output_max_bytes: int
+    output_max_files: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> StagingLimits:
+        return cls(settings.job_input_max_bytes, settings.job_input_max_files,
+                   settings.job_output_max_bytes, settings.job_output_max_files)
+
+    @classmethod
+    def unlimited(cls) -> StagingLimits:
+        return cls(2**63 - 1, 2**31 - 1, 2**63 - 1, 2**31 - 1)
+
+
+def over_limit(what: str, setting: str, value: int, limit: int, *, count: bool) -> TooLarge:
+    """The 413 for `value` over `limit`: which limit, and by how much."""
+    if count:
+        shown, cap, excess = f"{value}", f"{limit}", f"{value - limit}"
+    else:
+        shown, cap, excess = human_bytes(value), human_bytes(limit), human_bytes(value - limit)
+    return TooLarge(f"{what} is {shown}, over the per-job limit of {cap} ({setting}) by "
+                    f"{excess}.", limit=setting, limit_value=limit, excess=value - limit)
+
+
+def check_inputs(session: Session, registry: SiteRegistry, limits: StagingLimits,
+                 owner_id: str, spec: JobSpec) -> None:
+    """Invalid or TooLarge when the job's inputs cannot be staged as given."""
+    clash = duplicate_dest([i.dest for i in spec.inputs])
+    if clash is not None:
+        first, second = clash
+        raise Invalid(f"inputs[{second}].dest '{spec.inputs[second].dest}' collides with "
+                      f"inputs[{first}].dest '{spec.inputs[first].dest}': each input needs "
+                      "its own path, and a file cannot also be a directory.",
+                      field=f"inputs[{second}].dest")
+    if len(spec.inputs) > limits.input_max_files:
+        raise over_limit("The number of input files", "job_input_max_files",
+                         len(spec.inputs), limits.input_max_files, count=True)
+    total = 0
+    for i, item in enumerate(spec.inputs):
+        source = parse_source(item.source)
+        if source.kind is SourceKind.SITE:
+            assert source.site is not None
+            try:
+                registry.get(source.site)
+            except Invalid as exc:
+                raise Invalid(exc.detail, field=f"inputs[{i}].source") from None
+        elif source.kind is SourceKind.UPLOAD:
+            total += _upload_size(session, owner_id, source.upload_id or "", i)
+    if total > limits.input_max_bytes:
+        raise over_limit("The total size of the job's inputs", "job_input_max_bytes",
+                         total, limits.input_max_bytes, count=False)
+
+
+def _upload_size(session: Session, owner_id: str, upload_id: str, i: int) -> int:
+    row = uploads.facts(session, owner_id, upload_id)
+    if row is None:
+        raise Invalid(f"inputs[{i}].source: you have no upload {upload_id}.",
+                      field=f"inputs[{i}].source")
+    if row.state != COMPLETE:
+        raise Invalid(f"inputs[{i}].source: upload {upload_id} is {row.state}, not "
+                      "complete; finish it ('gridgate upload FILE') first.",
+                      field=f"inputs[{i}].source")
+    return row.size

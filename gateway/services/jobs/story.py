@@ -1,0 +1,95 @@
+"""One job's story from request to charge: who asked and as whom, where it was routed
+and why, every attempt, its liens, the site's usage records and the ledger's charges,
+refunds and releases, and the audit links about it.
+
+Visible to the job's owner, its project's PI, auditors and admins; to anyone else the job
+does not exist (NotFound: ids are not an oracle)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from gateway.auth.project_access import Standing, access
+from gateway.db.bank_models import UsageRow
+from gateway.domain.errors import NotFound
+from gateway.domain.principal import Principal
+from gateway.repositories.jobs import queries as repo
+from gateway.repositories.jobs import story as job_story
+from gateway.repositories.jobs.queries import AttemptView, EventView, JobView
+from gateway.repositories.money import audit
+from gateway.schemas.audit import (
+    StoryAuditOut,
+    StoryLedgerOut,
+    StoryLienOut,
+    StoryOwnerOut,
+    StoryPlacementOut,
+    StoryUsageOut,
+)
+from gateway.services.jobs.queries import check_id
+
+
+@dataclass(frozen=True)
+class Story:
+    """The job's rows, oldest first in every part."""
+
+    job: JobView
+    owner: StoryOwnerOut
+    events: list[EventView]
+    attempts: list[AttemptView]
+    placements: list[StoryPlacementOut]
+    liens: list[StoryLienOut]
+    usage: list[StoryUsageOut]
+    ledger: list[StoryLedgerOut]
+    audit: list[StoryAuditOut]
+
+
+def story(session: Session, principal: Principal, job_id: str) -> Story:
+    """The job's story, if the caller may read it."""
+    check_id(job_id)
+    conn = session.connection()
+    job, attempts = repo.job_detail(conn, job_id, None)
+    if job is None or not _may_read(session, principal, job):
+        raise NotFound(f"No job with id '{job_id}'.")
+    owner = job_story.owner(session, job["owner_id"])
+    return Story(
+        job=job,
+        owner=StoryOwnerOut(username=owner.username, issuer=owner.issuer,
+                            subject=owner.subject),
+        events=repo.events(conn, job_id), attempts=attempts,
+        placements=[StoryPlacementOut(decided_at=p.decided_at, policy=p.policy, hedge=p.hedge,
+                                      chosen=list(p.chosen), why=p.why)
+                    for p in job_story.placements(session, job_id)],
+        liens=[StoryLienOut(id=lien.id, allocation_id=lien.allocation_id, site=lien.site_name,
+                            amount_milli=lien.amount_milli, status=lien.status,
+                            created_at=lien.created_at, closed_at=lien.closed_at)
+               for lien in job_story.liens(session, job_id)],
+        usage=[_usage(u) for u in job_story.usage(session, job_id)],
+        ledger=[StoryLedgerOut(at=e.at, txn=e.txn, kind=e.kind, allocation_id=e.allocation_id,
+                               account=e.account, amount_milli=e.amount_milli,
+                               reason=e.reason, actor=e.actor)
+                for e in job_story.ledger(session, job_id)],
+        audit=[StoryAuditOut(id=link.id, at=link.at, kind=kind, actor=link.actor)
+               for link in audit.of_subject(conn, f"job:{job_id}") for kind, _ in link.told()],
+    )
+
+
+def _may_read(session: Session, principal: Principal, job: JobView) -> bool:
+    """The owner, and whoever reads everyone's usage in the job's project."""
+    if job["owner_id"] == principal.user_id:
+        return True
+    try:
+        standing = access(session, principal, job["project_name"]).standing
+    except NotFound:
+        return False
+    return standing is not Standing.MEMBER
+
+
+def _usage(u: UsageRow) -> StoryUsageOut:
+    return StoryUsageOut(site=u.site_name, native_id=u.native_id, run=u.run, source=u.source,
+                         received_at=u.received_at, started_at=u.started_at,
+                         ended_at=u.ended_at, elapsed=u.elapsed,
+                         cores=u.cores, state=u.state, exit_code=u.exit_code,
+                         estimated=u.estimated, charged_milli=u.charged_milli,
+                         refunded_milli=u.refunded_milli, rule=u.rule)
