@@ -1,2 +1,3 @@
-"""The bank's pure rules: service units, rate cards and costs, and what a run is charged.
-No I/O: the services in `gateway.services` apply them to the ledger."""
+"""The bank's pure rules: service units, rate cards and costs, what a job asks to hold
+(what its quote prices), and what a run is charged. No I/O: the services in
+`gateway.services` apply them to the ledger."""

@@ -57,9 +57,10 @@ MAX_HEDGE = 4
 
 
 # Validation context for a spec accepted earlier and already submitted (the worker reads
-# it back to recover a submission or collect outputs): the checks that guard submission
-# and staging in, which may have tightened since, are not applied again. The adapters
-# check a script's directives and the environment's names again at any submission.
+# it back to recover a submission or collect outputs; every stored spec is read through
+# gateway.repositories.jobs.rows.stored_spec): the checks that guard submission and
+# staging in, which may have tightened since, are not applied again. The adapters check
+# a script's directives and the environment's names again at any submission.
 SUBMITTED = {"submitted": True}
 # The site of a job the gateway routes.
 AUTO = "auto"

@@ -34,7 +34,7 @@ from gateway.db.models import (
     Project,
     User,
 )
-from gateway.domain.jobspec import AUTO
+from gateway.domain.jobspec import AUTO, SUBMITTED, JobSpec, Resources
 from gateway.domain.states import JobState
 from gateway.repositories import bulk
 from gateway.repositories.jobs import events
@@ -107,6 +107,29 @@ class NewOutput:
     sha256: str
     location: str
     site_path: str
+
+
+def stored_spec(spec: Mapping[str, Any], *, submitting: bool = False) -> JobSpec:
+    """The typed spec of a stored job (its row's `spec`: the dump validated at submit).
+
+    The spec was valid when the job was accepted, so the checks that guard submission
+    and staging in (script directives, environment names, job paths), which may have
+    tightened since, are not applied again (`jobspec.SUBMITTED`): a job accepted, routed
+    or run under older rules can still be routed, failed over, recovered, collected and
+    retried. `submitting`: the job is about to be staged in and sent to its site for the
+    first time (a claim), so every rule of today applies, and the ValidationError says
+    why it can no longer be sent (the caller fails it, saying so, once)."""
+    return JobSpec.model_validate(spec, context=None if submitting else SUBMITTED)
+
+
+def stored_resources(spec: Mapping[str, Any]) -> Resources:
+    """The typed `resources` of a stored job's spec, alone (the spec's defaults where it
+    gave none): what the charge and the forecast read (with
+    gateway.accounting.requested). They read hundreds (a settlement batch) to thousands
+    (a routing pass's histories) of specs at once, where the whole spec would cost a few
+    times what decoding the rows does; and no rule of another section, tightened since,
+    may keep a finished job from being charged or a routing pass from running."""
+    return Resources.model_validate(spec.get("resources", {}))
 
 
 _projects, _members = Project.__table__, Membership.__table__

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from gateway.db.base import utcnow
 from gateway.db.models import Attempt
-from gateway.domain.jobspec import SUBMITTED, JobSpec
+from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.repositories import sites as site_rows
 from gateway.repositories.jobs import attempts, targets
@@ -68,7 +68,7 @@ def claim_accepted(session: Session, holder: LeaseHolder, site: SiteEntry,
     for owned, sibling in [(o, False) for o in found] + [(o, True) for o in hedged]:
         job = owned.job
         try:
-            spec = JobSpec.model_validate(job.spec)
+            spec = jobs.stored_spec(job.spec, submitting=True)
         except ValidationError as exc:
             # Accepted under older, looser rules and never submitted: refused now,
             # saying why, instead of failing this claim on every pass.
@@ -110,7 +110,7 @@ def recover(session: Session, holder: LeaseHolder, site: SiteEntry,
                                   now, holder.worker_id, now + holder.lease, limit,
                                   where=~native_repo.is_native_attempt())
     return [Claim(a.attempt.id, a.attempt.job_id, a.attempt.tag, a.attempt.workdir,
-                  JobSpec.model_validate(a.spec, context=SUBMITTED), recovering=True,
+                  jobs.stored_spec(a.spec), recovering=True,
                   owner=a.owner, owner_id=a.owner_id, array_index=a.array_index)
             for a in leased]
 

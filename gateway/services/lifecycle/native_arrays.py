@@ -28,11 +28,12 @@ from adapters.base import ArrayRequest
 from adapters.batch.arrays import task_workdir
 from gateway.db.base import utcnow
 from gateway.db.models import Attempt
-from gateway.domain.jobspec import SUBMITTED, JobSpec
+from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import AttemptState, JobState
 from gateway.repositories import sites as site_rows
 from gateway.repositories.jobs import attempts
 from gateway.repositories.jobs import native_arrays as repo
+from gateway.repositories.jobs import rows as jobs
 from gateway.services.lifecycle.claims import Claim
 from gateway.services.lifecycle.holder import LeaseHolder
 from gateway.services.lifecycle.transitions import advance
@@ -82,7 +83,7 @@ def claim_whole_arrays(session: Session, holder: LeaseHolder, site: SiteEntry, f
         if len(tasks) != count:
             continue  # another worker holds some: the next cycle sees
         try:
-            spec = JobSpec.model_validate(tasks[0].job.spec)
+            spec = jobs.stored_spec(tasks[0].job.spec, submitting=True)
         except ValidationError:
             continue  # the task-by-task path refuses it, saying why
         indices = tuple(t.job.array_index for t in tasks if t.job.array_index is not None)
@@ -130,7 +131,7 @@ def recover_arrays(session: Session, holder: LeaseHolder, site: SiteEntry,
         shape = repo.throttle_of(session, array_id)
         if not leased or shape is None:
             continue
-        spec = JobSpec.model_validate(leased[0].spec, context=SUBMITTED)
+        spec = jobs.stored_spec(leased[0].spec)
         tag = repo.native_tag_of(array_id)
         found.append(ArrayClaim(
             array_id, tag, site.workdir(tag), spec, shape[1],

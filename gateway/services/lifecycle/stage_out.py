@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from adapters.reasons import because
 from gateway.db.base import utcnow
-from gateway.domain.jobspec import SUBMITTED, JobSpec
+from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.metrics import Metrics
 from gateway.repositories.jobs import attempts
@@ -45,7 +45,7 @@ def claim_stage_outs(session: Session, holder: LeaseHolder, site_name: str,
         session, site_name, [AttemptState.COMPLETED, AttemptState.FAILED],
         JobState.STAGING_OUT, now, holder.worker_id, now + holder.staging_lease, limit)
     return [StageOutClaim(a.attempt.id, a.attempt.job_id, a.attempt.workdir,
-                          JobSpec.model_validate(a.spec, context=SUBMITTED), a.owner,
+                          jobs.stored_spec(a.spec), a.owner,
                           a.owner_id, a.attempt.exit_code)
             for a in leased]
 

@@ -101,6 +101,9 @@ def _apply(session: Session, job: Job, attempt: Attempt, status: JobStatus, acto
         reason = Reason.CANCELLED_BY_USER
     elif reason is None and status.exit_code:
         reason = because(Reason.EXIT_CODE, status.exit_code, " ")
+    # One key read as stored, not through jobs.stored_spec: this unit of work applies
+    # the statuses of all the site's jobs, which one spec a rule tightened since
+    # must not block.
     if target is not JobState.CANCELLED and job.spec.get("outputs"):
         # Collect the outputs first (a failed run's too); stage-out finishes the job.
         attempt.lease_until = attempt.lease_owner = None

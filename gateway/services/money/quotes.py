@@ -9,7 +9,8 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from gateway.accounting.rates import Usage, cost
+from gateway.accounting.rates import Rate, cost
+from gateway.accounting.requested import requested
 from gateway.accounting.units import su
 from gateway.db.bank_models import Quote, RateCard
 from gateway.domain.jobspec import JobSpec
@@ -29,25 +30,24 @@ class SiteQuote:
     amount_milli: int
 
 
-def requested(spec: JobSpec) -> Usage:
-    """What the job asks to hold: all its cores (ranks x threads) for its walltime."""
-    r = spec.resources
-    return Usage(seconds=r.walltime, cores=r.ranks * r.threads_per_rank, nodes=r.nodes,
-                 memory_mb=r.memory_mb * r.nodes if r.memory_mb else None)
+def price(spec: JobSpec, rate: Rate) -> int:
+    """The job's price (milli-SU) at a site of `rate`: all it asks to hold
+    (gateway.accounting.requested) for its whole walltime. No run of it that holds no
+    more than that is charged more (settlement caps a run's time at that walltime)."""
+    return cost(rate, requested(spec.resources))
 
 
 def quote(session: Session, spec: JobSpec, sites: Sequence[str],
           cards: Mapping[str, RateCard] | None = None) -> list[SiteQuote]:
     """The job's price at each of `sites` at their current rate cards (`cards`, else read
     from the database), cheapest first."""
-    usage = requested(spec)
     found = []
     cards = cards if cards is not None else rate_cards.current_all(session)
     for site in sites:
         card = cards.get(site)
         if card is not None:
             found.append(SiteQuote(site, card.id, card.version,
-                                   cost(rate_cards.rate_of(card), usage)))
+                                   price(spec, rate_cards.rate_of(card))))
     return sorted(found, key=lambda q: (q.amount_milli, q.site))
 
 

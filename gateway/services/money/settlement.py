@@ -26,11 +26,13 @@ from sqlalchemy.orm import Session
 
 from adapters.base import NativeState
 from adapters.usage import UsageRecord
-from gateway.accounting.charging import charge_for
+from gateway.accounting.charging import Charge, charge_for
 from gateway.accounting.rates import Rate
+from gateway.accounting.requested import requested
 from gateway.db.bank_models import Lien, UsageRow
 from gateway.domain.states import AttemptState
 from gateway.repositories import bulk
+from gateway.repositories.jobs.rows import stored_resources
 from gateway.repositories.money import bank_rows, rate_cards, usage_rows
 from gateway.services.money import bank, ledger
 
@@ -94,14 +96,23 @@ def terms(session: Session, job_ids: Collection[str]) -> dict[str, JobTerms]:
     pinned: dict[str, dict[str, Rate]] = defaultdict(dict)
     for job_id, site, card in usage_rows.pinned_rates(session, job_ids):
         pinned[job_id][site] = rate_cards.rate_of(card)
-    found = {}
-    for job_id, spec, ended_at in usage_rows.requests(session, job_ids):
-        resources = spec.get("resources", {})
-        found[job_id] = JobTerms(
-            int(resources.get("walltime", 3600)),
-            int(resources.get("ranks", 1)) * int(resources.get("threads_per_rank", 1)),
-            ended_at, {**current, **pinned[job_id]})
-    return found
+    return {job_id: job_terms(spec, ended_at, {**current, **pinned[job_id]})
+            for job_id, spec, ended_at in usage_rows.requests(session, job_ids)}
+
+
+def job_terms(spec: Mapping[str, Any], ended_at: datetime | None,
+              rates: Mapping[str, Rate]) -> JobTerms:
+    """A job's terms from its stored spec: the walltime and cores its quote priced
+    (gateway.accounting.requested). A run's time is charged up to that walltime, and a
+    run whose record never came is estimated with those cores."""
+    asked = requested(stored_resources(spec))
+    return JobTerms(asked.seconds, asked.cores, ended_at, rates)
+
+
+def charge(terms: JobTerms, site: str, record: UsageRecord, refund_cap_milli: int) -> Charge:
+    """What one run of the job at `site` is charged: its usage record at the site's rate
+    in `terms`, its time capped at the walltime the job asked for."""
+    return charge_for(record, terms.rates[site], terms.walltime_seconds, refund_cap_milli)
 
 
 def ready(runs: Sequence[RunToSettle], records: Sequence[UsageRecord],
@@ -173,9 +184,7 @@ def settle_jobs(session: Session, site: str, items: Sequence[ToSettle], now: dat
     lines, new = _lines(session, site, todo)
     settled = {}
     for item in todo:
-        rate = item.terms.rates[site]
-        charges = [(lines[(r.native_id, r.run)],
-                    charge_for(r, rate, item.terms.walltime_seconds, refund_cap_milli))
+        charges = [(lines[(r.native_id, r.run)], charge(item.terms, site, r, refund_cap_milli))
                    for r in item.records]
         pay_from = [allocations[a] for a in dict.fromkeys(
             lien.allocation_id for lien in liens[item.job_id])]

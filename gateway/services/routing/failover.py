@@ -20,8 +20,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from gateway.domain.jobspec import AUTO, SUBMITTED, JobSpec
+from gateway.domain.jobspec import AUTO
 from gateway.repositories import sites as site_rows
+from gateway.repositories.jobs import rows as jobs
 from gateway.repositories.jobs import targets
 from gateway.services.lifecycle.transitions import note
 from gateway.services.money import budget
@@ -53,7 +54,7 @@ def fail_over(session: Session, registry: SiteRegistry, now: datetime, after: ti
                                now, lock=True) if charged and stranded else None)
     for owned, site in stranded:
         job = owned.job
-        spec = JobSpec.model_validate(job.spec, context=SUBMITTED)
+        spec = jobs.stored_spec(job.spec)
         avoid = {name: "down" for name in down}
         avoid.update((name, "already tried") for name in targets.tried_sites(session, job.id))
         while True:

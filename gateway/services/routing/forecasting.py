@@ -25,10 +25,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from gateway.accounting.requested import requested
+from gateway.domain.jobspec import Resources
 from gateway.domain.states import AttemptState
 from gateway.repositories import imported_waits, uploads
 from gateway.repositories.jobs import attempts, placements
 from gateway.repositories.jobs import outputs as job_outputs
+from gateway.repositories.jobs.rows import stored_resources
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Forecast
@@ -46,7 +49,6 @@ HISTORY = 5000
 # the predictor's windows (about 800 waits per class), few enough for a pass.
 IMPORTED = 2000
 MB = 1_000_000
-DEFAULT_WALLTIME = 3600  # a spec's default (gateway.domain.jobspec.Resources)
 
 
 def fingerprint(spec: Mapping[str, Any]) -> str:
@@ -57,13 +59,16 @@ def fingerprint(spec: Mapping[str, Any]) -> str:
     return "script:" + hashlib.sha256(str(spec.get("script") or "").encode()).hexdigest()[:16]
 
 
-def _shape(spec: Mapping[str, Any]) -> tuple[int, float, str]:
-    """(cores held while running, time limit in seconds, queue) of a stored spec. Stored
-    specs are validated dumps (walltime in seconds), read here without validating again:
-    a pass reads thousands."""
-    res = spec.get("resources") or {}
-    procs = int(res.get("ranks", 1)) * int(res.get("threads_per_rank", 1))
-    return procs, float(res.get("walltime", DEFAULT_WALLTIME)), str(spec.get("partition") or "")
+def shape(spec: Mapping[str, Any]) -> tuple[int, float, str]:
+    """(cores held while running, time limit in seconds, queue) of a stored spec, from
+    its resources alone (`stored_resources`: a pass reads thousands of specs)."""
+    return _shape(stored_resources(spec), spec.get("partition"))
+
+
+def _shape(resources: Resources, partition: str | None) -> tuple[int, float, str]:
+    # The cores and walltime the job's quote priced (gateway.accounting.requested).
+    asked = requested(resources)
+    return asked.cores, float(asked.seconds), str(partition or "")
 
 
 class PassForecaster:
@@ -94,7 +99,7 @@ def _histories(session: Session, registry: SiteRegistry
     starts = attempts.recent_starts(session, HISTORY)
     given = placements.given_bounds(session, {start.job_id for start in starts})
     for start in starts:
-        procs, limit, queue = _shape(start.spec)
+        procs, limit, queue = shape(start.spec)
         # The user's classes too, as routing forecasts with them (JobNeed.user); and the
         # bound the job's routing gave this site, so the predictor calibrates its bounds
         # on their outcomes. Not kept: the projection each job had when routed.
@@ -136,7 +141,7 @@ def _own_attempts(session: Session, entry: SiteEntry, capacity: int, now: dateti
                   ) -> QueueState:
     running, queued = [], []
     for live in attempts.live_at(session, entry.name):
-        procs, limit, _ = _shape(live.spec)
+        procs, limit, _ = shape(live.spec)
         if live.started_at is not None:
             left = limit - (now - live.started_at).total_seconds()
             running.append((procs, left, left))
@@ -147,8 +152,7 @@ def _own_attempts(session: Session, entry: SiteEntry, capacity: int, now: dateti
 
 def _need(session: Session, job: Pending) -> JobNeed:
     spec = job.spec
-    stored = spec.model_dump(mode="json")
-    procs, limit, queue = _shape(stored)
+    procs, limit, queue = _shape(spec.resources, spec.partition)
     inputs = []
     for item in spec.inputs:
         size = 0
@@ -161,8 +165,9 @@ def _need(session: Session, job: Pending) -> JobNeed:
             site, slash, path = item.source.removeprefix("site://").partition("/")
             size = job_outputs.kept_size(session, job.owner_id, site, slash + path) or 0
         inputs.append((item.source, size))
-    return JobNeed(job.owner_id, fingerprint(stored), procs, limit, queue, tuple(inputs),
-                   key=job.job_id)
+    # The fingerprint of the spec as it will be stored: the histories' keys are of those.
+    return JobNeed(job.owner_id, fingerprint(spec.model_dump(mode="json")), procs, limit,
+                   queue, tuple(inputs), key=job.job_id)
 
 
 def build_forecaster(session: Session, registry: SiteRegistry, jobs: Sequence[Pending],

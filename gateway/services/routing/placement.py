@@ -35,7 +35,6 @@ from sqlalchemy.orm import Session
 from gateway.db.models import Job, Site
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import (
-    SUBMITTED,
     JobSpec,
     deadline_problem,
     launcher_problem,
@@ -265,7 +264,7 @@ def route_pending(session: Session, registry: SiteRegistry,
     for item in owned:
         job = item.job
         try:
-            spec = JobSpec.model_validate(job.spec, context=SUBMITTED)
+            spec = jobs.stored_spec(job.spec)
         except ValidationError as exc:  # stored under older rules: say why, once
             problem = "; ".join(str(e["msg"]) for e in exc.errors()[:3])
             advance(session, job, JobState.FAILED, actor=actor, at=now,

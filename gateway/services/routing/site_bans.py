@@ -31,7 +31,8 @@ BAN_HISTORY = 60
 
 def program_of(spec: Mapping[str, Any]) -> str:
     """A stable key for the program a job spec runs: its container image and executable,
-    or a digest of its script."""
+    or a digest of its script. Read from the stored spec as is (not jobs.stored_spec):
+    every routing pass reads each site's recent ends, and no old spec may stop it."""
     container = spec.get("container") or {}
     image = str(container.get("image", "")) if isinstance(container, Mapping) else ""
     if spec.get("executable"):

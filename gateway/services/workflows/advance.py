@@ -33,7 +33,6 @@ from adapters.reasons import because
 from gateway.db.models import Job
 from gateway.db.workflow_models import Workflow, WorkflowStep
 from gateway.domain.job_relations import Gate
-from gateway.domain.jobspec import SUBMITTED, JobSpec
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState, Reason
 from gateway.repositories import workflows as repo
@@ -211,7 +210,8 @@ class _Run:
         principal = Principal(user_id=owner.id, issuer=owner.issuer, subject=owner.subject,
                               username=owner.username, roles=frozenset(owner.roles),
                               account_name=owner.username)
-        spec = JobSpec.model_validate(job.spec, context=SUBMITTED)
+        # As stored: the new job meets today's rules at its claim (Lifecycle.claim).
+        spec = jobs.stored_spec(job.spec)
         new, _ = job_service.submit(self.session, s.registry, principal, spec, None,
                                     s.staging, s.charged, s.max_array_tasks, store=s.store)
         repo.move_dependencies(self.session, job.id, new["id"])
