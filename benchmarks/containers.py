@@ -63,7 +63,7 @@ from adapters.transfer import StagedFile, stage  # noqa: E402
 from adapters.transfer.sources import LocalFile  # noqa: E402
 from gateway.services.data.input_sources import ResolvedInput  # noqa: E402
 from gateway.store import BlobStore  # noqa: E402
-from gateway.worker.stage_image import squashfs_of, unpack_on_site  # noqa: E402
+from gateway.worker.staging.stage_image import squashfs_of, unpack_on_site  # noqa: E402
 from testbed.state import SiteInfo, TestbedInfo  # noqa: E402
 from tests.live.gateway import LiveGateway, live_gateway  # noqa: E402
 from tests.live.test_containers_live import build_image, upload  # noqa: E402

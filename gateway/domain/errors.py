@@ -16,8 +16,8 @@
     ├── TooLarge               413 too-large   a body, file or quota limit is exceeded
     ├── InputUnavailable       500 internal    input cannot be staged (services.data.input_sources)
     │   └── RegistryPullFailed 500 internal    image pull failed (services.images.registry_client)
-    ├── StageOutFailed         500 internal    outputs not collected as asked (worker.stage_out)
-    └── ContainerRefused       500 internal    cannot launch it there now (worker.container_launch)
+    ├── StageOutFailed         500 internal    outputs not collected (worker.staging.stage_out)
+    └── ContainerRefused       500 internal    not launchable now (worker.staging.container_launch)
 
 A line: the class, the status and problem type (`/problems/NAME`) the API answers it with,
 what it means, and the module under `gateway` that defines it when not this one. No HTTP in

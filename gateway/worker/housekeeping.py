@@ -2,7 +2,7 @@
 incoming files left by a crash, the SquashFS partitions extracted from images no longer
 in the store, and images fetched for sites (registry pulls, https downloads) but unused
 for a week, at most once a minute; and, every SITE_CACHE_PRUNE_SECONDS, the sites' staging
-caches (gateway.worker.site_caches)."""
+caches (gateway.worker.staging.site_caches)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from gateway.services.data.uploads import expire_uploads
 from gateway.services.images.cache import sweep_image_cache
 from gateway.store import BlobStore
 from gateway.worker.context import StepContext
-from gateway.worker.site_caches import prune_site_caches
-from gateway.worker.stage_image import sweep_derived
+from gateway.worker.staging.site_caches import prune_site_caches
+from gateway.worker.staging.stage_image import sweep_derived
 
 log = logging.getLogger(__name__)
 

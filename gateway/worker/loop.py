@@ -12,7 +12,7 @@ and stage-out.
 Any number of workers may run against one PostgreSQL database. Each step is one or
 more units of work committed at its end; what makes a crash between any two of them
 safe is said where it is kept: routing in gateway.services.routing.placement, claims and leases
-in gateway.services.lifecycle, adoption by tag in gateway.worker.submit, cancels in
+in gateway.services.lifecycle, adoption by tag in gateway.worker.submission.submit, cancels in
 gateway.worker.cancel, charges in gateway.services.money.settlement.
 """
 
@@ -37,8 +37,8 @@ from gateway.worker.poll import poll
 from gateway.worker.route import route_jobs
 from gateway.worker.settle import settle, settle_unrun
 from gateway.worker.site_health import DOWN, UP, SiteHealth
-from gateway.worker.stage_out import stage_outs
-from gateway.worker.submit import submit_accepted, submit_recovered
+from gateway.worker.staging.stage_out import stage_outs
+from gateway.worker.submission.submit import submit_accepted, submit_recovered
 from gateway.worker.workflows import advance_workflows
 
 log = logging.getLogger(__name__)

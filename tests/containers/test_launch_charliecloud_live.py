@@ -1,6 +1,6 @@
 """LIVE (this machine): a batch script holding the gateway's ch-run launch line runs a
 built image's SquashFS partition, as the gateway extracts it for charliecloud sites
-(gateway.worker.stage_image), with the job directory bound at /mnt/0 (which `gridgate
+(gateway.worker.staging.stage_image), with the job directory bound at /mnt/0 (which `gridgate
 image build` creates) and a command writing a file there. Needs ch-run and read-write
 /dev/fuse (ch-run mounts the SquashFS file with its built-in SquashFUSE)."""
 
@@ -27,7 +27,7 @@ from containers.site_caps import RuntimeOffer
 from containers.versions import version
 from gateway.services.data.input_sources import ResolvedInput
 from gateway.store import BlobStore
-from gateway.worker.stage_image import squashfs_of
+from gateway.worker.staging.stage_image import squashfs_of
 from tests.containers.conftest import build, need
 
 CH = RuntimeOffer(RuntimeKind.CHARLIECLOUD, version("0.31"))

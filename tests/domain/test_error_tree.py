@@ -101,7 +101,7 @@ def test_the_drawn_tree_is_the_class_tree() -> None:
 
 def test_every_module_but_the_client_side_is_walked() -> None:
     names = _server_modules()
-    assert {"gateway.services.money.bank", "gateway.worker.stage_out",
+    assert {"gateway.services.money.bank", "gateway.worker.staging.stage_out",
             "gateway.siteconfig.errors"} <= set(names)
     assert not [name for name in names if name.startswith(CLIENT_SIDE)]
 

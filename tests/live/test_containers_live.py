@@ -38,7 +38,7 @@ MAX_BYTES = 1 << 20
 PINGPONG_ARGS = ["--max-bytes", str(MAX_BYTES), "--target-seconds", "0.001",
                  "--batches", "3", "--max-repetitions", "2000", "--out", "results.jsonl"]
 
-# The stage-in summary in an event's reason (gateway.worker.stage_in.StageInSummary).
+# The stage-in summary in an event's reason (gateway.worker.staging.stage_in.StageInSummary).
 STAGED = re.compile(r"staged 1 input\(s\), (?P<sent>[^,]+) sent, (?P<cached>\d+) from the "
                     r"site's cache")
 

@@ -33,7 +33,7 @@ from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime, build_runtime
 from gateway.settings import Settings
 from gateway.worker.loop import Worker
-from gateway.worker.submit import FAULT_AFTER_SUBMIT_ENV
+from gateway.worker.submission.submit import FAULT_AFTER_SUBMIT_ENV
 from testbed.state import SiteInfo, TestbedInfo
 from tests.conftest import ALL_SCOPES
 from tests.testbed.fixture import ssh

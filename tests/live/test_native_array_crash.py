@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from gateway.db.models import Job
 from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime
-from gateway.worker.submit import FAULT_AFTER_SUBMIT_ENV
+from gateway.worker.submission.submit import FAULT_AFTER_SUBMIT_ENV
 from testbed.state import TestbedInfo
 from tests.live.test_crash_safe_submit import (
     FINAL,

@@ -23,7 +23,7 @@ from containers.versions import version
 from gateway.services.images.registry_pull import registry_input
 from gateway.settings import Settings
 from gateway.store import BlobStore
-from gateway.worker.stage_image import squashfs_of
+from gateway.worker.staging.stage_image import squashfs_of
 from tests.containers.conftest import make_rootfs, need
 from tests.registry.fixture import Registry, push_image, tar_layer
 

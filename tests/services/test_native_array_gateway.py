@@ -21,7 +21,7 @@ from adapters.testing import OK, Recording
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt
-from gateway.worker.native_arrays import submit_native_arrays
+from gateway.worker.submission.native_arrays import submit_native_arrays
 from tests.conftest import MakeUser
 from tests.schedulers.recorded import load
 from tests.services.test_remote_pbs_lsf import (

@@ -13,8 +13,8 @@ from sqlalchemy import update
 from gateway.db.engine import transaction
 from gateway.db.models import Job
 from gateway.runtime import Runtime
-from gateway.worker import stage_in as stage_in_module
 from gateway.worker.loop import Worker
+from gateway.worker.staging import stage_in as stage_in_module
 from tests.conftest import MakeUser
 from tests.staging.helpers import events, run_until, sh, submit, upload
 

@@ -16,10 +16,10 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Event
 from gateway.runtime import Runtime
-from gateway.worker.claim import claim_accepted
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
-from gateway.worker.stage_in import stage_in_claim
+from gateway.worker.staging.stage_in import stage_in_claim
+from gateway.worker.submission.claim import claim_accepted
 from tests.conftest import MakeUser
 from tests.staging.helpers import events, run_until, sh, submit, upload
 

@@ -13,7 +13,7 @@ from gateway.db.engine import transaction
 from gateway.db.models import Attempt, JobOutput
 from gateway.runtime import Runtime
 from gateway.worker.loop import Worker
-from gateway.worker.stage_out import claim_stage_outs, stage_out_one
+from gateway.worker.staging.stage_out import claim_stage_outs, stage_out_one
 from tests.conftest import MakeUser
 from tests.staging.helpers import events, run_until, sh, submit
 

@@ -38,7 +38,7 @@ from gateway.runtime import Runtime
 from gateway.services.sites.entry import SiteEntry
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
-from gateway.worker.submit import submit_accepted
+from gateway.worker.submission.submit import submit_accepted
 from tests.api.test_container_jobs import upload
 from tests.conftest import MakeUser
 from tests.containers.conftest import build, make_rootfs, need

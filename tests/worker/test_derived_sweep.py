@@ -18,8 +18,8 @@ from adapters.transfer import StagedFile
 from adapters.transfer.sources import LocalFile
 from gateway.services.data.input_sources import InputUnavailable, ResolvedInput
 from gateway.store import BlobStore
-from gateway.worker import stage_image
-from gateway.worker.stage_image import DERIVED_DIR, squashfs_of, sweep_derived
+from gateway.worker.staging import stage_image
+from gateway.worker.staging.stage_image import DERIVED_DIR, squashfs_of, sweep_derived
 from tests.containers.conftest import build, make_rootfs, need
 
 DAY = 24 * 3600.0

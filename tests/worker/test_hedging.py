@@ -27,7 +27,7 @@ from gateway.services.lifecycle.holder import LeaseHolder
 from gateway.services.lifecycle.submit_records import Submitted
 from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.loop import Worker
-from gateway.worker.submit import submit_accepted
+from gateway.worker.submission.submit import submit_accepted
 from tests.conftest import MakeUser
 from tests.waiting_jobs import let_jobs_go, waits
 from tests.worker.test_worker_local import post, run_until

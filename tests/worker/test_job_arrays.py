@@ -11,10 +11,10 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from gateway.runtime import Runtime
-from gateway.worker.claim import claim_accepted
 from gateway.worker.gates import open_gates
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
+from gateway.worker.submission.claim import claim_accepted
 from tests.conftest import MakeUser
 from tests.waiting_jobs import let_all_go, waits
 from tests.worker.test_dependencies import FINAL, after, sh, show

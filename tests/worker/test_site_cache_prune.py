@@ -17,7 +17,7 @@ from adapters.errors import SiteUnavailable
 from gateway.runtime import Runtime
 from gateway.worker.housekeeping import SITE_CACHE_PRUNE_SECONDS
 from gateway.worker.loop import Worker
-from gateway.worker.site_caches import prune_site_caches
+from gateway.worker.staging.site_caches import prune_site_caches
 
 
 def old_entry(runtime: Runtime, name: str) -> Path:

@@ -4,7 +4,7 @@ over an attempt whose worker let the lease run out, and renews its lease while i
 An attempt stays SUBMITTING, under the lease, until the site's job id is committed
 (gateway.services.lifecycle.submit_records): a worker that dies in between is replaced
 after the lease, and the replacement adopts the job by its tag before it would submit
-again (gateway.worker.submit).
+again (gateway.worker.submission.submit).
 """
 
 from __future__ import annotations

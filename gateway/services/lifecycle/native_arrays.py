@@ -8,7 +8,7 @@ and the throttle's gate is lifted (the scheduler keeps the throttle now). The wo
 then submits ONE array job named `gw-<array id>` and records each task's own id
 (`123_3`), after which each task is polled, cancelled, collected and charged as any job.
 
-Crash safety, as for one job (gateway.worker.submit): the tasks' attempts stay
+Crash safety, as for one job (gateway.worker.submission.submit): the tasks' attempts stay
 SUBMITTING under the lease until the task ids are committed, all in one unit of work. A
 worker that died in between is replaced after the lease; the replacement takes the lease
 on every task of the array left SUBMITTING, asks the scheduler for a job named

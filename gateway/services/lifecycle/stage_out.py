@@ -1,7 +1,7 @@
 """Stage-out: a worker takes the lease on a finished run whose outputs nobody is
 collecting, and, only while it still holds that lease, records the outputs it collected
 and the job's end (a worker that died mid-way is replaced after the lease, and a late
-one's result is discarded). The collecting itself is gateway.worker.stage_out."""
+one's result is discarded). The collecting itself is gateway.worker.staging.stage_out."""
 
 from __future__ import annotations
 

@@ -14,10 +14,10 @@ from gateway.services.lifecycle import native_arrays
 from gateway.services.lifecycle.native_arrays import ArrayClaim
 from gateway.services.lifecycle.submit_records import Submitted
 from gateway.services.sites.entry import NoAccount, SiteEntry
-from gateway.worker.claim import record_rejection
 from gateway.worker.context import StepContext
-from gateway.worker.requests import build_array_request
-from gateway.worker.submit_record import fault_after_submit, record_submitted
+from gateway.worker.submission.claim import record_rejection
+from gateway.worker.submission.record import fault_after_submit, record_submitted
+from gateway.worker.submission.requests import build_array_request
 
 log = logging.getLogger(__name__)
 

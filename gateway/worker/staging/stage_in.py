@@ -43,11 +43,11 @@ from gateway.services.lifecycle.claims import Claim
 from gateway.services.sites.entry import SiteEntry
 from gateway.store import BlobStore
 from gateway.worker.cancel import cancel_before_submit
-from gateway.worker.claim import record_rejection
-from gateway.worker.container_launch import image_path, site_fit, stages_image
 from gateway.worker.context import StepContext
-from gateway.worker.keyed_locks import KeyedLocks
-from gateway.worker.stage_image import resolve_image, unpack_on_site
+from gateway.worker.staging.container_launch import image_path, site_fit, stages_image
+from gateway.worker.staging.keyed_locks import KeyedLocks
+from gateway.worker.staging.stage_image import resolve_image, unpack_on_site
+from gateway.worker.submission.claim import record_rejection
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ def claim_accepted(ctx: StepContext, site: SiteEntry) -> list[Claim]:
 
 def recover_stale(ctx: StepContext, site: SiteEntry) -> list[Claim]:
     """Attempts whose submitting worker vanished: take over their lease. Submitting them
-    adopts the scheduler's job by its tag first (gateway.worker.submit)."""
+    adopts the scheduler's job by its tag first (gateway.worker.submission.submit)."""
     with ctx.unit() as session:
         return claims.recover(session, ctx.holder, site, CLAIM_BATCH)
 

@@ -1,7 +1,7 @@
 """Submit step: hand claimed attempts to the site, record the site's job ids.
 
 An attempt stays SUBMITTING, under its lease, until its job id is committed. A worker
-that dies in between is replaced after the lease (gateway.worker.claim.recover_stale),
+that dies in between is replaced after the lease (gateway.worker.submission.claim.recover_stale),
 and the replacement first asks the site for a job carrying the attempt's tag and adopts
 it, submitting only if there is none: nothing is lost, nothing runs twice.
 """
@@ -19,17 +19,17 @@ from gateway.domain.states import Reason
 from gateway.services.lifecycle.claims import Claim
 from gateway.services.lifecycle.submit_records import Submitted
 from gateway.services.sites.entry import NoAccount, SiteEntry
-from gateway.worker.claim import claim_accepted, record_rejection, recover_stale
-from gateway.worker.container_launch import ContainerRefused, container_launch, stages_image
 from gateway.worker.context import StepContext
-from gateway.worker.native_arrays import recover_native_arrays, submit_native_arrays
-from gateway.worker.requests import build_submit_request
-from gateway.worker.stage_in import stage_in_claim
-from gateway.worker.submit_record import (
+from gateway.worker.staging.container_launch import ContainerRefused, container_launch, stages_image
+from gateway.worker.staging.stage_in import stage_in_claim
+from gateway.worker.submission.claim import claim_accepted, record_rejection, recover_stale
+from gateway.worker.submission.native_arrays import recover_native_arrays, submit_native_arrays
+from gateway.worker.submission.record import (
     FAULT_AFTER_SUBMIT_ENV,
     fault_after_submit,
     record_submitted,
 )
+from gateway.worker.submission.requests import build_submit_request
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ __all__ = ["FAULT_AFTER_SUBMIT_ENV", "submit_accepted", "submit_claims", "submit
 
 def submit_recovered(ctx: StepContext, site: SiteEntry) -> bool:
     """Take over attempts whose lease ran out and get them submitted (or adopted);
-    native arrays first (gateway.worker.native_arrays)."""
+    native arrays first (gateway.worker.submission.native_arrays)."""
     arrays = recover_native_arrays(ctx, site)
     return submit_claims(ctx, site, recover_stale(ctx, site)) or arrays
 
