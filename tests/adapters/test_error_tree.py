@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import adapters
 from adapters import errors
 from adapters.errors import AdapterError
+from tests.drawn_trees import drawn_nodes
 
-# One drawn line: tree prefix, class name, then its description. "+ Name:" starts a
-# description when the class has a second base; "(transient)" ends it when it is transient.
-_LINE = re.compile(r"(?P<indent>(?:│   |    )*)(?:[├└]── )?(?P<name>[A-Z]\w*)\s+(?P<text>\S.*)")
+# A drawn class's text: "+ Name:" starts it when the class has a second base;
+# "(transient)" ends it when it is transient.
 _SECOND_BASE = re.compile(r"\+ (?P<base>[A-Z]\w*): .*")
 
 
@@ -31,19 +31,11 @@ class Drawn:
 
 def _drawn_tree(doc: str) -> dict[str, Drawn]:
     """Class name -> drawn bases and transient flag, from the docstring's tree block."""
-    lines = [line[4:] for line in doc.splitlines() if line.startswith("    ")]
     tree: dict[str, Drawn] = {}
-    parents: list[str] = []  # the ancestors at each depth, for the line being read
-    for line in lines:
-        match = _LINE.fullmatch(line)
-        assert match is not None, f"not a tree line: {line!r}"
-        depth = len(match["indent"]) // 4 + (0 if line[0].isalpha() else 1)
-        name, text = match["name"], match["text"]
-        del parents[depth:]
-        second = _SECOND_BASE.fullmatch(text)
-        bases = tuple(parents[-1:]) + ((second["base"],) if second else ())
-        tree[name] = Drawn(bases, text.endswith("(transient)"))
-        parents.append(name)
+    for node in drawn_nodes(doc):
+        second = _SECOND_BASE.fullmatch(node.text)
+        bases = ((node.parent,) if node.parent else ()) + ((second["base"],) if second else ())
+        tree[node.name] = Drawn(bases, node.text.endswith("(transient)"))
     return tree
 
 

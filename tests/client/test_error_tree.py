@@ -17,14 +17,14 @@ import gateway.cli
 import gateway.client
 from gateway.client import errors
 from gateway.client.errors import ClientError, ProblemError, problem_error
+from tests.drawn_trees import drawn_nodes
 
 HOME = "gateway.client.errors"
 
-# One drawn line: tree prefix, class name, its meaning (starting "404:" or "400/422:" when
-# `problem_error` picks it for those statuses), and the defining module (under `gateway`)
-# in parentheses at the end when it is not HOME.
-_LINE = re.compile(r"(?P<indent>(?:│   |    )*)(?:[├└]── )?(?P<name>[A-Z]\w*)\s+"
-                   r"(?:(?P<statuses>\d{3}(?:/\d{3})*): )?(?P<text>\S.*?)"
+# A drawn class's text: its meaning (starting "404:" or "400/422:" when `problem_error`
+# picks it for those statuses), and the defining module (under `gateway`) in parentheses
+# at the end when it is not HOME.
+_TEXT = re.compile(r"(?:(?P<statuses>\d{3}(?:/\d{3})*): )?(?P<text>\S.*?)"
                    r"(?: \((?P<module>\w+(?:\.\w+)+)\))?")
 
 
@@ -36,20 +36,14 @@ class Drawn:
 
 def _drawn(doc: str) -> tuple[dict[str, Drawn], dict[int, str]]:
     """Class name -> drawn parent and module; status -> the class drawn for it."""
-    lines = [line[4:] for line in doc.splitlines() if line.startswith("    ")]
     tree: dict[str, Drawn] = {}
     statuses: dict[int, str] = {}
-    parents: list[str] = []  # the ancestors at each depth, for the line being read
-    for line in lines:
-        match = _LINE.fullmatch(line)
-        assert match is not None, f"not a tree line: {line!r}"
-        depth = len(match["indent"]) // 4 + (0 if line[0].isalpha() else 1)
-        name = match["name"]
-        del parents[depth:]
+    for node in drawn_nodes(doc):
+        match = _TEXT.fullmatch(node.text)
+        assert match is not None, f"not a drawn error: {node.text!r}"
         module = f"gateway.{match['module']}" if match["module"] else HOME
-        tree[name] = Drawn(parents[-1] if parents else None, module)
-        statuses |= {int(s): name for s in (match["statuses"] or "").split("/") if s}
-        parents.append(name)
+        tree[node.name] = Drawn(node.parent, module)
+        statuses |= {int(s): node.name for s in (match["statuses"] or "").split("/") if s}
     return tree, statuses
 
 

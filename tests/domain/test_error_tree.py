@@ -18,6 +18,7 @@ from gateway.api.problem_types import PREFIX, uri_for
 from gateway.api.problems import status_of
 from gateway.domain import errors
 from gateway.domain.errors import GatewayError
+from tests.drawn_trees import drawn_nodes
 
 # The client side raises ClientError, never GatewayError (tests/client/test_error_tree.py
 # draws that tree). Every other module imports without optional parts: one that cannot
@@ -25,10 +26,9 @@ from gateway.domain.errors import GatewayError
 CLIENT_SIDE = ("gateway.cli", "gateway.client")
 HOME = "gateway.domain.errors"
 
-# One drawn line: tree prefix, class name, status, problem type, meaning, and the defining
-# module (under `gateway`) in parentheses at the end when it is not HOME.
-_LINE = re.compile(r"(?P<indent>(?:│   |    )*)(?:[├└]── )?(?P<name>[A-Z]\w*)\s+"
-                   r"(?P<status>\d{3}) (?P<type>[a-z-]+)\s+(?P<text>\S.*?)"
+# A drawn class's text: status, problem type, meaning, and the defining module (under
+# `gateway`) in parentheses at the end when it is not HOME.
+_TEXT = re.compile(r"(?P<status>\d{3}) (?P<type>[a-z-]+)\s+(?P<text>\S.*?)"
                    r"(?: \((?P<module>\w+(?:\.\w+)+)\))?")
 
 
@@ -42,18 +42,12 @@ class Drawn:
 
 def _drawn_tree(doc: str) -> dict[str, Drawn]:
     """Class name -> drawn parent, status, type and module, from the docstring's tree."""
-    lines = [line[4:] for line in doc.splitlines() if line.startswith("    ")]
     tree: dict[str, Drawn] = {}
-    parents: list[str] = []  # the ancestors at each depth, for the line being read
-    for line in lines:
-        match = _LINE.fullmatch(line)
-        assert match is not None, f"not a tree line: {line!r}"
-        depth = len(match["indent"]) // 4 + (0 if line[0].isalpha() else 1)
-        del parents[depth:]
+    for node in drawn_nodes(doc):
+        match = _TEXT.fullmatch(node.text)
+        assert match is not None, f"not a drawn error: {node.text!r}"
         module = f"gateway.{match['module']}" if match["module"] else HOME
-        tree[match["name"]] = Drawn(parents[-1] if parents else None, int(match["status"]),
-                                    match["type"], module)
-        parents.append(match["name"])
+        tree[node.name] = Drawn(node.parent, int(match["status"]), match["type"], module)
     return tree
 
 
