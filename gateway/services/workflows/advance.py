@@ -210,7 +210,7 @@ class _Run:
         principal = Principal(user_id=owner.id, issuer=owner.issuer, subject=owner.subject,
                               username=owner.username, roles=frozenset(owner.roles),
                               account_name=owner.username)
-        # As stored: the new job meets today's rules at its claim (Lifecycle.claim).
+        # As stored: the new job meets today's rules at its claim (lifecycle.claims.claim_accepted).
         spec = jobs.stored_spec(job.spec)
         new, _ = job_service.submit(self.session, s.registry, principal, spec, None,
                                     s.staging, s.charged, s.max_array_tasks, store=s.store)
