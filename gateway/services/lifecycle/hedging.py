@@ -3,7 +3,7 @@ failover sibling at another site): the first to start wins.
 
 The winner is recorded once, as `Job.winner_attempt_id`, under the job's row lock, so two
 workers polling two sites agree on it. Every other attempt is then a loser: the cancel
-step cancels it at its site (`repositories.attempts.pending_cancels`), a sibling still
+step cancels it at its site (`repositories.jobs.attempts.pending_cancels`), a sibling still
 staging is ended before it is submitted (`cancels.cancel_before_submit`), and its end,
 whatever it was, is recorded REVOKED: never the job's result, never staged out, never
 charged. Losers are never written while the winner is chosen (only the job row is), so
