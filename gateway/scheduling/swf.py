@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -89,6 +90,10 @@ def parse_job(line: str) -> SwfJob:
         nums = [float(p) for p in parts]
     except ValueError as exc:
         raise SwfError(f"an SWF job line holds numbers only: {line.strip()[:80]!r}") from exc
+    for number, (text, value) in enumerate(zip(parts, nums, strict=True), start=1):
+        if not math.isfinite(value):  # float() takes "nan", "inf" and "1e999" (inf)
+            raise SwfError(f"field {number} of an SWF job line must be a finite number, "
+                           f"not {text!r}")
     ints = [int(n) for n in nums]
     return SwfJob(
         ints[0], ints[1], ints[2], ints[3], ints[4], nums[5], nums[6], ints[7], ints[8],

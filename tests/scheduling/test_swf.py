@@ -68,6 +68,16 @@ def test_malformed_lines_are_refused(line: str) -> None:
         parse_job(line)
 
 
+@pytest.mark.parametrize("value", ["nan", "1e999", "-inf"])
+def test_a_field_that_is_not_finite_is_refused_with_its_line(tmp_path: Path, value: str) -> None:
+    log = tmp_path / "bad.swf"
+    log.write_text("; MaxProcs: 8\n1 0 0 10 4 -1 -1 4 60 -1 1 1 1 1 1 -1 -1 -1\n"
+                   f"2 5 0 10 4 -1 -1 4 {value} -1 1 1 1 1 1 -1 -1 -1\n")
+    with pytest.raises(SwfError, match=rf"bad.swf, line 3: field 9 of an SWF job line must "
+                                       rf"be a finite number, not '{value}'"):
+        list(iter_jobs(log))
+
+
 def test_headerless_log_without_processor_counts_is_refused(tmp_path: Path) -> None:
     empty = tmp_path / "empty.swf"
     empty.write_text("; only a comment\n")
