@@ -1,6 +1,8 @@
 """Federation simulator: golden schedules worked out by hand on three tiny hand-written logs
 (tests/scheduling/data/federation_{a,b,c}.swf; C has no header, so its size is its largest
-allocation), one per policy, and the engine's bookkeeping.
+allocation), one per policy, and the engine's bookkeeping. A log's jobs count from its
+first record: C's is job 0, submitted at 0 and cancelled before it ran (skipped), so C1
+keeps its submit time 15.
 
 Sites: A 4 processors, B 8, C 2 (headerless). Jobs (submit, processors, run, request):
   A1 0 4p 100/100   A2 10 2p 50/60   A3 20 4p 30/40   A4 30 1p 10/10

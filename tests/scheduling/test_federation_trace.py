@@ -84,3 +84,32 @@ def test_jobs_out_of_order_are_refused(tmp_path: Path) -> None:
                     "2 40 0 10 4 -1 -1 4 60 -1 1 1 1 1 1 -1 -1 -1\n")
     with pytest.raises(SwfError, match="job 2 is out of submit order"):
         list(TraceLog(path).records(0))
+
+
+def _offset_log(tmp_path: Path) -> Path:
+    """A log whose first job comes a year after its origin (as HPC2N's, 342,072 s in)."""
+    year = 365 * 86400
+    path = tmp_path / "late.swf"
+    path.write_text("; MaxProcs: 8\n" + "".join(
+        f"{n} {year + submit} 0 10 4 -1 -1 4 60 -1 1 1 1 1 1 -1 -1 -1\n"
+        for n, submit in enumerate((0, 3600, 86400, 2 * 86400 + 5), start=1)))
+    return path
+
+
+def test_a_window_counts_from_the_logs_first_job(tmp_path: Path) -> None:
+    log = TraceLog(_offset_log(tmp_path))
+    first_day = [(job.number, job.submit) for job, _ in log.records(0, window_days=1)]
+    # Counted from offset 0, a one-day window would hold no job of this log, silently.
+    assert first_day == [(1, 0.0), (2, 3600.0)]
+    second_day = [(job.number, job.submit) for job, _ in log.records(0, 1, start_days=1)]
+    assert second_day == [(3, 0.0)]
+    assert [job.number for job, _ in log.records(0, None, start_days=1)] == [3, 4]
+
+
+def test_a_scaled_log_is_the_same_workload_on_a_bigger_machine(tmp_path: Path) -> None:
+    path = _offset_log(tmp_path)
+    plain, scaled = TraceLog(path), TraceLog(path, scale=100)
+    assert scaled.spec.processors == 100 * plain.spec.processors == 800
+    assert [job.procs for job, _ in scaled.records(0)] == [400] * 4
+    with pytest.raises(ValueError, match="scale"):
+        TraceLog(path, scale=0)
