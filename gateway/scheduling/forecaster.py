@@ -12,7 +12,9 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
   median floored by the likely profile's start (history lags the queue); without
   history, the likely profile's start for the median and the walltime profile's start
   for the bound;
-- staging: `staging_estimate.staging_seconds` over the measured transfer rates.
+- staging: `staging_estimate.staging_seconds` over the measured transfer rates;
+- calibration: the median wait scaled by the site's factor for its routed outcomes
+  (`routed_outcomes.py`) when the jobs routed there lately waited longer than forecast.
 `commit` reserves the job on both profiles, so the next job of the pass sees it.
 
 Modes (for the evaluation of what helps; production uses `COMBINED`): `HISTORY` drops
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 
 from gateway.scheduling.queue_profile import QueueProfile, QueueState
 from gateway.scheduling.ranking import Forecast
+from gateway.scheduling.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.runtime_predictor import RuntimeEstimate, RuntimePredictor
 from gateway.scheduling.staging_estimate import TransferRates, staging_seconds
 from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
@@ -88,15 +91,22 @@ class SiteState:
 
 
 class _Site:
-    """A site's two profiles for the pass (built once, then only reserved on)."""
+    """A site's two profiles for the pass (built once, then only reserved on), and its
+    backlog: the predicted work of its running and queued jobs over its processors."""
 
-    __slots__ = ("cached", "likely", "name", "walltime")
+    __slots__ = ("backlog", "cached", "likely", "name", "processors", "walltime")
 
     def __init__(self, state: SiteState) -> None:
+        queue = state.queue
         self.name = state.name
         self.cached = state.cached
-        self.likely = QueueProfile.project(state.queue)
-        self.walltime = QueueProfile.project(state.queue, limits_as_runtimes=True)
+        self.processors = queue.processors
+        self.likely = QueueProfile.project(queue)
+        self.walltime = QueueProfile.project(queue, limits_as_runtimes=True)
+        work = sum(procs * max(predicted if predicted > 0 else limit, 0.0)
+                   for procs, predicted, limit in queue.running)
+        work += sum(procs * predicted for procs, predicted, _ in queue.queued)
+        self.backlog = work / queue.processors
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,12 +129,14 @@ class SiteForecaster:
         runtimes: RuntimePredictor,
         rates: TransferRates | None = None,
         mode: str = COMBINED,
+        outcomes: RoutedOutcomes | None = None,
     ) -> None:
         """Build each site's profiles from its snapshot (once per routing pass).
 
         `waits` and `runtimes` are read, never fed (see the module on `job_class`),
         and their answers are kept for the pass; `rates` defaults to no measured
-        transfers and the 10 MB/s fallback.
+        transfers and the 10 MB/s fallback; `outcomes` (read, never fed) calibrates each
+        site's medians on how the jobs routed there lately waited.
         """
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")
@@ -133,6 +145,7 @@ class SiteForecaster:
         self.runtimes = runtimes
         self.rates = rates if rates is not None else TransferRates()
         self.mode = mode
+        self.outcomes = outcomes
         self._placed: dict[str, _Placement] = {}
         # The histories do not change during a pass: jobs alike share one answer.
         self._predictions: dict[JobClass, WaitPrediction | None] = {}
@@ -204,11 +217,18 @@ class SiteForecaster:
             median = placed.likely_start
             bound = max(placed.walltime_start, median)
             basis = "live queue (no wait history)"
+        outcomes = self.outcomes
+        factor = outcomes.factor(site) if outcomes is not None else 1.0
+        if outcomes is not None and factor > 1.0:
+            median = (1.0 + median) * factor - 1.0
+            bound = max(bound, median)
+            basis += (f", x{factor:.1f} as the last {outcomes.outcomes(site)} jobs routed "
+                      "here waited longer than forecast")
         staging = staging_seconds(site, dict(job.inputs), self.rates, state.cached,
                                   job.output_bytes)
         quantiles = ((0.5, median), (history.quantile if history else 0.95, bound))
         return Forecast(median, bound, runtime.seconds, staging, quantiles,
-                        f"{basis}; run time: {runtime.basis}")
+                        f"{basis}; run time: {runtime.basis}", state.backlog, factor)
 
     def commit(self, job: JobNeed, site: str) -> None:
         """The job will queue at `site`: reserve it on both of the site's profiles."""
@@ -216,4 +236,5 @@ class SiteForecaster:
         state = self._sites[site]
         state.likely.reserve(job.procs, placed.likely_start, placed.runtime.seconds)
         state.walltime.reserve(job.procs, placed.walltime_start, job.time_limit)
+        state.backlog += job.procs * placed.runtime.seconds / state.processors
         del self._placed[site]

@@ -41,6 +41,17 @@ class Forecast:
     staging: float
     wait_quantiles: tuple[tuple[float, float], ...] = ()
     basis: str = ""  # where the wait came from, for the explanation
+    # Work queued ahead of a new job at the site, in seconds of the whole site (the
+    # queue's processor-seconds over its processors): the load that breaks ties.
+    backlog: float = 0.0
+    # The factor on 1 + median wait for the site's recent routed outcomes (1: none),
+    # kept so that the outcome of this forecast can be scored before it.
+    calibration: float = 1.0
+
+    @property
+    def uncalibrated_median(self) -> float:
+        """The median wait before the routed outcomes' factor."""
+        return (1.0 + self.wait_median) / self.calibration - 1.0
 
     @property
     def completion(self) -> float:
@@ -86,6 +97,10 @@ class Candidate:
     image: str | None = None
     # Why choosing this open site is a last resort (a banned site no other replaces).
     caution: str | None = None
+    # The job's home: where it goes without routing (its log's site in the simulator,
+    # where its owner's jobs ran last in production). A job leaves home only for a gain
+    # its forecasts can vouch for (policies/home_guard.py).
+    home: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,11 +30,36 @@ def test_staging_and_runtime_count_towards_completion() -> None:
     assert decision.chosen == ("fast",)
 
 
-def test_ties_break_on_bound_then_name() -> None:
+def test_ties_break_on_bound_then_home_then_backlog_never_the_name() -> None:
     assert rank([Candidate("b", forecast=fc(10, 50)),
                  Candidate("a", forecast=fc(10, 90))]).chosen == ("b",)
     assert rank([Candidate("b", forecast=fc(10, 50)),
-                 Candidate("a", forecast=fc(10, 50))]).chosen == ("a",)
+                 Candidate("a", forecast=fc(10, 50), home=True)]).chosen == ("a",)
+    light = Forecast(10, 50, 100, 0, backlog=30.0)
+    heavy = Forecast(10, 50, 100, 0, backlog=900.0)
+    for first, second in (("a", "b"), ("b", "a"), ("zeta", "alpha")):
+        # Renaming a site must not move a job: the lighter backlog wins either way.
+        assert rank([Candidate(first, forecast=heavy),
+                     Candidate(second, forecast=light)]).chosen == (second,)
+    # Nothing to tell them apart: the order given (the configuration's) stands.
+    assert rank([Candidate("b", forecast=fc(10, 50)),
+                 Candidate("a", forecast=fc(10, 50))]).chosen == ("b",)
+
+
+def test_a_job_leaves_home_only_when_the_gain_clears_the_bound() -> None:
+    home = Candidate("home", forecast=fc(1000, 3000), home=True)  # completion 1100
+    # 900 s sooner on the median, but the 95% bound (100 + 2000) does not beat 1100.
+    risky = Candidate("risky", forecast=fc(100, 2000))
+    decision = rank([risky, home])
+    assert decision.chosen == ("home",)
+    assert [c.site for c in decision.candidates] == ["home", "risky"]
+    assert decision.why == ("Site 'home' is the job's home (18 min); 'risky' is predicted "
+                            "sooner (3 min) but its 95% bound (35 min) does not beat home.")
+    # A bound under home's median clears the guard.
+    sure = Candidate("sure", forecast=fc(100, 900))
+    assert rank([sure, home]).chosen == ("sure",)
+    # No home among the open sites (it cannot take the job): nothing to guard.
+    assert rank([risky, Candidate("home", "too small", home=True)]).chosen == ("risky",)
 
 
 def test_deadline_prefers_likelier_finish_over_faster_median() -> None:
@@ -105,11 +130,12 @@ DEAR_FAST = priced("dear", 8000, 200)
      "83 min); next cheapest 'mid' at 4.000 SU; hedged over 'cheap', 'mid'."),
     ([DEAR_FAST, MID, CHEAP_SLOW], 2, 3600.0, ("mid", "dear"), ["mid", "dear", "cheap"],
      None),
-    # Equal quotes: the earlier predicted completion, then the 95% bound, then the name.
+    # Equal quotes: the earlier predicted completion, then the 95% bound, then the order
+    # given (never the name).
     ([priced("b", 1000, 900), priced("a", 1000, 300)], 1, None, ("a",), ["a", "b"], None),
     ([priced("b", 1000, 300, 400), priced("a", 1000, 300, 900)], 1, None, ("b",),
      ["b", "a"], None),
-    ([priced("b", 1000, 300), priced("a", 1000, 300)], 1, None, ("a",), ["a", "b"], None),
+    ([priced("b", 1000, 300), priced("a", 1000, 300)], 1, None, ("b",), ["b", "a"], None),
     # A site without a quote comes after every priced one.
     ([priced("free?", None, 100), MID], 1, None, ("mid",), ["mid", "free?"],
      "Site 'mid' has the lowest quote (4.000 SU; predicted completion 17 min, 95% bound "

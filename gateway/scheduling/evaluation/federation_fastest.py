@@ -21,12 +21,14 @@ Staging costs nothing: the logs hold no data sizes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from gateway.scheduling.evaluation.federation import Policy, SiteView, TraceJob, eligible
 from gateway.scheduling.forecaster import COMBINED, JobNeed, SiteForecaster, SiteState
 from gateway.scheduling.policies.fastest import FASTEST
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Candidate, Forecast, route_pass
+from gateway.scheduling.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.runtime_predictor import RuntimePredictor
 from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 
@@ -45,22 +47,39 @@ def job_need(job: TraceJob, procs: int | None = None) -> JobNeed:
                    queue=QUEUE, key=_key(job))
 
 
+@dataclass(frozen=True, slots=True)
+class _Given:
+    """What routing predicted for a job at the site chosen for it: the class its wait is
+    recorded in when it starts, the wait predictor's answer (for the bound's calibration)
+    and the forecast's median wait (for the site's routed outcomes)."""
+
+    known: JobClass
+    prediction: WaitPrediction | None
+    median: float
+
+
 class _Recording:
     """The pass's forecaster, noting what each committed job was predicted to do at the
     site chosen for it (needed later: its snapshot entry, its wait's history class)."""
 
     def __init__(self, inner: SiteForecaster, runtimes: dict[str, float],
-                 projected: dict[str, float]) -> None:
+                 given: dict[str, _Given]) -> None:
         self.inner = inner
         self.runtimes = runtimes
-        self.projected = projected
+        self.given = given
+        self._medians: dict[tuple[str, str], float] = {}
 
     def forecast(self, job: JobNeed, site: str) -> Forecast:
-        return self.inner.forecast(job, site)
+        forecast = self.inner.forecast(job, site)
+        self._medians[job.key, site] = forecast.uncalibrated_median
+        return forecast
 
     def commit(self, job: JobNeed, site: str) -> None:
-        # Before `commit`: it places the job, and the placement would then count it.
-        self.projected[job.key] = self.inner.projected_wait(job, site)
+        # Before `commit`: it places the job, and the placement would then count it. The
+        # class and the answer are the production forecaster's own (`job_class`).
+        self.given[job.key] = _Given(self.inner.job_class(job, site),
+                                     self.inner.wait_prediction(job, site),
+                                     self._medians.pop((job.key, site)))
         self.runtimes[job.key] = self.inner.runtime(job, site).seconds
         self.inner.commit(job, site)
 
@@ -74,12 +93,11 @@ class Ranked(Policy):
         self.mode = mode
         self.waits = WaitPredictor()
         self.runtimes = RuntimePredictor()
+        self.outcomes = RoutedOutcomes()
         self._names: list[str] = []
         self._predicted: dict[str, float] = {}  # predicted run time at the chosen site
-        self._projected: dict[str, float] = {}  # walltime-projected wait there, when routed
-        # The wait prediction the chosen site had, fed back when the job starts so the
-        # predictor calibrates its bound on the outcomes of the bounds it gave.
-        self._given: dict[str, WaitPrediction | None] = {}
+        # What routing predicted at the chosen site, fed back when the job starts.
+        self._given: dict[str, _Given] = {}
 
     def route(self, now: float, jobs: Sequence[TraceJob], sites: Sequence[SiteView]
               ) -> list[int]:
@@ -88,15 +106,18 @@ class Ranked(Policy):
         index = {site.name: site.index for site in sites}
         states = [SiteState(site.name, self._snapshot(site, now)) for site in sites]
         forecaster = _Recording(SiteForecaster(states, self.waits, self.runtimes,
-                                               mode=self.mode),
-                                self._predicted, self._projected)
+                                               mode=self.mode, outcomes=self.outcomes),
+                                self._predicted, self._given)
         needs = {_key(job): job for job in jobs}
 
         def exclusions(need: JobNeed) -> list[Candidate]:
-            fitting = set(eligible(needs[need.key], sites))
-            return [Candidate(site.name) if site.index in fitting else
+            job = needs[need.key]
+            fitting = set(eligible(job, sites))
+            # Home is the job's own log's site: where it ran without routing.
+            return [Candidate(site.name, home=site.index == job.origin)
+                    if site.index in fitting else
                     Candidate(site.name, f"{site.processors} processors, fewer than "
-                                         f"{need.procs}")
+                                         f"{need.procs}", home=site.index == job.origin)
                     for site in sites]
 
         largest = max(site.processors for site in sites)
@@ -104,10 +125,6 @@ class Ranked(Policy):
         batch = [job_need(job, None if job.procs <= largest else sites[job.origin].processors)
                  for job in jobs]
         routed = route_pass(batch, exclusions, forecaster, lambda _: (self.name, 1, None))
-        for r in routed:
-            job, site = needs[r.job.key], r.decision.chosen[0]
-            self._given[r.job.key] = self.waits.predict(JobClass(
-                site, QUEUE, job.procs, job.requested, self._projected[r.job.key]))
         return [index[r.decision.chosen[0]] for r in routed]
 
     def _snapshot(self, site: SiteView, now: float) -> QueueState:
@@ -120,11 +137,12 @@ class Ranked(Policy):
         return QueueState(site.processors, running, queued)
 
     def started(self, job: TraceJob, site: int, start: float) -> None:
-        """Feed the wait to the history, in the class the job had when routed."""
-        projected = self._projected.pop(_key(job))
-        self.waits.observe(JobClass(self._names[site], QUEUE, job.procs, job.requested,
-                                    projected), start - job.submit,
-                           predicted=self._given.pop(_key(job), None))
+        """Feed the wait to the history, in the class the job had when routed (its user's
+        and its projection's, as production records it), with the answer it had."""
+        given = self._given.pop(_key(job))
+        wait = start - job.submit
+        self.waits.observe(given.known, wait, predicted=given.prediction)
+        self.outcomes.observe(self._names[site], given.median, wait)
 
     def ended(self, job: TraceJob, site: int, start: float, end: float) -> None:
         """Feed the run time to the runtime predictor."""

@@ -94,14 +94,19 @@ class TraceLog:
                    Truth(float(job.run), float(job.wait) if job.wait >= 0 else -1.0))
 
 
-def open_logs(paths: Sequence[Path]) -> list[TraceLog]:
-    """Read each log's header; the same file name twice gets `#2`, `#3` ... appended."""
+def open_logs(paths: Sequence[Path], scales: Sequence[int] | None = None) -> list[TraceLog]:
+    """Read each log's header; the same file name twice gets `#2`, `#3` ... appended, a
+    log scaled by a factor `xN` (`scales[i]` for log i; 1 when not given)."""
+    if scales is not None and len(scales) != len(paths):
+        raise ValueError(f"{len(scales)} scales for {len(paths)} logs")
     logs: list[TraceLog] = []
     seen: dict[str, int] = {}
-    for path in paths:
+    for index, path in enumerate(paths):
         name = site_name(path)
         seen[name] = seen.get(name, 0) + 1
-        logs.append(TraceLog(path, name if seen[name] == 1 else f"{name}#{seen[name]}"))
+        name = name if seen[name] == 1 else f"{name}#{seen[name]}"
+        scale = 1 if scales is None else scales[index]
+        logs.append(TraceLog(path, name if scale == 1 else f"{name}x{scale}", scale))
     return logs
 
 

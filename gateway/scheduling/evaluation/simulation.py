@@ -51,22 +51,28 @@ def make_policy(name: str, forecast_mode: str = COMBINED) -> Policy:
 
 
 def replay(logs: Sequence[TraceLog], policy: str, window_days: float | None = None,
-           progress: Progress | None = None, forecast_mode: str = COMBINED) -> SimResult:
+           progress: Progress | None = None, forecast_mode: str = COMBINED,
+           start_days: float = 0.0) -> SimResult:
     """The federation of `logs` (log i is site i) replayed under `policy`."""
     federation = Federation([log.spec for log in logs], make_policy(policy, forecast_mode))
-    return federation.run(merged_records(logs, window_days), progress, PROGRESS_EVERY)
+    return federation.run(merged_records(logs, window_days, start_days), progress,
+                          PROGRESS_EVERY)
 
 
 def simulate(paths: Sequence[Path], policy: str, window_days: float | None = None,
-             progress: Progress | None = None, forecast_mode: str = COMBINED
+             progress: Progress | None = None, forecast_mode: str = COMBINED,
+             start_days: float = 0.0, scales: Sequence[int] | None = None
              ) -> dict[str, Any]:
     """Figures (federation_metrics.summarize) of `paths` replayed under `policy`, plus the
-    window and how many jobs of each log could not be replayed."""
-    logs = open_logs(paths)
-    result = replay(logs, policy, window_days, progress, forecast_mode)
+    window and how many jobs of each log could not be replayed. The window starts
+    `start_days` after each log's first job; `scales[i]` makes log i's machine (and its
+    jobs) that many times larger."""
+    logs = open_logs(paths, scales)
+    result = replay(logs, policy, window_days, progress, forecast_mode, start_days)
     return summarize(result, policy) | {
         "forecast_mode": None if policy in BASELINES else forecast_mode,
         "window_days": window_days,
+        "start_days": start_days,
         "skipped": {log.spec.name: log.skipped for log in logs},
     }
 

@@ -17,11 +17,13 @@ def forecast_of(candidate: Candidate) -> Forecast:
     return forecast
 
 
-def fastest_key(candidate: Candidate) -> tuple[float, float, str]:
-    """Predicted median completion, then the 95% bound, then the site name: equal
-    forecasts always give the same answer."""
+def fastest_key(candidate: Candidate) -> tuple[float, float, bool, float]:
+    """Predicted median completion, then the 95% bound, then home before away, then the
+    smaller backlog; sorts are stable, so sites still equal keep the caller's order (the
+    configuration's). Never the name: renaming a site must not move a job."""
     forecast = forecast_of(candidate)
-    return (forecast.completion, forecast.completion_bound, candidate.site)
+    return (forecast.completion, forecast.completion_bound, not candidate.home,
+            forecast.backlog)
 
 
 def p_finish(candidate: Candidate, deadline: float) -> float:

@@ -1,5 +1,6 @@
-"""`fastest`, the default: the lowest predicted median completion; the 95% bound, then the
-site name, break ties."""
+"""`fastest`, the default: the lowest predicted median completion (the 95% bound, home,
+then the lighter backlog break ties), home kept unless the gain away clears the forecast's
+uncertainty (home_guard.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from gateway.scheduling.policies.base import RoutingPolicy
 from gateway.scheduling.policies.common import fastest_key, next_best, timing
+from gateway.scheduling.policies.home_guard import guarded, stayed_home
 
 if TYPE_CHECKING:
     from gateway.scheduling.ranking import Candidate
@@ -22,12 +24,15 @@ class Fastest(RoutingPolicy):
     summary = "the site with the earliest predicted completion"
 
     def order(self, open_: Sequence[Candidate], deadline: float | None) -> list[Candidate]:
-        """Earliest predicted completion first."""
-        return sorted(open_, key=fastest_key)
+        """Earliest predicted completion first, home first unless the leader clears it."""
+        return guarded(sorted(open_, key=fastest_key))
 
     def why(self, ordered: Sequence[Candidate], deadline: float | None) -> str:
-        """Its completion and bound, and the runner-up's completion."""
+        """Its completion and bound, and the runner-up's completion (or why it stayed
+        home when the runner-up looked sooner)."""
         best = ordered[0]
+        if len(ordered) > 1 and fastest_key(ordered[1]) < fastest_key(best):
+            return stayed_home(ordered, ordered[1])
         return (f"site '{best.site}' has the earliest predicted completion ({timing(best)})"
                 + next_best(ordered))
 
