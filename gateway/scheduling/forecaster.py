@@ -159,10 +159,6 @@ class SiteForecaster:
             found = self._runtimes[key] = self.runtimes.predict(*key)
         return found
 
-    def projected_wait(self, job: JobNeed, site: str) -> float:
-        """The walltime projection of the job's wait at `site` (its history class)."""
-        return self._place(job, site).walltime_start
-
     def _place(self, job: JobNeed, site: str) -> _Placement:
         placed = self._placed.get(site)
         if placed is not None and placed.job is job:
@@ -228,7 +224,8 @@ class SiteForecaster:
                                   job.output_bytes)
         quantiles = ((0.5, median), (history.quantile if history else 0.95, bound))
         return Forecast(median, bound, runtime.seconds, staging, quantiles,
-                        f"{basis}; run time: {runtime.basis}", state.backlog, factor)
+                        f"{basis}; run time: {runtime.basis}", state.backlog, factor,
+                        placed.walltime_start if self.mode == COMBINED else None)
 
     def commit(self, job: JobNeed, site: str) -> None:
         """The job will queue at `site`: reserve it on both of the site's profiles."""

@@ -47,6 +47,9 @@ class Forecast:
     # The factor on 1 + median wait for the site's recent routed outcomes (1: none),
     # kept so that the outcome of this forecast can be scored before it.
     calibration: float = 1.0
+    # The walltime projection of the wait on the site's live queue (None without one):
+    # the wait history's class for this job, where its wait is recorded once it starts.
+    projected_wait: float | None = None
 
     @property
     def uncalibrated_median(self) -> float:

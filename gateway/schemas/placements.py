@@ -26,6 +26,14 @@ class ForecastOut(TypedDict):
     wait_quantiles: list[tuple[float, float]]
     # Where the wait came from (observed waits, the live queue, the scheduler's estimate).
     basis: str
+    # Work queued at the site ahead of the job, seconds of the whole site (breaks ties).
+    backlog: NotRequired[float]
+    # The factor on 1 + median wait for how the jobs routed to the site lately waited
+    # against their forecasts; absent when 1.
+    calibration: NotRequired[float]
+    # The walltime projection of the wait on the site's queue, when the forecaster had
+    # the queue: the class of the wait history the job's wait is recorded in.
+    projected_wait: NotRequired[float]
 
 
 class CandidateOut(TypedDict):
@@ -45,6 +53,9 @@ class CandidateOut(TypedDict):
     # Why this open site is a last resort: it is out of routing (a black hole) but no
     # other site can take the job now; absent else.
     caution: NotRequired[str]
+    # True for the job's home (where its owner's jobs ran last): a job leaves it only
+    # when the gain clears the forecasts' uncertainty; absent else.
+    home: NotRequired[bool]
 
 
 class EstimateOut(TypedDict):

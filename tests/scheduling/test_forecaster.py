@@ -44,7 +44,8 @@ def test_without_history_the_live_queue_gives_median_and_bound() -> None:
     assert forecast.wait_quantiles == ((0.5, 30.0), (0.95, 40.0))
     assert forecast.basis == ("live queue (no wait history); "
                               "run time: last 2 runs at 4 processors")
-    assert forecaster.projected_wait(JOB, "a") == 40.0
+    # The walltime projection travels with the forecast: the class the wait is kept in.
+    assert forecast.projected_wait == forecaster.job_class(JOB, "a").projected_wait == 40.0
 
 
 def test_bound_never_below_median() -> None:

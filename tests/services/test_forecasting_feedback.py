@@ -1,6 +1,8 @@
 """Production feeds the wait predictor the bound each started job was given when it was
-routed, so the predictor calibrates its bounds on their outcomes (as the offline
-evaluation and the simulator do). SQLite and PostgreSQL."""
+routed, so the predictor calibrates its bounds on their outcomes, records each wait in
+the class the job had when routed (its user's and its projection's), and calibrates each
+site's medians on the waits of the jobs routed there: as the offline evaluation and the
+simulator do. SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -15,15 +17,16 @@ from gateway.domain.states import AttemptState
 from gateway.repositories.jobs import placements
 from gateway.repositories.jobs.placements import NewPlacement
 from gateway.runtime import Runtime
+from gateway.scheduling.wait_predictor import JobClass
 from gateway.services.routing.forecasting import build_forecaster
 from tests.conftest import MakeUser
 from tests.worker.test_worker_local import post
 
 
 def started_jobs(runtime: Runtime, client: TestClient, headers: dict[str, str],
-                 bound: float | None) -> None:
+                 bound: float | None, projected: float | None = None) -> None:
     """40 jobs that waited 600 s at 'local', each routed (when `bound` is given) with that
-    95% bound for 'local'."""
+    95% bound and median for 'local' (and that walltime projection, when given)."""
     now = utcnow()
     for n in range(40):
         job_id = post(client, headers, {"name": f"w{n}", "executable": "/bin/true",
@@ -38,6 +41,8 @@ def started_jobs(runtime: Runtime, client: TestClient, headers: dict[str, str],
                 forecast = {"wait_median": bound, "wait_bound": bound, "runtime": 5.0,
                             "staging": 0.0, "completion": bound + 5, "completion_bound":
                             bound + 5, "wait_quantiles": [], "basis": "test"}
+                if projected is not None:
+                    forecast["projected_wait"] = projected
                 placements.add_all(session, [NewPlacement(
                     job_id, started - timedelta(seconds=600), "fastest", 1, None, ["local"],
                     "test", [{"site": "local", "excluded": None, "forecast": forecast,
@@ -57,3 +62,18 @@ def test_missed_bounds_widen_the_next(client: TestClient, runtime: Runtime,
     assert scale(runtime) == 1.0  # nothing given, nothing to calibrate on
     started_jobs(runtime, client, headers, bound=60.0)  # each waited 600 s: all missed
     assert scale(runtime) > 1.0
+
+
+def test_routed_outcomes_and_projection_classes_are_production_s_too(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    headers = make_user().headers
+    # Routed with a 60 s median and a 3,000 s projection; each waited 600 s.
+    started_jobs(runtime, client, headers, bound=60.0, projected=3000.0)
+    with runtime.sessions() as session:
+        forecaster = build_forecaster(session, runtime.sites, [], utcnow()).inner
+    assert forecaster.outcomes is not None
+    # (1 + 600) / (1 + 60): the site's next medians are scaled by that much.
+    assert abs(forecaster.outcomes.factor("local") - 601 / 61) < 1e-9
+    # The waits joined the projection's class (wait class of 3,000 s: 50 min -> 6).
+    history = forecaster.waits.predict(JobClass("local", "", 1, 3600.0, 3000.0))
+    assert history is not None and history.level == "site/projection/limit"

@@ -7,7 +7,8 @@ first; `cheapest` takes the site with the lowest quote.
 
 The federation is the local site twice under two names with different charge factors
 (site config `charge_factor`: 'local' 4 SU per core-hour, 'twin' 1), so their forecasts
-tie (fastest breaks the tie by name: 'local') and only the price differs."""
+tie (fastest breaks the tie by the order configured, then by the home and the lighter
+backlog: never by name) and only the price differs."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from adapters.base import NativeState
 from gateway.accounting.rates import Rate
 from gateway.api.app import create_app
 from gateway.db.bank_models import Lien
@@ -189,21 +191,34 @@ def test_cheapest_meets_the_deadline_first(
         ("twin", "1.000", 0.95), ("local", "4.000", 0.95)]
 
 
+def _ran_at(runtime: Runtime, api: TestClient, user: TestUser, site: str) -> None:
+    """A short job of the user's, run to the end at `site`: the user's home from now on."""
+    job = post(api, user.headers, {**SPEC, "site": site, "resources": {"walltime": 60}})
+    driver = Driver(runtime)
+    claim = driver.claim(site)
+    assert claim.job_id == job
+    driver.submit(site, claim, "1")
+    driver.status(claim, NativeState.COMPLETED, exit_code=0)
+
+
 def test_a_site_spent_by_an_earlier_job_of_the_pass_gives_way_to_the_next_choice(
         api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
     user = make_user()
     grant(bank, user, "*", 6)
+    _ran_at(bank, api, user, "local")  # home: both jobs rank 'local' first
     first = post(api, user.headers, SPEC)  # each holds 1 SU (at 'twin') from submit
     second = post(api, user.headers, SPEC)
-    # When the pass opens its books, each job could pay for 'local' (4 available + its own
-    # 1); the first one's lien there leaves 2 for the second, which goes to 'twin'.
+    # When the pass opens its books, each job could pay for 'local' (4 available after the
+    # home run's 0.067, + its own 1); the first one's lien there leaves 1.933 for the
+    # second, which goes to 'twin'.
     assert route_jobs(StepContext.of(bank, "w")) is True
     assert placement(api, user, first)["chosen"] == ["local"]
     decision = placement(api, user, second)
     assert decision["chosen"] == ["twin"]
     assert decision["candidates"][1] == {
         "site": "local", "forecast": None, "p_deadline": None, "quote_su": "4.000",
-        "excluded": f"project '{project(bank, user)}' has 2.000 SU available at "
+        "home": True,
+        "excluded": f"project '{project(bank, user)}' has 1.933 SU available at "
                     "'local'; this job would cost 4.000 SU"}
     assert liens(bank, first)[-1] == ("local", 4000, "held")
     assert liens(bank, second) == [("twin", 1000, "held")]

@@ -140,6 +140,24 @@ def recent_starts(session: Session, limit: int) -> list[StartedAttempt]:
     return [StartedAttempt(*row) for row in reversed(rows)]
 
 
+def home_sites(session: Session, owner_ids: Collection[str]) -> dict[str, str]:
+    """Owner -> the site where their most recently started attempt ran (routing's home
+    for their next `site: auto` job); owners who never ran a job are left out."""
+    if not owner_ids:
+        return {}
+    latest = (select(Job.owner_id, func.max(Attempt.started_at).label("started_at"))
+              .join(Job, Job.id == Attempt.job_id)
+              .where(Job.owner_id.in_(owner_ids), Attempt.started_at.is_not(None))
+              .group_by(Job.owner_id).subquery())
+    rows = session.execute(
+        select(latest.c.owner_id, Attempt.site_name)
+        .join(Job, Job.owner_id == latest.c.owner_id)
+        .join(Attempt, and_(Attempt.job_id == Job.id,
+                            Attempt.started_at == latest.c.started_at))
+        .order_by(Attempt.id))
+    return {owner: site for owner, site in rows}
+
+
 def add(session: Session, attempt: Attempt) -> None:
     """Add a new attempt to the unit of work."""
     session.add(attempt)

@@ -68,10 +68,23 @@ def latest(conn: Connection, job_id: str) -> PlacementRecord | None:
                            candidates=tuple(row["candidates"]), id=row["id"])
 
 
-def given_bounds(session: Session, job_ids: Collection[str]) -> dict[tuple[str, str], float]:
-    """(job, site) -> the 95% wait bound the job's latest routing decision gave that site
-    (what the wait predictor calibrates its bounds on, once the job has started)."""
-    found: dict[tuple[str, str], float] = {}
+@dataclass(frozen=True)
+class GivenForecast:
+    """What a job's routing decision forecast at one site, as routing learns from it once
+    the job has started there: the 95% wait bound (the wait predictor's calibration), the
+    median before the site's routed-outcomes factor (that factor's own scoring) and the
+    walltime projection of the wait (the history class the wait is recorded in; None in
+    decisions recorded before it was kept)."""
+
+    wait_bound: float
+    uncalibrated_median: float
+    projected_wait: float | None
+
+
+def given_forecasts(session: Session, job_ids: Collection[str]
+                    ) -> dict[tuple[str, str], GivenForecast]:
+    """(job, site) -> what the job's latest routing decision forecast at that site."""
+    found: dict[tuple[str, str], GivenForecast] = {}
     if not job_ids:
         return found
     rows = session.execute(select(_placements.c.job_id, _placements.c.candidates)
@@ -80,6 +93,12 @@ def given_bounds(session: Session, job_ids: Collection[str]) -> dict[tuple[str, 
     for job_id, candidates in rows:  # later decisions overwrite earlier ones
         for candidate in candidates:
             forecast = candidate.get("forecast")
-            if forecast is not None:
-                found[(job_id, candidate["site"])] = float(forecast["wait_bound"])
+            if forecast is None:
+                continue
+            factor = float(forecast.get("calibration", 1.0))
+            projected = forecast.get("projected_wait")
+            found[(job_id, candidate["site"])] = GivenForecast(
+                float(forecast["wait_bound"]),
+                (1.0 + float(forecast["wait_median"])) / factor - 1.0,
+                None if projected is None else float(projected))
     return found

@@ -17,11 +17,17 @@ from gateway.schemas.placements import CandidateOut, EstimateOut, ForecastOut, P
 
 def forecast_out(forecast: Forecast) -> ForecastOut:
     """One site's forecast as sent (seconds from the decision)."""
-    return ForecastOut(
+    out = ForecastOut(
         wait_median=forecast.wait_median, wait_bound=forecast.wait_bound,
         runtime=forecast.runtime, staging=forecast.staging,
         completion=forecast.completion, completion_bound=forecast.completion_bound,
-        wait_quantiles=[(p, w) for p, w in forecast.wait_quantiles], basis=forecast.basis)
+        wait_quantiles=[(p, w) for p, w in forecast.wait_quantiles], basis=forecast.basis,
+        backlog=forecast.backlog)
+    if forecast.calibration != 1.0:
+        out["calibration"] = forecast.calibration
+    if forecast.projected_wait is not None:
+        out["projected_wait"] = forecast.projected_wait
+    return out
 
 
 def candidate_out(candidate: Candidate, deadline_in: float | None) -> CandidateOut:
@@ -40,6 +46,8 @@ def candidate_out(candidate: Candidate, deadline_in: float | None) -> CandidateO
         out["image"] = candidate.image
     if candidate.caution is not None:
         out["caution"] = candidate.caution
+    if candidate.home:
+        out["home"] = True
     return out
 
 

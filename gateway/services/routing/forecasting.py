@@ -3,7 +3,10 @@
 
 - waits: the site's own records first (imported: gateway.services.routing.history_import), then
   what the gateway observed, each started attempt's submitted_at -> started_at, by site,
-  queue, size, time limit and user (`WaitPredictor`);
+  queue, size, time limit, user and the walltime projection the job had when routed
+  (`WaitPredictor`, the classes the simulator and the evaluation use);
+- routed outcomes: how those waits compared with the median routing forecast for them
+  (`RoutedOutcomes`: a site whose forecasts proved optimistic loses its pull);
 - run times: the finished attempts of the same user and application fingerprint
   (executable and argument count, or the script's digest), scaled between sites by the
   learned or configured relative speed (`RuntimePredictor`);
@@ -35,6 +38,7 @@ from gateway.repositories.jobs.rows import stored_resources
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Forecast
+from gateway.scheduling.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.runtime_predictor import RuntimePredictor
 from gateway.scheduling.staging_estimate import TransferRates
 from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
@@ -88,30 +92,37 @@ class PassForecaster:
 
 
 def _histories(session: Session, registry: SiteRegistry
-               ) -> tuple[WaitPredictor, RuntimePredictor]:
+               ) -> tuple[WaitPredictor, RuntimePredictor, RoutedOutcomes]:
     waits = WaitPredictor()
     runtimes = RuntimePredictor({e.name: e.speed for e in registry})
+    outcomes = RoutedOutcomes()
     for entry in registry:  # the sites' own records first: they are the older waits
         for past in imported_waits.recent(session, entry.name, IMPORTED):
             waits.observe(JobClass(past.site_name, past.queue, past.procs,
                                    past.time_limit_seconds, user=past.user),
                           past.wait_seconds)
     starts = attempts.recent_starts(session, HISTORY)
-    given = placements.given_bounds(session, {start.job_id for start in starts})
+    given = placements.given_forecasts(session, {start.job_id for start in starts})
     for start in starts:
         procs, limit, queue = shape(start.spec)
-        # The user's classes too, as routing forecasts with them (JobNeed.user); and the
-        # bound the job's routing gave this site, so the predictor calibrates its bounds
-        # on their outcomes. Not kept: the projection each job had when routed.
-        bound = given.get((start.job_id, start.site_name))
-        waits.observe(JobClass(start.site_name, queue, procs, limit, user=start.owner_id),
-                      (start.started_at - start.submitted_at).total_seconds(),
-                      predicted=None if bound is None else WaitPrediction(
-                          bound, bound, waits.quantile, waits.confidence, "placement", 0))
+        wait = (start.started_at - start.submitted_at).total_seconds()
+        # Recorded as the simulator and the evaluation record it (forecaster.job_class):
+        # the user's class and the projection the job had when routed; the bound its
+        # routing gave this site calibrates the predictor's bounds, its median the site's
+        # routed outcomes.
+        forecast = given.get((start.job_id, start.site_name))
+        known = JobClass(start.site_name, queue, procs, limit,
+                         None if forecast is None else forecast.projected_wait,
+                         start.owner_id)
+        waits.observe(known, wait, predicted=None if forecast is None else WaitPrediction(
+            forecast.wait_bound, forecast.wait_bound, waits.quantile, waits.confidence,
+            "placement", 0))
+        if forecast is not None:
+            outcomes.observe(start.site_name, forecast.uncalibrated_median, wait)
         if start.state is AttemptState.COMPLETED and start.ended_at is not None:
             runtimes.observe(start.owner_id, fingerprint(start.spec), start.site_name, procs,
                              (start.ended_at - start.started_at).total_seconds())
-    return waits, runtimes
+    return waits, runtimes, outcomes
 
 
 def _queue(session: Session, entry: SiteEntry, snapshot: SiteSnapshot | None,
@@ -176,9 +187,9 @@ def build_forecaster(session: Session, registry: SiteRegistry, jobs: Sequence[Pe
     """The forecaster for one routing pass (with `snapshots` bound, a
     `placement.ForecasterFactory`)."""
     snapshots = snapshots or {}
-    waits, runtimes = _histories(session, registry)
+    waits, runtimes, outcomes = _histories(session, registry)
     sites = [SiteState(e.name, _queue(session, e, snapshots.get(e.name), now))
              for e in registry]
     rates = TransferRates(defaults={e.name: e.transfer_rate_mb_s * MB for e in registry})
-    return PassForecaster(SiteForecaster(sites, waits, runtimes, rates),
+    return PassForecaster(SiteForecaster(sites, waits, runtimes, rates, outcomes=outcomes),
                           {job.job_id: _need(session, job) for job in jobs})

@@ -204,13 +204,21 @@ def decide_elsewhere(session: Session, registry: SiteRegistry, owned: OwnedJob, 
     return _decide(session, registry, job, views, make_forecaster, now, hedge=1)
 
 
+def _at_home(candidates: Sequence[Candidate], home: str | None) -> list[Candidate]:
+    """`candidates` with the job's home marked: where its owner's jobs ran last (a job
+    leaves it only for a gain its forecasts vouch for: policies/home_guard.py)."""
+    return [replace(c, home=True) if c.site == home else c for c in candidates]
+
+
 def _decide(session: Session, registry: SiteRegistry, job: Pending, views: list[SiteView],
             make_forecaster: ForecasterFactory, now: datetime, hedge: int) -> Decision:
     """One job's decision over `views`, alone (no pass: nothing else committed)."""
     forecaster = make_forecaster(session, registry, [job], now)
+    home = attempts.home_sites(session, [job.owner_id]).get(job.owner_id)
     candidates = [c if c.excluded is not None
                   else replace(c, forecast=forecaster.forecast(job, c.site))
-                  for c in (s.candidate for s in screen_all(job.view, views))]
+                  for c in _at_home([s.candidate for s in screen_all(job.view, views)],
+                                    home)]
     policy, _, deadline = _policy(job.spec, now)
     return rank(candidates, policy, hedge, deadline)
 
@@ -280,10 +288,11 @@ def route_pending(session: Session, registry: SiteRegistry,
                                        failed_at.get(job.id, frozenset()), quoted, unpayable),
                                job.created_at))
     screened: dict[str, list[Screened]] = {}
+    homes = attempts.home_sites(session, {job.owner_id for job in pending})
 
     def exclusions(job: Pending) -> list[Candidate]:
         screened[job.job_id] = screen_all(job.view, views)
-        return [s.candidate for s in screened[job.job_id]]
+        return _at_home([s.candidate for s in screened[job.job_id]], homes.get(job.owner_id))
 
     routed = route_pass(pending, exclusions, make_forecaster(session, registry, pending, now),
                         lambda job: _policy(job.spec, now))
