@@ -35,7 +35,7 @@ alike, and gives back the prediction it had (`wait_prediction`) to calibrate the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gateway.scheduling.queue_profile import QueueProfile, QueueState
@@ -90,19 +90,24 @@ class SiteState:
     cached: frozenset[str] = frozenset()
 
 
+# A site's (likely, walltime) profiles, built by a forecaster or kept from an earlier
+# pass and advanced to now (`QueueProfile.advance`) when its queue has not changed since.
+Profiles = tuple[QueueProfile, QueueProfile]
+
+
 class _Site:
     """A site's two profiles for the pass (built once, then only reserved on), and its
     backlog: the predicted work of its running and queued jobs over its processors."""
 
     __slots__ = ("backlog", "cached", "likely", "name", "processors", "walltime")
 
-    def __init__(self, state: SiteState) -> None:
+    def __init__(self, state: SiteState, profiles: Profiles | None = None) -> None:
         queue = state.queue
         self.name = state.name
         self.cached = state.cached
         self.processors = queue.processors
-        self.likely = QueueProfile.project(queue)
-        self.walltime = QueueProfile.project(queue, limits_as_runtimes=True)
+        self.likely, self.walltime = profiles if profiles is not None else (
+            QueueProfile.project(queue), QueueProfile.project(queue, limits_as_runtimes=True))
         work = sum(procs * max(predicted if predicted > 0 else limit, 0.0)
                    for procs, predicted, limit in queue.running)
         work += sum(procs * predicted for procs, predicted, _ in queue.queued)
@@ -130,17 +135,21 @@ class SiteForecaster:
         rates: TransferRates | None = None,
         mode: str = COMBINED,
         outcomes: RoutedOutcomes | None = None,
+        profiles: Mapping[str, Profiles] | None = None,
     ) -> None:
         """Build each site's profiles from its snapshot (once per routing pass).
 
         `waits` and `runtimes` are read, never fed (see the module on `job_class`),
         and their answers are kept for the pass; `rates` defaults to no measured
         transfers and the 10 MB/s fallback; `outcomes` (read, never fed) calibrates each
-        site's medians on how the jobs routed there lately waited.
+        site's medians on how the jobs routed there lately waited; `profiles`, a site's
+        profiles kept from an earlier pass whose queue has not changed since (the
+        simulator keeps them: a projection per site and pass is most of its time).
         """
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")
-        self._sites = {state.name: _Site(state) for state in sites}
+        kept = profiles or {}
+        self._sites = {state.name: _Site(state, kept.get(state.name)) for state in sites}
         self.waits = waits
         self.runtimes = runtimes
         self.rates = rates if rates is not None else TransferRates()
@@ -150,6 +159,11 @@ class SiteForecaster:
         # The histories do not change during a pass: jobs alike share one answer.
         self._predictions: dict[JobClass, WaitPrediction | None] = {}
         self._runtimes: dict[tuple[str, str, str, int, float], RuntimeEstimate] = {}
+
+    def profiles(self, site: str) -> Profiles:
+        """The site's profiles as this pass has them (before any commit: to keep)."""
+        state = self._sites[site]
+        return state.likely, state.walltime
 
     def runtime(self, job: JobNeed, site: str) -> RuntimeEstimate:
         """The job's predicted run time at `site`."""

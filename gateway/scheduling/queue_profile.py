@@ -30,6 +30,7 @@ from gateway.scheduling.easy import project_runs
 Running = tuple[int, float, float]  # (processors, remaining predicted s, remaining limit s)
 Queued = tuple[int, float, float]  # (processors, predicted run time s, time limit s)
 _BLOCK = 32  # breakpoints per block after a split; blocks split beyond twice this
+_SAME = 1e-6  # seconds: breakpoints closer than this are one
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,8 @@ class QueueProfile:
         self._answers: dict[int, tuple[list[float], list[float]]] = {}
         # Per block, per job size: its summary (see _read_block; dropped when it changes).
         self._cache: list[dict[int, tuple[int, int, float]]] = [{} for _ in self._times]
+        # Where "now" lies on the breakpoints' clock (`advance` moves it; 0 when built).
+        self._origin = 0.0
 
     @classmethod
     def project(cls, state: QueueState, limits_as_runtimes: bool = False) -> QueueProfile:
@@ -129,13 +132,29 @@ class QueueProfile:
                 busy.append((start, start + run, min(max(procs, 1), state.processors)))
         return cls(state.processors, busy)
 
+    def advance(self, seconds: float) -> None:
+        """Move now `seconds` later. The profile is then the one its queue projects that
+        much later, provided the queue did not change in between (no job started,
+        ended or arrived, no running job outlived its predicted end): the projection is
+        the same in time relative to its start. Cheap: only the past is blocked."""
+        if seconds <= 0:
+            return
+        past = self._origin
+        self._origin += seconds
+        self._take(self.processors, past, self._origin)  # nothing starts in the past
+
     def steps(self) -> list[tuple[float, int]]:
         """(time, free processors from then on) at every change, starting at 0."""
-        return [(t, f) for times, free in zip(self._times, self._free, strict=True)
-                for t, f in zip(times, free, strict=True)]
+        origin = self._origin
+        found = [(t - origin, f) for times, free in zip(self._times, self._free, strict=True)
+                 for t, f in zip(times, free, strict=True) if t >= origin]
+        if not found or found[0][0] > 0:
+            found.insert(0, (0.0, self.free_at(0.0)))
+        return found
 
     def free_at(self, instant: float) -> int:
         """Free processors at `instant` (seconds from now)."""
+        instant += self._origin
         b = max(bisect_right(self._firsts, instant) - 1, 0)
         k = max(bisect_right(self._times[b], instant) - 1, 0)
         return self._free[b][k]
@@ -148,15 +167,15 @@ class QueueProfile:
         # a runtime no longer than this one is a lower bound: the walk starts at it.
         known = self._answers.setdefault(procs, ([], []))
         index = bisect_right(known[0], runtime) - 1
-        first_block = bisect_right(self._firsts, known[1][index]) - 1 if index >= 0 else 0
-        start = self._walk(first_block, procs, runtime)
+        lower = known[1][index] if index >= 0 else self._origin  # never before now
+        start = self._walk(max(bisect_right(self._firsts, lower) - 1, 0), procs, runtime)
         index = bisect_left(known[0], runtime)
         if index < len(known[0]) and known[0][index] == runtime:
             known[1][index] = start
         else:
             known[0].insert(index, runtime)
             known[1].insert(index, start)
-        return start
+        return start - self._origin
 
     def _walk(self, first_block: int, procs: int, runtime: float) -> float:
         """The earliest start from block `first_block` on (see `earliest_start`)."""
@@ -202,8 +221,11 @@ class QueueProfile:
         """Take `procs` processors over [start, start + runtime) (a job routed here)."""
         if procs <= 0 or runtime <= 0:
             return
-        start = max(start, 0.0)
-        end = start + runtime
+        start = max(start, 0.0) + self._origin
+        self._take(procs, start, start + runtime)
+
+    def _take(self, procs: int, start: float, end: float) -> None:
+        """Take `procs` processors over [start, end) on the breakpoints' clock."""
         self._split(end)
         b, k = self._split(start)
         touched = set()
@@ -262,8 +284,15 @@ class QueueProfile:
         b = max(bisect_right(self._firsts, instant) - 1, 0)
         times, free = self._times[b], self._free[b]
         k = bisect_right(times, instant) - 1
-        if times[k] == instant:
+        # A breakpoint within a microsecond is this instant: times moved by `advance`
+        # round differently, and a sliver between the two would break every run there.
+        if instant - times[k] <= _SAME:
             return b, k
+        if k + 1 < len(times) and times[k + 1] - instant <= _SAME:
+            return b, k + 1
+        if k + 1 == len(times) and b + 1 < len(self._times) and \
+                self._firsts[b + 1] - instant <= _SAME:
+            return b + 1, 0
         times.insert(k + 1, instant)
         free.insert(k + 1, free[k])
         self._cache[b] = {}

@@ -149,3 +149,38 @@ def test_queue_states_refuse_what_cannot_be_projected() -> None:
         QueueState(10, running=((2, float("nan"), 60.0),))
     with pytest.raises(ValueError, match="at least one processor"):
         QueueState(0)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_an_advanced_profile_is_the_profile_of_its_queue_that_much_later(seed: int) -> None:
+    # A queue as a scheduler leaves it (no queued job fits the processors free now), and
+    # nothing happens for `later` seconds (no running job reaches its predicted end):
+    # advancing the old profile answers as a profile built anew then would.
+    rng = random.Random(seed)
+    processors = rng.choice((8, 64, 512))
+    later = rng.uniform(1.0, 500.0)
+    running = []
+    busy = 0
+    while busy < processors // 2:
+        procs = rng.randint(1, processors - busy)
+        ran = rng.uniform(later + 1, 5000.0)
+        running.append((procs, ran, ran + rng.uniform(0.0, 3000.0)))
+        busy += procs
+    queued = tuple((rng.randint(processors - busy + 1, processors), rng.uniform(10.0, 3000.0),
+                    4000.0) for _ in range(rng.randint(0, 30)) if busy < processors)
+    state = QueueState(processors, tuple(running), queued)
+    shifted = QueueState(processors, tuple((p, pred - later, limit - later)
+                                           for p, pred, limit in running), queued)
+    for limits in (False, True):
+        old = QueueProfile.project(state, limits_as_runtimes=limits)
+        old.earliest_start(1, 60.0)  # answers cached before the move stay lower bounds
+        old.advance(later)
+        new = QueueProfile.project(shifted, limits_as_runtimes=limits)
+        assert [(pytest.approx(t), f) for t, f in old.steps()] == new.steps()
+        for _ in range(20):
+            procs, runtime = rng.randint(1, processors), rng.uniform(1.0, 9000.0)
+            start = new.earliest_start(procs, runtime)
+            assert old.earliest_start(procs, runtime) == pytest.approx(start)
+            old.reserve(procs, start, runtime)
+            new.reserve(procs, start, runtime)
+        assert old.free_at(0.0) == new.free_at(0.0)
