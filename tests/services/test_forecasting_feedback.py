@@ -12,13 +12,19 @@ from fastapi.testclient import TestClient
 
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
-from gateway.db.models import Attempt
+from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState
 from gateway.repositories.jobs import placements
+from gateway.repositories.jobs import rows as jobs
+from gateway.repositories.jobs.attempts import StartedAttempt
 from gateway.repositories.jobs.placements import NewPlacement
 from gateway.runtime import Runtime
+from gateway.scheduling.constraints import JobView
+from gateway.scheduling.ranking import Candidate
 from gateway.scheduling.wait_predictor import JobClass
-from gateway.services.routing.forecasting import build_forecaster
+from gateway.services.routing.decisions import candidate_out
+from gateway.services.routing.forecasting import build_forecaster, recorded_class
+from gateway.services.routing.placement import Pending
 from tests.conftest import MakeUser
 from tests.worker.test_worker_local import post
 
@@ -77,3 +83,31 @@ def test_routed_outcomes_and_projection_classes_are_production_s_too(
     # The waits joined the projection's class (wait class of 3,000 s: 50 min -> 6).
     history = forecaster.waits.predict(JobClass("local", "", 1, 3600.0, 3000.0))
     assert history is not None and history.level == "site/projection/limit"
+
+
+def test_production_records_a_wait_in_the_class_its_forecaster_gave(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    # One predictor: the simulator and the evaluation record a wait in the class
+    # `SiteForecaster.job_class` gives; production rebuilds it from the stored spec and
+    # the stored decision. Should either change alone, this fails.
+    user = make_user()
+    job_id = post(client, user.headers, {"name": "c", "executable": "/bin/true",
+                                         "resources": {"threads_per_rank": 2, "walltime": 1200}})
+    now = utcnow()
+    with transaction(runtime.sessions) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        spec = jobs.stored_spec(job.spec)
+        pending = Pending(job_id, spec, None, job.owner_id, JobView(spec), now)
+        forecaster = build_forecaster(session, runtime.sites, [pending], now)
+        forecast = forecaster.forecast(pending, "local")
+        placements.add_all(session, [NewPlacement(
+            job_id, now, "fastest", 1, None, ["local"], "test",
+            [dict(candidate_out(Candidate("local", forecast=forecast), None))])], "router")
+        given = placements.given_forecasts(session, {job_id})[(job_id, "local")]
+        start = StartedAttempt("local", AttemptState.RUNNING, now, now, None, job.owner_id,
+                               job.spec, job_id)
+        expected = forecaster.inner.job_class(forecaster.needs[job_id], "local")
+    assert expected.projected_wait is not None and expected.user == job.owner_id
+    assert recorded_class(start, given) == expected
+    assert given.uncalibrated_median == forecast.uncalibrated_median

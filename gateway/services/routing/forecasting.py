@@ -34,6 +34,8 @@ from gateway.domain.states import AttemptState
 from gateway.repositories import imported_waits, uploads
 from gateway.repositories.jobs import attempts, placements
 from gateway.repositories.jobs import outputs as job_outputs
+from gateway.repositories.jobs.attempts import StartedAttempt
+from gateway.repositories.jobs.placements import GivenForecast
 from gateway.repositories.jobs.rows import stored_resources
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
 from gateway.scheduling.queue_profile import QueueState
@@ -91,6 +93,14 @@ class PassForecaster:
         self.inner.commit(self.needs[job.job_id], site)
 
 
+def recorded_class(start: StartedAttempt, given: GivenForecast | None) -> JobClass:
+    """The class a started job's wait is recorded in: the one the forecaster gave it when
+    routed (`SiteForecaster.job_class`), rebuilt from its spec and its decision."""
+    procs, limit, queue = shape(start.spec)
+    return JobClass(start.site_name, queue, procs, limit,
+                    None if given is None else given.projected_wait, start.owner_id)
+
+
 def _histories(session: Session, registry: SiteRegistry
                ) -> tuple[WaitPredictor, RuntimePredictor, RoutedOutcomes]:
     waits = WaitPredictor()
@@ -111,10 +121,7 @@ def _histories(session: Session, registry: SiteRegistry
         # routing gave this site calibrates the predictor's bounds, its median the site's
         # routed outcomes.
         forecast = given.get((start.job_id, start.site_name))
-        known = JobClass(start.site_name, queue, procs, limit,
-                         None if forecast is None else forecast.projected_wait,
-                         start.owner_id)
-        waits.observe(known, wait, predicted=None if forecast is None else WaitPrediction(
+        waits.observe(recorded_class(start, forecast), wait, predicted=None if forecast is None else WaitPrediction(
             forecast.wait_bound, forecast.wait_bound, waits.quantile, waits.confidence,
             "placement", 0))
         if forecast is not None:
