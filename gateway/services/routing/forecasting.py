@@ -114,19 +114,20 @@ def _histories(session: Session, registry: SiteRegistry
     starts = attempts.recent_starts(session, HISTORY)
     given = placements.given_forecasts(session, {start.job_id for start in starts})
     for start in starts:
-        procs, limit, queue = shape(start.spec)
         wait = (start.started_at - start.submitted_at).total_seconds()
         # Recorded as the simulator and the evaluation record it (forecaster.job_class):
         # the user's class and the projection the job had when routed; the bound its
         # routing gave this site calibrates the predictor's bounds, its median the site's
         # routed outcomes.
         forecast = given.get((start.job_id, start.site_name))
-        waits.observe(recorded_class(start, forecast), wait, predicted=None if forecast is None else WaitPrediction(
+        bound = None if forecast is None else WaitPrediction(
             forecast.wait_bound, forecast.wait_bound, waits.quantile, waits.confidence,
-            "placement", 0))
+            "placement", 0)
+        waits.observe(recorded_class(start, forecast), wait, predicted=bound)
         if forecast is not None:
             outcomes.observe(start.site_name, forecast.uncalibrated_median, wait)
         if start.state is AttemptState.COMPLETED and start.ended_at is not None:
+            procs = shape(start.spec)[0]
             runtimes.observe(start.owner_id, fingerprint(start.spec), start.site_name, procs,
                              (start.ended_at - start.started_at).total_seconds())
     return waits, runtimes, outcomes
