@@ -43,9 +43,12 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="creating a test host 
 
 
 def system_python_runs_adapters() -> bool:
+    """Whether the system Python, run as nobody, imports the adapters and these tests
+    from this checkout (not when the checkout lies in a directory only root may read)."""
     if not os.access(SYSTEM_PYTHON, os.X_OK):
         return False
-    done = subprocess.run([SYSTEM_PYTHON, "-c", "import adapters.local.runner"],
+    done = subprocess.run([*UNPRIVILEGED, SYSTEM_PYTHON, "-c",
+                           "import adapters.local.runner, tests.adapters.sandbox_network_host"],
                           env={"PYTHONPATH": str(CODE_ROOT)}, capture_output=True, check=False)
     return done.returncode == 0
 
@@ -57,7 +60,8 @@ def run_on_own_host(network: str, gateway: str) -> dict[str, str]:
     elif system_python_runs_adapters():
         command = [*UNPRIVILEGED, SYSTEM_PYTHON]
     else:
-        pytest.skip(f"{SYSTEM_PYTHON} (3.11+) is needed to run a gateway as nobody here")
+        pytest.skip(f"{SYSTEM_PYTHON} (3.11+), run as nobody, must import this checkout "
+                    "(readable by nobody) to run a gateway as nobody here")
     command += ["-m", "tests.adapters.sandbox_network_host", network]
     done = subprocess.run(
         ["unshare", "--net", "--mount", "--propagation", "private", "sh", "-c", SETUP,
