@@ -77,8 +77,9 @@ def test_several_users_failures_with_signs_of_the_site_ban_it(
     ban = ("3 jobs of 3 users failed in a row with signs of the site (NODE_FAIL); out of "
            f"routing until {until:%Y-%m-%d %H:%M:%S} UTC (540 s more)")
     assert decision["chosen"] == ["twin"]
+    # Carol's failed job ran at 'local': it is her home, excluded by the ban all the same.
     assert decision["candidates"][1] == {
-        "site": "local", "forecast": None, "p_deadline": None,
+        "site": "local", "forecast": None, "p_deadline": None, "home": True,
         "excluded": f"site 'local' is out of routing: {ban}"}
     # `gridgate sites` says why and until when (GET /sites, at the gateway's own clock).
     with TestClient(create_app(runtime=twins), client=LOOPBACK) as at_now:
