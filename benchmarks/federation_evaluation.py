@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.shared_traces import trace_paths  # noqa: E402
+from benchmarks.shared_traces import add_trace_option, existing_traces  # noqa: E402
 from gateway.scheduling.evaluation.federation_policies import FEWEST_QUEUED, OWN  # noqa: E402
 from gateway.scheduling.evaluation.simulation import simulate  # noqa: E402
 from gateway.scheduling.forecaster import MODES  # noqa: E402
@@ -81,8 +81,7 @@ def run(logs: list[Path], policy: str, window: float, mode: str) -> dict[str, An
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", action="append", type=Path,
-                        help="an SWF log, gzipped or not (repeatable; default: the shared four)")
+    add_trace_option(parser)
     parser.add_argument("--window-days", type=float, default=180.0)
     parser.add_argument("--modes", default=",".join(MODES),
                         help="fastest's forecast modes to run, comma-separated")
@@ -91,10 +90,7 @@ def main() -> None:
     unknown = [mode for mode in modes if mode not in MODES]
     if unknown:
         sys.exit(f"unknown forecast mode {', '.join(unknown)}; known: {', '.join(MODES)}")
-    logs = trace_paths(args.trace)
-    missing = [str(log) for log in logs if not log.is_file()]
-    if missing:
-        sys.exit(f"no such log: {', '.join(missing)}")
+    logs = existing_traces(args.trace)
     own = run(logs, OWN, args.window_days, MODES[0])
     fewest = run(logs, FEWEST_QUEUED, args.window_days, MODES[0])
     fastest = {mode: run(logs, FASTEST, args.window_days, mode) for mode in modes}

@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.shared_traces import trace_paths  # noqa: E402
+from benchmarks.shared_traces import add_trace_option, existing_traces  # noqa: E402
 from gateway.scheduling.evaluation.federation_policies import FEWEST_QUEUED, OWN  # noqa: E402
 from gateway.scheduling.evaluation.simulation import simulate  # noqa: E402
 from gateway.scheduling.policies.fastest import FASTEST  # noqa: E402
@@ -127,16 +127,12 @@ def targets(runs: dict[str, dict[str, Any]], federation: Federation) -> dict[str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", action="append", type=Path,
-                        help="an SWF log (repeatable; default: the shared four)")
+    add_trace_option(parser)
     parser.add_argument("--window-days", type=float, default=180.0)
     parser.add_argument("--jobs", type=int, default=1, help="federations run at once")
     parser.add_argument("--only", default="", help="run the federations whose label has this")
     args = parser.parse_args()
-    paths = trace_paths(args.trace)
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        sys.exit(f"no such log: {', '.join(missing)}")
+    paths = existing_traces(args.trace)
     suite = [f for f in federations(paths, args.window_days) if args.only in f.label]
     began = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:

@@ -29,6 +29,15 @@ def trace_paths(given: Sequence[Path] | None) -> list[Path]:
     return list(given) if given else [shared_dir() / name for name in DEFAULT_LOGS]
 
 
+def existing_traces(given: Sequence[Path] | None) -> list[Path]:
+    """`trace_paths(given)`, exiting with the names of the logs that do not exist."""
+    logs = trace_paths(given)
+    missing = [str(log) for log in logs if not log.is_file()]
+    if missing:
+        sys.exit(f"no such log: {', '.join(missing)}")
+    return logs
+
+
 def add_trace_option(parser: argparse.ArgumentParser) -> None:
     """`--trace LOG` (repeatable), the logs a benchmark reads."""
     parser.add_argument("--trace", action="append", type=Path,
@@ -39,10 +48,7 @@ def each_log(run: Callable[[Path], dict[str, Any]], given: Sequence[Path] | None
              ) -> list[dict[str, Any]]:
     """`run` on each log (named, else the shared four), one at a time, saying when each is
     done on stderr; exits naming the logs that do not exist."""
-    logs = trace_paths(given)
-    missing = [str(log) for log in logs if not log.is_file()]
-    if missing:
-        sys.exit(f"no such log: {', '.join(missing)}")
+    logs = existing_traces(given)
     results = []
     for log in logs:
         results.append(run(log))
