@@ -34,7 +34,9 @@ def candidates_table(decision: EstimateOut) -> Table:
     deadline = decision["policy"] == "deadline" or decision["deadline"] is not None
     priced = any("quote_su" in c for c in decision["candidates"])
     table = Table(box=None, pad_edge=False, header_style="bold")
-    columns = ["SITE", "STATUS", "WAIT", "WAIT 95%", "RUN", "STAGING", "COMPLETION"]
+    # LIKELY: the wait most likely within 10 min (what to tell); WAIT: the median routing
+    # ranks by.
+    columns = ["SITE", "STATUS", "LIKELY", "WAIT", "WAIT 95%", "RUN", "STAGING", "COMPLETION"]
     columns += ["QUOTE (SU)"] if priced else []
     columns += ["P(DEADLINE)"] if deadline else []
     for column in [*columns, "BASIS / REASON"]:
@@ -42,8 +44,8 @@ def candidates_table(decision: EstimateOut) -> Table:
     for c in decision["candidates"]:
         status = _status(c, decision["chosen"])
         f = c["forecast"]
-        times = ([f["wait_median"], f["wait_bound"], f["runtime"], f["staging"],
-                  f["completion"]] if f is not None else [None] * 5)
+        times = ([f.get("wait_likely"), f["wait_median"], f["wait_bound"], f["runtime"],
+                  f["staging"], f["completion"]] if f is not None else [None] * 6)
         row = [Text(c["site"]), Text(status, style=STATUS_STYLES[status]),
                *(Text(render.duration(t)) for t in times)]
         if priced:

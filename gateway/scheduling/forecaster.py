@@ -12,6 +12,8 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
   median floored by the likely profile's start (history lags the queue); without
   history, the likely profile's start for the median and the walltime profile's start
   for the bound;
+- the likely wait, what a person is told: the history's (`WaitPredictor`, the centre
+  of the +-10 min window the start most probably falls in), else the live median;
 - staging: `staging_estimate.staging_seconds` over the measured transfer rates;
 - calibration: the median wait scaled by the site's factor for its routed outcomes
   (`routed_outcomes.py`) when the jobs routed there lately waited longer than forecast.
@@ -239,7 +241,9 @@ class SiteForecaster:
         quantiles = ((0.5, median), (history.quantile if history else 0.95, bound))
         return Forecast(median, bound, runtime.seconds, staging, quantiles,
                         f"{basis}; run time: {runtime.basis}", state.backlog, factor,
-                        placed.walltime_start if self.mode == COMBINED else None)
+                        placed.walltime_start if self.mode == COMBINED else None,
+                        history.likely if history is not None and history.likely is not None
+                        else median)
 
     def commit(self, job: JobNeed, site: str) -> None:
         """The job will queue at `site`: reserve it on both of the site's profiles."""

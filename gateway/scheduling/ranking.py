@@ -50,6 +50,9 @@ class Forecast:
     # The walltime projection of the wait on the site's live queue (None without one):
     # the wait history's class for this job, where its wait is recorded once it starts.
     projected_wait: float | None = None
+    # The likely wait: the centre of the +-10 min window the start most probably falls in
+    # (`WaitHistory.likely`), what a person is told; None: the forecaster gave none.
+    wait_likely: float | None = None
 
     @property
     def uncalibrated_median(self) -> float:

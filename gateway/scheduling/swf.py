@@ -58,6 +58,12 @@ class SwfJob:
         return self.allocated_procs if self.allocated_procs > 0 else self.requested_procs
 
     @property
+    def submit_procs(self) -> int:
+        """Processors as known at submit: the request, else the allocation (known only at
+        start, but some logs record no request)."""
+        return self.requested_procs if self.requested_procs > 0 else self.allocated_procs
+
+    @property
     def start(self) -> int:
         """Start time (seconds from the log start), -1 when the wait is unknown."""
         return self.submit + self.wait if self.wait >= 0 else -1

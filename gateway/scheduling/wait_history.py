@@ -8,7 +8,8 @@ to its most recent `minimum_history` observations (QBETS's change-point rule).
 
 Cost per observation: a binary search and one list insertion/deletion in a window of
 at most `capacity` values (a memmove of a few KB), so O(log n) comparisons and a small,
-bounded copy; queries are O(1) (quantiles by rank) or O(log n) (probabilities).
+bounded copy; queries are O(1) (quantiles by rank) or O(log n) (probabilities, the
+likely start: two binary searches per candidate, cached until the next wait).
 """
 
 from __future__ import annotations
@@ -39,12 +40,14 @@ class WaitHistory:
         self._sorted: list[float] = []
         self._misses = 0
         self.change_points = 0
+        self._likely: tuple[float, float] | None = None  # (tolerance, point) until an add
 
     def __len__(self) -> int:
         return len(self._sorted)
 
     def add(self, wait: float) -> bool:
         """Record one observed wait; True when it completed a change point (history cut)."""
+        self._likely = None
         bound = self.upper_bound()
         if bound is not None and wait > bound:
             self._misses += 1
@@ -84,6 +87,34 @@ class WaitHistory:
     def median(self) -> float | None:
         """Median estimate: the order statistic that is above the median with probability 1/2."""
         return self.order_bound(0.5, 0.5)
+
+    def likely(self, tolerance: float) -> float | None:
+        """The wait the next one most probably lies within `tolerance` of (None: empty).
+
+        The point p that catches the most waits of the window in [p - tolerance, p +
+        tolerance]: the best point when a prediction counts as right within the
+        tolerance (the +-10 min a start prediction is judged by), where the median is
+        best for absolute error. Searched over the windows that start at 0, start at a
+        decile or centre on one (a bounded set: the cost does not grow with the window);
+        ties go to the earlier point.
+        """
+        if self._likely is not None and self._likely[0] == tolerance:
+            return self._likely[1]
+        ordered = self._sorted
+        count = len(ordered)
+        if count == 0:
+            return None
+        deciles = {ordered[(count - 1) * tenth // 10] for tenth in range(11)}
+        candidates = sorted({tolerance} | {max(value, tolerance) for value in deciles}
+                            | {value + tolerance for value in deciles})
+        best, best_hits = tolerance, -1
+        for point in candidates:
+            hits = (bisect_right(ordered, point + tolerance)
+                    - bisect_left(ordered, point - tolerance))
+            if hits > best_hits:
+                best, best_hits = point, hits
+        self._likely = (tolerance, best)
+        return best
 
     def probability_by(self, wait: float) -> float:
         """Empirical P(wait <= `wait`) over the window (0 when empty)."""

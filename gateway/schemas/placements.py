@@ -34,6 +34,9 @@ class ForecastOut(TypedDict):
     # The walltime projection of the wait on the site's queue, when the forecaster had
     # the queue: the class of the wait history the job's wait is recorded in.
     projected_wait: NotRequired[float]
+    # The likely wait: the centre of the +-10 min window the job most probably starts in
+    # (the median is what routing ranks by; this is the best single time to tell).
+    wait_likely: NotRequired[float]
 
 
 class CandidateOut(TypedDict):

@@ -62,14 +62,19 @@ def test_evaluate_predictions_scores_every_method(tmp_path: Path) -> None:
     (log,) = json.loads(result.stdout)["logs"]
     assert (log["log"], log["processors"], log["window_days"]) == ("synthetic", 64, None)
     methods = log["methods"]
-    assert {"qbets", "easy_projection", "rolling"} <= set(methods)
+    # Production's forecast (its modes and what it tells a person) beside every baseline.
+    assert list(methods) == ["combined", "history", "projection", "likely", "zero_wait",
+                             "easy_walltime", "rolling", "rolling_conformal"]
     assert all(scores["jobs"] == 12 for scores in methods.values())
-    # The walltime projection predicts every job; the rolling median needs earlier waits.
-    assert methods["easy_projection"]["predicted"] == 12
+    # The forecaster and the projection predict every job; the rolling median needs
+    # earlier waits; "it starts now" gives no bound.
+    assert methods["combined"]["predicted"] == methods["easy_walltime"]["predicted"] == 12
     assert methods["rolling"]["predicted"] < 12
+    assert "under_bound" not in methods["zero_wait"]
+    assert methods["zero_wait"]["waited_over_10min"]["within_2x"] == 0.0
     table = gridgate("simulate", "--evaluate-predictions", "--trace", str(packed)).stdout
     assert "Wait predictions on synthetic (64 processors)" in table
-    assert "easy_projection" in table
+    assert "rolling_conformal" in table
 
 
 def test_a_missing_log_is_a_usage_error(tmp_path: Path) -> None:

@@ -61,14 +61,22 @@ def test_forecast_evaluation_scores_modes_and_the_rolling_baseline() -> None:
     # to start at 190 in every mode (no history). J0 itself was projected at 0.
     jobs = [swf(0, 0, 0, 100, 4, 200), swf(1, 10, 90, 50, 4, 400)]
     result = evaluate_forecasts(jobs, 4)
-    for mode in ("combined", "history", "projection"):
-        assert result[mode] == {"jobs": 2, "predicted": 2, "within_10min": 1.0,
-                                "within_1h": 1.0, "under_bound": 1.0,
-                                "median_bound_width_s": 95.0}
+    figures = ("jobs", "predicted", "within_10min", "within_1h", "under_bound",
+               "median_bound_width_s")
+
+    def scored(method: str) -> tuple[object, ...]:
+        return tuple(result[method].get(name) for name in figures)
+
+    for mode in ("combined", "history", "projection", "likely", "easy_walltime"):
+        assert scored(mode) == (2, 2, 1.0, 1.0, 1.0, 95.0)
+    # "It starts now": right within 10 min for both (0 and 90 s), and no bound.
+    assert scored("zero_wait") == (2, 2, 1.0, 1.0, None, None)
     # Rolling: J0 has no known wait; J1 sees J0's 0 s: median and p95 0, under by 90 s.
-    assert result["rolling"] == {"jobs": 2, "predicted": 1, "within_10min": 0.5,
-                                 "within_1h": 0.5, "under_bound": 0.0,
-                                 "median_bound_width_s": 0}
+    assert scored("rolling") == scored("rolling_conformal") == (2, 1, 0.5, 0.5, 0.0, 0)
+    # No job waited over 10 min; no class holds 1,000 jobs.
+    assert result["combined"]["waited_over_10min"] == {
+        "jobs": 0, "within_2x": 0.0, "median_abs_log_error": None}
+    assert result["combined"]["classes"] == {} and result["combined"]["worst_class"] is None
     assert evaluate_forecasts(jobs, 4, limit=1)["combined"]["jobs"] == 1
 
 

@@ -274,3 +274,37 @@ def test_a_short_window_median_follows_a_shift_the_long_windows_lag() -> None:
     assert predictor.change_points() == 0
     after = predictor.predict(job)
     assert after is not None and (after.median_level, after.median) == ("recent site", 5000.0)
+
+
+def test_likely_wait_is_the_centre_of_the_densest_window() -> None:
+    history = WaitHistory(100, 0.95, 0.95)
+    assert history.likely(600.0) is None
+    # 40 jobs start at once, 30 after 500-1100 s, 30 after about 3 h: [0, 1200] holds 70
+    # waits, so the point is 600 s (right within 10 min for all 70), where the median
+    # (820 s) catches only the 30 of 500-1100 s.
+    for wait in [0.0] * 40 + [500.0 + 20 * i for i in range(30)] + [10_800.0] * 30:
+        history.add(wait)
+    assert history.likely(600.0) == 600.0
+    assert history.median() == 820.0
+    # A cluster off zero: 60 waits around 2 h, 40 at once; the point centres on the 2 h.
+    clustered = WaitHistory(100, 0.95, 0.95)
+    for wait in [0.0] * 40 + [7000.0 + 10 * i for i in range(60)]:
+        clustered.add(wait)
+    point = clustered.likely(600.0)
+    assert point is not None and 7000.0 <= point <= 7600.0
+    assert sum(abs(7000.0 + 10 * i - point) <= 600.0 for i in range(60)) == 60
+
+
+def test_the_likely_wait_comes_from_its_own_best_source() -> None:
+    # The likely wait is predicted beside the median, from the source whose likely waits
+    # have been right: user "u"'s jobs start at once, so its point is 600 s (0-20 min).
+    predictor = WaitPredictor()
+    quick = JobClass("s", "q", 4, 3600.0, user="u")
+    other = JobClass("s", "q", 4, 3600.0, user="v")
+    for _ in range(60):
+        predictor.observe(quick, 0.0)
+        predictor.observe(other, 7200.0)
+    prediction = predictor.predict(quick)
+    assert prediction is not None and prediction.likely == 600.0
+    slow = predictor.predict(other)
+    assert slow is not None and slow.likely is not None and abs(slow.likely - 7200.0) <= 600

@@ -1,14 +1,19 @@
-"""Offline evaluation of the site forecast's wait on a workload log, in time order (pure).
+"""Offline evaluation of production's wait forecast on a workload log, in time order (pure).
 
 The log is walked with `LogWalk`: at each submit the `SiteForecaster` of production
 forecasts the job from the queue as the log says it was (run times predicted by the
-runtime predictor from runs already ended) and the waits already known. Every mode
-reads the same profiles and histories, so they are scored on the same jobs:
-- `history`: the QBETS history without the live queue in its job class;
-- `projection`: the live queue alone (median: predicted run times; bound: limits);
-- `combined`: the history conditioned on the job's walltime projection (production);
-and, as the naive baseline of the shared traces' README, `rolling` (last 500 waits of
-the job's size class: median and empirical p95; `prediction_eval.RollingBaseline`).
+runtime predictor from runs already ended; processors as requested, what was known at
+submit) and the waits already known, and records the job's wait as production records
+it. Every method sees the same jobs (`prediction_scores` says what is counted):
+- `combined`: production's median and 95% bound (the history conditioned on the job's
+  walltime projection, floored by the live queue: what routing ranks by);
+- `likely`: production's likely wait (what a person is told) with the same bound;
+- `history`, `projection`: the forecaster's other modes (the history without the live
+  queue; the live queue alone: predicted run times for the median, limits for the bound);
+- baselines: `zero_wait` ("it starts now"), `easy_walltime` (the walltime EASY
+  projection of the live queue, what `sbatch --test-only` answers), `rolling` (last 500
+  waits of the job's size class: median and empirical p95) and `rolling_conformal` (the
+  same window, its quantile level adapted by adaptive conformal inference).
 """
 
 from __future__ import annotations
@@ -17,21 +22,35 @@ from collections.abc import Iterable
 from typing import Any
 
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint, usable
-from gateway.scheduling.evaluation.prediction_eval import RollingBaseline, Tally
+from gateway.scheduling.evaluation.prediction_scores import (
+    RollingBaseline,
+    RollingConformal,
+    Tally,
+    job_class,
+)
 from gateway.scheduling.forecaster import COMBINED, MODES, JobNeed, SiteForecaster, SiteState
 from gateway.scheduling.swf import SwfJob
+
+BASELINES = ("zero_wait", "easy_walltime", "rolling", "rolling_conformal")
+METHODS = (*MODES, "likely", *BASELINES)
 
 
 def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log",
                        limit: int | None = None) -> dict[str, Any]:
-    """Walk a log (sorted by submit time) and score each mode's wait on every job that ran.
+    """Walk a log (sorted by submit time) and score every method on every job that ran.
 
     `limit` stops after that many jobs (a prefix of the log).
     """
     rolling = RollingBaseline()
-    walk = LogWalk(site, processors,
-                   on_start=lambda job, _: rolling.observe(job.procs, job.wait))
-    tallies = {name: Tally() for name in (*MODES, "rolling")}
+    conformal = RollingConformal(rolling)
+    given: dict[int, float | None] = {}  # job number -> the conformal bound it was given
+
+    def started(job: SwfJob, _: object) -> None:
+        conformal.observe(float(job.wait), given.pop(job.number, None))
+        rolling.observe(job.submit_procs, float(job.wait))
+
+    walk = LogWalk(site, processors, on_start=started)
+    tallies = {name: Tally() for name in METHODS}
     scored = 0
     for job in jobs:
         if not usable(job):
@@ -41,19 +60,29 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
         scored += 1
         now = float(job.submit)
         walk.advance(now)
-        need = JobNeed(str(job.user), fingerprint(job), min(job.procs, processors),
-                       walk.limit(job), str(job.queue))
+        procs = min(job.submit_procs, processors)
+        need = JobNeed(str(job.user), fingerprint(job), procs, walk.limit(job),
+                       str(job.queue))
+        where = job_class(procs, need.time_limit)
         forecaster = SiteForecaster([SiteState(site, walk.state(now))], walk.waits,
                                     walk.runtimes)
         wait = float(job.wait)
         for mode in MODES:
             forecaster.mode = mode
             forecast = forecaster.forecast(need, site)
-            tallies[mode].score(wait, forecast.wait_median, forecast.wait_bound)
-        baseline = rolling.predict(job.procs)
-        tallies["rolling"].score(wait, *(baseline if baseline else (None, None)))
-        # Recorded as production records it: the combined class, the answer it got.
+            tallies[mode].score(wait, forecast.wait_median, forecast.wait_bound, where)
+        # Left in production's mode: what it tells, and how it records the job.
         forecaster.mode = COMBINED
+        forecast = forecaster.forecast(need, site)
+        tallies["likely"].score(wait, forecast.wait_likely, forecast.wait_bound, where)
+        tallies["zero_wait"].score(wait, 0.0, None, where)
+        projected = forecast.projected_wait
+        tallies["easy_walltime"].score(wait, projected, projected, where)
+        baseline = rolling.predict(procs)
+        tallies["rolling"].score(wait, *(baseline if baseline else (None, None)), where)
+        bound = given[job.number] = conformal.bound(procs)
+        tallies["rolling_conformal"].score(wait, baseline[0] if baseline else None, bound,
+                                           where)
         walk.submit(job, need.time_limit, forecaster.runtime(need, site).seconds,
                     forecaster.job_class(need, site), forecaster.wait_prediction(need, site))
     return {name: tally.report() for name, tally in tallies.items()}

@@ -111,8 +111,9 @@ class LogWalk:
             (held.job.procs, held.job.start + held.predicted - now,
              held.job.start + held.limit - now)
             for held in self.running.values())
-        queued = tuple((held.job.procs, held.predicted, held.limit)
-                       for held in self.queued.values())
+        # A queued job's processors as the gateway knows them: its request.
+        queued = tuple((min(held.job.submit_procs, self.processors), held.predicted,
+                        held.limit) for held in self.queued.values())
         return QueueState(self.processors, running, queued)
 
     def submit(self, job: SwfJob, limit: float, predicted: float, known: JobClass,

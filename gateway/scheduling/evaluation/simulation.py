@@ -4,8 +4,8 @@ and the benchmarks:
   of `policy_names()`: the simulator's baselines (`BASELINES`, yardsticks no production
   job is routed by), then every registered routing policy a log can feed
   (gateway/scheduling/policies/registry.py, `replayable`), run as production runs it;
-- `evaluate_predictions`: walk one log in time order and score the wait predictors
-  (gateway/scheduling/evaluation/prediction_eval.py) against their two baselines.
+- `evaluate_predictions`: walk one log in time order and score production's wait
+  forecast against its baselines (gateway/scheduling/evaluation/forecast_eval.py).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from gateway.scheduling.evaluation.federation import Federation, Policy, Progres
 from gateway.scheduling.evaluation.federation_fastest import Ranked
 from gateway.scheduling.evaluation.federation_metrics import summarize
 from gateway.scheduling.evaluation.federation_policies import FEWEST_QUEUED, OWN, FewestQueued, Own
+from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts
 from gateway.scheduling.evaluation.federation_trace import (
     TraceLog,
     merged_records,
     open_logs,
     windowed,
 )
-from gateway.scheduling.evaluation.prediction_eval import evaluate
 from gateway.scheduling.forecaster import COMBINED
 from gateway.scheduling.policies import registry
 from gateway.scheduling.swf import SwfJob
@@ -86,12 +86,10 @@ def _counted(jobs: Iterator[SwfJob], progress: Progress | None) -> Iterator[SwfJ
 
 def evaluate_predictions(path: Path, window_days: float | None = None,
                          progress: Progress | None = None) -> dict[str, Any]:
-    """Each predictor's and baseline's scores on one log, walked in time order."""
+    """Production's forecast and each baseline's scores on one log, walked in time order."""
     log = TraceLog(path)
     processors = log.spec.processors
-    scores = evaluate(_counted(windowed(path, window_days), progress), processors,
-                      site=log.spec.name)
+    methods = evaluate_forecasts(_counted(windowed(path, window_days), progress), processors,
+                                 site=log.spec.name)
     return {"log": log.spec.name, "processors": processors, "window_days": window_days,
-            "methods": {name: value for name, value in scores.items() if isinstance(value, dict)},
-            "other": {name: value for name, value in scores.items()
-                      if not isinstance(value, dict)}}
+            "methods": methods}

@@ -27,6 +27,8 @@ def forecast_out(forecast: Forecast) -> ForecastOut:
         out["calibration"] = forecast.calibration
     if forecast.projected_wait is not None:
         out["projected_wait"] = forecast.projected_wait
+    if forecast.wait_likely is not None:
+        out["wait_likely"] = forecast.wait_likely
     return out
 
 
