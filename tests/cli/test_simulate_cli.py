@@ -64,7 +64,8 @@ def test_evaluate_predictions_scores_every_method(tmp_path: Path) -> None:
     methods = log["methods"]
     # Production's forecast (its modes and what it tells a person) beside every baseline.
     assert list(methods) == ["combined", "history", "projection", "likely", "zero_wait",
-                             "easy_walltime", "rolling", "rolling_conformal"]
+                             "easy_walltime", "rolling", "rolling_conformal",
+                             "hindsight_best_point"]
     assert all(scores["jobs"] == 12 for scores in methods.values())
     # The forecaster and the projection predict every job; the rolling median needs
     # earlier waits; "it starts now" gives no bound.

@@ -13,11 +13,15 @@ it. Every method sees the same jobs (`prediction_scores` says what is counted):
 - baselines: `zero_wait` ("it starts now"), `easy_walltime` (the walltime EASY
   projection of the live queue, what `sbatch --test-only` answers), `rolling` (last 500
   waits of the job's size class: median and empirical p95) and `rolling_conformal` (the
-  same window, its quantile level adapted by adaptive conformal inference).
+  same window, its quantile level adapted by adaptive conformal inference);
+- a reference, not a method: `hindsight_best_point`, for each job the point of the
+  methods above nearest its real wait (in log(1 + wait)), chosen knowing the wait: what
+  choosing among these points job by job could at best reach.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,6 +37,7 @@ from gateway.scheduling.swf import SwfJob
 
 BASELINES = ("zero_wait", "easy_walltime", "rolling", "rolling_conformal")
 METHODS = (*MODES, "likely", *BASELINES)
+HINDSIGHT = "hindsight_best_point"
 
 
 def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log",
@@ -50,7 +55,7 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
         rolling.observe(job.submit_procs, float(job.wait))
 
     walk = LogWalk(site, processors, on_start=started)
-    tallies = {name: Tally() for name in METHODS}
+    tallies = {name: Tally() for name in (*METHODS, HINDSIGHT)}
     scored = 0
     for job in jobs:
         if not usable(job):
@@ -67,10 +72,12 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
         forecaster = SiteForecaster([SiteState(site, walk.state(now))], walk.waits,
                                     walk.runtimes)
         wait = float(job.wait)
+        points: list[float | None] = []
         for mode in MODES:
             forecaster.mode = mode
             forecast = forecaster.forecast(need, site)
             tallies[mode].score(wait, forecast.wait_median, forecast.wait_bound, where)
+            points.append(forecast.wait_median)
         # Left in production's mode: what it tells, and how it records the job.
         forecaster.mode = COMBINED
         forecast = forecaster.forecast(need, site)
@@ -83,6 +90,10 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
         bound = given[job.number] = conformal.bound(procs)
         tallies["rolling_conformal"].score(wait, baseline[0] if baseline else None, bound,
                                            where)
+        points += [forecast.wait_likely, 0.0, projected, baseline[0] if baseline else None]
+        nearest = min((point for point in points if point is not None),
+                      key=lambda point: abs(math.log1p(point) - math.log1p(wait)))
+        tallies[HINDSIGHT].score(wait, nearest, None, where)
         walk.submit(job, need.time_limit, forecaster.runtime(need, site).seconds,
                     forecaster.job_class(need, site), forecaster.wait_prediction(need, site))
     return {name: tally.report() for name, tally in tallies.items()}
