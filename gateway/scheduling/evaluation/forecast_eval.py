@@ -86,11 +86,12 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
         projected = forecast.projected_wait
         tallies["easy_walltime"].score(wait, projected, projected, where)
         baseline = rolling.predict(procs)
-        tallies["rolling"].score(wait, *(baseline if baseline else (None, None)), where)
+        rolling_median = baseline[0] if baseline else None
+        tallies["rolling"].score(wait, rolling_median, baseline[1] if baseline else None,
+                                 where)
         bound = given[job.number] = conformal.bound(procs)
-        tallies["rolling_conformal"].score(wait, baseline[0] if baseline else None, bound,
-                                           where)
-        points += [forecast.wait_likely, 0.0, projected, baseline[0] if baseline else None]
+        tallies["rolling_conformal"].score(wait, rolling_median, bound, where)
+        points += [forecast.wait_likely, 0.0, projected, rolling_median]
         nearest = min((point for point in points if point is not None),
                       key=lambda point: abs(math.log1p(point) - math.log1p(wait)))
         tallies[HINDSIGHT].score(wait, nearest, None, where)

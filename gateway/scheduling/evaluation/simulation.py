@@ -18,13 +18,13 @@ from gateway.scheduling.evaluation.federation import Federation, Policy, Progres
 from gateway.scheduling.evaluation.federation_fastest import Ranked
 from gateway.scheduling.evaluation.federation_metrics import summarize
 from gateway.scheduling.evaluation.federation_policies import FEWEST_QUEUED, OWN, FewestQueued, Own
-from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts
 from gateway.scheduling.evaluation.federation_trace import (
     TraceLog,
     merged_records,
     open_logs,
     windowed,
 )
+from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts
 from gateway.scheduling.forecaster import COMBINED
 from gateway.scheduling.policies import registry
 from gateway.scheduling.swf import SwfJob
