@@ -11,7 +11,7 @@ origin's mean wait more than 5% above `own`, and on the four-log federation (fir
 window) at least a 30% cut against `own`.
 
     nice -n 19 .venv/bin/python benchmarks/federation_suite.py [--jobs 2]
-        [--only SUBSTRING] [--window-days 180]
+        [--only SUBSTRING] [--shard I/N] [--window-days 180]
 
 About 40 minutes on one core. `--only` keeps the federations whose label contains it.
 """
@@ -131,9 +131,16 @@ def main() -> None:
     parser.add_argument("--window-days", type=float, default=180.0)
     parser.add_argument("--jobs", type=int, default=1, help="federations run at once")
     parser.add_argument("--only", default="", help="run the federations whose label has this")
+    parser.add_argument("--shard", default="1/1", metavar="I/N",
+                        help="run every N-th federation from the I-th (split a run "
+                             "between processes or machines; default 1/1: all)")
     args = parser.parse_args()
     paths = existing_traces(args.trace)
-    suite = [f for f in federations(paths, args.window_days) if args.only in f.label]
+    index, count = (int(part) for part in args.shard.split("/"))
+    if not 1 <= index <= count:
+        parser.error(f"--shard I/N needs 1 <= I <= N, not {args.shard}")
+    suite = [f for f in federations(paths, args.window_days)
+             if args.only in f.label][index - 1::count]
     began = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         results = list(pool.map(run, suite, [args.window_days] * len(suite)))

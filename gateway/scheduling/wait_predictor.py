@@ -39,12 +39,12 @@ itself, which catches the waits up to twice it. Every median source also offers 
 likely wait, scored and chosen the same way (hits within `tolerance`, scores of their
 own); the median stays what routing ranks by, the likely wait is what a person is told.
 
-Measured on the four shared logs (benchmarks/predictor_evaluation.py; README
-"Predictors", which also lists what was tried and did not help): the bound holds for
-95.1/95.1/95.1/95.2% of jobs (KTH/CTC/HPC2N/SDSC) with median widths 7.0/9.8/20.73/6.1 h
-against the rolling p95's 9.2/14.3/20.75/17.7 h (which covers 90-94.5%); the median is
-within 10 min of the start for 55.5/38.6/41.0/60.4% of jobs (rolling median:
-48.3/22.5/29.5/53.9%; walltime EASY projection: 29.8/24.7/22.3/16.5%).
+The target miss rate (1 - q) * c is derived from the method (the bound's confidence),
+and the median's source is chosen by +-10 min hits because routing measured best that
+way (scored by relative error instead, the four-log federation's slowdown went from
+11.9 to 16.1); neither was fitted to a log's prediction scores. Measured on the four
+shared logs through production's forecaster: README "Predictors"
+(benchmarks/predictor_evaluation.py).
 """
 
 from __future__ import annotations

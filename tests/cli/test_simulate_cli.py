@@ -122,3 +122,13 @@ def test_fastest_is_the_default_policy() -> None:
     projection = gridgate("simulate", *traces(FEDERATION), "--json", "--forecast-mode",
                           "projection")
     assert json.loads(projection.stdout)["origins"] == summary["origins"]
+
+
+def test_evaluate_predictions_refuses_an_unsorted_log(tmp_path: Path) -> None:
+    # As `simulate` does: a walk of an unsorted log would predict with the future.
+    path = tmp_path / "unsorted.swf"
+    path.write_text("; MaxProcs: 8\n1 50 0 10 4 -1 -1 4 60 -1 1 1 1 1 1 -1 -1 -1\n"
+                    "2 40 0 10 4 -1 -1 4 60 -1 1 1 1 1 1 -1 -1 -1\n")
+    result = gridgate("simulate", "--evaluate-predictions", "--trace", str(path))
+    assert result.exit_code == 1
+    assert "unsorted.swf: job 2 is out of submit order" in result.stderr
