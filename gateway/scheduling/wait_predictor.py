@@ -50,7 +50,6 @@ shared logs through production's forecaster: README "Predictors"
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.scheduling.binomial import minimum_history, minimum_prediction_history
@@ -245,22 +244,28 @@ class WaitPredictor:
                 return level, history
         return None
 
-    def _best(self, job: JobClass, keys: dict[str, Key | None],
-              scores: dict[tuple[str, int, str], float],
-              point: Callable[[WaitHistory], float | None]) -> tuple[str, float] | None:
-        """(source, its point) of the best-scored source with a point (finest first: ties
-        keep the finer class)."""
+    def _sources(self, job: JobClass, keys: dict[str, Key | None]
+                 ) -> tuple[str, WaitHistory, WaitHistory] | None:
+        """(level, history) of the best-scored median source and the history of the
+        best-scored likely-wait source (finest first: ties keep the finer class). One
+        pass over the sources; only the winners' points are read."""
         context = (job.site, wait_class(job.projected_wait))
-        best: tuple[float, str, float] | None = None
+        median: tuple[float, str, WaitHistory] | None = None
+        likely: tuple[float, WaitHistory] | None = None
         for level in MEDIAN_LEVELS:
             history = self._answering(keys[level])
-            value = point(history) if history is not None else None
-            if value is None:
+            if history is None:
                 continue
-            score = scores.get((*context, level), 0.0)
-            if best is None or score > best[0]:
-                best = (score, level, value)
-        return None if best is None else (best[1], best[2])
+            score_key = (*context, level)
+            score = self._scores.get(score_key, 0.0)
+            if median is None or score > median[0]:
+                median = (score, level, history)
+            score = self._likely_scores.get(score_key, 0.0)
+            if likely is None or score > likely[0]:
+                likely = (score, history)
+        if median is None or likely is None:
+            return None
+        return median[1], median[2], likely[1]
 
     def scale(self, site: str) -> float:
         """The site's calibration factor on 1 + wait (1 until outcomes are fed back)."""
@@ -274,14 +279,15 @@ class WaitPredictor:
             return None
         level, history = found
         raw = history.prediction_bound(self.quantile)
-        chosen = self._best(job, keys, self._scores, WaitHistory.median)
-        likely = self._best(job, keys, self._likely_scores,
-                            lambda source: source.likely(self.tolerance))
-        assert raw is not None and chosen is not None and likely is not None  # answering
-        median_level, median = chosen
+        sources = self._sources(job, keys)
+        assert raw is not None and sources is not None  # the bound's class answers
+        median_level, median_history, likely_history = sources
+        median = median_history.median()
+        likely = likely_history.likely(self.tolerance)
+        assert median is not None and likely is not None  # answering histories hold waits
         bound = max((1.0 + raw) * self.scale(job.site) - 1.0, median, 0.0)
         return WaitPrediction(median, bound, self.quantile, self.confidence, level,
-                              len(history), median_level, likely[1])
+                              len(history), median_level, likely)
 
     def probability_by(self, job: JobClass, seconds: float) -> float | None:
         """P(the job starts within `seconds` of now), from the bound's history and scale."""
