@@ -241,15 +241,21 @@ def test_calibrated_bound_reaches_its_coverage_on_drifting_waits() -> None:
     assert hits["calibrated"] > hits["plain"]
 
 
-def test_median_comes_from_the_source_that_has_been_right() -> None:
-    # Half the jobs start at once and half wait 2 h, alternating: each class's median sits
-    # on one side. Jobs of user "u" always start at once: their own class's median wins.
+def _two_users() -> tuple[WaitPredictor, JobClass, JobClass]:
+    """A predictor that saw 60 jobs of user "u" start at once and 60 of "v" wait 2 h."""
     predictor = WaitPredictor()
     quick = JobClass("s", "q", 4, 3600.0, user="u")
     other = JobClass("s", "q", 4, 3600.0, user="v")
     for _ in range(60):
         predictor.observe(quick, 0.0)
         predictor.observe(other, 7200.0)
+    return predictor, quick, other
+
+
+def test_median_comes_from_the_source_that_has_been_right() -> None:
+    # Half the jobs start at once and half wait 2 h, alternating: each class's median sits
+    # on one side. Jobs of user "u" always start at once: their own class's median wins.
+    predictor, quick, _ = _two_users()
     prediction = predictor.predict(quick)
     assert prediction is not None
     assert (prediction.median_level, prediction.median) == ("site/user", 0.0)
@@ -298,12 +304,7 @@ def test_likely_wait_is_the_centre_of_the_densest_window() -> None:
 def test_the_likely_wait_comes_from_its_own_best_source() -> None:
     # The likely wait is predicted beside the median, from the source whose likely waits
     # have been right: user "u"'s jobs start at once, so its point is 600 s (0-20 min).
-    predictor = WaitPredictor()
-    quick = JobClass("s", "q", 4, 3600.0, user="u")
-    other = JobClass("s", "q", 4, 3600.0, user="v")
-    for _ in range(60):
-        predictor.observe(quick, 0.0)
-        predictor.observe(other, 7200.0)
+    predictor, quick, other = _two_users()
     prediction = predictor.predict(quick)
     assert prediction is not None and prediction.likely == 600.0
     slow = predictor.predict(other)
