@@ -97,7 +97,7 @@ class Settings(BaseSettings):
     # A `site: auto` job not started at a site down this long is also routed elsewhere
     # (first to start wins; the other attempt is revoked).
     failover_after_seconds: float = Field(default=300.0, gt=0)
-    # The bank (README "Allocations and accounting"): with it on, a job is accepted only
+    # The bank (docs/committees/accounting.md): with it on, a job is accepted only
     # if an allocation of its project can cover its quote, and is charged when it ends.
     allocations_enforced: bool = False
     # Most SU refunded for one run the site ended (node failure, preemption).

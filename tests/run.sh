@@ -254,6 +254,12 @@ say "mypy --strict"
 say "lint-imports"
 "$VENV/bin/lint-imports"
 
+# The documentation site: a broken link, a missing anchor or a page outside the nav fails it.
+say "mkdocs build --strict"
+DOCS_SITE=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet --site-dir "$DOCS_SITE"
+rm -rf "$DOCS_SITE"
+
 # Two worker processes (GRIDGATE_TEST_WORKERS; 0 runs in this process): the live testbed's
 # tests keep to one of them (tests/conftest.py groups them), the rest share both.
 WORKERS=${GRIDGATE_TEST_WORKERS:-2}

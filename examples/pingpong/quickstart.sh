@@ -140,6 +140,6 @@ cat >&2 <<EOF
 
 gridgate is installed in $venv/bin. To put it on your PATH:
     export PATH="$venv/bin:\$PATH"       (add it to ~/.bashrc to keep it)
-or install it for your user with pipx (see the README's Install section):
+or install it for your user with pipx (see docs/getting-started/install.md):
     pipx install '$root[mpi]'
 EOF

@@ -1,5 +1,5 @@
 """The bank's side of the REST client: projects, allocations and balances, reports and
-usage (README "Allocations and accounting"). `GatewayClient` has these methods too."""
+usage (docs/committees/accounting.md). `GatewayClient` has these methods too."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workflows in the REST client (README "Workflows"): submit, list, show, cancel, events,
+"""Workflows in the REST client (docs/researchers/workflows.md): submit, list, show, cancel, events,
 and the spec's JSON Schema. `GatewayClient` has these methods too."""
 
 from __future__ import annotations

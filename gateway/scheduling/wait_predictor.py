@@ -43,7 +43,7 @@ The target miss rate (1 - q) * c is derived from the method (the bound's confide
 and the median's source is chosen by +-10 min hits because routing measured best that
 way (scored by relative error instead, the four-log federation's slowdown went from
 11.9 to 16.1); neither was fitted to a log's prediction scores. Measured on the four
-shared logs through production's forecaster: README "Predictors"
+shared logs through production's forecaster: docs/design/predictors.md
 (benchmarks/predictor_evaluation.py).
 """
 

@@ -120,7 +120,7 @@ def test_docs_reference_only_the_gateways_own_assets(client: TestClient) -> None
     assert client.get("/redoc").status_code == 404  # ReDoc exists only on a CDN
 
 
-def test_the_readme_lists_every_problem_type() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+def test_the_docs_list_every_problem_type() -> None:
+    readme = (Path(__file__).parents[2] / "docs" / "reference" / "conventions.md").read_text()
     for kind in TYPES:
         assert f"| `{kind.uri}` | {kind.status} |" in readme, kind.uri

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import httpx
 from typer.testing import CliRunner, Result
 
 from gateway.cli.main import app
@@ -32,3 +34,17 @@ class Cli:
     def json(self, *args: str, code: int = 0) -> Any:
         """The command's `--json` output, parsed."""
         return json.loads(self(*args, "--json", code=code).stdout)
+
+
+def approve_device_code(gateway: LiveGateway, user_code: str, username: str,
+                        password: str) -> None:
+    """What a person does in the browser: open the page, enter the code, approve."""
+    with httpx.Client(base_url=gateway.url) as browser:
+        page = browser.get("/oauth/device", params={"user_code": user_code})
+        assert page.status_code == 200
+        match = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+        assert match, page.text
+        decision = browser.post("/oauth/device", data={
+            "csrf_token": match.group(1), "user_code": user_code, "username": username,
+            "password": password, "action": "approve"})
+        assert decision.status_code == 200, decision.text

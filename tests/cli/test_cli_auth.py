@@ -16,7 +16,7 @@ import httpx
 
 from gateway.cli import errors
 from gateway.client.credentials import Credentials, CredentialStore
-from tests.cli.helpers import Cli
+from tests.cli.helpers import Cli, approve_device_code
 from tests.client.live import LiveGateway
 
 
@@ -84,19 +84,6 @@ def test_rejected_token_exit_4(cli: Cli, tmp_path: Path) -> None:
     assert "gridgate login" in result.stderr
 
 
-def _approve(gateway: LiveGateway, user_code: str, username: str, password: str) -> None:
-    """What a person does in the browser: open the page, enter the code, approve."""
-    with httpx.Client(base_url=gateway.url) as browser:
-        page = browser.get("/oauth/device", params={"user_code": user_code})
-        assert page.status_code == 200
-        match = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
-        assert match, page.text
-        decision = browser.post("/oauth/device", data={
-            "csrf_token": match.group(1), "user_code": user_code, "username": username,
-            "password": password, "action": "approve"})
-        assert decision.status_code == 200, decision.text
-
-
 def test_device_login_refresh_and_logout(gateway: LiveGateway, tmp_path: Path) -> None:
     """`gridgate login` prints a URL and code; once approved, commands work; an expiring
     token is refreshed; logout revokes the refresh token and deletes the file."""
@@ -123,7 +110,7 @@ def test_device_login_refresh_and_logout(gateway: LiveGateway, tmp_path: Path) -
             code = match.group(1) if match else None
         assert code, seen
         assert f"{gateway.url}/oauth/device" in seen
-        _approve(gateway, code, username, password)
+        approve_device_code(gateway, code, username, password)
         _, rest = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -298,28 +298,27 @@ def test_progress_bars_use_binary_units() -> None:
     assert " GB" not in shown and " MB" not in shown
 
 
-# --- the README's MPI example, as written ---------------------------------------------
+# --- the docs' MPI example, as written ---------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_readme_mpi_example_runs_as_written(cli: Cli, tmp_path: Path,
+def test_the_docs_mpi_example_runs_as_written(cli: Cli, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Your first MPI job"):]
+    section = (ROOT / "docs" / "researchers" / "mpi.md").read_text()
     shown = section[section.index("```yaml\n") + 8:section.index("```\n", 1)]
     example = ROOT / "examples" / "pingpong" / "job.yaml"
     assert yaml.safe_load(shown) == yaml.safe_load(example.read_text())
     command = "gridgate submit examples/pingpong/job.yaml --wait"
     assert f"```\n{command}\n```" in section
-    monkeypatch.chdir(ROOT)  # from the clone, as the README's commands are
+    monkeypatch.chdir(ROOT)  # from the clone, as the guides' commands are
     result = cli(*command.split()[1:])
     assert ": COMPLETED (exit 0)" in result.stderr.splitlines()[-1], result.stderr
     job_id = result.stdout.split()[2]
     sizes = [json.loads(line)["bytes"] for line in cli("logs", job_id).stdout.splitlines()
              if line.startswith("{")]
     assert sizes == [0] + [2**k for k in range(21)]  # 0 B to 1 MiB
-    # Its output file comes back as the README's next steps say.
+    # Its output file comes back as the guide's next steps say.
     listed = cli("outputs", job_id).stdout
     assert "results.jsonl" in listed and "gateway" in listed
     cli("fetch", job_id, "-o", str(tmp_path / "results"))

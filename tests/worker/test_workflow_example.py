@@ -1,6 +1,6 @@
-"""The README's "Workflows" example runs as written: the spec shown is
+"""The workflow guide's example (docs/researchers/workflows.md) runs as written: the spec shown is
 examples/workflow/workflow.yaml, it completes on the local site with the gathered output
-right, and `gridgate workflow graph` draws it as the README shows (SQLite and
+right, and `gridgate workflow graph` draws it as the guide shows (SQLite and
 PostgreSQL)."""
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from tests.conftest import MakeUser
 from tests.worker.test_workflows import output, run_workflow, steps, submit
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "researchers" / "workflows.md"
 EXAMPLE = ROOT / "examples" / "workflow" / "workflow.yaml"
 
 
 def _block(opening: str) -> str:
-    """The README's code block that opens with `opening` (a fence and a first line)."""
-    text = README.read_text()
-    start = text.index(opening, text.index("## Workflows\n")) + len(opening.split("\n")[0]) + 1
+    """The guide's code block that opens with `opening` (a fence and a first line)."""
+    text = GUIDE.read_text()
+    start = text.index(opening) + len(opening.split("\n")[0]) + 1
     return text[start:text.index("```\n", start)]
 
 

@@ -19,7 +19,7 @@ from gateway.client.errors import ClientError
 from gateway.schemas.workflows import WorkflowOut
 
 workflow_app = typer.Typer(
-    help="Workflows: DAGs of jobs with data edges (README \"Workflows\").",
+    help="Workflows: DAGs of jobs with data edges (docs/researchers/workflows.md).",
     no_args_is_help=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]

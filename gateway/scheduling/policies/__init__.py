@@ -10,6 +10,6 @@ This package owns every production routing policy and their registry:
   the decision documents (`explain`, estimates) and the simulator
   (`simulation.policy_names`) all read it.
 
-Adding a policy is one module here and one line in `registry.REGISTERED` (README "Add a
-routing policy"). Pure: no I/O, nothing but the candidates given.
+Adding a policy is one module here and one line in `registry.REGISTERED` (docs/design/
+add-a-routing-policy.md). Pure: no I/O, nothing but the candidates given.
 """

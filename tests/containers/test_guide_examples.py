@@ -1,5 +1,5 @@
-"""The README's container examples are valid as written: the job spec and the site
-declaration shown under "Containers" pass the gateway's own models."""
+"""The container guide's examples (docs/researchers/containers.md) are valid as written:
+the job spec and the site declaration shown there pass the gateway's own models."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from gateway.domain.jobspec import JobSpec
 from gateway.siteconfig.containers import SiteContainers
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "researchers" / "containers.md"
 EXAMPLE = ROOT / "examples" / "container-pingpong" / "job.yaml"
 
 
 def _yaml_after(marker: str) -> Any:
-    text = README.read_text()
+    text = GUIDE.read_text()
     section = text[text.index(marker):]
     start = section.index("```yaml\n") + len("```yaml\n")
     return yaml.safe_load(section[start:section.index("```\n", start)])

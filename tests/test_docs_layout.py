@@ -1,4 +1,5 @@
-"""The README's "Layout" map names every package of the tree, and nothing that is gone."""
+"""The "Layout" map of the docs (docs/design/layout.md) names every package of the tree,
+and nothing that is gone."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ NOT_ROOMS = {"gateway/db/migrations", "gateway/db/migrations/versions"}
 
 
 def _map() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Layout\n", 1)[1]
+    section = (ROOT / "docs" / "design" / "layout.md").read_text()
     block = re.search(r"^```\n(.*?)^```", section, re.DOTALL | re.MULTILINE)
     assert block is not None, "the Layout section starts with a fenced map"
     return block.group(1).splitlines()
