@@ -120,6 +120,17 @@ def _commands(group: Any, path: str) -> list[tuple[str, Any]]:
     return found
 
 
+def _usage(command: Any) -> str:
+    """`[OPTIONS] ARG...` as `--help` prints it (an argument's own metavar, else its name
+    in capitals)."""
+    pieces = ["[OPTIONS]"] if any(p.param_type_name == "option" for p in command.params) else []
+    for param in command.params:
+        if param.param_type_name == "argument":
+            name = param.metavar or param.name.upper() + ("..." if param.nargs == -1 else "")
+            pieces.append(name)
+    return " ".join(pieces)
+
+
 def cli_markdown() -> str:
     """Every command of `gridgate`: what it does, its usage, arguments and options."""
     from gateway.cli.main import app
@@ -129,11 +140,10 @@ def cli_markdown() -> str:
            "Generated from the `gridgate` command itself; `gridgate COMMAND --help` prints "
            "the same. Every command that prints a table takes `--json` for scripts.", ""]
     for where, command in _commands(root, "gridgate"):
-        ctx = command.context_class(command, info_name=where)
         out += [f"## `{where}`", ""]
         if command.help:
             out += [command.help.strip().replace("\b\n", ""), ""]
-        usage = " ".join(command.collect_usage_pieces(ctx))
+        usage = _usage(command)
         out += ["```", f"{where} {usage}".rstrip(), "```", ""]
         rows = []
         for param in command.params:
