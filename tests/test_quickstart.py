@@ -19,6 +19,8 @@ def test_quickstart_prints_table_and_model() -> None:
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
     assert "COMPLETED (exit 0)" in out
+    # Issue 28: the spec's output is collected (the script's args keep `--out results.jsonl`).
+    assert "collected 1 output(s)" in out
     assert "    1 MiB   1048576" in out, "the table reaches 1 MiB"
     assert "      0 B         0" in out, "the table starts at 0 B"
     assert "Two-regime model" in out and "for n <=" in out and "for n >" in out

@@ -114,10 +114,12 @@ client_id="$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["cli
 say "Submitting the MPI ping-pong (2 ranks, 0 B to 1 MiB) through the REST API"
 # The job runs sandboxed in a fresh directory of its own, which sees nothing of this
 # checkout: `gridgate submit` uploads pingpong.py (the spec's input names the file next
-# to it) and the job finds it there. It runs with this venv's Python (which has mpi4py;
-# --exe also replaces the spec's args, hence `-- pingpong.py`).
+# to it) and the job finds it there. It runs with this venv's Python (which has mpi4py).
+# --exe replaces the spec's args too, so they are given again in full: with `--out
+# results.jsonl` the program writes the file the spec's `outputs` collects.
 set +e
-job="$("$gridgate" submit --file "$here/job.yaml" --exe "$py" --quiet --wait -- pingpong.py)"
+job="$("$gridgate" submit --file "$here/job.yaml" --exe "$py" --quiet --wait \
+    -- pingpong.py --out results.jsonl)"
 status=$?
 set -e
 if [ "$status" -ne 0 ]; then

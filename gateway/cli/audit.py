@@ -4,6 +4,7 @@ auditors and admins), and tell one job's story from request to charge (`job`).""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -12,10 +13,15 @@ from rich.text import Text
 
 from gateway.accounting.units import su
 from gateway.cli import errors, render
-from gateway.cli.jobs.commands import JobArg, JsonOpt
+from gateway.cli.jobs import ids as job_ids
+from gateway.cli.jobs.commands import JsonOpt
 from gateway.cli.state import state
 from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, LedgerSealsOut
 
+StoryJobArg = Annotated[str, typer.Argument(
+    metavar="JOB", help="Job id, or any unique start of it, among the jobs whose story you "
+    "may read (yours, your projects' as their PI; all for auditors and admins).",
+    callback=job_ids.resolve_audited)]
 audit_app = typer.Typer(help="Audit: the hash chain, the ledger, one job's story.",
                         no_args_is_help=True)
 
@@ -78,7 +84,7 @@ def _print_seals(console: Console, seals: LedgerSealsOut) -> None:
 
 
 @audit_app.command("job")
-def job(ctx: typer.Context, job_id: JobArg, json_out: JsonOpt = False) -> None:
+def job(ctx: typer.Context, job_id: StoryJobArg, json_out: JsonOpt = False) -> None:
     """One job's story from request to charge: who asked and as whom, where it was routed
     and why, every attempt, the lien, the site's usage record and the charge, in time
     order. For the job's owner, its project's PI, auditors and admins."""

@@ -120,9 +120,14 @@ def job_label(job: Job) -> str:
     """How tables name a job: its short id, or, for a task of a job array, the array's
     short id and the task's index, as Slurm's JOBID_TASK (`7c41e2aa_3`); both are
     accepted back wherever a job id is."""
-    if job.get("array_job_id") is not None:
-        return f"{str(job['array_job_id'])[:SHORT_ID]}_{job['array_index']}"
-    return job["id"][:SHORT_ID]
+    return short_label(job["id"], job.get("array_job_id"), job.get("array_index"))
+
+
+def short_label(job_id: str, array_job_id: str | None, array_index: int | None) -> str:
+    """`job_label` from the parts (rows that are not a whole job: usage, reports)."""
+    if array_job_id is not None:
+        return f"{array_job_id[:SHORT_ID]}_{array_index}"
+    return job_id[:SHORT_ID]
 
 
 def jobs_table(jobs: Sequence[Job]) -> Table:

@@ -157,8 +157,10 @@ report_app.command("waits")(waits)
 report_app.command("adjustments")(adjustments)
 
 
-def elapsed(seconds: int) -> str:
-    """Seconds as sacct writes them: [D-]HH:MM:SS."""
+def elapsed(seconds: int | None) -> str:
+    """Seconds as sacct writes them: [D-]HH:MM:SS; '-' when unknown."""
+    if seconds is None:
+        return "-"
     days, rest = divmod(max(seconds, 0), 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
@@ -177,7 +179,9 @@ def usage(
                                                                "jobs.")] = 1000,
     json_out: JsonOpt = False, csv_out: CsvOpt = False,
 ) -> None:
-    """Your jobs, newest first, as sacct shows them: elapsed time, cores and charge."""
+    """Your jobs, newest first, as sacct shows them: elapsed time, cores and charge; an
+    array's tasks as ARRAY_INDEX, by index. A job without a usage record (run before
+    allocations were enforced) shows what the gateway saw of it, '-' where nothing."""
     if json_out and csv_out:
         raise typer.BadParameter("--json and --csv exclude each other.")
     params = _params(since=since, until=until, project=project, limit=limit)
@@ -195,7 +199,8 @@ def usage(
         return
     table = _table(["JOB", "NAME", "SITE", "STATE", "ELAPSED", "CORES", "CHARGE SU"])
     for j in found["jobs"]:
-        table.add_row(j["job_id"][:render.SHORT_ID], j["name"], j["site"] or "-",
-                      render.state_text(j["state"]),
-                      elapsed(j["elapsed"]), str(j["cores"]), _money(j["charge_su"]))
+        cores = "-" if j["cores"] is None else str(j["cores"])
+        table.add_row(render.short_label(j["job_id"], j["array_job_id"], j["array_index"]),
+                      j["name"], j["site"] or "-", render.state_text(j["state"]),
+                      elapsed(j["elapsed"]), cores, _money(j["charge_su"]))
     render.stdout_console().print(table)

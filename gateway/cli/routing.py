@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
-from gateway.cli.files.inputs import upload_image
+from gateway.cli.files.inputs import upload_inputs
 from gateway.cli.jobs.commands import JobArg, JsonOpt
 from gateway.cli.jobs.spec import SpecFlags, build_spec, load_spec_file
 from gateway.cli.state import state
@@ -44,10 +44,12 @@ def candidates_table(decision: EstimateOut) -> Table:
     for c in decision["candidates"]:
         status = _status(c, decision["chosen"])
         f = c["forecast"]
-        times = ([f.get("wait_likely"), f["wait_median"], f["wait_bound"], f["runtime"],
-                  f["staging"], f["completion"]] if f is not None else [None] * 6)
+        times = ([render.duration(f.get("wait_likely")), render.duration(f["wait_median"]),
+                  render.duration(f["wait_bound"]), _run_time(f["runtime"]),
+                  render.duration(f["staging"]), render.duration(f["completion"])]
+                 if f is not None else ["-"] * 6)
         row = [Text(c["site"]), Text(status, style=STATUS_STYLES[status]),
-               *(Text(render.duration(t)) for t in times)]
+               *(Text(t) for t in times)]
         if priced:
             row.append(Text(c.get("quote_su", "-"), justify="right"))
         if deadline:
@@ -61,6 +63,12 @@ def candidates_table(decision: EstimateOut) -> Table:
         row.append(Text(reason))
         table.add_row(*row)
     return table
+
+
+def _run_time(seconds: float | None) -> str:
+    # None: no earlier run of the program to predict from (the basis says what routing
+    # assumed instead); never shown as a time, least of all 0s.
+    return "unknown" if seconds is None else render.duration(seconds)
 
 
 def _print_decision(decision: EstimateOut, heading: str) -> None:
@@ -91,7 +99,9 @@ def estimate(
     json_out: JsonOpt = False,
 ) -> None:
     """Where a job would run now, and when it would start and finish at each site
-    (nothing is submitted). Times are predictions: a median and a 95% bound.
+    (nothing is submitted). Times are predictions: a median and a 95% bound; RUN is
+    "unknown" until the program has run before. Inputs that are files on this machine are
+    uploaded first, as `gridgate submit` does (a later submit reuses the uploads).
 
     \b
       gridgate estimate job.yaml
@@ -100,8 +110,10 @@ def estimate(
     flags = SpecFlags(ranks=ranks, nodes=nodes, walltime=walltime, site=site)
     spec = build_spec(load_spec_file(spec_file), flags)
     with state(ctx).client() as client:
-        # The gateway reads an uploaded image's MPI to tell which sites can run it.
-        decision = client.estimate(upload_image(client, spec, spec_file.parent))
+        # As submit sends it: local inputs and image as uploads (the gateway takes no other
+        # source, times their staging by their sizes and reads an image's MPI to tell
+        # which sites can run it); submitting the spec afterwards reuses the uploads.
+        decision = client.estimate(upload_inputs(client, spec, spec_file.parent))
     if json_out:
         render.print_json(decision)
         return

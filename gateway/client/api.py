@@ -36,7 +36,7 @@ from gateway.client.transport import (
 )
 from gateway.client.urls import DEFAULT_GATEWAY_URL
 from gateway.client.workflow_api import WorkflowMethods
-from gateway.schemas.audit import AuditVerifyOut, JobStoryOut
+from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, StoryJobList
 from gateway.schemas.identity import MeOut
 from gateway.schemas.jobs import EventList, JobOutputList
 from gateway.schemas.placements import EstimateOut, PlacementOut
@@ -159,6 +159,17 @@ class GatewayClient(BankMethods, WorkflowMethods):
     def audit_job(self, job_id: str) -> JobStoryOut:
         """GET /audit/jobs/{id}: the job's story from request to charge."""
         return self._document(JobStoryOut, "GET", f"/audit/jobs/{segment(job_id)}")
+
+    def audit_jobs(self, id_prefix: str, *, limit: int = 50) -> StoryJobList:
+        """GET /audit/jobs?id_prefix=: the jobs whose story you may read (yours, your
+        projects' as their PI, all for auditors and admins) whose id starts so."""
+        return self._document(StoryJobList, "GET", "/audit/jobs",
+                              params=[("id_prefix", id_prefix), ("limit", limit)])
+
+    def resolve_audited_job_id(self, text: str) -> str:
+        """`resolve_job_id` over the jobs whose story you may read (`audit_jobs`)."""
+        return job_ids.resolve_job_id(
+            self, text, find=lambda prefix, n: self.audit_jobs(prefix, limit=n)["items"])
 
     def estimate(self, spec: Mapping[str, Any] | BaseModel) -> EstimateOut:
         """POST /jobs:estimate: where the job would go now and why (nothing submitted)."""

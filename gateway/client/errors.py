@@ -3,7 +3,7 @@
     ClientError                  anything the client reports; `str()` is a sentence for a person
     ├── GatewayUnreachable       no connection (refused, DNS, timeout): carries the URL
     │   └── StreamEnded          a followed output stream ended early and could not resume
-    ├── AmbiguousJobId           a short id that starts several of your jobs' ids
+    ├── AmbiguousJobId           a short id that starts several readable jobs' ids
     ├── AuthenticationRequired   no token, or the gateway answered 401
     │   └── SessionExpired       the access and refresh tokens have both expired
     ├── OAuthError               the login server refused a request: `error` says why (client.oauth)
@@ -48,14 +48,14 @@ class GatewayUnreachable(ClientError):
 
 
 class AmbiguousJobId(ClientError):
-    """A short job id that starts more than one of your jobs' ids (or job arrays': `what`);
+    """A short job id that starts more than one readable job's id (or job arrays': `what`);
     `candidates` are (some of) them, newest first, and `more` says whether there are
     others."""
 
     def __init__(self, prefix: str, candidates: list[Any], *, more: bool = False,
                  what: str = "jobs") -> None:
         lines = [f"'{prefix}' starts the ids of {'more than ' if more else ''}"
-                 f"{len(candidates)} of your {what}; give more of the id:"]
+                 f"{len(candidates)} {what} you can read; give more of the id:"]
         lines += [f"  {item['id']}  {_standing(item):<11}  {item['name']}"
                   for item in candidates]
         if more:

@@ -243,7 +243,7 @@ class SiteForecaster:
                         f"{basis}; run time: {runtime.basis}", state.backlog, factor,
                         placed.walltime_start if self.mode == COMBINED else None,
                         history.likely if history is not None and history.likely is not None
-                        else median)
+                        else median, runtime.known)
 
     def commit(self, job: JobNeed, site: str) -> None:
         """The job will queue at `site`: reserve it on both of the site's profiles."""

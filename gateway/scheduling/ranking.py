@@ -53,6 +53,9 @@ class Forecast:
     # The likely wait: the centre of the +-10 min window the start most probably falls in
     # (`WaitHistory.likely`), what a person is told; None: the forecaster gave none.
     wait_likely: float | None = None
+    # False when `runtime` is no prediction from this application's runs (the time limit,
+    # other applications' runs): it ranks the job, but a person is told "unknown".
+    runtime_known: bool = True
 
     @property
     def uncalibrated_median(self) -> float:

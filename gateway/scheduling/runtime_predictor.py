@@ -37,10 +37,14 @@ RATIO_SAMPLES = 50
 
 @dataclass(frozen=True, slots=True)
 class RuntimeEstimate:
-    """Predicted run time (seconds) and the rule that gave it, for the explanation."""
+    """Predicted run time (seconds) and the rule that gave it, for the explanation.
+    `known`: it comes from runs of this application (rules 1-4); False when it is the
+    time limit or other applications' runs (rules 5-6), which rank the job but tell a
+    person nothing about how long it runs."""
 
     seconds: float
     basis: str
+    known: bool = True
 
 
 @dataclass(slots=True)
@@ -136,26 +140,26 @@ class RuntimePredictor:
         """Predicted run time of the job at `site`, capped by its time `limit` (seconds)."""
         found = self._uncapped(user, fingerprint, site, procs)
         if found is None:
-            return RuntimeEstimate(limit, "time limit (no earlier runs)")
-        seconds, basis = found
+            return RuntimeEstimate(limit, "time limit (no earlier runs)", known=False)
+        seconds, basis, known = found
         if seconds >= limit:
-            return RuntimeEstimate(limit, f"time limit ({basis} reach it)")
-        return RuntimeEstimate(seconds, basis)
+            return RuntimeEstimate(limit, f"time limit ({basis} reach it)", known)
+        return RuntimeEstimate(seconds, basis, known)
 
     def _uncapped(self, user: str, fingerprint: str, site: str,
-                  procs: int) -> tuple[float, str] | None:
+                  procs: int) -> tuple[float, str, bool] | None:
         runs = self._runs.get((user, fingerprint, site))
         found = runs.predict(procs) if runs is not None else None
         if found is not None:
-            return found
+            return (*found, True)
         last = self._last_site.get((user, fingerprint))
         if last is not None:
             elsewhere = self._runs[(user, fingerprint, last)].predict(procs)
             if elsewhere is not None:
                 ratio = self.speed_ratio(last, site)
-                return elsewhere[0] * ratio, f"{elsewhere[1]} at '{last}' x {ratio:.2f}"
+                return elsewhere[0] * ratio, f"{elsewhere[1]} at '{last}' x {ratio:.2f}", True
         mine = self._user_runs.get((user, site))
         other_apps = mine.predict(procs) if mine is not None else None
         if other_apps is not None:
-            return other_apps[0], f"{other_apps[1]} of other applications"
+            return other_apps[0], f"{other_apps[1]} of other applications", False
         return None

@@ -153,3 +153,20 @@ class JobStoryOut(TypedDict):
     usage: list[StoryUsageOut]
     ledger: list[StoryLedgerOut]
     audit: list[StoryAuditOut]
+
+
+class StoryJobOut(TypedDict):
+    """A job whose story the caller may read (GET /audit/jobs?id_prefix=...)."""
+
+    id: str
+    name: str
+    state: str
+    project: str
+    owner: str
+    created_at: datetime
+
+
+class StoryJobList(TypedDict):
+    """Newest first: how a client turns a short id into a job it may audit."""
+
+    items: list[StoryJobOut]

@@ -18,10 +18,13 @@ class ForecastOut(TypedDict):
 
     wait_median: float
     wait_bound: float  # 95% upper bound on the queue wait
-    runtime: float
+    # Predicted from this application's earlier runs; None (unknown) without any. The
+    # completions count what routing assumed then (the basis says what: the time limit,
+    # or the user's other applications).
+    runtime: float | None
     staging: float
-    completion: float  # staging + median wait + runtime
-    completion_bound: float  # staging + 95% bound on the wait + runtime
+    completion: float  # staging + median wait + run time
+    completion_bound: float  # staging + 95% bound on the wait + run time
     # (probability, wait) points of the wait's distribution, as the forecaster gave them.
     wait_quantiles: list[tuple[float, float]]
     # Where the wait came from (observed waits, the live queue, the scheduler's estimate).

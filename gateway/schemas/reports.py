@@ -102,9 +102,15 @@ class AdjustmentReport(TypedDict):
 
 
 class JobUsageRow(TypedDict):
-    """One job as sacct shows it: elapsed time and cores of its runs, and its charge."""
+    """One job as sacct shows it: elapsed time and cores of its runs, and its charge.
+    Without a usage record (`runs` 0: the job ran before allocations were enforced, or
+    runs now), elapsed is from its start and end as the gateway saw them, and cores what
+    it asked for; null where that is unknown, never a made-up 0."""
 
     job_id: str
+    # A task of a job array: the array's id and the task's index (sacct's ID_INDEX).
+    array_job_id: str | None
+    array_index: int | None
     name: str
     project: str
     owner: str
@@ -112,8 +118,8 @@ class JobUsageRow(TypedDict):
     state: str
     created_at: datetime
     runs: int
-    elapsed: int
-    cores: int
+    elapsed: int | None
+    cores: int | None
     charge_su: float
 
 

@@ -114,11 +114,31 @@ def test_who_reads_a_job_story(client: TestClient, runtime: Runtime,
     pi, member, stranger = make_user(), make_user(), make_user()
     _join(runtime, project, pi, "manager")
     _join(runtime, project, member, "member")
-    for reader in (owner, pi, make_user(roles=("auditor",)), make_user(roles=("admin",))):
+    readers = (owner, pi, make_user(roles=("auditor",)), make_user(roles=("admin",)))
+    for reader in readers:
         assert story(client, reader, job_id)["liens"]
     for outsider in (member, stranger):
         assert story(client, outsider, job_id, 404)["title"] == "Not found"
     story(client, stranger, "not-a-uuid", 404)
+
+    # Issue 28: a short id resolves over the same readers' jobs (GET /audit/jobs), and
+    # over nobody else's.
+    def named(user: TestUser, prefix: str) -> list[str]:
+        r = client.get("/api/v1/audit/jobs", params={"id_prefix": prefix},
+                       headers=user.headers)
+        assert r.status_code == 200, r.text
+        return [j["id"] for j in r.json()["items"]]
+
+    for reader in readers:
+        assert named(reader, job_id[:8]) == [job_id]
+    for outsider in (member, stranger):
+        assert named(outsider, job_id[:8]) == [] and named(outsider, job_id) == []
+    (found,) = client.get("/api/v1/audit/jobs", params={"id_prefix": job_id[:8]},
+                          headers=pi.headers).json()["items"]
+    assert (found["name"], found["project"]) == ("s", project)
+    for bad in ("", "D3ECA39F", "d3%", "x"):
+        r = client.get("/api/v1/audit/jobs", params={"id_prefix": bad}, headers=pi.headers)
+        assert r.status_code == 422, (bad, r.text)
 
 
 def test_verify_is_for_auditors_and_admins(client: TestClient, runtime: Runtime,

@@ -13,6 +13,7 @@ from gateway.cli import errors
 from gateway.db.engine import transaction
 from tests.cli.helpers import Cli
 from tests.cli.test_cli_allocations import person
+from tests.client.live import LiveGateway
 
 
 def _login_as_auditor(cli: Cli, config: Path) -> Cli:
@@ -103,3 +104,32 @@ def test_audit_verify_names_a_forged_grant(cli: Cli, tmp_path: Path) -> None:
             for statement in forge:
                 s.execute(text(statement), {"d": -1_000_000, "txn": txn, "id": granted["id"]})
     auditor("audit", "verify")
+
+
+def test_a_short_id_resolves_over_the_jobs_the_caller_may_audit(
+        gateway: LiveGateway, tmp_path: Path) -> None:
+    """Issue 28: an admin's `audit job f678224b` found no job "of yours". A short id names
+    any job whose story the caller may read (an admin or auditor: every job; a PI: their
+    projects'), and still no job of anyone else."""
+    tag = uuid.uuid4().hex[:6]
+    admin = person(gateway, tmp_path, f"root{tag}", "admin")
+    pi = person(gateway, tmp_path, f"pi{tag}")
+    bob = person(gateway, tmp_path, f"bob{tag}")
+    outsider = person(gateway, tmp_path, f"eve{tag}")
+    project = f"audited-{tag}"
+    admin("project", "create", project, "--description", "audited")
+    admin("project", "add-member", project, f"pi{tag}", "--pi")
+    pi("project", "add-member", project, f"bob{tag}")
+    job_id = bob("submit", "--project", project, "--name", "bobs", "--exe", "sh", "--quiet",
+                 "--wait", "--", "-c", "true").stdout.strip()
+    short = job_id[:8]
+    for reader in (bob, admin, pi):
+        assert reader.json("audit", "job", short)["job_id"] == job_id
+    assert f"Job {job_id} (bobs)" in admin("audit", "job", short.upper()).stdout
+    # Elsewhere an admin reads every job by a short id too; a PI reads only the story.
+    assert admin.json("show", short)["id"] == job_id
+    assert "No job you can read" in pi("show", short, code=errors.NOT_FOUND).stderr
+    # Anyone else: no prefix, and no whole id, names the job.
+    missing = outsider("audit", "job", short, code=errors.NOT_FOUND)
+    assert f"No job you can read has an id starting with '{short}'" in missing.stderr
+    outsider("audit", "job", job_id, code=errors.NOT_FOUND)

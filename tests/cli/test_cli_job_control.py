@@ -67,13 +67,13 @@ def test_every_job_command_takes_a_unique_prefix(cli: Cli, gateway: LiveGateway,
     fetched = cli("fetch", job_id[:8], "-o", str(tmp_path / "out"), code=errors.FAILURE)
     assert f"Job {job_id} has no collected outputs" in fetched.stderr
     unknown = cli("show", "fffffffff", code=errors.NOT_FOUND)
-    assert "No job of yours has an id starting with 'fffffffff'" in unknown.stderr
+    assert "No job you can read has an id starting with 'fffffffff'" in unknown.stderr
     bad = cli("show", "not-an-id", code=errors.NOT_FOUND)  # cannot start any job id
-    assert "No job of yours has an id starting with 'not-an-id' (give the first" in bad.stderr
+    assert "No job you can read has an id starting with 'not-an-id' (give the first" in bad.stderr
     assert bad.stderr.count("\n") == 1
     # Another user's job is never matched by a prefix, even a whole one.
     other = second_user(gateway, tmp_path)
-    assert "No job of yours" in other("show", job_id[:8], code=errors.NOT_FOUND).stderr
+    assert "No job you can read" in other("show", job_id[:8], code=errors.NOT_FOUND).stderr
     other("show", job_id, code=errors.NOT_FOUND)
 
 

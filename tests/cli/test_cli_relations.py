@@ -62,6 +62,6 @@ def test_dependencies_take_short_ids_tasks_and_arrays(cli: Cli, parked: None) ->
     assert "Slurm's 'after' is not supported" in bad.stderr
     unknown = cli("submit", "--exe", "true", "--dependency", "afterok:fffffff",
                   code=errors.NOT_FOUND)
-    assert "No job or job array of yours has an id starting with 'fffffff'" in unknown.stderr
+    assert "No job or job array you can read has an id starting with 'fffffff'" in unknown.stderr
     refused = cli("submit", "--exe", "true", "--array", "0-3", "--wait", code=errors.USAGE)
     assert "--wait follows one job" in refused.stderr

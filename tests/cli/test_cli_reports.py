@@ -9,6 +9,7 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,11 @@ from sqlalchemy import select
 from gateway.cli import errors
 from gateway.cli.reports import elapsed
 from gateway.db.engine import transaction
-from gateway.db.models import User
+from gateway.db.job_relation_models import JobArray
+from gateway.db.models import Job, User
 from tests.cli.helpers import Cli
 from tests.client.live import LiveGateway, serve_gateway
+from tests.services import bank_fixtures as bf
 from tests.services import report_fixtures as rf
 from tests.services.bank_fixtures import NOW
 from tests.services.report_fixtures import World
@@ -121,6 +124,53 @@ def test_usage_like_sacct(people: People) -> None:
     assert [r["job_id"] for r in as_csv] == [jobs["j4"], jobs["j3"], jobs["j2"]]
     whole = people.pi.json("usage", "--project", people.world.astro)
     assert len(whole["jobs"]) == 4
+
+
+def test_usage_without_records_and_array_tasks(gateway: LiveGateway, tmp_path: Path) -> None:
+    """Issue 28: jobs that ran before allocations were enforced (no usage record) show
+    what the gateway saw of them, '-' where it saw nothing, never 00:00:00 and 0 cores;
+    an array's tasks read ARRAY_INDEX, by index, as sacct lists them."""
+    cli, user_id = _logged_in(gateway, tmp_path / "early", "early")
+    start = NOW - timedelta(days=1)
+    with transaction(gateway.runtime.sessions) as s:
+        project = bf.project(s, user_id)
+
+        def job(state: str, ranks: int, ran: timedelta | None, ended: bool = True) -> str:
+            job_id = bf.job(s, user_id, project.id, "alpha")
+            row = s.get(Job, job_id)
+            assert row is not None
+            row.state, row.spec = state, {"resources": {"ranks": ranks}}
+            row.created_at = start - timedelta(hours=1)
+            if ran is not None:
+                row.started_at = start
+                row.ended_at = start + ran if ended else None
+            return job_id
+
+        old = job("COMPLETED", 4, timedelta(minutes=90))
+        lost = job("FAILED", 2, timedelta(0), ended=False)  # its end was never seen
+        array_id = "89ee4133-0000-4000-8000-000000000000"
+        s.add(JobArray(id=array_id, owner_id=user_id, name="sweep", spec="{}",
+                       task_count=6, created_at=start))
+        s.flush()
+        for index in (0, 5, 4, 2, 3, 1):  # stored (and given ids) in no order
+            task = s.get(Job, job("COMPLETED", 1, timedelta(seconds=5 + index)))
+            assert task is not None
+            task.array_job_id, task.array_index, task.created_at = array_id, index, start
+    out = cli("usage").stdout.splitlines()
+    rows = [line.split() for line in out[1:]]
+    # Newest first; the array's tasks (newer than the other two) by index.
+    assert [r[0] for r in rows[:6]] == [f"89ee4133_{i}" for i in range(6)]
+    assert sorted(r[0] for r in rows[6:]) == sorted([old[:8], lost[:8]])
+    listed = {r[0]: r[1:] for r in rows}
+    assert listed[old[:8]] == ["j", "alpha", "COMPLETED", "01:30:00", "4", "0.000"]
+    assert listed[lost[:8]] == ["j", "alpha", "FAILED", "-", "2", "0.000"]
+    assert listed["89ee4133_3"] == ["j", "alpha", "COMPLETED", "00:00:08", "1", "0.000"]
+    document = cli.json("usage")["jobs"]
+    by_id = {j["job_id"]: j for j in document}
+    assert (by_id[old]["elapsed"], by_id[old]["cores"], by_id[old]["runs"]) == (5400, 4, 0)
+    assert by_id[lost]["elapsed"] is None and by_id[lost]["array_job_id"] is None
+    assert [(j["array_job_id"], j["array_index"]) for j in document[:6]] == [
+        (array_id, i) for i in range(6)]
 
 
 def test_another_project_is_not_found(people: People) -> None:

@@ -40,16 +40,53 @@ def test_estimate_prints_a_row_per_site_and_the_reason(cli: Cli, tmp_path: Path)
     header = next(line.split() for line in lines if line.startswith("SITE"))
     assert header[:7] == ["SITE", "STATUS", "LIKELY", "WAIT", "WAIT", "95%", "RUN"]
     row = next(line.split() for line in lines if line.startswith("local"))
-    # No history: the likely wait is the live queue's (an idle site: now), the run time
-    # the time limit, one hour.
-    assert row[:3] == ["local", "chosen", "0s"] and row[5] == "1h00m", out
+    # No history: the likely wait is the live queue's (an idle site: now); the run time is
+    # unknown (issue 28: never 0), and routing counted the time limit, one hour.
+    assert row[:3] == ["local", "chosen", "0s"] and row[5] == "unknown", out
+    assert row[7] == "1h00m", out
     document = cli.json("estimate", path)
     assert lines[-1] == document["why"] and document["chosen"] == ["local"]
     (candidate,) = document["candidates"]
-    assert candidate["site"] == "local" and candidate["forecast"]["runtime"] == 3600
+    forecast = candidate["forecast"]
+    assert candidate["site"] == "local" and forecast["runtime"] is None
+    assert forecast["basis"].endswith("run time: time limit (no earlier runs)")
+    assert forecast["completion"] == forecast["staging"] + forecast["wait_median"] + 3600
     # Flags override the file, as for `gridgate submit`.
-    shorter = cli.json("estimate", path, "--walltime", "600")
-    assert shorter["candidates"][0]["forecast"]["runtime"] == 600
+    shorter = cli.json("estimate", path, "--walltime", "600")["candidates"][0]["forecast"]
+    assert shorter["completion"] == shorter["staging"] + shorter["wait_median"] + 600
+
+
+def test_estimate_uploads_local_inputs_as_submit_does(cli: Cli, tmp_path: Path) -> None:
+    # Issue 28: a spec whose input is a file next to it (examples/pingpong/job.yaml's
+    # shape) was refused with 422; estimate uploads it as submit does, and submits nothing.
+    (tmp_path / "data.txt").write_bytes(b"x" * 5000)
+    path = spec_file(tmp_path, inputs=[{"source": "./data.txt"}])
+    result = cli("estimate", path, "--json")
+    assert json.loads(result.stdout)["chosen"] == ["local"]
+    assert "Input data.txt: " in result.stderr and " is upload " in result.stderr
+    assert cli.json("list")["items"] == []
+    # A later submit of the same spec uses the same upload again.
+    upload_id = result.stderr.split(" is upload ")[1].split()[0]
+    submitted = cli("submit", path, "--quiet")
+    assert f" is upload {upload_id}" in submitted.stderr
+    job = cli.json("show", submitted.stdout.strip())
+    assert job["spec"]["inputs"][0]["source"] == f"upload:{upload_id}"
+    # A missing file is named before anything is sent.
+    missing = cli("estimate", spec_file(tmp_path, inputs=[{"source": "./nope.txt"}]),
+                  code=errors.FAILURE)
+    assert "inputs[0].source './nope.txt': there is no file" in missing.stderr
+
+
+def test_estimate_says_unknown_until_the_program_ran(cli: Cli, tmp_path: Path) -> None:
+    # Issue 28: another program's runs (here `/bin/true`, about 0 s) rank the job, but
+    # its own run time is unknown, not 0.
+    cli("submit", spec_file(tmp_path), "--wait", "--quiet")
+    other = spec_file(tmp_path, executable="/bin/sh", args=["-c", "exit 0"])
+    forecast = cli.json("estimate", other)["candidates"][0]["forecast"]
+    assert forecast["runtime"] is None
+    row = next(line.split() for line in cli("estimate", other).stdout.splitlines()
+               if line.startswith("local"))
+    assert row[5] == "unknown"
 
 
 def test_estimate_problems(cli: Cli, tmp_path: Path) -> None:

@@ -61,6 +61,17 @@ def test_rows_in_ranked_order_with_status_and_reason() -> None:
                        "cores", "on", "one", "node;", "local", "has", "2"]
 
 
+def test_a_run_time_without_history_is_unknown_not_zero() -> None:
+    # Issue 28: no earlier run of the program (the API sends null) reads "unknown"; the
+    # completion is what routing assumed, and the basis says what.
+    guessed = decision()
+    guessed["candidates"][0]["forecast"] |= {"runtime": None, "completion": 125.0}
+    rows = [line.split() for line in text(candidates_table(guessed)).splitlines()]
+    assert rows[1][:8] == ["galaxy", "chosen", "10m", "1m35s", "30m", "unknown", "30s",
+                           "2m05s"]
+    assert rows[2][5] == "1h56m"  # a predicted run time is shown as before
+
+
 def test_a_last_resort_site_shows_its_caution() -> None:
     last = decision(chosen=["galaxy"], candidates=[
         {"site": "galaxy", "excluded": None, "p_deadline": None,

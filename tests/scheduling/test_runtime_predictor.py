@@ -10,6 +10,7 @@ from gateway.scheduling.runtime_predictor import RuntimePredictor
 def test_no_runs_fall_back_to_the_limit() -> None:
     estimate = RuntimePredictor().predict("u", "app", "a", 4, 3600)
     assert (estimate.seconds, estimate.basis) == (3600, "time limit (no earlier runs)")
+    assert not estimate.known  # issue 28: a person is told "unknown", not the limit
 
 
 def test_mean_of_last_two_runs_at_the_same_size_capped_by_the_limit() -> None:
@@ -18,10 +19,10 @@ def test_mean_of_last_two_runs_at_the_same_size_capped_by_the_limit() -> None:
         runs.observe("u", "app", "a", 4, seconds)
     estimate = runs.predict("u", "app", "a", 4, 3600)
     assert estimate.seconds == pytest.approx(300.0)  # (200 + 400) / 2
-    assert estimate.basis == "last 2 runs at 4 processors"
+    assert estimate.basis == "last 2 runs at 4 processors" and estimate.known
     capped = runs.predict("u", "app", "a", 4, 250)
     assert capped.seconds == 250
-    assert capped.basis.startswith("time limit")
+    assert capped.basis.startswith("time limit") and capped.known  # the runs reach it
     # Another user's runs never count.
     assert runs.predict("v", "app", "a", 4, 900).basis == "time limit (no earlier runs)"
 
@@ -34,9 +35,13 @@ def test_a_new_application_falls_back_to_the_users_other_runs() -> None:
     estimate = runs.predict("u", "new", "a", 4, 3600)
     assert estimate.seconds == pytest.approx(400.0)  # the user's last two at 4: 300, 500
     assert estimate.basis == "last 2 runs at 4 processors of other applications"
+    # Issue 28: other programs' runs rank the job but say nothing of how long it runs
+    # (a shell script predicted at 0 s from `echo` jobs).
+    assert not estimate.known
     # The application's own runs at another site come first (scaled by speed).
     runs.observe("u", "new", "b", 4, 50.0)
-    assert runs.predict("u", "new", "a", 4, 3600).seconds == pytest.approx(50.0)
+    elsewhere = runs.predict("u", "new", "a", 4, 3600)
+    assert elsewhere.seconds == pytest.approx(50.0) and elsewhere.known
 
 
 def test_other_size_uses_the_last_two_runs_of_any_size() -> None:

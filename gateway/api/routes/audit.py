@@ -3,11 +3,14 @@ job's story from request to charge (its owner, its project's PI, auditors, admin
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
 
 from gateway.api.deps import JobsReader, RuntimeDep
+from gateway.api.paging import DEFAULT_LIMIT, Limit
 from gateway.api.schemas import attempt_out, event_out, json_response
-from gateway.schemas.audit import AuditVerifyOut, JobStoryOut
+from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, StoryJobList
 from gateway.services.jobs import story as job_story
 from gateway.services.money import audit
 
@@ -23,6 +26,23 @@ def verify_audit(principal: JobsReader, runtime: RuntimeDep) -> Response:
     with runtime.sessions() as session:
         document = audit.verify(session, runtime.clock())
     return json_response(AuditVerifyOut, document)
+
+
+@router.get("/audit/jobs", response_model=StoryJobList)
+def list_story_jobs(
+    principal: JobsReader, runtime: RuntimeDep,
+    id_prefix: Annotated[str, Query(max_length=36, description=(
+        "The start of the job's id (lower-case hex and '-'), e.g. the 8 characters tables "
+        "show."))],
+    limit: Limit = DEFAULT_LIMIT,
+) -> Response:
+    """The jobs whose id starts with `id_prefix` and whose story you may read, newest
+    first: yours, your projects' as their PI, every job for auditors and admins. How a
+    client turns a short id into the job to audit (GET /jobs lists only jobs you may
+    read in full)."""
+    with runtime.readers() as session:
+        items = job_story.readable(session, principal, id_prefix, limit)
+    return json_response(StoryJobList, StoryJobList(items=items))
 
 
 @router.get("/audit/jobs/{job_id}", response_model=JobStoryOut)

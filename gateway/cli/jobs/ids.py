@@ -1,6 +1,6 @@
 """Job ids as people type them: a whole id, any unique start of one (`d3eca39f`, as
 tables show), or ARRAY_INDEX for a task of a job array (`d3eca39f_3`), resolved by the
-gateway among your own jobs (gateway.client.job_ids)."""
+gateway among the jobs you may read (gateway.client.job_ids)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,15 @@ def resolve_one(ctx: typer.Context, value: str) -> str:
         return value
     with state(ctx).client() as client:
         return client.resolve_job_id(value)
+
+
+def resolve_audited(ctx: typer.Context, value: str) -> str:
+    """`resolve_one` among the jobs whose story you may read (`gridgate audit job`: a PI
+    reads their projects' jobs there, not elsewhere)."""
+    if ctx.resilient_parsing:
+        return value
+    with state(ctx).client() as client:
+        return client.resolve_audited_job_id(value)
 
 
 def resolve_many(ctx: typer.Context, values: list[str] | None) -> list[str]:

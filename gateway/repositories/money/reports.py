@@ -294,7 +294,8 @@ def adjustments(session: Session, scope: Scope, window: Window) -> list[Adjustme
 
 @dataclass(frozen=True)
 class JobUsage:
-    """One job as `sacct` would show it: its runs' elapsed time, cores and charge."""
+    """One job as `sacct` would show it: its runs' elapsed time, cores and charge (from
+    its usage records: `runs` of them), and what the gateway saw of it without one."""
 
     id: str
     name: str
@@ -308,6 +309,11 @@ class JobUsage:
     cores: int
     charged_milli: int
     refunded_milli: int
+    array_job_id: str | None
+    array_index: int | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    resources: dict[str, Any]  # the spec's resources, as stored
 
 
 def job_usage(session: Session, scope: Scope, window: Window, limit: int) -> list[JobUsage]:
@@ -321,12 +327,15 @@ def job_usage(session: Session, scope: Scope, window: Window, limit: int) -> lis
                .group_by(UsageRow.job_id).subquery())
     query = (select(Job.id, Job.name, Project.name.label("project"),
                     func.coalesce(User.username, User.subject).label("owner"),
-                    Job.site_name, Job.state, Job.created_at, per_job)
+                    Job.site_name, Job.state, Job.created_at, Job.array_job_id,
+                    Job.array_index, Job.started_at, Job.ended_at, Job.spec, per_job)
              .join(Project, Project.id == Job.project_id)
              .join(User, User.id == Job.owner_id)
              .outerjoin(per_job, per_job.c.job_id == Job.id)
              .where(scope.jobs(), Job.created_at <= window.as_of)
-             .order_by(Job.created_at.desc(), Job.id).limit(limit))
+             # An array's tasks share their creation time: by index within it, as sacct.
+             .order_by(Job.created_at.desc(), Job.array_job_id, Job.array_index, Job.id)
+             .limit(limit))
     if window.since is not None:
         query = query.where(Job.created_at >= window.since)
     if window.until is not None:
@@ -335,7 +344,9 @@ def job_usage(session: Session, scope: Scope, window: Window, limit: int) -> lis
         query = query.where(Job.state.in_(list(window.states)))
     return [JobUsage(r.id, r.name, r.project, r.owner, r.site_name, r.state, r.created_at,
                      int(r.runs or 0), int(r.elapsed or 0), int(r.cores or 0),
-                     int(r.charged or 0), int(r.refunded or 0))
+                     int(r.charged or 0), int(r.refunded or 0), r.array_job_id,
+                     r.array_index, r.started_at, r.ended_at,
+                     dict((r.spec or {}).get("resources") or {}))
             for r in session.execute(query)]
 
 

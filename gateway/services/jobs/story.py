@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from gateway.auth.project_access import Standing, access
+from gateway.auth.project_access import PI_ROLE, Standing, access, is_auditor
 from gateway.db.bank_models import UsageRow
-from gateway.domain.errors import NotFound
+from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.principal import Principal
 from gateway.repositories.jobs import queries as repo
 from gateway.repositories.jobs import story as job_story
@@ -21,6 +21,7 @@ from gateway.repositories.jobs.queries import AttemptView, EventView, JobView
 from gateway.repositories.money import audit
 from gateway.schemas.audit import (
     StoryAuditOut,
+    StoryJobOut,
     StoryLedgerOut,
     StoryLienOut,
     StoryOwnerOut,
@@ -28,6 +29,7 @@ from gateway.schemas.audit import (
     StoryUsageOut,
 )
 from gateway.services.jobs.queries import check_id
+from rules.text import JOB_ID_PREFIX
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,18 @@ def story(session: Session, principal: Principal, job_id: str) -> Story:
         audit=[StoryAuditOut(id=link.id, at=link.at, kind=kind, actor=link.actor)
                for link in audit.of_subject(conn, f"job:{job_id}") for kind, _ in link.told()],
     )
+
+
+def readable(session: Session, principal: Principal, id_prefix: str, limit: int
+             ) -> list[StoryJobOut]:
+    """The jobs whose id starts with `id_prefix` and whose story the caller may read (the
+    rule of `_may_read`: theirs, their projects' as a PI, every job for auditors and
+    admins), newest first: how a short id names a job to audit."""
+    if not JOB_ID_PREFIX.matches(id_prefix):
+        raise Invalid(str(JOB_ID_PREFIX.problem(id_prefix)), field="id_prefix")
+    reads_all = "admin" in principal.roles or is_auditor(principal)
+    return job_story.readable(session, id_prefix, None if reads_all else principal.user_id,
+                              PI_ROLE, limit)
 
 
 def _may_read(session: Session, principal: Principal, job: JobView) -> bool:

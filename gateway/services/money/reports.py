@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from gateway.accounting import report_math as rm
+from gateway.accounting.requested import requested
 from gateway.auth.project_access import (
     Standing,
     access,
@@ -23,6 +24,7 @@ from gateway.auth.project_access import (
     visible_projects,
 )
 from gateway.domain.errors import Invalid
+from gateway.domain.jobspec import Resources
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState
 from gateway.repositories.money import report_waits
@@ -207,11 +209,29 @@ def job_usage(session: Session, principal: Principal, project: str | None, perio
     scope = (Scope(owner_only=True, user_id=principal.user_id) if project is None
              else scope_for(session, principal, project))
     window = _window(period, now)
-    jobs = repo.job_usage(session, scope, window, limit)
-    return JobUsageList(as_of=window.as_of, jobs=[JobUsageRow(
-        job_id=j.id, name=j.name, project=j.project, owner=j.owner, site=j.site,
-        state=j.state, created_at=j.created_at, runs=j.runs, elapsed=j.elapsed,
-        cores=j.cores, charge_su=_su(j.charged_milli - j.refunded_milli)) for j in jobs])
+    rows = []
+    for j in repo.job_usage(session, scope, window, limit):
+        elapsed, cores = ((j.elapsed, j.cores) if j.runs else
+                          _unrecorded(j, window.as_of))
+        rows.append(JobUsageRow(
+            job_id=j.id, array_job_id=j.array_job_id, array_index=j.array_index, name=j.name,
+            project=j.project, owner=j.owner, site=j.site, state=j.state,
+            created_at=j.created_at, runs=j.runs, elapsed=elapsed, cores=cores,
+            charge_su=_su(j.charged_milli - j.refunded_milli)))
+    return JobUsageList(as_of=window.as_of, jobs=rows)
+
+
+def _unrecorded(job: repo.JobUsage, as_of: datetime) -> tuple[int | None, int | None]:
+    """(elapsed seconds, cores) of a job without a usage record (it ran before allocations
+    were enforced, or runs now): from when the gateway saw it start and end, on the cores
+    it asked for; None where that is unknown (it ended, but its end was never seen)."""
+    if job.started_at is None or job.started_at > as_of:
+        return 0, 0  # it has not run: as sacct shows a pending job
+    end = job.ended_at
+    if end is None or end > as_of:
+        end = None if end is None and JobState(job.state).is_final else as_of
+    elapsed = None if end is None else max(0, int((end - job.started_at).total_seconds()))
+    return elapsed, requested(Resources.model_validate(job.resources)).cores
 
 
 def daily_available(session: Session, principal: Principal, project: str | None,

@@ -19,7 +19,8 @@ def forecast_out(forecast: Forecast) -> ForecastOut:
     """One site's forecast as sent (seconds from the decision)."""
     out = ForecastOut(
         wait_median=forecast.wait_median, wait_bound=forecast.wait_bound,
-        runtime=forecast.runtime, staging=forecast.staging,
+        runtime=forecast.runtime if forecast.runtime_known else None,
+        staging=forecast.staging,
         completion=forecast.completion, completion_bound=forecast.completion_bound,
         wait_quantiles=[(p, w) for p, w in forecast.wait_quantiles], basis=forecast.basis,
         backlog=forecast.backlog)
