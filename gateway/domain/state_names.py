@@ -32,8 +32,11 @@ SLURM_NAMES: dict[str, tuple[JobState, ...]] = {
 def accepted_names() -> str:
     """Every accepted name, for a help text or an error: the gateway's states, then each
     alias with what it stands for."""
-    aliases = ", ".join(f"{name}={'+'.join(s.value for s in states)}"
-                        for name, states in SLURM_NAMES.items())
+    names: dict[tuple[JobState, ...], list[str]] = {}
+    for name, states in SLURM_NAMES.items():
+        names.setdefault(states, []).append(name)
+    aliases = "; ".join(f"{'/'.join(alias)} = {' + '.join(s.value for s in states)}"
+                        for states, alias in names.items())
     return f"{', '.join(s.value for s in JobState)}; Slurm's: {aliases}"
 
 

@@ -34,7 +34,7 @@ def test_an_unknown_state_lists_the_accepted_names() -> None:
         parse_states(["RUNNING,RUNING"])
     assert raised.value.extra == {"field": "state"}
     assert raised.value.detail.startswith("Unknown job state 'RUNING'; accepted: ACCEPTED, ")
-    assert "PD=ACCEPTED+STAGING_IN+QUEUED" in raised.value.detail
+    assert "PENDING/PD = ACCEPTED + STAGING_IN + QUEUED; R = RUNNING;" in raised.value.detail
 
 
 def test_list_by_state_names_and_name_glob(client: TestClient, make_user: MakeUser) -> None:

@@ -31,8 +31,9 @@ def test_list_by_slurm_state_names_and_name_globs(cli: Cli, parked: None) -> Non
     assert ids(cli, *mine, "--name", "i28-sweep") == set(), "a plain name is exact"
     bad = cli("list", "--state", "RUNING", code=errors.PROBLEM)
     assert "Unknown job state 'RUNING'; accepted: ACCEPTED," in bad.stderr
-    assert "PD=ACCEPTED+STAGING_IN+QUEUED" in bad.stderr
-    assert "PD=ACCEPTED+STAGING_IN+QUEUED" in " ".join(cli("list", "--help").stdout.split())
+    assert "PENDING/PD = ACCEPTED + STAGING_IN + QUEUED" in bad.stderr
+    help_words = " ".join(cli("list", "--help").stdout.replace("│", " ").split())
+    assert "Slurm's: PENDING/PD = ACCEPTED + STAGING_IN + QUEUED; R = RUNNING;" in help_words
 
     # REASON: why each waits, in the table as squeue has it.
     cli.env["COLUMNS"] = "200"

@@ -175,10 +175,11 @@ def list_jobs(
 ) -> None:
     """List your jobs, newest first.
 
-    REASON says why a job waits (Held, Dependency, waiting for a site: ..., or the site
-    scheduler's own reason such as Priority) or how it ended; TIME is how long it has run,
-    or, in parentheses, how long it has waited so far. A narrow terminal leaves out
-    PROJECT, EXIT, CREATED, TIME and SITE, in that order (--json has everything).
+    REASON: why a job waits (held, Dependency, waiting for a site: ..., or
+    the site scheduler's own, such as Priority), or how it ended. TIME: how
+    long it has run, or (in parentheses) how long it has waited so far.
+    A narrow terminal leaves out PROJECT, EXIT, CREATED, TIME and SITE, in
+    that order (--json has everything).
     """
     labels = pairs(label or [], "--label")
     # A glob goes to the API as one; a plain name matches exactly.
