@@ -18,10 +18,10 @@ from decimal import Decimal
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
+from gateway.cli.columns import Col, Grid
 from gateway.cli.jobs.commands import JsonOpt
 from gateway.cli.state import state
 from gateway.schemas.projects import AllocationOut, MemberOut, ProjectOut, ProjectSummaryOut
@@ -60,16 +60,14 @@ def _day(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d")
 
 
-def allocations_table(items: Sequence[AllocationOut], *, with_project: bool = True) -> Table:
+def allocations_table(items: Sequence[AllocationOut], *, with_project: bool = True) -> Grid:
     """One row per allocation: where it may be spent, until when, and its sums (a
-    pending one starts later: `--json` has its start)."""
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    names = ["PROJECT"] if with_project else []
-    for column in ["ID", *names, "POOL", "STATUS", "ENDS"]:
-        # Names wrap; ids, states, dates and amounts stay whole on narrow terminals.
-        table.add_column(column, no_wrap=column not in ("PROJECT", "POOL"))
-    for column in ("AWARDED", "USED", "HELD", "AVAILABLE"):
-        table.add_column(column, no_wrap=True, justify="right")
+    pending one starts later: `--json` has its start). Narrow terminals leave out HELD,
+    then USED and AWARDED (AVAILABLE stays)."""
+    names = [Col("PROJECT")] if with_project else []
+    table = Grid([Col("ID"), *names, Col("POOL"), Col("STATUS"), Col("ENDS"),
+                  Col("AWARDED", drop=1, justify="right"), Col("USED", drop=2, justify="right"),
+                  Col("HELD", drop=3, justify="right"), Col("AVAILABLE", justify="right")])
     for a in items:
         table.add_row(Text(str(a["id"])), *([Text(a["project"])] if with_project else []),
                       Text(a["pool"]), Text(a["status"], style=STATUS_STYLES.get(a["status"], "")),
@@ -78,11 +76,10 @@ def allocations_table(items: Sequence[AllocationOut], *, with_project: bool = Tr
     return table
 
 
-def projects_table(items: Sequence[ProjectSummaryOut]) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("NAME", "STANDING", "MEMBERS", "AVAILABLE SU", "DESCRIPTION"):
-        table.add_column(column, no_wrap=column != "DESCRIPTION",
-                         justify="right" if column in ("MEMBERS", "AVAILABLE SU") else "left")
+def projects_table(items: Sequence[ProjectSummaryOut]) -> Grid:
+    table = Grid([Col("NAME"), Col("STANDING"), Col("MEMBERS", drop=1, justify="right"),
+                  Col("AVAILABLE SU", justify="right"),
+                  Col("DESCRIPTION", text=True, wrap=True)])
     for p in items:
         table.add_row(Text(p["name"]), Text(STANDINGS.get(p["standing"], p["standing"])),
                       Text(str(p["members"]), justify="right"), _su(p["available"]),
@@ -90,11 +87,8 @@ def projects_table(items: Sequence[ProjectSummaryOut]) -> Table:
     return table
 
 
-def members_table(members: Sequence[MemberOut]) -> Table:
-    table = Table(title="Members", title_justify="left", box=None, pad_edge=False,
-                  header_style="bold")
-    table.add_column("USER")
-    table.add_column("ROLE")
+def members_table(members: Sequence[MemberOut]) -> Grid:
+    table = Grid([Col("USER"), Col("ROLE")], title="Members")
     for m in members:
         table.add_row(Text(m["user"]), Text(STANDINGS.get(m["role"], m["role"])))
     return table

@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from gateway.accounting.units import su
 from gateway.cli import errors, render
+from gateway.cli.columns import Col, Grid
 from gateway.cli.jobs import ids as job_ids
 from gateway.cli.jobs.commands import JsonOpt
 from gateway.cli.state import state
@@ -102,7 +102,7 @@ def job(ctx: typer.Context, job_id: StoryJobArg, json_out: JsonOpt = False) -> N
     console.print(story_table(story))
 
 
-def story_table(story: JobStoryOut) -> Table:
+def story_table(story: JobStoryOut) -> Grid:
     """Every step of the story, oldest first: AT, WHAT, DETAIL."""
     steps: list[tuple[datetime, str, str]] = []
     for e in story["events"]:
@@ -135,9 +135,7 @@ def story_table(story: JobStoryOut) -> Table:
                       f"{su(leg['amount_milli'])} SU into {leg['account']} of allocation "
                       f"{leg['allocation_id']} by {leg['actor']}"
                       + (f": {leg['reason']}" if leg["reason"] else "")))
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("AT", "WHAT", "DETAIL"):
-        table.add_column(column, no_wrap=column != "DETAIL")
+    table = Grid([Col("AT"), Col("WHAT"), Col("DETAIL", text=True, wrap=True)])
     for moment, what, detail in sorted(steps, key=lambda step: step[0]):
         table.add_row(render.when(moment), what, Text(detail))
     return table

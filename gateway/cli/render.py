@@ -6,16 +6,18 @@ Every string that came from the gateway is shown as text, never as rich markup.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from gateway.cli.columns import Col, Grid
 from gateway.client.models import Event, Job, Site
 from gateway.schemas.sites import SiteLoadOut as SiteLoad
 
@@ -30,9 +32,18 @@ STATE_STYLES = {
 }
 
 
+# The width of output piped without $COLUMNS: whole lines, as `squeue | grep` expects.
+PIPED_WIDTH = 100_000
+
+
 def stdout_console() -> Console:
+    """Styles on a terminal and tables at its width; plain text when piped, never cut
+    (unless $COLUMNS asks for a width)."""
     # Built per call so tests that swap sys.stdout (CliRunner) are honoured.
-    return Console(file=sys.stdout, highlight=False, markup=False)
+    console = Console(file=sys.stdout, highlight=False, markup=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = PIPED_WIDTH
+    return console
 
 
 def stderr_console() -> Console:
@@ -100,20 +111,56 @@ def _site(job: Job) -> Text:
 
 def short_when(moment: datetime | None, now: datetime | None = None) -> str:
     """An API timestamp in local time, as squeue shows one: the time of day when it is
-    today, else the date and minute; '-' when absent."""
+    today, else the date and minute (with the year when not this year); '-' when absent."""
     if moment is None:
         return "-"
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     local = moment.astimezone()
     today = (now or datetime.now(UTC)).astimezone().date()
-    return local.strftime("%H:%M:%S" if local.date() == today else "%m-%d %H:%M")
+    if local.date() == today:
+        return local.strftime("%H:%M:%S")
+    return local.strftime("%m-%d %H:%M" if local.year == today.year else "%Y-%m-%d %H:%M")
 
 
 def _job_state(job: Job) -> Text:
     # A held job is ACCEPTED in the API; squeue users look for it as held.
     return Text("HELD", style="yellow") if job.get("held") and job["state"] == "ACCEPTED" \
         else state_text(job["state"])
+
+
+def job_reason(job: Job) -> str:
+    """Why a job waits, as squeue's REASON (Held, Dependency, waiting for a site: ...,
+    or the scheduler's own, such as Priority), or why it ended; '-' once it runs."""
+    state, reason = job["state"], job.get("reason")
+    if job.get("held") and state == "ACCEPTED":
+        return reason or "Held"
+    if state in ("RUNNING", "COMPLETED"):
+        return "-"  # a reason from its wait no longer holds
+    if reason:
+        return str(reason)
+    if state == "ACCEPTED":
+        return "waiting for routing" if job.get("site") is None else "being submitted"
+    return "-"
+
+
+def job_time(job: Job, now: datetime | None = None) -> Text:
+    """How long a job has run (to its end), as squeue's TIME; before it starts, how long
+    it has waited so far, in parentheses; '-' when it ended without running."""
+    now = now or datetime.now(UTC)
+    started, ended = job.get("started_at"), job.get("ended_at")
+    if started is not None:
+        return Text(duration(_seconds(started, ended or now)))
+    if job["state"] in ("COMPLETED", "FAILED", "CANCELLED"):
+        return Text("-")
+    return Text(f"({duration(_seconds(job['created_at'], now))})", style="dim")
+
+
+def _seconds(start: datetime, end: datetime) -> float:
+    def utc(moment: datetime) -> datetime:
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+    return (utc(end) - utc(start)).total_seconds()
 
 
 def job_label(job: Job) -> str:
@@ -130,31 +177,30 @@ def short_label(job_id: str, array_job_id: str | None, array_index: int | None) 
     return job_id[:SHORT_ID]
 
 
-def jobs_table(jobs: Sequence[Job]) -> Table:
-    """One job per line, readable at 80 columns: short ids (any unique start of an id is
-    accepted back; array tasks as ARRAY_INDEX), and long names, sites and projects
-    wrapped rather than cut."""
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("ID", no_wrap=True, min_width=SHORT_ID)
-    table.add_column("NAME", overflow="fold", min_width=8, ratio=3)
-    table.add_column("STATE", no_wrap=True)
-    table.add_column("SITE", overflow="fold", min_width=6, ratio=1)
-    table.add_column("EXIT", no_wrap=True, justify="right", min_width=4)
-    table.add_column("PROJECT", overflow="fold", min_width=7, ratio=1)
-    table.add_column("CREATED", no_wrap=True)
+JOB_COLUMNS = (Col("ID"), Col("NAME", text=True), Col("STATE"), Col("SITE", drop=2),
+               Col("EXIT", drop=5, justify="right"), Col("PROJECT", drop=6),
+               Col("CREATED", drop=4), Col("TIME", drop=3),
+               Col("REASON", text=True, least=24))
+
+
+def jobs_table(jobs: Sequence[Job], now: datetime | None = None) -> Grid:
+    """One job per line, as squeue shows them: short ids (any unique start of an id is
+    accepted back; array tasks as ARRAY_INDEX), why a job waits, how long it has run.
+    Narrow terminals leave out PROJECT, EXIT, CREATED, TIME, SITE in that order; a long
+    name or reason ends in '…' (`gridgate show` has all of it)."""
+    table = Grid(JOB_COLUMNS)
     for job in jobs:
         table.add_row(Text(job_label(job)), _text(job["name"]), _job_state(job),
-                      _site(job), _text(job.get("exit_code")),
-                      _text(job.get("project")), Text(short_when(job.get("created_at"))))
+                      _text(job.get("site")), _text(job.get("exit_code")),
+                      _text(job.get("project")),
+                      Text(short_when(job.get("created_at"), now)), job_time(job, now),
+                      Text(job_reason(job)))
     return table
 
 
-def results_table(done: str, results: Sequence[Mapping[str, Any]]) -> Table:
+def results_table(done: str, results: Sequence[Mapping[str, Any]]) -> Grid:
     """One line per job a bulk command acted on: its new state, or why not."""
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("ID", no_wrap=True, min_width=SHORT_ID)
-    table.add_column("NAME", overflow="fold", max_width=24)
-    table.add_column("RESULT", overflow="fold")
+    table = Grid([Col("ID"), Col("NAME", text=True), Col("RESULT", text=True, wrap=True)])
     for r in results:
         job, array = r.get("job"), r.get("array")
         if job is not None:
@@ -209,15 +255,13 @@ def job_details(job: Job) -> Table:
     return table
 
 
-def attempts_table(job: Job) -> Table | None:
+def attempts_table(job: Job) -> Grid | None:
     attempts = job.get("attempts") or []
     if not attempts:
         return None
-    table = Table(title="Attempts", title_justify="left", box=None, pad_edge=False,
-                  header_style="bold")
-    for column in ("#", "SITE", "NATIVE ID", "STATE", "RAW", "EXIT", "SUBMITTED", "ENDED",
-                   "REASON"):
-        table.add_column(column)
+    table = Grid([Col("#"), Col("SITE"), Col("NATIVE ID"), Col("STATE"), Col("RAW", drop=3),
+                  Col("EXIT", drop=2), Col("SUBMITTED", drop=1), Col("ENDED", drop=4),
+                  Col("REASON", text=True, wrap=True)], title="Attempts")
     for a in attempts:
         table.add_row(_text(a["number"]), _text(a["site"]), _text(a.get("native_id")),
                       state_text(a["state"]), _text(a.get("raw_state")),
@@ -226,10 +270,10 @@ def attempts_table(job: Job) -> Table | None:
     return table
 
 
-def events_table(events: Sequence[Event]) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("AT", "FROM", "TO", "ACTOR", "RAW", "REASON"):
-        table.add_column(column, no_wrap=column in ("AT", "FROM", "TO"))
+def events_table(events: Sequence[Event]) -> Grid:
+    """A job's history; narrow terminals leave out RAW, then FROM (the line above)."""
+    table = Grid([Col("AT"), Col("FROM", drop=1), Col("TO"), Col("ACTOR"), Col("RAW", drop=2),
+                  Col("REASON", text=True, wrap=True)])
     for e in events:
         table.add_row(_text(when(e["at"])), _text(e.get("from_state")),
                       state_text(e["to_state"]), _text(e.get("actor")),
@@ -243,24 +287,28 @@ def _isolation(value: str | None) -> Text:
     return _text(value)
 
 
-def sites_table(sites: Sequence[Site]) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("NAME", "KIND", "STATE", "ENABLED", "DRAINED", "NODES", "CORES/NODE",
-                   "ISOLATION", "DESCRIPTION"):
-        table.add_column(column)
+def sites_table(sites: Sequence[Site]) -> Group:
+    """One site per line; why a site is down or out of routing (long free text) on lines
+    of its own below the table, whole."""
+    table = Grid([Col("NAME"), Col("KIND", drop=3), Col("STATE"), Col("ENABLED", drop=4),
+                  Col("DRAINED", drop=5), Col("NODES", drop=2), Col("CORES/NODE", drop=6),
+                  Col("ISOLATION", drop=1), Col("DESCRIPTION", text=True)])
+    notes: list[Text] = []
     for s in sites:
         state = Text(str(s.get("state", "-")),
                      style={"up": "green", "down": "red"}.get(str(s.get("state")), ""))
         if s.get("reason"):
-            state.append(f" ({s['reason']})")
+            notes.append(Text(f"{s.get('name')} is {s.get('state')}: {s['reason']}"))
         if s.get("routing_ban"):
-            state.append(f"; out of routing: {s['routing_ban']}", style="red")
+            state.append(", out of routing", style="red")
+            notes.append(Text(f"{s.get('name')} is out of routing: {s['routing_ban']}",
+                              style="red"))
         table.add_row(_text(s.get("name")), _text(s.get("kind")), state,
                       _text("yes" if s.get("enabled") else "no"),
                       _text("yes" if s.get("drained") else "no"),
                       _text(s.get("max_nodes")), _text(s.get("cores_per_node")),
                       _isolation(s.get("isolation")), _text(s.get("description")))
-    return table
+    return Group(table, *([Text(""), *notes] if notes else []))
 
 
 def _ago(moment: datetime, now: datetime) -> str:
@@ -278,16 +326,14 @@ def _load_cells(load: SiteLoad | None, now: datetime) -> list[Text]:
             Text(_ago(load["taken_at"], now))]
 
 
-def load_table(sites: Sequence[Site], now: datetime | None = None) -> Table:
+def load_table(sites: Sequence[Site], now: datetime | None = None) -> Grid:
     """Each site's live load at its last queue snapshot (a routing pass takes one while
     jobs wait for a site): queued and running jobs, free of total cores, and the
     predicted wait of a 1-node, 1-hour job (median and 95% bound); '-' before any."""
     now = now or datetime.now(UTC)
-    table = Table(title="Load (waits: a 1-node, 1-hour job)", title_justify="left",
-                  box=None, pad_edge=False, header_style="bold")
-    for column in ("NAME", "QUEUED", "RUNNING", "FREE CORES", "WAIT", "WAIT 95%",
-                   "SNAPSHOT"):
-        table.add_column(column, no_wrap=True)
+    table = Grid([Col("NAME"), Col("QUEUED"), Col("RUNNING"), Col("FREE CORES"), Col("WAIT"),
+                  Col("WAIT 95%", drop=1), Col("SNAPSHOT", drop=2)],
+                 title="Load (waits: a 1-node, 1-hour job)")
     for s in sites:
         table.add_row(_text(s.get("name")), *_load_cells(s.get("load"), now))
     return table

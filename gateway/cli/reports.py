@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
+from gateway.cli.columns import Col, Grid
 from gateway.cli.jobs.commands import JsonOpt
 from gateway.cli.state import state
 from gateway.client.api import ReportKind
@@ -41,11 +41,9 @@ def _money(value: float | None) -> Text:
     return Text("-" if value is None else f"{value:,.3f}", justify="right")
 
 
-def _table(columns: Sequence[str]) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in columns:
-        table.add_column(column, no_wrap=True)
-    return table
+def _table(columns: Sequence[str | Col]) -> Grid:
+    # Plain names are columns always shown whole (render's width rule: gateway.cli.columns).
+    return Grid([c if isinstance(c, Col) else Col(c) for c in columns])
 
 
 def _show(ctx: typer.Context, kind: ReportKind, params: list[tuple[str, str]], json_out: bool,
@@ -65,8 +63,10 @@ def _show(ctx: typer.Context, kind: ReportKind, params: list[tuple[str, str]], j
 
 
 def _allocations(report: Any) -> None:
-    table = _table(["ID", "PROJECT", "POOL", "STATUS", "AWARDED", "USED", "HELD",
-                    "REMAINING", "SU/DAY", "RUNS OUT", "ENDS"])
+    # Narrow terminals leave out HELD, SU/DAY, POOL, ENDS, AWARDED and USED, in that order.
+    table = _table(["ID", "PROJECT", Col("POOL", drop=4), "STATUS", Col("AWARDED", drop=2),
+                    Col("USED", drop=1), Col("HELD", drop=6), "REMAINING",
+                    Col("SU/DAY", drop=5), "RUNS OUT", Col("ENDS", drop=3)])
     for a in report["allocations"]:
         runs_out = render.when(a["exhausts_at"])[:10] if a["exhausts_at"] else "never"
         table.add_row(
@@ -134,7 +134,8 @@ def waits(ctx: typer.Context, project: ProjectOpt = None, since: SinceOpt = None
 
 
 def _adjustments(report: Any) -> None:
-    table = _table(["WHEN", "KIND", "ALLOCATION", "PROJECT", "SU", "BY", "JOB", "REASON"])
+    table = _table(["WHEN", "KIND", "ALLOCATION", "PROJECT", "SU", "BY", "JOB",
+                    Col("REASON", text=True, wrap=True)])
     for r in report["rows"]:
         table.add_row(render.when(r["at"]), r["kind"], str(r["allocation_id"]), r["project"],
                       _money(r["amount_su"]), r["actor"],

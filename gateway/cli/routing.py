@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
+from gateway.cli.columns import Col, Grid
 from gateway.cli.files.inputs import upload_inputs
 from gateway.cli.jobs.commands import JobArg, JsonOpt
 from gateway.cli.jobs.spec import SpecFlags, build_spec, load_spec_file
@@ -27,20 +27,21 @@ def _status(candidate: CandidateOut, chosen: list[str]) -> str:
     return "excluded" if candidate["excluded"] is not None else "candidate"
 
 
-def candidates_table(decision: EstimateOut) -> Table:
+def candidates_table(decision: EstimateOut) -> Grid:
     """One row per site, in ranked order: its status, its forecast (durations from the
     decision), its quote when routing priced the job, and where the wait came from, or
-    why the site was excluded."""
+    why the site was excluded. Narrow terminals leave out STAGING, RUN, WAIT 95%, LIKELY
+    and the quote, in that order; the reason wraps."""
     deadline = decision["policy"] == "deadline" or decision["deadline"] is not None
     priced = any("quote_su" in c for c in decision["candidates"])
-    table = Table(box=None, pad_edge=False, header_style="bold")
     # LIKELY: the wait most likely within 10 min (what to tell); WAIT: the median routing
     # ranks by.
-    columns = ["SITE", "STATUS", "LIKELY", "WAIT", "WAIT 95%", "RUN", "STAGING", "COMPLETION"]
-    columns += ["QUOTE (SU)"] if priced else []
-    columns += ["P(DEADLINE)"] if deadline else []
-    for column in [*columns, "BASIS / REASON"]:
-        table.add_column(column, no_wrap=column != "BASIS / REASON")
+    columns = [Col("SITE"), Col("STATUS"), Col("LIKELY", drop=2), Col("WAIT"),
+               Col("WAIT 95%", drop=3), Col("RUN", drop=4), Col("STAGING", drop=5),
+               Col("COMPLETION")]
+    columns += [Col("QUOTE (SU)", drop=1, justify="right")] if priced else []
+    columns += [Col("P(DEADLINE)")] if deadline else []
+    table = Grid([*columns, Col("BASIS / REASON", text=True, wrap=True, least=20)])
     for c in decision["candidates"]:
         status = _status(c, decision["chosen"])
         f = c["forecast"]
@@ -51,7 +52,7 @@ def candidates_table(decision: EstimateOut) -> Table:
         row = [Text(c["site"]), Text(status, style=STATUS_STYLES[status]),
                *(Text(t) for t in times)]
         if priced:
-            row.append(Text(c.get("quote_su", "-"), justify="right"))
+            row.append(Text(c.get("quote_su", "-")))
         if deadline:
             p = c["p_deadline"]
             row.append(Text("-" if p is None else f"{p:.0%}"))

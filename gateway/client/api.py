@@ -5,7 +5,7 @@ ids are resolved gateway.client.job_ids."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 from urllib.parse import quote
 
@@ -66,35 +66,41 @@ class GatewayClient(BankMethods, WorkflowMethods):
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self._document(Job, "POST", "/jobs", json=body, headers=headers)
 
-    def list_jobs(self, *, state: str | None = None, site: str | None = None,
+    def list_jobs(self, *, state: str | Sequence[str] | None = None, site: str | None = None,
                   project: str | None = None, labels: Mapping[str, str] | None = None,
                   limit: int = 50, cursor: str | None = None, name: str | None = None,
                   id_prefix: str | None = None, mine: bool = False,
-                  array_job_id: str | None = None, array_index: int | None = None) -> JobPage:
-        """GET /jobs: one page of your jobs, newest first (`name`: exactly; `id_prefix`:
-        ids starting with it; `mine`: only yours even when you may read everyone's;
-        `array_job_id`, `array_index`: tasks of a job array)."""
+                  array_job_id: str | None = None, array_index: int | None = None,
+                  name_glob: str | None = None) -> JobPage:
+        """GET /jobs: one page of your jobs, newest first (`state`: one or more states or
+        Slurm's names for them, each may be a comma list; `name`: exactly; `name_glob`:
+        '*' and '?' wildcards; `id_prefix`: ids starting with it; `mine`: only yours even
+        when you may read everyone's; `array_job_id`, `array_index`: tasks of a job
+        array)."""
         params: list[tuple[str, str | int]] = [("limit", limit)]
         if mine:
             params.append(("mine", "true"))
-        for key, value in (("state", state), ("site", site), ("project", project),
-                           ("cursor", cursor), ("name", name), ("id_prefix", id_prefix),
+        states = [state] if isinstance(state, str) else list(state or [])
+        params += [("state", s) for s in states]
+        for key, value in (("site", site), ("project", project), ("cursor", cursor),
+                           ("name", name), ("name_glob", name_glob), ("id_prefix", id_prefix),
                            ("array_job_id", array_job_id), ("array_index", array_index)):
             if value is not None:
                 params.append((key, value))
         params += [("label", f"{k}={v}") for k, v in (labels or {}).items()]
         return self._document(JobPage, "GET", "/jobs", params=params)
 
-    def iter_jobs(self, *, state: str | None = None, site: str | None = None,
+    def iter_jobs(self, *, state: str | Sequence[str] | None = None, site: str | None = None,
                   project: str | None = None, labels: Mapping[str, str] | None = None,
                   page_size: int = 100, name: str | None = None,
-                  mine: bool = False, array_job_id: str | None = None) -> Iterator[Job]:
+                  mine: bool = False, array_job_id: str | None = None,
+                  name_glob: str | None = None) -> Iterator[Job]:
         """Every matching job, following `next_cursor` page by page."""
         cursor: str | None = None
         while True:
             page = self.list_jobs(state=state, site=site, project=project, labels=labels,
                                   limit=page_size, cursor=cursor, name=name, mine=mine,
-                                  array_job_id=array_job_id)
+                                  array_job_id=array_job_id, name_glob=name_glob)
             yield from page["items"]
             cursor = page.get("next_cursor")
             if not cursor:

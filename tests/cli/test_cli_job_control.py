@@ -48,11 +48,14 @@ def test_list_fits_80_columns_with_short_ids(cli: Cli, parked: None) -> None:
     cli.env["COLUMNS"] = "80"
     out = cli("list", "--limit", "5").stdout
     lines = out.splitlines()
-    assert lines[0].split() == ["ID", "NAME", "STATE", "SITE", "EXIT", "PROJECT", "CREATED"]
+    # The width rule (gateway.cli.columns) leaves out the least important columns, if
+    # any (whole headers: tests/cli/test_render_width.py has the order).
+    assert lines[0].split()[:4] == ["ID", "NAME", "STATE", "SITE"], out
+    assert lines[0].split()[-1] == "REASON", out
     assert all(len(line) <= 80 for line in lines), out
-    assert "…" not in out and job_id not in out
+    assert job_id not in out
     row = next(line for line in lines if line.startswith(job_id[:8]))
-    assert row.split()[:5] == [job_id[:8], "pingpong-sweep", "ACCEPTED", "local", "-"]
+    assert row.split()[:4] == [job_id[:8], "pingpong-sweep", "ACCEPTED", "local"]
 
 
 def test_every_job_command_takes_a_unique_prefix(cli: Cli, gateway: LiveGateway,

@@ -141,6 +141,9 @@ def test_sites_table_says_a_site_is_out_of_routing() -> None:
                                 "(NODE_FAIL); out of routing until 2026-11-24 22:10:00 UTC "
                                 "(540 s more)"}
     shown = text(render.sites_table([site, {**site, "name": "ok", "routing_ban": None}]))
-    assert "up; out of routing: 3 jobs of 2 users failed in a row" in shown
-    assert "out of routing until 2026-11-24" in shown
+    assert shown.splitlines()[1].split()[:5] == ["galaxy", "sge", "up,", "out", "of"]
+    # The ban's reason: whole, on a line of its own below the table.
+    assert ("galaxy is out of routing: 3 jobs of 2 users failed in a row with signs of the "
+            "site (NODE_FAIL); out of routing until 2026-11-24 22:10:00 UTC (540 s more)"
+            ) in shown.splitlines()
     assert shown.count("out of routing:") == 1

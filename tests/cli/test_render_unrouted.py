@@ -1,5 +1,5 @@
-"""A `site: auto` job the worker has not routed yet has no site: the CLI's tables say it
-is being routed rather than showing an empty site."""
+"""A `site: auto` job the worker has not routed yet has no site: the job list says why
+it waits (REASON) and the job's details say it is being routed."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ def job(**over: Any) -> dict[str, Any]:
 
 
 def test_an_unrouted_job_shows_routing() -> None:
-    assert "(routing)" in text(render.jobs_table([job()]))
+    assert "waiting for routing" in text(render.jobs_table([job()]))
     assert "(routing)" in text(render.job_details(job()))
     placed = text(render.jobs_table([job(site="galaxy")]))
-    assert "galaxy" in placed and "(routing)" not in placed
+    assert "galaxy" in placed and "routing" not in placed
     # A job that ended before any routing pass placed it (cancelled) has no site: '-'.
-    assert "(routing)" not in text(render.jobs_table([job(state="CANCELLED")]))
+    assert "routing" not in text(render.jobs_table([job(state="CANCELLED")]))

@@ -12,7 +12,7 @@ from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import EventList, JobList, JobOut, event_out, job_out, json_response
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
-from gateway.domain.states import JobState
+from gateway.domain.state_names import accepted_names, parse_states
 from gateway.schemas.placements import EstimateOut, PlacementOut
 from gateway.services.images import container_images
 from gateway.services.jobs import holds as job_holds
@@ -71,7 +71,9 @@ def _label_pairs(labels: list[str]) -> tuple[tuple[str, str], ...]:
 def list_jobs(
     principal: JobsReader,
     runtime: RuntimeDep,
-    state: JobState | None = None,
+    state: Annotated[list[str], Query(description=(
+        "Only jobs in these states (repeatable, or comma-separated; any case): "
+        f"{accepted_names()}."))] = [],  # noqa: B006
     site: str | None = None,
     project: str | None = None,
     label: Annotated[list[str], Query()] = [],  # noqa: B006  (FastAPI copies defaults)
@@ -79,6 +81,9 @@ def list_jobs(
     cursor: Cursor = None,
     name: Annotated[str | None, Query(max_length=255, description="Only jobs of this exact "
                                       "name.")] = None,
+    name_glob: Annotated[str | None, Query(max_length=255, description=(
+        "Only jobs whose name matches this glob: '*' any text, '?' one character, "
+        "everything else itself."))] = None,
     id_prefix: Annotated[str | None, Query(max_length=36, description=(
         "Only jobs whose id starts with this (lower-case hex and '-'): how a client turns "
         "a short id such as `d3eca39f` into the job's id, in one request."))] = None,
@@ -90,8 +95,9 @@ def list_jobs(
         "Only array tasks of this index (with `array_job_id`: that one task)."))] = None,
 ) -> Response:
     """Your jobs, newest first; follow `next_cursor` for the next page."""
-    filters = JobFilter(state=state, site=site, project=project, labels=_label_pairs(label),
-                        name=name, id_prefix=id_prefix, mine=mine, array_job_id=array_job_id,
+    filters = JobFilter(states=parse_states(state), site=site, project=project,
+                        labels=_label_pairs(label), name=name, name_glob=name_glob,
+                        id_prefix=id_prefix, mine=mine, array_job_id=array_job_id,
                         array_index=array_index)
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters, limit=limit, cursor=cursor)

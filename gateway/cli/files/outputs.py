@@ -10,10 +10,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.progress import Progress, TaskID
-from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
+from gateway.cli.columns import Col, Grid
 from gateway.cli.jobs.commands import JobArg, JsonOpt
 from gateway.cli.state import state
 from gateway.client.downloads import download_output, select_files
@@ -66,11 +66,11 @@ def fetch(
         f"Fetched {len(written)} file(s) of job {job_id}, sha256 verified.")
 
 
-def outputs_table(items: list[JobOutput]) -> Table:
-    """Path, size, where it is kept (the gateway store or the site) and its sha256."""
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("PATH", "SIZE", "KEPT", "SHA256"):
-        table.add_column(column, no_wrap=column != "PATH")
+def outputs_table(items: list[JobOutput]) -> Grid:
+    """Path, size, where it is kept (the gateway store or the site) and its sha256 (left
+    out first on a narrow terminal); a long path wraps."""
+    table = Grid([Col("PATH", text=True, wrap=True, least=24), Col("SIZE"), Col("KEPT"),
+                  Col("SHA256", drop=1)])
     for item in items:
         kept = "gateway" if item["location"] == "gateway" else f"site {item['site']}"
         table.add_row(Text(item["path"]), Text(short_size(item["size"])), Text(kept),

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from gateway.cli import render
+from gateway.cli.columns import Col, Grid
 from gateway.cli.files.inputs import send_file
 from gateway.cli.jobs.commands import JsonOpt
 from gateway.cli.state import state
@@ -50,11 +50,10 @@ def upload(
 
 
 
-def uploads_table(items: Sequence[Upload]) -> Table:
+def uploads_table(items: Sequence[Upload]) -> Grid:
     """ID, name, size, state (with how much arrived), expiry; `--json` has the rest."""
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("ID", "NAME", "SIZE", "STATE", "EXPIRES"):
-        table.add_column(column, no_wrap=column in ("ID", "STATE", "SIZE"))
+    table = Grid([Col("ID"), Col("NAME", text=True, wrap=True), Col("SIZE"), Col("STATE"),
+                  Col("EXPIRES", drop=1)])
     styles = {"open": "yellow", "complete": "green", "expired": "red"}
     for u in items:
         state = Text(u["state"], style=styles.get(u["state"], ""))

@@ -25,6 +25,7 @@ from gateway.cli.state import state
 from gateway.client.api import Stream
 from gateway.client.job_ids import resolve_array_id
 from gateway.client.models import Job
+from gateway.domain.state_names import accepted_names
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON instead of a table.")]
 JobArg = Annotated[str, typer.Argument(
@@ -151,8 +152,13 @@ def _submitted_array(first: Job, count: int | None, quiet: bool) -> None:
 
 def list_jobs(
     ctx: typer.Context,
-    state_filter: Annotated[str | None, typer.Option(
-        "--state", help="Only jobs in this state (e.g. RUNNING, FAILED).")] = None,
+    state_filter: Annotated[list[str] | None, typer.Option(
+        "--state", "-t", metavar="STATE[,STATE]", help=(
+            "Only jobs in these states (repeatable, or comma-separated; any case): "
+            f"{accepted_names()}."))] = None,
+    name: Annotated[str | None, typer.Option(
+        "--name", "-n", help="Only jobs of this name, or whose name matches this glob "
+        "('*' any text, '?' one character).")] = None,
     site: Annotated[str | None, typer.Option(help="Only jobs at this site.")] = None,
     project: Annotated[str | None, typer.Option(help="Only jobs of this project.")] = None,
     label: Annotated[list[str] | None, typer.Option(
@@ -167,23 +173,33 @@ def list_jobs(
     cursor: Annotated[str | None, typer.Option(help="Start at this page cursor.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List your jobs, newest first."""
+    """List your jobs, newest first.
+
+    REASON: why a job waits (held, Dependency, waiting for a site: ..., or
+    the site scheduler's own, such as Priority), or how it ended. TIME: how
+    long it has run, or (in parentheses) how long it has waited so far.
+    A narrow terminal leaves out PROJECT, EXIT, CREATED, TIME and SITE, in
+    that order (--json has everything).
+    """
     labels = pairs(label or [], "--label")
-    state_value = state_filter.upper() if state_filter else None
+    # A glob goes to the API as one; a plain name matches exactly.
+    glob = name if name is not None and any(c in name for c in "*?") else None
+    exact = name if glob is None else None
     with state(ctx).client() as client:
         array_id = None if array is None else resolve_array_id(client, array)
         if all_pages:
-            jobs = list(client.iter_jobs(state=state_value, site=site, project=project,
+            jobs = list(client.iter_jobs(state=state_filter, site=site, project=project,
                                          labels=labels, page_size=limit,
-                                         array_job_id=array_id))
+                                         array_job_id=array_id, name=exact,
+                                         name_glob=glob))
             if json_out:
                 render.print_json({"items": jobs, "next_cursor": None})
                 return
             next_cursor = None
         else:
-            page = client.list_jobs(state=state_value, site=site, project=project,
+            page = client.list_jobs(state=state_filter, site=site, project=project,
                                     labels=labels, limit=limit, cursor=cursor,
-                                    array_job_id=array_id)
+                                    array_job_id=array_id, name=exact, name_glob=glob)
             if json_out:
                 render.print_json(page)
                 return

@@ -32,7 +32,8 @@ ArrayOpt = Annotated[list[str] | None, typer.Option(
 NameOpt = Annotated[str | None, typer.Option(
     "--name", help="Select your jobs of this exact name.")]
 StateOpt = Annotated[str | None, typer.Option(
-    "--state", help="Select your jobs in this state (e.g. QUEUED, ACCEPTED).")]
+    "--state", help="Select your jobs in these states (e.g. QUEUED, or Slurm's PD; "
+                    "comma-separated; `gridgate list --help` has every name).")]
 AllMineOpt = Annotated[bool, typer.Option(
     "--all-mine", help="Select all your jobs that have not ended.")]
 YesOpt = Annotated[bool, typer.Option(

@@ -55,8 +55,9 @@ def wait_for(client: GatewayClient, job_id: str, *, timeout: float | None = None
              poll_seconds: float = 2.0, quiet: bool = False) -> Job:
     """Poll until the job is final, showing progress on stderr.
 
-    On a terminal a spinner shows the current state; otherwise each state change is
-    one line, so logs of non-interactive runs stay readable.
+    On a terminal a spinner shows the current state and why; otherwise each change of
+    state or reason (why it waits) is one line, so logs of non-interactive runs stay
+    readable and still say why a job waits.
     """
     console = Console(file=sys.stderr, stderr=True, highlight=False, markup=False,
                       soft_wrap=True)
@@ -73,10 +74,11 @@ def wait_for(client: GatewayClient, job_id: str, *, timeout: float | None = None
         seen: list[str] = []
 
         def log(job: Job) -> None:
-            if not seen or seen[-1] != job["state"]:
-                seen.append(job["state"])
+            now = describe(job)
+            if not seen or seen[-1] != now:
+                seen.append(now)
                 if not is_final(job):
-                    console.print(f"job {job_id}: {job['state']}")
+                    console.print(f"job {job_id}: {now}")
 
         job = client.wait(job_id, timeout=timeout, poll_seconds=poll_seconds, on_update=log)
     if is_final(job):

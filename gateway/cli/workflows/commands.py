@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from gateway.cli import errors, render
+from gateway.cli.columns import Col, Grid
 from gateway.cli.jobs.spec import load_spec_file
 from gateway.cli.state import state
 from gateway.cli.workflows.graph import MARKS, graph
@@ -32,10 +33,9 @@ def _short(text: str | None) -> str:
     return (text or "-")[:8]
 
 
-def _list_table(items: list[WorkflowOut]) -> Table:
-    table = Table(box=None, pad_edge=False)
-    for column in ("ID", "NAME", "STATE", "STEPS", "CREATED"):
-        table.add_column(column)
+def _list_table(items: list[WorkflowOut]) -> Grid:
+    table = Grid([Col("ID"), Col("NAME", text=True), Col("STATE"),
+                  Col("STEPS", text=True, wrap=True), Col("CREATED", drop=1)])
     for w in items:
         steps = ", ".join(f"{n} {s}" for s, n in sorted(w["step_states"].items()))
         table.add_row(_short(w["id"]), w["name"], render.state_text(w["state"].upper()),
@@ -43,13 +43,20 @@ def _list_table(items: list[WorkflowOut]) -> Table:
     return table
 
 
-def _steps_table(workflow: WorkflowOut) -> Table:
-    table = Table(box=None, pad_edge=False)
-    for column in ("STEP", "MATRIX", "STATE", "JOB", "JOB STATE", "SITE", "NEEDS", "REASON"):
-        table.add_column(column)
+def step_state(state: str) -> Text:
+    """A step's state with its mark, styled as data (never read as markup)."""
+    mark, style = MARKS.get(state, ("?", ""))
+    return Text(f"{mark} {state}", style=style)
+
+
+def _steps_table(workflow: WorkflowOut) -> Grid:
+    """One line per step; narrow terminals leave out MATRIX, JOB STATE, SITE and NEEDS
+    (in that order), and the reason wraps."""
+    table = Grid([Col("STEP"), Col("MATRIX", drop=4), Col("STATE"), Col("JOB"),
+                  Col("JOB STATE", drop=3), Col("SITE", drop=2), Col("NEEDS", drop=1),
+                  Col("REASON", text=True, wrap=True)])
     for s in workflow["steps"] or []:
-        mark, style = MARKS.get(s["state"], ("?", ""))
-        table.add_row(s["instance"], s["matrix"] or "-", f"[{style}]{mark} {s['state']}[/]",
+        table.add_row(s["instance"], s["matrix"] or "-", step_state(s["state"]),
                       _short(s["job_id"]), s["job_state"] or "-", s["site"] or "-",
                       ", ".join(s["needs"]) or "-", s["reason"] or "-")
     return table
@@ -167,9 +174,8 @@ def events(ctx: typer.Context, workflow_id: IdArg, json_out: JsonOpt = False) ->
     if json_out:
         render.print_json({"items": items})
         return
-    table = Table(box=None, pad_edge=False)
-    for column in ("WHEN", "STEP", "STATE", "WHAT", "BY"):
-        table.add_column(column)
+    table = Grid([Col("WHEN"), Col("STEP"), Col("STATE"), Col("WHAT", text=True, wrap=True),
+                  Col("BY", drop=1)])
     for e in items:
         table.add_row(render.when(e["at"]), e["instance"] or "-", e["state"], e["message"],
                       e["actor"])

@@ -130,11 +130,14 @@ class OutputPlace(NamedTuple):
 
 @dataclass(frozen=True)
 class JobFilter:
-    state: JobState | None = None
+    # Any of these states (none: every state).
+    states: frozenset[JobState] = frozenset()
     site: str | None = None
     project: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
     name: str | None = None
+    # A glob over names ('*' any text, '?' one character; everything else literal).
+    name_glob: str | None = None
     # The start of a job id (lower-case hex and dashes only: checked by the service).
     id_prefix: str | None = None
     # Only the caller's own jobs, even for readers who see every job (auditors, admins).
@@ -222,8 +225,8 @@ def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limi
     (created_at, id) key `after` (keyset pagination)."""
     query: Select[Any] = _JOB_VIEW.where(_visible(owner_id))
     jobs = _jobs.c
-    if filters.state is not None:
-        query = query.where(jobs.state == filters.state.value)
+    if filters.states:
+        query = query.where(jobs.state.in_(sorted(s.value for s in filters.states)))
     if filters.site is not None:
         query = query.where(jobs.site_name == filters.site)
     if filters.project is not None:
@@ -232,6 +235,8 @@ def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limi
         query = query.where(jobs.id.in_(_jobs_with_labels(filters.labels)))
     if filters.name is not None:
         query = query.where(jobs.name == filters.name)
+    if filters.name_glob is not None:
+        query = query.where(jobs.name.regexp_match(glob_regex(filters.name_glob)))
     if filters.array_job_id is not None:
         query = query.where(jobs.array_job_id == filters.array_job_id)
     if filters.array_index is not None:
@@ -246,6 +251,14 @@ def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limi
     rows = conn.execute(query.order_by(jobs.created_at.desc(), jobs.id.desc())
                         .limit(limit)).mappings()
     return [cast(JobView, dict(row)) for row in rows]
+
+
+def glob_regex(glob: str) -> str:
+    """A name glob as a regular expression both SQLite (Python's re) and PostgreSQL read
+    alike: '*' and '?' are wildcards, every other character stands for itself."""
+    parts = [".*" if c == "*" else "." if c == "?" else
+             f"\\{c}" if c.isascii() and not c.isalnum() else c for c in glob]
+    return "(?s)\\A" + "".join(parts) + "\\Z"
 
 
 def is_visible(conn: Connection, job_id: str, owner_id: str | None) -> bool:
