@@ -27,9 +27,10 @@ def test_an_array_is_listed_shown_and_cancelled_by_its_tasks_and_its_id(
     assert found is not None, out
     array_id, short, first = found.groups()
     assert short == array_id[:8]
+    # Wide enough for every column (pytest-xdist's workers set COLUMNS=80).
+    cli.env["COLUMNS"] = "200"
     rows = [line.split() for line in cli("list", "--array", short).stdout.splitlines()[1:]]
     assert sorted(row[0] for row in rows) == [f"{short}_{i}" for i in range(4)]
-    cli.env["COLUMNS"] = "200"
     shown = cli("show", f"{short}_0").stdout
     assert first in shown and f"0 of job array {array_id} ({short}_0)" in shown
     one = cli.json("cancel", f"{short}_3")
