@@ -171,7 +171,7 @@ def main() -> None:
     """Console-script entry point."""
     global _collector_held
     # Loading a command allocates hundreds of thousands of objects and frees almost
-    # none, so the collections it triggers find nothing (a twentieth of `gridgate list`).
+    # none, so the collections it triggers find nothing (2% of `gridgate list`).
     # Held off until the command is loaded (RootGroup.resolve_command): a command that
     # runs for hours (serve, worker, wait, logs -f) has the collector as usual.
     if gc.isenabled():
@@ -179,7 +179,7 @@ def main() -> None:
         _collector_held = True
     # httpx's package imports its own command line (`httpx._main`: click, rich.progress,
     # rich.syntax, pygments) whenever those are installed, which they are beside gridgate:
-    # a fifth of `gridgate list`'s start-up. The CLI never runs httpx's; a None entry makes
+    # 8% of `gridgate list`'s start-up. The CLI never runs httpx's; a None entry makes
     # that import fail, and httpx falls back to a stub as it does when they are missing.
     modules: dict[str, Any] = sys.modules  # typeshed's has no room for the None entry
     modules.setdefault("httpx._main", None)

@@ -113,8 +113,8 @@ def submit(
         raise errors.fail("error: --wait follows one job; list an array's tasks with "
                           "`gridgate list --array ARRAY`.", errors.USAGE)
     cli = state(ctx)
-    # Here, not at the top: the workflows package's pydantic models cost every other job
-    # command (list, show) a tenth of its start-up.
+    # Here, not at the top: the workflows package's pydantic models are built on import,
+    # which every other job command (list, show) would pay for.
     from gateway.cli.jobs import relations
 
     with cli.client() as client:
