@@ -1,10 +1,12 @@
-"""How long `gridgate --version` and `gridgate list` take, against `python -c pass` (prints JSON).
+"""How long `gridgate --version`, `list` and `show` take, against `python -c pass` (prints JSON).
 
 Starts a throwaway gateway (SQLite, API only, data in a temporary directory), logs in
 with an automation client, submits a few jobs, then runs each command N times,
 interleaved with the baseline (the same venv's `python -c pass`, which pays the same
 interpreter and site start-up) so that a busy neighbour slows all of them alike.
-Reports medians; the target is each command under 0.3 s (issue 14).
+`show` is given a job's first 8 characters, as `list` prints them (so it resolves the
+prefix, then reads the job: two requests). Reports medians; the target is each command
+under 0.3 s (issues 14 and 28).
 
     .venv/bin/python benchmarks/cli_startup.py [--runs 15]
 """
@@ -66,7 +68,8 @@ def start_gateway(work: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return server
 
 
-def log_in(work: Path, env: dict[str, str], jobs: int) -> None:
+def log_in(work: Path, env: dict[str, str], jobs: int) -> list[str]:
+    """Log in and submit `jobs` jobs; their ids."""
     created = json.loads(subprocess.run(
         [GRIDGATE, "admin", "client", "create", "bench", "--json"], env=env, check=True,
         capture_output=True).stdout)
@@ -75,17 +78,18 @@ def log_in(work: Path, env: dict[str, str], jobs: int) -> None:
     subprocess.run([GRIDGATE, "login", "--client-id", created["client_id"],
                     "--client-secret-file", str(secret)], env=env, check=True,
                    capture_output=True)
-    for n in range(jobs):
-        subprocess.run([GRIDGATE, "submit", "--name", f"bench-{n}", "--exe", "/bin/true",
-                        "--site", "local", "--quiet"], env=env, check=True,
-                       capture_output=True)
+    return [subprocess.run([GRIDGATE, "submit", "--name", f"bench-{n}", "--exe", "/bin/true",
+                            "--site", "local", "--quiet"], env=env, check=True,
+                           capture_output=True, text=True).stdout.strip()
+            for n in range(jobs)]
 
 
-def measure(runs: int, env: dict[str, str]) -> dict[str, list[tuple[float, float]]]:
+def measure(runs: int, env: dict[str, str], job: str) -> dict[str, list[tuple[float, float]]]:
     commands = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "gridgate --version": [GRIDGATE, "--version"],
         "gridgate list": [GRIDGATE, "list"],
+        "gridgate show": [GRIDGATE, "show", job[:8]],
     }
     for argv in commands.values():  # warm the page cache and the bytecode caches
         run(argv, env)
@@ -125,8 +129,11 @@ def summary(samples: dict[str, list[tuple[float, float]]], steal: float) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--jobs", type=int, default=10, help="jobs in the listed table")
+    parser.add_argument("--jobs", type=int, default=10,
+                        help="jobs in the listed table (at least 1)")
     args = parser.parse_args()
+    if args.jobs < 1:
+        parser.error("--jobs: at least 1 (`show` reads one of them)")
     work = Path(tempfile.mkdtemp(prefix="gridgate-cli-startup."))
     port = free_port()
     # Bytecode cached as in any installation (pip compiles on install): a
@@ -138,9 +145,9 @@ def main() -> None:
            "GRIDGATE_URL": f"http://127.0.0.1:{port}", "COLUMNS": "80"}
     server = start_gateway(work, env)
     try:
-        log_in(work, env, args.jobs)
+        ids = log_in(work, env, args.jobs)
         before = cpu_ticks()
-        samples = measure(args.runs, env)
+        samples = measure(args.runs, env, ids[0])
         after = cpu_ticks()
     finally:
         server.terminate()

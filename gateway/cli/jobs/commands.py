@@ -12,7 +12,6 @@ import typer
 from gateway.cli import errors, render
 from gateway.cli.files.inputs import InputOpt, upload_inputs
 from gateway.cli.jobs import ids as job_ids
-from gateway.cli.jobs import relations
 from gateway.cli.jobs.spec import SpecFlags, build_spec, load_spec_file, pairs
 from gateway.cli.jobs.waiting import (
     job_exit_code,
@@ -115,6 +114,10 @@ def submit(
         raise errors.fail("error: --wait follows one job; list an array's tasks with "
                           "`gridgate list --array ARRAY`.", errors.USAGE)
     cli = state(ctx)
+    # Here, not at the top: the workflows package's pydantic models are built on import,
+    # which every other job command (list, show) would pay for.
+    from gateway.cli.jobs import relations
+
     with cli.client() as client:
         if dependency is not None:
             spec["depends_on"] = relations.depends_on(client, dependency)
