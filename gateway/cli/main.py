@@ -109,11 +109,6 @@ def _testbed() -> Command:
 class RootGroup(GatewayGroup):
     """`gridgate`: its commands load on first use."""
 
-    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        found = super().resolve_command(ctx, args)
-        _resume_collector()  # the command's module is loaded: see main()
-        return found
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         loaders = {name: lazy.command(name, target,
                                       gateway_option=name not in HOST_COMMANDS)
@@ -153,30 +148,8 @@ def root(
     state(ctx).given = gateway
 
 
-# Set by main() while the collector is held off during start-up.
-_collector_held = False
-
-
-def _resume_collector() -> None:
-    """Let the collector run again once the command is loaded, and never walk what
-    loading built (modules, classes, functions: they live until exit)."""
-    global _collector_held
-    if _collector_held:
-        _collector_held = False
-        gc.freeze()
-        gc.enable()
-
-
 def main() -> None:
     """Console-script entry point."""
-    global _collector_held
-    # Loading a command allocates hundreds of thousands of objects and frees almost
-    # none, so the collections it triggers find nothing (2% of `gridgate list`).
-    # Held off until the command is loaded (RootGroup.resolve_command): a command that
-    # runs for hours (serve, worker, wait, logs -f) has the collector as usual.
-    if gc.isenabled():
-        gc.disable()
-        _collector_held = True
     # httpx's package imports its own command line (`httpx._main`: click, rich.progress,
     # rich.syntax, pygments) whenever those are installed, which they are beside gridgate:
     # 8% of `gridgate list`'s start-up. The CLI never runs httpx's; a None entry makes
