@@ -16,6 +16,7 @@ from gateway.client import job_ids
 from gateway.client.bank_api import Amount, BankMethods, ReportKind
 from gateway.client.errors import GatewayUnreachable, StreamEnded, transport_reason
 from gateway.client.models import (
+    FINAL_STATES,
     Event,
     Health,
     Job,
@@ -247,15 +248,17 @@ class GatewayClient(BankMethods, WorkflowMethods):
             time.sleep(min(2.0 ** failures / 4, 5.0))
 
     def wait(self, job_id: str, *, poll_seconds: float = 1.0, timeout: float | None = None,
-             on_update: Callable[[Job], None] | None = None) -> Job:
-        """Poll until the job is final (or `timeout` seconds pass); returns the last view."""
+             on_update: Callable[[Job], None] | None = None,
+             until: frozenset[str] = FINAL_STATES) -> Job:
+        """Poll until the job is in one of `until` (default: final) or `timeout` seconds
+        pass; returns the last view."""
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = min(0.2, poll_seconds)
         while True:
             job = self.get_job(job_id)
             if on_update is not None:
                 on_update(job)
-            if is_final(job) or (deadline is not None and time.monotonic() >= deadline):
+            if job["state"] in until or (deadline is not None and time.monotonic() >= deadline):
                 return job
             time.sleep(delay)
             # Start quick (short jobs end fast), back off to poll_seconds.

@@ -19,10 +19,12 @@ from gateway.schemas.sites import Health
 from gateway.schemas.sites import SiteOut as Site
 from gateway.schemas.uploads import UploadOut as Upload
 
-__all__ = ["FINAL_STATES", "Attempt", "Event", "Health", "Job", "JobArray", "JobArrayPage",
-           "JobOutput", "JobPage", "Output", "Site", "Upload", "is_final"]
+__all__ = ["FINAL_STATES", "STARTED_STATES", "Attempt", "Event", "Health", "Job", "JobArray",
+           "JobArrayPage", "JobOutput", "JobPage", "Output", "Site", "Upload", "is_final"]
 
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+# A job in one of these has started running (or ended): `gridgate wait --until running`.
+STARTED_STATES = FINAL_STATES | {"RUNNING", "STAGING_OUT"}
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import yaml
 
 from gateway.cli import errors
 from tests.cli.helpers import Cli
-from tests.waiting_jobs import waits
+from tests.waiting_jobs import let_all_go, waits
 
 
 def test_login_stores_credentials_0600(cli: Cli, tmp_path: Path) -> None:
@@ -66,6 +66,22 @@ def test_wait_timeout_exits_124(cli: Cli) -> None:
         cli("wait", "--timeout", "0.5", "--interval", "0.2", job_id, code=errors.TIMEOUT)
     finally:
         cli("cancel", job_id)
+
+
+def test_wait_until_running_returns_once_the_job_started(cli: Cli) -> None:
+    job_id = cli("submit", "-q", "--exe", "sh", "--", "-c", waits()).stdout.strip()
+    try:
+        started = cli("wait", "--until", "running", "--interval", "0.2", job_id)
+        assert started.stderr.splitlines()[-1] == f"job {job_id}: RUNNING", started.stderr
+        assert cli.json("show", job_id)["state"] == "RUNNING"  # held by the file: still on
+        let_all_go(cli.gateway.settings.data_dir / "jobs")
+        cli("wait", job_id)
+    finally:
+        cli("cancel", job_id, code=None)
+    # A job that ended before it was seen running: the exit code mirrors its end.
+    failed = cli("submit", "-q", "--exe", "false").stdout.strip()
+    cli("wait", "--until", "running", failed, code=1)
+    assert cli("wait", "--until", "running", job_id).exit_code == errors.OK
 
 
 def test_spec_file_with_overrides(cli: Cli, tmp_path: Path) -> None:

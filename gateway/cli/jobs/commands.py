@@ -3,6 +3,7 @@ job_control)."""
 
 from __future__ import annotations
 
+import enum
 import sys
 from pathlib import Path
 from typing import Annotated, BinaryIO
@@ -23,13 +24,26 @@ from gateway.cli.jobs.waiting import (
 from gateway.cli.state import state
 from gateway.client.api import Stream
 from gateway.client.job_ids import resolve_array_id
-from gateway.client.models import Job
+from gateway.client.models import FINAL_STATES, STARTED_STATES, Job
 from gateway.domain.state_names import accepted_names
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the API's JSON instead of a table.")]
 JobArg = Annotated[str, typer.Argument(
     metavar="JOB", help="Job id, or any unique start of it (e.g. the 8 characters `list` "
     "shows).", callback=job_ids.resolve_one)]
+
+
+class Until(enum.StrEnum):
+    """What `gridgate wait` waits for."""
+
+    ENDED = "ended"
+    RUNNING = "running"
+
+    @property
+    def states(self) -> frozenset[str]:
+        return FINAL_STATES if self is Until.ENDED else STARTED_STATES
+
+
 TimeoutOpt = Annotated[float | None, typer.Option(
     "--timeout", min=0, help="Give up waiting after this many seconds (exit 124).")]
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
@@ -283,12 +297,16 @@ def wait(
     timeout: TimeoutOpt = None,
     interval: Annotated[float, typer.Option(
         min=0.1, help="Seconds between polls (at most).")] = 2.0,
+    until: Annotated[Until, typer.Option(
+        help="ended: until the job is final; running: until it has started (or ended).",
+        case_sensitive=False)] = Until.ENDED,
     json_out: JsonOpt = False,
 ) -> None:
-    """Wait for a job to end; the exit code mirrors the job.
+    """Wait for a job to end (or, with --until running, to start); the exit code mirrors
+    the job.
 
     \b
-    0    COMPLETED
+    0    COMPLETED (--until running: RUNNING, or past it and COMPLETED)
     N    FAILED with exit code N (a job killed by signal k: 128+k)
     1    FAILED without an exit code of its own
     125  CANCELLED
@@ -299,10 +317,11 @@ def wait(
     with cli.client() as client:
         with keeps_running(cli, job_id, "waiting"):
             job = wait_for(client, job_id, timeout=timeout, poll_seconds=interval,
-                           quiet=json_out)
+                           quiet=json_out, until=until.states)
         if not json_out:
             show_failure(client, cli, job)
     if json_out:
         render.print_json(job)
-    raise typer.Exit(job_exit_code(job))
+    started = job["state"] in STARTED_STATES - FINAL_STATES
+    raise typer.Exit(errors.OK if until is Until.RUNNING and started else job_exit_code(job))
 

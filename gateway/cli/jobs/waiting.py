@@ -13,7 +13,7 @@ from gateway.cli import errors
 from gateway.cli.state import CliState
 from gateway.client.api import GatewayClient, Stream
 from gateway.client.errors import ClientError
-from gateway.client.models import Job, Output, is_final
+from gateway.client.models import FINAL_STATES, Job, Output, is_final
 
 # Lines of stderr shown when a waited-for job FAILED: enough for a traceback's end.
 FAILURE_TAIL_LINES = 10
@@ -52,8 +52,10 @@ def describe(job: Job) -> str:
 
 
 def wait_for(client: GatewayClient, job_id: str, *, timeout: float | None = None,
-             poll_seconds: float = 2.0, quiet: bool = False) -> Job:
-    """Poll until the job is final, showing progress on stderr.
+             poll_seconds: float = 2.0, quiet: bool = False,
+             until: frozenset[str] = FINAL_STATES) -> Job:
+    """Poll until the job is in one of `until` (default: final), showing progress on
+    stderr.
 
     On a terminal a spinner shows the current state and why; otherwise each change of
     state or reason (why it waits) is one line, so logs of non-interactive runs stay
@@ -62,14 +64,14 @@ def wait_for(client: GatewayClient, job_id: str, *, timeout: float | None = None
     console = Console(file=sys.stderr, stderr=True, highlight=False, markup=False,
                       soft_wrap=True)
     if quiet:
-        return client.wait(job_id, timeout=timeout, poll_seconds=poll_seconds)
+        return client.wait(job_id, timeout=timeout, poll_seconds=poll_seconds, until=until)
     if console.is_terminal:
         with console.status(f"job {job_id}: waiting") as status:
             def spin(job: Job) -> None:
                 status.update(f"job {job_id}: {describe(job)}")
 
             job = client.wait(job_id, timeout=timeout, poll_seconds=poll_seconds,
-                              on_update=spin)
+                              on_update=spin, until=until)
     else:
         seen: list[str] = []
 
@@ -77,11 +79,12 @@ def wait_for(client: GatewayClient, job_id: str, *, timeout: float | None = None
             now = describe(job)
             if not seen or seen[-1] != now:
                 seen.append(now)
-                if not is_final(job):
+                if job["state"] not in until:
                     console.print(f"job {job_id}: {now}")
 
-        job = client.wait(job_id, timeout=timeout, poll_seconds=poll_seconds, on_update=log)
-    if is_final(job):
+        job = client.wait(job_id, timeout=timeout, poll_seconds=poll_seconds, on_update=log,
+                          until=until)
+    if job["state"] in until:
         console.print(f"job {job_id}: {describe(job)}")
     else:
         console.print(f"job {job_id}: still {job['state']} after {timeout or 0:g} s")
