@@ -99,3 +99,18 @@ def test_a_stream_starts_after_what_is_committed_and_settles_what_it_sent(
         _record(session, job_id, "second")
         session.commit()
     assert _poll(runtime, cursor) == ["second"]
+
+
+@pytest.mark.postgres
+def test_a_resume_from_an_id_past_every_event_starts_at_the_end(
+        runtime: Runtime, client: TestClient, make_user: MakeUser) -> None:
+    user = make_user()
+    job_id = _job(client, user)
+    with runtime.reading() as conn:
+        where = event_feed.feed_filter(conn, user.principal, [job_id], [])
+        cursor = FeedCursor.start(conn, where, 10**15, window=60.0, clock=Clock())
+    assert _poll(runtime, cursor) == []
+    with runtime.sessions() as session:
+        _record(session, job_id, "new")
+        session.commit()
+    assert _poll(runtime, cursor) == ["new"]

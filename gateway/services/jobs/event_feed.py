@@ -82,9 +82,11 @@ class FeedCursor:
     def start(cls, conn: Connection, where: FeedFilter, last_event_id: int | None,
               window: float, clock: Callable[[], float] = time.monotonic) -> FeedCursor:
         """A cursor after `last_event_id` (a replay), or at the newest event."""
-        if last_event_id is not None:
-            return cls(where, max(0, last_event_id), window, clock)
         top = repo.last_id(conn)
+        if last_event_id is not None:
+            # An id above every event (from a database since restored, say) would
+            # otherwise hold the stream back until new ids pass it: start at the end.
+            return cls(where, max(0, min(last_event_id, top)), window, clock)
         cursor = cls(where, max(0, top - START_LOOKBACK_IDS), window, clock)
         now = clock()
         # What is committed now is history: marked sent, so only later commits go out.
