@@ -22,6 +22,8 @@ from gateway.auth.tokens import issue_access_token
 from gateway.client import GatewayClient
 from gateway.db.engine import transaction
 from gateway.domain.states import JobState
+from gateway.schemas import adapter
+from gateway.schemas.events import JobStateEvent
 from tests.client.live import LiveGateway, gateway_on
 from tests.conftest import ALL_SCOPES
 
@@ -138,6 +140,8 @@ def test_a_jobs_whole_life_arrives_in_order_as_cloud_events(
         job_id = submit(http, alice)
         events = reader.until(is_end(job_id))
     assert ids_and_states(events) == history(http, alice, job_id)
+    for event in events:  # each is what the OpenAPI document says it is
+        adapter(JobStateEvent).validate_python(event, strict=True)
     assert [e["data"]["to"] for e in events][:1] == ["ACCEPTED"]
     first = events[0]
     assert first["specversion"] == "1.0"
