@@ -29,6 +29,8 @@ from tests.conftest import ALL_SCOPES
 
 Headers = dict[str, str]
 CAP = 3
+# Fewer threads for short requests than a user's open streams: streams must hold none.
+API_THREADS = 2
 JOB_STATE = "org.gridgate.job.state"
 
 
@@ -37,7 +39,7 @@ def gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             ) -> Iterator[LiveGateway]:
     with gateway_on(request, tmp_path_factory.mktemp("gateway"),
                     events_heartbeat_seconds=0.05, events_poll_seconds=0.05,
-                    output_max_streams_per_user=CAP) as gw:
+                    output_max_streams_per_user=CAP, api_threads=API_THREADS) as gw:
         yield gw
 
 
@@ -204,6 +206,8 @@ def test_streams_count_against_the_users_cap(gateway: LiveGateway, http: httpx.C
         held = [streams.enter_context(http.stream("GET", "/api/v1/events", headers=alice))
                 for _ in range(CAP)]
         assert all(response.status_code == 200 for response in held)
+        # More streams are open than the API has threads, and short requests answer.
+        assert http.get("/api/v1/jobs", headers=alice).status_code == 200
         refused = http.get("/api/v1/events", headers=alice)
         assert refused.status_code == 429
         assert refused.headers["content-type"] == "application/problem+json"
