@@ -113,8 +113,16 @@ class Settings(BaseSettings):
     api_threads: int = 8
     # Output streams (`follow=true`) open at once: per user on this host (all server
     # processes), and per server process. Beyond them a follow is refused with 429 / 503.
+    # Event streams (GET /api/v1/events) count against the same caps.
     output_max_streams_per_user: int = Field(default=8, ge=1)
     output_max_streams: int = Field(default=100, ge=1)
+    # The event stream (GET /api/v1/events): how often it reads the events table for new
+    # ones (LISTEN/NOTIFY wake-ups are a later step), how often it sends a heartbeat
+    # comment, and how long after a higher id was read it still delivers an event whose
+    # transaction committed late (gateway.services.jobs.event_feed).
+    events_poll_seconds: float = Field(default=0.25, gt=0)
+    events_heartbeat_seconds: float = Field(default=15.0, gt=0)
+    events_late_commit_seconds: float = Field(default=10.0, gt=0)
 
     # The gateway store (uploads): bytes per user over open + complete uploads,
     # the largest single file, the largest chunk one PUT may carry (chunk PUTs are

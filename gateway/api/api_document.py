@@ -22,6 +22,7 @@ from fastapi.routing import APIRoute, APIRouter
 from gateway.api.deps import ScopeCheck
 from gateway.api.problem_types import TYPES
 from gateway.schemas import adapter
+from gateway.schemas.events import JobStateEvent
 from gateway.schemas.problems import Problem
 
 PROBLEM_JSON = "application/problem+json"
@@ -31,6 +32,8 @@ SCOPES = {
     "jobs:write": "Submit and cancel jobs, upload files, manage projects.",
     "sites:read": "List the sites and their load.",
 }
+# Documents of event streams: referenced by their routes' text/event-stream responses.
+STREAMED_DOCUMENTS = (JobStateEvent,)
 # Statuses a route returns beyond the derived ones, by operation id.
 EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "submitJob": (409, 413),
@@ -41,6 +44,8 @@ EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "releaseJob": (409,),
     "estimateJob": (502, 503, 504),
     "jobLogs": (416, 429, 502, 503, 504),
+    # A `job` filter naming a job that is not the caller's reads as missing.
+    "streamEvents": (404, 429, 503),
     "downloadOutput": (416, 502, 503, 504),
     "createUpload": (409, 413),
     "putChunk": (400, 409, 413),
@@ -206,6 +211,11 @@ def _complete(document: dict[str, Any], routes: Iterable[APIRoute],
         mode="serialization", ref_template="#/components/schemas/{model}")
     schemas.update(problem_schema.pop("$defs", {}))
     schemas["Problem"] = problem_schema
+    for streamed in STREAMED_DOCUMENTS:  # documents sent inside text/event-stream
+        streamed_schema = adapter(streamed).json_schema(
+            mode="serialization", ref_template="#/components/schemas/{model}")
+        schemas.update(streamed_schema.pop("$defs", {}))
+        schemas[streamed.__name__] = streamed_schema
     schemas["OAuthError"] = OAUTH_ERROR
     document["components"]["securitySchemes"] = _security_schemes(
         "/oauth/device_authorization", "/oauth/token")

@@ -17,6 +17,7 @@ from gateway.api.http.nul_guard import RejectNul
 from gateway.api.routes import dashboard as dashboard_page
 from gateway.api.routes import (
     docs_page,
+    events,
     job_arrays,
     job_logs,
     job_outputs,
@@ -36,7 +37,7 @@ from gateway.settings import Settings
 
 Background = Callable[[Runtime, threading.Event], None]
 # Every router the app serves, in the order they are matched.
-ROUTERS = (jobs.router, job_arrays.router, workflows.router, job_logs.router,
+ROUTERS = (jobs.router, job_arrays.router, workflows.router, job_logs.router, events.router,
            job_outputs.router, uploads.router, sites.router, system.router, oauth.router,
            projects_router, allocations_router, report_routes.router, dashboard_page.router,
            audit_router, docs_page.router)

@@ -29,6 +29,7 @@ HELP = """Submit and follow HPC jobs through a gridgate gateway.
   gridgate explain JOB             why it runs where it does
   gridgate list                    your jobs, newest first
   gridgate logs JOB -f             follow a job's output
+  gridgate watch JOB...            each state change as it happens
   gridgate outputs JOB             the files a job left (its outputs)
   gridgate fetch JOB -o results/   download a job's outputs, verified
   gridgate workflow submit wf.yaml a DAG of jobs; `workflow graph ID` draws it
@@ -56,6 +57,7 @@ COMMANDS = {
     "hold": "gateway.cli.jobs.control:hold",
     "release": "gateway.cli.jobs.control:release",
     "wait": "gateway.cli.jobs.commands:wait",
+    "watch": "gateway.cli.jobs.watch:watch",
     "outputs": "gateway.cli.files.outputs:list_outputs",
     "fetch": "gateway.cli.files.outputs:fetch",
     "outputs-delete": "gateway.cli.files.outputs:delete_outputs",

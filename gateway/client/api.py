@@ -12,7 +12,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from gateway.client import job_ids
+from gateway.client import event_stream, job_ids
 from gateway.client.bank_api import Amount, BankMethods, ReportKind
 from gateway.client.errors import GatewayUnreachable, StreamEnded, transport_reason
 from gateway.client.models import (
@@ -38,6 +38,7 @@ from gateway.client.transport import (
 from gateway.client.urls import DEFAULT_GATEWAY_URL
 from gateway.client.workflow_api import WorkflowMethods
 from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, StoryJobList
+from gateway.schemas.events import JobStateEvent
 from gateway.schemas.identity import MeOut
 from gateway.schemas.jobs import EventList, JobOutputList
 from gateway.schemas.placements import EstimateOut, PlacementOut
@@ -153,6 +154,15 @@ class GatewayClient(BankMethods, WorkflowMethods):
     def events(self, job_id: str) -> list[Event]:
         """GET /jobs/{id}/events: every state change, oldest first (all pages)."""
         return self._every_page(EventList, f"/jobs/{segment(job_id)}/events")
+
+    def stream_events(self, job_ids: Sequence[str] | None = None,
+                      types: Sequence[str] | None = None, last_event_id: str | None = None,
+                      *, reconnects: int = 5) -> Iterator[JobStateEvent]:
+        """GET /events: state changes of the jobs you may read (only `job_ids`' if given)
+        as CloudEvents, from now on or after `last_event_id`, until you stop iterating.
+        A dropped stream is resumed after the last event received. (`events` is a job's
+        history, read once.)"""
+        return event_stream.stream_events(self, job_ids, types, last_event_id, reconnects)
 
     def placement(self, job_id: str) -> PlacementOut:
         """GET /jobs/{id}/placement: the routing decision that placed the job, as made."""

@@ -124,3 +124,17 @@ def test_the_docs_list_every_problem_type() -> None:
     readme = (Path(__file__).parents[2] / "docs" / "reference" / "conventions.md").read_text()
     for kind in TYPES:
         assert f"| `{kind.uri}` | {kind.status} |" in readme, kind.uri
+
+
+def test_the_event_stream_documents_its_cloud_event(client: TestClient) -> None:
+    document = client.get("/openapi.json").json()
+    ok = document["paths"]["/api/v1/events"]["get"]["responses"]["200"]["content"]
+    assert ok["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/JobStateEvent"}
+    schemas = document["components"]["schemas"]
+    event = schemas["JobStateEvent"]
+    assert event["properties"]["specversion"]["const"] == "1.0"
+    assert event["properties"]["type"]["const"] == "org.gridgate.job.state"
+    assert "CloudEvents 1.0" in event["description"]
+    data = schemas[event["properties"]["data"]["$ref"].rsplit("/", 1)[1]]
+    assert {"from", "to", "reason", "raw_state", "actor", "job"} <= set(data["properties"])
+    assert data["description"] and schemas["EventJob"]["description"]

@@ -76,7 +76,7 @@ def test_fifty_follows_leave_the_api_answering_and_free_their_slots(
             assert refused.status_code == 429
             assert refused.headers["content-type"] == "application/problem+json"
             assert int(refused.headers["retry-after"]) > 0
-            assert f"{FOLLOWS} output streams" in refused.json()["detail"]
+            assert f"{FOLLOWS} streams open" in refused.json()["detail"]
             close_all(follows)
             # Every slot comes back once its client is gone: the same number opens again
             # (a follow still running on the server would answer 429).

@@ -42,8 +42,8 @@ HELP_ONLY = ("pygments", "rich.syntax", "rich.markdown", "markdown_it")
 BUILD = ("import typer.main, gateway.cli.main as m; root = typer.main.get_command(m.app); "
          "[root.get_command(None, name) for name in {names}]")
 CLIENT_COMMANDS = ("login", "logout", "submit", "list", "show", "events", "logs", "cancel",
-                   "hold", "release", "wait", "fetch", "outputs-delete", "upload", "uploads",
-                   "upload-delete", "estimate", "explain", "sites", "health", "schema",
+                   "hold", "release", "wait", "watch", "fetch", "outputs-delete", "upload",
+                   "uploads", "upload-delete", "estimate", "explain", "sites", "health", "schema",
                    "projects", "balance", "project", "report", "usage", "audit")
 
 

@@ -98,9 +98,11 @@ def read_json(path: Path) -> dict[str, object]:
 
 
 @contextmanager
-def gateway_on(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[LiveGateway]:
-    """A live gateway on the database kind named by `request.param` (sqlite|postgresql)."""
-    overrides: dict[str, object] = {}
+def gateway_on(request: pytest.FixtureRequest, data_dir: Path,
+               **settings: object) -> Iterator[LiveGateway]:
+    """A live gateway on the database kind named by `request.param` (sqlite|postgresql),
+    with these settings besides."""
+    overrides: dict[str, object] = dict(settings)
     if request.param == "postgresql":
         databases = request.getfixturevalue("pg_databases")
         url = databases.create()

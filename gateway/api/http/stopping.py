@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 def mark_stopping(app: Starlette) -> None:
     """Called by the server (gateway.serving.GatewayServer) as its shutdown begins."""
     app.state.stopping = True
-    log.info("shutting down: open output streams end at their next poll")
+    log.info("shutting down: open output and event streams end at their next poll")
 
 
 def is_stopping(app: Starlette) -> bool:

@@ -1,4 +1,5 @@
-"""Caps on long-lived response streams (`follow=true` output): per user, per process.
+"""Caps on long-lived response streams (`follow=true` output, the event stream): per user,
+per process.
 
 A user's slots are `flock`ed files in the data directory, so the cap holds across every
 server process of one host (`serve --processes N` shares the data directory) and the

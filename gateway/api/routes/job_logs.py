@@ -20,16 +20,15 @@ from typing import Annotated, Literal
 
 import anyio
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import StreamingResponse
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
-from starlette.types import Receive, Scope, Send
 
 from adapters.base import OutputChunk
 from adapters.errors import AdapterError
 from gateway.api.deps import JobsReader, RuntimeDep
 from gateway.api.http import stopping
-from gateway.api.http.stream_slots import SlotRefused, StreamSlot, StreamSlots
+from gateway.api.http.follows import SlotResponse, follows, refused
+from gateway.api.http.stream_slots import SlotRefused
 from gateway.api.problems import problem
 from gateway.domain.errors import Invalid
 from gateway.domain.principal import Principal
@@ -43,10 +42,6 @@ log = logging.getLogger(__name__)
 Stream = Literal["stdout", "stderr"]
 OUTPUT_CHUNK = 256 * 1024
 FOLLOW_POLL_SECONDS = 0.5
-# Threads one process lends to follow polls; more would only compete with short requests.
-FOLLOW_POLL_THREADS = 2
-# A refused follow may try again this many seconds later.
-FOLLOW_RETRY_AFTER_SECONDS = 10
 # The largest offset a file can have (off_t).
 MAX_OFFSET = 2**63 - 1
 
@@ -60,14 +55,6 @@ class _Source:
     site_name: str | None
     workdir: str | None
     owner: str | None
-
-
-@dataclass(frozen=True)
-class _Follows:
-    """One process's follow resources, made on first use."""
-
-    slots: StreamSlots
-    polls: anyio.CapacityLimiter
 
 
 def _source(runtime: Runtime, job_id: str) -> _Source:
@@ -136,39 +123,14 @@ async def job_logs(
     if not follow:
         headers["X-Output-Size"] = str(size)
         return Response(chunk.data, media_type="text/plain; charset=utf-8", headers=headers)
-    follows = _follows(request, runtime)
+    resources = follows(request, runtime)
     try:
-        slot = follows.slots.acquire(principal.user_id)
-    except SlotRefused as refused:
-        return _refused(refused, request)
-    body = _follow(request, runtime, follows.polls, job_id, stream, start, source.final,
+        slot = resources.slots.acquire(principal.user_id)
+    except SlotRefused as refusal:
+        return refused(refusal, request, ", or read with 'offset' instead of 'follow'")
+    body = _follow(request, runtime, resources.polls, job_id, stream, start, source.final,
                    chunk.data)
-    return _FollowResponse(slot, body, media_type="text/plain; charset=utf-8",
-                           headers=headers)
-
-
-def _follows(request: Request, runtime: Runtime) -> _Follows:
-    state = request.app.state
-    follows: _Follows | None = getattr(state, "output_follows", None)
-    if follows is None:
-        settings = runtime.settings
-        follows = _Follows(StreamSlots(settings.data_dir / "streams",
-                                       settings.output_max_streams_per_user,
-                                       settings.output_max_streams),
-                           anyio.CapacityLimiter(FOLLOW_POLL_THREADS))
-        state.output_follows = follows
-    return follows
-
-
-def _refused(refused: SlotRefused, request: Request) -> Response:
-    retry = {"Retry-After": str(FOLLOW_RETRY_AFTER_SECONDS)}
-    if refused.scope == "user":
-        return problem(429, f"You already follow {refused.cap} output streams, the most one "
-                       "user may have open at once. Close one, or read with 'offset' "
-                       "instead of 'follow', and try again.",
-                       instance=request.url.path, headers=retry)
-    return problem(503, f"This server already serves its limit of {refused.cap} output "
-                   "streams. Try again shortly.", instance=request.url.path, headers=retry)
+    return SlotResponse(slot, body, media_type="text/plain; charset=utf-8", headers=headers)
 
 
 async def _follow(request: Request, runtime: Runtime, polls: anyio.CapacityLimiter,
@@ -197,19 +159,3 @@ async def _follow(request: Request, runtime: Runtime, polls: anyio.CapacityLimit
             # The site or database is down for a moment: keep following, like `tail -F`.
             log.warning("following %s of job %s: %s", stream, job_id, exc)
             final, data = False, b""
-
-
-class _FollowResponse(StreamingResponse):
-    """A stream holding a slot; the slot is released however the response ends
-    (finished, client gone, or never started)."""
-
-    def __init__(self, slot: StreamSlot, content: AsyncIterator[bytes], *, media_type: str,
-                 headers: dict[str, str]) -> None:
-        super().__init__(content, media_type=media_type, headers=headers)
-        self.slot = slot
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self.slot.release()

@@ -1,0 +1,138 @@
+"""The event stream's reads: which events a reader may see, and a cursor over the
+`events` table (the transactional outbox of job states) that loses no late commit.
+
+Ids come from a sequence at insert, not at commit: on PostgreSQL, a transaction holding
+id 7 may commit after one holding id 8 was read, so a reader asking only for `id > 8`
+would skip 7 for ever. The cursor keeps a floor below which everything is settled, and
+above it re-reads the ids it may see and sends those it has not sent yet. An id is
+settled once it was first seen `window` seconds ago (or the set of ids held grows past
+MAX_TRACKED): a transaction that commits later than that after a higher id was read is
+missed. SQLite has one writer at a time, so there ids commit in order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC
+
+from sqlalchemy import Connection
+
+from gateway.domain.errors import Invalid
+from gateway.domain.principal import Principal
+from gateway.repositories.jobs import event_feed as repo
+from gateway.repositories.jobs.event_feed import FeedRow
+from gateway.schemas.events import EVENT_TYPES, JOB_STATE_TYPE, JobStateEvent
+from gateway.services.jobs.queries import ensure_visible, sees_all
+
+# A stream without Last-Event-ID starts at the newest id, and re-checks this many ids
+# below it: those not committed yet when it started are new to it when they commit.
+START_LOOKBACK_IDS = 1000
+# Rows one poll reads above the newest id seen (a replay comes in pages of this).
+PAGE = 500
+# Most ids a cursor holds above its floor; beyond, the oldest seen are settled early.
+MAX_TRACKED = 10_000
+# `job` filters one stream may give.
+MAX_JOB_FILTERS = 100
+
+
+@dataclass(frozen=True)
+class FeedFilter:
+    """What one reader's stream shows: whose jobs (None: every job), which jobs."""
+
+    owner_id: str | None
+    job_ids: tuple[str, ...] | None
+
+
+def feed_filter(conn: Connection, principal: Principal, job_ids: Sequence[str],
+                types: Sequence[str]) -> FeedFilter:
+    """The reader's filter; NotFound for a job the reader may not read (as GET
+    /jobs/{id} answers), Invalid for an unknown event type."""
+    for kind in types:
+        if kind not in EVENT_TYPES:
+            raise Invalid(f"Unknown event type '{kind}'; the stream carries "
+                          f"{', '.join(EVENT_TYPES)}.", field="type")
+    if len(job_ids) > MAX_JOB_FILTERS:
+        raise Invalid(f"Give at most {MAX_JOB_FILTERS} 'job' filters in one stream.",
+                      field="job")
+    for job_id in job_ids:
+        ensure_visible(conn, principal, job_id)
+    owner = None if sees_all(principal) else principal.user_id
+    return FeedFilter(owner, tuple(dict.fromkeys(job_ids)) or None)
+
+
+@dataclass
+class FeedCursor:
+    """Where one stream is: everything at or below `floor` is settled; `seen` holds the
+    ids above it already sent, with when they were first seen (oldest first)."""
+
+    where: FeedFilter
+    floor: int
+    window: float
+    clock: Callable[[], float] = time.monotonic
+    seen: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def high(self) -> int:
+        """The highest id sent (or settled)."""
+        return max(self.seen, default=self.floor)
+
+    @classmethod
+    def start(cls, conn: Connection, where: FeedFilter, last_event_id: int | None,
+              window: float, clock: Callable[[], float] = time.monotonic) -> FeedCursor:
+        """A cursor after `last_event_id` (a replay), or at the newest event."""
+        top = repo.last_id(conn)
+        if last_event_id is not None:
+            # An id above every event (from a database since restored, say) would
+            # otherwise hold the stream back until new ids pass it: start at the end.
+            return cls(where, max(0, min(last_event_id, top)), window, clock)
+        cursor = cls(where, max(0, top - START_LOOKBACK_IDS), window, clock)
+        now = clock()
+        # What is committed now is history: marked sent, so only later commits go out.
+        for event_id in repo.visible_ids(conn, where.owner_id, where.job_ids,
+                                         cursor.floor, top):
+            cursor.seen[event_id] = now
+        return cursor
+
+    def poll(self, conn: Connection) -> tuple[list[FeedRow], bool]:
+        """The events not sent yet, by id, and whether more are waiting (a full page)."""
+        where = self.where
+        high = self.high
+        late = [i for i in repo.visible_ids(conn, where.owner_id, where.job_ids,
+                                            self.floor, high) if i not in self.seen]
+        fresh = repo.visible_after(conn, where.owner_id, where.job_ids, high, PAGE)
+        found = sorted(repo.rows(conn, late) + fresh if late else fresh,
+                       key=lambda row: row["id"])
+        now = self.clock()
+        for row in found:
+            self.seen[row["id"]] = now
+        self._settle(now)
+        return found, len(fresh) == PAGE
+
+    def _settle(self, now: float) -> None:
+        # `seen` is in first-seen order: settle from its front.
+        while self.seen:
+            event_id, first = next(iter(self.seen.items()))
+            if now - first < self.window and len(self.seen) <= MAX_TRACKED:
+                break
+            del self.seen[event_id]
+            self.floor = max(self.floor, event_id)
+        for event_id in [i for i in self.seen if i <= self.floor]:
+            del self.seen[event_id]
+
+
+def cloud_event(row: FeedRow, public_url: str) -> JobStateEvent:
+    """The CloudEvent of one state change."""
+    at = row["at"] if row["at"].tzinfo else row["at"].replace(tzinfo=UTC)
+    return {
+        "specversion": "1.0", "id": str(row["id"]),
+        "source": public_url.rstrip("/") + "/api/v1/jobs",
+        "type": JOB_STATE_TYPE, "subject": row["job_id"],
+        "time": at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "datacontenttype": "application/json",
+        "data": {"from": row["from_state"], "to": row["to_state"], "reason": row["reason"],
+                 "raw_state": row["raw_state"], "actor": row["actor"],
+                 "job": {"id": row["job_id"], "name": row["job_name"],
+                         "site": row["site_name"], "project": row["project_name"]}},
+    }

@@ -1,0 +1,60 @@
+"""`gridgate watch`: job state changes from the event stream, one line each (or one
+CloudEvent a line with --json), ending once every named job has ended; Ctrl-C stops the
+watch, not the jobs. `gridgate events` (a job's history) stays as it was."""
+
+from __future__ import annotations
+
+import json
+
+from gateway.cli import errors
+from tests.cli.helpers import Cli
+from tests.cli.test_first_hour_cli import Running
+from tests.waiting_jobs import let_all_go, waits
+
+
+def test_watching_an_ended_job_prints_its_state_and_returns(cli: Cli) -> None:
+    job_id = cli("submit", "-q", "--wait", "--exe", "true").stdout.split()[0]
+    lines = cli("watch", job_id).stdout.splitlines()
+    assert len(lines) == 1, lines
+    day, clock, short, final = lines[0].split()
+    assert (short, final) == (job_id[:8], "COMPLETED")
+    assert len(day) == 10 and len(clock) == 8
+    # The job's history is still `gridgate events`.
+    assert [e["to_state"] for e in cli.json("events", job_id)["items"]][-1] == "COMPLETED"
+
+
+def test_watch_prints_each_change_as_it_happens_until_the_jobs_end(cli: Cli) -> None:
+    held = cli("submit", "-q", "--exe", "sh", "--", "-c", waits()).stdout.strip()
+    done = cli("submit", "-q", "--wait", "--exe", "true").stdout.split()[0]
+    watching = Running(cli, "watch", held, done, "--json")
+    try:
+        # The job runs (held by its file) while the watch is on: let it go from there.
+        watching.line("stdout", '"to":"RUNNING"')
+        let_all_go(cli.gateway.settings.data_dir / "jobs")
+        out, err = watching.proc.communicate(timeout=120)
+    finally:
+        if watching.proc.poll() is None:
+            watching.proc.kill()
+            cli("cancel", held, code=None)
+    assert watching.proc.returncode == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert all(e["specversion"] == "1.0" and e["type"] == "org.gridgate.job.state"
+               for e in events)
+    assert [e["data"]["to"] for e in events if e["subject"] == held][-1] == "COMPLETED"
+    assert [int(e["id"]) for e in events] == sorted(int(e["id"]) for e in events)
+    history = [str(e["id"]) for e in cli.json("events", held)["items"]]
+    seen = [e["id"] for e in events if e["subject"] == held]
+    assert seen == history[len(history) - len(seen):]  # the last ones, each once, in order
+
+
+def test_ctrl_c_stops_the_watch_and_says_the_jobs_keep_running(cli: Cli) -> None:
+    job_id = cli("submit", "-q", "--exe", "sh", "--", "-c", waits()).stdout.strip()
+    watching = Running(cli, "watch", job_id)
+    try:
+        watching.line("stdout", job_id[:8])
+        code, err = watching.interrupt()
+    finally:
+        let_all_go(cli.gateway.settings.data_dir / "jobs")
+    assert code == errors.INTERRUPTED
+    assert f"Stopped watching; the jobs keep running. Watch again with 'gridgate watch " \
+           f"{job_id}'." in " ".join(err.split())
