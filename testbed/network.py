@@ -37,6 +37,19 @@ def link_exists(name: str) -> bool:
     return Path("/sys/class/net", name).exists()
 
 
+def delete_link(name: str) -> None:
+    """Delete a link; one that is gone by then is not an error.
+
+    A veth goes with its peer, and the peer with its namespace once the last process in
+    it ends; the kernel destroys a dead namespace's devices asynchronously, so a link seen
+    a moment ago can vanish before `ip link del` reaches it (seen in CI at testbed
+    teardown, right after the sites' holders were killed: "Cannot find device").
+    """
+    proc = ip("link", "del", name, check=False)
+    if proc.returncode != 0 and link_exists(name):
+        raise TestbedError(f"ip link del {name}: {proc.stderr.strip() or proc.returncode}")
+
+
 def netns_exists(name: str) -> bool:
     return (NETNS_DIR / name).exists()
 
@@ -133,7 +146,7 @@ def remove_site_net(config: TestbedConfig, site: SiteId) -> None:
     """Delete the site's veth pair and namespace (each only if present)."""
     for name in (config.veth(site.index), config.veth_peer(site.index)):
         if link_exists(name):
-            ip("link", "del", name)
+            delete_link(name)
     ns = config.netns(site.name)
     if netns_exists(ns):
         ip("netns", "del", ns)

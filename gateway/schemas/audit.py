@@ -170,3 +170,4 @@ class StoryJobList(TypedDict):
     """Newest first: how a client turns a short id into a job it may audit."""
 
     items: list[StoryJobOut]
+    next_cursor: str | None

@@ -156,3 +156,32 @@ def test_verify_is_for_auditors_and_admins(client: TestClient, runtime: Runtime,
         assert report["ok"] and report["broken"] is None and report["allocations"] == 1
         assert report["events"] == 2  # the grant and its deposit
         assert report["head"]["last_id"] == report["events"]
+
+def test_jobs_to_audit_come_in_pages(client: TestClient, runtime: Runtime,
+                                     make_user: MakeUser) -> None:
+    owner = make_user()
+    _grant(runtime, personal(runtime, owner))
+    by_start: dict[str, list[str]] = {}
+    # 17 ids: two of them start with the same hex digit (pigeonhole), a list of 2 or more.
+    for i in range(17):
+        job_id = client.post("/api/v1/jobs", json={"name": f"p{i}", "executable": "/bin/true"},
+                             headers=owner.headers).json()["id"]
+        by_start.setdefault(job_id[0], []).append(job_id)
+    start = max(by_start, key=lambda k: len(by_start[k]))
+    whole = client.get("/api/v1/audit/jobs", params={"id_prefix": start, "limit": 100},
+                       headers=owner.headers).json()
+    assert whole["next_cursor"] is None
+    assert sorted(j["id"] for j in whole["items"]) == sorted(by_start[start])
+    paged: list[str] = []
+    params: dict[str, Any] = {"id_prefix": start, "limit": 1}
+    while True:
+        page = client.get("/api/v1/audit/jobs", params=params, headers=owner.headers).json()
+        assert len(page["items"]) == 1
+        paged.append(page["items"][0]["id"])
+        if page["next_cursor"] is None:
+            break
+        params["cursor"] = page["next_cursor"]
+    assert paged == [j["id"] for j in whole["items"]]  # newest first, each once
+    bad = client.get("/api/v1/audit/jobs", params={"id_prefix": start, "cursor": "bm90"},
+                     headers=owner.headers)
+    assert bad.status_code == 422

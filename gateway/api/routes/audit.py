@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from gateway.api.deps import JobsReader, RuntimeDep
-from gateway.api.paging import DEFAULT_LIMIT, Limit
+from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import attempt_out, event_out, json_response
 from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, StoryJobList
 from gateway.services.jobs import story as job_story
@@ -35,14 +35,16 @@ def list_story_jobs(
         "The start of the job's id (lower-case hex and '-'), e.g. the 8 characters tables "
         "show."))],
     limit: Limit = DEFAULT_LIMIT,
+    cursor: Cursor = None,
 ) -> Response:
     """The jobs whose id starts with `id_prefix` and whose story you may read, newest
     first: yours, your projects' as their PI, every job for auditors and admins. How a
     client turns a short id into the job to audit (GET /jobs lists only jobs you may
     read in full)."""
     with runtime.readers() as session:
-        items = job_story.readable(session, principal, id_prefix, limit)
-    return json_response(StoryJobList, StoryJobList(items=items))
+        found = job_story.readable(session, principal, id_prefix, limit, cursor)
+    return json_response(StoryJobList, StoryJobList(items=list(found.rows),
+                                                    next_cursor=found.next_cursor))
 
 
 @router.get("/audit/jobs/{job_id}", response_model=JobStoryOut)

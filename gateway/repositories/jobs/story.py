@@ -3,7 +3,9 @@ liens, usage records and ledger legs, each oldest first."""
 
 from __future__ import annotations
 
-from sqlalchemy import func, or_, select
+from datetime import datetime
+
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from gateway.db.bank_models import LedgerEntry, Lien, UsageRow
@@ -36,9 +38,10 @@ def ledger(session: Session, job_id: str) -> list[LedgerEntry]:
 
 
 def readable(session: Session, id_prefix: str, reader: str | None, pi_role: str,
-             limit: int) -> list[StoryJobOut]:
-    """Up to `limit` jobs whose id starts with `id_prefix`, newest first, that `reader`
-    owns or holds `pi_role` in the project of (None: every job, for auditors, admins)."""
+             limit: int, after: tuple[datetime, str] | None = None) -> list[StoryJobOut]:
+    """Up to `limit` jobs whose id starts with `id_prefix`, newest first from just after
+    the (created_at, id) `after`, that `reader` owns or holds `pi_role` in the project of
+    (None: every job, for auditors, admins)."""
     query = (select(Job.id, Job.name, Job.state, Project.name.label("project"),
                     func.coalesce(User.username, User.subject).label("owner"), Job.created_at)
              .join(Project, Project.id == Job.project_id)
@@ -46,6 +49,10 @@ def readable(session: Session, id_prefix: str, reader: str | None, pi_role: str,
              # LIKE 'prefix%' with any wildcard escaped: user text is never a pattern.
              .where(Job.id.startswith(id_prefix, autoescape=True))
              .order_by(Job.created_at.desc(), Job.id.desc()).limit(limit))
+    if after is not None:
+        created, job_id = after
+        query = query.where(or_(Job.created_at < created,
+                                and_(Job.created_at == created, Job.id < job_id)))
     if reader is not None:
         led = select(Membership.project_id).where(Membership.user_id == reader,
                                                   Membership.role == pi_role)

@@ -28,6 +28,8 @@ from gateway.schemas.audit import (
     StoryPlacementOut,
     StoryUsageOut,
 )
+from gateway.services import cursors
+from gateway.services.jobs.arrays import moment
 from gateway.services.jobs.queries import check_id
 from rules.text import JOB_ID_PREFIX
 
@@ -77,16 +79,21 @@ def story(session: Session, principal: Principal, job_id: str) -> Story:
     )
 
 
-def readable(session: Session, principal: Principal, id_prefix: str, limit: int
-             ) -> list[StoryJobOut]:
+def readable(session: Session, principal: Principal, id_prefix: str, limit: int,
+             cursor: str | None = None) -> cursors.Page[StoryJobOut]:
     """The jobs whose id starts with `id_prefix` and whose story the caller may read (the
     rule of `_may_read`: theirs, their projects' as a PI, every job for auditors and
     admins), newest first: how a short id names a job to audit."""
     if not JOB_ID_PREFIX.matches(id_prefix):
         raise Invalid(str(JOB_ID_PREFIX.problem(id_prefix)), field="id_prefix")
+    after = None
+    if cursor:
+        created, job_id = cursors.decode(cursor, (str, str))
+        after = (moment(str(created)), str(job_id))
     reads_all = "admin" in principal.roles or is_auditor(principal)
-    return job_story.readable(session, id_prefix, None if reads_all else principal.user_id,
-                              PI_ROLE, limit)
+    rows = job_story.readable(session, id_prefix, None if reads_all else principal.user_id,
+                              PI_ROLE, limit + 1, after)
+    return cursors.page(rows, limit, lambda row: (row["created_at"].isoformat(), row["id"]))
 
 
 def _may_read(session: Session, principal: Principal, job: JobView) -> bool:
