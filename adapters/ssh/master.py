@@ -93,6 +93,12 @@ class SshMaster:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.control_path)
 
+    def started(self) -> bool:
+        """Whether the last start succeeded: its `ssh` authenticated and forked the
+        master off (true still after that master has exited)."""
+        starting = self._starting
+        return starting is not None and starting.poll() == 0
+
     def pid(self) -> int | None:
         """The running master's process id (`ssh -O check`), None when none runs."""
         if not os.path.exists(self.control_path):

@@ -23,7 +23,7 @@ from gateway.client import GatewayClient
 from gateway.db.engine import transaction
 from gateway.domain.states import JobState
 from gateway.schemas import adapter
-from gateway.schemas.events import JobStateEvent
+from gateway.schemas.events import EVENT_TYPES, JobStateEvent
 from tests.client.live import LiveGateway, gateway_on
 from tests.conftest import ALL_SCOPES
 
@@ -239,6 +239,8 @@ def test_bad_filters_and_ids_get_problems(gateway: LiveGateway, http: httpx.Clie
     with http.stream("GET", "/api/v1/events", headers=alice,
                      params={"type": JOB_STATE}) as response:
         assert Reader(response).until_heartbeat() == []
+    # A tripwire: the services keep no valid `type` filter while one type exists.
+    assert EVENT_TYPES == (JOB_STATE,), "a second event type: apply `type` in feed_filter"
 
 
 class CutOnce(httpx.BaseTransport):

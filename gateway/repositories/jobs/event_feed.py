@@ -9,27 +9,19 @@ readers who see every job.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 from sqlalchemy import Connection, Select, func, select
 
 from gateway.db.models import Event, Job, Project
+from gateway.repositories.jobs.queries import EventView
 
 _events, _jobs, _projects = Event.__table__, Job.__table__, Project.__table__
 
 
-class FeedRow(TypedDict):
+class FeedRow(EventView):
     """One state change with the job it belongs to."""
 
-    id: int
-    job_id: str
-    at: datetime
-    from_state: str | None
-    to_state: str
-    reason: str | None
-    actor: str
-    raw_state: str | None
     job_name: str
     site_name: str | None
     project_name: str
