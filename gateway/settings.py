@@ -117,7 +117,7 @@ class Settings(BaseSettings):
     output_max_streams_per_user: int = Field(default=8, ge=1)
     output_max_streams: int = Field(default=100, ge=1)
     # The event stream (GET /api/v1/events): how often it reads the events table for new
-    # ones (LISTEN/NOTIFY wake-ups are a later step), how often it sends a heartbeat
+    # ones when no commit woke it (gateway.api.http.event_hub), how often it sends a heartbeat
     # comment, and how long after a higher id was read it still delivers an event whose
     # transaction committed late (gateway.services.jobs.event_feed).
     events_poll_seconds: float = Field(default=0.25, gt=0)

@@ -4,7 +4,7 @@ that gives its slot back however it ends."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -12,6 +12,7 @@ from fastapi import Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from gateway.api.http.event_hub import EventHub
 from gateway.api.http.stream_slots import SlotRefused, StreamSlot, StreamSlots
 from gateway.api.problems import problem
 from gateway.runtime import Runtime
@@ -28,6 +29,7 @@ class Follows:
 
     slots: StreamSlots
     polls: anyio.CapacityLimiter
+    hub: EventHub
 
 
 def follows(request: Request, runtime: Runtime) -> Follows:
@@ -36,10 +38,11 @@ def follows(request: Request, runtime: Runtime) -> Follows:
     found: Follows | None = getattr(state, "output_follows", None)
     if found is None:
         settings = runtime.settings
+        polls = anyio.CapacityLimiter(POLL_THREADS)
         found = Follows(StreamSlots(settings.data_dir / "streams",
                                     settings.output_max_streams_per_user,
                                     settings.output_max_streams),
-                        anyio.CapacityLimiter(POLL_THREADS))
+                        polls, EventHub(runtime, polls))
         state.output_follows = found
     return found
 
@@ -59,16 +62,18 @@ def refused(refusal: SlotRefused, request: Request, instead: str) -> Response:
 
 
 class SlotResponse(StreamingResponse):
-    """A stream holding a slot; the slot is released however the response ends
-    (finished, client gone, or never started)."""
+    """A stream holding a slot; the slot is released (and `closing` called) however the
+    response ends (finished, client gone, or never started)."""
 
     def __init__(self, slot: StreamSlot, content: AsyncIterator[bytes], *, media_type: str,
-                 headers: dict[str, str]) -> None:
+                 headers: dict[str, str], closing: Callable[[], None] | None = None) -> None:
         super().__init__(content, media_type=media_type, headers=headers)
-        self.slot = slot
+        self.slot, self.closing = slot, closing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
             self.slot.release()
+            if self.closing is not None:
+                self.closing()

@@ -2,17 +2,17 @@
 
 The events come from the `events` table, the transactional outbox every job state change
 is written to; gateway.services.jobs.event_feed reads it without losing late commits.
-Like an output follow (job_logs.py), the stream waits on the event loop holding no
-thread, polls on the streams' own small thread pool, and takes a stream slot (caps per
-user and per process: 429 / 503 beyond). It wakes by polling the table every
-`events_poll_seconds`: LISTEN/NOTIFY wake-ups (PostgreSQL) are a later step.
+New events reach a stream through this process's hub (gateway.api.http.event_hub: one
+reader for every stream, woken by the commit); a stream resumed with Last-Event-ID first
+replays the log itself. Like an output follow (job_logs.py), a stream waits on the event
+loop holding no thread, reads on the streams' own small thread pool, and takes a stream
+slot (caps per user and per process: 429 / 503 beyond).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
+import contextlib
 import re
 import time
 from collections.abc import AsyncIterator
@@ -20,47 +20,47 @@ from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, Header, Query, Request, Response
-from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
 from gateway.api.deps import JobsReader, RuntimeDep
 from gateway.api.http import stopping
+from gateway.api.http.event_hub import Subscription, sse_message
 from gateway.api.http.follows import SlotResponse, follows, refused
 from gateway.api.http.stream_slots import SlotRefused
 from gateway.domain.errors import Invalid
 from gateway.domain.principal import Principal
 from gateway.runtime import Runtime
-from gateway.schemas.events import JobStateEvent
 from gateway.services.jobs import event_feed
-from gateway.services.jobs.event_feed import FeedCursor
+from gateway.services.jobs.event_feed import FeedCursor, FeedFilter
 
 router = APIRouter(prefix="/api/v1", tags=["events"])
-log = logging.getLogger(__name__)
 
 EVENT_ID = re.compile(r"[0-9]{1,18}")
 # How long a client's EventSource waits before it reconnects (the SSE `retry` field).
 RECONNECT_MILLISECONDS = 2000
 HEARTBEAT = b": heartbeat\n\n"
+# A stream with nothing to send looks this often whether its client left or the
+# server is stopping.
+DISCONNECT_CHECK_SECONDS = 1.0
 
 
-def _open(runtime: Runtime, principal: Principal, job: list[str], types: list[str],
-          last_event_id: int | None) -> FeedCursor:
+def _filter(runtime: Runtime, principal: Principal, job: list[str],
+            types: list[str]) -> FeedFilter:
     with runtime.reading() as conn:
-        where = event_feed.feed_filter(conn, principal, job, types)
+        return event_feed.feed_filter(conn, principal, job, types)
+
+
+def _replay_from(runtime: Runtime, where: FeedFilter, last_event_id: int) -> FeedCursor:
+    with runtime.reading() as conn:
         return FeedCursor.start(conn, where, last_event_id,
                                 runtime.settings.events_late_commit_seconds)
 
 
-def _poll(runtime: Runtime, cursor: FeedCursor) -> tuple[list[bytes], bool]:
+def _replay(runtime: Runtime, cursor: FeedCursor) -> tuple[list[tuple[int, bytes]], bool]:
     with runtime.reading() as conn:
         rows, more = cursor.poll(conn)
     url = runtime.settings.public_url
-    return [_message(event_feed.cloud_event(row, url)) for row in rows], more
-
-
-def _message(event: JobStateEvent) -> bytes:
-    data = json.dumps(event, separators=(",", ":"))
-    return f"id: {event['id']}\nevent: {event['type']}\ndata: {data}\n\n".encode()
+    return [(row["id"], sse_message(event_feed.cloud_event(row, url))) for row in rows], more
 
 
 def _resume_from(header: str | None, query: str | None) -> int | None:
@@ -94,40 +94,58 @@ async def stream_events(
     event types), from now on, or replayed after the event id in `Last-Event-ID` (or
     `last_event_id`). A `: heartbeat` comment comes every `events_heartbeat_seconds`."""
     resume = _resume_from(last_event_id_header, last_event_id)
-    cursor = await run_in_threadpool(_open, runtime, principal, job, type, resume)
+    where = await run_in_threadpool(_filter, runtime, principal, job, type)
     resources = follows(request, runtime)
     try:
         slot = resources.slots.acquire(principal.user_id)
     except SlotRefused as refusal:
         return refused(refusal, request, "")
-    body = _events(request, runtime, resources.polls, cursor)
+    try:
+        # Before the response starts: a client that saw its headers then submits a job
+        # sees that job's events.
+        subscription = await resources.hub.subscribe(where)
+    except BaseException:
+        slot.release()
+        raise
+    body = _events(request, runtime, resources.polls, subscription, where, resume)
     return SlotResponse(slot, body, media_type="text/event-stream",
-                        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+                        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+                        closing=lambda: resources.hub.unsubscribe(subscription))
 
 
 async def _events(request: Request, runtime: Runtime, polls: anyio.CapacityLimiter,
-                  cursor: FeedCursor) -> AsyncIterator[bytes]:
+                  subscription: Subscription, where: FeedFilter,
+                  resume: int | None) -> AsyncIterator[bytes]:
     settings = runtime.settings
     yield f"retry: {RECONNECT_MILLISECONDS}\n\n".encode()
+    # A replay reads the log up to now; what commits meanwhile also reaches the
+    # subscription, and is sent once.
+    sent: set[int] = set()
+    if resume is not None:
+        cursor = await anyio.to_thread.run_sync(_replay_from, runtime, where, resume,
+                                                limiter=polls)
+        more = True
+        while more:
+            messages, more = await anyio.to_thread.run_sync(_replay, runtime, cursor,
+                                                            limiter=polls)
+            for event_id, message in messages:
+                sent.add(event_id)
+                yield message
     beat = time.monotonic()
     while True:
-        try:
-            messages, more = await anyio.to_thread.run_sync(
-                _poll, runtime, cursor, limiter=polls)
-        except OperationalError as exc:
-            # The database is away for a moment: keep the stream, poll again.
-            log.warning("event stream: %s", exc)
-            messages, more = [], False
-        for message in messages:
-            yield message
+        for event_id, message in subscription.take():
+            if event_id not in sent:
+                yield message
+        if subscription.overflowed:
+            return  # too far behind: the client resumes from the log with Last-Event-ID
         if stopping.is_stopping(request.app):
             return  # the client resumes with Last-Event-ID on another process
         if time.monotonic() - beat >= settings.events_heartbeat_seconds:
             beat = time.monotonic()
             yield HEARTBEAT
-        if not more:
-            await asyncio.sleep(min(settings.events_poll_seconds,
-                                    settings.events_heartbeat_seconds))
-            if await request.is_disconnected():
-                return
-
+        left = settings.events_heartbeat_seconds - (time.monotonic() - beat)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(subscription.ready.wait(),
+                                   max(0.0, min(DISCONNECT_CHECK_SECONDS, left)))
+        if await request.is_disconnected():
+            return

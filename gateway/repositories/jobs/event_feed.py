@@ -25,6 +25,7 @@ class FeedRow(EventView):
     job_name: str
     site_name: str | None
     project_name: str
+    owner_id: str
 
 
 def last_id(conn: Connection) -> int:
@@ -54,7 +55,7 @@ def rows(conn: Connection, ids: Sequence[int]) -> list[FeedRow]:
 
 def _rows() -> Select[Any]:
     return (select(_events, _jobs.c.name.label("job_name"), _jobs.c.site_name,
-                   _projects.c.name.label("project_name"))
+                   _projects.c.name.label("project_name"), _jobs.c.owner_id)
             .join(_jobs, _jobs.c.id == _events.c.job_id)
             .join(_projects, _projects.c.id == _jobs.c.project_id))
 

@@ -12,6 +12,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Event
+from gateway.repositories.jobs import event_signal
 from gateway.repositories.money import audit
 
 
@@ -42,6 +43,8 @@ class NewEvent:
         if carried is not None:
             data["carried"] = carried
         audit.append(session, "job.state", f"job:{self.job_id}", self.actor, data, self.at)
+        # Every writer of an event chains it: the one place to say events were written.
+        event_signal.mark(session)
 
 
 def add(session: Session, event: NewEvent) -> None:
