@@ -30,7 +30,7 @@ def receiver() -> Iterator[Receiver]:
     box: list[Receiver] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             me = box[0]
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             me.requests.append(Received(self.path, {k.lower(): v for k, v in
