@@ -6,12 +6,13 @@ in the user data directory, the built-in token issuer, and the local site.
 
 from __future__ import annotations
 
+import ipaddress
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workflows.limits import DEFAULT_LIMITS
@@ -123,6 +124,15 @@ class Settings(BaseSettings):
     events_poll_seconds: float = Field(default=0.25, gt=0)
     events_heartbeat_seconds: float = Field(default=15.0, gt=0)
     events_late_commit_seconds: float = Field(default=10.0, gt=0)
+    # Webhooks (gateway.services.webhooks): targets must be public https URLs, except in
+    # these ranges (comma-separated CIDRs, e.g. a site's own 10.0.0.0/8), where http is
+    # allowed too; per request, a timeout and the most response bytes read; a delivery
+    # failing this long disables its subscription; the back-off's first and longest waits.
+    webhook_allowed_ranges: str = ""
+    webhook_timeout_seconds: float = Field(default=5.0, gt=0)
+    webhook_response_max_bytes: int = Field(default=64 * 1024, ge=0)
+    webhook_retry_seconds: float = Field(default=24 * 3600.0, gt=0)
+    webhook_backoff_seconds: tuple[float, float] = (5.0, 3600.0)
 
     # The gateway store (uploads): bytes per user over open + complete uploads,
     # the largest single file, the largest chunk one PUT may carry (chunk PUTs are
@@ -164,6 +174,13 @@ class Settings(BaseSettings):
     workflow_max_steps: int = Field(default=DEFAULT_LIMITS.max_steps, ge=1, le=10_000)
     workflow_max_instances: int = Field(default=DEFAULT_LIMITS.max_instances, ge=1,
                                         le=100_000)
+
+    @field_validator("webhook_allowed_ranges")
+    @classmethod
+    def _cidrs(cls, value: str) -> str:
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            ipaddress.ip_network(part, strict=False)  # ValueError names the bad range
+        return value
 
     @cached_property
     def resolved_database_url(self) -> str:

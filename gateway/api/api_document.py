@@ -46,6 +46,7 @@ EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "jobLogs": (416, 429, 502, 503, 504),
     # A `job` filter naming a job that is not the caller's reads as missing.
     "streamEvents": (404, 429, 503),
+    "createWebhook": (404,),  # likewise a `jobs` filter
     "downloadOutput": (416, 502, 503, 504),
     "createUpload": (409, 413),
     "putChunk": (400, 409, 413),

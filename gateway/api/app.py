@@ -26,6 +26,7 @@ from gateway.api.routes import (
     sites,
     system,
     uploads,
+    webhooks,
     workflows,
 )
 from gateway.api.routes import reports as report_routes
@@ -40,7 +41,7 @@ Background = Callable[[Runtime, threading.Event], None]
 ROUTERS = (jobs.router, job_arrays.router, workflows.router, job_logs.router, events.router,
            job_outputs.router, uploads.router, sites.router, system.router, oauth.router,
            projects_router, allocations_router, report_routes.router, dashboard_page.router,
-           audit_router, docs_page.router)
+           audit_router, webhooks.router, docs_page.router)
 
 
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None, *,

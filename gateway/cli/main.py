@@ -81,6 +81,7 @@ COMMANDS = {
     "audit": "gateway.cli.audit:audit_app",
     "image": "gateway.cli.images.commands:image_app",
     "workflow": "gateway.cli.workflows.commands:workflow_app",
+    "webhook": "gateway.cli.webhooks:webhook_app",
 }
 
 TESTBED_MISSING = (

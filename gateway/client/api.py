@@ -44,6 +44,13 @@ from gateway.schemas.jobs import EventList, JobOutputList
 from gateway.schemas.placements import EstimateOut, PlacementOut
 from gateway.schemas.sites import SiteList
 from gateway.schemas.uploads import UploadList
+from gateway.schemas.webhooks import (
+    DeliveryList,
+    DeliveryOut,
+    WebhookCreated,
+    WebhookList,
+    WebhookOut,
+)
 
 __all__ = ["DEFAULT_GATEWAY_URL", "Amount", "GatewayClient", "ReportKind", "Stream",
            "TokenProvider"]
@@ -326,6 +333,33 @@ class GatewayClient(BankMethods, WorkflowMethods):
     def delete_upload(self, upload_id: str) -> None:
         """DELETE /uploads/{id}."""
         self._request("DELETE", f"/uploads/{segment(upload_id)}")
+
+    # -- webhooks -------------------------------------------------------------------------
+
+    def create_webhook(self, url: str, types: Sequence[str] = (),
+                       jobs: Sequence[str] = ()) -> WebhookCreated:
+        """POST /webhooks: subscribe `url`; the answer's `secret` is shown only now."""
+        body = {"url": url, "types": list(types), "jobs": list(jobs)}
+        return self._document(WebhookCreated, "POST", "/webhooks", json=body)
+
+    def webhooks(self) -> list[WebhookOut]:
+        """GET /webhooks: your subscriptions (all pages)."""
+        return self._every_page(WebhookList, "/webhooks")
+
+    def webhook_deliveries(self, webhook_id: str, limit: int = 50) -> list[DeliveryOut]:
+        """GET /webhooks/{id}/deliveries: the newest `limit` deliveries."""
+        page = self._document(DeliveryList, "GET", f"/webhooks/{segment(webhook_id)}/deliveries",
+                              params={"limit": limit})
+        return page["items"]
+
+    def redeliver(self, webhook_id: str, delivery_id: int) -> DeliveryOut:
+        """POST /webhooks/{id}/deliveries/{n}/redeliver: send it again now."""
+        return self._document(DeliveryOut, "POST", f"/webhooks/{segment(webhook_id)}"
+                              f"/deliveries/{delivery_id}/redeliver")
+
+    def delete_webhook(self, webhook_id: str) -> None:
+        """DELETE /webhooks/{id}."""
+        self._request("DELETE", f"/webhooks/{segment(webhook_id)}")
 
     # -- sites and system ---------------------------------------------------------------
 

@@ -37,6 +37,10 @@ from gateway.db.job_relation_models import (  # noqa: F401  (registers their tab
     JobArray,
     JobDependencyRow,
 )
+from gateway.db.webhook_models import (  # noqa: F401  (registers their tables too)
+    Webhook,
+    WebhookDelivery,
+)
 from gateway.db.workflow_models import (  # noqa: F401  (registers their tables too)
     Workflow,
     WorkflowEvent,

@@ -39,6 +39,7 @@ from gateway.worker.settle import settle, settle_unrun
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 from gateway.worker.staging.stage_out import stage_outs
 from gateway.worker.submission.submit import submit_accepted, submit_recovered
+from gateway.worker.webhooks import deliver_webhooks
 from gateway.worker.workflows import advance_workflows
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ class Worker:
         settle_unrun(self.ctx)
         for site in self.rt.sites:
             busy |= self._run_site(site)
+        busy |= deliver_webhooks(self.ctx)  # after the sites: their changes go out now
         return busy
 
     def _run_site(self, site: SiteEntry) -> bool:

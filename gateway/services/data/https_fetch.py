@@ -72,7 +72,7 @@ def resolve_checked(host: str, port: int, allowed: Callable[[IPAddress], bool]) 
     return str(addresses[0])
 
 
-class _PinnedHTTPS(http.client.HTTPSConnection):
+class PinnedHTTPS(http.client.HTTPSConnection):
     """HTTPS to an address already checked, verifying the certificate for `host`."""
 
     def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
@@ -85,8 +85,8 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
         self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
 
 
-class _PinnedHTTP(http.client.HTTPConnection):
-    """Plain HTTP to a checked address: only for tests (`schemes` must allow it)."""
+class PinnedHTTP(http.client.HTTPConnection):
+    """Plain HTTP to a checked address: for tests, and webhook targets in admin ranges."""
 
     def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
@@ -111,7 +111,7 @@ def fetch(url: str, sink: IO[bytes], *, max_bytes: int, max_redirects: int,
                                    "fetched (redirects included)")
         port = parts.port or (443 if scheme == "https" else 80)
         address = resolve_checked(parts.hostname, port, allowed)
-        kind = _PinnedHTTPS if scheme == "https" else _PinnedHTTP
+        kind = PinnedHTTPS if scheme == "https" else PinnedHTTP
         conn = kind(parts.hostname, port, address, timeout)
         try:
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -1,0 +1,165 @@
+"""Webhook deliveries, driven by the worker (gateway.worker.webhooks).
+
+Fan-out: each subscription keeps a cursor, the highest event id it has looked at, and
+turns the events its owner may read (the event stream's rule, read from the owner's
+row at fan-out time) into one delivery row each. The (subscription, event) pair is
+unique, and the ids just below the cursor are looked at again, so an event whose
+transaction committed after a higher id was read still gets its delivery, once. A
+worker fans out a subscription only while it holds its row lock (skipped by others).
+
+Sending: a worker leases due deliveries (skipping rows others are taking), commits,
+sends, then records the answer. A crash between sending and recording leaves the lease
+to run out and the delivery is sent again with the same `webhook-id` (at least once).
+Only the first pending delivery of a (subscription, job) is due, so one job's events go
+out in id order; a failure is retried with exponential back-off and jitter, and after
+`webhook_retry_seconds` of failures the subscription is disabled, saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from gateway.db.webhook_models import Webhook, WebhookDelivery
+from gateway.domain.principal import Principal
+from gateway.repositories import webhooks as repo
+from gateway.repositories.jobs import event_feed as events
+from gateway.schemas.events import JOB_STATE_TYPE
+from gateway.services.jobs.event_feed import cloud_event
+from gateway.services.jobs.queries import sees_all
+from gateway.services.webhooks import signing
+from gateway.services.webhooks.subscriptions import message_id
+from gateway.services.webhooks.targets import Answer
+from gateway.settings import Settings
+
+# Ids below a subscription's cursor looked at again for late commits.
+LOOKBACK_IDS = 1000
+# Events one subscription fans out per pass.
+PAGE = 500
+# A target's answer kept as the delivery's `last_error`, at most.
+ERROR_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A leased delivery, ready to send."""
+
+    delivery_id: int
+    url: str
+    body: bytes
+    message_id: str
+    secret: str
+
+    def headers(self, timestamp: int) -> dict[str, str]:
+        return {"Content-Type": "application/cloudevents+json",
+                "User-Agent": "gridgate-webhooks",
+                **signing.headers(self.secret, self.message_id, timestamp, self.body)}
+
+
+def fan_out(session: Session, limit: int, after: str | None) -> tuple[int, str | None]:
+    """Fan out up to `limit` subscriptions (ids above `after`): the deliveries made, and
+    the last subscription id looked at (None when there were no more)."""
+    conn = session.connection()
+    top = events.last_id(conn)
+    made = 0
+    locked = repo.lock_enabled(session, limit, after)
+    for hook, roles, owner_disabled in locked:
+        made += _fan_out_one(session, hook, roles, owner_disabled, top)
+    return made, (locked[-1][0].id if len(locked) == limit else None)
+
+
+def _fan_out_one(session: Session, hook: Webhook, roles: list[str], owner_disabled: bool,
+                 top: int) -> int:
+    up_to = min(top, hook.cursor + PAGE)
+    low = max(hook.floor, hook.cursor - LOOKBACK_IDS)
+    wanted = not owner_disabled and (not hook.types or JOB_STATE_TYPE in hook.types)
+    ids: list[int] = []
+    if wanted and up_to > low:
+        reader = Principal(hook.owner_id, "", "", roles=frozenset(roles))
+        owner = None if sees_all(reader) else hook.owner_id
+        conn = session.connection()
+        visible = events.visible_ids(conn, owner, hook.job_ids or None, low, up_to)
+        done = repo.fanned_ids(session, hook.id, low, up_to)
+        ids = [i for i in visible if i not in done]
+    rows = events.rows(session.connection(), ids) if ids else []
+    repo.add_all(session, [WebhookDelivery(webhook_id=hook.id, event_id=row["id"],
+                                           subject=row["job_id"], state=repo.PENDING,
+                                           attempts=0, created_at=row["at"],
+                                           next_at=row["at"])
+                           for row in rows])
+    hook.cursor = max(hook.cursor, up_to)
+    return len(rows)
+
+
+def claim(session: Session, settings: Settings, worker: str, now: datetime,
+          limit: int) -> list[Outgoing]:
+    """Lease up to `limit` due deliveries to `worker`, long enough to send them all."""
+    lease = timedelta(seconds=settings.webhook_timeout_seconds * (limit + 2) + 30)
+    found = repo.claim_due(session, now, limit, worker, now + lease)
+    if not found:
+        return []
+    conn = session.connection()
+    by_id = {row["id"]: row for row in events.rows(conn, [d.event_id for d in found])}
+    hooks = {d.webhook_id: repo.webhook(session, d.webhook_id) for d in found}
+    out = []
+    for delivery in found:
+        hook = hooks[delivery.webhook_id]
+        assert hook is not None  # a delivery's subscription is deleted with it
+        # The very document the event stream sends (gateway.services.jobs.event_feed).
+        document = cloud_event(by_id[delivery.event_id], settings.public_url)
+        body = json.dumps(document, separators=(",", ":")).encode()
+        out.append(Outgoing(delivery.id, hook.url, body, message_id(delivery), hook.secret))
+    return out
+
+
+def backoff(settings: Settings, attempts: int, rng: random.Random) -> timedelta:
+    """The wait after the `attempts`-th failure: doubling from the first wait up to the
+    longest, each drawn from its upper half so retries of many targets spread out."""
+    first, longest = settings.webhook_backoff_seconds
+    wait = min(longest, first * 2 ** min(attempts - 1, 40))
+    return timedelta(seconds=wait * rng.uniform(0.5, 1.0))
+
+
+def record(session: Session, settings: Settings, worker: str, delivery_id: int,
+           answer: Answer | None, error: str | None, now: datetime,
+           rng: random.Random) -> str | None:
+    """Record one attempt: delivered on a 2xx answer, else retried later, or, after
+    `webhook_retry_seconds` of failures, given up on with its subscription disabled.
+    Nothing when `worker` lost the lease (the worker that took it over records).
+    Returns the state recorded."""
+    delivery = repo.held(session, delivery_id, worker)
+    if delivery is None:
+        return None
+    delivery.attempts += 1
+    delivery.lease_until = delivery.lease_owner = None
+    delivery.last_status = answer.status if answer else None
+    if answer is not None and 200 <= answer.status < 300:
+        delivery.state, delivery.delivered_at, delivery.last_error = repo.DELIVERED, now, None
+        return delivery.state
+    delivery.last_error = error or _answer_text(answer)
+    delivery.first_failed_at = delivery.first_failed_at or now
+    failing = now - delivery.first_failed_at
+    if failing < timedelta(seconds=settings.webhook_retry_seconds):
+        delivery.next_at = now + backoff(settings, delivery.attempts, rng)
+        return delivery.state
+    delivery.state = repo.FAILED
+    hook = repo.webhook(session, delivery.webhook_id)
+    if hook is not None and hook.disabled_at is None:
+        hours = failing.total_seconds() / 3600
+        hook.disabled_at = now
+        hook.disabled_reason = (
+            f"delivery {delivery.id} (event {delivery.event_id}) failed for {hours:.1f} h, "
+            f"{delivery.attempts} attempts; the last: {delivery.last_error}. Fix the target, "
+            f"then `gridgate webhook redeliver {hook.id} {delivery.id}` resumes it")
+    return delivery.state
+
+
+def _answer_text(answer: Answer | None) -> str:
+    if answer is None:
+        return "no answer"
+    text = answer.body[:ERROR_CHARS].decode("utf-8", "replace").strip()
+    return f"HTTP {answer.status}" + (f": {text}" if text else "")
