@@ -12,7 +12,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from gateway.client import event_stream, job_ids
+from gateway.client import event_stream, job_ids, job_waits
 from gateway.client.bank_api import Amount, BankMethods, ReportKind
 from gateway.client.errors import GatewayUnreachable, StreamEnded, transport_reason
 from gateway.client.models import (
@@ -267,19 +267,12 @@ class GatewayClient(BankMethods, WorkflowMethods):
     def wait(self, job_id: str, *, poll_seconds: float = 1.0, timeout: float | None = None,
              on_update: Callable[[Job], None] | None = None,
              until: frozenset[str] = FINAL_STATES) -> Job:
-        """Poll until the job is in one of `until` (default: final) or `timeout` seconds
-        pass; returns the last view."""
+        """Wait until the job is in one of `until` (default: final) or `timeout` seconds
+        pass; returns the last view. Follows the event stream, so it returns the moment
+        the job changes; polls every `poll_seconds` against a gateway without one."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        delay = min(0.2, poll_seconds)
-        while True:
-            job = self.get_job(job_id)
-            if on_update is not None:
-                on_update(job)
-            if job["state"] in until or (deadline is not None and time.monotonic() >= deadline):
-                return job
-            time.sleep(delay)
-            # Start quick (short jobs end fast), back off to poll_seconds.
-            delay = min(poll_seconds, delay * 2)
+        return job_waits.wait_for_state(self, job_id, until, deadline, on_update,
+                                        poll_seconds)
 
     # -- job files (gateway.client.downloads.fetch_outputs drives these) -----------------
 
