@@ -188,7 +188,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             with runtime.reading() as conn:
                 ids = [int(i) for i in conn.execute(text(
                     "SELECT id FROM events WHERE job_id = :j ORDER BY id"),
-                    {"j": job_id}).scalars()][-args.events:]
+                    {"j": job_id}).scalars()]
+            ids = ids[len(ids) - args.events:]
             sse: list[float] = []
             missing = 0
             for (at, _), event_id in zip(committed, ids, strict=True):
