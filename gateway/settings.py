@@ -124,6 +124,9 @@ class Settings(BaseSettings):
     events_poll_seconds: float = Field(default=0.25, gt=0)
     events_heartbeat_seconds: float = Field(default=15.0, gt=0)
     events_late_commit_seconds: float = Field(default=10.0, gt=0)
+    # How far back a stream resumed with Last-Event-ID replays; a reader further behind
+    # is told to re-read the state (an `org.gridgate.stream.gone` message) instead.
+    events_replay_hours: float = Field(default=7 * 24.0, gt=0)
     # Webhooks (gateway.services.webhooks): targets must be public https URLs, except in
     # these ranges (comma-separated CIDRs, e.g. a site's own 10.0.0.0/8), where http is
     # allowed too; per request, a timeout and the most response bytes read; a delivery

@@ -36,6 +36,8 @@ TYPES: tuple[ProblemType, ...] = (
                 "user's job reads exactly like a missing one)."),
     ProblemType("conflict", 409, "The resource's state does not allow this now (an upload "
                 "at another offset, a name already taken, a job already final)."),
+    ProblemType("replay-window", 410, "An event stream was resumed from an event older "
+                "than the replay window: re-read the state, then follow new events."),
     ProblemType("too-large", 413, "The body, a file or a quota limit is exceeded; the "
                 "problem names the limit."),
     ProblemType("range-not-satisfiable", 416, "The requested range or offset lies past "

@@ -4,6 +4,7 @@
     ├── GatewayUnreachable       no connection (refused, DNS, timeout): carries the URL
     │   └── StreamEnded          a followed output stream ended early and could not resume
     ├── AmbiguousJobId           a short id that starts several readable jobs' ids
+    ├── ReplayGone               an event stream resumed from beyond the replay window
     ├── AuthenticationRequired   no token, or the gateway answered 401
     │   └── SessionExpired       the access and refresh tokens have both expired
     ├── OAuthError               the login server refused a request: `error` says why (client.oauth)
@@ -83,6 +84,15 @@ class StreamEnded(GatewayUnreachable):
             f"job goes on at its site: run `gridgate logs {job_id} -f` again once the "
             "gateway is back.")
         self.args = (self.message,)
+
+
+class ReplayGone(ClientError):
+    """An event stream resumed after an event older than the gateway replays: re-read
+    the state (`list_jobs`, `get_job`), then follow from `last_event_id`."""
+
+    def __init__(self, detail: str, last_event_id: str) -> None:
+        super().__init__(detail)
+        self.last_event_id = last_event_id
 
 
 class AuthenticationRequired(ClientError):

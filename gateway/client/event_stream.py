@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, cast
 
 import httpx
 
-from gateway.client.errors import GatewayUnreachable, transport_reason
-from gateway.schemas.events import JobStateEvent
+from gateway.client.errors import GatewayUnreachable, ReplayGone, transport_reason
+from gateway.schemas.events import STREAM_GONE, JobStateEvent
 
 if TYPE_CHECKING:
     from gateway.client.transport import ClientBase
@@ -66,6 +66,9 @@ def stream_events(client: ClientBase, job_ids: Sequence[str] | None,
             with client._stream("GET", "/events", params=params, headers=headers) as response:
                 started = True
                 for message in messages(response.iter_lines()):
+                    if message.event == STREAM_GONE:
+                        gone = json.loads("\n".join(message.data))
+                        raise ReplayGone(gone["detail"], gone["last_event_id"])
                     event = cast(JobStateEvent, json.loads("\n".join(message.data)))
                     last = message.id or last
                     failures = 0

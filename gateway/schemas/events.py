@@ -11,6 +11,9 @@ from typing_extensions import TypedDict
 JOB_STATE_TYPE: Final = "org.gridgate.job.state"
 # Every event type the stream carries (the `type` filter accepts these).
 EVENT_TYPES = (JOB_STATE_TYPE,)
+# The SSE event name of the message a stream resumed from beyond the replay window gets
+# first: its data is a problem document (status 410), its id where the stream goes on.
+STREAM_GONE: Final = "org.gridgate.stream.gone"
 
 
 class EventJob(TypedDict):

@@ -11,16 +11,19 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import update
 
 from gateway.auth.accounts import create_local_user
 from gateway.auth.tokens import issue_access_token
-from gateway.client import GatewayClient
+from gateway.client import GatewayClient, ReplayGone
 from gateway.db.engine import transaction
+from gateway.db.models import Event as EventRow
 from gateway.domain.states import JobState
 from gateway.schemas import adapter
 from gateway.schemas.events import EVENT_TYPES, JobStateEvent
@@ -298,3 +301,36 @@ def test_the_client_resumes_a_cut_stream_without_loss_or_repeat(
         stream.close()
     assert [(e["id"], e["data"]["to"]) for e in got] == past
     assert cut.resumed_from == ["0", past[1][0]]
+
+
+def test_a_resume_from_beyond_the_replay_window_says_gone_then_goes_on(
+        gateway: LiveGateway, http: httpx.Client) -> None:
+    alice = user(gateway)
+    old_job = finished(http, alice)
+    first = int(history(http, alice, old_job)[0][0])
+    with transaction(gateway.runtime.sessions) as session:  # as if a month had passed
+        session.execute(update(EventRow).where(EventRow.id == first)
+                        .values(at=datetime.now(UTC) - timedelta(days=30)))
+    resume = {**alice, "Last-Event-ID": str(first - 1)}
+    with http.stream("GET", "/api/v1/events", headers=resume) as response:
+        reader = Reader(response)
+        lines = reader._lines
+        message = [next(lines) for _ in range(4)]  # retry, then the gone message
+        assert message[0].startswith("retry: ") and message[1] == ""
+        top = message[2].removeprefix("id: ")
+        assert message[3] == "event: org.gridgate.stream.gone"
+        gone = json.loads(next(lines).removeprefix("data: "))
+        assert gone["status"] == 410 and gone["type"] == "/problems/replay-window"
+        assert f"after id {first - 1}" in gone["detail"] and gone["last_event_id"] == top
+        assert int(top) >= int(history(http, alice, old_job)[-1][0])
+        job_id = submit(http, alice)  # the stream goes on with new events
+        assert reader.until(is_end(job_id))[-1]["subject"] == job_id
+    with GatewayClient(gateway.url, lambda: alice["Authorization"].split()[1]) as client, \
+            pytest.raises(ReplayGone) as info:
+        next(iter(client.stream_events(last_event_id=str(first - 1))))
+    assert int(info.value.last_event_id) >= int(history(http, alice, job_id)[-1][0])
+    # From just after the old event, nothing is older than the window: a plain replay.
+    with http.stream("GET", "/api/v1/events", params={"job": old_job},
+                     headers={**alice, "Last-Event-ID": str(first)}) as response:
+        replayed = Reader(response).until_heartbeat()
+    assert ids_and_states(replayed) == history(http, alice, old_job)[1:]

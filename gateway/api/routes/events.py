@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import time
 from collections.abc import AsyncIterator
@@ -27,9 +28,12 @@ from gateway.api.http import stopping
 from gateway.api.http.event_hub import Subscription, sse_message
 from gateway.api.http.follows import SlotResponse, follows, refused
 from gateway.api.http.stream_slots import SlotRefused
+from gateway.api.problem_types import BY_NAME
+from gateway.db.base import utcnow
 from gateway.domain.errors import Invalid
 from gateway.domain.principal import Principal
 from gateway.runtime import Runtime
+from gateway.schemas.events import STREAM_GONE
 from gateway.services.jobs import event_feed
 from gateway.services.jobs.event_feed import FeedCursor, FeedFilter
 
@@ -54,6 +58,25 @@ def _replay_from(runtime: Runtime, where: FeedFilter, last_event_id: int) -> Fee
     with runtime.reading() as conn:
         return FeedCursor.start(conn, where, last_event_id,
                                 runtime.settings.events_late_commit_seconds)
+
+
+def _gone(runtime: Runtime, last_event_id: int) -> int | None:
+    with runtime.reading() as conn:
+        return event_feed.replay_gone(conn, last_event_id,
+                                      runtime.settings.events_replay_hours * 3600, utcnow())
+
+
+def _gone_message(last_event_id: int, top: int, hours: float) -> bytes:
+    """The first message of a stream resumed beyond the replay window: a problem
+    document, with the id the stream goes on from (where a reconnect resumes)."""
+    kind = BY_NAME["replay-window"]
+    data = json.dumps({
+        "type": kind.uri, "title": "Gone", "status": kind.status,
+        "detail": f"Events after id {last_event_id} are older than this gateway replays "
+                  f"({hours:g} h). Re-read the state of your jobs (GET /api/v1/jobs); "
+                  f"this stream goes on with the events after id {top}.",
+        "last_event_id": str(top)}, separators=(",", ":"))
+    return f"id: {top}\nevent: {STREAM_GONE}\ndata: {data}\n\n".encode()
 
 
 def _replay(runtime: Runtime, cursor: FeedCursor) -> tuple[list[tuple[int, bytes]], bool]:
@@ -92,7 +115,10 @@ async def stream_events(
 ) -> Response:
     """State changes of the jobs you may read (`job`: only these; `type`: only these
     event types), from now on, or replayed after the event id in `Last-Event-ID` (or
-    `last_event_id`). A `: heartbeat` comment comes every `events_heartbeat_seconds`."""
+    `last_event_id`). A `: heartbeat` comment comes every `events_heartbeat_seconds`.
+    A replay that would begin with an event older than the replay window
+    (`events_replay_hours`) begins instead with an `org.gridgate.stream.gone` message: a
+    410 problem document telling you to re-read the state; new events follow it."""
     resume = _resume_from(last_event_id_header, last_event_id)
     where = await run_in_threadpool(_filter, runtime, principal, job, type)
     resources = follows(request, runtime)
@@ -113,6 +139,19 @@ async def stream_events(
                         closing=lambda: resources.hub.unsubscribe(subscription))
 
 
+async def _replayed(runtime: Runtime, polls: anyio.CapacityLimiter, where: FeedFilter,
+                    resume: int) -> AsyncIterator[tuple[int, bytes]]:
+    """The events after `resume` committed so far, from the log."""
+    cursor = await anyio.to_thread.run_sync(_replay_from, runtime, where, resume,
+                                            limiter=polls)
+    more = True
+    while more:
+        messages, more = await anyio.to_thread.run_sync(_replay, runtime, cursor,
+                                                        limiter=polls)
+        for message in messages:
+            yield message
+
+
 async def _events(request: Request, runtime: Runtime, polls: anyio.CapacityLimiter,
                   subscription: Subscription, where: FeedFilter,
                   resume: int | None) -> AsyncIterator[bytes]:
@@ -122,13 +161,11 @@ async def _events(request: Request, runtime: Runtime, polls: anyio.CapacityLimit
     # subscription, and is sent once.
     sent: set[int] = set()
     if resume is not None:
-        cursor = await anyio.to_thread.run_sync(_replay_from, runtime, where, resume,
-                                                limiter=polls)
-        more = True
-        while more:
-            messages, more = await anyio.to_thread.run_sync(_replay, runtime, cursor,
-                                                            limiter=polls)
-            for event_id, message in messages:
+        top = await anyio.to_thread.run_sync(_gone, runtime, resume, limiter=polls)
+        if top is not None:
+            yield _gone_message(resume, top, settings.events_replay_hours)
+        else:
+            async for event_id, message in _replayed(runtime, polls, where, resume):
                 sent.add(event_id)
                 yield message
     beat = time.monotonic()

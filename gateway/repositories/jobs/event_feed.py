@@ -9,6 +9,7 @@ readers who see every job.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Connection, Select, func, select
@@ -39,6 +40,13 @@ def visible_ids(conn: Connection, owner_id: str | None, job_ids: Sequence[str] |
     query = (select(_events.c.id).join(_jobs, _jobs.c.id == _events.c.job_id)
              .where(_events.c.id > above, _events.c.id <= up_to))
     return [int(i) for i in conn.execute(_filtered(query, owner_id, job_ids)).scalars()]
+
+
+def first_time_after(conn: Connection, after: int) -> datetime | None:
+    """When the first event with an id above `after` happened (None: there is none)."""
+    found = conn.execute(select(_events.c.at).where(_events.c.id > after)
+                         .order_by(_events.c.id).limit(1)).scalar()
+    return cast(datetime | None, found)
 
 
 def visible_after(conn: Connection, owner_id: str | None, job_ids: Sequence[str] | None,

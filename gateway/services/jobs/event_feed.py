@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection
 
@@ -122,6 +122,20 @@ class FeedCursor:
             self.floor = max(self.floor, event_id)
         for event_id in [i for i in self.seen if i <= self.floor]:
             del self.seen[event_id]
+
+
+def replay_gone(conn: Connection, last_event_id: int, window_seconds: float,
+                now: datetime) -> int | None:
+    """The newest event id, when a replay after `last_event_id` would begin with an event
+    older than the replay window (the reader must re-read the state instead); None when
+    the replay may go ahead."""
+    first = repo.first_time_after(conn, last_event_id)
+    if first is None:
+        return None
+    first = first if first.tzinfo else first.replace(tzinfo=UTC)
+    if first >= now - timedelta(seconds=window_seconds):
+        return None
+    return repo.last_id(conn)
 
 
 def cloud_event(row: FeedRow, public_url: str) -> JobStateEvent:
