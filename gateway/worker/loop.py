@@ -33,6 +33,7 @@ from gateway.worker.context import SiteStep, StepContext
 from gateway.worker.failover import fail_over_stranded
 from gateway.worker.gates import open_gates
 from gateway.worker.housekeeping import Housekeeping
+from gateway.worker.mail import send_mail
 from gateway.worker.poll import poll
 from gateway.worker.route import route_jobs
 from gateway.worker.settle import settle, settle_unrun
@@ -88,6 +89,7 @@ class Worker:
         settle_unrun(self.ctx)
         for site in self.rt.sites:
             busy |= self._run_site(site)
+        busy |= send_mail(self.ctx)  # after the sites: mails of what they just reported
         return busy
 
     def _run_site(self, site: SiteEntry) -> bool:
