@@ -117,8 +117,8 @@ def claim(conn: Connection, job_id: str, kind: str, event_id: int, owner: str,
     # A concurrent claimer of a new mail waits for this row's commit, then inserts nothing.
     made = conn.execute(dialect.insert(MailSent).values(
         job_id=job_id, kind=kind, event_id=event_id, lease_owner=owner, lease_until=until,
-        attempts=1).on_conflict_do_nothing())
-    if made.rowcount == 1:
+        attempts=1).on_conflict_do_nothing().returning(MailSent.job_id)).first()
+    if made is not None:
         return True
     taken = conn.execute(update(MailSent).where(
         MailSent.job_id == job_id, MailSent.kind == kind, MailSent.sent_at.is_(None),
