@@ -41,8 +41,8 @@ log = logging.getLogger(__name__)
 LOOKBACK = 1000
 # Mails one pass claims at most.
 BATCH = 100
-# Tries before a mail the relay keeps refusing for now is given up.
-MAX_ATTEMPTS = 10
+# Tries before a mail the relay keeps refusing for now is given up (about a day).
+MAX_ATTEMPTS = 30
 # The first wait after a refusal for now; it doubles with each try, up to an hour.
 RETRY_FIRST = timedelta(seconds=30)
 RETRY_MAX = timedelta(hours=1)
