@@ -29,6 +29,15 @@ class Recorder:
 
     received: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Recipients refused for good (550), as a relay refuses an unknown mailbox.
+    refuse: set[str] = field(default_factory=set)
+
+    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str,
+                          rcpt_options: list[str]) -> str:
+        if address in self.refuse:
+            return "550 5.1.1 no such mailbox"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         message = email.message_from_bytes(envelope.original_content,
@@ -56,7 +65,7 @@ class SmtpServer:
     recorder: Recorder
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -65,7 +74,7 @@ def _free_port() -> int:
 @pytest.fixture
 def smtp_server() -> Iterator[SmtpServer]:
     recorder = Recorder()
-    controller = Controller(recorder, hostname="127.0.0.1", port=_free_port())
+    controller = Controller(recorder, hostname="127.0.0.1", port=free_port())
     controller.start()
     try:
         yield SmtpServer("127.0.0.1", controller.port, recorder)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from datetime import timedelta
@@ -25,7 +26,7 @@ from gateway.settings import Settings
 from gateway.worker import loop
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser, TestUser
-from tests.mail.smtp_server import SmtpServer
+from tests.mail.smtp_server import SmtpServer, free_port
 from tests.waiting_jobs import let_jobs_go, waits
 from tests.worker.test_worker_local import post, run_until
 
@@ -62,9 +63,12 @@ def no_mail_step(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loop, "send_mail", lambda ctx: False)
 
 
-def mail_pass(runtime: Runtime, owner: str, later: timedelta = timedelta(0)) -> MailPass:
+def mail_pass(runtime: Runtime, owner: str, later: timedelta = timedelta(0),
+              port: int | None = None) -> MailPass:
     relay = Relay.from_settings(runtime.settings)
     assert relay is not None
+    if port is not None:
+        relay = dataclasses.replace(relay, port=port)
     return MailPass(lambda: transaction(runtime.sessions), relay, owner, timedelta(seconds=60),
                     lambda: utcnow() + later)
 
@@ -226,3 +230,50 @@ def test_two_workers_at_once_send_each_mail_once(
     assert not errors, errors
     ids = sorted(str(m["Message-ID"]) for m in smtp_server.recorder.messages)
     assert ids == sorted(f"<job-{j}.end@hpc.example>" for j in jobs)
+
+
+def sent_row(runtime: Runtime) -> MailSent:
+    with transaction(runtime.sessions) as session:
+        row = session.scalars(select(MailSent)).one()
+        session.expunge(row)
+        return row
+
+
+def test_a_relay_that_is_down_gets_the_mail_later(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, smtp_server: SmtpServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    no_mail_step(monkeypatch)
+    user = with_email(runtime, make_user())
+    job_id = post(client, user.headers, quick("patient", notify={"mail": ["end"]}))
+    run_until(Worker(runtime), client, user.headers, job_id, FINAL)
+    # Nothing listens on that port: the pass keeps the mail for later, saying why.
+    assert not mail_pass(runtime, "w1", port=free_port()).run()
+    row = sent_row(runtime)
+    assert row.sent_at is None and row.lease_owner is None
+    assert row.outcome is not None and row.outcome.startswith("the relay did not take it")
+    # Not before its back-off...
+    mail_pass(runtime, "w1").run()
+    assert smtp_server.recorder.messages == []
+    # ...then once, though the cursor passed its event long ago.
+    mail_pass(runtime, "w2", outbox.RETRY_FIRST + timedelta(seconds=1)).run()
+    mail_pass(runtime, "w2", outbox.RETRY_MAX * 2).run()
+    assert [m["Message-ID"] for m in smtp_server.recorder.messages] == [
+        f"<job-{job_id}.end@hpc.example>"]
+    assert sent_row(runtime).sent_at is not None
+
+
+def test_a_mail_refused_for_good_is_not_sent_again(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, smtp_server: SmtpServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    no_mail_step(monkeypatch)
+    smtp_server.recorder.refuse.add(ADA)
+    user = with_email(runtime, make_user())
+    job_id = post(client, user.headers, quick("bounced", notify={"mail": ["end"]}))
+    run_until(Worker(runtime), client, user.headers, job_id, FINAL)
+    mail_pass(runtime, "w1").run()
+    row = sent_row(runtime)
+    assert row.sent_at is not None and row.outcome is not None
+    assert "refused" in row.outcome and "no such mailbox" in row.outcome
+    smtp_server.recorder.refuse.clear()
+    mail_pass(runtime, "w1", outbox.RETRY_MAX * 2).run()
+    assert smtp_server.recorder.messages == []
