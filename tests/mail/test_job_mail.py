@@ -277,3 +277,37 @@ def test_a_mail_refused_for_good_is_not_sent_again(
     smtp_server.recorder.refuse.clear()
     mail_pass(runtime, "w1", outbox.RETRY_MAX * 2).run()
     assert smtp_server.recorder.messages == []
+
+
+def test_pages_and_late_commits(client: TestClient, runtime: Runtime, make_user: MakeUser,
+                                smtp_server: SmtpServer, monkeypatch: pytest.MonkeyPatch
+                                ) -> None:
+    no_mail_step(monkeypatch)
+    monkeypatch.setattr(outbox, "BATCH", 2)
+    user = with_email(runtime, make_user())
+    worker = Worker(runtime)
+
+    def finished(name: str) -> str:
+        job_id = post(client, user.headers, quick(name, notify={"mail": ["end"]}))
+        run_until(worker, client, user.headers, job_id, FINAL)
+        return job_id
+
+    def drain() -> None:
+        for _ in range(10):
+            if not mail_pass(runtime, "w1").run():
+                return
+        raise AssertionError("the mail step never caught up")
+
+    jobs = [finished(f"j{i}") for i in range(3)]
+    drain()
+    # More mails than a page below the cursor must not hold new ones back.
+    jobs.append(finished("j3"))
+    drain()
+    # A change whose id the cursor already passed (its transaction committed late).
+    jobs.append(finished("j4"))
+    with transaction(runtime.sessions) as session:
+        conn = session.connection()
+        outbox.repo.advance_cursor(conn, outbox.repo.last_event_id(conn))
+    drain()
+    ids = sorted(str(m["Message-ID"]) for m in smtp_server.recorder.messages)
+    assert ids == sorted(f"<job-{j}.end@hpc.example>" for j in jobs)

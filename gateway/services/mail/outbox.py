@@ -83,13 +83,16 @@ class MailPass:
         until = now + self.lease
         with self.unit() as session:
             conn = session.connection()
+            read = repo.cursor(conn)
             top = repo.last_event_id(conn)
-            above = max(0, repo.cursor(conn) - LOOKBACK)
-            found = repo.candidates(conn, above, top, _STATES, BATCH)
-            if len(found) == BATCH:
-                top = found[-1].event_id
+            # Below the cursor: changes committed late (at most LOOKBACK ids, all read);
+            # above it, new ones, a page at a time.
+            late = repo.candidates(conn, max(0, read - LOOKBACK), read, _STATES, LOOKBACK)
+            fresh = repo.candidates(conn, read, top, _STATES, BATCH)
+            if len(fresh) == BATCH:
+                top = fresh[-1].event_id
             wanted: dict[tuple[str, str], int] = {}
-            for cand in found:
+            for cand in late + fresh:
                 for kind in _kinds(cand):
                     wanted.setdefault((cand.job_id, kind.value), cand.event_id)
             known = repo.known(conn, list({job for job, _ in wanted}))
@@ -100,7 +103,8 @@ class MailPass:
             claimed = [Claimed(job, MailType(kind), event_id)
                        for (job, kind), event_id in todo.items()
                        if repo.claim(conn, job, kind, event_id, self.owner, now, until)]
-            repo.advance_cursor(conn, top)
+            if top > read:
+                repo.advance_cursor(conn, top)
         return sorted(claimed, key=lambda c: (c.event_id, _ORDER[c.kind]))
 
     def send(self, claimed: list[Claimed]) -> None:
