@@ -26,3 +26,14 @@ def test_no_relay_refuses_mail_and_takes_the_rest(client: TestClient, runtime: R
     job_id = post(client, user.headers, {**spec, "notify": {"mail": []}})
     assert run_until(Worker(runtime), client, user.headers, job_id,
                      {"COMPLETED", "FAILED"})["state"] == "COMPLETED"
+
+
+def test_a_workflow_step_asking_for_mail_is_refused_too(client: TestClient,
+                                                        make_user: MakeUser) -> None:
+    user = make_user()
+    job = {"executable": sys.executable, "args": ["-c", "pass"], "notify": {"mail": ["end"]}}
+    r = client.post("/api/v1/workflows", headers=user.headers,
+                    json={"name": "wf", "steps": {"a": {"job": job}}})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"].startswith("This gateway sends no mail")
+    assert client.get("/api/v1/workflows", headers=user.headers).json()["items"] == []
