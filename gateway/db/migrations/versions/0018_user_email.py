@@ -20,8 +20,9 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('users', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('email', sa.String(length=254), nullable=True))
+    # Plain ALTER TABLE on both databases: a batch "move and copy" on SQLite would drop the
+    # users table every other table refers to.
+    op.add_column('users', sa.Column('email', sa.String(length=254), nullable=True))
     op.create_table('mail_requests',
     sa.Column('job_id', sa.String(length=36), nullable=False),
     sa.Column('address', sa.String(length=254), nullable=False),
@@ -57,5 +58,4 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_mail_sent_lease_until'))
     op.drop_table('mail_sent')
     op.drop_table('mail_requests')
-    with op.batch_alter_table('users', schema=None) as batch_op:
-        batch_op.drop_column('email')
+    op.drop_column('users', 'email')
