@@ -7,7 +7,7 @@ completed are opened, failures retried or their descendants skipped), then opens
 array tasks their throttle has room for), then routes, once for all sites
 (gateway.worker.route: one routing pass gives the pending `site: auto` jobs their sites),
 then runs each site's steps: submission (recover, claim and submit), cancels, polling
-and stage-out.
+and stage-out; last, job mail (gateway.worker.mail) for what the sites reported.
 
 Any number of workers may run against one PostgreSQL database. Each step is one or
 more units of work committed at its end; what makes a crash between any two of them

@@ -9,7 +9,8 @@ How no mail is lost or sent twice, with any number of workers on one database:
   conditional update.
 - It is recorded sent after the relay took it. A worker dying in between leaves the claim;
   once its lease runs out another worker sends the mail again, with the same Message-ID:
-  at most one resend per crash, never a loss. A relay that refuses for now (4xx, or not
+  at most one resend per crash, never a loss. (So is a pass slower than the lease: another
+  worker may then send its last mails too.) A relay that refuses for now (4xx, or not
   reachable) gets the mail again after a back-off; one that refuses for good (5xx), or
   MAX_ATTEMPTS tries, ends it, the reason kept in `outcome`.
 - The cursor (`mail_cursor`) is the highest event id read; each pass re-reads LOOKBACK ids
