@@ -105,6 +105,8 @@ def due(conn: Connection, now: datetime, limit: int) -> list[tuple[str, str, int
 
 def known(conn: Connection, job_ids: Sequence[str]) -> set[tuple[str, str]]:
     """The (job, kind) of these jobs' mails already claimed or sent."""
+    if not job_ids:
+        return set()
     query = select(MailSent.job_id, MailSent.kind).where(MailSent.job_id.in_(job_ids))
     return {(r.job_id, r.kind) for r in conn.execute(query)}
 
