@@ -136,6 +136,17 @@ class Settings(BaseSettings):
     webhook_response_max_bytes: int = Field(default=64 * 1024, ge=0)
     webhook_retry_seconds: float = Field(default=24 * 3600.0, gt=0)
     webhook_backoff_seconds: tuple[float, float] = (5.0, 3600.0)
+    # Job mail (a spec's `notify`, sent by the worker): the SMTP relay (none: no mail, and
+    # a job asking for mail is refused), STARTTLS and a login if it wants them, the From
+    # address, and domains (comma-separated) any user may have mail sent to besides the
+    # verified address their identity provider gave.
+    smtp_host: str | None = None
+    smtp_port: int = Field(default=25, ge=1, le=65535)
+    smtp_starttls: bool = False
+    smtp_username: str | None = None
+    smtp_password: SecretStr | None = None
+    mail_from: str = "gridgate@localhost"
+    mail_domains: str = ""
 
     # The gateway store (uploads): bytes per user over open + complete uploads,
     # the largest single file, the largest chunk one PUT may carry (chunk PUTs are

@@ -92,3 +92,14 @@ JOB_ID_PREFIX = TextRule(
 DURATION = TextRule(
     "duration", r"(?:(?P<d>[0-9]+)-)?(?:(?P<h>[0-9]+):)?(?P<m>[0-9]+):(?P<s>[0-9]+)",
     "use seconds or [D-][HH:]MM:SS")
+# A mail address as a relay takes it in an envelope: a dot-atom local part and a DNS name
+# (RFC 5321 4.1.2 without quoted local parts or address literals); no space, comma or line
+# break, so one address is one recipient and never a header; at most EMAIL_MAX characters.
+EMAIL_MAX = 254
+EMAIL = TextRule(
+    "mail address",
+    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    r"@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+",
+    "write one address like ada@example.org (letters, digits and . _ + - before the @, "
+    "a domain name after it)")

@@ -151,5 +151,9 @@ class Authenticator:
                 raise Unauthenticated("The account this token was issued to no longer exists; "
                                       "run 'gridgate login' again.")
             return user
-        return ensure_user(session, token.issuer, token.subject,
+        user = ensure_user(session, token.issuer, token.subject,
                            username=token.username, display_name=token.display_name)
+        if token.email is not None and user.email != token.email:
+            # The provider's current verified address (job mail goes there by default).
+            user.email = token.email
+        return user

@@ -38,6 +38,7 @@ from gateway.auth.keys import SigningKeys
 from gateway.domain.errors import Unauthenticated, Unavailable
 from gateway.domain.principal import SCOPES
 from gateway.settings import ExternalIssuer, Settings
+from rules.text import EMAIL, EMAIL_MAX
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ class VerifiedToken:
     jti: str | None = None
     username: str | None = None
     display_name: str | None = None
+    # The address the provider vouches for (`email` with `email_verified` true), if any.
+    email: str | None = None
     claims: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -309,8 +312,17 @@ class TokenVerifier:
             jti=jti if isinstance(jti, str) else None,
             username=username if isinstance(username, str) else None,
             display_name=name if isinstance(name, str) else None,
+            email=None if builtin else verified_email(claims),
             claims=claims,
         )
+
+
+def verified_email(claims: dict[str, Any]) -> str | None:
+    """The `email` claim when `email_verified` is true and it is one plain address."""
+    email = claims.get("email")
+    if claims.get("email_verified") is not True or not isinstance(email, str):
+        return None
+    return email if len(email) <= EMAIL_MAX and EMAIL.matches(email) else None
 
 
 def scopes_of(claims: dict[str, Any]) -> frozenset[str]:

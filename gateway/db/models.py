@@ -37,6 +37,11 @@ from gateway.db.job_relation_models import (  # noqa: F401  (registers their tab
     JobArray,
     JobDependencyRow,
 )
+from gateway.db.mail_models import (  # noqa: F401  (registers their tables too)
+    MailCursor,
+    MailRequest,
+    MailSent,
+)
 from gateway.db.webhook_models import (  # noqa: F401  (registers their tables too)
     Webhook,
     WebhookDelivery,
@@ -62,6 +67,8 @@ class User(Base):
     username: Mapped[str | None] = mapped_column(String(64), unique=True)
     password_hash: Mapped[str | None] = mapped_column(String(255))
     display_name: Mapped[str | None] = mapped_column(String(255))
+    # The address the identity provider gave with `email_verified` true (job mail).
+    email: Mapped[str | None] = mapped_column(String(254), default=None)
     roles: Mapped[list[str]] = mapped_column(JSON, default=list)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

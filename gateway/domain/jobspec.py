@@ -23,6 +23,7 @@ from adapters.batch import directives as script_directives
 from gateway.domain.container_spec import ContainerSpec, container_issues, default_mode
 from gateway.domain.field_issues import FieldIssues
 from gateway.domain.job_relations import ArrayText, DependsOn
+from gateway.domain.notify import Notify
 from gateway.domain.routing_policy import (
     DEFAULT,
     PolicyName,
@@ -294,6 +295,9 @@ class JobSpec(Strict):
     # Slurm-style relations (issue 16), checked by gateway.domain.job_relations.
     depends_on: DependsOn = []
     array: ArrayText | None = None
+    notify: Notify | None = Field(default=None, description=(
+        "Mail when the job begins, ends or fails (as sbatch --mail-type), e.g. "
+        "`notify: {mail: [begin, end]}`."))
 
     @field_validator("name", "executable")
     @classmethod

@@ -7,7 +7,7 @@ completed are opened, failures retried or their descendants skipped), then opens
 array tasks their throttle has room for), then routes, once for all sites
 (gateway.worker.route: one routing pass gives the pending `site: auto` jobs their sites),
 then runs each site's steps: submission (recover, claim and submit), cancels, polling
-and stage-out.
+and stage-out; last, job mail (gateway.worker.mail) for what the sites reported.
 
 Any number of workers may run against one PostgreSQL database. Each step is one or
 more units of work committed at its end; what makes a crash between any two of them
@@ -33,6 +33,7 @@ from gateway.worker.context import SiteStep, StepContext
 from gateway.worker.failover import fail_over_stranded
 from gateway.worker.gates import open_gates
 from gateway.worker.housekeeping import Housekeeping
+from gateway.worker.mail import send_mail
 from gateway.worker.poll import poll
 from gateway.worker.route import route_jobs
 from gateway.worker.settle import settle, settle_unrun
@@ -90,6 +91,7 @@ class Worker:
         for site in self.rt.sites:
             busy |= self._run_site(site)
         busy |= deliver_webhooks(self.ctx)  # after the sites: their changes go out now
+        busy |= send_mail(self.ctx)  # after the sites: mails of what they just reported
         return busy
 
     def _run_site(self, site: SiteEntry) -> bool:

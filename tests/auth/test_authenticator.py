@@ -195,3 +195,30 @@ def test_external_user_is_created_just_in_time(
             assert session.get(Membership, (project.id, principal.user_id)) is not None
     finally:
         rt.close()
+
+
+def test_external_user_keeps_the_address_its_provider_verified(
+        tmp_path: Path, database_url: str, idp: tuple[JwksServer, Any]) -> None:
+    server, key = idp
+    rt = make_auth_runtime(tmp_path, database_url,
+                           external_issuers=[external(EXT, server.url)])
+
+    def email_after(**extra: Any) -> str | None:
+        rt.authenticator.forget()
+        principal = rt.authenticator.authenticate(sign(key, claims(EXT, sub="f:mail", **extra)))
+        with transaction(rt.sessions) as session:
+            user = session.get(User, principal.user_id)
+            assert user is not None
+            return user.email
+
+    try:
+        # Unverified, or not one plain address (a header's worth of text): not taken.
+        assert email_after(email="erin@example.org") is None
+        assert email_after(email="erin@example.org", email_verified="true") is None
+        assert email_after(email="erin@example.org\r\nBcc: x@y.org", email_verified=True) is None
+        assert email_after(email="erin@example.org", email_verified=True) == "erin@example.org"
+        # The provider's current address replaces it; a token without one keeps it.
+        assert email_after(email="erin@uni.example", email_verified=True) == "erin@uni.example"
+        assert email_after() == "erin@uni.example"
+    finally:
+        rt.close()

@@ -114,6 +114,15 @@ def test_bad_spec_prints_problem_detail_and_fields(cli: Cli, tmp_path: Path) -> 
     assert "ranks" in result.stderr.lower() or "cores" in result.stderr.lower()
 
 
+def test_mail_flags_reach_the_gateway(cli: Cli) -> None:
+    # This gateway has no SMTP relay: it says so, naming the field the flag set.
+    result = cli("submit", "--exe", "true", "--mail-type", "END,FAIL", code=errors.PROBLEM)
+    assert "This gateway sends no mail" in result.stderr and "notify.mail" in result.stderr
+    result = cli("submit", "--exe", "true", "--mail-type", "end", "--mail-user", "not mail",
+                 code=errors.PROBLEM)
+    assert "notify.to" in result.stderr and "mail address" in result.stderr
+
+
 def test_local_usage_errors(cli: Cli, tmp_path: Path) -> None:
     cli("submit", code=errors.USAGE)
     assert "not a job spec" in cli("submit", "nope.txt", code=errors.USAGE).stderr

@@ -120,3 +120,14 @@ def test_exit_codes_are_distinct() -> None:
              errors.PROBLEM, errors.NOT_FOUND, errors.TIMEOUT, errors.CANCELLED,
              errors.INTERRUPTED]
     assert len(set(codes)) == len(codes)
+
+
+def test_mail_flags_go_into_notify() -> None:
+    base: dict[str, Any] = {"name": "f", "executable": "true",
+                            "notify": {"mail": ["end"], "to": "ada@example.org"}}
+    spec = build_spec(base, SpecFlags(mail_type="BEGIN, Fail"))
+    assert spec["notify"] == {"mail": ["begin", "fail"], "to": "ada@example.org"}
+    spec = build_spec(None, SpecFlags(executable="true", mail_type="NONE",
+                                      mail_user="ada@lab.example"))
+    assert spec["notify"] == {"mail": [], "to": "ada@lab.example"}
+    assert "notify" not in build_spec(None, SpecFlags(executable="true"))

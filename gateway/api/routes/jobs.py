@@ -20,6 +20,7 @@ from gateway.services.jobs import queries as job_queries
 from gateway.services.jobs import submission as job_service
 from gateway.services.jobs.inputs import StagingLimits
 from gateway.services.jobs.queries import MAX_LABEL_FILTERS, JobFilter
+from gateway.services.mail.requests import MailPolicy
 from gateway.services.routing import placement
 from gateway.services.routing.forecasting import build_forecaster
 from gateway.services.routing.site_snapshots import take_snapshots, unreachable
@@ -44,7 +45,8 @@ def submit_job(
                                           StagingLimits.from_settings(runtime.settings),
                                           charged=runtime.settings.allocations_enforced,
                                           max_array_tasks=runtime.settings.job_array_max_tasks,
-                                          store=BlobStore(runtime.settings.store_dir))
+                                          store=BlobStore(runtime.settings.store_dir),
+                                          mail=MailPolicy.from_settings(runtime.settings))
         # A new job has no attempt yet; a replayed one may have several.
         attempts = [] if created else job_queries.attempts_of(session.connection(),
                                                               [row])[row["id"]]

@@ -21,6 +21,7 @@ from gateway.schemas.workflows import (
     WorkflowStepOut,
 )
 from gateway.services.jobs.inputs import StagingLimits
+from gateway.services.mail.requests import MailPolicy
 from gateway.services.workflows import queries as workflow_queries
 from gateway.services.workflows import submission as workflows
 from gateway.services.workflows.advance import plan_of
@@ -97,7 +98,7 @@ def create_workflow(
             session, runtime.sites, principal, spec, idempotency_key, limits_of(settings),
             StagingLimits.from_settings(settings), charged=settings.allocations_enforced,
             max_array_tasks=settings.job_array_max_tasks,
-            store=BlobStore(settings.store_dir))
+            store=BlobStore(settings.store_dir), mail=MailPolicy.from_settings(settings))
     headers = {"Location": f"/api/v1/workflows/{found.row['id']}"}
     if not created:
         headers["Idempotent-Replayed"] = "true"

@@ -82,6 +82,14 @@ def submit(
         "--array", "-a", metavar="INDICES[%N]", help=(
             "Submit a job array: 0-9, 1,3,5-7, 0-99:2; '%N' runs at most N tasks at once. "
             "Each task sees its index in GRIDGATE_ARRAY_TASK_ID."))] = None,
+    mail_type: Annotated[str | None, typer.Option(
+        "--mail-type", metavar="TYPE[,TYPE]", help=(
+            "Mail when the job begins, ends or fails, as sbatch: begin, end, fail, all "
+            "(or none); to your verified address unless --mail-user."))] = None,
+    mail_user: Annotated[str | None, typer.Option(
+        "--mail-user", metavar="ADDRESS", help=(
+            "Where the mail goes: your verified address, or one in a domain the gateway "
+            "allows."))] = None,
     wait: Annotated[bool, typer.Option(
         "--wait", "-w", help="Wait for the job to end; exit like `gridgate wait`.")] = False,
     timeout: TimeoutOpt = None,
@@ -105,6 +113,7 @@ def submit(
       gridgate submit --name hello --exe echo -- hello world
       gridgate submit job.yaml --array 0-99%10      (a job array: 100 tasks, 10 at once)
       gridgate submit job.yaml --dependency afterok:d3eca39f
+      gridgate submit job.yaml --mail-type end,fail
     """
     words = list(words or [])
     spec_path = file
@@ -120,7 +129,7 @@ def submit(
     flags = SpecFlags(name=name, executable=exe, args=words if words or exe else None,
                       ranks=ranks, nodes=nodes, walltime=walltime, mpi=mpi, site=site,
                       project=project, env=env or [], labels=label or [],
-                      inputs=input_files or [])
+                      inputs=input_files or [], mail_type=mail_type, mail_user=mail_user)
     spec = build_spec(base, flags)
     if array is not None:
         spec["array"] = array

@@ -38,6 +38,8 @@ class SpecFlags:
     env: Sequence[str] = field(default_factory=list)
     labels: Sequence[str] = field(default_factory=list)
     inputs: Sequence[Path] = field(default_factory=list)
+    mail_type: str | None = None
+    mail_user: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,13 @@ def parse_mpi(value: str) -> dict[str, str]:
     return mpi
 
 
+def parse_mail_type(value: str) -> list[str]:
+    """`--mail-type BEGIN,END` (any case, as sbatch) as the spec's `notify.mail` list;
+    `none` asks for none. The gateway judges the words."""
+    words = [w.strip().lower() for w in value.split(",") if w.strip()]
+    return [] if words == ["none"] else words
+
+
 def _walltime(value: str) -> str | int:
     return int(value) if value.strip().isdigit() else value
 
@@ -128,6 +137,13 @@ def build_spec(base: dict[str, Any] | None, flags: SpecFlags) -> dict[str, Any]:
         spec["environment"] = {**(spec.get("environment") or {}), **pairs(flags.env, "--env")}
     if flags.labels:
         spec["labels"] = {**(spec.get("labels") or {}), **pairs(flags.labels, "--label")}
+    if flags.mail_type is not None or flags.mail_user is not None:
+        notify = dict(spec.get("notify") or {})
+        if flags.mail_type is not None:
+            notify["mail"] = parse_mail_type(flags.mail_type)
+        if flags.mail_user is not None:
+            notify["to"] = flags.mail_user
+        spec["notify"] = notify
     if flags.inputs:
         # Relative to where the command runs, as a shell would read them.
         spec["inputs"] = [*(spec.get("inputs") or []),

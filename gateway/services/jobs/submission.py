@@ -25,6 +25,7 @@ from gateway.services.jobs import dependencies
 from gateway.services.jobs.inputs import StagingLimits, check_inputs
 from gateway.services.jobs.queries import JobRow, ensure_visible, job_detail
 from gateway.services.lifecycle.transitions import request_cancel
+from gateway.services.mail import requests as mail_requests
 from gateway.services.money import quotes
 from gateway.services.money.bank import Payer
 from gateway.services.routing.placement import admit, possible_sites
@@ -66,6 +67,7 @@ def submit(
     max_array_tasks: int = DEFAULT_LIMITS.max_array_tasks,
     *,
     store: BlobStore,
+    mail: mail_requests.MailPolicy = mail_requests.OFF,
 ) -> tuple[JobRow, bool]:
     """Accept a job (or, with `array`, a job array: its first task is returned). Returns
     (job row, created); a replayed Idempotency-Key returns the original job with
@@ -73,7 +75,7 @@ def submit(
     `max_array_tasks`. `charged`: the bank is on, so a lien for each job's quote is held
     (or, when its project cannot pay, InsufficientFunds is raised and nothing is kept). An
     uploaded container image is read from `store` and the MPI found in it stored in the
-    spec."""
+    spec. A job asking for mail is checked against `mail` (what the relay allows)."""
     digest = request_hash(spec) if idempotency_key else ""
     if idempotency_key:
         replay = _replayed(session, principal, idempotency_key, digest)
@@ -81,6 +83,7 @@ def submit(
             return replay, False
     spec = container_images.resolve(session, store, principal.user_id, spec)
     project = _resolve_project(session, principal, spec.project)
+    mail_ask = mail_requests.resolve(session, mail, principal.user_id, spec.notify)
     now = utcnow()
     site = admit(session, registry, spec, principal.account_name, now)
     if spec.inputs:
@@ -117,6 +120,7 @@ def submit(
         assert replay is not None
         return replay, False
     jobs.insert_many(session, new_jobs[1:])
+    mail_requests.record(session, [new.id for new in new_jobs], mail_ask)
     if spec.depends_on:
         job_relations.insert_dependencies(session, [
             (new.id, dep.job, dep.when.value) for new in new_jobs for dep in spec.depends_on])

@@ -34,6 +34,7 @@ from gateway.repositories.jobs import rows as jobs
 from gateway.services.jobs import submission as job_service
 from gateway.services.jobs.inputs import StagingLimits
 from gateway.services.lifecycle.transitions import request_cancel
+from gateway.services.mail.requests import OFF, MailPolicy
 from gateway.services.sites.registry import SiteRegistry
 from gateway.services.workflows.queries import WorkflowDetail, detail
 from gateway.store.blobs import BlobStore
@@ -109,7 +110,7 @@ def _job(instance: Instance) -> dict[str, Any]:
 def create(session: Session, registry: SiteRegistry, principal: Principal,
            data: Mapping[str, Any], idempotency_key: str | None, limits: Limits,
            staging: StagingLimits, *, charged: bool, max_array_tasks: int, store: BlobStore,
-           ) -> tuple[WorkflowDetail, bool]:
+           mail: MailPolicy = OFF) -> tuple[WorkflowDetail, bool]:
     """Create the workflow `data` and a job for each of its instances; (its detail,
     created). A replayed Idempotency-Key returns the first workflow (created False)."""
     digest = spec_hash(data) if idempotency_key else ""
@@ -135,7 +136,7 @@ def create(session: Session, registry: SiteRegistry, principal: Principal,
     for position, instance in enumerate(plan.instances):
         spec = JobSpec.model_validate(_job(instance))
         row, _ = job_service.submit(session, registry, principal, spec, None, staging,
-                                    charged, max_array_tasks, store=store)
+                                    charged, max_array_tasks, store=store, mail=mail)
         job_of[instance.id] = row["id"]
         dependencies += [(row["id"], job_of[need], "afterok") for need in instance.needs]
         if instance.needs:
