@@ -7,7 +7,9 @@ completed are opened, failures retried or their descendants skipped), then opens
 array tasks their throttle has room for), then routes, once for all sites
 (gateway.worker.route: one routing pass gives the pending `site: auto` jobs their sites),
 then runs each site's steps: submission (recover, claim and submit), cancels, polling
-and stage-out; last, job mail (gateway.worker.mail) for what the sites reported.
+and stage-out. The outbox of events (webhooks: gateway.worker.webhooks; job mail:
+gateway.worker.mail) is sent by a thread of its own, woken by this process's commits,
+so a receiver or relay slow to answer never holds back the sites.
 
 Any number of workers may run against one PostgreSQL database. Each step is one or
 more units of work committed at its end; what makes a crash between any two of them
@@ -25,6 +27,7 @@ import threading
 import uuid
 
 from adapters.errors import AdapterError
+from gateway.repositories.jobs import event_signal
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.sites.entry import SiteEntry
 from gateway.settings import Settings
@@ -69,19 +72,28 @@ class Worker:
         self.housekeeping = Housekeeping(self.ctx)
 
     def run(self, stop: threading.Event) -> None:
-        """Cycle until `stop` is set; sleep between cycles only when there was nothing to do."""
+        """Cycle until `stop` is set; sleep between cycles only when there was nothing to do.
+        The outbox (webhooks, mail) goes on a thread of its own: a receiver or relay that
+        hangs until its timeout must not hold back the sites."""
         log.info("worker %s started", self.id)
-        while not stop.is_set():
-            try:
-                busy = self.run_once()
-            except Exception:  # the loop must outlive any one bad cycle
-                log.exception("worker cycle failed")
-                busy = False
-            if not busy:
-                stop.wait(self.rt.settings.worker_poll_seconds)
+        outbox = threading.Thread(target=self._run_outbox, args=(stop,), daemon=True,
+                                  name="gridgate-outbox")
+        outbox.start()
+        try:
+            while not stop.is_set():
+                try:
+                    busy = self.run_once(outbox=False)
+                except Exception:  # the loop must outlive any one bad cycle
+                    log.exception("worker cycle failed")
+                    busy = False
+                if not busy:
+                    stop.wait(self.rt.settings.worker_poll_seconds)
+        finally:
+            outbox.join(timeout=60)
 
-    def run_once(self) -> bool:
-        """One cycle over all sites. True when it did work that calls for another now."""
+    def run_once(self, *, outbox: bool = True) -> bool:
+        """One cycle over all sites (and the outbox, unless `outbox` is False: `run` sends
+        it on its own thread). True when it did work that calls for another now."""
         self.housekeeping.run()
         busy = advance_workflows(self.ctx)  # opens the steps whose producers completed
         busy |= open_gates(self.ctx)
@@ -90,9 +102,34 @@ class Worker:
         settle_unrun(self.ctx)
         for site in self.rt.sites:
             busy |= self._run_site(site)
-        busy |= deliver_webhooks(self.ctx)  # after the sites: their changes go out now
-        busy |= send_mail(self.ctx)  # after the sites: mails of what they just reported
+        if outbox:
+            busy |= self.send_outbox()  # after the sites: their changes go out now
         return busy
+
+    def send_outbox(self) -> bool:
+        """Deliver what the events outbox owes: webhooks, then job mail. True when more
+        may be due at once."""
+        busy = deliver_webhooks(self.ctx)
+        busy |= send_mail(self.ctx)
+        return busy
+
+    def _run_outbox(self, stop: threading.Event) -> None:
+        # Woken at once by a commit that wrote events in this process (this worker's own
+        # changes); events from other processes are found at the next poll.
+        wake = threading.Event()
+        unhook = event_signal.on_commit(wake.set)
+        try:
+            while not stop.is_set():
+                wake.clear()
+                try:
+                    busy = self.send_outbox()
+                except Exception:  # the thread must outlive any one bad pass
+                    log.exception("outbox pass failed")
+                    busy = False
+                if not busy:
+                    wake.wait(self.rt.settings.worker_poll_seconds)
+        finally:
+            unhook()
 
     def _run_site(self, site: SiteEntry) -> bool:
         busy = reached = False
