@@ -95,11 +95,13 @@ def claim_due(session: Session, now: datetime, limit: int, owner: str,
     return found
 
 
-def held(session: Session, delivery_id: int, owner: str) -> WebhookDelivery | None:
-    """The delivery, locked, if `owner` still holds its lease."""
-    return session.scalars(select(WebhookDelivery).where(
-        WebhookDelivery.id == delivery_id, WebhookDelivery.lease_owner == owner,
-        WebhookDelivery.state == PENDING).with_for_update()).first()
+def held(session: Session, delivery_ids: Sequence[int],
+         owner: str) -> dict[int, WebhookDelivery]:
+    """Those of the deliveries whose lease `owner` still holds, locked, by id."""
+    found = session.scalars(select(WebhookDelivery).where(
+        WebhookDelivery.id.in_(delivery_ids), WebhookDelivery.lease_owner == owner,
+        WebhookDelivery.state == PENDING).with_for_update())
+    return {delivery.id: delivery for delivery in found}
 
 
 def webhook(session: Session, webhook_id: str) -> Webhook | None:

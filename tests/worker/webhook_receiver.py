@@ -25,6 +25,12 @@ class Receiver:
     always: int | None = None
 
 
+class _Server(ThreadingHTTPServer):
+    # http.server's listen backlog is 5: more concurrent deliveries than that would
+    # have their connections dropped and retried by TCP a second later.
+    request_queue_size = 128
+
+
 @contextmanager
 def receiver() -> Iterator[Receiver]:
     box: list[Receiver] = []
@@ -44,7 +50,7 @@ def receiver() -> Iterator[Receiver]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = _Server(("127.0.0.1", 0), Handler)
     box.append(Receiver(f"http://127.0.0.1:{server.server_address[1]}/hook"))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

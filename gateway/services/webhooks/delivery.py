@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -104,7 +105,7 @@ def claim(session: Session, settings: Settings, worker: str, now: datetime,
         return []
     conn = session.connection()
     by_id = {row["id"]: row for row in events.rows(conn, [d.event_id for d in found])}
-    hooks = {d.webhook_id: repo.webhook(session, d.webhook_id) for d in found}
+    hooks = {hook_id: repo.webhook(session, hook_id) for hook_id in {d.webhook_id for d in found}}
     out = []
     for delivery in found:
         hook = hooks[delivery.webhook_id]
@@ -124,16 +125,32 @@ def backoff(settings: Settings, attempts: int, rng: random.Random) -> timedelta:
     return timedelta(seconds=wait * rng.uniform(0.5, 1.0))
 
 
-def record(session: Session, settings: Settings, worker: str, delivery_id: int,
-           answer: Answer | None, error: str | None, now: datetime,
-           rng: random.Random) -> str | None:
-    """Record one attempt: delivered on a 2xx answer, else retried later, or, after
-    `webhook_retry_seconds` of failures, given up on with its subscription disabled.
-    Nothing when `worker` lost the lease (the worker that took it over records).
-    Returns the state recorded."""
-    delivery = repo.held(session, delivery_id, worker)
-    if delivery is None:
-        return None
+@dataclass(frozen=True)
+class Attempt:
+    """How one sending of a delivery went: the receiver's answer, or why there was none."""
+
+    delivery_id: int
+    answer: Answer | None
+    error: str | None
+
+
+def record(session: Session, settings: Settings, worker: str, attempts: Sequence[Attempt],
+           now: datetime, rng: random.Random) -> None:
+    """Record a batch of attempts (see `record_one`); those whose lease `worker` lost
+    are left to the worker that took it over."""
+    held = repo.held(session, [attempt.delivery_id for attempt in attempts], worker)
+    for attempt in attempts:
+        delivery = held.get(attempt.delivery_id)
+        if delivery is not None:
+            record_one(session, settings, delivery, attempt, now, rng)
+
+
+def record_one(session: Session, settings: Settings, delivery: WebhookDelivery,
+               attempt: Attempt, now: datetime, rng: random.Random) -> str:
+    """Record one attempt of a held delivery: delivered on a 2xx answer, else retried
+    later, or, after `webhook_retry_seconds` of failures, given up on with its
+    subscription disabled. Returns the state recorded."""
+    answer, error = attempt.answer, attempt.error
     delivery.attempts += 1
     delivery.lease_until = delivery.lease_owner = None
     delivery.last_status = answer.status if answer else None
