@@ -47,7 +47,7 @@ from gateway.schemas.uploads import UploadList
 from gateway.schemas.webhooks import (
     DeliveryList,
     DeliveryOut,
-    WebhookCreated,
+    NewWebhookOut,
     WebhookList,
     WebhookOut,
 )
@@ -164,12 +164,17 @@ class GatewayClient(BankMethods, WorkflowMethods):
 
     def stream_events(self, job_ids: Sequence[str] | None = None,
                       types: Sequence[str] | None = None, last_event_id: str | None = None,
-                      *, reconnects: int = 5) -> Iterator[JobStateEvent]:
-        """GET /events: state changes of the jobs you may read (only `job_ids`' if given)
-        as CloudEvents, from now on or after `last_event_id`, until you stop iterating.
-        A dropped stream is resumed after the last event received. (`events` is a job's
-        history, read once.)"""
-        return event_stream.stream_events(self, job_ids, types, last_event_id, reconnects)
+                      *, project: str | None = None, workflow: str | None = None,
+                      reconnects: int = 5) -> Iterator[JobStateEvent]:
+        """GET /events: state changes of the jobs you may read (only `job_ids`', the
+        `project`'s or the `workflow`'s if given) as CloudEvents, from now on or after
+        `last_event_id`, until you stop iterating. A dropped stream is resumed after the
+        last event received; a resume from beyond the gateway's replay window raises
+        ReplayGone. (`events` is a job's history, read once.)"""
+        params = [("job", job) for job in job_ids or ()] + [("type", t) for t in types or ()]
+        params += [(name, value) for name, value in (("project", project),
+                                                     ("workflow", workflow)) if value]
+        return event_stream.stream_events(self, params, last_event_id, reconnects)
 
     def placement(self, job_id: str) -> PlacementOut:
         """GET /jobs/{id}/placement: the routing decision that placed the job, as made."""
@@ -330,10 +335,10 @@ class GatewayClient(BankMethods, WorkflowMethods):
     # -- webhooks -------------------------------------------------------------------------
 
     def create_webhook(self, url: str, types: Sequence[str] = (),
-                       jobs: Sequence[str] = ()) -> WebhookCreated:
+                       jobs: Sequence[str] = ()) -> NewWebhookOut:
         """POST /webhooks: subscribe `url`; the answer's `secret` is shown only now."""
         body = {"url": url, "types": list(types), "jobs": list(jobs)}
-        return self._document(WebhookCreated, "POST", "/webhooks", json=body)
+        return self._document(NewWebhookOut, "POST", "/webhooks", json=body)
 
     def webhooks(self) -> list[WebhookOut]:
         """GET /webhooks: your subscriptions (all pages)."""

@@ -49,12 +49,11 @@ def messages(lines: Iterable[str]) -> Iterator[Message]:
             current.id = value
 
 
-def stream_events(client: ClientBase, job_ids: Sequence[str] | None,
-                  types: Sequence[str] | None, last_event_id: str | None,
-                  reconnects: int) -> Iterator[JobStateEvent]:
-    """Every event of the stream, resumed after a dropped connection (or a gateway that
-    ended it while stopping) up to `reconnects` times in a row."""
-    params = [("job", job) for job in job_ids or ()] + [("type", t) for t in types or ()]
+def stream_events(client: ClientBase, params: Sequence[tuple[str, str]],
+                  last_event_id: str | None, reconnects: int) -> Iterator[JobStateEvent]:
+    """Every event of the stream (GET /events with these query `params`), resumed after
+    a dropped connection (or a gateway that ended it while stopping) up to `reconnects`
+    times in a row."""
     last = last_event_id
     failures = 0
     started = False  # a first request that fails is an error, not a drop to resume

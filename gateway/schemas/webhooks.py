@@ -21,7 +21,7 @@ class WebhookOut(TypedDict):
     disabled_reason: str | None
 
 
-class WebhookCreated(WebhookOut):
+class NewWebhookOut(WebhookOut):
     """A new subscription with its signing secret: shown this once, never again."""
 
     secret: str

@@ -334,3 +334,36 @@ def test_a_resume_from_beyond_the_replay_window_says_gone_then_goes_on(
                      headers={**alice, "Last-Event-ID": str(first)}) as response:
         replayed = Reader(response).until_heartbeat()
     assert ids_and_states(replayed) == history(http, alice, old_job)[1:]
+
+
+def test_a_stream_of_one_project_or_one_workflow_shows_only_its_jobs(
+        gateway: LiveGateway, http: httpx.Client) -> None:
+    alice, bob = user(gateway), user(gateway)
+    admin = user(gateway, ("researcher", "admin"))
+    project = http.get(f"/api/v1/jobs/{finished(http, alice)}",
+                       headers=alice).json()["project"]
+    flow = http.post("/api/v1/workflows", headers=alice, json={"name": "one", "steps": {
+        "a": {"job": {"executable": "sh", "args": ["-c", "true"]}}}})
+    assert flow.status_code == 202, flow.text
+    workflow_id = flow.json()["id"]
+    step_job = flow.json()["steps"][0]["job_id"]
+    before = str(int(history(http, alice, step_job)[0][0]) - 1)
+    # Bob's job between them: in neither alice's project nor her workflow.
+    with http.stream("GET", "/api/v1/events", headers=admin,
+                     params={"project": project}) as by_project, \
+            http.stream("GET", "/api/v1/events", headers=alice,
+                        params={"workflow": workflow_id,
+                                "last_event_id": before}) as by_workflow:
+        bobs = finished(http, bob)
+        mine = submit(http, alice)
+        shown = Reader(by_project).until(is_end(mine))
+        steps = Reader(by_workflow).until(lambda e: JobState(e["data"]["to"]).is_final)
+    assert bobs not in {e["subject"] for e in shown}
+    assert {e["data"]["job"]["project"] for e in shown} == {project}
+    assert {e["subject"] for e in steps} == {step_job}
+    assert ids_and_states(steps) == history(http, alice, step_job)
+    # Not a member, not yours: the answers GET gives.
+    assert http.get("/api/v1/events", headers=bob,
+                    params={"project": project}).status_code == 404
+    assert http.get("/api/v1/events", headers=bob,
+                    params={"workflow": workflow_id}).status_code == 404

@@ -27,6 +27,7 @@ import gateway.schemas.projects
 import gateway.schemas.reports
 import gateway.schemas.sites
 import gateway.schemas.uploads
+import gateway.schemas.webhooks
 import gateway.schemas.workflows
 from gateway.cli.render import print_json
 from gateway.client import GatewayClient
@@ -43,7 +44,7 @@ SHARED = {name: value for module in (gateway.schemas.jobs, gateway.schemas.place
                                      gateway.schemas.projects, gateway.schemas.sites,
                                      gateway.schemas.uploads, gateway.schemas.reports,
                                      gateway.schemas.audit, gateway.schemas.identity,
-                                     gateway.schemas.workflows)
+                                     gateway.schemas.workflows, gateway.schemas.webhooks)
           for name, value in vars(module).items()
           if name.endswith(("Out", "List", "Report")) or name == "Health"}
 

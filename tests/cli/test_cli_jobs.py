@@ -78,8 +78,9 @@ def test_wait_until_running_returns_once_the_job_started(cli: Cli) -> None:
         cli("wait", job_id)
     finally:
         cli("cancel", job_id, code=None)
-    # A job that ended before it was seen running: the exit code mirrors its end.
+    # A job that had ended when the wait began: the exit code mirrors its end.
     failed = cli("submit", "-q", "--exe", "false").stdout.strip()
+    cli("wait", failed, code=1)
     cli("wait", "--until", "running", failed, code=1)
     assert cli("wait", "--until", "running", job_id).exit_code == errors.OK
 

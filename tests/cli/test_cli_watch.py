@@ -5,6 +5,7 @@ watch, not the jobs. `gridgate events` (a job's history) stays as it was."""
 from __future__ import annotations
 
 import json
+import threading
 
 from gateway.cli import errors
 from tests.cli.helpers import Cli
@@ -58,3 +59,30 @@ def test_ctrl_c_stops_the_watch_and_says_the_jobs_keep_running(cli: Cli) -> None
     assert code == errors.INTERRUPTED
     assert f"Stopped watching; the jobs keep running. Watch again with 'gridgate watch " \
            f"{job_id}'." in " ".join(err.split())
+
+
+def test_watch_one_project_shows_its_jobs_and_refuses_one_not_yours(cli: Cli) -> None:
+    project = cli.json("submit", "--exe", "true")["project"]
+    watching = Running(cli, "watch", "--project", project, "--json")
+    # The watch shows what happens once it is subscribed, which this test cannot see
+    # from outside: jobs are submitted until one shows.
+    stop = threading.Event()
+
+    def submit_until_seen() -> None:
+        while not stop.wait(0.5):
+            cli.json("submit", "--exe", "true")
+
+    submitter = threading.Thread(target=submit_until_seen, daemon=True)
+    submitter.start()
+    try:
+        event = json.loads(watching.line("stdout", f'"project":"{project}"'))
+        assert event["type"] == "org.gridgate.job.state"
+        watching.interrupt()
+    finally:
+        stop.set()
+        submitter.join(timeout=60)
+        if watching.proc.poll() is None:
+            watching.proc.kill()
+    refused = cli("watch", "--project", "not-mine", code=None)
+    assert refused.exit_code != 0
+    assert "not a member of a project named 'not-mine'" in " ".join(refused.stderr.split())

@@ -26,11 +26,11 @@ import anyio
 from sqlalchemy.exc import OperationalError
 
 from gateway.repositories.jobs import event_signal
-from gateway.repositories.jobs.event_feed import FeedRow
+from gateway.repositories.jobs.event_feed import FeedFilter, FeedRow
 from gateway.runtime import Runtime
 from gateway.schemas.events import JobStateEvent
 from gateway.services.jobs import event_feed
-from gateway.services.jobs.event_feed import FeedCursor, FeedFilter
+from gateway.services.jobs.event_feed import FeedCursor
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +55,7 @@ class Subscription:
 
     def offer(self, row: FeedRow, message: bytes) -> None:
         """Keep the message if this stream's filter passes its event."""
-        where = self.where
-        if where.owner_id is not None and row["owner_id"] != where.owner_id:
-            return
-        if where.job_ids is not None and row["job_id"] not in where.job_ids:
+        if not self.where.passes(row):
             return
         if len(self.messages) >= MAX_BUFFERED:
             self.overflowed = True

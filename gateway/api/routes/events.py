@@ -32,10 +32,12 @@ from gateway.api.problem_types import BY_NAME
 from gateway.db.base import utcnow
 from gateway.domain.errors import Invalid
 from gateway.domain.principal import Principal
+from gateway.repositories.jobs.event_feed import FeedFilter
 from gateway.runtime import Runtime
 from gateway.schemas.events import STREAM_GONE
 from gateway.services.jobs import event_feed
-from gateway.services.jobs.event_feed import FeedCursor, FeedFilter
+from gateway.services.jobs.event_feed import FeedCursor
+from gateway.services.workflows import queries as workflow_queries
 
 router = APIRouter(prefix="/api/v1", tags=["events"])
 
@@ -48,10 +50,12 @@ HEARTBEAT = b": heartbeat\n\n"
 DISCONNECT_CHECK_SECONDS = 1.0
 
 
-def _filter(runtime: Runtime, principal: Principal, job: list[str],
-            types: list[str]) -> FeedFilter:
+def _filter(runtime: Runtime, principal: Principal, job: list[str], types: list[str],
+            project: str | None, workflow: str | None) -> FeedFilter:
     with runtime.reading() as conn:
-        return event_feed.feed_filter(conn, principal, job, types)
+        if workflow is not None:
+            workflow_queries.visible(conn, principal, workflow)
+        return event_feed.feed_filter(conn, principal, job, types, project, workflow)
 
 
 def _replay_from(runtime: Runtime, where: FeedFilter, last_event_id: int) -> FeedCursor:
@@ -109,18 +113,22 @@ async def stream_events(
     request: Request,
     job: Annotated[list[str], Query(max_length=100)] = [],  # noqa: B006 (FastAPI copies it)
     type: Annotated[list[str], Query(max_length=16)] = [],  # noqa: B006
+    project: Annotated[str | None, Query(max_length=64)] = None,
+    workflow: Annotated[str | None, Query(max_length=64)] = None,
     last_event_id: Annotated[str | None, Query(max_length=40)] = None,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID",
                                                        max_length=40)] = None,
 ) -> Response:
-    """State changes of the jobs you may read (`job`: only these; `type`: only these
-    event types), from now on, or replayed after the event id in `Last-Event-ID` (or
+    """State changes of the jobs you may read (`job`: only these; `project`: only that
+    project's; `workflow`: only that workflow's steps'; `type`: only these event
+    types), from now on, or replayed after the event id in `Last-Event-ID` (or
     `last_event_id`). A `: heartbeat` comment comes every `events_heartbeat_seconds`.
     A replay that would begin with an event older than the replay window
     (`events_replay_hours`) begins instead with an `org.gridgate.stream.gone` message: a
     410 problem document telling you to re-read the state; new events follow it."""
     resume = _resume_from(last_event_id_header, last_event_id)
-    where = await run_in_threadpool(_filter, runtime, principal, job, type)
+    where = await run_in_threadpool(_filter, runtime, principal, job, type, project,
+                                    workflow)
     resources = follows(request, runtime)
     try:
         slot = resources.slots.acquire(principal.user_id)

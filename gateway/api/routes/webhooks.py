@@ -22,7 +22,7 @@ from gateway.db.base import utcnow
 from gateway.schemas.webhooks import (
     DeliveryList,
     DeliveryOut,
-    WebhookCreated,
+    NewWebhookOut,
     WebhookList,
     WebhookOut,
 )
@@ -42,9 +42,9 @@ class WebhookCreate(BaseModel):
                             description="Only these jobs' events (none: all you may read).")
 
 
-@router.post("/webhooks", status_code=201, response_model=WebhookCreated)
+@router.post("/webhooks", status_code=201, response_model=NewWebhookOut)
 def create_webhook(body: WebhookCreate, principal: JobsWriter, runtime: RuntimeDep,
-                   response: Response) -> WebhookCreated:
+                   response: Response) -> NewWebhookOut:
     """Subscribe a URL to the events of jobs you may read, from now on. The answer holds
     the signing `secret`, shown this once."""
     with runtime.unit_of_work() as session:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC
 from typing import Annotated
 
 import typer
@@ -13,8 +14,9 @@ from gateway.cli import errors
 from gateway.cli.jobs import ids as job_ids
 from gateway.cli.state import state
 from gateway.client.api import GatewayClient
+from gateway.client.errors import ReplayGone
 from gateway.client.models import FINAL_STATES
-from gateway.schemas.events import JobStateEvent
+from gateway.schemas.events import JOB_STATE_TYPE, JobStateEvent
 
 JobsArg = Annotated[list[str] | None, typer.Argument(
     metavar="[JOB]...", help="Jobs to watch (ids or unique starts); watching ends when "
@@ -25,6 +27,10 @@ JobsArg = Annotated[list[str] | None, typer.Argument(
 def watch(
     ctx: typer.Context,
     jobs: JobsArg = None,
+    project: Annotated[str | None, typer.Option(
+        "--project", "-p", help="Only jobs of this project.")] = None,
+    workflow: Annotated[str | None, typer.Option(
+        "--workflow", "-w", help="Only the jobs of this workflow's steps.")] = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print each event as a CloudEvent, one JSON document a line.")] = False,
 ) -> None:
@@ -36,24 +42,60 @@ def watch(
     open_jobs = set(named)
     with cli.client() as client:
         try:
-            for event in client.stream_events(named or None,
-                                               last_event_id=_start(client, named)):
-                _print(event, json_out)
-                if event["data"]["to"] in FINAL_STATES:
-                    open_jobs.discard(event["subject"])
-                    if named and not open_jobs:
-                        return
+            # Each named job's current state first (a job that has ended ends the watch
+            # at once), then what comes after the newest of them.
+            start = None
+            for job_id in named:
+                latest = _latest(client, job_id)
+                if latest is not None:
+                    _print(latest, json_out)
+                    start = max(start or 0, int(latest["id"]))
+                    if latest["data"]["to"] in FINAL_STATES:
+                        open_jobs.discard(job_id)
+            if named and not open_jobs:
+                return
+            last = None if start is None else str(start)
+            while True:
+                try:
+                    _follow(client, named, last, open_jobs, json_out, project, workflow)
+                    return
+                except ReplayGone as gone:  # nothing newer for a week: go on from now
+                    last = gone.last_event_id
         except KeyboardInterrupt:
             again = cli.command(" ".join(["watch", *named]))
             raise errors.Interrupted("Stopped watching; the jobs keep running. Watch again "
                                      f"with '{again}'.") from None
 
 
-def _start(client: GatewayClient, named: list[str]) -> str | None:
-    """For named jobs: just before the oldest of their latest events, so each job's
-    current state comes first (and a job that has ended ends the watch at once)."""
-    latest = [history[-1]["id"] for history in map(client.events, named) if history]
-    return str(min(latest) - 1) if latest else None
+def _follow(client: GatewayClient, named: list[str], last: str | None, open_jobs: set[str],
+            json_out: bool, project: str | None, workflow: str | None) -> None:
+    """Print the stream's events until every named job has ended."""
+    for event in client.stream_events(named or None, last_event_id=last, project=project,
+                                      workflow=workflow):
+        _print(event, json_out)
+        if event["data"]["to"] in FINAL_STATES:
+            open_jobs.discard(event["subject"])
+            if named and not open_jobs:
+                return
+
+
+def _latest(client: GatewayClient, job_id: str) -> JobStateEvent | None:
+    """The job's latest state change as the stream would have sent it."""
+    history = client.events(job_id)
+    if not history:
+        return None
+    last, job = history[-1], client.get_job(job_id)
+    at = last["at"] if last["at"].tzinfo else last["at"].replace(tzinfo=UTC)
+    return {
+        "specversion": "1.0", "id": str(last["id"]),
+        "source": client.base_url + "/api/v1/jobs", "type": JOB_STATE_TYPE,
+        "subject": job_id, "time": at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "datacontenttype": "application/json",
+        "data": {"from": last["from_state"], "to": last["to_state"], "reason": last["reason"],
+                 "raw_state": last["raw_state"], "actor": last["actor"],
+                 "job": {"id": job_id, "name": job["name"], "site": job["site"],
+                         "project": job["project"]}},
+    }
 
 
 def _print(event: JobStateEvent, json_out: bool) -> None:

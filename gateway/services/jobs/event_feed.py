@@ -19,10 +19,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection
 
-from gateway.domain.errors import Invalid
+from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.principal import Principal
 from gateway.repositories.jobs import event_feed as repo
-from gateway.repositories.jobs.event_feed import FeedRow
+from gateway.repositories.jobs import rows
+from gateway.repositories.jobs.event_feed import FeedFilter, FeedRow
 from gateway.schemas.events import EVENT_TYPES, JOB_STATE_TYPE, JobStateEvent
 from gateway.services.jobs.queries import ensure_visible, sees_all
 
@@ -37,18 +38,12 @@ MAX_TRACKED = 10_000
 MAX_JOB_FILTERS = 100
 
 
-@dataclass(frozen=True)
-class FeedFilter:
-    """What one reader's stream shows: whose jobs (None: every job), which jobs."""
-
-    owner_id: str | None
-    job_ids: tuple[str, ...] | None
-
-
 def feed_filter(conn: Connection, principal: Principal, job_ids: Sequence[str],
-                types: Sequence[str]) -> FeedFilter:
+                types: Sequence[str], project: str | None = None,
+                workflow_id: str | None = None) -> FeedFilter:
     """The reader's filter; NotFound for a job the reader may not read (as GET
-    /jobs/{id} answers), Invalid for an unknown event type."""
+    /jobs/{id} answers) or a project they are not a member of, Invalid for an unknown
+    event type. (A workflow is checked by the caller: workflows sit above jobs.)"""
     for kind in types:
         if kind not in EVENT_TYPES:
             raise Invalid(f"Unknown event type '{kind}'; the stream carries "
@@ -58,10 +53,15 @@ def feed_filter(conn: Connection, principal: Principal, job_ids: Sequence[str],
                       field="job")
     for job_id in job_ids:
         ensure_visible(conn, principal, job_id)
-    owner = None if sees_all(principal) else principal.user_id
+    everything = sees_all(principal)
+    if project is not None and not everything and \
+            rows.member_project(conn, principal.user_id, project) is None:
+        raise NotFound(f"You are not a member of a project named '{project}'; "
+                       "'gridgate projects' lists yours.")
     # Valid `types` are not kept: while EVENT_TYPES has one type, every valid filter
     # admits every event. The change that adds a second type must filter on them.
-    return FeedFilter(owner, tuple(dict.fromkeys(job_ids)) or None)
+    return FeedFilter(None if everything else principal.user_id,
+                      tuple(dict.fromkeys(job_ids)) or None, project, workflow_id)
 
 
 @dataclass
@@ -92,8 +92,7 @@ class FeedCursor:
         cursor = cls(where, max(0, top - START_LOOKBACK_IDS), window, clock)
         now = clock()
         # What is committed now is history: marked sent, so only later commits go out.
-        for event_id in repo.visible_ids(conn, where.owner_id, where.job_ids,
-                                         cursor.floor, top):
+        for event_id in repo.visible_ids(conn, where, cursor.floor, top):
             cursor.seen[event_id] = now
         return cursor
 
@@ -101,9 +100,9 @@ class FeedCursor:
         """The events not sent yet, by id, and whether more are waiting (a full page)."""
         where = self.where
         high = self.high
-        late = [i for i in repo.visible_ids(conn, where.owner_id, where.job_ids,
-                                            self.floor, high) if i not in self.seen]
-        fresh = repo.visible_after(conn, where.owner_id, where.job_ids, high, PAGE)
+        late = [i for i in repo.visible_ids(conn, where, self.floor, high)
+                if i not in self.seen]
+        fresh = repo.visible_after(conn, where, high, PAGE)
         found = sorted(repo.rows(conn, late) + fresh if late else fresh,
                        key=lambda row: row["id"])
         now = self.clock()

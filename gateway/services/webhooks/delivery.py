@@ -83,7 +83,8 @@ def _fan_out_one(session: Session, hook: Webhook, roles: list[str], owner_disabl
         reader = Principal(hook.owner_id, "", "", roles=frozenset(roles))
         owner = None if sees_all(reader) else hook.owner_id
         conn = session.connection()
-        visible = events.visible_ids(conn, owner, hook.job_ids or None, low, up_to)
+        where = events.FeedFilter(owner, tuple(hook.job_ids) if hook.job_ids else None)
+        visible = events.visible_ids(conn, where, low, up_to)
         done = repo.fanned_ids(session, hook.id, low, up_to)
         ids = [i for i in visible if i not in done]
     rows = events.rows(session.connection(), ids) if ids else []

@@ -16,7 +16,7 @@ from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.principal import Principal
 from gateway.repositories import webhooks as repo
 from gateway.repositories.jobs import event_feed as events
-from gateway.schemas.webhooks import DeliveryOut, WebhookCreated, WebhookOut
+from gateway.schemas.webhooks import DeliveryOut, NewWebhookOut, WebhookOut
 from gateway.services import cursors
 from gateway.services.jobs.event_feed import feed_filter
 from gateway.services.webhooks import signing
@@ -34,7 +34,7 @@ class DeliveryPage:
 
 
 def create(session: Session, settings: Settings, principal: Principal, url: str,
-           types: Sequence[str], job_ids: Sequence[str], now: datetime) -> WebhookCreated:
+           types: Sequence[str], job_ids: Sequence[str], now: datetime) -> NewWebhookOut:
     """A new subscription to the events of the jobs the owner may read (`job_ids`:
     only these), from now on; its secret is in this answer only."""
     # The stream's own checks: unknown types and jobs the owner may not read are refused.
