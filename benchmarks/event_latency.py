@@ -66,12 +66,12 @@ class Streams:
             return (f"GET /api/v1/events{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                     f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
                     ).encode()
-        self.open = 0
+        self.open = self.subscribed = 0
         for index in range(count):
             sock = socket.create_connection(("127.0.0.1", port))
             sock.sendall(request("" if index < probes else idle_query))
             sock.setblocking(False)
-            self.selector.register(sock, selectors.EVENT_READ, [index < probes, b""])
+            self.selector.register(sock, selectors.EVENT_READ, [index < probes, b"", False])
             self.open += 1
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._drain, daemon=True)
@@ -87,7 +87,10 @@ class Streams:
                     self.open -= 1
                     continue
                 self.bytes += len(data)
-                probe, rest = key.data
+                if not key.data[2] and b"retry:" in data:  # its response began: subscribed
+                    key.data[2] = True
+                    self.subscribed += 1
+                probe, rest, _ = key.data
                 if not probe:
                     continue
                 rest += data
@@ -167,8 +170,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 holds.hold(session, principal, job_id)
             streams = Streams(port, token, args.subscribers, args.probes,
                               "" if args.broadcast else f"?job={other}")
-            time.sleep(3)  # let every stream subscribe before the first commit
-            connected = streams.open
+            began = time.perf_counter()
+            while streams.subscribed < args.subscribers and time.perf_counter() - began < 120:
+                time.sleep(0.05)
+            subscribe_seconds = time.perf_counter() - began
+            connected = streams.subscribed
             seen: list[tuple[float, str]] = []
             stop = threading.Event()
             polling = threading.Thread(target=poller, args=(gateway.url, token, job_id,
@@ -210,7 +216,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             sse_summary = summary(sse)
             return {
                 "database": "postgresql", "api_processes": 2,
-                "subscribers_connected": connected, "events": args.events,
+                "subscribers_connected": connected,
+                "seconds_until_all_subscribed": round(subscribe_seconds, 2),
+                "events": args.events,
                 "receivers": args.subscribers if args.broadcast else args.probes,
                 "seconds_between_events": args.gap,
                 "probes": args.probes, "missing_arrivals": missing,
