@@ -79,7 +79,7 @@ class EventHub:
         self._subscriptions: set[Subscription] = set()
         self._wake = asyncio.Event()
         self._cursor: FeedCursor | None = None  # set while the pump runs
-        self._pump: asyncio.Task[None] | None = None
+        self._pump: asyncio.Task[None] | None = None  # held: the loop keeps only weak ones
         self._unhook: Callable[[], None] | None = None
         self._listening: threading.Event | None = None
 
