@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from gateway.db.base import utcnow
 from gateway.db.models import Event
 from gateway.repositories.jobs import event_feed as repo
+from gateway.repositories.jobs.event_feed import FeedFilter
 from gateway.runtime import Runtime
 from gateway.services.jobs import event_feed
 from gateway.services.jobs.event_feed import FeedCursor
@@ -71,7 +72,7 @@ def test_an_event_committed_after_a_higher_id_was_read_is_still_delivered(
         early.commit()
         # The gap is real: a reader asking only for ids above the last one read skips it.
         with runtime.reading() as conn:
-            assert repo.visible_after(conn, None, [job_id], high, 10) == []
+            assert repo.visible_after(conn, FeedFilter(None, (job_id,)), high, 10) == []
         assert _poll(runtime, cursor) == ["early"]
         assert _poll(runtime, cursor) == []  # each event once
     finally:

@@ -17,8 +17,7 @@ from sqlalchemy.orm import Session
 from gateway.api.http import event_hub
 from gateway.api.http.event_hub import Subscription
 from gateway.repositories.jobs import event_signal
-from gateway.repositories.jobs.event_feed import FeedRow
-from gateway.services.jobs.event_feed import FeedFilter
+from gateway.repositories.jobs.event_feed import FeedFilter, FeedRow
 from tests.api.test_event_stream import Reader, history, ids_and_states, is_end, submit, user
 from tests.client.live import LiveGateway, gateway_on
 from tests.ssh.conftest import wait_for
