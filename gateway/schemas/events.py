@@ -3,6 +3,7 @@ mode, one per Server-Sent Events message."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Final, Literal
 
 # pydantic reads TypedDicts from typing_extensions on Python < 3.12.
@@ -53,3 +54,17 @@ class JobStateEvent(TypedDict):
     time: str
     datacontenttype: Literal["application/json"]
     data: JobStateData
+
+
+def job_state_event(event_id: int, base_url: str, at: datetime, data: JobStateData
+                    ) -> JobStateEvent:
+    """The CloudEvent of one state change (`at` naive means UTC), as the stream sends it
+    and as the CLI shows a job's latest change."""
+    aware = at if at.tzinfo else at.replace(tzinfo=UTC)
+    return {
+        "specversion": "1.0", "id": str(event_id),
+        "source": base_url.rstrip("/") + "/api/v1/jobs", "type": JOB_STATE_TYPE,
+        "subject": data["job"]["id"],
+        "time": aware.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "datacontenttype": "application/json", "data": data,
+    }

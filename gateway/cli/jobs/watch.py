@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC
 from typing import Annotated
 
 import typer
@@ -16,7 +15,7 @@ from gateway.cli.state import state
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ReplayGone
 from gateway.client.models import FINAL_STATES
-from gateway.schemas.events import JOB_STATE_TYPE, JobStateEvent
+from gateway.schemas.events import JobStateEvent, job_state_event
 
 JobsArg = Annotated[list[str] | None, typer.Argument(
     metavar="[JOB]...", help="Jobs to watch (ids or unique starts); watching ends when "
@@ -85,17 +84,11 @@ def _latest(client: GatewayClient, job_id: str) -> JobStateEvent | None:
     if not history:
         return None
     last, job = history[-1], client.get_job(job_id)
-    at = last["at"] if last["at"].tzinfo else last["at"].replace(tzinfo=UTC)
-    return {
-        "specversion": "1.0", "id": str(last["id"]),
-        "source": client.base_url + "/api/v1/jobs", "type": JOB_STATE_TYPE,
-        "subject": job_id, "time": at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
-        "datacontenttype": "application/json",
-        "data": {"from": last["from_state"], "to": last["to_state"], "reason": last["reason"],
-                 "raw_state": last["raw_state"], "actor": last["actor"],
-                 "job": {"id": job_id, "name": job["name"], "site": job["site"],
-                         "project": job["project"]}},
-    }
+    return job_state_event(last["id"], client.base_url, last["at"], {
+        "from": last["from_state"], "to": last["to_state"], "reason": last["reason"],
+        "raw_state": last["raw_state"], "actor": last["actor"],
+        "job": {"id": job_id, "name": job["name"], "site": job["site"],
+                "project": job["project"]}})
 
 
 def _print(event: JobStateEvent, json_out: bool) -> None:

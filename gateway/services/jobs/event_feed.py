@@ -24,7 +24,7 @@ from gateway.domain.principal import Principal
 from gateway.repositories.jobs import event_feed as repo
 from gateway.repositories.jobs import rows
 from gateway.repositories.jobs.event_feed import FeedFilter, FeedRow
-from gateway.schemas.events import EVENT_TYPES, JOB_STATE_TYPE, JobStateEvent
+from gateway.schemas.events import EVENT_TYPES, JobStateEvent, job_state_event
 from gateway.services.jobs.queries import ensure_visible, sees_all
 
 # A stream without Last-Event-ID starts at the newest id, and re-checks this many ids
@@ -139,15 +139,8 @@ def replay_gone(conn: Connection, last_event_id: int, window_seconds: float,
 
 def cloud_event(row: FeedRow, public_url: str) -> JobStateEvent:
     """The CloudEvent of one state change."""
-    at = row["at"] if row["at"].tzinfo else row["at"].replace(tzinfo=UTC)
-    return {
-        "specversion": "1.0", "id": str(row["id"]),
-        "source": public_url.rstrip("/") + "/api/v1/jobs",
-        "type": JOB_STATE_TYPE, "subject": row["job_id"],
-        "time": at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
-        "datacontenttype": "application/json",
-        "data": {"from": row["from_state"], "to": row["to_state"], "reason": row["reason"],
-                 "raw_state": row["raw_state"], "actor": row["actor"],
-                 "job": {"id": row["job_id"], "name": row["job_name"],
-                         "site": row["site_name"], "project": row["project_name"]}},
-    }
+    return job_state_event(row["id"], public_url, row["at"], {
+        "from": row["from_state"], "to": row["to_state"], "reason": row["reason"],
+        "raw_state": row["raw_state"], "actor": row["actor"],
+        "job": {"id": row["job_id"], "name": row["job_name"], "site": row["site_name"],
+                "project": row["project_name"]}})
