@@ -23,6 +23,7 @@ import httpx
 from gateway.client.errors import GatewayUnreachable, ProblemError
 from gateway.client.event_stream import messages
 from gateway.client.models import Job
+from gateway.schemas.events import JOB_STATE_TYPE
 
 if TYPE_CHECKING:
     from gateway.client.api import GatewayClient
@@ -89,7 +90,7 @@ def _on_stream(client: GatewayClient, job_id: str, until: frozenset[str],
         timer = None if deadline is None else _shut_at(response, deadline)
         try:
             for message in messages(response.iter_lines()):
-                if message.event != "org.gridgate.job.state":
+                if message.event != JOB_STATE_TYPE:
                     continue
                 job = client.get_job(job_id)
                 if on_update is not None:

@@ -44,6 +44,15 @@ def sse_message(event: JobStateEvent) -> bytes:
     return f"id: {event['id']}\nevent: {event['type']}\ndata: {data}\n\n".encode()
 
 
+def read_messages(runtime: Runtime, cursor: FeedCursor
+                  ) -> tuple[list[tuple[FeedRow, bytes]], bool]:
+    """The cursor's next events with their SSE messages, and whether more are waiting."""
+    with runtime.reading() as conn:
+        rows, more = cursor.poll(conn)
+    url = runtime.settings.public_url
+    return [(row, sse_message(event_feed.cloud_event(row, url))) for row in rows], more
+
+
 class Subscription:
     """What one stream is waiting for, and the messages that came for it."""
 
@@ -137,10 +146,7 @@ class EventHub:
                                     self._runtime.settings.events_late_commit_seconds)
 
     def _read(self, cursor: FeedCursor) -> tuple[list[tuple[FeedRow, bytes]], bool]:
-        with self._runtime.reading() as conn:
-            rows, more = cursor.poll(conn)
-        url = self._runtime.settings.public_url
-        return [(row, sse_message(event_feed.cloud_event(row, url))) for row in rows], more
+        return read_messages(self._runtime, cursor)
 
     def _start_wakeups(self, wake: Callable[[], None]) -> None:
         self._unhook = event_signal.on_commit(wake)

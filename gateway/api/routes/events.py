@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 
 from gateway.api.deps import JobsReader, RuntimeDep
 from gateway.api.http import stopping
-from gateway.api.http.event_hub import Subscription, sse_message
+from gateway.api.http.event_hub import Subscription, read_messages
 from gateway.api.http.follows import SlotResponse, follows, refused
 from gateway.api.http.stream_slots import SlotRefused
 from gateway.api.problem_types import BY_NAME
@@ -81,13 +81,6 @@ def _gone_message(last_event_id: int, top: int, hours: float) -> bytes:
                   f"this stream goes on with the events after id {top}.",
         "last_event_id": str(top)}, separators=(",", ":"))
     return f"id: {top}\nevent: {STREAM_GONE}\ndata: {data}\n\n".encode()
-
-
-def _replay(runtime: Runtime, cursor: FeedCursor) -> tuple[list[tuple[int, bytes]], bool]:
-    with runtime.reading() as conn:
-        rows, more = cursor.poll(conn)
-    url = runtime.settings.public_url
-    return [(row["id"], sse_message(event_feed.cloud_event(row, url))) for row in rows], more
 
 
 def _resume_from(header: str | None, query: str | None) -> int | None:
@@ -154,10 +147,10 @@ async def _replayed(runtime: Runtime, polls: anyio.CapacityLimiter, where: FeedF
                                             limiter=polls)
     more = True
     while more:
-        messages, more = await anyio.to_thread.run_sync(_replay, runtime, cursor,
-                                                        limiter=polls)
-        for message in messages:
-            yield message
+        found, more = await anyio.to_thread.run_sync(read_messages, runtime, cursor,
+                                                     limiter=polls)
+        for row, message in found:
+            yield row["id"], message
 
 
 async def _events(request: Request, runtime: Runtime, polls: anyio.CapacityLimiter,
