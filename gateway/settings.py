@@ -120,7 +120,7 @@ class Settings(BaseSettings):
     # The event stream (GET /api/v1/events): how often it reads the events table for new
     # ones when no commit woke it (gateway.api.http.event_hub), how often it sends a heartbeat
     # comment, and how long after a higher id was read it still delivers an event whose
-    # transaction committed late (gateway.services.jobs.event_feed).
+    # transaction committed late (gateway.services.events.feed).
     events_poll_seconds: float = Field(default=0.25, gt=0)
     events_heartbeat_seconds: float = Field(default=15.0, gt=0)
     events_late_commit_seconds: float = Field(default=10.0, gt=0)

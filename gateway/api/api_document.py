@@ -22,7 +22,7 @@ from fastapi.routing import APIRoute, APIRouter
 from gateway.api.deps import ScopeCheck
 from gateway.api.problem_types import TYPES
 from gateway.schemas import adapter
-from gateway.schemas.events import JobStateEvent
+from gateway.schemas.events import EVENT_DOCUMENTS
 from gateway.schemas.problems import Problem
 
 PROBLEM_JSON = "application/problem+json"
@@ -33,7 +33,7 @@ SCOPES = {
     "sites:read": "List the sites and their load.",
 }
 # Documents of event streams: referenced by their routes' text/event-stream responses.
-STREAMED_DOCUMENTS = (JobStateEvent,)
+STREAMED_DOCUMENTS = EVENT_DOCUMENTS
 # Statuses a route returns beyond the derived ones, by operation id.
 EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "submitJob": (409, 413),

@@ -38,7 +38,7 @@ from gateway.client.transport import (
 from gateway.client.urls import DEFAULT_GATEWAY_URL
 from gateway.client.workflow_api import WorkflowMethods
 from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, StoryJobList
-from gateway.schemas.events import JobStateEvent
+from gateway.schemas.events import GatewayEvent
 from gateway.schemas.identity import MeOut
 from gateway.schemas.jobs import EventList, JobOutputList
 from gateway.schemas.placements import EstimateOut, PlacementOut
@@ -165,9 +165,10 @@ class GatewayClient(BankMethods, WorkflowMethods):
     def stream_events(self, job_ids: Sequence[str] | None = None,
                       types: Sequence[str] | None = None, last_event_id: str | None = None,
                       *, project: str | None = None, workflow: str | None = None,
-                      reconnects: int = 5) -> Iterator[JobStateEvent]:
-        """GET /events: state changes of the jobs you may read (only `job_ids`', the
-        `project`'s or the `workflow`'s if given) as CloudEvents, from now on or after
+                      reconnects: int = 5) -> Iterator[GatewayEvent]:
+        """GET /events: the events you may read (only `job_ids`', the `project`'s or the
+        `workflow`'s, of `types`, if given; switch on each one's `type`, and let types
+        you do not know pass) as CloudEvents, from now on or after
         `last_event_id`, until you stop iterating. A dropped stream is resumed after the
         last event received; a resume from beyond the gateway's replay window raises
         ReplayGone. (`events` is a job's history, read once.)"""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 import httpx
 
 from gateway.client.errors import GatewayUnreachable, ReplayGone, transport_reason
-from gateway.schemas.events import STREAM_GONE, JobStateEvent
+from gateway.schemas.events import STREAM_GONE, GatewayEvent
 
 if TYPE_CHECKING:
     from gateway.client.transport import ClientBase
@@ -50,7 +50,7 @@ def messages(lines: Iterable[str]) -> Iterator[Message]:
 
 
 def stream_events(client: ClientBase, params: Sequence[tuple[str, str]],
-                  last_event_id: str | None, reconnects: int) -> Iterator[JobStateEvent]:
+                  last_event_id: str | None, reconnects: int) -> Iterator[GatewayEvent]:
     """Every event of the stream (GET /events with these query `params`), resumed after
     a dropped connection (or a gateway that ended it while stopping) up to `reconnects`
     times in a row."""
@@ -68,7 +68,7 @@ def stream_events(client: ClientBase, params: Sequence[tuple[str, str]],
                     if message.event == STREAM_GONE:
                         gone = json.loads("\n".join(message.data))
                         raise ReplayGone(gone["detail"], gone["last_event_id"])
-                    event = cast(JobStateEvent, json.loads("\n".join(message.data)))
+                    event = cast(GatewayEvent, json.loads("\n".join(message.data)))
                     last = message.id or last
                     failures = 0
                     yield event

@@ -52,6 +52,7 @@ from gateway.db.workflow_models import (  # noqa: F401  (registers their tables 
     WorkflowStep,
 )
 from gateway.domain.states import AttemptState
+from gateway.schemas.events import JOB_STATE_TYPE
 
 
 class User(Base):
@@ -226,18 +227,26 @@ class Attempt(Base):
 
 
 class Event(Base):
-    """Append-only history: every state change of a job, with who and why."""
+    """The event log, append-only: every state change of a job (`type` JOB_STATE_TYPE,
+    with who and why: the job's history), and the other facts the gateway pushes
+    (gateway.schemas.events), each written in the transaction of the change it reports.
+    Other types carry `data`, and `subject` and `project_id` when not about a job."""
 
     __tablename__ = "events"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    type: Mapped[str] = mapped_column(String(48), server_default=JOB_STATE_TYPE)
+    job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id"), index=True)
+    # What a fact not about a job is about: "site:<name>", "allocation:<id>".
+    subject: Mapped[str | None] = mapped_column(String(80))
+    project_id: Mapped[int | None] = mapped_column(ForeignKey("projects.id"))
     at: Mapped[datetime] = mapped_column(default=utcnow)
     from_state: Mapped[str | None] = mapped_column(String(16))
-    to_state: Mapped[str] = mapped_column(String(16))
+    to_state: Mapped[str | None] = mapped_column(String(16))
     reason: Mapped[str | None] = mapped_column(Text)
     actor: Mapped[str] = mapped_column(String(255))
     raw_state: Mapped[str | None] = mapped_column(String(64))
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class IdempotencyKey(Base):

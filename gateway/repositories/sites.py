@@ -59,12 +59,18 @@ def lock_admission(session: Session, name: str) -> Admission | None:
     return None if row is None else Admission(row.enabled, row.drained)
 
 
-def set_state(session: Session, name: str, state: str, reason: str | None) -> None:
-    """Record the site's health as the worker last saw it (and since when, on a change)."""
+def set_state(session: Session, name: str, state: str, reason: str | None) -> str | None:
+    """Record the site's health as the worker last saw it (and since when, on a change);
+    returns the state recorded before (None for a site without a row). The row is locked
+    until the unit of work ends, so of two workers seeing one change, one sees it as a
+    change."""
+    before = session.execute(select(Site.state).where(Site.name == name)
+                             .with_for_update()).scalar()
     changed = or_(Site.state != state, Site.state_since.is_(None))
     session.execute(update(Site).where(Site.name == name)
                     .values(state=state, reason=reason,
                             state_since=case((changed, utcnow()), else_=Site.state_since)))
+    return before
 
 
 def lift_ban(session: Session, name: str, at: datetime) -> None:

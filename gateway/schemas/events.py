@@ -3,15 +3,27 @@ mode, one per Server-Sent Events message."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal, cast
 
 # pydantic reads TypedDicts from typing_extensions on Python < 3.12.
 from typing_extensions import TypedDict
 
 JOB_STATE_TYPE: Final = "org.gridgate.job.state"
+JOB_PLACEMENT_TYPE: Final = "org.gridgate.job.placement"
+SITE_STATE_TYPE: Final = "org.gridgate.site.state"
+ALLOCATION_USAGE_TYPE: Final = "org.gridgate.allocation.usage"
+ALLOCATION_STATUS_TYPE: Final = "org.gridgate.allocation.status"
+# Who may read an event, by its type (besides admins and auditors, who read all): a
+# job's events its owner; an allocation's its project's PIs; a site's nobody else.
+JOB_EVENT_TYPES = (JOB_STATE_TYPE, JOB_PLACEMENT_TYPE)
+ALLOCATION_EVENT_TYPES = (ALLOCATION_USAGE_TYPE, ALLOCATION_STATUS_TYPE)
+SITE_EVENT_TYPES = (SITE_STATE_TYPE,)
 # Every event type the stream carries (the `type` filter accepts these).
-EVENT_TYPES = (JOB_STATE_TYPE,)
+EVENT_TYPES = JOB_EVENT_TYPES + ALLOCATION_EVENT_TYPES + SITE_EVENT_TYPES
+# The shares of an allocation's award whose crossing by its use is an event.
+USAGE_THRESHOLDS_PERCENT = (50, 80, 100)
 # The SSE event name of the message a stream resumed from beyond the replay window gets
 # first: its data is a problem document (status 410), its id where the stream goes on.
 STREAM_GONE: Final = "org.gridgate.stream.gone"
@@ -60,11 +72,135 @@ def job_state_event(event_id: int, base_url: str, at: datetime, data: JobStateDa
                     ) -> JobStateEvent:
     """The CloudEvent of one state change (`at` naive means UTC), as the stream sends it
     and as the CLI shows a job's latest change."""
+    return cast(JobStateEvent, gateway_event(event_id, base_url, JOB_STATE_TYPE,
+                                             data["job"]["id"], at, data))
+
+
+def _time(at: datetime) -> str:
     aware = at if at.tzinfo else at.replace(tzinfo=UTC)
-    return {
+    return aware.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class JobPlacementData(TypedDict):
+    """The router placed a job (`site: auto`): the sites `chosen` (more than one when
+    hedged), by which `policy`, `why` in words, and the `deadline` of a hedge."""
+
+    policy: str
+    chosen: list[str]
+    why: str
+    hedge: int
+    deadline: str | None
+    job: EventJob
+
+
+class JobPlacementEvent(TypedDict):
+    """`org.gridgate.job.placement`: as JobStateEvent, `subject` the job id."""
+
+    specversion: Literal["1.0"]
+    id: str
+    source: str
+    type: Literal["org.gridgate.job.placement"]
+    subject: str
+    time: str
+    datacontenttype: Literal["application/json"]
+    data: JobPlacementData
+
+
+# `from` is a Python keyword: the functional form keeps the wire name.
+SiteStateData = TypedDict("SiteStateData", {
+    "site": str,
+    "from": str | None,
+    "to": str,
+    "reason": str | None,
+})
+SiteStateData.__doc__ = ("A site's health as the worker sees it changed (`up`, `degraded`, "
+                         "`down`, `banned`, ...), and why. Admins and auditors only.")
+
+
+class SiteStateEvent(TypedDict):
+    """`org.gridgate.site.state`: `subject` is the site's name, `source` the gateway's
+    sites collection."""
+
+    specversion: Literal["1.0"]
+    id: str
+    source: str
+    type: Literal["org.gridgate.site.state"]
+    subject: str
+    time: str
+    datacontenttype: Literal["application/json"]
+    data: SiteStateData
+
+
+class AllocationUsageData(TypedDict):
+    """An allocation's use passed `threshold_percent` of its award (50, 80 or 100): its
+    project, the pool it is spendable at, and the service units used and awarded then.
+    The project's PIs, admins and auditors see it."""
+
+    allocation: int
+    project: str
+    pool: str
+    threshold_percent: int
+    used_su: float
+    awarded_su: float
+
+
+class AllocationUsageEvent(TypedDict):
+    """`org.gridgate.allocation.usage`: `subject` is the allocation id, `source` the
+    gateway's allocations collection."""
+
+    specversion: Literal["1.0"]
+    id: str
+    source: str
+    type: Literal["org.gridgate.allocation.usage"]
+    subject: str
+    time: str
+    datacontenttype: Literal["application/json"]
+    data: AllocationUsageData
+
+
+AllocationStatusData = TypedDict("AllocationStatusData", {
+    "allocation": int,
+    "project": str,
+    "pool": str,
+    "from": str,
+    "to": str,
+    "reason": str,
+    "actor": str,
+})
+AllocationStatusData.__doc__ = ("An allocation was suspended (`to` `suspended`: its "
+                                "project's jobs charged to it are held) or resumed, by "
+                                "whom and why. The project's PIs, admins and auditors see "
+                                "it.")
+
+
+class AllocationStatusEvent(TypedDict):
+    """`org.gridgate.allocation.status`: as AllocationUsageEvent."""
+
+    specversion: Literal["1.0"]
+    id: str
+    source: str
+    type: Literal["org.gridgate.allocation.status"]
+    subject: str
+    time: str
+    datacontenttype: Literal["application/json"]
+    data: AllocationStatusData
+
+
+# Every document the stream and webhooks send, one per type.
+GatewayEvent = (JobStateEvent | JobPlacementEvent | SiteStateEvent | AllocationUsageEvent
+                | AllocationStatusEvent)
+EVENT_DOCUMENTS = (JobStateEvent, JobPlacementEvent, SiteStateEvent, AllocationUsageEvent,
+                   AllocationStatusEvent)
+# The collection (under /api/v1) each type's `source` names.
+_COLLECTIONS = {JOB_STATE_TYPE: "jobs", JOB_PLACEMENT_TYPE: "jobs", SITE_STATE_TYPE: "sites",
+                ALLOCATION_USAGE_TYPE: "allocations", ALLOCATION_STATUS_TYPE: "allocations"}
+
+
+def gateway_event(event_id: int, base_url: str, type_: str, subject: str, at: datetime,
+                  data: Mapping[str, Any]) -> GatewayEvent:
+    """The CloudEvent of one event of any type (`at` naive means UTC)."""
+    return cast(GatewayEvent, {
         "specversion": "1.0", "id": str(event_id),
-        "source": base_url.rstrip("/") + "/api/v1/jobs", "type": JOB_STATE_TYPE,
-        "subject": data["job"]["id"],
-        "time": aware.astimezone(UTC).isoformat().replace("+00:00", "Z"),
-        "datacontenttype": "application/json", "data": data,
-    }
+        "source": f"{base_url.rstrip('/')}/api/v1/{_COLLECTIONS[type_]}", "type": type_,
+        "subject": subject, "time": _time(at), "datacontenttype": "application/json",
+        "data": dict(data)})

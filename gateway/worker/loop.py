@@ -27,7 +27,7 @@ import threading
 import uuid
 
 from adapters.errors import AdapterError
-from gateway.repositories.jobs import event_signal
+from gateway.repositories.events import signal as event_signal
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.sites.entry import SiteEntry
 from gateway.settings import Settings

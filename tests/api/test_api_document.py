@@ -12,6 +12,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from gateway.api.problem_types import TYPES
+from gateway.schemas.events import EVENT_TYPES
 from tests.conftest import MakeUser
 
 CAMEL = re.compile(r"[a-z]+(?:[A-Z][a-z0-9]*)*")
@@ -126,15 +127,23 @@ def test_the_docs_list_every_problem_type() -> None:
         assert f"| `{kind.uri}` | {kind.status} |" in readme, kind.uri
 
 
-def test_the_event_stream_documents_its_cloud_event(client: TestClient) -> None:
+def test_the_event_stream_documents_each_cloud_event(client: TestClient) -> None:
     document = client.get("/openapi.json").json()
     ok = document["paths"]["/api/v1/events"]["get"]["responses"]["200"]["content"]
-    assert ok["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/JobStateEvent"}
+    refs = [one["$ref"] for one in ok["text/event-stream"]["schema"]["oneOf"]]
     schemas = document["components"]["schemas"]
-    event = schemas["JobStateEvent"]
-    assert event["properties"]["specversion"]["const"] == "1.0"
-    assert event["properties"]["type"]["const"] == "org.gridgate.job.state"
-    assert "CloudEvents 1.0" in event["description"]
-    data = schemas[event["properties"]["data"]["$ref"].rsplit("/", 1)[1]]
-    assert {"from", "to", "reason", "raw_state", "actor", "job"} <= set(data["properties"])
-    assert data["description"] and schemas["EventJob"]["description"]
+    documented = {}
+    for ref in refs:
+        event = schemas[ref.rsplit("/", 1)[1]]
+        assert event["properties"]["specversion"]["const"] == "1.0"
+        assert event["description"]
+        data = schemas[event["properties"]["data"]["$ref"].rsplit("/", 1)[1]]
+        assert data["description"], f"{ref}: its data is not described"
+        documented[event["properties"]["type"]["const"]] = set(data["properties"])
+    assert set(documented) == set(EVENT_TYPES)  # one by one, each type
+    assert "CloudEvents 1.0" in schemas["JobStateEvent"]["description"]
+    assert {"from", "to", "reason", "raw_state", "actor", "job"} <= documented[
+        "org.gridgate.job.state"]
+    assert {"threshold_percent", "used_su", "awarded_su", "project"} <= documented[
+        "org.gridgate.allocation.usage"]
+    assert schemas["EventJob"]["description"]

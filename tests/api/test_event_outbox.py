@@ -1,4 +1,4 @@
-"""The event stream's reads of the outbox (gateway.services.jobs.event_feed): a late
+"""The event stream's reads of the outbox (gateway.services.events.feed): a late
 commit below an id already read is still delivered (PostgreSQL assigns ids at insert,
 not at commit), and what a cursor holds stays bounded."""
 
@@ -10,11 +10,11 @@ from sqlalchemy.orm import Session
 
 from gateway.db.base import utcnow
 from gateway.db.models import Event
-from gateway.repositories.jobs import event_feed as repo
-from gateway.repositories.jobs.event_feed import FeedFilter
+from gateway.repositories.events import feed as repo
+from gateway.repositories.events.feed import FeedFilter
 from gateway.runtime import Runtime
-from gateway.services.jobs import event_feed
-from gateway.services.jobs.event_feed import FeedCursor
+from gateway.services.events import feed as event_feed
+from gateway.services.events.feed import FeedCursor
 from tests.conftest import MakeUser, TestUser
 
 

@@ -16,8 +16,9 @@ from sqlalchemy.orm import Session
 
 from gateway.api.http import event_hub
 from gateway.api.http.event_hub import Subscription
-from gateway.repositories.jobs import event_signal
-from gateway.repositories.jobs.event_feed import FeedFilter, FeedRow
+from gateway.repositories.events import signal as event_signal
+from gateway.repositories.events.feed import FeedFilter, FeedRow
+from gateway.schemas.events import JOB_STATE_TYPE
 from tests.api.test_event_stream import Reader, history, ids_and_states, is_end, submit, user
 from tests.client.live import LiveGateway, gateway_on
 from tests.ssh.conftest import wait_for
@@ -105,9 +106,11 @@ def test_postgresql_notifies_listeners_in_any_process_at_commit(pg_databases: ob
 
 
 def row(event_id: int, owner: str, job: str) -> FeedRow:
-    return {"id": event_id, "job_id": job, "at": datetime.now(UTC), "from_state": None,
-            "to_state": "ACCEPTED", "reason": None, "actor": "gateway", "raw_state": None,
-            "job_name": "x", "site_name": None, "project_name": "p", "owner_id": owner}
+    return {"id": event_id, "type": JOB_STATE_TYPE, "job_id": job, "at": datetime.now(UTC),
+            "from_state": None, "to_state": "ACCEPTED", "reason": None, "actor": "gateway",
+            "raw_state": None, "subject": None, "project_id": None, "data": None,
+            "job_name": "x", "site_name": None, "project_name": "p", "owner_id": owner,
+            "workflow_id": None}
 
 
 def test_a_subscription_keeps_what_its_filter_passes_and_is_cut_off_when_too_far_behind(

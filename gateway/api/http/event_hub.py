@@ -3,7 +3,7 @@
 A thousand streams each polling the `events` table would cost a thousand queries per
 change. The hub reads it once for all of them: one unfiltered FeedCursor (so late
 commits are found once too), woken the moment a transaction that wrote events commits
-(gateway.repositories.jobs.event_signal: NOTIFY from any process on PostgreSQL, a
+(gateway.repositories.events.signal: NOTIFY from any process on PostgreSQL, a
 callback in this one) and otherwise every `events_poll_seconds`. Each event is made
 into its SSE message once, and offered to every subscription whose filter it passes.
 
@@ -25,12 +25,12 @@ from collections.abc import Callable
 import anyio
 from sqlalchemy.exc import OperationalError
 
-from gateway.repositories.jobs import event_signal
-from gateway.repositories.jobs.event_feed import FeedFilter, FeedRow
+from gateway.repositories.events import signal as event_signal
+from gateway.repositories.events.feed import FeedFilter, FeedRow
 from gateway.runtime import Runtime
-from gateway.schemas.events import JobStateEvent
-from gateway.services.jobs import event_feed
-from gateway.services.jobs.event_feed import FeedCursor
+from gateway.schemas.events import GatewayEvent
+from gateway.services.events import feed as event_feed
+from gateway.services.events.feed import FeedCursor
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 MAX_BUFFERED = 10_000
 
 
-def sse_message(event: JobStateEvent) -> bytes:
+def sse_message(event: GatewayEvent) -> bytes:
     """One event as a Server-Sent Events message (its id is the event's)."""
     data = json.dumps(event, separators=(",", ":"))
     return f"id: {event['id']}\nevent: {event['type']}\ndata: {data}\n\n".encode()

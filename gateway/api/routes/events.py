@@ -1,7 +1,8 @@
-"""GET /api/v1/events: job state changes as Server-Sent Events, each a CloudEvent.
+"""GET /api/v1/events: what happened (job states and placements, site states, allocation
+usage and status) as Server-Sent Events, each a CloudEvent.
 
-The events come from the `events` table, the transactional outbox every job state change
-is written to; gateway.services.jobs.event_feed reads it without losing late commits.
+The events come from the `events` table, the transactional outbox every pushed fact is
+written to; gateway.services.events.feed reads it without losing late commits.
 New events reach a stream through this process's hub (gateway.api.http.event_hub: one
 reader for every stream, woken by the commit); a stream resumed with Last-Event-ID first
 replays the log itself. Like an output follow (job_logs.py), a stream waits on the event
@@ -32,11 +33,11 @@ from gateway.api.problem_types import BY_NAME
 from gateway.db.base import utcnow
 from gateway.domain.errors import Invalid
 from gateway.domain.principal import Principal
-from gateway.repositories.jobs.event_feed import FeedFilter
+from gateway.repositories.events.feed import FeedFilter
 from gateway.runtime import Runtime
-from gateway.schemas.events import STREAM_GONE
-from gateway.services.jobs import event_feed
-from gateway.services.jobs.event_feed import FeedCursor
+from gateway.schemas.events import EVENT_DOCUMENTS, STREAM_GONE
+from gateway.services.events import feed as event_feed
+from gateway.services.events.feed import FeedCursor
 from gateway.services.workflows import queries as workflow_queries
 
 router = APIRouter(prefix="/api/v1", tags=["events"])
@@ -96,9 +97,10 @@ def _resume_from(header: str | None, query: str | None) -> int | None:
 
 @router.get("/events", response_class=Response,
             responses={200: {"description": "Server-Sent Events, each message a CloudEvent "
-                                            "(JobStateEvent) in its `data` field",
-                             "content": {"text/event-stream": {"schema": {
-                                 "$ref": "#/components/schemas/JobStateEvent"}}}},
+                                            "in its `data` field, its type in `event`",
+                             "content": {"text/event-stream": {"schema": {"oneOf": [
+                                 {"$ref": f"#/components/schemas/{document.__name__}"}
+                                 for document in EVENT_DOCUMENTS]}}}},
                        429: {"description": "Too many streams of this user (Retry-After)"}})
 async def stream_events(
     principal: JobsReader,
@@ -112,10 +114,12 @@ async def stream_events(
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID",
                                                        max_length=40)] = None,
 ) -> Response:
-    """State changes of the jobs you may read (`job`: only these; `project`: only that
-    project's; `workflow`: only that workflow's steps'; `type`: only these event
-    types), from now on, or replayed after the event id in `Last-Event-ID` (or
-    `last_event_id`). A `: heartbeat` comment comes every `events_heartbeat_seconds`.
+    """The events you may read: your jobs' states and placements; the usage and status of
+    the allocations of projects you are PI of; with the admin or auditor role, every
+    event, sites' states too (`job`: only these jobs'; `project`: only that project's;
+    `workflow`: only that workflow's steps'; `type`: only these event types), from now
+    on, or replayed after the event id in `Last-Event-ID` (or `last_event_id`). A
+    `: heartbeat` comment comes every `events_heartbeat_seconds`.
     A replay that would begin with an event older than the replay window
     (`events_replay_hours`) begins instead with an `org.gridgate.stream.gone` message: a
     410 problem document telling you to re-read the state; new events follow it."""

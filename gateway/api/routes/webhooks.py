@@ -27,7 +27,7 @@ from gateway.schemas.webhooks import (
     WebhookOut,
 )
 from gateway.services import cursors
-from gateway.services.jobs.event_feed import MAX_JOB_FILTERS
+from gateway.services.events.feed import MAX_JOB_FILTERS
 from gateway.services.webhooks import subscriptions as service
 
 router = APIRouter(prefix="/api/v1", tags=["webhooks"])

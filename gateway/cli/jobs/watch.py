@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
@@ -15,7 +15,7 @@ from gateway.cli.state import state
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ReplayGone
 from gateway.client.models import FINAL_STATES
-from gateway.schemas.events import JobStateEvent, job_state_event
+from gateway.schemas.events import JOB_STATE_TYPE, JobStateEvent, job_state_event
 
 JobsArg = Annotated[list[str] | None, typer.Argument(
     metavar="[JOB]...", help="Jobs to watch (ids or unique starts); watching ends when "
@@ -69,8 +69,9 @@ def watch(
 def _follow(client: GatewayClient, named: list[str], last: str | None, open_jobs: set[str],
             json_out: bool, project: str | None, workflow: str | None) -> None:
     """Print the stream's events until every named job has ended."""
-    for event in client.stream_events(named or None, last_event_id=last, project=project,
-                                      workflow=workflow):
+    for streamed in client.stream_events(named or None, [JOB_STATE_TYPE], last_event_id=last,
+                                         project=project, workflow=workflow):
+        event = cast(JobStateEvent, streamed)
         _print(event, json_out)
         if event["data"]["to"] in FINAL_STATES:
             open_jobs.discard(event["subject"])

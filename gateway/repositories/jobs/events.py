@@ -12,7 +12,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Event
-from gateway.repositories.jobs import event_signal
+from gateway.repositories.events import signal as event_signal
 from gateway.repositories.money import audit
 
 

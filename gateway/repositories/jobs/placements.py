@@ -12,7 +12,9 @@ from sqlalchemy import Connection, insert, select
 from sqlalchemy.orm import Session
 
 from gateway.db.models import Placement
+from gateway.repositories.events import facts
 from gateway.repositories.money import audit
+from gateway.schemas.events import JOB_PLACEMENT_TYPE
 
 _placements = Placement.__table__
 
@@ -48,6 +50,11 @@ def add_all(session: Session, placements: Sequence[NewPlacement], actor: str) ->
     if not placements:
         return
     session.connection().execute(insert(Placement), [p.row() for p in placements])
+    facts.add_all(session, [facts.NewFact(
+        JOB_PLACEMENT_TYPE, p.decided_at, actor, job_id=p.job_id,
+        data={"policy": p.policy, "chosen": list(p.chosen), "why": p.why, "hedge": p.hedge,
+              "deadline": None if p.deadline is None else p.deadline.isoformat()})
+        for p in placements])
     for p in placements:
         audit.append(session, "routing.decision", f"job:{p.job_id}", actor,
                      {"policy": p.policy, "hedge": p.hedge, "chosen": list(p.chosen),

@@ -31,6 +31,7 @@ from sqlalchemy import (
 
 from gateway.db.models import Attempt, Event, Job, JobLabel, JobOutput, Project, User
 from gateway.domain.states import JobState
+from gateway.schemas.events import JOB_STATE_TYPE
 
 _jobs, _projects, _users = Job.__table__, Project.__table__, User.__table__
 _attempts, _labels, _events = Attempt.__table__, JobLabel.__table__, Event.__table__
@@ -271,7 +272,8 @@ def events(conn: Connection, job_id: str, *, after: int | None = None,
            limit: int | None = None) -> list[EventView]:
     """The job's history, oldest first: all of it, or up to `limit` events after the
     event id `after` (keyset pagination)."""
-    query = select(_events).where(_events.c.job_id == job_id)
+    query = select(*(_events.c[name] for name in EventView.__annotations__)).where(
+        _events.c.job_id == job_id, _events.c.type == JOB_STATE_TYPE)
     if after is not None:
         query = query.where(_events.c.id > after)
     rows = conn.execute(query.order_by(_events.c.id).limit(limit)).mappings()

@@ -17,9 +17,11 @@ from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.metrics import Metrics
 from gateway.repositories import sites as site_rows
+from gateway.repositories.events import facts
 from gateway.repositories.jobs import attempts
 from gateway.repositories.jobs import rows as jobs
 from gateway.repositories.jobs.attempts import Followed
+from gateway.schemas.events import SITE_STATE_TYPE
 from gateway.services.lifecycle import hedging
 from gateway.services.lifecycle.transitions import advance_counted, end_attempt, note
 
@@ -118,5 +120,10 @@ def _apply(session: Session, job: Job, attempt: Attempt, status: JobStatus, acto
 
 def record_site_state(session: Session, site_name: str, state: str,
                       reason: str | None) -> None:
-    """Record a site's health (up, or down and why) as the worker saw it."""
-    site_rows.set_state(session, site_name, state, reason)
+    """Record a site's health (up, or down and why) as the worker saw it; a change is
+    an event (admins and auditors read it)."""
+    before = site_rows.set_state(session, site_name, state, reason)
+    if before is not None and before != state:
+        facts.add_all(session, [facts.NewFact(
+            SITE_STATE_TYPE, utcnow(), "gateway", subject=f"site:{site_name}",
+            data={"site": site_name, "from": before, "to": state, "reason": reason})])

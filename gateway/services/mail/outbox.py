@@ -14,7 +14,7 @@ How no mail is lost or sent twice, with any number of workers on one database:
   reachable) gets the mail again after a back-off; one that refuses for good (5xx), or
   MAX_ATTEMPTS tries, ends it, the reason kept in `outcome`.
 - The cursor (`mail_cursor`) is the highest event id read; each pass re-reads LOOKBACK ids
-  below it, since ids are drawn at insert, not commit (gateway.services.jobs.event_feed):
+  below it, since ids are drawn at insert, not commit (gateway.services.events.feed):
   a change committed after up to LOOKBACK higher ids were read is still mailed. The claim
   makes re-reading harmless. Only events of jobs with a `mail_requests` row are read.
 """

@@ -14,7 +14,7 @@ from gateway.db.models import Project
 from gateway.domain.errors import Invalid, NotFound
 from gateway.repositories.identity import projects
 from gateway.repositories.money import audit, bank_rows
-from gateway.services.money import ledger
+from gateway.services.money import allocation_events, ledger
 from gateway.services.money.bank import spendable
 from gateway.services.money.ledger import Leg, Posting
 
@@ -120,6 +120,7 @@ def set_status(session: Session, allocation_id: int, status: str, actor: str, re
     allocation = _locked(session, allocation_id)
     audit.append(session, "allocation.status", f"allocation:{allocation.id}", actor,
                  {"from": allocation.status, "to": status, "reason": reason}, now)
-    allocation.status = status
+    before, allocation.status = allocation.status, status
+    allocation_events.status_changed(session, allocation, before, actor, reason, now)
     session.flush()
     return allocation

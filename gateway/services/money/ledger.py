@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from gateway.accounting.ledger_seal import SealedLeg, seal
 from gateway.db.bank_models import Allocation
 from gateway.repositories.money import audit, bank_rows
+from gateway.services.money import allocation_events
 
 ACCOUNTS = ("funding", "available", "held", "used")
 # What new legs may move: `held` is read (older liens' legs), never written.
@@ -66,6 +67,7 @@ def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
     if sum(leg.amount_milli for leg in legs) != 0:
         raise ValueError("a ledger transaction's legs must sum to zero")
     txn = str(uuid.uuid4())
+    used_before = {leg.allocation.id: leg.allocation.used_milli for leg in legs}
     rows = []
     written = []
     sealed = []
@@ -89,6 +91,10 @@ def post(session: Session, posting: Posting, legs: Sequence[Leg]) -> str:
     audit.posting(session, posting.kind, posting.actor, posting.at, txn, posting.reason,
                   posting.job_id, posting.lien_id, posting.usage_id, written,
                   seal(txn, sealed))
+    for allocation in {leg.allocation.id: leg.allocation for leg in legs
+                       if leg.account == "used"}.values():
+        allocation_events.usage_passed(session, allocation, used_before[allocation.id],
+                                       posting.at, posting.actor)
     return txn
 
 

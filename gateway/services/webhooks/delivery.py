@@ -10,9 +10,10 @@ worker fans out a subscription only while it holds its row lock (skipped by othe
 Sending: a worker leases due deliveries (skipping rows others are taking), commits,
 sends, then records the answer. A crash between sending and recording leaves the lease
 to run out and the delivery is sent again with the same `webhook-id` (at least once).
-Only the first pending delivery of a (subscription, job) is due, so one job's events go
-out in id order; a failure is retried with exponential back-off and jitter, and after
-`webhook_retry_seconds` of failures the subscription is disabled, saying why.
+Only the first pending delivery of a (subscription, subject) is due, so one job's (or
+site's, or allocation's) events go out in id order; a failure is retried with
+exponential back-off and jitter, and after `webhook_retry_seconds` of failures the
+subscription is disabled, saying why.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
+from gateway.auth.project_access import PI_ROLE
 from gateway.db.webhook_models import Webhook, WebhookDelivery
 from gateway.domain.principal import Principal
 from gateway.repositories import webhooks as repo
-from gateway.repositories.jobs import event_feed as events
-from gateway.schemas.events import JOB_STATE_TYPE
-from gateway.services.jobs.event_feed import cloud_event
+from gateway.repositories.events import feed as events
+from gateway.repositories.events.feed import FeedRow
+from gateway.services.events.feed import cloud_event
 from gateway.services.jobs.queries import sees_all
 from gateway.services.webhooks import signing
 from gateway.services.webhooks.subscriptions import message_id
@@ -41,6 +43,8 @@ from gateway.settings import Settings
 LOOKBACK_IDS = 1000
 # Events one subscription fans out per pass.
 PAGE = 500
+# The longest subject a delivery keeps (a job id's length).
+SUBJECT_CHARS = 36
 # A target's answer kept as the delivery's `last_error`, at most.
 ERROR_CHARS = 300
 
@@ -77,24 +81,31 @@ def _fan_out_one(session: Session, hook: Webhook, roles: list[str], owner_disabl
                  top: int) -> int:
     up_to = min(top, hook.cursor + PAGE)
     low = max(hook.floor, hook.cursor - LOOKBACK_IDS)
-    wanted = not owner_disabled and (not hook.types or JOB_STATE_TYPE in hook.types)
     ids: list[int] = []
-    if wanted and up_to > low:
+    if not owner_disabled and up_to > low:
         reader = Principal(hook.owner_id, "", "", roles=frozenset(roles))
         owner = None if sees_all(reader) else hook.owner_id
         conn = session.connection()
-        where = events.FeedFilter(owner, tuple(hook.job_ids) if hook.job_ids else None)
+        pi_of = () if owner is None else events.projects_with_role(conn, owner, PI_ROLE)
+        where = events.FeedFilter(owner, tuple(hook.job_ids) if hook.job_ids else None,
+                                  types=tuple(hook.types) or None, pi_projects=pi_of)
         visible = events.visible_ids(conn, where, low, up_to)
         done = repo.fanned_ids(session, hook.id, low, up_to)
         ids = [i for i in visible if i not in done]
     rows = events.rows(session.connection(), ids) if ids else []
     repo.add_all(session, [WebhookDelivery(webhook_id=hook.id, event_id=row["id"],
-                                           subject=row["job_id"], state=repo.PENDING,
+                                           subject=_subject(row), state=repo.PENDING,
                                            attempts=0, created_at=row["at"],
                                            next_at=row["at"])
                            for row in rows])
     hook.cursor = max(hook.cursor, up_to)
     return len(rows)
+
+
+def _subject(row: FeedRow) -> str:
+    # What events go out in order of: a job's id, else what the event is about (cut to
+    # the column: two long site names sharing a start are then merely ordered together).
+    return row["job_id"] or (row["subject"] or "")[:SUBJECT_CHARS]
 
 
 def claim(session: Session, settings: Settings, worker: str, now: datetime,
@@ -111,7 +122,7 @@ def claim(session: Session, settings: Settings, worker: str, now: datetime,
     for delivery in found:
         hook = hooks[delivery.webhook_id]
         assert hook is not None  # a delivery's subscription is deleted with it
-        # The very document the event stream sends (gateway.services.jobs.event_feed).
+        # The very document the event stream sends (gateway.services.events.feed).
         document = cloud_event(by_id[delivery.event_id], settings.public_url)
         body = json.dumps(document, separators=(",", ":")).encode()
         out.append(Outgoing(delivery.id, hook.url, body, message_id(delivery), hook.secret))

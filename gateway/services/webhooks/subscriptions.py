@@ -15,10 +15,10 @@ from gateway.db.webhook_models import Webhook, WebhookDelivery
 from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.principal import Principal
 from gateway.repositories import webhooks as repo
-from gateway.repositories.jobs import event_feed as events
+from gateway.repositories.events import feed as events
 from gateway.schemas.webhooks import DeliveryOut, NewWebhookOut, WebhookOut
 from gateway.services import cursors
-from gateway.services.jobs.event_feed import feed_filter
+from gateway.services.events.feed import feed_filter
 from gateway.services.webhooks import signing
 from gateway.services.webhooks.targets import check_url
 from gateway.settings import Settings

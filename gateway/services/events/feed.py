@@ -1,5 +1,6 @@
 """The event stream's reads: which events a reader may see, and a cursor over the
-`events` table (the transactional outbox of job states) that loses no late commit.
+`events` table (the transactional outbox of every pushed fact) that loses no late
+commit.
 
 Ids come from a sequence at insert, not at commit: on PostgreSQL, a transaction holding
 id 7 may commit after one holding id 8 was read, so a reader asking only for `id > 8`
@@ -16,15 +17,25 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from sqlalchemy import Connection
 
+from gateway.auth.project_access import PI_ROLE
 from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.principal import Principal
-from gateway.repositories.jobs import event_feed as repo
+from gateway.repositories.events import feed as repo
+from gateway.repositories.events.feed import FeedFilter, FeedRow
 from gateway.repositories.jobs import rows
-from gateway.repositories.jobs.event_feed import FeedFilter, FeedRow
-from gateway.schemas.events import EVENT_TYPES, JobStateEvent, job_state_event
+from gateway.schemas.events import (
+    EVENT_TYPES,
+    JOB_EVENT_TYPES,
+    JOB_STATE_TYPE,
+    EventJob,
+    GatewayEvent,
+    gateway_event,
+    job_state_event,
+)
 from gateway.services.jobs.queries import ensure_visible, sees_all
 
 # A stream without Last-Event-ID starts at the newest id, and re-checks this many ids
@@ -58,10 +69,10 @@ def feed_filter(conn: Connection, principal: Principal, job_ids: Sequence[str],
             rows.member_project(conn, principal.user_id, project) is None:
         raise NotFound(f"You are not a member of a project named '{project}'; "
                        "'gridgate projects' lists yours.")
-    # Valid `types` are not kept: while EVENT_TYPES has one type, every valid filter
-    # admits every event. The change that adds a second type must filter on them.
-    return FeedFilter(None if everything else principal.user_id,
-                      tuple(dict.fromkeys(job_ids)) or None, project, workflow_id)
+    owner = None if everything else principal.user_id
+    return FeedFilter(owner, tuple(dict.fromkeys(job_ids)) or None, project, workflow_id,
+                      tuple(dict.fromkeys(types)) or None,
+                      () if owner is None else repo.projects_with_role(conn, owner, PI_ROLE))
 
 
 @dataclass
@@ -137,10 +148,22 @@ def replay_gone(conn: Connection, last_event_id: int, window_seconds: float,
     return repo.last_id(conn)
 
 
-def cloud_event(row: FeedRow, public_url: str) -> JobStateEvent:
-    """The CloudEvent of one state change."""
-    return job_state_event(row["id"], public_url, row["at"], {
-        "from": row["from_state"], "to": row["to_state"], "reason": row["reason"],
-        "raw_state": row["raw_state"], "actor": row["actor"],
-        "job": {"id": row["job_id"], "name": row["job_name"], "site": row["site_name"],
-                "project": row["project_name"]}})
+def cloud_event(row: FeedRow, public_url: str) -> GatewayEvent:
+    """The CloudEvent of one event: a job's with the job as it is now."""
+    if row["type"] == JOB_STATE_TYPE:
+        return job_state_event(row["id"], public_url, row["at"], {
+            "from": row["from_state"], "to": cast(str, row["to_state"]),
+            "reason": row["reason"], "raw_state": row["raw_state"], "actor": row["actor"],
+            "job": _job(row)})
+    data = dict(row["data"] or {})
+    if row["type"] in JOB_EVENT_TYPES:
+        data["job"] = _job(row)
+        subject = cast(str, row["job_id"])
+    else:
+        subject = cast(str, row["subject"]).partition(":")[2]
+    return gateway_event(row["id"], public_url, row["type"], subject, row["at"], data)
+
+
+def _job(row: FeedRow) -> EventJob:
+    return {"id": cast(str, row["job_id"]), "name": cast(str, row["job_name"]),
+            "site": row["site_name"], "project": cast(str, row["project_name"])}
