@@ -76,12 +76,15 @@ def poll_until(read: Callable[[], T], done: Callable[[T], bool], deadline: float
 
 
 def on_stream(client: ClientBase, params: Sequence[tuple[str, str]], read: Callable[[], T],
-              done: Callable[[T], bool], deadline: float | None) -> T | None:
-    """`read()` once the stream of events matching `params` is open, then after each
-    event, until `done` says so or the deadline passes (the last read); None when the
-    gateway ended the stream first."""
+              done: Callable[[T], bool], deadline: float | None,
+              opened: Callable[[httpx.Response], None] | None = None) -> T | None:
+    """`read()` once the stream of events matching `params` is open (`opened` is told
+    its response), then after each event, until `done` says so or the deadline passes
+    (the last read); None when the gateway ended the stream first."""
     with client._stream("GET", "/events", params=params,
                         headers={"Accept": "text/event-stream"}) as response:
+        if opened is not None:
+            opened(response)
         found = read()
         if done(found) or passed(deadline):
             return found
