@@ -12,7 +12,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from gateway.client import event_stream, job_ids, job_waits
+from gateway.client import event_stream, job_ends, job_ids, job_waits
 from gateway.client.bank_api import Amount, BankMethods, ReportKind
 from gateway.client.errors import GatewayUnreachable, StreamEnded, transport_reason
 from gateway.client.models import (
@@ -228,7 +228,9 @@ class GatewayClient(BankMethods, WorkflowMethods):
     def follow(self, job_id: str, stream: Stream = "stdout", *, offset: int = 0,
                tail: int | None = None, reconnects: int = 5) -> Iterator[bytes]:
         """Stream the job's output as it is written, until the job is final and all
-        output was sent. A dropped connection is resumed from the last byte received."""
+        output was sent. A dropped connection is resumed from the last byte received.
+        The job's end is learnt from the event stream (gateway.client.job_ends), so the
+        follow stops the moment it ends; a gateway without one ends the follow itself."""
         path = f"/jobs/{segment(job_id)}/logs/{stream}"
         position = offset
         if tail is not None:
@@ -238,37 +240,46 @@ class GatewayClient(BankMethods, WorkflowMethods):
             position = first.offset + len(first.data)
         failures = 0
         ended: str | None = None  # why the last stream stopped before the job's end
+        with job_ends.EndWatch(self, job_id) as end:
+            while not end.ended.is_set():
+                try:
+                    with self._stream("GET", path,
+                                      params={"follow": "true", "offset": position}) as response:
+                        end.following(response)
+                        try:
+                            for chunk in response.iter_bytes():
+                                position += len(chunk)
+                                failures = 0
+                                yield chunk
+                        finally:
+                            end.following(None)  # before the connection goes back to the pool
+                    # The gateway ends a follow when the job is over, or early when it stops
+                    # (gateway.api.http.stopping): then it is resumed, like a dropped
+                    # connection.
+                    ended = "the gateway ended the stream before the job ended"
+                    if is_final(self.get_job(job_id)):
+                        break
+                except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+                    if end.ended.is_set():  # cut by the end watch: the job is over
+                        break
+                    ended = f"the connection to the gateway broke ({transport_reason(exc)})"
+                except GatewayUnreachable as exc:
+                    if ended is None:  # the first request: no stream to resume
+                        raise
+                    if failures >= reconnects:
+                        raise StreamEnded(self.base_url, job_id, stream, ended, exc.reason) \
+                            from exc
+                failures += 1
+                time.sleep(min(2.0 ** failures / 4, 5.0))
+        # The job has ended: what is left (a cut stream's, or what a stopping gateway left
+        # unsent) is read to its end.
         while True:
-            try:
-                with self._stream("GET", path, params={"follow": "true", "offset": position}) \
-                        as response:
-                    for chunk in response.iter_bytes():
-                        position += len(chunk)
-                        failures = 0
-                        yield chunk
-                # The gateway ends a follow when the job is over, or early when it stops
-                # (gateway.api.http.stopping): then it is resumed, like a dropped connection.
-                ended = "the gateway ended the stream before the job ended"
-                if is_final(self.get_job(job_id)):
-                    # A stopping gateway may have ended the stream with output unsent, and
-                    # the job ended meanwhile: what is left is read to its end.
-                    while True:
-                        rest = self.output(job_id, stream, offset=position)
-                        position += len(rest.data)
-                        if rest.data:
-                            yield rest.data
-                        if not rest.data or position >= rest.size:
-                            return
-            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                ended = f"the connection to the gateway broke ({transport_reason(exc)})"
-            except GatewayUnreachable as exc:
-                if ended is None:  # the first request: no stream to resume
-                    raise
-                if failures >= reconnects:
-                    raise StreamEnded(self.base_url, job_id, stream, ended, exc.reason) \
-                        from exc
-            failures += 1
-            time.sleep(min(2.0 ** failures / 4, 5.0))
+            rest = self.output(job_id, stream, offset=position)
+            position += len(rest.data)
+            if rest.data:
+                yield rest.data
+            if not rest.data or position >= rest.size:
+                return
 
     def wait(self, job_id: str, *, poll_seconds: float = 1.0, timeout: float | None = None,
              on_update: Callable[[Job], None] | None = None,

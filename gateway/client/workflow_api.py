@@ -1,11 +1,13 @@
-"""Workflows in the REST client (docs/researchers/workflows.md): submit, list, show, cancel, events,
-and the spec's JSON Schema. `GatewayClient` has these methods too."""
+"""Workflows in the REST client (docs/researchers/workflows.md): submit, list, show, wait,
+cancel, events, and the spec's JSON Schema. `GatewayClient` has these methods too."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
+from gateway.client import workflow_waits
 from gateway.client.errors import NotFoundError, problem_error
 from gateway.client.transport import ClientBase, is_job_id, segment
 from gateway.schemas.workflows import (
@@ -46,6 +48,16 @@ class WorkflowMethods(ClientBase):
     def get_workflow(self, workflow_id: str) -> WorkflowOut:
         """GET /workflows/{id}: the workflow with each step instance and its job."""
         return self._document(WorkflowOut, "GET", f"/workflows/{segment(workflow_id)}")
+
+    def wait_workflow(self, workflow_id: str, *, poll_seconds: float = 1.0,
+                      timeout: float | None = None,
+                      on_update: Callable[[WorkflowOut], None] | None = None) -> WorkflowOut:
+        """Wait until the workflow has ended (completed, failed or cancelled) or `timeout`
+        seconds pass; returns the last view. Follows the event stream of its jobs; polls
+        every `poll_seconds` against a gateway without one."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return workflow_waits.wait_for_workflow(self, workflow_id, deadline, on_update,
+                                                poll_seconds)
 
     def cancel_workflow(self, workflow_id: str) -> WorkflowOut:
         """POST /workflows/{id}/cancel (202): every unfinished step is cancelled."""

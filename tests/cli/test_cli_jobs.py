@@ -12,6 +12,7 @@ import yaml
 
 from gateway.cli import errors
 from tests.cli.helpers import Cli
+from tests.cli.test_first_hour_cli import Running
 from tests.waiting_jobs import let_all_go, waits
 
 
@@ -156,6 +157,21 @@ def test_logs_tail_and_follow(cli: Cli) -> None:
     assert cli("logs", "--tail", "2", job_id).stdout == "line 4\nline 5\n"
     assert cli("logs", "--tail", "0", job_id).stdout == ""
     assert cli("logs", "-n", "2", "-f", job_id).stdout == "line 4\nline 5\n"
+
+
+def test_logs_follow_of_a_held_job_ends_with_all_output_when_it_ends(cli: Cli) -> None:
+    script = "echo one; " + waits("echo two")
+    job_id = cli("submit", "-q", "--exe", "sh", "--", "-c", script).stdout.strip()
+    following = Running(cli, "logs", "-f", job_id)
+    try:
+        following.line("stdout", "one")  # following the running job
+        let_all_go(cli.gateway.settings.data_dir / "jobs")
+        rest, err = following.proc.communicate(timeout=300)
+    finally:
+        if following.proc.poll() is None:
+            following.proc.kill()
+            cli("cancel", job_id, code=None)
+    assert (following.proc.returncode, rest) == (0, "two\n"), err
 
 
 def test_hostile_text_is_data(cli: Cli, tmp_path: Path) -> None:

@@ -5,6 +5,10 @@ watch, not the jobs. `gridgate events` (a job's history) stays as it was."""
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 import threading
 
 from gateway.cli import errors
@@ -86,3 +90,40 @@ def test_watch_one_project_shows_its_jobs_and_refuses_one_not_yours(cli: Cli) ->
     refused = cli("watch", "--project", "not-mine", code=None)
     assert refused.exit_code != 0
     assert "not a member of a project named 'not-mine'" in " ".join(refused.stderr.split())
+
+
+def test_on_a_terminal_watch_redraws_a_table_of_the_jobs_in_place(cli: Cli) -> None:
+    held = cli("submit", "-q", "--name", "held", "--exe", "sh", "--", "-c",
+               waits()).stdout.strip()
+    master, child_end = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli.main", "watch", held],
+                            env={**os.environ, **cli.env, "COLUMNS": "100"},
+                            stdout=child_end, stderr=subprocess.PIPE)
+    os.close(child_end)
+    seen = b""
+    try:
+        while b"RUNNING" not in seen:  # the row shows the job running (held by its file)
+            seen += os.read(master, 4096)
+        let_all_go(cli.gateway.settings.data_dir / "jobs")
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal's other end closed: the watch ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+            cli("cancel", held, code=None)
+    text = seen.decode().replace("\r\n", "\n")
+    tables = text.split("\x1b[J")[:-1]
+    assert len(tables) >= 2 and all(t.startswith("\x1b[2F") for t in tables[1:]), text
+    last = [line.removesuffix("\x1b[K") for line in tables[-1][len("\x1b[2F"):].splitlines()]
+    assert last[0].split() == ["ID", "NAME", "STATE", "SITE", "REASON"]
+    assert last[1].split()[:4] == [held[:8], "held", "COMPLETED", "local"]

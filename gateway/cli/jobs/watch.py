@@ -1,16 +1,21 @@
 """`gridgate watch [JOB...]`: job state changes as they happen, from the gateway's event
-stream (GET /api/v1/events), one line each (or one CloudEvent per line with --json)."""
+stream (GET /api/v1/events): on a terminal a table of the jobs redrawn on each change
+(gateway.cli.jobs.watch_table); else one line each, or one CloudEvent per line with
+--json (scripts read these: keep them as they are)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+from collections.abc import Callable
 from typing import Annotated, cast
 
 import typer
 
 from gateway.cli import errors
 from gateway.cli.jobs import ids as job_ids
+from gateway.cli.jobs.watch_table import LiveTable
 from gateway.cli.state import state
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ReplayGone
@@ -33,10 +38,13 @@ def watch(
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print each event as a CloudEvent, one JSON document a line.")] = False,
 ) -> None:
-    """Print each state change of your jobs as it happens: TIME JOB STATE REASON.
+    """Show each state change of your jobs as it happens: on a terminal, a table of the
+    jobs (ID NAME STATE SITE REASON) redrawn in place; else a line each, TIME JOB STATE
+    REASON.
 
     With JOBs it starts with each one's current state and ends once all have ended."""
     cli = state(ctx)
+    show = _sink(json_out)
     named = list(jobs or [])
     open_jobs = set(named)
     with cli.client() as client:
@@ -47,7 +55,7 @@ def watch(
             for job_id in named:
                 latest = _latest(client, job_id)
                 if latest is not None:
-                    _print(latest, json_out)
+                    show(latest)
                     start = max(start or 0, int(latest["id"]))
                     if latest["data"]["to"] in FINAL_STATES:
                         open_jobs.discard(job_id)
@@ -56,7 +64,7 @@ def watch(
             last = None if start is None else str(start)
             while True:
                 try:
-                    _follow(client, named, last, open_jobs, json_out, project, workflow)
+                    _follow(client, named, last, open_jobs, show, project, workflow)
                     return
                 except ReplayGone as gone:  # nothing newer for a week: go on from now
                     last = gone.last_event_id
@@ -66,13 +74,21 @@ def watch(
                                      f"with '{again}'.") from None
 
 
+def _sink(json_out: bool) -> Callable[[JobStateEvent], None]:
+    """How each event is shown: the live table for a person at a terminal, else lines."""
+    if not json_out and sys.stdout.isatty():
+        return LiveTable(shutil.get_terminal_size().columns).show
+    return lambda event: _print(event, json_out)
+
+
 def _follow(client: GatewayClient, named: list[str], last: str | None, open_jobs: set[str],
-            json_out: bool, project: str | None, workflow: str | None) -> None:
-    """Print the stream's events until every named job has ended."""
+            show: Callable[[JobStateEvent], None], project: str | None,
+            workflow: str | None) -> None:
+    """Show the stream's events until every named job has ended."""
     for streamed in client.stream_events(named or None, [JOB_STATE_TYPE], last_event_id=last,
                                          project=project, workflow=workflow):
         event = cast(JobStateEvent, streamed)
-        _print(event, json_out)
+        show(event)
         if event["data"]["to"] in FINAL_STATES:
             open_jobs.discard(event["subject"])
             if named and not open_jobs:

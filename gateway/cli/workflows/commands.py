@@ -4,7 +4,6 @@ one with each step, cancel one (every unfinished step), draw its DAG. Tables for
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -87,10 +86,8 @@ def submit(
         raise errors.fail(f"error: {exc.message}", errors.USAGE) from None
     with state(ctx).client() as client:
         workflow = client.submit_workflow(spec, idempotency_key=idempotency_key)
-        if wait:
-            while workflow["state"] not in FINISHED:
-                time.sleep(1)
-                workflow = client.get_workflow(workflow["id"])
+        if wait and workflow["state"] not in FINISHED:
+            workflow = client.wait_workflow(workflow["id"])
     if json_out:
         render.print_json(workflow)
     else:
