@@ -1,0 +1,44 @@
+"""Crash safety of event delivery (issue 29, item 7) at a small size: the worker and the
+API process are each killed with SIGKILL twice while 30 jobs move, with a webhook and 3
+event streams attached; every consumer gets every event, none out of order per job.
+benchmarks/event_crash_run.py runs the same code (tests/worker/event_crash.py) at 500
+jobs. And: the check itself finds each kind of fault it reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.worker.event_crash import Consumer, Run, Seen, Truth, check, run
+
+TRUTH = Truth({1: ("a", "ACCEPTED"), 2: ("b", "ACCEPTED"), 3: ("a", "QUEUED"),
+               4: ("a", "COMPLETED")})
+
+
+def _consumer(*seen: tuple[int, str, str]) -> Consumer:
+    return Consumer("c", [Seen(*s) for s in seen])
+
+
+def test_the_check_counts_duplicates_missing_mislabelled_and_disorder() -> None:
+    clean = check(_consumer((1, "a", "ACCEPTED"), (2, "b", "ACCEPTED"), (1, "a", "ACCEPTED"),
+                            (3, "a", "QUEUED"), (4, "a", "COMPLETED")), TRUTH)
+    assert clean == {"received": 5, "duplicates": 1, "missing": 0, "mislabelled": 0,
+                     "out_of_order": 0, "errors": 0}
+    # Event 3 after 4 (same job); event 2 never; event 1 again under another id.
+    faulty = check(_consumer((1, "a", "ACCEPTED"), (4, "a", "COMPLETED"), (3, "a", "QUEUED"),
+                             (5, "a", "ACCEPTED")), TRUTH)
+    assert faulty == {"received": 4, "duplicates": 0, "missing": 1, "mislabelled": 1,
+                      "out_of_order": 1, "errors": 0}
+
+
+def test_kill9_worker_and_api_while_jobs_move_loses_and_reorders_no_event(
+        tmp_path: Path) -> None:
+    # A killed worker's leased webhooks go out again after the lease (timeout x 22 + 30 s):
+    # the shortest timeout keeps that wait short.
+    result = run(Run(jobs=30, kills=2, sse_clients=3, webhook_timeout=0.1), tmp_path)
+    assert [k["process"] for k in result["kills"]] == ["worker", "api"] * 2
+    assert result["errors"] == {}, result
+    for name, counts in result["consumers"].items():
+        assert counts["received"] >= result["events"] > 0, (name, result)
+        assert counts["missing"] == counts["mislabelled"] == counts["out_of_order"] == 0, \
+            (name, result)
+    assert result["ok"]
