@@ -32,6 +32,7 @@ from gateway.client import GatewayClient
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt
 from gateway.runtime import build_runtime
+from gateway.schemas.events import JOB_STATE_TYPE
 from gateway.settings import Settings
 from tests.waiting_jobs import GO, let_all_go, let_go
 from tests.worker.gateway_process import GatewayProcess, free_port
@@ -68,7 +69,7 @@ class Consumer:
 
 @dataclass(frozen=True)
 class Truth:
-    """The events table: id -> (subject, to_state)."""
+    """The events table's job states: id -> (subject, to_state)."""
 
     events: dict[int, tuple[str, str]]
 
@@ -132,7 +133,8 @@ class WebhookConsumer:
 def stream(client: GatewayClient, consumer: Consumer, sentinel: list[str]) -> None:
     """Read the event stream from the beginning until the sentinel job's event."""
     try:
-        for event in client.stream_events(last_event_id="0", reconnects=RECONNECTS):
+        for event in client.stream_events(types=[JOB_STATE_TYPE], last_event_id="0",
+                                          reconnects=RECONNECTS):
             consumer.seen.append(Seen(int(event["id"]), event["subject"], event["data"]["to"]))
             if sentinel and event["subject"] == sentinel[0]:
                 return
@@ -205,7 +207,8 @@ def run(size: Run, base: Path) -> dict[str, Any]:
         try:
             headers = {"Authorization": f"Bearer {token}"}
             made = httpx.post(f"{api.url}/api/v1/webhooks", headers=headers,
-                              json={"url": target.url}, timeout=30)
+                              json={"url": target.url, "types": [JOB_STATE_TYPE]},
+                              timeout=30)
             made.raise_for_status()
             hook = WebhookConsumer(target, made.json()["secret"])
             streams = [Consumer(f"sse-{i}") for i in range(size.sse_clients)]
@@ -335,7 +338,8 @@ def _settled(database_url: str, jobs: int) -> bool:
         with engine.connect() as conn:
             final = conn.execute(text("SELECT count(*) FROM jobs WHERE state IN "
                                       "('COMPLETED', 'FAILED', 'CANCELLED')")).scalar_one()
-            events = conn.execute(text("SELECT count(*) FROM events")).scalar_one()
+            events = conn.execute(text("SELECT count(*) FROM events WHERE type = :state"),
+                                  {"state": JOB_STATE_TYPE}).scalar_one()
             delivered = conn.execute(text("SELECT count(*) FROM webhook_deliveries "
                                           "WHERE state = 'delivered'")).scalar_one()
     finally:
@@ -347,7 +351,8 @@ def _truth(database_url: str, sentinel: list[str]) -> Truth:
     engine = create_engine(database_url)
     try:
         with engine.connect() as conn:
-            rows = conn.execute(text("SELECT id, job_id, to_state FROM events ORDER BY id"))
+            rows = conn.execute(text("SELECT id, job_id, to_state FROM events WHERE type = "
+                                     ":state ORDER BY id"), {"state": JOB_STATE_TYPE})
             return Truth({int(i): (str(job), str(to)) for i, job, to in rows
                           if job not in sentinel})
     finally:
