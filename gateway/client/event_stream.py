@@ -28,6 +28,11 @@ class Message:
     id: str | None = None
 
 
+# Ids of the latest events a stream remembers to drop one sent again (a resend is of
+# the events of the last seconds before the resume point).
+REMEMBERED_IDS = 10_000
+
+
 def messages(lines: Iterable[str]) -> Iterator[Message]:
     """The messages of an SSE stream's lines (comments such as heartbeats skipped)."""
     current = Message()
@@ -49,12 +54,21 @@ def messages(lines: Iterable[str]) -> Iterator[Message]:
             current.id = value
 
 
+def _later(last: str | None, event_id: str) -> str:
+    # A late event sent again has a lower id than the last: resume after the highest.
+    if last is not None and last.isdigit() and event_id.isdigit() and int(last) > int(event_id):
+        return last
+    return event_id
+
+
 def stream_events(client: ClientBase, params: Sequence[tuple[str, str]],
                   last_event_id: str | None, reconnects: int) -> Iterator[GatewayEvent]:
     """Every event of the stream (GET /events with these query `params`), resumed after
     a dropped connection (or a gateway that ended it while stopping) up to `reconnects`
-    times in a row."""
+    times in a row. An event a resumed stream sends again (one that may have committed
+    late: gateway.services.events.feed) is passed on once."""
     last = last_event_id
+    received: dict[str, None] = {}  # the ids of the latest events, oldest first
     failures = 0
     started = False  # a first request that fails is an error, not a drop to resume
     while True:
@@ -69,8 +83,14 @@ def stream_events(client: ClientBase, params: Sequence[tuple[str, str]],
                         gone = json.loads("\n".join(message.data))
                         raise ReplayGone(gone["detail"], gone["last_event_id"])
                     event = cast(GatewayEvent, json.loads("\n".join(message.data)))
-                    last = message.id or last
                     failures = 0
+                    if message.id is not None:
+                        if message.id in received:
+                            continue
+                        received[message.id] = None
+                        if len(received) > REMEMBERED_IDS:
+                            del received[next(iter(received))]
+                        last = _later(last, message.id)
                     yield event
             reason = "the gateway ended the stream"
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:

@@ -247,6 +247,11 @@ class Event(Base):
     actor: Mapped[str] = mapped_column(String(255))
     raw_state: Mapped[str | None] = mapped_column(String(64))
     data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # When the row was written (its transaction's start, the database's clock), unlike
+    # `at` (when the change happened, which a site may report late): how a resumed
+    # stream tells what may have committed after the reader's last event.
+    recorded_at: Mapped[datetime | None] = mapped_column(
+        server_default=text("CURRENT_TIMESTAMP"))
 
 
 class IdempotencyKey(Base):

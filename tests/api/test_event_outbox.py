@@ -1,11 +1,15 @@
 """The event stream's reads of the outbox (gateway.services.events.feed): a late
 commit below an id already read is still delivered (PostgreSQL assigns ids at insert,
-not at commit), and what a cursor holds stays bounded."""
+not at commit), to a live stream and to one resumed after a break, and what a cursor
+holds stays bounded."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from gateway.db.base import utcnow
@@ -115,3 +119,36 @@ def test_a_resume_from_an_id_past_every_event_starts_at_the_end(
         _record(session, job_id, "new")
         session.commit()
     assert _poll(runtime, cursor) == ["new"]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_resumed_stream_sends_an_event_that_committed_after_the_readers_last(
+        runtime: Runtime, client: TestClient, make_user: MakeUser) -> None:
+    user = make_user()
+    job_id = _job(client, user)
+    with runtime.sessions() as session:
+        _record(session, job_id, "old")
+        # Everything so far was written an hour ago: long settled.
+        session.execute(update(Event).where(Event.job_id == job_id)
+                        .values(recorded_at=utcnow() - timedelta(hours=1)))
+        session.commit()
+    reader = _cursor(runtime, user, job_id, Clock())
+    early, late = runtime.sessions(), runtime.sessions()
+    try:
+        _record(early, job_id, "early")  # takes the lower id, its transaction held open
+        _record(late, job_id, "late")
+        late.commit()
+        assert _poll(runtime, reader) == ["late"]
+        last = reader.high
+        early.commit()  # ...and the reader's stream broke before "early" reached it
+        with runtime.reading() as conn:
+            where = event_feed.feed_filter(conn, user.principal, [job_id], [])
+            resumed = FeedCursor.start(conn, where, last, window=60.0, clock=Clock())
+        # Sent: what may have committed after `last` (written shortly before it); not
+        # `last` itself, nor what was settled long before.
+        assert _poll(runtime, resumed) == ["early"]
+        assert _poll(runtime, resumed) == []
+    finally:
+        early.close()
+        late.close()

@@ -175,12 +175,16 @@ def test_a_stream_resumes_after_last_event_id_with_only_later_events(
     past = history(http, alice, job_id)
     assert len(past) >= 3
     resume = past[1][0]
-    with http.stream("GET", "/api/v1/events", params={"job": job_id},
-                     headers={**alice, "Last-Event-ID": resume}) as response:
-        assert ids_and_states(Reader(response).until_heartbeat()) == past[2:]
-    with http.stream("GET", "/api/v1/events", headers=alice,
-                     params={"job": job_id, "last_event_id": resume}) as response:
-        assert ids_and_states(Reader(response).until_heartbeat()) == past[2:]
+    for where in ({"headers": {**alice, "Last-Event-ID": resume}, "params": {"job": job_id}},
+                  {"headers": alice, "params": {"job": job_id, "last_event_id": resume}}):
+        with http.stream("GET", "/api/v1/events", **where) as response:
+            got = ids_and_states(Reader(response).until_heartbeat())
+        assert [e for e in got if int(e[0]) > int(resume)] == past[2:]
+        # On PostgreSQL, what was written shortly before the resume point comes again
+        # first (it may have committed after it: FeedCursor.resumed); never the point.
+        again = [e for e in got if int(e[0]) <= int(resume)]
+        assert again == (past[:1] if gateway.settings.database_url.startswith("postgresql")
+                         else []), got
     # Without an id the stream starts at the end: nothing of the past comes.
     with http.stream("GET", "/api/v1/events", params={"job": job_id},
                      headers=alice) as response:

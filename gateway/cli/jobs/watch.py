@@ -44,7 +44,7 @@ def watch(
 
     With JOBs it starts with each one's current state and ends once all have ended."""
     cli = state(ctx)
-    show = _sink(json_out)
+    show = _shown_once(_sink(json_out))
     named = list(jobs or [])
     open_jobs = set(named)
     with cli.client() as client:
@@ -79,6 +79,20 @@ def _sink(json_out: bool) -> Callable[[JobStateEvent], None]:
     if not json_out and sys.stdout.isatty():
         return LiveTable(shutil.get_terminal_size().columns).show
     return lambda event: _print(event, json_out)
+
+
+def _shown_once(show: Callable[[JobStateEvent], None]) -> Callable[[JobStateEvent], None]:
+    """`show`, passed each job's events in order, once: an event no later than one shown
+    of its job is dropped (a resumed stream sends the last seconds again; one job's
+    changes commit in id order)."""
+    newest: dict[str, int] = {}
+
+    def once(event: JobStateEvent) -> None:
+        event_id = int(event["id"])
+        if event_id > newest.get(event["subject"], 0):
+            newest[event["subject"]] = event_id
+            show(event)
+    return once
 
 
 def _follow(client: GatewayClient, named: list[str], last: str | None, open_jobs: set[str],

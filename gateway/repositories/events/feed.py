@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypedDict, cast
 
 from sqlalchemy import ColumnElement, Connection, Select, and_, func, or_, select
@@ -92,6 +92,22 @@ def visible_ids(conn: Connection, where: FeedFilter, above: int, up_to: int) -> 
     """The ids in (above, up_to] of events the reader may see."""
     query = (select(_events.c.id).outerjoin(_jobs, _jobs.c.id == _events.c.job_id)
              .where(_events.c.id > above, _events.c.id <= up_to))
+    return [int(i) for i in conn.execute(_filtered(query, where)).scalars()]
+
+
+def written_before(conn: Connection, where: FeedFilter, above: int, up_to: int,
+                   seconds: float) -> list[int] | None:
+    """The ids in (above, up_to] of events the reader may see that were written at least
+    `seconds` before event `up_to` was (or when, unknown); None when that event's
+    writing time is unknown."""
+    written = conn.execute(select(_events.c.recorded_at)
+                           .where(_events.c.id == up_to)).scalar()
+    if written is None:
+        return None
+    cutoff = written - timedelta(seconds=seconds)
+    query = (select(_events.c.id).outerjoin(_jobs, _jobs.c.id == _events.c.job_id)
+             .where(_events.c.id > above, _events.c.id <= up_to,
+                    or_(_events.c.recorded_at.is_(None), _events.c.recorded_at < cutoff)))
     return [int(i) for i in conn.execute(_filtered(query, where)).scalars()]
 
 

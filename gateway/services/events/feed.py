@@ -99,11 +99,31 @@ class FeedCursor:
         if last_event_id is not None:
             # An id above every event (from a database since restored, say) would
             # otherwise hold the stream back until new ids pass it: start at the end.
-            return cls(where, max(0, min(last_event_id, top)), window, clock)
+            return cls.resumed(conn, where, max(0, min(last_event_id, top)), window, clock)
         cursor = cls(where, max(0, top - START_LOOKBACK_IDS), window, clock)
         now = clock()
         # What is committed now is history: marked sent, so only later commits go out.
         for event_id in repo.visible_ids(conn, where, cursor.floor, top):
+            cursor.seen[event_id] = now
+        return cursor
+
+    @classmethod
+    def resumed(cls, conn: Connection, where: FeedFilter, last: int, window: float,
+                clock: Callable[[], float]) -> FeedCursor:
+        """A cursor after event `last`, the reader's last. On PostgreSQL an event with a
+        lower id may have committed after the reader got `last` (and the stream broke
+        before it came): the events written within `window` seconds before `last` was
+        are sent again (a reader may get one twice, with the same id; the Python client
+        drops it), as a live cursor would have sent a late commit."""
+        if conn.dialect.name == "sqlite" or last == 0:
+            return cls(where, last, window, clock)  # one writer: ids commit in order
+        floor = max(0, last - START_LOOKBACK_IDS)
+        settled = repo.written_before(conn, where, floor, last, window)
+        if settled is None:
+            return cls(where, last, window, clock)
+        cursor = cls(where, floor, window, clock)
+        now = clock()
+        for event_id in [*settled, last]:
             cursor.seen[event_id] = now
         return cursor
 

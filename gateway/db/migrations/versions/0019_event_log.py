@@ -1,6 +1,6 @@
 """one event log: events gain a type, a subject, a project and data, so facts other
 than job states (placements, site states, allocation usage and status) share the job
-states' ids, outbox and stream (issue 29)
+states' ids, outbox and stream; and when each row was written (issue 29)
 
 Revision ID: 0019
 Revises: 0018
@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+
+import gateway.db.base
 
 revision: str = '0019'
 down_revision: str | None = '0018'
@@ -32,6 +34,9 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('subject', sa.String(length=80), nullable=True))
         batch_op.add_column(sa.Column('project_id', sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column('data', sa.JSON(), nullable=True))
+        batch_op.add_column(sa.Column('recorded_at', gateway.db.base.UTCDateTime(timezone=True),
+                                      server_default=sa.text('CURRENT_TIMESTAMP'),
+                                      nullable=True))
         batch_op.alter_column('job_id', existing_type=sa.String(length=36), nullable=True)
         batch_op.alter_column('to_state', existing_type=sa.String(length=16), nullable=True)
         batch_op.create_foreign_key(batch_op.f('fk_events_project_id_projects'), 'projects',
@@ -47,6 +52,7 @@ def downgrade() -> None:
                                  type_='foreignkey')
         batch_op.alter_column('to_state', existing_type=sa.String(length=16), nullable=False)
         batch_op.alter_column('job_id', existing_type=sa.String(length=36), nullable=False)
+        batch_op.drop_column('recorded_at')
         batch_op.drop_column('data')
         batch_op.drop_column('project_id')
         batch_op.drop_column('subject')
