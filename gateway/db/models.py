@@ -240,6 +240,8 @@ class Event(Base):
     # What a fact not about a job is about: "site:<name>", "allocation:<id>".
     subject: Mapped[str | None] = mapped_column(String(80))
     project_id: Mapped[int | None] = mapped_column(ForeignKey("projects.id"))
+    # Whose a fact not about a job is (a workflow's owner), for who may read it.
+    owner_id: Mapped[str | None] = mapped_column(ForeignKey("users.id"))
     at: Mapped[datetime] = mapped_column(default=utcnow)
     from_state: Mapped[str | None] = mapped_column(String(16))
     to_state: Mapped[str | None] = mapped_column(String(16))

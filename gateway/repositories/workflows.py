@@ -15,6 +15,8 @@ from gateway.db.job_relation_models import JobDependencyRow
 from gateway.db.models import Job, JobOutput, User
 from gateway.db.workflow_models import Workflow, WorkflowEvent, WorkflowStep
 from gateway.repositories import bulk
+from gateway.repositories.events import facts
+from gateway.schemas.events import WORKFLOW_STATE_TYPE, WORKFLOW_STEP_TYPE
 
 
 class StepView(NamedTuple):
@@ -55,11 +57,17 @@ def insert_steps(session: Session, rows: Sequence[dict[str, Any]]) -> None:
                      list(rows))
 
 
-def add_event(session: Session, workflow_id: str, at: datetime, state: str, message: str,
+def add_event(session: Session, workflow: Workflow, at: datetime, state: str, message: str,
               actor: str, instance: str | None = None) -> None:
-    """Append an event of the workflow (or of one of its instances)."""
-    session.add(WorkflowEvent(workflow_id=workflow_id, at=at, instance=instance, state=state,
+    """Append an event of the workflow (or of one of its step instances) to its history,
+    and to the event log (its owner's: gateway.schemas.events)."""
+    session.add(WorkflowEvent(workflow_id=workflow.id, at=at, instance=instance, state=state,
                               message=message, actor=actor))
+    data = {"workflow": workflow.id, "state": str(state), "message": message, "actor": actor}
+    facts.add_all(session, [facts.NewFact(
+        WORKFLOW_STATE_TYPE if instance is None else WORKFLOW_STEP_TYPE, at, actor,
+        data if instance is None else {**data, "step": instance},
+        subject=f"workflow:{workflow.id}", owner_id=workflow.owner_id)])
 
 
 def keyed(session: Session, owner_id: str, key: str) -> Workflow | None:

@@ -12,16 +12,21 @@ from typing_extensions import TypedDict
 
 JOB_STATE_TYPE: Final = "org.gridgate.job.state"
 JOB_PLACEMENT_TYPE: Final = "org.gridgate.job.placement"
+WORKFLOW_STATE_TYPE: Final = "org.gridgate.workflow.state"
+WORKFLOW_STEP_TYPE: Final = "org.gridgate.workflow.step"
 SITE_STATE_TYPE: Final = "org.gridgate.site.state"
 ALLOCATION_USAGE_TYPE: Final = "org.gridgate.allocation.usage"
 ALLOCATION_STATUS_TYPE: Final = "org.gridgate.allocation.status"
 # Who may read an event, by its type (besides admins and auditors, who read all): a
-# job's events its owner; an allocation's its project's PIs; a site's nobody else.
+# job's or a workflow's events its owner; an allocation's its project's PIs; a site's
+# nobody else.
 JOB_EVENT_TYPES = (JOB_STATE_TYPE, JOB_PLACEMENT_TYPE)
+WORKFLOW_EVENT_TYPES = (WORKFLOW_STATE_TYPE, WORKFLOW_STEP_TYPE)
+OWNED_EVENT_TYPES = JOB_EVENT_TYPES + WORKFLOW_EVENT_TYPES
 ALLOCATION_EVENT_TYPES = (ALLOCATION_USAGE_TYPE, ALLOCATION_STATUS_TYPE)
 SITE_EVENT_TYPES = (SITE_STATE_TYPE,)
 # Every event type the stream carries (the `type` filter accepts these).
-EVENT_TYPES = JOB_EVENT_TYPES + ALLOCATION_EVENT_TYPES + SITE_EVENT_TYPES
+EVENT_TYPES = OWNED_EVENT_TYPES + ALLOCATION_EVENT_TYPES + SITE_EVENT_TYPES
 # The shares of an allocation's award whose crossing by its use is an event.
 USAGE_THRESHOLDS_PERCENT = (50, 80, 100)
 # The SSE event name of the message a stream resumed from beyond the replay window gets
@@ -106,6 +111,54 @@ class JobPlacementEvent(TypedDict):
     data: JobPlacementData
 
 
+class WorkflowStateData(TypedDict):
+    """A workflow's state changed (`running`, `completed`, `failed`, `cancelled`, ...)
+    or its steps moved: `message` says how (as `gridgate workflow events` shows)."""
+
+    workflow: str
+    state: str
+    message: str
+    actor: str
+
+
+class WorkflowStateEvent(TypedDict):
+    """`org.gridgate.workflow.state`: `subject` is the workflow id, `source` the
+    gateway's workflows collection."""
+
+    specversion: Literal["1.0"]
+    id: str
+    source: str
+    type: Literal["org.gridgate.workflow.state"]
+    subject: str
+    time: str
+    datacontenttype: Literal["application/json"]
+    data: WorkflowStateData
+
+
+class WorkflowStepData(TypedDict):
+    """One step instance of a workflow changed (`step` its instance id): its `state`,
+    and `message` (a failure, a retry, its end)."""
+
+    workflow: str
+    step: str
+    state: str
+    message: str
+    actor: str
+
+
+class WorkflowStepEvent(TypedDict):
+    """`org.gridgate.workflow.step`: as WorkflowStateEvent."""
+
+    specversion: Literal["1.0"]
+    id: str
+    source: str
+    type: Literal["org.gridgate.workflow.step"]
+    subject: str
+    time: str
+    datacontenttype: Literal["application/json"]
+    data: WorkflowStepData
+
+
 # `from` is a Python keyword: the functional form keeps the wire name.
 SiteStateData = TypedDict("SiteStateData", {
     "site": str,
@@ -187,12 +240,14 @@ class AllocationStatusEvent(TypedDict):
 
 
 # Every document the stream and webhooks send, one per type.
-GatewayEvent = (JobStateEvent | JobPlacementEvent | SiteStateEvent | AllocationUsageEvent
-                | AllocationStatusEvent)
-EVENT_DOCUMENTS = (JobStateEvent, JobPlacementEvent, SiteStateEvent, AllocationUsageEvent,
-                   AllocationStatusEvent)
+GatewayEvent = (JobStateEvent | JobPlacementEvent | WorkflowStateEvent | WorkflowStepEvent
+                | SiteStateEvent | AllocationUsageEvent | AllocationStatusEvent)
+EVENT_DOCUMENTS = (JobStateEvent, JobPlacementEvent, WorkflowStateEvent, WorkflowStepEvent,
+                   SiteStateEvent, AllocationUsageEvent, AllocationStatusEvent)
 # The collection (under /api/v1) each type's `source` names.
-_COLLECTIONS = {JOB_STATE_TYPE: "jobs", JOB_PLACEMENT_TYPE: "jobs", SITE_STATE_TYPE: "sites",
+_COLLECTIONS = {JOB_STATE_TYPE: "jobs", JOB_PLACEMENT_TYPE: "jobs",
+                WORKFLOW_STATE_TYPE: "workflows", WORKFLOW_STEP_TYPE: "workflows",
+                SITE_STATE_TYPE: "sites",
                 ALLOCATION_USAGE_TYPE: "allocations", ALLOCATION_STATUS_TYPE: "allocations"}
 
 

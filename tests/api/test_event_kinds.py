@@ -30,6 +30,8 @@ from gateway.schemas.events import (
     JOB_PLACEMENT_TYPE,
     JOB_STATE_TYPE,
     SITE_STATE_TYPE,
+    WORKFLOW_STATE_TYPE,
+    WORKFLOW_STEP_TYPE,
 )
 from gateway.services.lifecycle.statuses import record_site_state
 from gateway.services.money import allocations, bank
@@ -95,6 +97,35 @@ def test_a_routed_jobs_placement_is_its_owners_event(gateway: LiveGateway,
     assert placed in replayed(http, auditor, before)
     # The type filter: only placements.
     assert replayed(http, alice, before, {"type": JOB_PLACEMENT_TYPE}) == [placed]
+
+
+def test_a_workflows_and_its_steps_changes_are_its_owners_events(
+        gateway: LiveGateway, http: httpx.Client) -> None:
+    alice, bob = user(gateway), user(gateway)
+    before = last_id(gateway)
+    made = http.post("/api/v1/workflows", headers=alice, json={
+        "name": "two", "steps": {
+            "first": {"job": {"executable": "sh", "args": ["-c", "true"], "site": "local"}},
+            "second": {"needs": ["first"], "job": {
+                "executable": "sh", "args": ["-c", "true"], "site": "local"}}}})
+    assert made.status_code in (201, 202), made.text
+    workflow_id = made.json()["id"]
+    deadline = time.monotonic() + 180
+    while http.get(f"/api/v1/workflows/{workflow_id}", headers=alice).json()["state"] \
+            not in ("completed", "failed", "cancelled"):
+        assert time.monotonic() < deadline, "the workflow did not end"
+        time.sleep(0.1)
+    mine = replayed(http, alice, before, {"workflow": workflow_id})
+    states = [e for e in mine if e["type"] == WORKFLOW_STATE_TYPE]
+    assert states and states[-1]["data"]["state"] == "completed"
+    assert all(e["subject"] == workflow_id and e["source"].endswith("/api/v1/workflows")
+               for e in states)
+    steps = [e for e in mine if e["type"] == WORKFLOW_STEP_TYPE]
+    assert {e["data"]["step"] for e in steps} >= {"first", "second"}, steps
+    # The filter passes the steps' jobs' states too, and the workflow's end comes last.
+    assert {e["type"] for e in mine} >= {JOB_STATE_TYPE, WORKFLOW_STATE_TYPE}
+    assert mine[-1] == states[-1]
+    assert replayed(http, bob, before) == []
 
 
 def test_a_sites_state_change_is_an_event_for_admins_only(gateway: LiveGateway,

@@ -19,7 +19,8 @@ from gateway.repositories.events import signal
 @dataclass(frozen=True)
 class NewFact:
     """One event to record: about a job (`job_id`), or else a `subject` such as
-    "site:<name>" and, for a project's facts, its `project_id`."""
+    "site:<name>" and, for a project's facts, its `project_id`, for a user's (a
+    workflow's), its `owner_id`."""
 
     type: str
     at: datetime
@@ -28,11 +29,12 @@ class NewFact:
     job_id: str | None = None
     subject: str | None = None
     project_id: int | None = None
+    owner_id: str | None = None
 
     def row(self) -> dict[str, Any]:
         return {"type": self.type, "at": self.at, "actor": self.actor,
                 "data": dict(self.data), "job_id": self.job_id, "subject": self.subject,
-                "project_id": self.project_id}
+                "project_id": self.project_id, "owner_id": self.owner_id}
 
 
 def add_all(session: Session, facts: Sequence[NewFact]) -> None:

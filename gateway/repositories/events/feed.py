@@ -5,7 +5,8 @@ says of the job.
 
 Visibility is an argument, as in gateway.repositories.jobs.queries: `owner_id` None for
 readers who see every event; else a job's events are its owner's, an allocation's the
-PIs' of its project (`pi_projects`), a site's nobody's (gateway.schemas.events).
+PIs' of its project (`pi_projects`), a workflow's its owner's, a site's nobody's
+(gateway.schemas.events).
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ from sqlalchemy import ColumnElement, Connection, Select, and_, func, or_, selec
 
 from gateway.db.models import Event, Job, Membership, Project
 from gateway.db.workflow_models import WorkflowStep
-from gateway.schemas.events import ALLOCATION_EVENT_TYPES, JOB_EVENT_TYPES
+from gateway.schemas.events import (
+    ALLOCATION_EVENT_TYPES,
+    OWNED_EVENT_TYPES,
+    WORKFLOW_EVENT_TYPES,
+)
 
 _events, _jobs, _projects = Event.__table__, Job.__table__, Project.__table__
 _steps = WorkflowStep.__table__
@@ -76,7 +81,7 @@ class FeedFilter:
     def _reads(self, row: FeedRow) -> bool:
         if self.owner_id is None:
             return True
-        if row["type"] in JOB_EVENT_TYPES:
+        if row["type"] in OWNED_EVENT_TYPES:
             return row["owner_id"] == self.owner_id
         return row["type"] in ALLOCATION_EVENT_TYPES and row["project_id"] in self.pi_projects
 
@@ -131,12 +136,18 @@ def rows(conn: Connection, ids: Sequence[int]) -> list[FeedRow]:
 
 
 def _rows() -> Select[Any]:
-    return (select(_events, _jobs.c.name.label("job_name"), _jobs.c.site_name,
-                   _projects.c.name.label("project_name"), _jobs.c.owner_id,
+    own = [column for column in _events.c if column.name != "owner_id"]
+    return (select(*own, _jobs.c.name.label("job_name"), _jobs.c.site_name,
+                   _projects.c.name.label("project_name"), _owner().label("owner_id"),
                    _steps.c.workflow_id)
             .outerjoin(_jobs, _jobs.c.id == _events.c.job_id)
             .outerjoin(_projects, _projects.c.id == _project_id())
             .outerjoin(_steps, _steps.c.job_id == _jobs.c.id))
+
+
+def _owner() -> ColumnElement[Any]:
+    """Whose the event is: its job's owner, else its own (a workflow's)."""
+    return func.coalesce(_jobs.c.owner_id, _events.c.owner_id)
 
 
 def _project_id() -> ColumnElement[Any]:
@@ -145,7 +156,11 @@ def _project_id() -> ColumnElement[Any]:
 
 
 def _fetch(conn: Connection, query: Select[Any]) -> list[FeedRow]:
-    return [cast(FeedRow, dict(row)) for row in conn.execute(query).mappings()]
+    found = [cast(FeedRow, dict(row)) for row in conn.execute(query).mappings()]
+    for row in found:
+        if row["type"] in WORKFLOW_EVENT_TYPES:  # about the workflow itself, not a step
+            row["workflow_id"] = (row["subject"] or "").partition(":")[2]
+    return found
 
 
 def _filtered(query: Select[Any], where: FeedFilter) -> Select[Any]:
@@ -159,15 +174,17 @@ def _filtered(query: Select[Any], where: FeedFilter) -> Select[Any]:
         query = query.where(_project_id().in_(
             select(_projects.c.id).where(_projects.c.name == where.project)))
     if where.workflow_id is not None:
-        query = query.where(_events.c.job_id.in_(
-            select(_steps.c.job_id).where(_steps.c.workflow_id == where.workflow_id)))
+        query = query.where(or_(
+            _events.c.job_id.in_(select(_steps.c.job_id)
+                                 .where(_steps.c.workflow_id == where.workflow_id)),
+            _events.c.subject == f"workflow:{where.workflow_id}"))
     return query
 
 
 def _readable(where: FeedFilter) -> ColumnElement[bool]:
-    # FeedFilter.passes in SQL (the job's events carry the job's id: the join has it).
-    own_jobs = _jobs.c.owner_id == where.owner_id
+    # FeedFilter.passes in SQL (a job's events carry the job's id: the join has its owner).
+    owned = _owner() == where.owner_id
     if not where.pi_projects:
-        return own_jobs
-    return or_(own_jobs, and_(_events.c.type.in_(ALLOCATION_EVENT_TYPES),
+        return owned
+    return or_(owned, and_(_events.c.type.in_(ALLOCATION_EVENT_TYPES),
                               _events.c.project_id.in_(where.pi_projects)))

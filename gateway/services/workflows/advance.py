@@ -133,7 +133,7 @@ def advance_workflow(session: Session, workflow_id: str, actor: str, now: dateti
     if moves.finished:
         workflow.state, workflow.ended_at = moves.state.value, now
         counts = _counts(rows.values())
-        repo.add_event(session, workflow.id, now, workflow.state,
+        repo.add_event(session, workflow, now, workflow.state,
                        f"{moves.state.value}: {counts}", actor)
         run.changed = True
     if run.changed:
@@ -194,7 +194,7 @@ class _Run:
         if row.retry_at is None:
             row.retry_at = self.now + timedelta(seconds=decision.delay_seconds)
             row.reason = decision.reason
-            repo.add_event(self.session, self.workflow.id, self.now, StepState.RUNNING,
+            repo.add_event(self.session, self.workflow, self.now, StepState.RUNNING,
                            f"{self.labels[instance.id]} failed ({job.reason}); "
                            f"{decision.reason}", self.actor, instance.id)
             self.changed = True
@@ -216,7 +216,7 @@ class _Run:
                                     s.staging, s.charged, s.max_array_tasks, store=s.store)
         repo.move_dependencies(self.session, job.id, new["id"])
         row.job_id, row.failures, row.retry_at = new["id"], row.failures + 1, None
-        repo.add_event(self.session, self.workflow.id, self.now, StepState.RUNNING,
+        repo.add_event(self.session, self.workflow, self.now, StepState.RUNNING,
                        f"{self.labels[instance.id]}: retry {row.failures} as job {new['id']}",
                        self.actor, instance.id)
         self.changed = True
@@ -228,7 +228,7 @@ class _Run:
         row.state, row.reason = state.value, reason
         self.changed = True
         if state in FINAL_STEP_STATES:
-            repo.add_event(self.session, self.workflow.id, self.now, state,
+            repo.add_event(self.session, self.workflow, self.now, state,
                            f"{self.labels[row.instance]} {state.value}"
                            + (f" ({reason})" if reason else ""), self.actor, row.instance)
 

@@ -153,7 +153,7 @@ def create(session: Session, registry: SiteRegistry, principal: Principal,
             Reason.DEPENDENCY, "waiting for the steps of its workflow it needs"))
     job_relations.insert_dependencies(session, dependencies)
     repo.insert_steps(session, steps)
-    repo.add_event(session, workflow.id, now, workflow.state, (
+    repo.add_event(session, workflow, now, workflow.state, (
         f"created with {len(plan.instances)} step instance(s), "
         f"{len(plan.instances) - len(gated)} starting now"), principal.display)
     session.flush()
@@ -198,7 +198,7 @@ def cancel(session: Session, principal: Principal, workflow_id: str) -> Workflow
             request_cancel(session, job, principal.display)
         if job is not None and JobState(job.state) is JobState.CANCELLED:
             row.state, row.reason = StepState.CANCELLED.value, "the workflow was cancelled"
-    repo.add_event(session, workflow_id, now, workflow.state,
+    repo.add_event(session, workflow, now, workflow.state,
                    "cancel requested: every unfinished step is cancelled", principal.display)
     session.flush()
     return detail(session.connection(), principal, workflow_id)
