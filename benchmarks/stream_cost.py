@@ -7,7 +7,7 @@ Deployed as benchmarks/api_throughput.py deploys it (two server processes, four 
 threads each, the worker off, its own CPU cgroup when run as root) and loaded the same
 way (`wrk`, `--clients` keep-alive connections for `--seconds`), so its p99 targets (25 ms
 at 16 clients) apply. The streams are benchmarks/event_latency.py's: raw SSE connections
-drained by one thread per user, `--streams` of them spread over `--users` users (each
+drained by one thread, `--streams` of them spread over `--users` users (each
 user's streams see that user's jobs' events). "Flowing": this process commits
 `--events-per-s` job state changes (a hold, then a release, of each user's one held job
 in turn), so every event reaches the streams of one user; the flowing series is compared
@@ -135,22 +135,18 @@ class Committer:
 
 
 @contextlib.contextmanager
-def open_streams(port: int, tokens: list[str], count: int) -> Iterator[tuple[list[Streams],
-                                                                            float]]:
-    """`count` SSE streams spread over `tokens`' users, and the seconds until every one
-    had its response (its `retry:` line)."""
+def open_streams(port: int, tokens: list[str], count: int) -> Iterator[tuple[Streams, float]]:
+    """`count` SSE streams spread over `tokens`' users (one draining thread: the client's
+    CPU shares the machine), and the seconds until every one had its response (its
+    `retry:` line)."""
     began = time.perf_counter()
-    groups: list[Streams] = []
+    streams = Streams(port, tokens, count, 0, "")
     try:
-        for index, token in enumerate(tokens):
-            share = count // len(tokens) + (index < count % len(tokens))
-            groups.append(Streams(port, token, share, 0, ""))
-        while sum(g.subscribed for g in groups) < count and time.perf_counter() - began < 300:
+        while streams.subscribed < count and time.perf_counter() - began < 300:
             time.sleep(0.01)
-        yield groups, time.perf_counter() - began
+        yield streams, time.perf_counter() - began
     finally:
-        for group in groups:
-            group.close()
+        streams.close()
 
 
 def quiet_cpu_percent(pids: list[int]) -> float:
@@ -162,9 +158,11 @@ def quiet_cpu_percent(pids: list[int]) -> float:
 
 def series(binary: str, url: str, args: argparse.Namespace, token: str,
            pids: list[int]) -> dict[str, Any]:
-    before = cpu_seconds(pids)
+    before, mine = cpu_seconds(pids), time.process_time()
     result = wrk(binary, url, args.clients, args.seconds, token=token)
     result["api_cpu_s"] = round(cpu_seconds(pids) - before, 2)
+    # This process's CPU (stream drain, commits): it shares the machine with the API.
+    result["bench_cpu_s"] = round(time.process_time() - mine, 2)
     return result
 
 
@@ -177,19 +175,19 @@ def one_round(binary: str, gateway: GatewayProcess, url: str, args: argparse.Nam
     with Committer(runtime, users, args.events_per_s):
         found["baseline_events_flowing"] = series(binary, url, args, tokens[0], pids)
     rss_before = rss_kib(pids)
-    with open_streams(gateway.port, tokens, args.streams) as (groups, seconds):
-        subscribed = sum(g.subscribed for g in groups)
+    with open_streams(gateway.port, tokens, args.streams) as (streams, seconds):
+        subscribed = streams.subscribed
         time.sleep(SETTLE_SECONDS)
         rss_after = rss_kib(pids)
         found["quiet_cpu_percent_with_streams"] = quiet_cpu_percent(pids)
         found["idle_streams"] = series(binary, url, args, tokens[0], pids)
-        received = sum(g.bytes for g in groups)
+        received = streams.bytes
         with Committer(runtime, users, args.events_per_s) as committer:
             found["events_flowing"] = series(binary, url, args, tokens[0], pids)
         found["events_flowing"].update({
             "events_committed": committer.committed, "commits_late": committer.late,
-            "stream_bytes_received": sum(g.bytes for g in groups) - received})
-        still_open = sum(g.open for g in groups)
+            "stream_bytes_received": streams.bytes - received})
+        still_open = streams.open
     time.sleep(SETTLE_SECONDS)
     found.update({
         "streams_subscribed": subscribed, "streams_open_at_end": still_open,
@@ -282,7 +280,8 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]], cpu: list[int
     medians: dict[str, Any] = {}
     for name in SERIES:
         medians[name] = {key: median_of(rounds, name, key)
-                         for key in ("per_s", "p50_ms", "p99_ms", "api_cpu_s")}
+                         for key in ("per_s", "p50_ms", "p99_ms", "api_cpu_s",
+                                     "bench_cpu_s")}
         if not name.startswith("baseline"):
             medians[name]["per_s_vs_baseline"] = median_of(rounds, name, "per_s_vs_baseline")
     for key in ("seconds_to_open_streams", "kib_per_idle_stream",
