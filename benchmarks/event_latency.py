@@ -54,22 +54,25 @@ GAP_SECONDS = 1.3
 
 class Streams:
     """Raw SSE connections on one selector thread: every one is drained; the probes
-    note when each event id arrives."""
+    note when each event id arrives. Several tokens: the streams go to their users in
+    turn."""
 
-    def __init__(self, port: int, token: str, count: int, probes: int,
+    def __init__(self, port: int, token: str | list[str], count: int, probes: int,
                  idle_query: str) -> None:
+        tokens = [token] if isinstance(token, str) else token
         self.selector = selectors.DefaultSelector()
         self.arrived: dict[int, list[float]] = {}  # event id -> arrival per probe
         self.bytes = 0
 
-        def request(query: str) -> bytes:
+        def request(query: str, token: str) -> bytes:
             return (f"GET /api/v1/events{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                     f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
                     ).encode()
         self.open = self.subscribed = 0
         for index in range(count):
             sock = socket.create_connection(("127.0.0.1", port))
-            sock.sendall(request("" if index < probes else idle_query))
+            sock.sendall(request("" if index < probes else idle_query,
+                                 tokens[index % len(tokens)]))
             sock.setblocking(False)
             self.selector.register(sock, selectors.EVENT_READ, [index < probes, b"", False])
             self.open += 1

@@ -107,6 +107,12 @@ class EventHub:
     def unsubscribe(self, subscription: Subscription) -> None:
         self._subscriptions.discard(subscription)
 
+    def wake_all(self) -> None:
+        """Wake every stream with nothing new (the server is stopping: each sees that,
+        instead of every idle stream waking each second to look)."""
+        for subscription in self._subscriptions:
+            subscription.ready.set()
+
     async def _run(self, cursor: FeedCursor) -> None:
         loop = asyncio.get_running_loop()
         settings = self._runtime.settings

@@ -12,6 +12,7 @@ from fastapi import Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from gateway.api.http import stopping
 from gateway.api.http.event_hub import EventHub
 from gateway.api.http.stream_slots import SlotRefused, StreamSlot, StreamSlots
 from gateway.api.problems import problem
@@ -44,6 +45,7 @@ def follows(request: Request, runtime: Runtime) -> Follows:
                                     settings.output_max_streams),
                         polls, EventHub(runtime, polls))
         state.output_follows = found
+        stopping.on_stopping(request.app, found.hub.wake_all)
     return found
 
 
@@ -63,7 +65,11 @@ def refused(refusal: SlotRefused, request: Request, instead: str) -> Response:
 
 class SlotResponse(StreamingResponse):
     """A stream holding a slot; the slot is released (and `closing` called) however the
-    response ends (finished, client gone, or never started)."""
+    response ends (finished, client gone, or never started).
+
+    A client that leaves is noticed at once, however long the stream sleeps: Starlette
+    listens for the disconnect beside the body (ASGI spec < 2.4, which uvicorn declares)
+    and cancels the body; under 2.4 the next write (a heartbeat at the latest) fails."""
 
     def __init__(self, slot: StreamSlot, content: AsyncIterator[bytes], *, media_type: str,
                  headers: dict[str, str], closing: Callable[[], None] | None = None) -> None:

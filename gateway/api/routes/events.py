@@ -46,9 +46,8 @@ EVENT_ID = re.compile(r"[0-9]{1,18}")
 # How long a client's EventSource waits before it reconnects (the SSE `retry` field).
 RECONNECT_MILLISECONDS = 2000
 HEARTBEAT = b": heartbeat\n\n"
-# A stream with nothing to send looks this often whether its client left or the
-# server is stopping.
-DISCONNECT_CHECK_SECONDS = 1.0
+# A stream with nothing to send sleeps until its heartbeat: a client that leaves ends
+# it through the response (follows.SlotResponse), a stopping server wakes it (hub.wake_all).
 
 
 def _filter(runtime: Runtime, principal: Principal, job: list[str], types: list[str],
@@ -187,7 +186,4 @@ async def _events(request: Request, runtime: Runtime, polls: anyio.CapacityLimit
             yield HEARTBEAT
         left = settings.events_heartbeat_seconds - (time.monotonic() - beat)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(subscription.ready.wait(),
-                                   max(0.0, min(DISCONNECT_CHECK_SECONDS, left)))
-        if await request.is_disconnected():
-            return
+            await asyncio.wait_for(subscription.ready.wait(), max(0.0, left))
