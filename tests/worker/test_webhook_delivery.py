@@ -204,7 +204,8 @@ def test_two_workers_claiming_at_once_never_both_send_one_delivery(
         service.fan_out(session, 10, None)
     now = utcnow()
     with transaction(runtime.sessions) as first:
-        mine = service.claim(first, runtime.settings, "w1", now, 10)
+        mine = [item for run in service.claim(first, runtime.settings, "w1", now, 10)
+                for item in run]
         # The second worker claims while the first's claim is not committed yet.
         with transaction(runtime.sessions) as second:
             assert service.claim(second, runtime.settings, "w2", now, 10) == []
@@ -214,6 +215,43 @@ def test_two_workers_claiming_at_once_never_both_send_one_delivery(
         assert service.claim(second, runtime.settings, "w2", now, 10) == []
     later = now + timedelta(hours=1)
     with transaction(runtime.sessions) as second:
-        [again] = service.claim(second, runtime.settings, "w2", later, 10)
+        [[again]] = service.claim(second, runtime.settings, "w2", later, 10)
     # A worker that died after sending: the redelivery carries the same webhook-id.
     assert again.message_id == mine[0].message_id and again.body == mine[0].body
+
+
+def test_many_jobs_arrive_once_each_in_order_per_job(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
+    # Runs of one job's deliveries are claimed together beside other jobs' runs: none is
+    # sent twice, none skipped, and each job's events arrive in order.
+    alice = make_user()
+    hook = _hook(client, alice, target.url)
+    jobs = [_job(client, alice) for _ in range(6)]
+    for job in jobs:
+        _life(runtime, job)
+    _drain(StepContext.of(runtime, "w1"))
+    documents = _verified(hook["secret"], target)
+    assert len({d["id"] for d in documents}) == len(documents) == 5 * len(jobs)
+    for job in jobs:
+        assert [d["data"]["to"] for d in documents if d["subject"] == job] == [
+            "ACCEPTED", *LIFE]
+
+
+def test_a_failure_inside_a_run_holds_the_rest_of_it_back(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
+    alice = make_user()
+    hook = _hook(client, alice, target.url)
+    job = _job(client, alice)
+    _life(runtime, job)
+    target.statuses = [200, 200, 500]  # the third of the job's five fails
+    ctx, now = StepContext.of(runtime, "w1"), utcnow()
+    assert deliver_webhooks(ctx, now)
+    assert len(target.requests) == 3
+    assert not deliver_webhooks(ctx, now)  # the failed one waits out its back-off first
+    listed = client.get(f"/api/v1/webhooks/{hook['id']}/deliveries",
+                        headers=alice.headers).json()["items"]
+    assert [(d["state"], d["attempts"]) for d in reversed(listed)] == [
+        ("delivered", 1), ("delivered", 1), ("pending", 1), ("pending", 0), ("pending", 0)]
+    _drain(ctx, now + timedelta(hours=2))
+    tos = [d["data"]["to"] for d in _verified(hook["secret"], target)]
+    assert tos == ["ACCEPTED", "STAGING_IN", "QUEUED", "QUEUED", "RUNNING", "COMPLETED"]
