@@ -42,7 +42,11 @@ from gateway.db.models import Event  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from gateway.worker.context import StepContext  # noqa: E402
-from gateway.worker.webhooks import SEND_THREADS, deliver_webhooks  # noqa: E402
+from gateway.worker.webhooks import (  # noqa: E402
+    SEND_THREADS,
+    close_connections,
+    deliver_webhooks,
+)
 from tests.worker.webhook_receiver import Received, Receiver, receiver  # noqa: E402
 
 TARGET_PER_S = 500
@@ -103,6 +107,7 @@ def _step_rate(jobs: int, target: Receiver) -> dict[str, Any]:
             if passes > 100 * expected:
                 raise RuntimeError(f"only {len(target.requests)} of {expected} delivered")
         seconds = time.perf_counter() - started
+        close_connections()
         gateway.close()
     ids = [r.headers["webhook-id"] for r in target.requests]
     assert len(set(ids)) == len(ids) == expected, "a delivery was sent twice or not at all"

@@ -69,6 +69,11 @@ def deliver_webhooks(ctx: StepContext, now: datetime | None = None) -> bool:
     return True
 
 
+def close_connections() -> None:
+    """Close the kept-alive connections to targets (when the worker stops)."""
+    _connections.close()
+
+
 @contextmanager
 def _renewing(ctx: StepContext, delivery_ids: Sequence[int], at: datetime,
               lost: threading.Event) -> Iterator[None]:

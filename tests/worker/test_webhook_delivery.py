@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -17,10 +19,12 @@ import standardwebhooks
 from cloudevents.core.bindings.http import HTTPMessage, from_http
 from cloudevents.core.formats.json import JSONFormat
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Event
+from gateway.db.webhook_models import WebhookDelivery
 from gateway.runtime import Runtime
 from gateway.services.webhooks import delivery as service
 from gateway.settings import Settings
@@ -34,8 +38,10 @@ LIFE = ["STAGING_IN", "QUEUED", "RUNNING", "COMPLETED"]
 
 @pytest.fixture
 def settings(tmp_path: Path, database_url: str) -> Settings:
+    # A short lease: renewed every third of it while a worker sends.
     return Settings(data_dir=tmp_path / "data", database_url=database_url, run_worker=False,
-                    public_url="http://gateway.test", webhook_allowed_ranges="127.0.0.0/8")
+                    public_url="http://gateway.test", webhook_allowed_ranges="127.0.0.0/8",
+                    webhook_lease_seconds=1.5)
 
 
 @pytest.fixture
@@ -255,3 +261,64 @@ def test_a_failure_inside_a_run_holds_the_rest_of_it_back(
     _drain(ctx, now + timedelta(hours=2))
     tos = [d["data"]["to"] for d in _verified(hook["secret"], target)]
     assert tos == ["ACCEPTED", "STAGING_IN", "QUEUED", "QUEUED", "RUNNING", "COMPLETED"]
+
+
+def _leases(runtime: Runtime) -> list[Any]:
+    with runtime.sessions() as session:
+        return list(session.scalars(select(WebhookDelivery.lease_until)
+                                    .order_by(WebhookDelivery.id)))
+
+
+def test_a_dead_worker_s_deliveries_wait_only_for_its_short_lease(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
+    alice = make_user()
+    hook = _hook(client, alice, target.url)
+    job = _job(client, alice)
+    _life(runtime, job)
+    with transaction(runtime.sessions) as session:
+        service.fan_out(session, 10, None)
+    now, lease = utcnow(), timedelta(seconds=runtime.settings.webhook_lease_seconds)
+    # w1 leases the job's run, then dies before sending or recording it.
+    with transaction(runtime.sessions) as session:
+        [run] = service.claim(session, runtime.settings, "w1", now, 10, 16)
+    assert len(run) == 5
+    ctx = StepContext.of(runtime, "w2")
+    assert not deliver_webhooks(ctx, now + lease - timedelta(seconds=1))
+    assert target.requests == []
+    # Once the lease (not a batch's worth of timeouts) ran out, w2 sends them, in order.
+    _drain(ctx, now + lease + timedelta(seconds=1))
+    documents = _verified(hook["secret"], target)
+    assert [d["id"] for d in documents] == [item.message_id for item in run]
+    assert [d["data"]["to"] for d in documents] == ["ACCEPTED", *LIFE]
+    # w1, back, finds it no longer holds them.
+    with transaction(runtime.sessions) as session:
+        assert not service.renew(session, runtime.settings, "w1",
+                                 [item.delivery_id for item in run], utcnow())
+
+
+def test_a_worker_renews_its_lease_while_it_sends(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
+    alice = make_user()
+    _hook(client, alice, target.url)
+    _job(client, alice)
+    target.hold = threading.Event()
+    sender = threading.Thread(target=deliver_webhooks, args=(StepContext.of(runtime, "w1"),))
+    sender.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not target.requests or _leases(runtime)[0] is None:
+            assert time.monotonic() < deadline, "the delivery was never sent"
+            time.sleep(0.01)
+        [first] = _leases(runtime)
+        # The receiver has not answered: the lease is renewed meanwhile.
+        while _leases(runtime)[0] <= first:
+            assert time.monotonic() < deadline, "the lease was never renewed"
+            time.sleep(0.05)
+        with transaction(runtime.sessions) as session:
+            assert service.claim(session, runtime.settings, "w2",
+                                 first + timedelta(milliseconds=1), 10) == []
+    finally:
+        target.hold.set()
+        sender.join()
+    assert _leases(runtime) == [None]
+    assert len(target.requests) == 1

@@ -1,7 +1,8 @@
 """A real HTTP receiver for webhook tests: http.server on 127.0.0.1 in a thread, recording
-every request and answering with the statuses the test queues (then 200). With
-`keep_alive` it speaks HTTP/1.1 and keeps connections open (one thread per connection);
-`down()` refuses connections (and cuts the open ones) until `up()`, on the same port."""
+every request and answering with the statuses the test queues (then 200), once `hold`
+is set if there is one. With `keep_alive` it speaks HTTP/1.1 and keeps connections open
+(one thread per connection); `down()` refuses connections (and cuts the open ones)
+until `up()`, on the same port."""
 
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ class Receiver:
     statuses: list[int] = field(default_factory=list)
     always: int | None = None
     keep_alive: bool = False
+    # Set: each request is recorded, then answered only once this is set.
+    hold: threading.Event | None = None
     _port: int = 0
     _server: _Server | None = None
     _thread: threading.Thread | None = None
@@ -74,6 +77,8 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 me.requests.append(Received(self.path, {k.lower(): v for k, v in
                                                         self.headers.items()}, body))
+                if me.hold is not None:
+                    me.hold.wait()
                 status = me.always or (me.statuses.pop(0) if me.statuses else 200)
                 self.send_response(status)
                 self.send_header("Content-Length", "2")
