@@ -8,10 +8,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_, delete, exists, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session, aliased
 
-from gateway.db.models import User
+from gateway.db.models import Event, User
 from gateway.db.webhook_models import Webhook, WebhookDelivery
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
@@ -67,9 +78,20 @@ def fanned_ids(session: Session, webhook_id: str, above: int, up_to: int) -> set
         WebhookDelivery.event_id <= up_to)))
 
 
-def add_all(session: Session, deliveries: Sequence[WebhookDelivery]) -> None:
-    session.add_all(deliveries)
-    session.flush()
+def add_pending(session: Session, webhook_id: str, event_ids: Sequence[int],
+                subject_chars: int) -> int:
+    """A pending delivery of each event for the subscription, due at the event's time, in
+    one statement: its subject (what events go out in order of) the event's job, else
+    what the event is about, cut to `subject_chars` (two long site names sharing a start
+    are then merely ordered together). How many were made."""
+    subject = func.coalesce(Event.job_id,
+                            func.substr(func.coalesce(Event.subject, ""), 1, subject_chars))
+    made = session.execute(insert(WebhookDelivery).from_select(
+        ["webhook_id", "event_id", "subject", "state", "attempts", "created_at", "next_at"],
+        select(literal(webhook_id), Event.id, subject, literal(PENDING), literal(0),
+               Event.at, Event.at).where(Event.id.in_(event_ids)).order_by(Event.id))
+        .returning(WebhookDelivery.id))
+    return len(made.all())
 
 
 @dataclass(frozen=True)

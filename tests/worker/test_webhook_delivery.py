@@ -25,6 +25,7 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Event
 from gateway.db.webhook_models import WebhookDelivery
+from gateway.repositories import webhooks as repo
 from gateway.runtime import Runtime
 from gateway.services.webhooks import delivery as service
 from gateway.settings import Settings
@@ -322,3 +323,22 @@ def test_a_worker_renews_its_lease_while_it_sends(
         sender.join()
     assert _leases(runtime) == [None]
     assert len(target.requests) == 1
+
+
+def test_a_delivery_s_subject_is_its_job_else_what_the_event_is_about_cut(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
+    alice = make_user()
+    hook = _hook(client, alice, target.url)
+    job = _job(client, alice)
+    with transaction(runtime.sessions) as session:
+        about = Event(job_id=None, subject="s" * 80, at=utcnow(), actor="test")
+        of_job = Event(job_id=job, subject="ignored", at=utcnow(), actor="test")
+        session.add_all([about, of_job])
+        session.flush()
+        assert repo.add_pending(session, hook["id"], [about.id, of_job.id], 36) == 2
+        made = session.execute(select(WebhookDelivery.event_id, WebhookDelivery.subject,
+                                      WebhookDelivery.state, WebhookDelivery.next_at)
+                               .where(WebhookDelivery.webhook_id == hook["id"])
+                               .order_by(WebhookDelivery.event_id)).all()
+    assert [(row.subject, row.state) for row in made] == [("s" * 36, "pending"),
+                                                          (job, "pending")]
