@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from gateway.db.base import utcnow
 from gateway.services.webhooks import delivery as service
@@ -51,12 +52,13 @@ def deliver_webhooks(ctx: StepContext, now: datetime | None = None) -> bool:
     if not runs:
         return False
     lost = threading.Event()
-    # Runs hold different (subscription, subject)s, so they may go out at once; a slow
-    # receiver then costs one timeout per thread, not one per delivery.
+    silent: set[str] = set()
+    # Runs hold different (subscription, subject)s, so they may go out at once; a target
+    # that does not answer costs one timeout per thread, not one per run or delivery.
     with _renewing(ctx, [item.delivery_id for run in runs for item in run], at, lost), \
             ThreadPoolExecutor(max_workers=min(SEND_THREADS, len(runs)),
                                thread_name_prefix="gridgate-webhook") as pool:
-        sent = list(pool.map(lambda run: _send_run(settings, run, lost), runs))
+        sent = list(pool.map(lambda run: _send_run(settings, run, lost, silent), runs))
     attempts = [attempt for done, _ in sent for attempt in done]
     unsent = [delivery_id for _, rest in sent for delivery_id in rest]
     # One unit for the batch: a crash before it commits sends the batch again, with the
@@ -107,15 +109,24 @@ def _renewing(ctx: StepContext, delivery_ids: Sequence[int], at: datetime,
         thread.join()
 
 
-def _send_run(settings: Settings, run: list[Outgoing],
-              lost: threading.Event) -> tuple[list[Attempt], list[int]]:
+def _send_run(settings: Settings, run: list[Outgoing], lost: threading.Event,
+              silent: set[str]) -> tuple[list[Attempt], list[int]]:
     """Send a run in order, stopping at the first failure: the attempts made, and the
-    deliveries left unsent (they stay behind the failed one)."""
+    deliveries left unsent (they stay behind the failed one). A target in `silent`
+    (it did not answer another delivery of this batch) is not tried again: that
+    counts as a failure of the same kind."""
     attempts: list[Attempt] = []
     for index, item in enumerate(run):
         if lost.is_set():
             return attempts, [later.delivery_id for later in run[index:]]
-        attempt = _send(settings, item)
+        where = urlsplit(item.url).netloc.lower()
+        if where in silent:
+            attempt = Attempt(item.delivery_id, item.webhook_id, None,
+                              f"not tried: {where} did not answer another delivery just now")
+        else:
+            attempt = _send(settings, item)
+            if attempt.answer is None:
+                silent.add(where)  # set.add is atomic: the threads share it
         attempts.append(attempt)
         if attempt.error or attempt.answer is None or not 200 <= attempt.answer.status < 300:
             return attempts, [later.delivery_id for later in run[index + 1:]]

@@ -30,7 +30,7 @@ from gateway.runtime import Runtime
 from gateway.services.webhooks import delivery as service
 from gateway.settings import Settings
 from gateway.worker.context import StepContext
-from gateway.worker.webhooks import deliver_webhooks
+from gateway.worker.webhooks import SEND_THREADS, deliver_webhooks
 from tests.conftest import MakeUser, TestUser
 from tests.worker.webhook_receiver import Receiver, receiver
 
@@ -342,3 +342,24 @@ def test_a_delivery_s_subject_is_its_job_else_what_the_event_is_about_cut(
                                .order_by(WebhookDelivery.event_id)).all()
     assert [(row.subject, row.state) for row in made] == [("s" * 36, "pending"),
                                                           (job, "pending")]
+
+
+def test_a_target_that_does_not_answer_costs_a_batch_one_timeout_per_thread(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime.settings, "webhook_timeout_seconds", 0.3)
+    alice = make_user()
+    hook = _hook(client, alice, target.url)
+    jobs = [_job(client, alice) for _ in range(3 * SEND_THREADS)]
+    target.hold = threading.Event()  # it reads each request, and never answers in time
+    try:
+        assert deliver_webhooks(StepContext.of(runtime, "w1"))
+    finally:
+        target.hold.set()
+    # Each thread's first delivery timed out; the rest were not tried, and wait with them.
+    assert 0 < len(target.requests) <= SEND_THREADS
+    items = client.get(f"/api/v1/webhooks/{hook['id']}/deliveries?limit=100",
+                       headers=alice.headers).json()["items"]
+    assert len(items) == len(jobs)
+    assert all(d["state"] == "pending" and d["attempts"] == 1 for d in items)
+    assert sum("not tried" in d["last_error"] for d in items) >= len(jobs) - SEND_THREADS
