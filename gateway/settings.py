@@ -130,12 +130,15 @@ class Settings(BaseSettings):
     # Webhooks (gateway.services.webhooks): targets must be public https URLs, except in
     # these ranges (comma-separated CIDRs, e.g. a site's own 10.0.0.0/8), where http is
     # allowed too; per request, a timeout and the most response bytes read; a delivery
-    # failing this long disables its subscription; the back-off's first and longest waits.
+    # failing this long disables its subscription; the back-off's first and longest waits;
+    # how long a worker's lease of the deliveries it sends lasts (renewed every third of
+    # it while it sends; a crashed worker's deliveries wait that long).
     webhook_allowed_ranges: str = ""
     webhook_timeout_seconds: float = Field(default=5.0, gt=0)
     webhook_response_max_bytes: int = Field(default=64 * 1024, ge=0)
     webhook_retry_seconds: float = Field(default=24 * 3600.0, gt=0)
     webhook_backoff_seconds: tuple[float, float] = (5.0, 3600.0)
+    webhook_lease_seconds: float = Field(default=20.0, gt=0)
     # Job mail (a spec's `notify`, sent by the worker): the SMTP relay (none: no mail, and
     # a job asking for mail is refused), STARTTLS and a login if it wants them, the From
     # address, and domains (comma-separated) any user may have mail sent to besides the

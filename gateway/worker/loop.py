@@ -43,7 +43,7 @@ from gateway.worker.settle import settle, settle_unrun
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 from gateway.worker.staging.stage_out import stage_outs
 from gateway.worker.submission.submit import submit_accepted, submit_recovered
-from gateway.worker.webhooks import deliver_webhooks
+from gateway.worker.webhooks import close_connections, deliver_webhooks
 from gateway.worker.workflows import advance_workflows
 
 log = logging.getLogger(__name__)
@@ -90,6 +90,7 @@ class Worker:
                     stop.wait(self.rt.settings.worker_poll_seconds)
         finally:
             outbox.join(timeout=60)
+            close_connections()
 
     def run_once(self, *, outbox: bool = True) -> bool:
         """One cycle over all sites (and the outbox, unless `outbox` is False: `run` sends

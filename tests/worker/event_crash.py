@@ -184,9 +184,10 @@ def run(size: Run, base: Path) -> dict[str, Any]:
            "GRIDGATE_PUBLIC_URL": settings.public_url,
            "GRIDGATE_WEBHOOK_ALLOWED_RANGES": settings.webhook_allowed_ranges,
            "GRIDGATE_WORKER_POLL_SECONDS": "0.2", "GRIDGATE_SUBMIT_LEASE_SECONDS": "3",
-           # A delivery leased by a killed worker goes out again once its lease
-           # (timeout x 22 + 30 s) runs out: a short timeout keeps that wait short.
+           # A delivery leased by a killed worker goes out again once its lease runs
+           # out (renewed every third of it while a live worker sends): kept short.
            "GRIDGATE_WEBHOOK_TIMEOUT_SECONDS": str(size.webhook_timeout),
+           "GRIDGATE_WEBHOOK_LEASE_SECONDS": "3",
            # A receiver slower than that is tried again soon (same webhook-id).
            "GRIDGATE_WEBHOOK_BACKOFF_SECONDS": "[0.5, 2]",
            # Room for more than a wave waiting at once: the next wave's jobs start.

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -17,15 +19,18 @@ import standardwebhooks
 from cloudevents.core.bindings.http import HTTPMessage, from_http
 from cloudevents.core.formats.json import JSONFormat
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Event
+from gateway.db.webhook_models import WebhookDelivery
+from gateway.repositories import webhooks as repo
 from gateway.runtime import Runtime
 from gateway.services.webhooks import delivery as service
 from gateway.settings import Settings
 from gateway.worker.context import StepContext
-from gateway.worker.webhooks import deliver_webhooks
+from gateway.worker.webhooks import SEND_THREADS, deliver_webhooks
 from tests.conftest import MakeUser, TestUser
 from tests.worker.webhook_receiver import Receiver, receiver
 
@@ -34,8 +39,10 @@ LIFE = ["STAGING_IN", "QUEUED", "RUNNING", "COMPLETED"]
 
 @pytest.fixture
 def settings(tmp_path: Path, database_url: str) -> Settings:
+    # A short lease: renewed every third of it while a worker sends.
     return Settings(data_dir=tmp_path / "data", database_url=database_url, run_worker=False,
-                    public_url="http://gateway.test", webhook_allowed_ranges="127.0.0.0/8")
+                    public_url="http://gateway.test", webhook_allowed_ranges="127.0.0.0/8",
+                    webhook_lease_seconds=1.5)
 
 
 @pytest.fixture
@@ -204,7 +211,8 @@ def test_two_workers_claiming_at_once_never_both_send_one_delivery(
         service.fan_out(session, 10, None)
     now = utcnow()
     with transaction(runtime.sessions) as first:
-        mine = service.claim(first, runtime.settings, "w1", now, 10)
+        mine = [item for run in service.claim(first, runtime.settings, "w1", now, 10)
+                for item in run]
         # The second worker claims while the first's claim is not committed yet.
         with transaction(runtime.sessions) as second:
             assert service.claim(second, runtime.settings, "w2", now, 10) == []
@@ -214,6 +222,144 @@ def test_two_workers_claiming_at_once_never_both_send_one_delivery(
         assert service.claim(second, runtime.settings, "w2", now, 10) == []
     later = now + timedelta(hours=1)
     with transaction(runtime.sessions) as second:
-        [again] = service.claim(second, runtime.settings, "w2", later, 10)
+        [[again]] = service.claim(second, runtime.settings, "w2", later, 10)
     # A worker that died after sending: the redelivery carries the same webhook-id.
     assert again.message_id == mine[0].message_id and again.body == mine[0].body
+
+
+def test_many_jobs_arrive_once_each_in_order_per_job(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
+    # Runs of one job's deliveries are claimed together beside other jobs' runs: none is
+    # sent twice, none skipped, and each job's events arrive in order.
+    alice = make_user()
+    hook = _hook(client, alice, target.url)
+    jobs = [_job(client, alice) for _ in range(6)]
+    for job in jobs:
+        _life(runtime, job)
+    _drain(StepContext.of(runtime, "w1"))
+    documents = _verified(hook["secret"], target)
+    assert len({d["id"] for d in documents}) == len(documents) == 5 * len(jobs)
+    for job in jobs:
+        assert [d["data"]["to"] for d in documents if d["subject"] == job] == [
+            "ACCEPTED", *LIFE]
+
+
+def test_a_failure_inside_a_run_holds_the_rest_of_it_back(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
+    alice = make_user()
+    hook = _hook(client, alice, target.url)
+    job = _job(client, alice)
+    _life(runtime, job)
+    target.statuses = [200, 200, 500]  # the third of the job's five fails
+    ctx, now = StepContext.of(runtime, "w1"), utcnow()
+    assert deliver_webhooks(ctx, now)
+    assert len(target.requests) == 3
+    assert not deliver_webhooks(ctx, now)  # the failed one waits out its back-off first
+    listed = client.get(f"/api/v1/webhooks/{hook['id']}/deliveries",
+                        headers=alice.headers).json()["items"]
+    assert [(d["state"], d["attempts"]) for d in reversed(listed)] == [
+        ("delivered", 1), ("delivered", 1), ("pending", 1), ("pending", 0), ("pending", 0)]
+    _drain(ctx, now + timedelta(hours=2))
+    tos = [d["data"]["to"] for d in _verified(hook["secret"], target)]
+    assert tos == ["ACCEPTED", "STAGING_IN", "QUEUED", "QUEUED", "RUNNING", "COMPLETED"]
+
+
+def _leases(runtime: Runtime) -> list[Any]:
+    with runtime.sessions() as session:
+        return list(session.scalars(select(WebhookDelivery.lease_until)
+                                    .order_by(WebhookDelivery.id)))
+
+
+def test_a_dead_worker_s_deliveries_wait_only_for_its_short_lease(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
+    alice = make_user()
+    hook = _hook(client, alice, target.url)
+    job = _job(client, alice)
+    _life(runtime, job)
+    with transaction(runtime.sessions) as session:
+        service.fan_out(session, 10, None)
+    now, lease = utcnow(), timedelta(seconds=runtime.settings.webhook_lease_seconds)
+    # w1 leases the job's run, then dies before sending or recording it.
+    with transaction(runtime.sessions) as session:
+        [run] = service.claim(session, runtime.settings, "w1", now, 10, 16)
+    assert len(run) == 5
+    ctx = StepContext.of(runtime, "w2")
+    assert not deliver_webhooks(ctx, now + lease - timedelta(seconds=1))
+    assert target.requests == []
+    # Once the lease (not a batch's worth of timeouts) ran out, w2 sends them, in order.
+    _drain(ctx, now + lease + timedelta(seconds=1))
+    documents = _verified(hook["secret"], target)
+    assert [d["id"] for d in documents] == [item.message_id for item in run]
+    assert [d["data"]["to"] for d in documents] == ["ACCEPTED", *LIFE]
+    # w1, back, finds it no longer holds them.
+    with transaction(runtime.sessions) as session:
+        assert not service.renew(session, runtime.settings, "w1",
+                                 [item.delivery_id for item in run], utcnow())
+
+
+def test_a_worker_renews_its_lease_while_it_sends(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
+    alice = make_user()
+    _hook(client, alice, target.url)
+    _job(client, alice)
+    target.hold = threading.Event()
+    sender = threading.Thread(target=deliver_webhooks, args=(StepContext.of(runtime, "w1"),))
+    sender.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not target.requests or _leases(runtime)[0] is None:
+            assert time.monotonic() < deadline, "the delivery was never sent"
+            time.sleep(0.01)
+        [first] = _leases(runtime)
+        # The receiver has not answered: the lease is renewed meanwhile.
+        while _leases(runtime)[0] <= first:
+            assert time.monotonic() < deadline, "the lease was never renewed"
+            time.sleep(0.05)
+        with transaction(runtime.sessions) as session:
+            assert service.claim(session, runtime.settings, "w2",
+                                 first + timedelta(milliseconds=1), 10) == []
+    finally:
+        target.hold.set()
+        sender.join()
+    assert _leases(runtime) == [None]
+    assert len(target.requests) == 1
+
+
+def test_a_delivery_s_subject_is_its_job_else_what_the_event_is_about_cut(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
+    alice = make_user()
+    hook = _hook(client, alice, target.url)
+    job = _job(client, alice)
+    with transaction(runtime.sessions) as session:
+        about = Event(job_id=None, subject="s" * 80, at=utcnow(), actor="test")
+        of_job = Event(job_id=job, subject="ignored", at=utcnow(), actor="test")
+        session.add_all([about, of_job])
+        session.flush()
+        assert repo.add_pending(session, hook["id"], [about.id, of_job.id], 36) == 2
+        made = session.execute(select(WebhookDelivery.event_id, WebhookDelivery.subject,
+                                      WebhookDelivery.state, WebhookDelivery.next_at)
+                               .where(WebhookDelivery.webhook_id == hook["id"])
+                               .order_by(WebhookDelivery.event_id)).all()
+    assert [(row.subject, row.state) for row in made] == [("s" * 36, "pending"),
+                                                          (job, "pending")]
+
+
+def test_a_target_that_does_not_answer_costs_a_batch_one_timeout_per_thread(
+        runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime.settings, "webhook_timeout_seconds", 0.3)
+    alice = make_user()
+    hook = _hook(client, alice, target.url)
+    jobs = [_job(client, alice) for _ in range(3 * SEND_THREADS)]
+    target.hold = threading.Event()  # it reads each request, and never answers in time
+    try:
+        assert deliver_webhooks(StepContext.of(runtime, "w1"))
+    finally:
+        target.hold.set()
+    # Each thread's first delivery timed out; the rest were not tried, and wait with them.
+    assert 0 < len(target.requests) <= SEND_THREADS
+    items = client.get(f"/api/v1/webhooks/{hook['id']}/deliveries?limit=100",
+                       headers=alice.headers).json()["items"]
+    assert len(items) == len(jobs)
+    assert all(d["state"] == "pending" and d["attempts"] == 1 for d in items)
+    assert sum("not tried" in d["last_error"] for d in items) >= len(jobs) - SEND_THREADS

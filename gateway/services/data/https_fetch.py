@@ -81,7 +81,7 @@ class PinnedHTTPS(http.client.HTTPSConnection):
         self._address = address
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
+        sock = _no_delay(socket.create_connection((self._address, self.port), self.timeout))
         self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
 
 
@@ -93,7 +93,15 @@ class PinnedHTTP(http.client.HTTPConnection):
         self._address = address
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = _no_delay(socket.create_connection((self._address, self.port),
+                                                       self.timeout))
+
+
+def _no_delay(sock: socket.socket) -> socket.socket:
+    # As http.client's own connect does: on a kept-alive connection, Nagle's algorithm
+    # would hold a request's last bytes until the peer's delayed ACK (some 40 ms).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
 def fetch(url: str, sink: IO[bytes], *, max_bytes: int, max_redirects: int,

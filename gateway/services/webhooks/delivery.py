@@ -8,12 +8,15 @@ transaction committed after a higher id was read still gets its delivery, once. 
 worker fans out a subscription only while it holds its row lock (skipped by others).
 
 Sending: a worker leases due deliveries (skipping rows others are taking), commits,
-sends, then records the answer. A crash between sending and recording leaves the lease
-to run out and the delivery is sent again with the same `webhook-id` (at least once).
+sends, then records the answers. The lease is short (`webhook_lease_seconds`) and
+renewed while the worker sends, so a crash between sending and recording holds them
+only that long; then they are sent again with the same `webhook-id` (at least once).
 Only the first pending delivery of a (subscription, subject) is due, so one job's (or
-site's, or allocation's) events go out in id order; a failure is retried with
-exponential back-off and jitter, and after `webhook_retry_seconds` of failures the
-subscription is disabled, saying why.
+site's, or allocation's) events go out in id order; a claim takes it with the pending
+ones right after it (a run), sent one after the other, each only once the one before
+was answered 2xx. A failure is retried with exponential back-off and jitter (the rest
+of its run is given back, still behind it), and after `webhook_retry_seconds` of
+failures the subscription is disabled, saying why.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from gateway.db.webhook_models import Webhook, WebhookDelivery
 from gateway.domain.principal import Principal
 from gateway.repositories import webhooks as repo
 from gateway.repositories.events import feed as events
-from gateway.repositories.events.feed import FeedRow
 from gateway.services.events.feed import cloud_event
 from gateway.services.jobs.queries import sees_all
 from gateway.services.webhooks import signing
@@ -54,6 +56,7 @@ class Outgoing:
     """A leased delivery, ready to send."""
 
     delivery_id: int
+    webhook_id: str
     url: str
     body: bytes
     message_id: str
@@ -92,41 +95,47 @@ def _fan_out_one(session: Session, hook: Webhook, roles: list[str], owner_disabl
         visible = events.visible_ids(conn, where, low, up_to)
         done = repo.fanned_ids(session, hook.id, low, up_to)
         ids = [i for i in visible if i not in done]
-    rows = events.rows(session.connection(), ids) if ids else []
-    repo.add_all(session, [WebhookDelivery(webhook_id=hook.id, event_id=row["id"],
-                                           subject=_subject(row), state=repo.PENDING,
-                                           attempts=0, created_at=row["at"],
-                                           next_at=row["at"])
-                           for row in rows])
+    # One statement, not a row object per delivery: a busy gateway makes many.
+    made = repo.add_pending(session, hook.id, ids, SUBJECT_CHARS) if ids else 0
     hook.cursor = max(hook.cursor, up_to)
-    return len(rows)
-
-
-def _subject(row: FeedRow) -> str:
-    # What events go out in order of: a job's id, else what the event is about (cut to
-    # the column: two long site names sharing a start are then merely ordered together).
-    return row["job_id"] or (row["subject"] or "")[:SUBJECT_CHARS]
+    return made
 
 
 def claim(session: Session, settings: Settings, worker: str, now: datetime,
-          limit: int) -> list[Outgoing]:
-    """Lease up to `limit` due deliveries to `worker`, long enough to send them all."""
-    lease = timedelta(seconds=settings.webhook_timeout_seconds * (limit + 2) + 30)
-    found = repo.claim_due(session, now, limit, worker, now + lease)
-    if not found:
+          heads: int, run: int = 1) -> list[list[Outgoing]]:
+    """Lease to `worker`, for `webhook_lease_seconds` (renewed while it sends), up to
+    `heads` runs of due deliveries: a (subscription, subject)'s first pending delivery
+    and up to `run` - 1 after it, to be sent in order, each only after the one before
+    was answered 2xx."""
+    until = now + timedelta(seconds=settings.webhook_lease_seconds)
+    runs = repo.claim_due(session, now, heads, run, worker, until)
+    if not runs:
         return []
     conn = session.connection()
+    found = [delivery for claimed in runs for delivery in claimed]
     by_id = {row["id"]: row for row in events.rows(conn, [d.event_id for d in found])}
-    hooks = {hook_id: repo.webhook(session, hook_id) for hook_id in {d.webhook_id for d in found}}
+    targets = repo.targets(session, list({d.webhook_id for d in found}))
     out = []
-    for delivery in found:
-        hook = hooks[delivery.webhook_id]
-        assert hook is not None  # a delivery's subscription is deleted with it
-        # The very document the event stream sends (gateway.services.events.feed).
-        document = cloud_event(by_id[delivery.event_id], settings.public_url)
-        body = json.dumps(document, separators=(",", ":")).encode()
-        out.append(Outgoing(delivery.id, hook.url, body, message_id(delivery), hook.secret))
+    for claimed in runs:
+        batch = []
+        for delivery in claimed:
+            # A delivery's subscription is deleted with it, and its rows are locked now.
+            url, secret = targets[delivery.webhook_id]
+            # The very document the event stream sends (gateway.services.events.feed).
+            document = cloud_event(by_id[delivery.event_id], settings.public_url)
+            body = json.dumps(document, separators=(",", ":")).encode()
+            batch.append(Outgoing(delivery.id, delivery.webhook_id, url, body,
+                                  message_id(delivery), secret))
+        out.append(batch)
     return out
+
+
+def renew(session: Session, settings: Settings, worker: str, delivery_ids: Sequence[int],
+          now: datetime) -> bool:
+    """Extend `worker`'s lease of the deliveries it is sending; False when it lost one
+    (then it must send no more of them: another worker may be sending them)."""
+    until = now + timedelta(seconds=settings.webhook_lease_seconds)
+    return repo.renew(session, delivery_ids, worker, until) == len(delivery_ids)
 
 
 def backoff(settings: Settings, attempts: int, rng: random.Random) -> timedelta:
@@ -142,19 +151,41 @@ class Attempt:
     """How one sending of a delivery went: the receiver's answer, or why there was none."""
 
     delivery_id: int
+    webhook_id: str
     answer: Answer | None
     error: str | None
 
 
 def record(session: Session, settings: Settings, worker: str, attempts: Sequence[Attempt],
-           now: datetime, rng: random.Random) -> None:
-    """Record a batch of attempts (see `record_one`); those whose lease `worker` lost
-    are left to the worker that took it over."""
-    held = repo.held(session, [attempt.delivery_id for attempt in attempts], worker)
+           now: datetime, rng: random.Random, unsent: Sequence[int] = ()) -> None:
+    """Record a batch of attempts (see `record_one`) and give back the leases of the
+    `unsent` deliveries; those whose lease `worker` lost are left to the worker that
+    took it over. A target answering 2xx makes its deliveries that were waiting for an
+    answer (refused, timed out) due now: a receiver back from an outage gets its
+    backlog at once, not as each back-off runs out."""
+    by_status: dict[int, list[int]] = {}
+    failed: list[Attempt] = []
     for attempt in attempts:
-        delivery = held.get(attempt.delivery_id)
-        if delivery is not None:
-            record_one(session, settings, delivery, attempt, now, rng)
+        if attempt.answer is not None and 200 <= attempt.answer.status < 300:
+            by_status.setdefault(attempt.answer.status, []).append(attempt.delivery_id)
+        else:
+            failed.append(attempt)
+    # The common case in one statement per status, not one per delivery.
+    for status, ids in by_status.items():
+        repo.delivered(session, ids, worker, status, now)
+    if failed:
+        held = repo.held(session, [attempt.delivery_id for attempt in failed], worker)
+        for attempt in failed:
+            delivery = held.get(attempt.delivery_id)
+            if delivery is not None:
+                record_one(session, settings, delivery, attempt, now, rng)
+    if unsent:
+        repo.release(session, unsent, worker)
+    back = {attempt.webhook_id for attempt in attempts
+            if attempt.answer is not None and 200 <= attempt.answer.status < 300}
+    if back:
+        repo.hurry(session, sorted(back), now)
+    session.flush()
 
 
 def record_one(session: Session, settings: Settings, delivery: WebhookDelivery,

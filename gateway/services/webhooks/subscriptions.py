@@ -16,6 +16,7 @@ from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.principal import Principal
 from gateway.repositories import webhooks as repo
 from gateway.repositories.events import feed as events
+from gateway.repositories.webhooks import Claimed
 from gateway.schemas.webhooks import DeliveryOut, NewWebhookOut, WebhookOut
 from gateway.services import cursors
 from gateway.services.events.feed import feed_filter
@@ -69,7 +70,7 @@ def delivery_out(delivery: WebhookDelivery) -> DeliveryOut:
             "last_error": delivery.last_error}
 
 
-def message_id(delivery: WebhookDelivery) -> str:
+def message_id(delivery: WebhookDelivery | Claimed) -> str:
     """The `webhook-id`: the event's id (also the CloudEvent's `id`), the same on every
     attempt, so a receiver deduplicates by it."""
     return str(delivery.event_id)

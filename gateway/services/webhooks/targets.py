@@ -7,6 +7,7 @@ Requests have a short timeout, follow no redirects, and read a bounded response.
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
@@ -23,6 +24,7 @@ from gateway.services.data.https_fetch import (
     resolve_checked,
 )
 from gateway.services.data.input_sources import InputUnavailable
+from gateway.services.webhooks.connections import Connections, Key
 from gateway.settings import Settings
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -92,10 +94,12 @@ def _default_port(scheme: str) -> int:
 
 
 def post(settings: Settings, url: str, body: bytes, headers: Mapping[str, str],
-         resolve: Callable[[str, int, Callable[[IPAddress], bool]], str] = resolve_checked
-         ) -> Answer:
+         resolve: Callable[[str, int, Callable[[IPAddress], bool]], str] = resolve_checked,
+         connections: Connections | None = None) -> Answer:
     """POST `body` to `url`, connecting only to an address checked now; TargetRefused when
-    the address is not allowed, OSError / HTTPException when the connection fails."""
+    the address is not allowed, OSError / HTTPException when the connection fails. With
+    `connections`, a kept-alive connection to that very address is used when there is
+    one, and kept for the next delivery when the target lets it."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     host = parts.hostname or ""
@@ -106,13 +110,33 @@ def post(settings: Settings, url: str, body: bytes, headers: Mapping[str, str],
         raise TargetRefused(f"{exc}; webhooks reach only public addresses or the admin's "
                             "webhook_allowed_ranges") from None
     timeout = settings.webhook_timeout_seconds
+    key = (scheme, host, port, address, timeout)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    kept = connections.take(key) if connections is not None else None
+    if kept is not None:
+        try:
+            return _exchange(settings, kept, target, body, headers, connections, key)
+        except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError):
+            pass  # the target closed the idle connection first: once more, on a new one
     kind = PinnedHTTPS if scheme == "https" else PinnedHTTP
-    conn = kind(host, port, address, timeout)
+    return _exchange(settings, kind(host, port, address, timeout), target, body, headers,
+                     connections, key)
+
+
+def _exchange(settings: Settings, conn: http.client.HTTPConnection, target: str,
+              body: bytes, headers: Mapping[str, str], connections: Connections | None,
+              key: Key) -> Answer:
+    keep = False
     try:
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         conn.request("POST", target, body=body, headers=dict(headers))
         response = conn.getresponse()
         # Bounded: a target's answer is only kept as a hint for its owner.
-        return Answer(response.status, response.read(settings.webhook_response_max_bytes))
+        answer = Answer(response.status, response.read(settings.webhook_response_max_bytes))
+        # Reusable only when the answer was read whole and the target keeps it open.
+        keep = connections is not None and not response.will_close and response.isclosed()
+        return answer
     finally:
-        conn.close()
+        if keep and connections is not None:
+            connections.give(key, conn)
+        else:
+            conn.close()
