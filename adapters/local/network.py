@@ -15,7 +15,12 @@ IPv4 only.
 
 Attaching is a handshake: bwrap reports its child's pid on one pipe (`--info-fd`) and
 holds the program on another (`--block-fd`) until slirp4netns has configured the
-interface, so the program starts with its network up.
+interface, so the program starts with its network up. bwrap reports the pid before its
+child sets up the loopback (adds 127.0.0.1, then brings `lo` up), and slirp4netns
+`--configure` brings `lo` up too: started first, it makes the kernel add 127.0.0.1 by
+itself and bwrap's own add fails (EEXIST, reported with a stale errno, e.g. "loopback:
+Failed RTM_NEWADDR: No child processes"). So slirp4netns starts only once the
+sandbox's loopback has its address.
 """
 
 from __future__ import annotations
@@ -75,6 +80,29 @@ def _is_json(data: bytes) -> bool:
     return True
 
 
+def await_loopback(pid: int, netns: int, deadline: float) -> None:
+    """Wait until bwrap's child `pid`, in `netns`, has given its loopback 127.0.0.1.
+
+    Its routing table (the same for any process in `netns`) lists 127.0.0.1 from that
+    add on; a pid that ended (and may be reused) is told apart by its namespace."""
+    theirs = os.fstat(netns)
+    while True:
+        try:
+            with open(f"/proc/{pid}/net/fib_trie", "rb") as table:
+                routes = table.read()
+            current = os.stat(f"/proc/{pid}/ns/net")
+        except OSError:
+            current = None
+        if current is None or (current.st_dev, current.st_ino) != (theirs.st_dev,
+                                                                     theirs.st_ino):
+            raise OSError("bwrap's sandbox ended before its loopback was up")
+        if b"127.0.0.1" in routes:
+            return
+        if time.monotonic() >= deadline:
+            raise OSError("bwrap's sandbox did not set up its loopback in time")
+        time.sleep(0.001)
+
+
 class Outbound:
     """The outbound network of one sandbox: the handshake with bwrap, then slirp4netns.
 
@@ -116,8 +144,10 @@ class Outbound:
             info = None
         if not isinstance(info, dict) or not isinstance(info.get("child-pid"), int):
             raise OSError("bwrap did not report its sandbox (it stopped before starting it)")
-        netns = os.open(f"/proc/{info['child-pid']}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        pid = info["child-pid"]
+        netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
         try:
+            await_loopback(pid, netns, deadline)
             self._start(netns, log, deadline)
         finally:
             _close(netns)

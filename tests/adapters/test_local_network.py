@@ -15,10 +15,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from adapters.local.network import await_loopback
 from tests.adapters.sandbox_network_host import OUTSIDE
 
 CODE_ROOT = Path(__file__).resolve().parents[2]
@@ -102,3 +104,44 @@ def test_outbound_reaches_out_but_never_the_hosts_loopback(gateway: str) -> None
     assert seen["host-loopback"] == "failed Connection refused", result
     # slirp4netns's name for the host's loopback is refused (--disable-host-loopback).
     assert seen["slirp-gateway"].startswith("failed"), result
+
+
+# bwrap reports its child before the child gives its loopback 127.0.0.1, and slirp4netns
+# brings `lo` up: started first, it made bwrap fail ("loopback: Failed RTM_NEWADDR"; 6 in
+# 100 outbound runs on a loaded machine). These hold a process in a fresh network
+# namespace at the point bwrap's child is in when it reports itself.
+HELD_NAMESPACE = ["unshare", "--net", "sh", "-c",
+                  "read add; [ \"$add\" = add ] && ip addr add 127.0.0.1/8 dev lo; read end"]
+
+
+def held_namespace() -> tuple[subprocess.Popen[str], int]:
+    """A process in a network namespace without 127.0.0.1, and that namespace, held."""
+    process = subprocess.Popen(HELD_NAMESPACE, stdin=subprocess.PIPE, text=True)
+    while os.stat(f"/proc/{process.pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino:
+        # unshare execs sh once the namespace is its own; wait for exactly that.
+        os.sched_yield()
+    return process, os.open(f"/proc/{process.pid}/ns/net", os.O_RDONLY)
+
+
+def test_slirp4netns_waits_until_the_sandbox_gave_its_loopback_an_address() -> None:
+    process, netns = held_namespace()
+    try:
+        with pytest.raises(OSError, match="did not set up its loopback in time"):
+            await_loopback(process.pid, netns, deadline=time.monotonic())
+        assert process.stdin is not None
+        process.stdin.write("add\n")
+        process.stdin.flush()
+        await_loopback(process.pid, netns, deadline=time.monotonic() + 60)
+    finally:
+        os.close(netns)
+        process.communicate("end\n", timeout=60)
+
+
+def test_a_sandbox_that_ended_before_its_loopback_is_told_as_such() -> None:
+    process, netns = held_namespace()
+    try:
+        process.communicate("no\nend\n", timeout=60)
+        with pytest.raises(OSError, match="ended before its loopback was up"):
+            await_loopback(process.pid, netns, deadline=time.monotonic() + 60)
+    finally:
+        os.close(netns)
