@@ -8,7 +8,11 @@
   several write(2) calls, so the ranks of one job sharing a stderr file interleave them
   mid-line ("...not-in-the-imagech-run[163]: error: ...", seen on the testbed): the text is
   cut before each `ch-run[PID]: ` too, and a message ending in its source location (whole)
-  is preferred to one cut short.
+  is preferred to one cut short. The four writes are `ch-run[PID]: `, `error: `, the
+  message, and `: STRERROR (FILE.c:LINE ERRNO)`; when every rank's tail was split from
+  its head (seen once in 2 ranks), only cut-short messages are left. Each rank stops at
+  its first error, so when the stderr holds exactly one such tail, it is theirs and its
+  STRERROR completes the message.
 
 `runtime_failure` gives the first such message, without colour codes, source location or
 other control characters, at most MAX_CHARS long; None when no line has either form. The
@@ -26,6 +30,7 @@ _SYLOG_FATAL = re.compile(r"FATAL: {3}(?P<message>\S.*)")
 _CH_RUN_ERROR = re.compile(r"ch-run\[\d+\]: error: (?P<message>.+?)"
                            r"(?P<where> \([\w.-]+\.c:\d+(?: \d+)?\))?")
 _PIECES = re.compile(r"\r?\n|(?=ch-run\[\d+\]: )")
+_CH_RUN_ERRNO_TAIL = re.compile(r": (?P<error>[^:\n()]+) \([\w.-]+\.c:\d+ \d+\)")
 
 
 def _clean(message: str) -> str:
@@ -36,13 +41,18 @@ def _clean(message: str) -> str:
 def runtime_failure(stderr: str) -> str | None:
     """The runtime's own words for why it stopped, if `stderr` holds them (see module)."""
     cut_short = None
-    for piece in _PIECES.split(_ANSI.sub("", stderr)):
+    stderr = _ANSI.sub("", stderr)
+    for piece in _PIECES.split(stderr):
         line = piece.rstrip()
         if match := _SYLOG_FATAL.fullmatch(line):
             return _clean(match["message"])
         if match := _CH_RUN_ERROR.fullmatch(line):
-            message = _clean(f"ch-run: {match['message']}")
             if match["where"]:
-                return message
-            cut_short = cut_short or message
-    return cut_short
+                return _clean(f"ch-run: {match['message']}")
+            cut_short = cut_short or match["message"]
+    if cut_short is None:
+        return None
+    tails = {tail.group(): tail["error"] for tail in _CH_RUN_ERRNO_TAIL.finditer(stderr)}
+    if len(tails) == 1:
+        cut_short += f": {tails.popitem()[1]}"
+    return _clean(f"ch-run: {cut_short}")
