@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     submit_lease_seconds: float = 60.0
     # A worker staging a job's files holds it this long, renewed between files.
     staging_lease_seconds: float = 300.0
+    # A file being staged gets at most one progress event (org.gridgate.job.staging) per
+    # this many seconds (0: one per chunk the transfer reports); its end always gets one.
+    staging_progress_seconds: float = Field(default=5.0, ge=0)
     # A `site: auto` job not started at a site down this long is also routed elsewhere
     # (first to start wins; the other attempt is revoked).
     failover_after_seconds: float = Field(default=300.0, gt=0)

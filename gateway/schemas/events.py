@@ -17,10 +17,11 @@ WORKFLOW_STEP_TYPE: Final = "org.gridgate.workflow.step"
 SITE_STATE_TYPE: Final = "org.gridgate.site.state"
 ALLOCATION_USAGE_TYPE: Final = "org.gridgate.allocation.usage"
 ALLOCATION_STATUS_TYPE: Final = "org.gridgate.allocation.status"
+JOB_STAGING_TYPE: Final = "org.gridgate.job.staging"
 # Who may read an event, by its type (besides admins and auditors, who read all): a
 # job's or a workflow's events its owner; an allocation's its project's PIs; a site's
 # nobody else.
-JOB_EVENT_TYPES = (JOB_STATE_TYPE, JOB_PLACEMENT_TYPE)
+JOB_EVENT_TYPES = (JOB_STATE_TYPE, JOB_PLACEMENT_TYPE, JOB_STAGING_TYPE)
 WORKFLOW_EVENT_TYPES = (WORKFLOW_STATE_TYPE, WORKFLOW_STEP_TYPE)
 OWNED_EVENT_TYPES = JOB_EVENT_TYPES + WORKFLOW_EVENT_TYPES
 ALLOCATION_EVENT_TYPES = (ALLOCATION_USAGE_TYPE, ALLOCATION_STATUS_TYPE)
@@ -239,16 +240,48 @@ class AllocationStatusEvent(TypedDict):
     data: AllocationStatusData
 
 
+class JobStagingData(TypedDict):
+    """A job's file moving between the gateway and its site: `direction` `in` (an input,
+    `path` its `dest` in the job spec) or `out`; `bytes_done` of `bytes_total` (null when
+    unknown) so far. `done` is true once the file is in place (for inputs: with the job's
+    hand-over to the site, in its QUEUED change); `error` says why it failed (else null).
+    At most one every `GRIDGATE_STAGING_PROGRESS_SECONDS` per file, besides those."""
+
+    direction: Literal["in", "out"]
+    path: str
+    bytes_done: int
+    bytes_total: int | None
+    done: bool
+    error: str | None
+    job: EventJob
+
+
+class JobStagingEvent(TypedDict):
+    """`org.gridgate.job.staging`: as JobStateEvent, `subject` the job id."""
+
+    specversion: Literal["1.0"]
+    id: str
+    source: str
+    type: Literal["org.gridgate.job.staging"]
+    subject: str
+    time: str
+    datacontenttype: Literal["application/json"]
+    data: JobStagingData
+
+
 # Every document the stream and webhooks send, one per type.
 GatewayEvent = (JobStateEvent | JobPlacementEvent | WorkflowStateEvent | WorkflowStepEvent
-                | SiteStateEvent | AllocationUsageEvent | AllocationStatusEvent)
+                | SiteStateEvent | AllocationUsageEvent | AllocationStatusEvent
+                | JobStagingEvent)
 EVENT_DOCUMENTS = (JobStateEvent, JobPlacementEvent, WorkflowStateEvent, WorkflowStepEvent,
-                   SiteStateEvent, AllocationUsageEvent, AllocationStatusEvent)
+                   SiteStateEvent, AllocationUsageEvent, AllocationStatusEvent,
+                   JobStagingEvent)
 # The collection (under /api/v1) each type's `source` names.
 _COLLECTIONS = {JOB_STATE_TYPE: "jobs", JOB_PLACEMENT_TYPE: "jobs",
                 WORKFLOW_STATE_TYPE: "workflows", WORKFLOW_STEP_TYPE: "workflows",
                 SITE_STATE_TYPE: "sites",
-                ALLOCATION_USAGE_TYPE: "allocations", ALLOCATION_STATUS_TYPE: "allocations"}
+                ALLOCATION_USAGE_TYPE: "allocations", ALLOCATION_STATUS_TYPE: "allocations",
+                JOB_STAGING_TYPE: "jobs"}
 
 
 def gateway_event(event_id: int, base_url: str, type_: str, subject: str, at: datetime,

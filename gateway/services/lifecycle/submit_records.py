@@ -12,6 +12,8 @@ from sqlalchemy.orm import Session
 from gateway.db.base import utcnow
 from gateway.domain.states import AttemptState, JobState
 from gateway.metrics import Metrics
+from gateway.repositories.events import facts
+from gateway.repositories.events.facts import NewFact
 from gateway.repositories.jobs import attempts
 from gateway.repositories.jobs import rows as jobs
 from gateway.services.lifecycle import hedging
@@ -26,6 +28,8 @@ class Submitted:
     claim: Claim
     native_id: str
     staged: str | None = None  # a summary of the stage-in, for the event
+    # Its inputs' done events (org.gridgate.job.staging): committed with the QUEUED change.
+    events: tuple[NewFact, ...] = ()
 
 
 def record_submitted(session: Session, site_name: str, placed: Sequence[Submitted], *,
@@ -42,6 +46,7 @@ def record_submitted(session: Session, site_name: str, placed: Sequence[Submitte
         attempt.state = AttemptState.QUEUED
         attempt.submitted_at = now
         attempt.lease_until = None
+        facts.add_all(session, item.events)  # before QUEUED, in the log's order
         reason = f"submitted to site '{site_name}' as job {item.native_id}"
         if item.staged is not None:
             reason += f" ({item.staged})"
@@ -50,12 +55,15 @@ def record_submitted(session: Session, site_name: str, placed: Sequence[Submitte
     session.flush()
 
 
-def record_rejection(session: Session, claim: Claim, reason: str, *, actor: str) -> None:
-    """The claim cannot run (refused by the site, unstageable): attempt and job FAILED."""
+def record_rejection(session: Session, claim: Claim, reason: str, *, actor: str,
+                     events: Sequence[NewFact] = ()) -> None:
+    """The claim cannot run (refused by the site, unstageable): attempt and job FAILED;
+    `events` (its staging's) recorded with it."""
     attempt = attempts.lock(session, claim.attempt_id)
     assert attempt is not None
     if attempt.state is not AttemptState.SUBMITTING:
         return
+    facts.add_all(session, events)
     end_attempt(attempt, AttemptState.FAILED, reason)
     job = jobs.lock(session, claim.job_id)
     assert job is not None

@@ -14,10 +14,15 @@ A container job's SIF image (or, for ch-run, its SquashFS partition: gateway.wor
 stage_image) is staged the same way, to IMAGE_FILE in the job directory; it does not count
 against the per-job input limit. For ch-run the cached SquashFS is then unpacked once in
 the site's cache, and the summary names that directory: the image the launch line runs.
+
+Each input's progress is an event (`org.gridgate.job.staging`, gateway.worker.staging.
+progress); its done event is committed with the job's hand-over to the site, its failure
+with the job's FAILED change.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +36,7 @@ from gateway.domain.jobspec import JobSpec
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import SourceKind, parse_source
 from gateway.domain.states import Reason
+from gateway.repositories.events.facts import NewFact
 from gateway.runtime import Runtime
 from gateway.services.data.input_sources import (
     InputUnavailable,
@@ -46,6 +52,7 @@ from gateway.worker.cancel import cancel_before_submit
 from gateway.worker.context import StepContext
 from gateway.worker.staging.container_launch import image_path, site_fit, stages_image
 from gateway.worker.staging.keyed_locks import KeyedLocks
+from gateway.worker.staging.progress import StagingEvents, staging_events
 from gateway.worker.staging.stage_image import resolve_image, unpack_on_site
 from gateway.worker.submission.claim import record_rejection
 
@@ -73,6 +80,8 @@ class StageInSummary:
     cached: int
     # The image the launch line runs, when it is not the staged file (ch-run: unpacked).
     image: str | None = None
+    # The inputs' done events, to commit with the hand-over to the site.
+    events: tuple[NewFact, ...] = ()
 
     def describe(self) -> str:
         return (f"staged {self.files} input(s), {human_bytes(self.bytes_sent)} sent, "
@@ -80,9 +89,11 @@ class StageInSummary:
 
 
 def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
-             keep_lease: Callable[[], bool]) -> StageInSummary | None:
+             keep_lease: Callable[[], bool], events: StagingEvents | None = None
+             ) -> StageInSummary | None:
     """Stage the job's inputs into its (0700) directory. None when `keep_lease` said the
-    lease was lost (another worker took the job over: stop, do not submit).
+    lease was lost (another worker took the job over: stop, do not submit). `events`
+    hears of each input's progress and end.
 
     Raises InputUnavailable or a final AdapterError when the job cannot be staged, and
     SiteUnavailable (transient) when trying again later may work."""
@@ -97,7 +108,7 @@ def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
         if stages_image(job.spec, site):
             extract = site_fit(job.spec, site).extract_squashfs
             image.append(resolve_image(rt, job.owner_id, job.spec, extract))
-        summary = _stage_all(rt, site, files, job, resolved, keep_lease)
+        summary = _stage_all(rt, site, files, job, resolved, keep_lease, events)
         if summary is None or not image:
             return summary
         return _stage_image(site, files, job, image[0], summary, keep_lease, unpack=extract)
@@ -108,8 +119,8 @@ def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
 
 
 def _stage_all(rt: Runtime, site: SiteEntry, files: FileTransport, job: StageInJob,
-               resolved: list[ResolvedInput], keep_lease: Callable[[], bool]
-               ) -> StageInSummary | None:
+               resolved: list[ResolvedInput], keep_lease: Callable[[], bool],
+               events: StagingEvents | None) -> StageInSummary | None:
     limits = StagingLimits.from_settings(rt.settings)
     total = sum(r.expected.size for r in resolved)
     if total > limits.input_max_bytes:
@@ -122,9 +133,14 @@ def _stage_all(rt: Runtime, site: SiteEntry, files: FileTransport, job: StageInJ
     for item, source in zip(job.spec.inputs, resolved, strict=True):
         if not keep_lease():
             return None
+        progress = None if events is None else events.start(item.dest,
+                                                             source.expected.size)
         with STAGING_LOCKS.hold((site.name, source.expected.sha256)):
             results.append(stage(files, source.source, source.expected,
-                                 f"{job.workdir.rstrip('/')}/{item.dest}", cache_dir=cache_dir))
+                                 f"{job.workdir.rstrip('/')}/{item.dest}", cache_dir=cache_dir,
+                                 progress=progress))
+        if events is not None:
+            events.finished()
         log.info("job %s: staged %s to %s", job.job_id, item.source, item.dest)
     return StageInSummary(len(results), sum(r.bytes_sent for r in results),
                           sum(r.cached for r in results))
@@ -187,17 +203,23 @@ def stage_in_claim(ctx: StepContext, site: SiteEntry, adapter: Adapter, claim: C
         return (ctx.renew(claim.attempt_id)
                 and not ctx.stop_requested(claim.job_id, claim.attempt_id))
 
+    events = staging_events(ctx, claim.job_id)
     try:
-        staged = stage_in(ctx.rt, site, adapter, job, proceed)
+        staged = stage_in(ctx.rt, site, adapter, job, proceed, events)
     except GatewayError as exc:
-        record_rejection(ctx, site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.detail}")
+        record_rejection(ctx, site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.detail}",
+                         events.failed(exc.detail))
         return None
     except AdapterError as exc:
         if exc.transient:
             log.warning("job %s: staging interrupted at %s: %s", claim.job_id, site.name,
                         exc.message)
+            # No state change to go with: the lease runs out and staging goes on later.
+            events.write_quietly(events.failed(f"interrupted, to be continued: "
+                                               f"{exc.message}"))
             return None
-        record_rejection(ctx, site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.message}")
+        record_rejection(ctx, site, claim, f"{Reason.STAGE_IN_FAILED}: {exc.message}",
+                         events.failed(exc.message))
         return None
     # A cancel between inputs stopped the staging, or came during the last one.
     if cancel_before_submit(ctx, claim):
@@ -206,7 +228,7 @@ def stage_in_claim(ctx: StepContext, site: SiteEntry, adapter: Adapter, claim: C
     if staged is None or not ctx.renew(claim.attempt_id):
         log.warning("job %s: lease lost while staging; not submitting", claim.job_id)
         return None
-    return staged
+    return dataclasses.replace(staged, events=events.done_events)
 
 
 __all__ = ["STAGING_LOCKS", "StageInJob", "StageInSummary", "stage_in", "stage_in_claim"]

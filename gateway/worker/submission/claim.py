@@ -4,6 +4,9 @@ refuse a claim that cannot run."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from gateway.repositories.events.facts import NewFact
 from gateway.services.lifecycle import claims, submit_records
 from gateway.services.lifecycle.claims import Claim
 from gateway.services.sites.entry import SiteEntry
@@ -23,8 +26,11 @@ def recover_stale(ctx: StepContext, site: SiteEntry) -> list[Claim]:
         return claims.recover(session, ctx.holder, site, CLAIM_BATCH)
 
 
-def record_rejection(ctx: StepContext, site: SiteEntry, claim: Claim, reason: str) -> None:
-    """The claim cannot run: its attempt and job end FAILED with `reason`."""
+def record_rejection(ctx: StepContext, site: SiteEntry, claim: Claim, reason: str,
+                     events: Sequence[NewFact] = ()) -> None:
+    """The claim cannot run: its attempt and job end FAILED with `reason` (and `events`,
+    its staging's, in the same unit of work)."""
     ctx.rt.metrics.submissions.labels(site.name, "rejected").inc()
     with ctx.unit() as session:
-        submit_records.record_rejection(session, claim, reason, actor=ctx.holder.actor)
+        submit_records.record_rejection(session, claim, reason, actor=ctx.holder.actor,
+                                        events=events)

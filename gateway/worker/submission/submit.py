@@ -16,6 +16,7 @@ from functools import partial
 from adapters.base import BatchSubmitter, batch_submitter
 from adapters.errors import SubmitRejected
 from gateway.domain.states import Reason
+from gateway.repositories.events.facts import NewFact
 from gateway.services.lifecycle.claims import Claim
 from gateway.services.lifecycle.submit_records import Submitted
 from gateway.services.sites.entry import NoAccount, SiteEntry
@@ -131,6 +132,7 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
         if native_id:
             log.info("adopted %s as %s at %s", claim.tag, native_id, site.name)
     staged = None
+    done_events: tuple[NewFact, ...] = ()
     container = None
     if native_id is None and claim.spec.container is not None:
         try:  # before staging: a site that cannot launch it needs no image
@@ -143,7 +145,7 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
         summary = stage_in_claim(ctx, site, adapter, claim)
         if summary is None:
             return
-        staged = summary.describe()
+        staged, done_events = summary.describe(), summary.events
         if summary.image is not None:
             # The launch line runs what stage-in made of the image (ch-run: unpacked).
             container = container_launch(claim.spec, claim.tag, claim.workdir, site,
@@ -154,8 +156,10 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
         try:
             native_id = adapter.submit(request)
         except SubmitRejected as exc:
-            record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.message}")
+            # The inputs are in place all the same: their done events go with the refusal.
+            record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.message}",
+                             done_events)
             return
         # Transient errors propagate: the lease stays and a later cycle recovers it.
         fault_after_submit()
-    record_submitted(ctx, site, [Submitted(claim, native_id, staged)])
+    record_submitted(ctx, site, [Submitted(claim, native_id, staged, done_events)])
