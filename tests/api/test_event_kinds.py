@@ -1,11 +1,13 @@
 """The events that are not a job's state change, against a live gateway (uvicorn,
-worker, local site): a routed job's placement, a site's state, an allocation's use
+worker, local site): a routed job's placement, its inputs' staging, a site's state, an
+allocation's use
 passing 50/80/100% of its award and its suspension. Each is written by the code that
 makes the change, and reaches exactly those who may read its subject: a job's owner, an
 allocation's project PIs, admins and auditors for everything; nobody else."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,6 +30,7 @@ from gateway.schemas.events import (
     ALLOCATION_USAGE_TYPE,
     EVENT_TYPES,
     JOB_PLACEMENT_TYPE,
+    JOB_STAGING_TYPE,
     JOB_STATE_TYPE,
     SITE_STATE_TYPE,
     WORKFLOW_STATE_TYPE,
@@ -47,8 +50,10 @@ from tests.services.bank_fixtures import NOW, YEAR
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[LiveGateway]:
+    # A progress event for every chunk a staging reports: no test waits out the throttle.
     with gateway_on(request, tmp_path_factory.mktemp("gateway"),
-                    events_heartbeat_seconds=0.05, events_poll_seconds=0.05) as gw:
+                    events_heartbeat_seconds=0.05, events_poll_seconds=0.05,
+                    staging_progress_seconds=0) as gw:
         yield gw
 
 
@@ -97,6 +102,71 @@ def test_a_routed_jobs_placement_is_its_owners_event(gateway: LiveGateway,
     assert placed in replayed(http, auditor, before)
     # The type filter: only placements.
     assert replayed(http, alice, before, {"type": JOB_PLACEMENT_TYPE}) == [placed]
+
+
+def uploaded(http: httpx.Client, headers: Headers, data: bytes) -> str:
+    """The id of a complete upload of `data`."""
+    created = http.post("/api/v1/uploads", headers=headers, json={
+        "name": "data.bin", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    assert created.status_code == 201, created.text
+    upload_id: str = created.json()["id"]
+    put = http.put(f"/api/v1/uploads/{upload_id}", content=data, headers={
+        **headers, "Content-Range": f"bytes 0-{len(data) - 1}/{len(data)}"})
+    assert put.status_code == 200, put.text
+    done = http.post(f"/api/v1/uploads/{upload_id}/complete", json={}, headers=headers)
+    assert done.status_code == 200, done.text
+    return upload_id
+
+
+def moved(events: list[dict[str, Any]], direction: str, path: str, size: int) -> None:
+    """`events` are one file's staging: progress while it moved (a throttle of 0: every
+    chunk), then done with all of it."""
+    assert [(e["data"]["direction"], e["data"]["path"], e["data"]["bytes_total"],
+             e["data"]["error"]) for e in events] == [(direction, path, size, None)
+                                                      ] * len(events)
+    *moving, last = [(e["data"]["bytes_done"], e["data"]["done"]) for e in events]
+    assert len(moving) >= 3 and not any(done for _, done in moving), events
+    assert [n for n, _ in moving] == sorted(n for n, _ in moving) and moving[0][0] > 0
+    assert last == (size, True)
+
+
+def test_a_jobs_staging_progress_is_its_owners_event_ending_done(
+        gateway: LiveGateway, http: httpx.Client) -> None:
+    alice, bob = user(gateway), user(gateway)
+    data = uuid.uuid4().bytes * (3 * 65536 + 777)  # 3 MiB and a bit: several chunks
+    before = last_id(gateway)
+    response = http.post("/api/v1/jobs", headers=alice, json={
+        "name": "staged", "executable": "sh", "site": "local",
+        "args": ["-c", "mkdir out && cat in/data.bin in/data.bin > out/twice.bin"],
+        "inputs": [{"source": f"upload:{uploaded(http, alice, data)}", "dest": "in/data.bin"}],
+        "outputs": ["out/*"], "outputs_mode": "fetch"})
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+    deadline = time.monotonic() + 180
+    while not JobState(http.get(f"/api/v1/jobs/{job_id}", headers=alice)
+                       .json()["state"]).is_final:
+        assert time.monotonic() < deadline, "the job did not end"
+        time.sleep(0.1)
+    assert http.get(f"/api/v1/jobs/{job_id}", headers=alice).json()["state"] == "COMPLETED"
+    mine = replayed(http, alice, before, {"job": job_id})
+    staging = [e for e in mine if e["type"] == JOB_STAGING_TYPE]
+    assert all(e["subject"] == job_id and e["source"].endswith("/api/v1/jobs")
+               and e["data"]["job"]["id"] == job_id for e in staging)
+    ins = [e for e in staging if e["data"]["direction"] == "in"]
+    outs = [e for e in staging if e["data"]["direction"] == "out"]
+    assert staging == ins + outs
+    moved(ins, "in", "in/data.bin", len(data))
+    moved(outs, "out", "out/twice.bin", 2 * len(data))
+    # An input is done with the hand-over to the site (just before QUEUED, in its
+    # transaction), an output with the job's end.
+    queued = mine[mine.index(ins[-1]) + 1]
+    assert (queued["type"], queued["data"]["to"]) == (JOB_STATE_TYPE, "QUEUED")
+    assert "staged 1 input(s)" in queued["data"]["reason"]
+    ended = mine[mine.index(outs[-1]) + 1]
+    assert (ended["type"], ended["data"]["to"]) == (JOB_STATE_TYPE, "COMPLETED")
+    assert ended == mine[-1]
+    assert replayed(http, bob, before) == []
+    assert replayed(http, alice, before, {"type": JOB_STAGING_TYPE, "job": job_id}) == staging
 
 
 def test_a_workflows_and_its_steps_changes_are_its_owners_events(

@@ -16,6 +16,7 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Event
 from gateway.runtime import Runtime
+from gateway.schemas.events import JOB_STAGING_TYPE
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
 from gateway.worker.staging.stage_in import stage_in_claim
@@ -100,6 +101,30 @@ def test_input_bytes_over_the_limit_at_staging(client: TestClient, runtime: Runt
         {"source": f"site://local{path}", "dest": "big"}]})
     reason = failed_with(client, runtime, user, job_id)
     assert "(job_input_max_bytes) by 1000 bytes" in reason, reason
+
+
+def test_an_input_that_arrives_damaged_ends_in_a_failed_staging_event(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    user = make_user()
+    data = hashlib.shake_256(b"damaged").digest(1024 * 1024 + 3)
+    job_id = submit(client, user, {**sh("true"), "inputs": [
+        {"source": f"upload:{upload(client, user, data)}", "dest": "in/data"}]})
+    # The store's copy rots after the upload: what arrives never matches its digest.
+    for path in (Path(runtime.settings.store_dir) / "blobs").rglob(
+            hashlib.sha256(data).hexdigest()):
+        path.chmod(0o600)
+        path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    reason = failed_with(client, runtime, user, job_id)
+    with runtime.sessions() as session:
+        rows = session.execute(select(Event.type, Event.data, Event.to_state)
+                               .where(Event.job_id == job_id).order_by(Event.id)).all()
+    staging = [row.data for row in rows if row.type == JOB_STAGING_TYPE]
+    assert not any(d["done"] for d in staging)
+    # The failed input's event, with the job's FAILED change (just before it).
+    assert staging[-1] == {"direction": "in", "path": "in/data", "bytes_done": len(data),
+                           "bytes_total": len(data), "done": False,
+                           "error": reason.removeprefix("STAGE_IN_FAILED: ")}
+    assert (rows[-2].type, rows[-1].to_state) == (JOB_STAGING_TYPE, "FAILED")
 
 
 def test_worker_dies_between_stage_in_and_submit(client: TestClient, runtime: Runtime,

@@ -15,6 +15,8 @@ from gateway.db.base import utcnow
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.states import AttemptState, JobState, Reason
 from gateway.metrics import Metrics
+from gateway.repositories.events import facts
+from gateway.repositories.events.facts import NewFact
 from gateway.repositories.jobs import attempts
 from gateway.repositories.jobs import rows as jobs
 from gateway.repositories.jobs.rows import NewOutput
@@ -52,9 +54,11 @@ def claim_stage_outs(session: Session, holder: LeaseHolder, site_name: str,
 
 def finish_stage_out(session: Session, holder: LeaseHolder, site_name: str,
                      claim: StageOutClaim, outputs: Sequence[NewOutput], note: str | None,
-                     failure: str | None, *, metrics: Metrics) -> None:
+                     failure: str | None, *, metrics: Metrics,
+                     events: Sequence[NewFact] = ()) -> None:
     """Record the collected outputs and end the job, if the holder still holds the
-    lease (otherwise another worker took over and finishes it)."""
+    lease (otherwise another worker took over and finishes it); `events` (the fetches'
+    done or failed ones) with them."""
     attempt = attempts.lock(session, claim.attempt_id)
     assert attempt is not None
     if attempt.lease_owner != holder.worker_id or attempt.lease_until is None:
@@ -62,6 +66,7 @@ def finish_stage_out(session: Session, holder: LeaseHolder, site_name: str,
     job = jobs.lock(session, claim.job_id)
     assert job is not None
     attempt.lease_until = attempt.lease_owner = None
+    facts.add_all(session, events)  # before the job's final state, in the log's order
     run_reason = attempt.reason or (
         because(Reason.EXIT_CODE, attempt.exit_code, " ") if attempt.exit_code else None)
     jobs.replace_outputs(session, claim.job_id, site_name, outputs, utcnow())

@@ -10,7 +10,10 @@
 3. Per-job limits on count and bytes, and for `fetch` the owner's store quota; sha256
    of each file computed on the site.
 4. `keep`: recorded as they are on the site. `fetch`: downloaded into the gateway store,
-   hashed while written, and stored only when the sha256 matches the site's.
+   hashed while written, and stored only when the sha256 matches the site's. Each
+   fetch's progress is an event (`org.gridgate.job.staging`, direction `out`,
+   gateway.worker.staging.progress); its done (or failed) event is committed with the
+   job's final state.
 
 The step runs under a lease on the attempt (renewed between fetched files) taken by
 gateway.services.lifecycle.stage_out; only the worker still holding it records the
@@ -29,7 +32,7 @@ from pathlib import Path
 from adapters.errors import AdapterError
 from adapters.transfer import site_fs
 from adapters.transfer.listing import list_tree, sha256_many
-from adapters.transport import FileTransport
+from adapters.transport import FileTransport, Progress
 from containers.runtime_errors import runtime_failure
 from gateway.domain.errors import GatewayError
 from gateway.domain.sizes import human_bytes
@@ -41,6 +44,7 @@ from gateway.services.lifecycle.stage_out import NewOutput, StageOutClaim
 from gateway.services.sites.entry import SiteEntry
 from gateway.store import BlobStore
 from gateway.worker.context import CLAIM_BATCH, StepContext
+from gateway.worker.staging.progress import StagingEvents, staging_events
 from rules import output_globs
 
 log = logging.getLogger(__name__)
@@ -105,6 +109,7 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
     settings = ctx.rt.settings
     collected: Collected | None = None
     failure = None
+    events = staging_events(ctx, claim.job_id, direction="out")
     try:
         files = site.adapter_for(claim.owner).files
         store_left = 0
@@ -114,7 +119,7 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
         collected = collect(files, claim.workdir, claim.spec.outputs, claim.spec.outputs_mode,
                             StagingLimits.from_settings(settings),
                             BlobStore(settings.store_dir),
-                            lambda: ctx.renew(claim.attempt_id), store_left)
+                            lambda: ctx.renew(claim.attempt_id), store_left, events)
         if collected is None:
             return  # lease lost: whoever holds it now finishes the job
     except GatewayError as exc:
@@ -123,8 +128,12 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
         if exc.transient:
             log.warning("job %s: stage-out interrupted at %s: %s", claim.job_id, site.name,
                         exc.message)
+            events.write_quietly(events.failed(f"interrupted, to be continued: "
+                                               f"{exc.message}"))
             return  # the lease runs out and a later cycle collects again
         failure = exc.message
+    # A failed stage-out records no outputs: no file of it is done.
+    ended = events.done_events if failure is None else tuple(events.failed(failure))
     outputs = [] if collected is None else [
         NewOutput(o.path, o.size, o.sha256, o.location, o.site_path)
         for o in collected.outputs]
@@ -133,7 +142,7 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
     with ctx.unit() as session:
         stage_out.finish_stage_out(session, ctx.holder, site.name, claim, outputs,
                                    "; ".join(n for n in notes if n) or None, failure,
-                                   metrics=ctx.rt.metrics)
+                                   metrics=ctx.rt.metrics, events=ended)
 
 
 def runtime_note(site: SiteEntry, claim: StageOutClaim) -> str | None:
@@ -153,9 +162,11 @@ def runtime_note(site: SiteEntry, claim: StageOutClaim) -> str | None:
 
 def collect(files: FileTransport, workdir: str, globs: list[str], mode: OutputsMode,
             limits: StagingLimits, store: BlobStore,
-            keep_lease: Callable[[], bool], store_left: int) -> Collected | None:
+            keep_lease: Callable[[], bool], store_left: int,
+            events: StagingEvents | None = None) -> Collected | None:
     """Collect the outputs (see module). None when the lease was lost meanwhile.
-    `store_left`: what the owner's store quota still takes (read in `fetch` mode only)."""
+    `store_left`: what the owner's store quota still takes (read in `fetch` mode only);
+    `events` hears of each fetch's progress and end."""
     root = site_fs.real_path(files, workdir)
     if root is None:
         raise StageOutFailed(f"the job directory {workdir} is gone from the site")
@@ -189,7 +200,10 @@ def collect(files: FileTransport, workdir: str, globs: list[str], mode: OutputsM
         if mode is OutputsMode.FETCH:
             if not keep_lease():
                 return None
-            _fetch(files, m, sha, store)
+            progress = None if events is None else events.start(m.path, m.size)
+            _fetch(files, m, sha, store, progress)
+            if events is not None:
+                events.finished()
         outputs.append(CollectedOutput(m.path, m.size, sha,
                                        IN_STORE if mode is OutputsMode.FETCH else ON_SITE,
                                        m.site_path))
@@ -242,7 +256,8 @@ class _HashingSink:
         self._file.close()
 
 
-def _fetch(files: FileTransport, m: _Match, sha256: str, store: BlobStore) -> None:
+def _fetch(files: FileTransport, m: _Match, sha256: str, store: BlobStore,
+           progress: Progress | None) -> None:
     """Download into the store; kept only if it hashes to the site's sha256."""
     if store.has_blob(sha256):
         return
@@ -250,7 +265,8 @@ def _fetch(files: FileTransport, m: _Match, sha256: str, store: BlobStore) -> No
     sink = _HashingSink(tmp)
     try:
         try:
-            files.download(m.site_path, sink, length=m.size)  # type: ignore[arg-type]
+            files.download(m.site_path, sink, length=m.size,  # type: ignore[arg-type]
+                           progress=progress)
         finally:
             sink.close()
         got = sink.digest.hexdigest()
