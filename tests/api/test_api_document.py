@@ -146,4 +146,6 @@ def test_the_event_stream_documents_each_cloud_event(client: TestClient) -> None
         "org.gridgate.job.state"]
     assert {"threshold_percent", "used_su", "awarded_su", "project"} <= documented[
         "org.gridgate.allocation.usage"]
+    assert documented["org.gridgate.job.staging"] == {
+        "direction", "path", "bytes_done", "bytes_total", "done", "error", "job"}
     assert schemas["EventJob"]["description"]
