@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, NotRequired, cast
 
 # pydantic reads TypedDicts from typing_extensions on Python < 3.12.
 from typing_extensions import TypedDict
@@ -89,7 +89,9 @@ def _time(at: datetime) -> str:
 
 class JobPlacementData(TypedDict):
     """The router placed a job (`site: auto`): the sites `chosen` (more than one when
-    hedged), by which `policy`, `why` in words, and the `deadline` of a hedge."""
+    hedged), by which `policy`, `why` in words, the `deadline` of a hedge, and when it
+    predicted the job to start (`predicted_start`, RFC 3339; null when it forecast none;
+    absent in events recorded before it was told)."""
 
     policy: str
     chosen: list[str]
@@ -97,6 +99,7 @@ class JobPlacementData(TypedDict):
     hedge: int
     deadline: str | None
     job: EventJob
+    predicted_start: NotRequired[str | None]
 
 
 class JobPlacementEvent(TypedDict):

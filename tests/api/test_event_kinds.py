@@ -92,6 +92,8 @@ def test_a_routed_jobs_placement_is_its_owners_event(gateway: LiveGateway,
     assert placed["subject"] == job_id and placed["source"].endswith("/api/v1/jobs")
     assert placed["data"]["chosen"] == ["local"] and placed["data"]["job"]["id"] == job_id
     assert placed["data"]["policy"] and placed["data"]["why"]
+    # When the decision predicted it to start: the first prediction its owner is told.
+    assert datetime.fromisoformat(placed["data"]["predicted_start"]).tzinfo is not None
     states = [e for e in mine if e["type"] == JOB_STATE_TYPE]
     # Placed after it was accepted, before it ran: in the log's order.
     assert int(states[0]["id"]) < int(placed["id"]) < int(states[-1]["id"])

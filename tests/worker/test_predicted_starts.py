@@ -22,11 +22,11 @@ from gateway.domain.states import AttemptState
 from gateway.repositories.jobs import placements
 from gateway.runtime import Runtime
 from gateway.schemas.events import JOB_PREDICTION_TYPE
+from gateway.schemas.placements import predicted_start
 from gateway.services.routing.predictions import (
     PROJECTION,
     SCHEDULER,
     SiteQueue,
-    placement_start,
 )
 from gateway.services.sites.registry import SiteRegistry
 from gateway.worker.loop import Worker
@@ -87,7 +87,7 @@ def test_a_move_beyond_the_threshold_is_announced_once(
     with runtime.sessions() as session:
         decision = placements.latest(session.connection(), job_id)
     assert decision is not None and decision.chosen == ("local",)
-    placed = placement_start(decision.decided_at, decision.candidates, "local")
+    placed = predicted_start(decision.decided_at, decision.candidates, ("local",))
     assert placed is not None
     # Submitted to the site and waiting there (the submit step's rows, written here: the
     # snapshot, not the local scheduler, says where it stands).

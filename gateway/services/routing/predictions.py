@@ -19,10 +19,9 @@ statements for all the pass's announcements.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -30,6 +29,7 @@ from adapters.snapshot import QueueSnapshot
 from gateway.repositories.jobs import predictions
 from gateway.repositories.jobs.predictions import Announcement, Waiting
 from gateway.scheduling.queue_profile import projected_starts
+from gateway.schemas.placements import predicted_start
 from gateway.services.routing.forecasting import live_queue
 from gateway.services.routing.site_snapshots import SiteSnapshot
 from gateway.services.sites.entry import SiteEntry
@@ -45,20 +45,6 @@ class Prediction:
 
     start: datetime
     basis: str
-
-
-def placement_start(decided_at: datetime, candidates: Sequence[Mapping[str, Any]],
-                    site: str) -> datetime | None:
-    """The start a routing decision predicted at `site` (decided_at + staging + the likely
-    wait, else the median), or None when it forecast nothing there."""
-    for candidate in candidates:
-        forecast = candidate.get("forecast")
-        if candidate.get("site") != site or not forecast:
-            continue
-        wait = forecast.get("wait_likely", forecast["wait_median"])
-        seconds = float(forecast["staging"]) + float(wait)
-        return decided_at + timedelta(seconds=seconds) if math.isfinite(seconds) else None
-    return None
 
 
 class SiteQueue:
@@ -113,8 +99,8 @@ def site_changes(session: Session, site: SiteQueue, threshold: float) -> list[An
             continue
         previous = waiting.announced
         if previous is None and waiting.decided_at is not None:
-            previous = placement_start(waiting.decided_at, waiting.candidates or (),
-                                       site.entry.name)
+            previous = predicted_start(waiting.decided_at, waiting.candidates or (),
+                                       (site.entry.name,))
         if previous is not None and \
                 abs((prediction.start - previous).total_seconds()) <= threshold:
             continue
