@@ -130,6 +130,11 @@ class Settings(BaseSettings):
     # How far back a stream resumed with Last-Event-ID replays; a reader further behind
     # is told to re-read the state (an `org.gridgate.stream.gone` message) instead.
     events_replay_hours: float = Field(default=7 * 24.0, gt=0)
+    # A queued job's predicted start (its site's estimate, or the projection of the site's
+    # live queue, each routing pass) is announced again (`org.gridgate.job.prediction`)
+    # when it moves more than this from the one last announced: the +-10 min window
+    # forecasts are told in.
+    prediction_change_seconds: float = Field(default=600.0, gt=0)
     # Webhooks (gateway.services.webhooks): targets must be public https URLs, except in
     # these ranges (comma-separated CIDRs, e.g. a site's own 10.0.0.0/8), where http is
     # allowed too; per request, a timeout and the most response bytes read; a delivery

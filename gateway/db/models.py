@@ -224,6 +224,9 @@ class Attempt(Base):
     submitted_at: Mapped[datetime | None] = mapped_column(default=None)
     started_at: Mapped[datetime | None] = mapped_column(default=None)
     ended_at: Mapped[datetime | None] = mapped_column(default=None)
+    # The predicted start last announced for this attempt while it waits in its site's
+    # queue (an `org.gridgate.job.prediction` event); None: only its placement's.
+    predicted_start: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class Event(Base):

@@ -61,6 +61,28 @@ class QueueState:
                              f"{len(self.queued)} queued jobs")
 
 
+def _run(predicted: float, limit: float, limits_as_runtimes: bool, running: bool) -> float:
+    """How long a job of the queue runs in a projection (a running job past its predicted
+    end runs to its limit)."""
+    if limits_as_runtimes or (running and predicted <= 0):
+        return limit
+    return min(max(predicted, 0.0), limit)
+
+
+def projected_starts(state: QueueState, limits_as_runtimes: bool = False,
+                     until_index: int | None = None) -> list[float | None]:
+    """When each queued job of `state` starts in its EASY projection, seconds from now
+    (None: never, on this machine; or, with `until_index`, not projected: the projection
+    stops once that job has its start), in queue order. The scheduler's `planned` starts
+    are not applied (they are the scheduler's word, not the projection's)."""
+    running = [(procs, max(limit, 0.0),
+                _run(predicted, max(limit, 0.0), limits_as_runtimes, running=True))
+               for procs, predicted, limit in state.running]
+    queued = [(procs, limit, _run(predicted, limit, limits_as_runtimes, running=False))
+              for procs, predicted, limit in state.queued]
+    return project_runs(state.processors, running, queued, until_index)
+
+
 class QueueProfile:
     """Free processors from now (time 0) on; place and reserve new jobs."""
 
@@ -108,17 +130,12 @@ class QueueProfile:
         runs to its limit (the pessimistic profile behind a walltime-based bound).
         """
         busy: list[tuple[float, float, int]] = []
-        running: list[tuple[int, float, float]] = []
         for procs, predicted, limit in state.running:
-            limit = max(limit, 0.0)
-            run = limit if limits_as_runtimes or predicted <= 0 else min(predicted, limit)
-            running.append((procs, limit, run))
+            run = _run(predicted, max(limit, 0.0), limits_as_runtimes, running=True)
             busy.append((0.0, run, min(procs, state.processors)))
-        queued: list[tuple[int, float, float]] = []
-        for procs, predicted, limit in state.queued:
-            run = limit if limits_as_runtimes else min(max(predicted, 0.0), limit)
-            queued.append((procs, limit, run))
-        starts = project_runs(state.processors, running, queued)
+        queued = [(procs, limit, _run(predicted, limit, limits_as_runtimes, running=False))
+                  for procs, predicted, limit in state.queued]
+        starts = projected_starts(state, limits_as_runtimes)
         # Where the scheduler has planned a start, its plan places the job (it knows the
         # priorities and reservations the projection does not). The other jobs keep
         # their projected starts, made with this one at its projected time: where plan

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, NotRequired, cast
 
 # pydantic reads TypedDicts from typing_extensions on Python < 3.12.
 from typing_extensions import TypedDict
 
 JOB_STATE_TYPE: Final = "org.gridgate.job.state"
 JOB_PLACEMENT_TYPE: Final = "org.gridgate.job.placement"
+JOB_PREDICTION_TYPE: Final = "org.gridgate.job.prediction"
 WORKFLOW_STATE_TYPE: Final = "org.gridgate.workflow.state"
 WORKFLOW_STEP_TYPE: Final = "org.gridgate.workflow.step"
 SITE_STATE_TYPE: Final = "org.gridgate.site.state"
@@ -21,7 +22,7 @@ JOB_STAGING_TYPE: Final = "org.gridgate.job.staging"
 # Who may read an event, by its type (besides admins and auditors, who read all): a
 # job's or a workflow's events its owner; an allocation's its project's PIs; a site's
 # nobody else.
-JOB_EVENT_TYPES = (JOB_STATE_TYPE, JOB_PLACEMENT_TYPE, JOB_STAGING_TYPE)
+JOB_EVENT_TYPES = (JOB_STATE_TYPE, JOB_PLACEMENT_TYPE, JOB_STAGING_TYPE, JOB_PREDICTION_TYPE)
 WORKFLOW_EVENT_TYPES = (WORKFLOW_STATE_TYPE, WORKFLOW_STEP_TYPE)
 OWNED_EVENT_TYPES = JOB_EVENT_TYPES + WORKFLOW_EVENT_TYPES
 ALLOCATION_EVENT_TYPES = (ALLOCATION_USAGE_TYPE, ALLOCATION_STATUS_TYPE)
@@ -89,7 +90,9 @@ def _time(at: datetime) -> str:
 
 class JobPlacementData(TypedDict):
     """The router placed a job (`site: auto`): the sites `chosen` (more than one when
-    hedged), by which `policy`, `why` in words, and the `deadline` of a hedge."""
+    hedged), by which `policy`, `why` in words, the `deadline` of a hedge, and when it
+    predicted the job to start (`predicted_start`, RFC 3339; null when it forecast none;
+    absent in events recorded before it was told)."""
 
     policy: str
     chosen: list[str]
@@ -97,6 +100,7 @@ class JobPlacementData(TypedDict):
     hedge: int
     deadline: str | None
     job: EventJob
+    predicted_start: NotRequired[str | None]
 
 
 class JobPlacementEvent(TypedDict):
@@ -110,6 +114,34 @@ class JobPlacementEvent(TypedDict):
     time: str
     datacontenttype: Literal["application/json"]
     data: JobPlacementData
+
+
+class JobPredictionData(TypedDict):
+    """A queued job's predicted start moved by more than the gateway's threshold (10
+    minutes by default) since it was last told (its placement's prediction, or the
+    previous such event): the new `predicted_start` and the `previous` one (RFC 3339,
+    UTC; `previous` null when none was told), the `site` it waits at, and the `basis`:
+    "scheduler" (the site's own estimate) or "queue projection" (the gateway's
+    projection of the site's live queue)."""
+
+    predicted_start: str
+    previous: str | None
+    site: str
+    basis: str
+    job: EventJob
+
+
+class JobPredictionEvent(TypedDict):
+    """`org.gridgate.job.prediction`: as JobStateEvent, `subject` the job id."""
+
+    specversion: Literal["1.0"]
+    id: str
+    source: str
+    type: Literal["org.gridgate.job.prediction"]
+    subject: str
+    time: str
+    datacontenttype: Literal["application/json"]
+    data: JobPredictionData
 
 
 class WorkflowStateData(TypedDict):
@@ -272,16 +304,16 @@ class JobStagingEvent(TypedDict):
 # Every document the stream and webhooks send, one per type.
 GatewayEvent = (JobStateEvent | JobPlacementEvent | WorkflowStateEvent | WorkflowStepEvent
                 | SiteStateEvent | AllocationUsageEvent | AllocationStatusEvent
-                | JobStagingEvent)
+                | JobStagingEvent | JobPredictionEvent)
 EVENT_DOCUMENTS = (JobStateEvent, JobPlacementEvent, WorkflowStateEvent, WorkflowStepEvent,
                    SiteStateEvent, AllocationUsageEvent, AllocationStatusEvent,
-                   JobStagingEvent)
+                   JobStagingEvent, JobPredictionEvent)
 # The collection (under /api/v1) each type's `source` names.
 _COLLECTIONS = {JOB_STATE_TYPE: "jobs", JOB_PLACEMENT_TYPE: "jobs",
                 WORKFLOW_STATE_TYPE: "workflows", WORKFLOW_STEP_TYPE: "workflows",
                 SITE_STATE_TYPE: "sites",
                 ALLOCATION_USAGE_TYPE: "allocations", ALLOCATION_STATUS_TYPE: "allocations",
-                JOB_STAGING_TYPE: "jobs"}
+                JOB_STAGING_TYPE: "jobs", JOB_PREDICTION_TYPE: "jobs"}
 
 
 def gateway_event(event_id: int, base_url: str, type_: str, subject: str, at: datetime,

@@ -3,12 +3,15 @@ the decision as it was made and stored) and an estimate (POST /jobs:estimate, th
 computation for a spec, nothing stored or submitted).
 
 Times in a forecast are seconds from `decided_at` (the moment of the decision): the
-predicted start is `decided_at + staging + wait_median`."""
+predicted start is `decided_at + staging + wait_likely` (`wait_median` in decisions that
+have no likely wait: `predicted_start`)."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import NotRequired
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -80,3 +83,19 @@ class PlacementOut(EstimateOut):
     """The routing decision that placed a job, as it was made."""
 
     job_id: str
+
+
+def predicted_start(decided_at: datetime, candidates: Sequence[Mapping[str, Any]],
+                    sites: Sequence[str]) -> datetime | None:
+    """When a decision predicted the job to start at the first of `sites` it starts at
+    (a hedge starts at the earliest), or None when it forecast none of them."""
+    starts = []
+    for candidate in candidates:
+        forecast = candidate.get("forecast")
+        if candidate.get("site") not in sites or not forecast:
+            continue
+        seconds = float(forecast["staging"]) + float(
+            forecast.get("wait_likely", forecast["wait_median"]))
+        if math.isfinite(seconds):
+            starts.append(decided_at + timedelta(seconds=seconds))
+    return min(starts, default=None)

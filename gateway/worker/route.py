@@ -4,8 +4,9 @@ for the forecaster, and whether it can be reached, recorded as its health); then
 routing pass places the pending `site: auto` jobs, oldest first, and the submit step
 claims them at their sites in this same cycle. Each snapshot is recorded as the site's
 load (gateway.services.routing.site_load) in a unit of its own, after the pass: site rows are
-never locked while job rows are. Why a job is routed once and submitted
-once: gateway.services.routing.placement."""
+never locked while job rows are; and the jobs queued at those sites get their predicted
+starts again (gateway.services.routing.predictions), in a unit of their own too. Why a job
+is routed once and submitted once: gateway.services.routing.placement."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from functools import partial
 
 from gateway.services.routing.forecasting import build_forecaster
 from gateway.services.routing.placement import open_sites, route_pending
+from gateway.services.routing.predictions import announce_changes
 from gateway.services.routing.site_load import LoadProbe, record_loads
 from gateway.services.routing.site_snapshots import take_snapshots, unreachable
 from gateway.worker.context import StepContext
@@ -47,6 +49,9 @@ def route_jobs(ctx: StepContext, health: SiteHealth | None = None) -> bool:
         loads = probe.loads(session, ctx.rt.sites, now)
     with ctx.unit() as session:
         record_loads(session, loads)
+    with ctx.unit() as session:  # queued jobs' predicted starts, from the same snapshots
+        announce_changes(session, ctx.rt.sites, snapshots,
+                         ctx.rt.settings.prediction_change_seconds, now, ctx.holder.actor)
     if result.placed or result.failed:
         log.info("routing pass: %d job(s) placed, %d failed (no site can run them)",
                  result.placed, result.failed)

@@ -11,7 +11,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -22,14 +22,16 @@ from gateway.accounting.charging import charge_for
 from gateway.accounting.rates import Rate
 from gateway.auth.project_access import PI_ROLE
 from gateway.db.engine import transaction
-from gateway.db.models import Event
-from gateway.domain.states import JobState
+from gateway.db.models import Attempt, Event
+from gateway.domain.states import AttemptState, JobState
 from gateway.repositories.identity import projects
+from gateway.repositories.jobs.predictions import Announcement, announce
 from gateway.schemas.events import (
     ALLOCATION_STATUS_TYPE,
     ALLOCATION_USAGE_TYPE,
     EVENT_TYPES,
     JOB_PLACEMENT_TYPE,
+    JOB_PREDICTION_TYPE,
     JOB_STAGING_TYPE,
     JOB_STATE_TYPE,
     SITE_STATE_TYPE,
@@ -95,6 +97,8 @@ def test_a_routed_jobs_placement_is_its_owners_event(gateway: LiveGateway,
     assert placed["subject"] == job_id and placed["source"].endswith("/api/v1/jobs")
     assert placed["data"]["chosen"] == ["local"] and placed["data"]["job"]["id"] == job_id
     assert placed["data"]["policy"] and placed["data"]["why"]
+    # When the decision predicted it to start: the first prediction its owner is told.
+    assert datetime.fromisoformat(placed["data"]["predicted_start"]).tzinfo is not None
     states = [e for e in mine if e["type"] == JOB_STATE_TYPE]
     # Placed after it was accepted, before it ran: in the log's order.
     assert int(states[0]["id"]) < int(placed["id"]) < int(states[-1]["id"])
@@ -167,6 +171,35 @@ def test_a_jobs_staging_progress_is_its_owners_event_ending_done(
     assert ended == mine[-1]
     assert replayed(http, bob, before) == []
     assert replayed(http, alice, before, {"type": JOB_STAGING_TYPE, "job": job_id}) == staging
+def test_a_queued_jobs_new_predicted_start_is_its_owners_event(
+        gateway: LiveGateway, http: httpx.Client) -> None:
+    (alice_id, alice), bob, auditor = account(gateway), user(gateway), user(gateway,
+                                                                           ("auditor",))
+    before = last_id(gateway)
+    now = datetime.now(UTC)
+    start = now + timedelta(hours=1)
+    with transaction(gateway.runtime.sessions) as session:
+        bf.site(session, "alpha")
+        project = bf.project(session, alice_id)
+        job_id = bf.job(session, alice_id, project.id, "alpha")
+        attempt = Attempt(job_id=job_id, number=1, site_name="alpha", tag="gw-p",
+                          native_id="9", state=AttemptState.QUEUED, workdir="/tmp/p")
+        session.add(attempt)
+        session.flush()
+        announce(session, [Announcement(attempt.id, job_id, "alpha", start,
+                                        start - timedelta(hours=1), "queue projection")],
+                 now, "worker")
+    [seen] = replayed(http, alice, before)
+    assert (seen["type"], seen["subject"]) == (JOB_PREDICTION_TYPE, job_id)
+    assert seen["source"].endswith("/api/v1/jobs")
+    stamp = start.isoformat().replace("+00:00", "Z")
+    assert seen["data"] == {
+        "predicted_start": stamp, "previous": now.isoformat().replace("+00:00", "Z"),
+        "site": "alpha", "basis": "queue projection",
+        "job": {"id": job_id, "name": "j", "site": "alpha", "project": project.name}}
+    assert replayed(http, bob, before) == []
+    assert [e for e in replayed(http, auditor, before, {"type": JOB_PREDICTION_TYPE})
+            if e["subject"] == job_id] == [seen]
 
 
 def test_a_workflows_and_its_steps_changes_are_its_owners_events(

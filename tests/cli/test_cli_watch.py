@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 import threading
@@ -125,5 +126,7 @@ def test_on_a_terminal_watch_redraws_a_table_of_the_jobs_in_place(cli: Cli) -> N
     tables = text.split("\x1b[J")[:-1]
     assert len(tables) >= 2 and all(t.startswith("\x1b[2F") for t in tables[1:]), text
     last = [line.removesuffix("\x1b[K") for line in tables[-1][len("\x1b[2F"):].splitlines()]
-    assert last[0].split() == ["ID", "NAME", "STATE", "SITE", "REASON"]
+    assert last[0].split() == ["ID", "NAME", "STATE", "SITE", "START", "REASON"]
     assert last[1].split()[:4] == [held[:8], "held", "COMPLETED", "local"]
+    # START: when it started (a real start: no '~'), local time, today or another day.
+    assert re.fullmatch(r"(\d\d-\d\d )?\d\d:\d\d", " ".join(last[1].split()[4:])), last[1]

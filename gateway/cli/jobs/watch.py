@@ -1,7 +1,8 @@
 """`gridgate watch [JOB...]`: job state changes as they happen, from the gateway's event
 stream (GET /api/v1/events): on a terminal a table of the jobs redrawn on each change
-(gateway.cli.jobs.watch_table); else one line each, or one CloudEvent per line with
---json (scripts read these: keep them as they are)."""
+(gateway.cli.jobs.watch_table; it also reads the jobs' placements and predicted starts);
+else one line each, or one CloudEvent per line with --json (state changes only: scripts
+read these, keep them as they are)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,20 @@ import typer
 
 from gateway.cli import errors
 from gateway.cli.jobs import ids as job_ids
-from gateway.cli.jobs.watch_table import LiveTable
+from gateway.cli.jobs.watch_table import JobEvent, LiveTable
 from gateway.cli.state import state
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ReplayGone
 from gateway.client.models import FINAL_STATES
-from gateway.schemas.events import JOB_STATE_TYPE, JobStateEvent, job_state_event
+from gateway.schemas.events import (
+    JOB_PLACEMENT_TYPE,
+    JOB_PREDICTION_TYPE,
+    JOB_STATE_TYPE,
+    JobStateEvent,
+    job_state_event,
+)
+
+Show = Callable[[JobEvent], None]
 
 JobsArg = Annotated[list[str] | None, typer.Argument(
     metavar="[JOB]...", help="Jobs to watch (ids or unique starts); watching ends when "
@@ -39,12 +48,13 @@ def watch(
         "--json", help="Print each event as a CloudEvent, one JSON document a line.")] = False,
 ) -> None:
     """Show each state change of your jobs as it happens: on a terminal, a table of the
-    jobs (ID NAME STATE SITE REASON) redrawn in place; else a line each, TIME JOB STATE
-    REASON.
+    jobs (ID NAME STATE SITE START REASON; START is '~' and the predicted time while a
+    job waits) redrawn in place; else a line each, TIME JOB STATE REASON.
 
     With JOBs it starts with each one's current state and ends once all have ended."""
     cli = state(ctx)
-    show = _shown_once(_sink(json_out))
+    sink, types = _sink(json_out)
+    show = _shown_once(sink)
     named = list(jobs or [])
     open_jobs = set(named)
     with cli.client() as client:
@@ -64,7 +74,8 @@ def watch(
             last = None if start is None else str(start)
             while True:
                 try:
-                    _follow(client, named, last, open_jobs, show, project, workflow)
+                    _follow(client, named, last, open_jobs, show, types, project,
+                            workflow)
                     return
                 except ReplayGone as gone:  # nothing newer for a week: go on from now
                     last = gone.last_event_id
@@ -74,20 +85,22 @@ def watch(
                                      f"with '{again}'.") from None
 
 
-def _sink(json_out: bool) -> Callable[[JobStateEvent], None]:
-    """How each event is shown: the live table for a person at a terminal, else lines."""
+def _sink(json_out: bool) -> tuple[Show, list[str]]:
+    """How each event is shown, and the event types it shows: the live table for a person
+    at a terminal (with each job's placement and predicted starts), else lines."""
     if not json_out and sys.stdout.isatty():
-        return LiveTable(shutil.get_terminal_size().columns).show
-    return lambda event: _print(event, json_out)
+        table = LiveTable(shutil.get_terminal_size().columns)
+        return table.show, [JOB_STATE_TYPE, JOB_PLACEMENT_TYPE, JOB_PREDICTION_TYPE]
+    return lambda event: _print(cast(JobStateEvent, event), json_out), [JOB_STATE_TYPE]
 
 
-def _shown_once(show: Callable[[JobStateEvent], None]) -> Callable[[JobStateEvent], None]:
+def _shown_once(show: Show) -> Show:
     """`show`, passed each job's events in order, once: an event no later than one shown
     of its job is dropped (a resumed stream sends the last seconds again; one job's
-    changes commit in id order)."""
+    events commit in id order)."""
     newest: dict[str, int] = {}
 
-    def once(event: JobStateEvent) -> None:
+    def once(event: JobEvent) -> None:
         event_id = int(event["id"])
         if event_id > newest.get(event["subject"], 0):
             newest[event["subject"]] = event_id
@@ -96,14 +109,14 @@ def _shown_once(show: Callable[[JobStateEvent], None]) -> Callable[[JobStateEven
 
 
 def _follow(client: GatewayClient, named: list[str], last: str | None, open_jobs: set[str],
-            show: Callable[[JobStateEvent], None], project: str | None,
+            show: Show, types: list[str], project: str | None,
             workflow: str | None) -> None:
-    """Show the stream's events until every named job has ended."""
-    for streamed in client.stream_events(named or None, [JOB_STATE_TYPE], last_event_id=last,
+    """Show the stream's events (of `types`) until every named job has ended."""
+    for streamed in client.stream_events(named or None, types, last_event_id=last,
                                          project=project, workflow=workflow):
-        event = cast(JobStateEvent, streamed)
+        event = cast(JobEvent, streamed)
         show(event)
-        if event["data"]["to"] in FINAL_STATES:
+        if event["type"] == JOB_STATE_TYPE and event["data"]["to"] in FINAL_STATES:
             open_jobs.discard(event["subject"])
             if named and not open_jobs:
                 return

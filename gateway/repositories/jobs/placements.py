@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, insert, select
@@ -15,6 +15,7 @@ from gateway.db.models import Placement
 from gateway.repositories.events import facts
 from gateway.repositories.money import audit
 from gateway.schemas.events import JOB_PLACEMENT_TYPE
+from gateway.schemas.placements import predicted_start
 
 _placements = Placement.__table__
 
@@ -53,13 +54,20 @@ def add_all(session: Session, placements: Sequence[NewPlacement], actor: str) ->
     facts.add_all(session, [facts.NewFact(
         JOB_PLACEMENT_TYPE, p.decided_at, actor, job_id=p.job_id,
         data={"policy": p.policy, "chosen": list(p.chosen), "why": p.why, "hedge": p.hedge,
-              "deadline": None if p.deadline is None else p.deadline.isoformat()})
+              "deadline": None if p.deadline is None else p.deadline.isoformat(),
+              "predicted_start": _start(p)})
         for p in placements])
     for p in placements:
         audit.append(session, "routing.decision", f"job:{p.job_id}", actor,
                      {"policy": p.policy, "hedge": p.hedge, "chosen": list(p.chosen),
                       "deadline": None if p.deadline is None else p.deadline.isoformat(),
                       "why": p.why}, p.decided_at)
+
+
+def _start(placement: NewPlacement) -> str | None:
+    # As a prediction event says it (RFC 3339, UTC): the first a watcher is told.
+    start = predicted_start(placement.decided_at, placement.candidates, placement.chosen)
+    return None if start is None else start.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def latest(conn: Connection, job_id: str) -> PlacementRecord | None:

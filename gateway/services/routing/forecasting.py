@@ -28,6 +28,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from adapters.snapshot import QueueSnapshot
 from gateway.accounting.requested import requested
 from gateway.domain.jobspec import Resources
 from gateway.domain.states import AttemptState
@@ -139,10 +140,18 @@ def _queue(session: Session, entry: SiteEntry, snapshot: SiteSnapshot | None,
     gateway's own attempts there. Other users' jobs run, as far as anyone here can
     predict, to their time limits; a job without one, to the site's longest."""
     shape = entry.shape
-    capacity = shape.max_nodes * shape.cores_per_node
     queue = snapshot.queue if snapshot is not None else None
     if queue is None:
-        return _own_attempts(session, entry, capacity, now)
+        return _own_attempts(session, entry, shape.max_nodes * shape.cores_per_node, now)
+    return live_queue(entry, queue)
+
+
+def live_queue(entry: SiteEntry, queue: QueueSnapshot) -> QueueState:
+    """The forecaster's queue of a site from its snapshot: running jobs with what is left
+    of their limits, pending jobs in the scheduler's order (as `queue.pending` lists
+    them, so an index there is one in `queued`)."""
+    shape = entry.shape
+    capacity = shape.max_nodes * shape.cores_per_node
     longest = float(shape.max_walltime)
     running, queued = [], []
     for job in queue.running:
