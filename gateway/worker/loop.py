@@ -38,6 +38,7 @@ from gateway.worker.gates import open_gates
 from gateway.worker.housekeeping import Housekeeping
 from gateway.worker.mail import send_mail
 from gateway.worker.poll import poll
+from gateway.worker.prediction_refresh import PredictionRefresh
 from gateway.worker.route import route_jobs
 from gateway.worker.settle import settle, settle_unrun
 from gateway.worker.site_health import DOWN, UP, SiteHealth
@@ -69,6 +70,7 @@ class Worker:
         self.ctx = StepContext.of(runtime, self.id)
         self.site_steps = SITE_STEPS
         self.health = SiteHealth(self.ctx)
+        self.predictions = PredictionRefresh(self.ctx)
         self.housekeeping = Housekeeping(self.ctx)
 
     def run(self, stop: threading.Event) -> None:
@@ -98,7 +100,7 @@ class Worker:
         self.housekeeping.run()
         busy = advance_workflows(self.ctx)  # opens the steps whose producers completed
         busy |= open_gates(self.ctx)
-        busy |= route_jobs(self.ctx, self.health)
+        busy |= route_jobs(self.ctx, self.health, self.predictions)
         busy |= fail_over_stranded(self.ctx)
         settle_unrun(self.ctx)
         for site in self.rt.sites:

@@ -19,6 +19,7 @@ from gateway.services.routing.predictions import announce_changes
 from gateway.services.routing.site_load import LoadProbe, record_loads
 from gateway.services.routing.site_snapshots import take_snapshots, unreachable
 from gateway.worker.context import StepContext
+from gateway.worker.prediction_refresh import PredictionRefresh
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 
 log = logging.getLogger(__name__)
@@ -27,12 +28,18 @@ log = logging.getLogger(__name__)
 ROUTE_BATCH = 1000
 
 
-def route_jobs(ctx: StepContext, health: SiteHealth | None = None) -> bool:
-    """True when a job was placed (its site can claim it in this same cycle)."""
+def route_jobs(ctx: StepContext, health: SiteHealth | None = None,
+               refresh: PredictionRefresh | None = None) -> bool:
+    """True when a job was placed (its site can claim it in this same cycle). Without
+    a pass, `refresh` asks the sites with queued jobs for their queues when due."""
     with ctx.rt.sessions() as session:  # the usual case: nothing waits, no lock taken
         names = open_sites(session, ctx.rt.sites)
     if names is None:
+        if refresh is not None:
+            refresh.run()
         return False
+    if refresh is not None:
+        refresh.asked(names, ctx.rt.clock())
     snapshots = take_snapshots(ctx.rt.sites, names)  # before any row is locked
     if health is not None:
         for snap in snapshots.values():

@@ -44,9 +44,11 @@ class SnapshotAdapter:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.snapshot: QueueSnapshot | None = None
+        self.asked = 0
 
     def queue_snapshot(self) -> QueueSnapshot:
         assert self.snapshot is not None
+        self.asked += 1
         return self.snapshot
 
     def __getattr__(self, name: str) -> Any:
@@ -145,3 +147,40 @@ def test_without_the_schedulers_estimate_the_live_queue_is_projected(
     # The scheduler's own estimate wins where it gave one.
     site = SiteQueue(entry, queue(taken, taken + timedelta(hours=2), holder))
     assert site.predict(0, 0) == type(prediction)(taken + timedelta(hours=2), SCHEDULER)
+
+
+def test_without_a_routing_pass_queued_jobs_are_predicted_again_when_due(
+        client: TestClient, faked: tuple[Runtime, SnapshotAdapter],
+        make_user: MakeUser) -> None:
+    # A job that named its site waits in the site's queue, and no job waits for routing:
+    # the refresh asks the site once per prediction_refresh_seconds of the worker's clock.
+    runtime, adapter = faked
+    now = [datetime(2030, 1, 1, tzinfo=UTC)]
+    runtime = dataclasses.replace(runtime, clock=lambda: now[0])
+    user = make_user()
+    job_id = post(client, user.headers, {**AUTO, "site": "local"})
+    with transaction(runtime.sessions) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        job.state = "QUEUED"
+        session.add(Attempt(job_id=job_id, number=1, site_name="local", tag="gw-x",
+                            native_id=NATIVE, state=AttemptState.QUEUED, workdir="/tmp/x",
+                            submitted_at=now[0]))
+    worker = Worker(runtime, "w")
+    first = now[0] + timedelta(hours=1)
+    adapter.snapshot = queue(now[0], first)
+    assert route_jobs(worker.ctx, None, worker.predictions) is False
+    assert adapter.asked == 1
+    [event] = predictions(runtime, job_id)
+    assert event.data["previous"] is None and event.data["predicted_start"] == iso(first)
+
+    # Not due yet: the site is not asked again, whatever its queue says now.
+    later = first + timedelta(hours=1)
+    adapter.snapshot = queue(now[0], later)
+    now[0] += timedelta(seconds=runtime.settings.prediction_refresh_seconds - 1)
+    assert worker.predictions.run() == 0 and adapter.asked == 1
+
+    now[0] += timedelta(seconds=1)
+    assert worker.predictions.run() == 1 and adapter.asked == 2
+    assert [e.data["predicted_start"] for e in predictions(runtime, job_id)] == [
+        iso(first), iso(later)]

@@ -47,6 +47,13 @@ class Announcement:
     basis: str
 
 
+def sites_with_queued(session: Session) -> list[str]:
+    """The sites some attempt is queued at (one statement), by name."""
+    return list(session.scalars(
+        select(Attempt.site_name).where(Attempt.state == AttemptState.QUEUED)
+        .distinct().order_by(Attempt.site_name)))
+
+
 def queued_at(session: Session, site: str) -> list[Waiting]:
     """The attempts queued at `site` (one statement), locked: one that another worker is
     moving on right now (it started, say) is skipped, and waits for this transaction."""

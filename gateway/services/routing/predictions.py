@@ -9,7 +9,8 @@ live queue (`forecasting.live_queue`, `queue_profile.projected_starts`: the same
 new jobs are routed against). A prediction that moved more than the threshold from the
 last one announced (the placement's, at first) is announced: the attempt's column and
 an `org.gridgate.job.prediction` event, in one transaction. A job that named its site
-has no placement: its first prediction is announced with no previous one.
+has no placement: its first prediction is announced with no previous one. Between
+passes, gateway.worker.prediction_refresh asks the sites with queued jobs when due.
 
 Cost: one statement per site with queued attempts and a snapshot, one projection of
 that site's queue (only when a job there lacks the scheduler's estimate), and two
