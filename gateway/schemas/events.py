@@ -19,13 +19,19 @@ SITE_STATE_TYPE: Final = "org.gridgate.site.state"
 ALLOCATION_USAGE_TYPE: Final = "org.gridgate.allocation.usage"
 ALLOCATION_STATUS_TYPE: Final = "org.gridgate.allocation.status"
 JOB_STAGING_TYPE: Final = "org.gridgate.job.staging"
+ATTEMPT_STATE_TYPE: Final = "org.gridgate.attempt.state"
+ALLOCATION_REFUSED_TYPE: Final = "org.gridgate.allocation.refused"
 # Who may read an event, by its type (besides admins and auditors, who read all): a
 # job's or a workflow's events its owner; an allocation's its project's PIs; a site's
-# nobody else.
-JOB_EVENT_TYPES = (JOB_STATE_TYPE, JOB_PLACEMENT_TYPE, JOB_STAGING_TYPE, JOB_PREDICTION_TYPE)
+# nobody else; a refused lien also the user it refused (the event's owner).
+JOB_EVENT_TYPES = (JOB_STATE_TYPE, JOB_PLACEMENT_TYPE, JOB_STAGING_TYPE, JOB_PREDICTION_TYPE,
+                   ATTEMPT_STATE_TYPE)
 WORKFLOW_EVENT_TYPES = (WORKFLOW_STATE_TYPE, WORKFLOW_STEP_TYPE)
 OWNED_EVENT_TYPES = JOB_EVENT_TYPES + WORKFLOW_EVENT_TYPES
-ALLOCATION_EVENT_TYPES = (ALLOCATION_USAGE_TYPE, ALLOCATION_STATUS_TYPE)
+ALLOCATION_EVENT_TYPES = (ALLOCATION_USAGE_TYPE, ALLOCATION_STATUS_TYPE,
+                          ALLOCATION_REFUSED_TYPE)
+# Allocation events their owner (the user they are about) reads besides the PIs.
+SUBMITTER_EVENT_TYPES = (ALLOCATION_REFUSED_TYPE,)
 SITE_EVENT_TYPES = (SITE_STATE_TYPE,)
 # Every event type the stream carries (the `type` filter accepts these).
 EVENT_TYPES = OWNED_EVENT_TYPES + ALLOCATION_EVENT_TYPES + SITE_EVENT_TYPES
@@ -301,19 +307,87 @@ class JobStagingEvent(TypedDict):
     data: JobStagingData
 
 
+# `from` is a Python keyword: the functional form keeps the wire name.
+AttemptStateData = TypedDict("AttemptStateData", {
+    "attempt": int,
+    "site": str,
+    "native_id": str | None,
+    "from": str | None,
+    "to": str,
+    "reason": str | None,
+    "exit_code": int | None,
+    "actor": str,
+    "job": EventJob,
+})
+AttemptStateData.__doc__ = ("One attempt of a job (its `attempt` number: a retry, a hedge "
+                            "or failover sibling is another) changed state at its `site` "
+                            "(`from` is null for a new attempt, SUBMITTING): the site's "
+                            "job id once it has one (`native_id`), the attempt's `reason` "
+                            "and `exit_code` as they are after the change.")
+
+
+class AttemptStateEvent(TypedDict):
+    """`org.gridgate.attempt.state`: as JobStateEvent, `subject` the job id (a job's
+    attempts' events and its own come in one order)."""
+
+    specversion: Literal["1.0"]
+    id: str
+    source: str
+    type: Literal["org.gridgate.attempt.state"]
+    subject: str
+    time: str
+    datacontenttype: Literal["application/json"]
+    data: AttemptStateData
+
+
+class AllocationRefusedData(TypedDict):
+    """A lien was refused: `project` could not cover `asked_su` at `site` (null: at any
+    site) with the `available_su` its allocations there had. `allocation` is the one
+    that would have been drawn first (null: the project has none that can pay there).
+    `actor` asked (the submitter, or the worker re-routing a job); `job_name` is the
+    job's, `job_id` null when the job was refused at submission (it was not kept). The
+    project's PIs, the job's owner, admins and auditors see it."""
+
+    allocation: int | None
+    project: str
+    site: str | None
+    asked_su: float
+    available_su: float
+    actor: str
+    job_name: str | None
+    job_id: str | None
+
+
+class AllocationRefusedEvent(TypedDict):
+    """`org.gridgate.allocation.refused`: as AllocationUsageEvent; `subject` is the
+    allocation id, or the project's name when no allocation of it could pay there."""
+
+    specversion: Literal["1.0"]
+    id: str
+    source: str
+    type: Literal["org.gridgate.allocation.refused"]
+    subject: str
+    time: str
+    datacontenttype: Literal["application/json"]
+    data: AllocationRefusedData
+
+
 # Every document the stream and webhooks send, one per type.
 GatewayEvent = (JobStateEvent | JobPlacementEvent | WorkflowStateEvent | WorkflowStepEvent
                 | SiteStateEvent | AllocationUsageEvent | AllocationStatusEvent
-                | JobStagingEvent | JobPredictionEvent)
+                | JobStagingEvent | JobPredictionEvent | AttemptStateEvent
+                | AllocationRefusedEvent)
 EVENT_DOCUMENTS = (JobStateEvent, JobPlacementEvent, WorkflowStateEvent, WorkflowStepEvent,
                    SiteStateEvent, AllocationUsageEvent, AllocationStatusEvent,
-                   JobStagingEvent, JobPredictionEvent)
+                   JobStagingEvent, JobPredictionEvent, AttemptStateEvent,
+                   AllocationRefusedEvent)
 # The collection (under /api/v1) each type's `source` names.
 _COLLECTIONS = {JOB_STATE_TYPE: "jobs", JOB_PLACEMENT_TYPE: "jobs",
                 WORKFLOW_STATE_TYPE: "workflows", WORKFLOW_STEP_TYPE: "workflows",
                 SITE_STATE_TYPE: "sites",
                 ALLOCATION_USAGE_TYPE: "allocations", ALLOCATION_STATUS_TYPE: "allocations",
-                JOB_STAGING_TYPE: "jobs", JOB_PREDICTION_TYPE: "jobs"}
+                JOB_STAGING_TYPE: "jobs", JOB_PREDICTION_TYPE: "jobs",
+                ATTEMPT_STATE_TYPE: "jobs", ALLOCATION_REFUSED_TYPE: "allocations"}
 
 
 def gateway_event(event_id: int, base_url: str, type_: str, subject: str, at: datetime,

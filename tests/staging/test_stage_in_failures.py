@@ -16,7 +16,7 @@ from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Attempt, Event
 from gateway.runtime import Runtime
-from gateway.schemas.events import JOB_STAGING_TYPE
+from gateway.schemas.events import ATTEMPT_STATE_TYPE, JOB_STAGING_TYPE
 from gateway.worker.loop import Worker
 from gateway.worker.route import route_jobs
 from gateway.worker.staging.stage_in import stage_in_claim
@@ -120,11 +120,13 @@ def test_an_input_that_arrives_damaged_ends_in_a_failed_staging_event(
                                .where(Event.job_id == job_id).order_by(Event.id)).all()
     staging = [row.data for row in rows if row.type == JOB_STAGING_TYPE]
     assert not any(d["done"] for d in staging)
-    # The failed input's event, with the job's FAILED change (just before it).
+    # The failed input's event, with the job's FAILED change (just before it; the
+    # attempt's own FAILED comes between).
     assert staging[-1] == {"direction": "in", "path": "in/data", "bytes_done": len(data),
                            "bytes_total": len(data), "done": False,
                            "error": reason.removeprefix("STAGE_IN_FAILED: ")}
-    assert (rows[-2].type, rows[-1].to_state) == (JOB_STAGING_TYPE, "FAILED")
+    assert [row.type for row in rows[-3:-1]] == [JOB_STAGING_TYPE, ATTEMPT_STATE_TYPE]
+    assert rows[-2].data["to"] == rows[-1].to_state == "FAILED"
 
 
 def test_worker_dies_between_stage_in_and_submit(client: TestClient, runtime: Runtime,

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Header, Query, Response
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.refusals import refusal_recorded
 from gateway.api.schemas import EventList, JobList, JobOut, event_out, job_out, json_response
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
@@ -39,7 +40,7 @@ def submit_job(
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> Response:
     """Accept a job; the worker stages and submits it. Returns at once with its id."""
-    with runtime.unit_of_work() as session:
+    with refusal_recorded(runtime, principal), runtime.unit_of_work() as session:
         row, created = job_service.submit(session, runtime.sites, principal, spec,
                                           idempotency_key,
                                           StagingLimits.from_settings(runtime.settings),

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Body, Header, Query, Response
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.refusals import refusal_recorded
 from gateway.api.schemas import json_response
 from gateway.domain.jobspec import JobSpec
 from gateway.schemas.workflows import (
@@ -93,7 +94,7 @@ def create_workflow(
     (unknown steps, cycles, bad data edges, bad job fields) with where it is; 413 above
     the gateway's limits."""
     settings = runtime.settings
-    with runtime.unit_of_work() as session:
+    with refusal_recorded(runtime, principal), runtime.unit_of_work() as session:
         found, created = workflows.create(
             session, runtime.sites, principal, spec, idempotency_key, limits_of(settings),
             StagingLimits.from_settings(settings), charged=settings.allocations_enforced,

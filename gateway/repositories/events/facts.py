@@ -1,6 +1,7 @@
-"""Writing the events that are not a job's state change (placements, site states,
-allocation usage and status: gateway.schemas.events), in the transaction of the change
-each reports: no event without its change, no change without its event."""
+"""Writing the events that are not a job's state change (placements, attempts' states,
+site states, allocation usage, status and refusals: gateway.schemas.events), in the
+transaction of the change each reports: no event without its change, no change without
+its event."""
 
 from __future__ import annotations
 
@@ -35,6 +36,13 @@ class NewFact:
         return {"type": self.type, "at": self.at, "actor": self.actor,
                 "data": dict(self.data), "job_id": self.job_id, "subject": self.subject,
                 "project_id": self.project_id, "owner_id": self.owner_id}
+
+
+def add(session: Session, fact: NewFact) -> None:
+    """Append one event to the unit of work, written at its next flush in the order of
+    the job state events added around it (gateway.repositories.jobs.events.add)."""
+    session.add(Event(**fact.row()))
+    signal.mark(session)
 
 
 def add_all(session: Session, facts: Sequence[NewFact]) -> None:

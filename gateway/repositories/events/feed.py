@@ -5,8 +5,8 @@ says of the job.
 
 Visibility is an argument, as in gateway.repositories.jobs.queries: `owner_id` None for
 readers who see every event; else a job's events are its owner's, an allocation's the
-PIs' of its project (`pi_projects`), a workflow's its owner's, a site's nobody's
-(gateway.schemas.events).
+PIs' of its project (`pi_projects`) (a refused lien's also its owner's), a workflow's
+its owner's, a site's nobody's (gateway.schemas.events).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from gateway.db.workflow_models import WorkflowStep
 from gateway.schemas.events import (
     ALLOCATION_EVENT_TYPES,
     OWNED_EVENT_TYPES,
+    SUBMITTER_EVENT_TYPES,
     WORKFLOW_EVENT_TYPES,
 )
 
@@ -83,6 +84,8 @@ class FeedFilter:
             return True
         if row["type"] in OWNED_EVENT_TYPES:
             return row["owner_id"] == self.owner_id
+        if row["type"] in SUBMITTER_EVENT_TYPES and row["owner_id"] == self.owner_id:
+            return True
         return row["type"] in ALLOCATION_EVENT_TYPES and row["project_id"] in self.pi_projects
 
 
@@ -182,7 +185,8 @@ def _filtered(query: Select[Any], where: FeedFilter) -> Select[Any]:
 
 
 def _readable(where: FeedFilter) -> ColumnElement[bool]:
-    # FeedFilter.passes in SQL (a job's events carry the job's id: the join has its owner).
+    # FeedFilter.passes in SQL (a job's events carry the job's id: the join has its owner;
+    # of the other types only a workflow's and a refused lien's have an owner).
     owned = _owner() == where.owner_id
     if not where.pi_projects:
         return owned

@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Sequence
+from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
@@ -27,7 +29,7 @@ from gateway.services.jobs.queries import JobRow, ensure_visible, job_detail
 from gateway.services.lifecycle.transitions import request_cancel
 from gateway.services.mail import requests as mail_requests
 from gateway.services.money import quotes
-from gateway.services.money.bank import Payer
+from gateway.services.money.bank import InsufficientFunds, Payer
 from gateway.services.routing.placement import admit, possible_sites
 from gateway.services.sites.registry import SiteRegistry
 from gateway.store.blobs import BlobStore
@@ -125,19 +127,31 @@ def submit(
         job_relations.insert_dependencies(session, [
             (new.id, dep.job, dep.when.value) for new in new_jobs for dep in spec.depends_on])
     if charged:
-        payer = Payer(project.id, project.name)
-        site_quotes = quotes.quote(session, spec,
-                                   possible_sites(registry, spec, principal.account_name),
-                                   registry.rate_cards)
+        _hold(session, registry, principal, spec, job, new_jobs, project, one_trip)
+    first = new_jobs[0]
+    return {**first.row(), "project_name": project.name, "owner_name": principal.display}, True
+
+
+def _hold(session: Session, registry: SiteRegistry, principal: Principal, spec: JobSpec,
+          job: NewJob, new_jobs: Sequence[NewJob], project: ProjectRef, one_trip: bool
+          ) -> None:
+    """A lien for each new job's quote; a refusal names the job (for its event)."""
+    payer = Payer(project.id, project.name)
+    site_quotes = quotes.quote(session, spec,
+                               possible_sites(registry, spec, principal.account_name),
+                               registry.rate_cards)
+    try:
         if one_trip:
             quotes.event_and_hold(session, job.first_event, payer, site_quotes,
                                   principal.display)
         else:
             for new in new_jobs:
-                quotes.hold_for_submit(session, new.id, payer, site_quotes, now,
+                quotes.hold_for_submit(session, new.id, payer, site_quotes, job.created_at,
                                        principal.display)
-    first = new_jobs[0]
-    return {**first.row(), "project_name": project.name, "owner_name": principal.display}, True
+    except InsufficientFunds as exc:
+        if exc.refusal is not None:
+            exc.refusal = replace(exc.refusal, job_name=spec.name)
+        raise
 
 
 def _replayed(

@@ -47,13 +47,14 @@ def cancel_before_submit(session: Session, holder: LeaseHolder, claim: Claim) ->
             or attempt.lease_owner != holder.worker_id:
         return False
     if job.winner_attempt_id is not None and not job.cancel_requested:
-        end_attempt(attempt, AttemptState.REVOKED, f"revoked before submission: the job "
-                    f"started first at site '{job.site_name}'")
+        end_attempt(session, attempt, AttemptState.REVOKED, f"revoked before submission: "
+                    f"the job started first at site '{job.site_name}'", actor=holder.actor)
         session.flush()
         return True
     if not job.cancel_requested:
         return False
-    end_attempt(attempt, AttemptState.CANCELLED, Reason.CANCELLED_BY_USER)
+    end_attempt(session, attempt, AttemptState.CANCELLED, Reason.CANCELLED_BY_USER,
+                actor=holder.actor)
     advance(session, job, JobState.CANCELLED, actor=holder.actor,
             reason=f"{Reason.CANCELLED_BY_USER} while staging in; not submitted")
     session.flush()

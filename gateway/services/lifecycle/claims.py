@@ -23,7 +23,7 @@ from gateway.repositories.jobs import attempts, targets
 from gateway.repositories.jobs import native_arrays as native_repo
 from gateway.repositories.jobs import rows as jobs
 from gateway.services.lifecycle.holder import LeaseHolder
-from gateway.services.lifecycle.transitions import advance, note
+from gateway.services.lifecycle.transitions import advance, new_attempt, note
 from gateway.services.sites.entry import SiteEntry
 
 
@@ -81,10 +81,10 @@ def claim_accepted(session: Session, holder: LeaseHolder, site: SiteEntry,
         last[job.id] = number
         tag = f"gw-{job.id}" if number == 1 else f"gw-{job.id}.{number}"
         attempt = Attempt(job_id=job.id, number=number, site_name=site.name, tag=tag,
-                          state=AttemptState.SUBMITTING, workdir=site.workdir(tag),
+                          workdir=site.workdir(tag),
                           lease_until=now + holder.lease, lease_owner=holder.worker_id,
                           created_at=now)
-        attempts.add(session, attempt)
+        new_attempt(session, attempt, actor=actor)
         reason = (f"staging {len(spec.inputs)} input(s) to site '{site.name}'"
                   if spec.inputs else f"preparing job directory at site '{site.name}'")
         if sibling:

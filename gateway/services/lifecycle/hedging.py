@@ -22,7 +22,7 @@ from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState
 from gateway.metrics import Metrics
 from gateway.repositories.jobs import attempts, targets
-from gateway.services.lifecycle.transitions import note
+from gateway.services.lifecycle.transitions import move_attempt, note
 
 log = logging.getLogger(__name__)
 
@@ -51,16 +51,18 @@ def apply_lost(session: Session, job: Job, attempt: Attempt, status: JobStatus,
     """What a site said about an attempt that lost: a late start is a double start
     (counted; the cancel step cancels it), and any end is REVOKED."""
     if status.state is NativeState.RUNNING and attempt.state is not AttemptState.RUNNING:
-        attempt.state = AttemptState.RUNNING
+        move_attempt(session, attempt, AttemptState.RUNNING, actor=actor,
+                     at=status.started_at)
         metrics.double_starts.inc()
         log.warning("job %s: attempt %d at %s started after the winner; revoking",
                     job.id, attempt.id, attempt.site_name)
         note(session, job, f"also started at site '{attempt.site_name}' before its "
              "revocation reached it; cancelling it there", actor=actor)
     if status.state.is_final:
-        attempt.state = AttemptState.REVOKED
         attempt.reason = (f"revoked: the job started first at site '{job.site_name}'"
                           + (f" (here: {status.raw_state})" if status.raw_state else ""))
         attempt.exit_code = status.exit_code
         attempt.lease_until = None
         attempt.ended_at = status.ended_at or utcnow()
+        move_attempt(session, attempt, AttemptState.REVOKED, actor=actor,
+                     at=attempt.ended_at)

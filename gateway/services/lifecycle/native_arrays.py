@@ -29,14 +29,14 @@ from adapters.batch.arrays import task_workdir
 from gateway.db.base import utcnow
 from gateway.db.models import Attempt
 from gateway.domain.jobspec import JobSpec
-from gateway.domain.states import AttemptState, JobState
+from gateway.domain.states import JobState
 from gateway.repositories import sites as site_rows
 from gateway.repositories.jobs import attempts
 from gateway.repositories.jobs import native_arrays as repo
 from gateway.repositories.jobs import rows as jobs
 from gateway.services.lifecycle.claims import Claim
 from gateway.services.lifecycle.holder import LeaseHolder
-from gateway.services.lifecycle.transitions import advance
+from gateway.services.lifecycle.transitions import advance, new_attempt
 from gateway.services.sites.entry import SiteEntry
 
 # Whether the site takes this array natively: (owner's username, spec, the array).
@@ -98,11 +98,10 @@ def claim_whole_arrays(session: Session, holder: LeaseHolder, site: SiteEntry, f
             index = job.array_index
             assert index is not None
             attempt = Attempt(job_id=job.id, number=1, site_name=site.name,
-                              tag=f"{tag}_{index}", state=AttemptState.SUBMITTING,
-                              workdir=task_workdir(base, index),
+                              tag=f"{tag}_{index}", workdir=task_workdir(base, index),
                               lease_until=now + holder.lease,
                               lease_owner=holder.worker_id, created_at=now)
-            attempts.add(session, attempt)
+            new_attempt(session, attempt, actor=holder.actor)
             job.gate = None  # the scheduler keeps the throttle now
             advance(session, job, JobState.STAGING_IN, actor=holder.actor,
                     reason=f"preparing job array {array_id} at site '{site.name}': "

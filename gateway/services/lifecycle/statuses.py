@@ -23,7 +23,12 @@ from gateway.repositories.jobs import rows as jobs
 from gateway.repositories.jobs.attempts import Followed
 from gateway.schemas.events import SITE_STATE_TYPE
 from gateway.services.lifecycle import hedging
-from gateway.services.lifecycle.transitions import advance_counted, end_attempt, note
+from gateway.services.lifecycle.transitions import (
+    advance_counted,
+    end_attempt,
+    move_attempt,
+    note,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +74,8 @@ def _apply(session: Session, job: Job, attempt: Attempt, status: JobStatus, acto
         attempt.reason = status.reason
         return
     if status.state is NativeState.RUNNING:
-        attempt.state = AttemptState.RUNNING
+        move_attempt(session, attempt, AttemptState.RUNNING, actor=actor,
+                     at=status.started_at)
         if job.winner_attempt_id is None:
             hedging.win(session, job, attempt, actor)
         advance_counted(session, job, JobState.RUNNING, actor=actor, metrics=metrics,
@@ -80,8 +86,8 @@ def _apply(session: Session, job: Job, attempt: Attempt, status: JobStatus, acto
             and job.winner_attempt_id is None \
             and hedging.siblings_remain(session, job, attempt):
         # Ended before it ever ran, and a sibling may still: not the job's end.
-        end_attempt(attempt, AttemptState.of(_FINAL_TARGET[status.state]),
-                    status.reason or status.raw_state or "ended")
+        end_attempt(session, attempt, AttemptState.of(_FINAL_TARGET[status.state]),
+                    status.reason or status.raw_state or "ended", actor=actor)
         attempt.ended_at = status.ended_at or attempt.ended_at
         note(session, job, f"site '{attempt.site_name}' dropped it "
              f"({attempt.reason}); waiting for the other site(s)", actor=actor)
@@ -93,10 +99,10 @@ def _apply(session: Session, job: Job, attempt: Attempt, status: JobStatus, acto
         # it started, and `show` should say so.
         job.started_at = attempt.started_at
     target = _FINAL_TARGET[status.state]
-    attempt.state = AttemptState.of(target)
     attempt.exit_code = status.exit_code
     attempt.reason = status.reason
     attempt.ended_at = status.ended_at or utcnow()
+    move_attempt(session, attempt, AttemptState.of(target), actor=actor, at=attempt.ended_at)
     job.exit_code = status.exit_code
     reason = status.reason
     if target is JobState.CANCELLED and job.cancel_requested:

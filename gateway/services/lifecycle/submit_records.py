@@ -18,7 +18,13 @@ from gateway.repositories.jobs import attempts
 from gateway.repositories.jobs import rows as jobs
 from gateway.services.lifecycle import hedging
 from gateway.services.lifecycle.claims import Claim
-from gateway.services.lifecycle.transitions import advance, advance_counted, end_attempt, note
+from gateway.services.lifecycle.transitions import (
+    advance,
+    advance_counted,
+    end_attempt,
+    move_attempt,
+    note,
+)
 
 
 @dataclass(frozen=True)
@@ -43,10 +49,10 @@ def record_submitted(session: Session, site_name: str, placed: Sequence[Submitte
         if attempt.state is not AttemptState.SUBMITTING:
             continue  # another worker recovered and recorded it meanwhile
         attempt.native_id = item.native_id
-        attempt.state = AttemptState.QUEUED
         attempt.submitted_at = now
         attempt.lease_until = None
         facts.add_all(session, item.events)  # before QUEUED, in the log's order
+        move_attempt(session, attempt, AttemptState.QUEUED, actor=actor, at=now)
         reason = f"submitted to site '{site_name}' as job {item.native_id}"
         if item.staged is not None:
             reason += f" ({item.staged})"
@@ -64,7 +70,7 @@ def record_rejection(session: Session, claim: Claim, reason: str, *, actor: str,
     if attempt.state is not AttemptState.SUBMITTING:
         return
     facts.add_all(session, events)
-    end_attempt(attempt, AttemptState.FAILED, reason)
+    end_attempt(session, attempt, AttemptState.FAILED, reason, actor=actor)
     job = jobs.lock(session, claim.job_id)
     assert job is not None
     if hedging.siblings_remain(session, job, attempt):

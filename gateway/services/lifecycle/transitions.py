@@ -1,5 +1,6 @@
 """The one place a job changes state: monotonic, finals final, every change an event;
-and how an attempt ends."""
+and the one place an attempt does, each change an event too (tests/services/
+test_attempt_state_writes.py keeps it so)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from gateway.db.base import utcnow
 from gateway.db.models import Attempt, Job
 from gateway.domain.states import AttemptState, JobState, Reason, can_transition
 from gateway.metrics import Metrics
-from gateway.repositories.jobs import events
+from gateway.repositories.events import facts
+from gateway.repositories.jobs import attempts, events
 from gateway.repositories.jobs.events import NewEvent
+from gateway.schemas.events import ATTEMPT_STATE_TYPE
 
 
 def advance(
@@ -56,13 +59,44 @@ def advance_counted(session: Session, job: Job, target: JobState, *, actor: str,
     return False
 
 
-def end_attempt(attempt: Attempt, state: AttemptState, reason: str) -> None:
+def new_attempt(session: Session, attempt: Attempt, *, actor: str) -> None:
+    """Add the new attempt, SUBMITTING, with its first event (`from` null)."""
+    attempt.state = AttemptState.SUBMITTING
+    attempts.add(session, attempt)
+    _attempt_event(session, attempt, None, actor, attempt.created_at)
+
+
+def move_attempt(session: Session, attempt: Attempt, state: AttemptState, *, actor: str,
+                 at: datetime | None = None) -> None:
+    """Set the attempt's state and record the change in the same unit of work (nothing
+    when it is already in `state`). The event says the attempt's reason and exit code
+    as they are on the row: set them first. The caller holds the row lock."""
+    before = attempt.state
+    if before is state:
+        return
+    attempt.state = state
+    _attempt_event(session, attempt, before, actor, at)
+
+
+def end_attempt(session: Session, attempt: Attempt, state: AttemptState, reason: str, *,
+                actor: str) -> None:
     """End the attempt (the caller holds its row lock): its final state, why, and its
     lease released."""
-    attempt.state = state
     attempt.reason = reason
     attempt.lease_until = None
     attempt.ended_at = utcnow()
+    move_attempt(session, attempt, state, actor=actor, at=attempt.ended_at)
+
+
+def _attempt_event(session: Session, attempt: Attempt, before: AttemptState | None,
+                   actor: str, at: datetime | None) -> None:
+    # About the job (its id the subject; its owner reads it); the columns of a job's
+    # state change stay empty, so the job's history and its mail never read it.
+    facts.add(session, facts.NewFact(ATTEMPT_STATE_TYPE, at or utcnow(), actor, {
+        "attempt": attempt.number, "site": attempt.site_name,
+        "native_id": attempt.native_id, "from": None if before is None else before.value,
+        "to": attempt.state.value, "reason": attempt.reason,
+        "exit_code": attempt.exit_code, "actor": actor}, job_id=attempt.job_id))
 
 
 def note(session: Session, job: Job, reason: str, *, actor: str,

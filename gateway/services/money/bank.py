@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
@@ -43,18 +43,37 @@ class ChargedRecord(Protocol):
     rule: str | None
 
 
-class InsufficientFunds(Invalid):
-    """No allocation of the project can cover the quote."""
-
-    title = "Insufficient allocation"
-
-
 @dataclass(frozen=True)
 class Payer:
     """The project that pays for a job."""
 
     project_id: int
     project_name: str
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A lien refused, as its event says it (gateway.services.money.refusals): `asked`
+    at `site` (None: any), `available` there, the allocation that would have been
+    drawn first (None: none can pay there); the job's name once the caller knows it."""
+
+    payer: Payer
+    site: str | None
+    asked_milli: int
+    available_milli: int
+    allocation_id: int | None
+    job_name: str | None = None
+
+
+class InsufficientFunds(Invalid):
+    """No allocation of the project can cover the quote. `refusal` says so for its
+    event, apart from `extra` (the problem document)."""
+
+    title = "Insufficient allocation"
+
+    def __init__(self, detail: str, refusal: Refusal | None = None, **extra: Any) -> None:
+        super().__init__(detail, **extra)
+        self.refusal = refusal
 
 
 def payable(session: Session, project_id: int, site: str | None, now: datetime
@@ -85,6 +104,8 @@ def hold(session: Session, job_id: str, payer: Payer, site: str | None, amount_m
             f"{su(amount_milli)} SU and its allocations there have {su(total)} SU available. "
             "Ask for less (fewer cores or a shorter walltime), choose another site, or ask "
             "the project's PI for a larger allocation.",
+            Refusal(payer, site, amount_milli, total,
+                    (ordered or candidates)[0].id if candidates else None),
             quote_su=su(amount_milli), available_su=su(total), project=payer.project_name)
     liens: list[Lien] = []
     remaining = amount_milli

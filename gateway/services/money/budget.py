@@ -13,7 +13,7 @@ job's own lien counting as spendable for itself, since drawing again releases it
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -25,7 +25,7 @@ from gateway.domain.jobspec import JobSpec
 from gateway.repositories.identity import projects
 from gateway.repositories.jobs import rows as jobs
 from gateway.repositories.money import liens
-from gateway.services.money import bank, ledger, quotes
+from gateway.services.money import bank, ledger, quotes, refusals
 from gateway.services.money.bank import InsufficientFunds, Payer
 
 
@@ -99,14 +99,27 @@ def payer_of(session: Session, user_id: str, project: str | None) -> Payer | Non
     return None if ref is None else Payer(ref.id, ref.name)
 
 
-def draw(session: Session, payer: Payer, job_id: str, site: str, amount_milli: int,
+@dataclass(frozen=True)
+class Drawn:
+    """The job whose lien is drawn again: its id, name and owner (for a refusal's event)."""
+
+    id: str
+    name: str | None
+    owner_id: str
+
+
+def draw(session: Session, payer: Payer, job: Drawn, site: str, amount_milli: int,
          now: datetime, actor: str) -> str | None:
     """Draw the job's lien again for `site` (bank.rehold) in a savepoint of the caller's
-    unit of work: None when it is held; else nothing changed, and why the project cannot
-    pay there now (another job's lien may have spent it since the books were opened)."""
+    unit of work: None when it is held; else nothing changed but the refusal's event,
+    and why the project cannot pay there now (another job's lien may have spent it
+    since the books were opened)."""
     try:
         with savepoint(session):
-            bank.rehold(session, job_id, payer, site, amount_milli, now, actor)
+            bank.rehold(session, job.id, payer, site, amount_milli, now, actor)
     except InsufficientFunds as exc:
+        if exc.refusal is not None:
+            refusals.record(session, replace(exc.refusal, job_name=job.name),
+                            owner_id=job.owner_id, actor=actor, at=now, job_id=job.id)
         return shortfall(payer, site, str(exc.extra.get("available_su", su(0))), amount_milli)
     return None

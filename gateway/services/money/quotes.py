@@ -17,7 +17,7 @@ from gateway.domain.jobspec import JobSpec
 from gateway.repositories.jobs.events import NewEvent
 from gateway.repositories.money import bank_rows, fast_hold, rate_cards
 from gateway.services.money import bank
-from gateway.services.money.bank import InsufficientFunds, Payer
+from gateway.services.money.bank import InsufficientFunds, Payer, Refusal
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def hold_for_submit(session: Session, job_id: str, payer: Payer, quotes: Sequenc
                     now: datetime, actor: str) -> None:
     """Pin the job's quotes and hold a lien for the cheapest site its project can pay
     at. Raises InsufficientFunds naming the cheapest quote and what is available."""
-    _require_quotes(quotes, payer.project_name)
+    _require_quotes(quotes, payer)
     for q in quotes:
         bank_rows.add(session, Quote(job_id=job_id, site_name=q.site,
                                      rate_card_id=q.rate_card_id,
@@ -73,7 +73,7 @@ def event_and_hold(session: Session, first_event: NewEvent, payer: Payer,
                    quotes: Sequence[SiteQuote], actor: str) -> None:
     """`hold_for_submit` for a job whose row is written and whose first event is not:
     on PostgreSQL the event, the quotes and (most often) the lien in one round trip."""
-    _require_quotes(quotes, payer.project_name)
+    _require_quotes(quotes, payer)
     cheapest = quotes[0]
     if not fast_hold.event_and_hold(
             session, first_event, payer.project_id,
@@ -86,7 +86,7 @@ def hold_cheapest(session: Session, job_id: str, payer: Payer, quotes: Sequence[
                   now: datetime, actor: str) -> None:
     """Hold a lien (locking the allocations) for the cheapest of `quotes` the project can
     pay; raises the cheapest quote's InsufficientFunds when it can pay none."""
-    _require_quotes(quotes, payer.project_name)
+    _require_quotes(quotes, payer)
     refusals: list[InsufficientFunds] = []
     for q in quotes:
         try:
@@ -97,9 +97,10 @@ def hold_cheapest(session: Session, job_id: str, payer: Payer, quotes: Sequence[
     raise refusals[0]
 
 
-def _require_quotes(quotes: Sequence[SiteQuote], project_name: str) -> None:
+def _require_quotes(quotes: Sequence[SiteQuote], payer: Payer) -> None:
     if not quotes:
         raise InsufficientFunds(
             f"No site this job could run at has a rate card yet; project "
-            f"'{project_name}' cannot be charged. Ask an administrator to check the "
-            "site configurations.", project=project_name, quote_su=su(0))
+            f"'{payer.project_name}' cannot be charged. Ask an administrator to check the "
+            "site configurations.", Refusal(payer, None, 0, 0, None),
+            project=payer.project_name, quote_su=su(0))

@@ -63,7 +63,8 @@ def fail_over(session: Session, registry: SiteRegistry, now: datetime, after: ti
             if not decision.chosen or books is None:
                 break
             quoted = {c.site: c.quote_milli or 0 for c in decision.candidates}
-            refused = budget.draw(session, books.payers[job.project_id], job.id,
+            refused = budget.draw(session, books.payers[job.project_id],
+                                  budget.Drawn(job.id, job.name, job.owner_id),
                                   decision.chosen[0],
                                   max(quoted[decision.chosen[0]], quoted.get(site, 0)),
                                   now, actor)

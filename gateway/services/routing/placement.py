@@ -332,8 +332,9 @@ def _drawn(session: Session, payer: Payer, routing: Routing[Pending], actor: str
         # expensive of them, drawn from the allocations that can pay at the first choice
         # (the job's own site); the revoked siblings are never charged.
         dearest = max(decision.chosen, key=lambda site: quoted[site])
-        refused = budget.draw(session, payer, job.job_id, decision.chosen[0], quoted[dearest],
-                              now, actor)
+        refused = budget.draw(session, payer,
+                              budget.Drawn(job.job_id, job.spec.name, job.owner_id),
+                              decision.chosen[0], quoted[dearest], now, actor)
         if refused is None:
             return decision
         decision = rank([replace(c, excluded=refused, forecast=None) if c.site == dearest
