@@ -139,7 +139,7 @@ def test_the_adapter_states_batch_submission(tmp_path: Path) -> None:
     assert batch_submitter(adapter) is adapter
     local = LocalAdapter(tmp_path, None)
     # Issue 13: the local site's usage records come from its own job records.
-    assert local.capabilities == Capabilities(usage=True) and batch_submitter(local) is None
+    assert local.capabilities == Capabilities(usage=True, change_wakes=True) and batch_submitter(local) is None
 
 
 def _kind_literals(path: Path) -> list[str]:
