@@ -7,7 +7,7 @@ the scheduler's own raw state and reason beside it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -146,6 +146,9 @@ class Capabilities:
     # Job arrays: one submission, many indexed tasks (`SubmitRequest.array`, the dialect's
     # task ids: adapters.batch.arrays).
     arrays: bool = False
+    # `on_change()`: the adapter tells at once when one of its jobs may have ended (a local
+    # job's runner exited), so the gateway asks about it then, not at its next cycle.
+    change_wakes: bool = False
 
     def names(self) -> list[str]:
         """The capabilities offered, as words for reports (`gridgate site check`)."""
@@ -240,3 +243,19 @@ class ArraySubmitter(Adapter, Protocol):
 def array_submitter(adapter: Adapter) -> ArraySubmitter | None:
     """`adapter` as an ArraySubmitter when its capabilities say it submits native arrays."""
     return cast(ArraySubmitter, adapter) if adapter.capabilities.arrays else None
+
+
+class ChangeNotifier(Adapter, Protocol):
+    """An adapter that tells when one of its jobs may have changed state."""
+
+    def on_change(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` (from a thread of the adapter's, quickly, without arguments)
+        whenever one of its jobs may have ended; returns the function that stops it.
+        A call says only "ask me again": several changes may make one call, and a call
+        may come for nothing."""
+        ...
+
+
+def change_notifier(adapter: Adapter) -> ChangeNotifier | None:
+    """`adapter` as a ChangeNotifier when its capabilities say it tells of changes."""
+    return cast(ChangeNotifier, adapter) if adapter.capabilities.change_wakes else None

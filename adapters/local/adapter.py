@@ -7,7 +7,8 @@ a later one reads where every job stands.
 
 Job directories and native ids: adapters.local.index. Each job runs in its own
 sandbox when the site has one: adapters.local.sandbox. Starting and reaping runners:
-`spawn`; where a job stands: `state`; cancelling: `stop`; reading output: `output`.
+`spawn`; where a job stands: `state`; cancelling: `stop`; reading output: `output`;
+telling the worker the moment a runner exits: `watch`.
 
 Linux only: process identity and job cleanup read /proc.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import os
 import pwd
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,13 +42,16 @@ from adapters.local.files import (
 from adapters.local.index import JobIndex
 from adapters.local.launch import LaunchConfig, build_plan
 from adapters.local.output import read_output
-from adapters.local.records import LaunchPlan, utcnow
+from adapters.local.procs import ProcessId
+from adapters.local.records import Claim, LaunchPlan, utcnow
 from adapters.local.sandbox import SandboxConfig
 from adapters.local.snapshot import local_snapshot
 from adapters.local.spawn import reap_runners, spawn_runner
 from adapters.local.state import job_status
 from adapters.local.stop import cancel_job
 from adapters.local.usage import job_usage
+from adapters.local.watch import AVAILABLE as WATCHABLE
+from adapters.local.watch import RunnerWatch
 from adapters.reasons import Reason, because
 from adapters.snapshot import QueueSnapshot
 from adapters.transport import FileTransport, LocalTransport
@@ -61,8 +65,9 @@ class LocalAdapter:
 
     kind = "local"
     # Processes on this host: no queue, no scheduler accounting, one job per submit; each
-    # ended job's usage from its own records (adapters.local.usage).
-    capabilities = Capabilities(usage=True)
+    # ended job's usage from its own records (adapters.local.usage); each runner's exit
+    # told at once where the kernel has pidfds (adapters.local.watch).
+    capabilities = Capabilities(usage=True, change_wakes=WATCHABLE)
 
     def __init__(
         self,
@@ -97,6 +102,7 @@ class LocalAdapter:
         )
         self._runner_start_timeout = runner_start_timeout
         self._files = LocalTransport(label="the local site")
+        self._runners = RunnerWatch()
 
     @property
     def jobs_root(self) -> Path:
@@ -164,8 +170,10 @@ class LocalAdapter:
         native_id = self.prepare(request)
         files = JobFiles(self._index.workdir(request.workdir, SubmitRejected))
         if not files.claim.exists():
-            spawn_runner(files, python=self._python, path=self._config.path,
-                         home=self._runner_home, lang=self._config.lang)
+            pid = spawn_runner(files, python=self._python, path=self._config.path,
+                               home=self._runner_home, lang=self._config.lang)
+            if self._runners.active and (runner := ProcessId.of(pid)) is not None:
+                self._runners.watch(runner)
         return native_id
 
     def find_by_tag(self, tag: str, workdir: str) -> str | None:
@@ -209,7 +217,26 @@ class LocalAdapter:
                 status = JobStatus(native_id, NativeState.UNKNOWN, "unreadable", why)
             if status is not None:
                 result[native_id] = status
+                if not status.state.is_final:
+                    self._watch_runner(files)
         return result
+
+    def on_change(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when a runner of a job this adapter started or was asked about
+        exits (its job has ended); returns the function that stops it."""
+        return self._runners.on_change(callback)
+
+    def _watch_runner(self, files: JobFiles) -> None:
+        # A job still under way: its runner may be one another gateway started (before a
+        # restart), so it is watched from here on too (once: the watch keeps a set).
+        if not self._runners.active:
+            return
+        try:
+            claim = load_record(files.claim, Claim.from_json)
+        except (OSError, ValueError):
+            return
+        if claim is not None and claim.by == "runner":
+            self._runners.watch(claim.owner)
 
     def queue_snapshot(self) -> QueueSnapshot:
         """This site's unfinished jobs and the cores this process may use, less the running

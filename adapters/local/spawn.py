@@ -27,9 +27,9 @@ class _DetachedProcess(subprocess.Popen[bytes]):
         pass
 
 
-def spawn_runner(files: JobFiles, *, python: str, path: str, home: str, lang: str) -> None:
+def spawn_runner(files: JobFiles, *, python: str, path: str, home: str, lang: str) -> int:
     """Start the job's runner in a session of its own, with a clean environment; record
-    its pid in `files.spawned`. SiteUnavailable if it cannot be started."""
+    its pid in `files.spawned` and return it. SiteUnavailable if it cannot be started."""
     env = {"PATH": path, "HOME": home, "LANG": lang, "PYTHONPATH": _CODE_ROOT}
     reap_runners()
     try:
@@ -53,6 +53,7 @@ def spawn_runner(files: JobFiles, *, python: str, path: str, home: str, lang: st
         raise SiteUnavailable(f"cannot start the local job runner: {exc}") from exc
     with _runners_lock:
         _runner_pids.add(proc.pid)
+    return proc.pid
 
 
 def reap_runners() -> None:

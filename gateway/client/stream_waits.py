@@ -15,7 +15,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -77,10 +77,11 @@ def poll_until(read: Callable[[], T], done: Callable[[T], bool], deadline: float
 
 def on_stream(client: ClientBase, params: Sequence[tuple[str, str]], read: Callable[[], T],
               done: Callable[[T], bool], deadline: float | None,
-              opened: Callable[[httpx.Response], None] | None = None) -> T | None:
+              opened: Callable[[httpx.Response], None] | None = None,
+              types: Collection[str] = (JOB_STATE_TYPE,)) -> T | None:
     """`read()` once the stream of events matching `params` is open (`opened` is told
-    its response), then after each event, until `done` says so or the deadline passes
-    (the last read); None when the gateway ended the stream first."""
+    its response), then after each event of `types`, until `done` says so or the
+    deadline passes (the last read); None when the gateway ended the stream first."""
     with client._stream("GET", "/events", params=params,
                         headers={"Accept": "text/event-stream"}) as response:
         if opened is not None:
@@ -91,7 +92,7 @@ def on_stream(client: ClientBase, params: Sequence[tuple[str, str]], read: Calla
         timer = None if deadline is None else shut_at(response, deadline)
         try:
             for message in messages(response.iter_lines()):
-                if message.event != JOB_STATE_TYPE:
+                if message.event not in types:
                     continue
                 found = read()
                 if done(found) or passed(deadline):

@@ -7,9 +7,11 @@ completed are opened, failures retried or their descendants skipped), then opens
 array tasks their throttle has room for), then routes, once for all sites
 (gateway.worker.route: one routing pass gives the pending `site: auto` jobs their sites),
 then runs each site's steps: submission (recover, claim and submit), cancels, polling
-and stage-out. The outbox of events (webhooks: gateway.worker.webhooks; job mail:
-gateway.worker.mail) is sent by a thread of its own, woken by this process's commits,
-so a receiver or relay slow to answer never holds back the sites.
+and stage-out. Between cycles, a site whose adapter tells that a job of it may have ended
+(the local site: its runner exited) has its steps run at once (gateway.worker.wakes).
+The outbox of events (webhooks: gateway.worker.webhooks; job mail: gateway.worker.mail)
+is sent by a thread of its own, woken by this process's commits, so a receiver or relay
+slow to answer never holds back the sites.
 
 Any number of workers may run against one PostgreSQL database. Each step is one or
 more units of work committed at its end; what makes a crash between any two of them
@@ -20,11 +22,14 @@ gateway.worker.cancel, charges in gateway.services.money.settlement.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
 import threading
+import time
 import uuid
+from collections.abc import Callable
 
 from adapters.errors import AdapterError
 from gateway.repositories.events import signal as event_signal
@@ -44,6 +49,7 @@ from gateway.worker.settle import settle, settle_unrun
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 from gateway.worker.staging.stage_out import stage_outs
 from gateway.worker.submission.submit import submit_accepted, submit_recovered
+from gateway.worker.wakes import Wakes
 from gateway.worker.webhooks import close_connections, deliver_webhooks
 from gateway.worker.workflows import advance_workflows
 
@@ -59,6 +65,9 @@ SITE_STEPS: tuple[tuple[str, SiteStep, bool], ...] = (
     ("stage-out", stage_outs, True),
     ("settle", settle, False),  # finished jobs' liens -> charges (when the bank is on)
 )
+# The shortest time between two woken passes (gateway.worker.wakes): a site whose adapter
+# keeps telling of changes is looked at no more often than this.
+WAKE_GAP_SECONDS = 0.05
 
 
 class Worker:
@@ -74,25 +83,51 @@ class Worker:
         self.housekeeping = Housekeeping(self.ctx)
 
     def run(self, stop: threading.Event) -> None:
-        """Cycle until `stop` is set; sleep between cycles only when there was nothing to do.
+        """Cycle until `stop` is set; sleep between cycles only when there was nothing to do,
+        and then wake for a site whose adapter tells of a change (gateway.worker.wakes).
         The outbox (webhooks, mail) goes on a thread of its own: a receiver or relay that
         hangs until its timeout must not hold back the sites."""
         log.info("worker %s started", self.id)
-        outbox = threading.Thread(target=self._run_outbox, args=(stop,), daemon=True,
-                                  name="gridgate-outbox")
+        outbox_wake = threading.Event()
+        outbox = threading.Thread(target=self._run_outbox, args=(stop, outbox_wake),
+                                  daemon=True, name="gridgate-outbox")
         outbox.start()
+        wakes = Wakes()
+        unlisten = wakes.listen(self.rt.sites)
+        # The stop ends both threads' waits at once, however long their poll.
+        threading.Thread(target=_stop_waits, args=(stop, wakes, outbox_wake), daemon=True,
+                         name="gridgate-worker-stop").start()
         try:
-            while not stop.is_set():
-                try:
-                    busy = self.run_once(outbox=False)
-                except Exception:  # the loop must outlive any one bad cycle
-                    log.exception("worker cycle failed")
-                    busy = False
-                if not busy:
-                    stop.wait(self.rt.settings.worker_poll_seconds)
+            self._cycle(stop, wakes)
         finally:
+            unlisten()
+            wakes.stop()
             outbox.join(timeout=60)
             close_connections()
+
+    def _cycle(self, stop: threading.Event, wakes: Wakes) -> None:
+        """Whole cycles every `worker_poll_seconds` (at once after one that did work), and
+        between them a pass over each woken site. Woken passes never move the next whole
+        cycle back, so the other sites keep their pace, and come WAKE_GAP_SECONDS apart at
+        the closest: the wakes of the meantime are gathered into one."""
+        poll_seconds = self.rt.settings.worker_poll_seconds
+        next_cycle = time.monotonic()
+        last_pass = -WAKE_GAP_SECONDS
+        woken: set[str] = set()
+        while not stop.is_set():
+            due = min(next_cycle, last_pass + WAKE_GAP_SECONDS) if woken else next_cycle
+            woken |= wakes.wait(max(0.0, due - time.monotonic()), early=not woken)
+            if stop.is_set():
+                return
+            now = time.monotonic()
+            if now >= next_cycle:
+                woken.clear()  # the cycle runs every site, the woken ones too
+                busy = _survive(lambda: self.run_once(outbox=False))
+                next_cycle = time.monotonic() + (0.0 if busy else poll_seconds)
+            elif woken and now >= last_pass + WAKE_GAP_SECONDS:
+                names, woken, last_pass = woken, set(), now
+                if _survive(functools.partial(self.run_woken, names)):
+                    next_cycle = time.monotonic()
 
     def run_once(self, *, outbox: bool = True) -> bool:
         """One cycle over all sites (and the outbox, unless `outbox` is False: `run` sends
@@ -109,6 +144,18 @@ class Worker:
             busy |= self.send_outbox()  # after the sites: their changes go out now
         return busy
 
+    def run_woken(self, names: set[str]) -> bool:
+        """A pass over the sites of these names (a job there may have ended: its status,
+        stage-out and settling), then the workflow and gate steps such an end may open.
+        True when a whole cycle should follow now (to route and submit what opened)."""
+        busy = False
+        for site in self.rt.sites:
+            if site.name in names:
+                busy |= self._run_site(site)
+        busy |= advance_workflows(self.ctx)
+        busy |= open_gates(self.ctx)
+        return busy
+
     def send_outbox(self) -> bool:
         """Deliver what the events outbox owes: webhooks, then job mail. True when more
         may be due at once."""
@@ -116,10 +163,9 @@ class Worker:
         busy |= send_mail(self.ctx)
         return busy
 
-    def _run_outbox(self, stop: threading.Event) -> None:
+    def _run_outbox(self, stop: threading.Event, wake: threading.Event) -> None:
         # Woken at once by a commit that wrote events in this process (this worker's own
-        # changes); events from other processes are found at the next poll.
-        wake = threading.Event()
+        # changes) and by the stop; events from other processes are found at the next poll.
         unhook = event_signal.on_commit(wake.set)
         try:
             while not stop.is_set():
@@ -153,6 +199,21 @@ class Worker:
         if reached:
             self.health.mark(site, UP, None)
         return busy
+
+
+def _survive(step: Callable[[], bool]) -> bool:
+    """What `step` returns; False when it failed (logged): the loop outlives any bad cycle."""
+    try:
+        return step()
+    except Exception:
+        log.exception("worker cycle failed")
+        return False
+
+
+def _stop_waits(stop: threading.Event, wakes: Wakes, outbox_wake: threading.Event) -> None:
+    stop.wait()
+    wakes.stop()
+    outbox_wake.set()
 
 
 def run_worker(settings: Settings, stop: threading.Event) -> None:

@@ -138,8 +138,10 @@ def test_the_adapter_states_batch_submission(tmp_path: Path) -> None:
                                             "queue start estimates", "arrays"]
     assert batch_submitter(adapter) is adapter
     local = LocalAdapter(tmp_path, None)
-    # Issue 13: the local site's usage records come from its own job records.
-    assert local.capabilities == Capabilities(usage=True) and batch_submitter(local) is None
+    # Issue 13: the local site's usage records come from its own job records; issue 29:
+    # its runners' exits wake the worker.
+    assert local.capabilities == Capabilities(usage=True, change_wakes=True)
+    assert batch_submitter(local) is None
 
 
 def _kind_literals(path: Path) -> list[str]:
