@@ -6,7 +6,8 @@ waits for one: on a gateway where jobs only wait in their sites' queues, nothing
 ask the sites. So, between passes, a site with queued attempts is asked for its queue
 again once `prediction_refresh_seconds` passed since this worker last asked it (by a
 pass or here; asking a site that cannot be reached counts too, so a site that is down
-costs one try per interval, not one per cycle).
+costs one try per interval, not one per cycle), or since it started: a worker that
+starts polls every site's jobs anyway, and need not ask every queue at once besides.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class PredictionRefresh:
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
         self._asked: dict[str, datetime] = {}
+        self._started: datetime | None = None
 
     def asked(self, names: Iterable[str], at: datetime) -> None:
         """The sites a routing pass asked at `at`."""
@@ -36,11 +38,12 @@ class PredictionRefresh:
         that moved beyond the threshold; how many were announced."""
         rt = self.ctx.rt
         now, every = rt.clock(), rt.settings.prediction_refresh_seconds
+        if self._started is None:
+            self._started = now
         with rt.sessions() as session:
             waiting = predictions.sites_with_queued(session)
         due = [name for name in waiting if name in rt.sites.names()
-               and (name not in self._asked
-                    or (now - self._asked[name]).total_seconds() >= every)]
+               and (now - self._asked.get(name, self._started)).total_seconds() >= every]
         if not due:
             return 0
         self.asked(due, now)

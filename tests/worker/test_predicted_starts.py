@@ -156,7 +156,9 @@ def test_without_a_routing_pass_queued_jobs_are_predicted_again_when_due(
     # the refresh asks the site once per prediction_refresh_seconds of the worker's clock.
     runtime, adapter = faked
     now = [datetime(2030, 1, 1, tzinfo=UTC)]
-    runtime = dataclasses.replace(runtime, clock=lambda: now[0])
+    runtime = dataclasses.replace(
+        runtime, clock=lambda: now[0],
+        settings=runtime.settings.model_copy(update={"prediction_refresh_seconds": 60}))
     user = make_user()
     job_id = post(client, user.headers, {**AUTO, "site": "local"})
     with transaction(runtime.sessions) as session:
@@ -169,6 +171,11 @@ def test_without_a_routing_pass_queued_jobs_are_predicted_again_when_due(
     worker = Worker(runtime, "w")
     first = now[0] + timedelta(hours=1)
     adapter.snapshot = queue(now[0], first)
+    every = timedelta(seconds=runtime.settings.prediction_refresh_seconds)
+    # The worker's start counts as an ask: nothing until an interval later.
+    assert route_jobs(worker.ctx, None, worker.predictions) is False
+    assert adapter.asked == 0
+    now[0] += every
     assert route_jobs(worker.ctx, None, worker.predictions) is False
     assert adapter.asked == 1
     [event] = predictions(runtime, job_id)
@@ -177,7 +184,7 @@ def test_without_a_routing_pass_queued_jobs_are_predicted_again_when_due(
     # Not due yet: the site is not asked again, whatever its queue says now.
     later = first + timedelta(hours=1)
     adapter.snapshot = queue(now[0], later)
-    now[0] += timedelta(seconds=runtime.settings.prediction_refresh_seconds - 1)
+    now[0] += every - timedelta(seconds=1)
     assert worker.predictions.run() == 0 and adapter.asked == 1
 
     now[0] += timedelta(seconds=1)
