@@ -46,6 +46,8 @@ JOB = {"executable": "/bin/sh",
        "args": ["-c", f'while [ ! -e "$GRIDGATE_WORKDIR/{GO}" ]; do sleep 0.5; done']}
 # How long the end may take to show once every job is final (a failure, not a timing).
 DEADLINE_SECONDS = 600.0
+# The name of the job submitted last, whose event ends each stream.
+SENTINEL = "sentinel"
 
 
 @dataclass
@@ -130,13 +132,14 @@ class WebhookConsumer:
                 self.finished.add(event["subject"])
 
 
-def stream(client: GatewayClient, consumer: Consumer, sentinel: list[str]) -> None:
-    """Read the event stream from the beginning until the sentinel job's event."""
+def stream(client: GatewayClient, consumer: Consumer) -> None:
+    """Read the event stream from the beginning until the sentinel job's event (known by
+    its name: the stream may carry it before the submit's reply gave the test its id)."""
     try:
         for event in client.stream_events(types=[JOB_STATE_TYPE], last_event_id="0",
                                           reconnects=RECONNECTS):
             consumer.seen.append(Seen(int(event["id"]), event["subject"], event["data"]["to"]))
-            if sentinel and event["subject"] == sentinel[0]:
+            if event["data"]["job"]["name"] == SENTINEL:
                 return
     except Exception as exc:  # reported in the result; the thread must not raise
         consumer.errors.append(repr(exc))
@@ -145,13 +148,26 @@ def stream(client: GatewayClient, consumer: Consumer, sentinel: list[str]) -> No
 
 
 def wait_until(condition: Callable[[], bool], what: str,
-               deadline: float = DEADLINE_SECONDS) -> None:
-    """Poll `condition` until it holds; fail (not time) after `deadline`."""
+               deadline: float = DEADLINE_SECONDS,
+               explain: Callable[[], str] = lambda: "") -> None:
+    """Poll `condition` until it holds; fail (not time) after `deadline`, saying what
+    `explain` tells of the run's state."""
     end = time.monotonic() + deadline
     while not condition():
         if time.monotonic() > end:
-            raise RuntimeError(f"gave up waiting for {what}")
+            raise RuntimeError(f"gave up waiting for {what}; {explain()}")
         time.sleep(0.1)
+
+
+def run_state(streams: list[Consumer], sentinel: list[str], logs: list[Path]) -> str:
+    """What each stream got so far, and the ends of the processes' logs: why a wait that
+    gave up did (a crash run cannot be repeated exactly)."""
+    got = {c.name: {"received": len(c.seen), "last_id": c.seen[-1].event_id if c.seen
+                    else None, "done": c.done.is_set(), "errors": c.errors[-3:]}
+           for c in streams}
+    tails = {log.name: log.read_text(errors="replace")[-2000:] if log.exists() else None
+             for log in logs}
+    return json.dumps({"sentinel": sentinel, "streams": got, "logs": tails}, indent=1)
 
 
 @dataclass
@@ -163,6 +179,7 @@ class Run:
     sse_clients: int = 10
     database_url: str | None = None  # None: SQLite in the data directory
     webhook_timeout: float = 0.5
+    deadline: float = DEADLINE_SECONDS  # for each wait of the run
 
 
 def run(size: Run, base: Path) -> dict[str, Any]:
@@ -216,8 +233,8 @@ def run(size: Run, base: Path) -> dict[str, Any]:
             for consumer in streams:
                 client = GatewayClient(api.url, lambda: token)
                 clients.append(client)
-                threads.append(threading.Thread(target=stream, args=(client, consumer,
-                                                                     sentinel), daemon=True))
+                threads.append(threading.Thread(target=stream, args=(client, consumer),
+                                                daemon=True))
                 threads[-1].start()
             with GatewayClient(api.url, lambda: token) as client:
                 job_ids = [client.submit({"name": f"crash-{i}", **JOB})["id"]
@@ -232,15 +249,19 @@ def run(size: Run, base: Path) -> dict[str, Any]:
                 gate.let_go()
                 return _settled(database_url, size.jobs)
 
-            wait_until(settled, "every job final and every delivery made")
+            def explain() -> str:
+                return run_state(streams, sentinel, [base / "api.log", base / "worker.log"])
+
+            wait_until(settled, "every job final and every delivery made", size.deadline,
+                       explain)
             hook.take()
             settled_at = time.perf_counter() - started
             worker.stop()
             with GatewayClient(api.url, lambda: token) as client:
-                sentinel.append(client.submit({"name": "sentinel",
+                sentinel.append(client.submit({"name": SENTINEL,
                                                "executable": "/bin/true"})["id"])
             wait_until(lambda: all(c.done.is_set() for c in streams),
-                       "every stream to reach the sentinel")
+                       "every stream to reach the sentinel", size.deadline, explain)
         finally:
             worker.stop()
             api.stop()
@@ -322,7 +343,7 @@ def kill_on_progress(size: Run, hook: WebhookConsumer, gate: Gate,
             hook.take()  # verified while fresh (the signature's timestamp)
             return 2 * len(wave & gate.final()) >= len(wave)
 
-        wait_until(reached, f"half of wave {index} final")
+        wait_until(reached, f"half of wave {index} final", size.deadline)
         process = processes[index % 2]
         process.kill9()
         kills.append({"process": "worker" if index % 2 == 0 else "api",
