@@ -42,7 +42,8 @@ class PredictionRefresh:
             self._started = now
         with rt.sessions() as session:
             waiting = predictions.sites_with_queued(session)
-        due = [name for name in waiting if name in rt.sites.names()
+        known = set(rt.sites.names())
+        due = [name for name in waiting if name in known
                and (now - self._asked.get(name, self._started)).total_seconds() >= every]
         if not due:
             return 0

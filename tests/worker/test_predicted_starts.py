@@ -70,6 +70,17 @@ def queue(taken: datetime, estimate: datetime | None, *ahead: SnapshotJob) -> Qu
     return QueueSnapshot(taken, 1, 0, (), (*ahead, ours))
 
 
+def queued_at_local(runtime: Runtime, job_id: str, submitted: datetime) -> None:
+    """The job as the submit step leaves it: QUEUED, its attempt the snapshot's NATIVE."""
+    with transaction(runtime.sessions) as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        job.state = "QUEUED"
+        session.add(Attempt(job_id=job_id, number=1, site_name="local", tag="gw-x",
+                            native_id=NATIVE, state=AttemptState.QUEUED, workdir="/tmp/x",
+                            submitted_at=submitted))
+
+
 def predictions(runtime: Runtime, job_id: str) -> list[Event]:
     with runtime.sessions() as session:
         return list(session.scalars(select(Event).where(
@@ -93,13 +104,7 @@ def test_a_move_beyond_the_threshold_is_announced_once(
     assert placed is not None
     # Submitted to the site and waiting there (the submit step's rows, written here: the
     # snapshot, not the local scheduler, says where it stands).
-    with transaction(runtime.sessions) as session:
-        job = session.get(Job, job_id)
-        assert job is not None
-        job.state = "QUEUED"
-        session.add(Attempt(job_id=job_id, number=1, site_name="local", tag="gw-x",
-                            native_id=NATIVE, state=AttemptState.QUEUED, workdir="/tmp/x",
-                            submitted_at=now))
+    queued_at_local(runtime, job_id, now)
 
     # The scheduler's estimate moves 5 minutes from the placement's prediction: within
     # the 10-minute threshold, nothing is announced (another job makes the pass run).
@@ -161,13 +166,7 @@ def test_without_a_routing_pass_queued_jobs_are_predicted_again_when_due(
         settings=runtime.settings.model_copy(update={"prediction_refresh_seconds": 60}))
     user = make_user()
     job_id = post(client, user.headers, {**AUTO, "site": "local"})
-    with transaction(runtime.sessions) as session:
-        job = session.get(Job, job_id)
-        assert job is not None
-        job.state = "QUEUED"
-        session.add(Attempt(job_id=job_id, number=1, site_name="local", tag="gw-x",
-                            native_id=NATIVE, state=AttemptState.QUEUED, workdir="/tmp/x",
-                            submitted_at=now[0]))
+    queued_at_local(runtime, job_id, now[0])
     worker = Worker(runtime, "w")
     first = now[0] + timedelta(hours=1)
     adapter.snapshot = queue(now[0], first)
