@@ -187,13 +187,22 @@ def test_a_failed_wait_prints_the_end_of_stderr(cli: Cli) -> None:
 # --- Ctrl-C: the job keeps running; say so, and how to go on -----------------------------
 
 
+# The CLI as `python -m gateway.cli.main` runs it, with a SIGUSR1 that prints every thread's
+# stack: a child stuck after Ctrl-C shows where.
+_DUMPS_STACKS_ON_SIGUSR1 = (
+    "import faulthandler, runpy, signal, sys; "
+    "faulthandler.register(signal.SIGUSR1, all_threads=True); "
+    "sys.argv[0] = 'gridgate'; runpy.run_module('gateway.cli.main', run_name='__main__')")
+
+
 class Running:
     """`gridgate ARGS` in a child process (so Ctrl-C is a real SIGINT), read line by line."""
 
     def __init__(self, cli: Cli, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli.main", *args], env={**os.environ, **cli.env},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [sys.executable, "-c", _DUMPS_STACKS_ON_SIGUSR1, *args],
+            env={**os.environ, **cli.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
 
     def line(self, stream: str, contains: str) -> str:
         """Read `stream` until a line containing `contains` (the child is then at a known
@@ -210,7 +219,17 @@ class Running:
 
     def interrupt(self) -> tuple[int, str]:
         self.proc.send_signal(signal.SIGINT)
-        _, err = self.proc.communicate(timeout=60)
+        try:
+            _, err = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            # Stuck: its threads' stacks say where (then it is killed).
+            self.proc.send_signal(signal.SIGUSR1)
+            try:
+                _, err = self.proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                _, err = self.proc.communicate()
+            raise AssertionError(f"no exit 60 s after Ctrl-C; stderr:\n{err}") from None
         return self.proc.returncode, err
 
 
