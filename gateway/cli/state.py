@@ -8,6 +8,8 @@ default `http://127.0.0.1:8642`.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Annotated, Any
@@ -46,8 +48,11 @@ class CliState:
 
         return remembered_gateway() or DEFAULT_GATEWAY_URL
 
-    def client(self, *, authenticated: bool = True) -> GatewayClient:
-        """A client of the gateway, sending the stored login's token when `authenticated`."""
+    @contextmanager
+    def client(self, *, authenticated: bool = True) -> Iterator[GatewayClient]:
+        """A client of the gateway, sending the stored login's token when `authenticated`;
+        closed on leaving, except after Ctrl-C."""
+        from gateway.cli.errors import Interrupted
         from gateway.client.api import GatewayClient
         from gateway.client.credentials import StoredTokenProvider
 
@@ -56,7 +61,20 @@ class CliState:
         # client command has no use for them. An explicit setting (even empty) is kept.
         os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
         provider = StoredTokenProvider(self.gateway) if authenticated else None
-        return GatewayClient(self.gateway, provider)
+        client = GatewayClient(self.gateway, provider)
+        interrupted = False
+        try:
+            yield client
+        except (KeyboardInterrupt, Interrupted):
+            # Ctrl-C can land right after httpcore's pool took its lock, before the `with`
+            # that releases it began (its ThreadLock.__enter__); closing the pool would
+            # then wait for that lock forever. The command ends now: the OS closes its
+            # connections.
+            interrupted = True
+            raise
+        finally:
+            if not interrupted:
+                client.close()
 
     def command(self, words: str) -> str:
         """`gridgate WORDS` as a hint to type next: with `--gateway` when the same
