@@ -36,14 +36,15 @@ REFRESH = 60.0
 MAX_WAIT = 120.0
 POLL = 1.0
 # "$1" the lock, "$2" seconds without refresh after which it is stale, "$3" who takes it:
-# data, never code. Answers `taken`, `stale` (broken), `gone`, or `held` and the holder.
+# data, never code. Answers `taken`, `stale` (broken), `gone`, or `held` and the holder
+# (none while the holder is releasing: its `holder` file is gone, the directory not yet).
 TAKE_SCRIPT = ('if mkdir -m 700 -- "$1" 2>/dev/null; then '
                 'printf "%s\\n" "$3" > "$1/holder"; echo taken; exit 0; fi; '
                 'now=$(date +%s); then=$(stat -c %Y -- "$1" 2>/dev/null) || '
                 '{ echo gone; exit 0; }; '
                 'if [ $((now - then)) -gt "$2" ]; then rm -f -- "$1/holder"; '
                 'rmdir -- "$1" 2>/dev/null; echo stale; '
-                'else echo held; cat -- "$1/holder" 2>/dev/null; fi')
+                'else echo held; cat -- "$1/holder" 2>/dev/null; fi; exit 0')
 # Breaks the lock "$1" only while "$2" (a holder known to be dead) still holds it.
 _BREAK_SCRIPT = ('[ "$(cat -- "$1/holder" 2>/dev/null)" = "$2" ] && rm -f -- "$1/holder" '
                  '&& rmdir -- "$1" 2>/dev/null; exit 0')

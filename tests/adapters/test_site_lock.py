@@ -16,7 +16,13 @@ import pytest
 
 from adapters.errors import SiteUnavailable
 from adapters.transfer import StagedFile, stage
-from adapters.transfer.site_lock import hold, holder_is_dead, lock_name, own_holder
+from adapters.transfer.site_lock import (
+    TAKE_SCRIPT,
+    hold,
+    holder_is_dead,
+    lock_name,
+    own_holder,
+)
 from adapters.transfer.sources import LocalFile
 from adapters.transport import LocalTransport
 
@@ -59,6 +65,17 @@ def test_concurrent_stagers_send_once(tmp_path: Path) -> None:
     assert sorted(r.cached for r in results) == [False, True, True]
     assert all((tmp_path / f"job{n}" / "in").read_bytes() == DATA for n in range(3))
     assert not Path(lock_name(cache, SHA)).exists()
+
+
+def test_a_lock_being_released_is_held_not_a_failure(tmp_path: Path) -> None:
+    # The holder's release removes `holder`, then the directory: between the two, another
+    # stager finds the lock held by nobody named. CI saw `cat` fail there (exit 1).
+    path = lock_name(str(tmp_path), SHA)
+    os.mkdir(path)
+    taken = subprocess.run(["sh", "-c", TAKE_SCRIPT, "gridgate-lock", path, "300", "me"],
+                           capture_output=True, text=True, check=False)
+    assert (taken.returncode, taken.stdout) == (0, "held\n")
+    assert not (Path(path) / "holder").exists()
 
 
 def test_a_stale_lock_is_broken(tmp_path: Path) -> None:
