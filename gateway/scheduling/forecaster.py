@@ -19,6 +19,14 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
   (`routed_outcomes.py`) when the jobs routed there lately waited longer than forecast.
 `commit` reserves the job on both profiles, so the next job of the pass sees it.
 
+A pass asks every site about every job (10,000 jobs x 40 sites), yet a site changes only
+when a job is committed there and jobs repeat (a user's array, the same size and limit):
+so the pass keeps what only repeats can share. The profiles keep their starts
+(`QueueProfile.earliest_start`), the wait predictor's answers are kept per class
+(`prediction_key`), and a site keeps each kind of job's last forecast, given again while
+its two starts, the site's backlog and the mode are the same (everything else it reads
+is fixed for the pass): the same forecasts, to the last bit, as computing each afresh.
+
 Modes (for the evaluation of what helps; production uses `COMBINED`): `HISTORY` drops
 the projection from the job class, `PROJECTION` ignores the history.
 
@@ -45,7 +53,13 @@ from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.runtime_predictor import RuntimeEstimate, RuntimePredictor
 from gateway.scheduling.staging_estimate import TransferRates, staging_seconds
-from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
+from gateway.scheduling.wait_predictor import (
+    JobClass,
+    Key,
+    WaitPrediction,
+    WaitPredictor,
+    prediction_key,
+)
 
 COMBINED = "combined"
 HISTORY = "history"
@@ -97,11 +111,23 @@ class SiteState:
 Profiles = tuple[QueueProfile, QueueProfile]
 
 
-class _Site:
-    """A site's two profiles for the pass (built once, then only reserved on), and its
-    backlog: the predicted work of its running and queued jobs over its processors."""
+# What a forecast reads of a job besides its starts (`JobNeed` but its key).
+_Kind = tuple[str, str, int, float, str, tuple[tuple[str, int], ...], int]
 
-    __slots__ = ("backlog", "cached", "likely", "name", "processors", "walltime")
+
+def _kind(job: JobNeed) -> _Kind:
+    return (job.user, job.fingerprint, job.procs, job.time_limit, job.queue, job.inputs,
+            job.output_bytes)
+
+
+class _Site:
+    """A site's two profiles for the pass (built once, then only reserved on), its
+    backlog: the predicted work of its running and queued jobs over its processors, and
+    per kind of job the last forecast with the (likely start, walltime start, backlog,
+    mode) it was made for."""
+
+    __slots__ = ("backlog", "cached", "forecasts", "likely", "name", "processors",
+                 "walltime")
 
     def __init__(self, state: SiteState, profiles: Profiles | None = None) -> None:
         queue = state.queue
@@ -114,6 +140,7 @@ class _Site:
                    for procs, predicted, limit in queue.running)
         work += sum(procs * predicted for procs, predicted, _ in queue.queued)
         self.backlog = work / queue.processors
+        self.forecasts: dict[_Kind, tuple[float, float, float, str, Forecast]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +186,7 @@ class SiteForecaster:
         self.outcomes = outcomes
         self._placed: dict[str, _Placement] = {}
         # The histories do not change during a pass: jobs alike share one answer.
-        self._predictions: dict[JobClass, WaitPrediction | None] = {}
+        self._predictions: dict[Key, WaitPrediction | None] = {}
         self._runtimes: dict[tuple[str, str, str, int, float], RuntimeEstimate] = {}
 
     def profiles(self, site: str) -> Profiles:
@@ -196,9 +223,10 @@ class SiteForecaster:
     def wait_prediction(self, job: JobNeed, site: str) -> WaitPrediction | None:
         """The wait predictor's own answer for the job at `site` (None: no history yet):
         give it back with the job's wait (`observe(..., predicted=)`) to calibrate it."""
-        key = self.job_class(job, site)
+        known = self.job_class(job, site)
+        key = prediction_key(known)
         if key not in self._predictions:
-            self._predictions[key] = self.waits.predict(key)
+            self._predictions[key] = self.waits.predict(known)
         return self._predictions[key]
 
     def forecast(self, job: JobNeed, site: str) -> Forecast:
@@ -210,6 +238,21 @@ class SiteForecaster:
         state = self._sites[site]
         self._placed.pop(site, None)  # a new forecast: the site's queue may have changed
         placed = self._place(job, site)
+        kind = _kind(job)
+        made = state.forecasts.get(kind)
+        if made is not None and made[0] == placed.likely_start \
+                and made[1] == placed.walltime_start and made[2] == state.backlog \
+                and made[3] == self.mode:  # the evaluation switches modes
+            return made[4]
+        forecast = self._forecast(job, state, placed)
+        state.forecasts[kind] = (placed.likely_start, placed.walltime_start, state.backlog,
+                                 self.mode, forecast)
+        return forecast
+
+    def _forecast(self, job: JobNeed, state: _Site, placed: _Placement) -> Forecast:
+        """The forecast itself: a function of the job's kind, its two starts, the site's
+        backlog and what the pass holds fixed (histories, rates, outcomes, mode)."""
+        site = state.name
         runtime = placed.runtime
         history = None if self.mode == PROJECTION else self.wait_prediction(job, site)
         if history is not None:

@@ -152,6 +152,13 @@ class WaitPrediction:
 Key = tuple[object, ...]
 
 
+def prediction_key(job: JobClass) -> Key:
+    """All that `WaitPredictor.predict` reads of a job (its classes, not its raw
+    projection): jobs with equal keys get equal predictions until the next `observe`."""
+    return (job.site, job.queue, size_class(job.procs), limit_class(job.time_limit),
+            wait_class(job.projected_wait), job.user)
+
+
 def _keys(job: JobClass) -> dict[str, Key | None]:
     size = size_class(job.procs)
     projection = wait_class(job.projected_wait)
