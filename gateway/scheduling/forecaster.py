@@ -120,11 +120,29 @@ def _kind(job: JobNeed) -> _Kind:
             job.output_bytes)
 
 
+class _Made:
+    """A kind of job's last forecast at a site and what it was made for: the mode, the
+    job's two starts, the site's backlog, and the profiles' `changes` when the starts
+    were last known to hold (while neither profile has changed since, they still do)."""
+
+    __slots__ = ("backlog", "forecast", "likely_changes", "likely_start", "mode",
+                 "walltime_changes", "walltime_start")
+
+    def __init__(self, mode: str, site: _Site, placed: _Placement,
+                 forecast: Forecast) -> None:
+        self.mode = mode
+        self.likely_start = placed.likely_start
+        self.walltime_start = placed.walltime_start
+        self.likely_changes = site.likely.changes
+        self.walltime_changes = site.walltime.changes
+        self.backlog = site.backlog
+        self.forecast = forecast
+
+
 class _Site:
     """A site's two profiles for the pass (built once, then only reserved on), its
     backlog: the predicted work of its running and queued jobs over its processors, and
-    per kind of job the last forecast with the (likely start, walltime start, backlog,
-    mode) it was made for."""
+    per kind of job its last forecast there (`_Made`)."""
 
     __slots__ = ("backlog", "cached", "forecasts", "likely", "name", "processors",
                  "walltime")
@@ -140,7 +158,7 @@ class _Site:
                    for procs, predicted, limit in queue.running)
         work += sum(procs * predicted for procs, predicted, _ in queue.queued)
         self.backlog = work / queue.processors
-        self.forecasts: dict[_Kind, tuple[float, float, float, str, Forecast]] = {}
+        self.forecasts: dict[_Kind, _Made] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +206,8 @@ class SiteForecaster:
         # The histories do not change during a pass: jobs alike share one answer.
         self._predictions: dict[Key, WaitPrediction | None] = {}
         self._runtimes: dict[tuple[str, str, str, int, float], RuntimeEstimate] = {}
+        self._last_job: JobNeed | None = None
+        self._last_kind: _Kind = ("", "", 0, 0.0, "", (), 0)
 
     def profiles(self, site: str) -> Profiles:
         """The site's profiles as this pass has them (before any commit: to keep)."""
@@ -237,16 +257,33 @@ class SiteForecaster:
         """
         state = self._sites[site]
         self._placed.pop(site, None)  # a new forecast: the site's queue may have changed
-        placed = self._place(job, site)
-        kind = _kind(job)
+        kind = self._kind_of(job)
         made = state.forecasts.get(kind)
-        if made is not None and made[0] == placed.likely_start \
-                and made[1] == placed.walltime_start and made[2] == state.backlog \
-                and made[3] == self.mode:  # the evaluation switches modes
-            return made[4]
+        if made is not None and made.mode == self.mode:  # the evaluation switches modes
+            if made.likely_changes != state.likely.changes \
+                    or made.walltime_changes != state.walltime.changes:
+                placed = self._place(job, site)
+                if placed.likely_start != made.likely_start \
+                        or placed.walltime_start != made.walltime_start:
+                    return self._remake(job, state, placed, kind)
+                made.likely_changes = state.likely.changes
+                made.walltime_changes = state.walltime.changes
+            if made.backlog != state.backlog:
+                made.forecast = made.forecast.with_backlog(state.backlog)
+                made.backlog = state.backlog
+            return made.forecast
+        return self._remake(job, state, self._place(job, site), kind)
+
+    def _kind_of(self, job: JobNeed) -> _Kind:
+        # A pass asks about one job at every site in turn: its kind is built once.
+        if self._last_job is not job:  # held here: its id cannot be reused meanwhile
+            self._last_job, self._last_kind = job, _kind(job)
+        return self._last_kind
+
+    def _remake(self, job: JobNeed, state: _Site, placed: _Placement, kind: _Kind
+                ) -> Forecast:
         forecast = self._forecast(job, state, placed)
-        state.forecasts[kind] = (placed.likely_start, placed.walltime_start, state.backlog,
-                                 self.mode, forecast)
+        state.forecasts[kind] = _Made(self.mode, state, placed, forecast)
         return forecast
 
     def _forecast(self, job: JobNeed, state: _Site, placed: _Placement) -> Forecast:

@@ -178,6 +178,12 @@ class QueueProfile:
             found.insert(0, (0.0, self.free_at(0.0)))
         return found
 
+    @property
+    def changes(self) -> int:
+        """How many times processors were taken (reservations, advances) since built:
+        while it stays the same, every answer does."""
+        return len(self._taken)
+
     def free_at(self, instant: float) -> int:
         """Free processors at `instant` (seconds from now)."""
         instant += self._origin
@@ -218,9 +224,11 @@ class QueueProfile:
     def _still(self, start: float, end: float, checked: int) -> bool:
         """Whether no interval taken after the first `checked` comes within a microsecond
         of [start, end) (breakpoints' clock): `_split` merges breakpoints that close."""
-        margin = 2 * _SAME
-        return all(taken_end <= start - margin or taken_start >= end + margin
-                   for taken_start, taken_end in self._taken[checked:])
+        low, high = start - 2 * _SAME, end + 2 * _SAME
+        for taken_start, taken_end in self._taken[checked:]:
+            if taken_end > low and taken_start < high:
+                return False
+        return True
 
     def _walk(self, first_block: int, procs: int, runtime: float) -> float:
         """The earliest start from block `first_block` on (see `earliest_start`)."""

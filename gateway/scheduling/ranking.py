@@ -57,6 +57,13 @@ class Forecast:
     # other applications' runs): it ranks the job, but a person is told "unknown".
     runtime_known: bool = True
 
+    def with_backlog(self, backlog: float) -> Forecast:
+        """This forecast with another `backlog`: `dataclasses.replace`, cheaper (a pass
+        gives a site's forecast again after a commit there moved only its backlog)."""
+        return Forecast(self.wait_median, self.wait_bound, self.runtime, self.staging,
+                        self.wait_quantiles, self.basis, backlog, self.calibration,
+                        self.projected_wait, self.wait_likely, self.runtime_known)
+
     @property
     def uncalibrated_median(self) -> float:
         """The median wait before the routed outcomes' factor."""

@@ -212,3 +212,10 @@ def test_forecast_at_keeps_every_other_field() -> None:
     assert given.forecast_at(forecast) == dataclasses.replace(given, forecast=forecast)
     assert [f.name for f in dataclasses.fields(Candidate)] == [
         "site", "excluded", "forecast", "quote_milli", "image", "caution", "home"]
+
+
+def test_with_backlog_keeps_every_other_field() -> None:
+    given = Forecast(1.0, 2.0, 3.0, 4.0, ((0.5, 1.0), (0.9, 2.0)), "basis", 5.0, 1.5, 6.0,
+                     0.5, False)
+    assert given.with_backlog(9.0) == dataclasses.replace(given, backlog=9.0)
+    assert len(dataclasses.fields(Forecast)) == 11  # a new field: carry it in with_backlog
