@@ -21,11 +21,13 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
 
 A pass asks every site about every job (10,000 jobs x 40 sites), yet a site changes only
 when a job is committed there and jobs repeat (a user's array, the same size and limit):
-so the pass keeps what only repeats can share. The profiles keep their starts
+so the pass keeps what repeats can share. The profiles keep their starts
 (`QueueProfile.earliest_start`), the wait predictor's answers are kept per class
-(`prediction_key`), and a site keeps each kind of job's last forecast, given again while
-its two starts, the site's backlog and the mode are the same (everything else it reads
-is fixed for the pass): the same forecasts, to the last bit, as computing each afresh.
+(`WaitPredictor.prediction_key`), and a site keeps each kind of job's last forecast:
+given again while the site's profiles have not changed, or while the job's two starts
+have not (with the backlog a commit moved replaced), in the same mode. Everything else a
+forecast reads is fixed for the pass: the same forecasts, to the last bit, as computing
+each afresh (tests/scheduling/test_recorded_pass.py).
 
 Modes (for the evaluation of what helps; production uses `COMBINED`): `HISTORY` drops
 the projection from the job class, `PROJECTION` ignores the history.
@@ -58,7 +60,6 @@ from gateway.scheduling.wait_predictor import (
     Key,
     WaitPrediction,
     WaitPredictor,
-    prediction_key,
 )
 
 COMBINED = "combined"
@@ -244,7 +245,7 @@ class SiteForecaster:
         """The wait predictor's own answer for the job at `site` (None: no history yet):
         give it back with the job's wait (`observe(..., predicted=)`) to calibrate it."""
         known = self.job_class(job, site)
-        key = prediction_key(known)
+        key = self.waits.prediction_key(known)
         if key not in self._predictions:
             self._predictions[key] = self.waits.predict(known)
         return self._predictions[key]

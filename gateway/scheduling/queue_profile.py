@@ -129,6 +129,9 @@ class QueueProfile:
         # (size, run time) the last answer (same clock) with how much of the log it has
         # been checked against (see `earliest_start`).
         self._taken: list[tuple[float, float]] = []
+        # How many times processors were taken (reservations, advances) since built:
+        # while it stays the same, every answer does (read per candidate: no property).
+        self.changes = 0
         self._kept: dict[tuple[int, float], tuple[float, int]] = {}
 
     @classmethod
@@ -177,12 +180,6 @@ class QueueProfile:
         if not found or found[0][0] > 0:
             found.insert(0, (0.0, self.free_at(0.0)))
         return found
-
-    @property
-    def changes(self) -> int:
-        """How many times processors were taken (reservations, advances) since built:
-        while it stays the same, every answer does."""
-        return len(self._taken)
 
     def free_at(self, instant: float) -> int:
         """Free processors at `instant` (seconds from now)."""
@@ -280,6 +277,7 @@ class QueueProfile:
     def _take(self, procs: int, start: float, end: float) -> None:
         """Take `procs` processors over [start, end) on the breakpoints' clock."""
         self._taken.append((start, end))
+        self.changes += 1
         self._split(end)
         b, k = self._split(start)
         touched = set()
