@@ -60,6 +60,7 @@ from gateway.scheduling.wait_predictor import (
     Key,
     WaitPrediction,
     WaitPredictor,
+    wait_class,
 )
 
 COMBINED = "combined"
@@ -126,12 +127,16 @@ class _Made:
     job's two starts, the site's backlog, and the profiles' `changes` when the starts
     were last known to hold (while neither profile has changed since, they still do)."""
 
-    __slots__ = ("backlog", "forecast", "likely_changes", "likely_start", "mode",
-                 "walltime_changes", "walltime_start")
+    __slots__ = ("backlog", "forecast", "history", "likely_changes", "likely_start", "mode",
+                 "projection", "walltime_changes", "walltime_start")
 
-    def __init__(self, mode: str, site: _Site, placed: _Placement,
-                 forecast: Forecast) -> None:
+    def __init__(self, mode: str, site: _Site, placed: _Placement, forecast: Forecast,
+                 projection: int, history: WaitPrediction | None) -> None:
         self.mode = mode
+        # The walltime start's projection class and the wait predictor's answer for it:
+        # the kind's other classes are fixed, so the same class is the same answer.
+        self.projection = projection
+        self.history = history
         self.likely_start = placed.likely_start
         self.walltime_start = placed.walltime_start
         self.likely_changes = site.likely.changes
@@ -266,14 +271,14 @@ class SiteForecaster:
                 placed = self._place(job, site)
                 if placed.likely_start != made.likely_start \
                         or placed.walltime_start != made.walltime_start:
-                    return self._remake(job, state, placed, kind)
+                    return self._remake(job, state, placed, kind, made)
                 made.likely_changes = state.likely.changes
                 made.walltime_changes = state.walltime.changes
             if made.backlog != state.backlog:
                 made.forecast = made.forecast.with_backlog(state.backlog)
                 made.backlog = state.backlog
             return made.forecast
-        return self._remake(job, state, self._place(job, site), kind)
+        return self._remake(job, state, self._place(job, site), kind, None)
 
     def _kind_of(self, job: JobNeed) -> _Kind:
         # A pass asks about one job at every site in turn: its kind is built once.
@@ -281,18 +286,24 @@ class SiteForecaster:
             self._last_job, self._last_kind = job, _kind(job)
         return self._last_kind
 
-    def _remake(self, job: JobNeed, state: _Site, placed: _Placement, kind: _Kind
-                ) -> Forecast:
-        forecast = self._forecast(job, state, placed)
-        state.forecasts[kind] = _Made(self.mode, state, placed, forecast)
+    def _remake(self, job: JobNeed, state: _Site, placed: _Placement, kind: _Kind,
+                made: _Made | None) -> Forecast:
+        projection = wait_class(placed.walltime_start) if self.mode == COMBINED else -1
+        if made is not None and made.mode == self.mode and made.projection == projection:
+            history = made.history
+        else:
+            history = None if self.mode == PROJECTION else self.wait_prediction(job, state.name)
+        forecast = self._forecast(job, state, placed, history)
+        state.forecasts[kind] = _Made(self.mode, state, placed, forecast, projection, history)
         return forecast
 
-    def _forecast(self, job: JobNeed, state: _Site, placed: _Placement) -> Forecast:
+    def _forecast(self, job: JobNeed, state: _Site, placed: _Placement,
+                  history: WaitPrediction | None) -> Forecast:
         """The forecast itself: a function of the job's kind, its two starts, the site's
-        backlog and what the pass holds fixed (histories, rates, outcomes, mode)."""
+        backlog and what the pass holds fixed (histories, rates, outcomes, mode), with
+        `history` the wait predictor's answer for the job's class (None in PROJECTION)."""
         site = state.name
         runtime = placed.runtime
-        history = None if self.mode == PROJECTION else self.wait_prediction(job, site)
         if history is not None:
             median, bound = history.median, max(history.upper_bound, history.median)
             basis = f"history {history.level} ({history.history} waits)"
