@@ -22,7 +22,7 @@ Each figure is given as wall time and as this process's CPU time: the machine is
 and under load the wall time counts other processes' turns too (the load average is
 printed with the results).
 
-    nice -n 19 .venv/bin/python benchmarks/routing_speed.py
+    nice -n 19 .venv/bin/python benchmarks/routing_speed.py [--only route_pass_40_sites]
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ LOGS = {
 PASS_SITES = ("kth", "ctc", "sdsc")
 SNAPSHOTS_PER_LOG = 25
 PASS_40_PER_LOG = 10  # 4 logs x 10 snapshots: issue 27's 40 sites
+PARTS = ("rank_100_sites", "route_pass", "route_pass_40_sites")
 HISTORY_KEPT = 1000  # waits replayed into each snapshot site's history (> the window)
 
 
@@ -236,6 +237,8 @@ def main() -> None:
     parser.add_argument("--rank-jobs", type=int, default=300)
     parser.add_argument("--traces", type=Path, default=None,
                         help="the folder of the four shared logs (default: ../shared/traces)")
+    parser.add_argument("--only", choices=PARTS, action="append", default=None,
+                        help="run only this part (repeatable; default: every part)")
     args = parser.parse_args()
     shared = args.traces or shared_dir()
     missing = [name for name in LOGS.values() if not (shared / name).is_file()]
@@ -253,13 +256,17 @@ def main() -> None:
             pending.append(need_of(log, next(stream), index))
             index += 1
     rank_jobs, pass_jobs = pending[:args.rank_jobs], pending[args.rank_jobs:][:args.pending]
-    print(json.dumps({
-        "load_average_1min": round(os.getloadavg()[0], 2),
-        "warmup_jobs_per_log": args.warmup,
-        "rank_100_sites": rank_many(walked, rank_jobs),
-        "route_pass": pass_of({n: walked[n] for n in PASS_SITES}, pass_jobs),
-        "route_pass_40_sites": pass_of(walked, pass_jobs, PASS_40_PER_LOG),
-    }, indent=2))
+    parts = {
+        "rank_100_sites": lambda: rank_many(walked, rank_jobs),
+        "route_pass": lambda: pass_of({n: walked[n] for n in PASS_SITES}, pass_jobs),
+        "route_pass_40_sites": lambda: pass_of(walked, pass_jobs, PASS_40_PER_LOG),
+    }
+    results: dict[str, Any] = {"load_average_1min": round(os.getloadavg()[0], 2),
+                               "warmup_jobs_per_log": args.warmup}
+    for name in args.only or PARTS:
+        results[name] = parts[name]()
+    results["load_average_1min_after"] = round(os.getloadavg()[0], 2)
+    print(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

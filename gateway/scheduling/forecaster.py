@@ -19,6 +19,16 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
   (`routed_outcomes.py`) when the jobs routed there lately waited longer than forecast.
 `commit` reserves the job on both profiles, so the next job of the pass sees it.
 
+A pass asks every site about every job (10,000 jobs x 40 sites), yet a site changes only
+when a job is committed there and jobs repeat (a user's array, the same size and limit):
+so the pass keeps what repeats can share. The profiles keep their starts
+(`QueueProfile.earliest_start`), the wait predictor's answers are kept per class
+(`WaitPredictor.prediction_key`), and a site keeps each kind of job's last forecast:
+given again while the site's profiles have not changed, or while the job's two starts
+have not (with the backlog a commit moved replaced), in the same mode. Everything else a
+forecast reads is fixed for the pass: the same forecasts, to the last bit, as computing
+each afresh (tests/scheduling/test_recorded_pass.py).
+
 Modes (for the evaluation of what helps; production uses `COMBINED`): `HISTORY` drops
 the projection from the job class, `PROJECTION` ignores the history.
 
@@ -45,7 +55,13 @@ from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.runtime_predictor import RuntimeEstimate, RuntimePredictor
 from gateway.scheduling.staging_estimate import TransferRates, staging_seconds
-from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
+from gateway.scheduling.wait_predictor import (
+    JobClass,
+    Key,
+    WaitPrediction,
+    WaitPredictor,
+    wait_class,
+)
 
 COMBINED = "combined"
 HISTORY = "history"
@@ -97,11 +113,45 @@ class SiteState:
 Profiles = tuple[QueueProfile, QueueProfile]
 
 
-class _Site:
-    """A site's two profiles for the pass (built once, then only reserved on), and its
-    backlog: the predicted work of its running and queued jobs over its processors."""
+# What a forecast reads of a job besides its starts (`JobNeed` but its key).
+_Kind = tuple[str, str, int, float, str, tuple[tuple[str, int], ...], int]
 
-    __slots__ = ("backlog", "cached", "likely", "name", "processors", "walltime")
+
+def _kind(job: JobNeed) -> _Kind:
+    return (job.user, job.fingerprint, job.procs, job.time_limit, job.queue, job.inputs,
+            job.output_bytes)
+
+
+class _Made:
+    """A kind of job's last forecast at a site and what it was made for: the mode, the
+    job's two starts, the site's backlog, and the profiles' `changes` when the starts
+    were last known to hold (while neither profile has changed since, they still do)."""
+
+    __slots__ = ("backlog", "forecast", "history", "likely_changes", "likely_start", "mode",
+                 "projection", "walltime_changes", "walltime_start")
+
+    def __init__(self, mode: str, site: _Site, placed: _Placement, forecast: Forecast,
+                 projection: int, history: WaitPrediction | None) -> None:
+        self.mode = mode
+        # The walltime start's projection class and the wait predictor's answer for it:
+        # the kind's other classes are fixed, so the same class is the same answer.
+        self.projection = projection
+        self.history = history
+        self.likely_start = placed.likely_start
+        self.walltime_start = placed.walltime_start
+        self.likely_changes = site.likely.changes
+        self.walltime_changes = site.walltime.changes
+        self.backlog = site.backlog
+        self.forecast = forecast
+
+
+class _Site:
+    """A site's two profiles for the pass (built once, then only reserved on), its
+    backlog: the predicted work of its running and queued jobs over its processors, and
+    per kind of job its last forecast there (`_Made`)."""
+
+    __slots__ = ("backlog", "cached", "forecasts", "likely", "name", "processors",
+                 "walltime")
 
     def __init__(self, state: SiteState, profiles: Profiles | None = None) -> None:
         queue = state.queue
@@ -114,6 +164,7 @@ class _Site:
                    for procs, predicted, limit in queue.running)
         work += sum(procs * predicted for procs, predicted, _ in queue.queued)
         self.backlog = work / queue.processors
+        self.forecasts: dict[_Kind, _Made] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +210,10 @@ class SiteForecaster:
         self.outcomes = outcomes
         self._placed: dict[str, _Placement] = {}
         # The histories do not change during a pass: jobs alike share one answer.
-        self._predictions: dict[JobClass, WaitPrediction | None] = {}
+        self._predictions: dict[Key, WaitPrediction | None] = {}
         self._runtimes: dict[tuple[str, str, str, int, float], RuntimeEstimate] = {}
+        self._last_job: JobNeed | None = None
+        self._last_kind: _Kind = ("", "", 0, 0.0, "", (), 0)
 
     def profiles(self, site: str) -> Profiles:
         """The site's profiles as this pass has them (before any commit: to keep)."""
@@ -196,9 +249,10 @@ class SiteForecaster:
     def wait_prediction(self, job: JobNeed, site: str) -> WaitPrediction | None:
         """The wait predictor's own answer for the job at `site` (None: no history yet):
         give it back with the job's wait (`observe(..., predicted=)`) to calibrate it."""
-        key = self.job_class(job, site)
+        known = self.job_class(job, site)
+        key = self.waits.prediction_key(known)
         if key not in self._predictions:
-            self._predictions[key] = self.waits.predict(key)
+            self._predictions[key] = self.waits.predict(known)
         return self._predictions[key]
 
     def forecast(self, job: JobNeed, site: str) -> Forecast:
@@ -209,9 +263,47 @@ class SiteForecaster:
         """
         state = self._sites[site]
         self._placed.pop(site, None)  # a new forecast: the site's queue may have changed
-        placed = self._place(job, site)
+        kind = self._kind_of(job)
+        made = state.forecasts.get(kind)
+        if made is not None and made.mode == self.mode:  # the evaluation switches modes
+            if made.likely_changes != state.likely.changes \
+                    or made.walltime_changes != state.walltime.changes:
+                placed = self._place(job, site)
+                if placed.likely_start != made.likely_start \
+                        or placed.walltime_start != made.walltime_start:
+                    return self._remake(job, state, placed, kind, made)
+                made.likely_changes = state.likely.changes
+                made.walltime_changes = state.walltime.changes
+            if made.backlog != state.backlog:
+                made.forecast = made.forecast.with_backlog(state.backlog)
+                made.backlog = state.backlog
+            return made.forecast
+        return self._remake(job, state, self._place(job, site), kind, None)
+
+    def _kind_of(self, job: JobNeed) -> _Kind:
+        # A pass asks about one job at every site in turn: its kind is built once.
+        if self._last_job is not job:  # held here: its id cannot be reused meanwhile
+            self._last_job, self._last_kind = job, _kind(job)
+        return self._last_kind
+
+    def _remake(self, job: JobNeed, state: _Site, placed: _Placement, kind: _Kind,
+                made: _Made | None) -> Forecast:
+        projection = wait_class(placed.walltime_start) if self.mode == COMBINED else -1
+        if made is not None and made.mode == self.mode and made.projection == projection:
+            history = made.history
+        else:
+            history = None if self.mode == PROJECTION else self.wait_prediction(job, state.name)
+        forecast = self._forecast(job, state, placed, history)
+        state.forecasts[kind] = _Made(self.mode, state, placed, forecast, projection, history)
+        return forecast
+
+    def _forecast(self, job: JobNeed, state: _Site, placed: _Placement,
+                  history: WaitPrediction | None) -> Forecast:
+        """The forecast itself: a function of the job's kind, its two starts, the site's
+        backlog and what the pass holds fixed (histories, rates, outcomes, mode), with
+        `history` the wait predictor's answer for the job's class (None in PROJECTION)."""
+        site = state.name
         runtime = placed.runtime
-        history = None if self.mode == PROJECTION else self.wait_prediction(job, site)
         if history is not None:
             median, bound = history.median, max(history.upper_bound, history.median)
             basis = f"history {history.level} ({history.history} waits)"

@@ -15,7 +15,11 @@ The step function is kept in blocks of breakpoints, each with the minimum and ma
 free count it holds and, per job size asked, a summary (its first and last step too full
 for that size, its longest run of fitting steps between them): a query reads each block
 in constant time unless the answer lies inside it, so a profile carrying thousands of
-reservations answers in tens of microseconds.
+reservations answers in tens of microseconds. An answer is kept per (size, run time)
+until a later reservation or `advance` takes processors within a microsecond of its
+interval (reservations only take processors, so an earlier start cannot open up, and
+the walk would find the same start again): a routing pass asks each site the same few
+questions for thousands of jobs and commits only a few of them there.
 """
 
 from __future__ import annotations
@@ -121,6 +125,14 @@ class QueueProfile:
         self._cache: list[dict[int, tuple[int, int, float]]] = [{} for _ in self._times]
         # Where "now" lies on the breakpoints' clock (`advance` moves it; 0 when built).
         self._origin = 0.0
+        # Every interval taken since built, in order (breakpoints' clock), and per
+        # (size, run time) the last answer (same clock) with how much of the log it has
+        # been checked against (see `earliest_start`).
+        self._taken: list[tuple[float, float]] = []
+        # How many times processors were taken (reservations, advances) since built:
+        # while it stays the same, every answer does (read per candidate: no property).
+        self.changes = 0
+        self._kept: dict[tuple[int, float], tuple[float, int]] = {}
 
     @classmethod
     def project(cls, state: QueueState, limits_as_runtimes: bool = False) -> QueueProfile:
@@ -180,6 +192,17 @@ class QueueProfile:
         """Seconds from now at which a new job of `procs` for `runtime` s can start."""
         if not 0 < procs <= self.processors:
             raise ValueError(f"a job on this site needs 1 to {self.processors} processors")
+        kept = self._kept.get((procs, runtime))
+        if kept is not None:
+            start, checked = kept
+            taken = len(self._taken)
+            # Nothing taken near the answer since: the walk below would return it again
+            # (and leave its entry in `_answers` as it is).
+            if checked == taken:
+                return start - self._origin
+            if self._still(start, start + runtime, checked):
+                self._kept[procs, runtime] = (start, taken)
+                return start - self._origin
         # Reservations only take processors away, so an earlier answer for this size and
         # a runtime no longer than this one is a lower bound: the walk starts at it.
         known = self._answers.setdefault(procs, ([], []))
@@ -192,7 +215,17 @@ class QueueProfile:
         else:
             known[0].insert(index, runtime)
             known[1].insert(index, start)
+        self._kept[procs, runtime] = (start, len(self._taken))
         return start - self._origin
+
+    def _still(self, start: float, end: float, checked: int) -> bool:
+        """Whether no interval taken after the first `checked` comes within a microsecond
+        of [start, end) (breakpoints' clock): `_split` merges breakpoints that close."""
+        low, high = start - 2 * _SAME, end + 2 * _SAME
+        for taken_start, taken_end in self._taken[checked:]:
+            if taken_end > low and taken_start < high:
+                return False
+        return True
 
     def _walk(self, first_block: int, procs: int, runtime: float) -> float:
         """The earliest start from block `first_block` on (see `earliest_start`)."""
@@ -243,6 +276,8 @@ class QueueProfile:
 
     def _take(self, procs: int, start: float, end: float) -> None:
         """Take `procs` processors over [start, end) on the breakpoints' clock."""
+        self._taken.append((start, end))
+        self.changes += 1
         self._split(end)
         b, k = self._split(start)
         touched = set()

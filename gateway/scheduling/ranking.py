@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from gateway.scheduling.policies import registry
@@ -56,6 +56,13 @@ class Forecast:
     # False when `runtime` is no prediction from this application's runs (the time limit,
     # other applications' runs): it ranks the job, but a person is told "unknown".
     runtime_known: bool = True
+
+    def with_backlog(self, backlog: float) -> Forecast:
+        """This forecast with another `backlog`: `dataclasses.replace`, cheaper (a pass
+        gives a site's forecast again after a commit there moved only its backlog)."""
+        return Forecast(self.wait_median, self.wait_bound, self.runtime, self.staging,
+                        self.wait_quantiles, self.basis, backlog, self.calibration,
+                        self.projected_wait, self.wait_likely, self.runtime_known)
 
     @property
     def uncalibrated_median(self) -> float:
@@ -110,6 +117,12 @@ class Candidate:
     # where its owner's jobs ran last in production). A job leaves home only for a gain
     # its forecasts can vouch for (policies/home_guard.py).
     home: bool = False
+
+    def forecast_at(self, forecast: Forecast) -> Candidate:
+        """This candidate with `forecast`: `dataclasses.replace`, at a tenth of its cost
+        (a routing pass makes one per job and site)."""
+        return Candidate(self.site, self.excluded, forecast, self.quote_milli, self.image,
+                         self.caution, self.home)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +218,7 @@ def route_pass(jobs: Iterable[JobT], exclusions: Callable[[JobT], Sequence[Candi
     for job in jobs:
         policy, hedge, deadline = policy_of(job)
         candidates = [c if c.excluded is not None
-                      else replace(c, forecast=forecaster.forecast(job, c.site))
+                      else c.forecast_at(forecaster.forecast(job, c.site))
                       for c in exclusions(job)]
         decision = rank(candidates, policy, hedge, deadline)
         for site in decision.chosen:

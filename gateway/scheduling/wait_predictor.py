@@ -267,6 +267,15 @@ class WaitPredictor:
             return None
         return median[1], median[2], likely[1]
 
+    def prediction_key(self, job: JobClass) -> Key:
+        """All that `predict` reads of a job: its classes, not its raw projection, and its
+        user only where the site holds waits of theirs (every observation with a user
+        feeds the site/user class, and histories are never dropped). Jobs with equal
+        keys get equal predictions until the next `observe`."""
+        user = job.user if ("u", job.site, job.user) in self._histories else None
+        return (job.site, job.queue, size_class(job.procs), limit_class(job.time_limit),
+                wait_class(job.projected_wait), user)
+
     def scale(self, site: str) -> float:
         """The site's calibration factor on 1 + wait (1 until outcomes are fed back)."""
         return math.exp(self._log_scale.get(site, 0.0))

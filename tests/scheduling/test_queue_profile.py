@@ -184,3 +184,33 @@ def test_an_advanced_profile_is_the_profile_of_its_queue_that_much_later(seed: i
             old.reserve(procs, start, runtime)
             new.reserve(procs, start, runtime)
         assert old.free_at(0.0) == new.free_at(0.0)
+
+
+def test_kept_starts_are_the_walks_own() -> None:
+    # Two profiles of one queue take the same reservations and advances; one keeps its
+    # starts between queries, the other forgets them before each (the walk, as before
+    # the starts were kept). Every answer must agree, kept or walked again.
+    rng = random.Random(11)
+    state = QueueState(64, running=tuple((rng.choice((1, 4, 16)), rng.uniform(1, 900),
+                                          1000.0) for _ in range(10)),
+                       queued=tuple((rng.choice((1, 8, 32, 64)), rng.uniform(10, 600),
+                                     rng.choice((600.0, 1200.0))) for _ in range(60)))
+    kept, walked = QueueProfile.project(state), QueueProfile.project(state)
+    questions = [(rng.choice((1, 2, 8, 16, 32, 64)), rng.choice((30.0, 60.0, 300.0, 900.0)))
+                 for _ in range(12)]
+    hits = 0
+    for step in range(3000):
+        procs, runtime = rng.choice(questions)
+        before = kept._kept.get((procs, runtime))
+        start = kept.earliest_start(procs, runtime)
+        hits += before is not None and kept._kept[procs, runtime][0] == before[0]
+        walked._kept.clear()
+        assert start == walked.earliest_start(procs, runtime), step
+        if rng.random() < 0.1:
+            for profile in (kept, walked):
+                profile.reserve(procs, start, runtime)
+        elif rng.random() < 0.01:
+            later = rng.uniform(0, 50)
+            for profile in (kept, walked):
+                profile.advance(later)
+    assert hits > 1000

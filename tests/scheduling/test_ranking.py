@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gateway.scheduling.policies.cheapest import CHEAPEST
@@ -201,3 +203,19 @@ def test_route_pass_jobs_see_each_others_load() -> None:
                         QueueLength(), lambda job: (FASTEST, 1, None))
     # Alone, every job would go to the idle 'x'; in one pass the second sees the first.
     assert [r.decision.chosen for r in routed] == [("x",), ("y",), ("x",)]
+
+
+def test_forecast_at_keeps_every_other_field() -> None:
+    # route_pass's fast `replace`: a field added to Candidate must be carried too.
+    given = Candidate("a", None, None, 1200, "img", "last resort", True)
+    forecast = Forecast(1.0, 2.0, 3.0, 4.0)
+    assert given.forecast_at(forecast) == dataclasses.replace(given, forecast=forecast)
+    assert [f.name for f in dataclasses.fields(Candidate)] == [
+        "site", "excluded", "forecast", "quote_milli", "image", "caution", "home"]
+
+
+def test_with_backlog_keeps_every_other_field() -> None:
+    given = Forecast(1.0, 2.0, 3.0, 4.0, ((0.5, 1.0), (0.9, 2.0)), "basis", 5.0, 1.5, 6.0,
+                     0.5, False)
+    assert given.with_backlog(9.0) == dataclasses.replace(given, backlog=9.0)
+    assert len(dataclasses.fields(Forecast)) == 11  # a new field: carry it in with_backlog

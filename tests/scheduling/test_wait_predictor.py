@@ -309,3 +309,21 @@ def test_the_likely_wait_comes_from_its_own_best_source() -> None:
     assert prediction is not None and prediction.likely == 600.0
     slow = predictor.predict(other)
     assert slow is not None and slow.likely is not None and abs(slow.likely - 7200.0) <= 600
+
+
+def test_prediction_key_drops_a_user_the_site_has_no_waits_of() -> None:
+    # Jobs with equal keys must get equal predictions: a user without waits at the site
+    # is predicted as a job without a user; one with waits is not.
+    waits = WaitPredictor()
+    rng = random.Random(5)
+    for _ in range(300):
+        waits.observe(JobClass("a", "q", 4, 3600.0, rng.uniform(0, 900), "ann"),
+                      rng.uniform(0, 4000))
+        waits.observe(JobClass("a", "q", 4, 3600.0, rng.uniform(0, 900)),
+                      rng.uniform(0, 400))
+    stranger, nobody, ann = (JobClass("a", "q", 4, 3600.0, 100.0, user)
+                             for user in ("bob", None, "ann"))
+    assert waits.prediction_key(stranger) == waits.prediction_key(nobody)
+    assert waits.predict(stranger) == waits.predict(nobody)
+    assert waits.prediction_key(ann) != waits.prediction_key(nobody)
+    assert waits.predict(ann) != waits.predict(nobody)
