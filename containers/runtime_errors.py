@@ -12,7 +12,9 @@
   message, and `: STRERROR (FILE.c:LINE ERRNO)`; when every rank's tail was split from
   its head (seen once in 2 ranks), only cut-short messages are left. Each rank stops at
   its first error, so when the stderr holds exactly one such tail, it is theirs and its
-  STRERROR completes the message.
+  STRERROR completes the message. A rank that joins its peers' container (`--join`) and
+  finds their first rank already gone says `join: no PID N: ...`: that is the other rank's
+  failure seen from outside, so any other message is the cause before it.
 
 `runtime_failure` gives the first such message, without colour codes, source location or
 other control characters, at most MAX_CHARS long; None when no line has either form. The
@@ -30,6 +32,7 @@ _SYLOG_FATAL = re.compile(r"FATAL: {3}(?P<message>\S.*)")
 _CH_RUN_ERROR = re.compile(r"ch-run\[\d+\]: error: (?P<message>.+?)"
                            r"(?P<where> \([\w.-]+\.c:\d+(?: \d+)?\))?")
 _PIECES = re.compile(r"\r?\n|(?=ch-run\[\d+\]: )")
+_CH_RUN_PEER_GONE = re.compile(r"join: no PID \d+: ")
 _CH_RUN_ERRNO_TAIL = re.compile(r": (?P<error>[^:\n()]+) \([\w.-]+\.c:\d+ \d+\)")
 
 
@@ -40,18 +43,21 @@ def _clean(message: str) -> str:
 
 def runtime_failure(stderr: str) -> str | None:
     """The runtime's own words for why it stopped, if `stderr` holds them (see module)."""
-    cut_short = None
+    cut_short = peer_gone = None
     stderr = _ANSI.sub("", stderr)
     for piece in _PIECES.split(stderr):
         line = piece.rstrip()
         if match := _SYLOG_FATAL.fullmatch(line):
             return _clean(match["message"])
         if match := _CH_RUN_ERROR.fullmatch(line):
-            if match["where"]:
+            if _CH_RUN_PEER_GONE.match(match["message"]):
+                peer_gone = peer_gone or match["message"]
+            elif match["where"]:
                 return _clean(f"ch-run: {match['message']}")
-            cut_short = cut_short or match["message"]
+            else:
+                cut_short = cut_short or match["message"]
     if cut_short is None:
-        return None
+        return None if peer_gone is None else _clean(f"ch-run: {peer_gone}")
     tails = {tail.group(): tail["error"] for tail in _CH_RUN_ERRNO_TAIL.finditer(stderr)}
     if len(tails) == 1:
         cut_short += f": {tails.popitem()[1]}"

@@ -216,4 +216,5 @@ def test_a_runtime_that_cannot_start_the_program_says_why_in_the_reason(
     job = gw.until_final(job_id, deadline=300)
     assert job["state"] == "FAILED" and job["exit_code"] != 0, job
     assert ("container runtime: ch-run: can't execve(2): /opt/app/not-in-the-image: "
-            "No such file or directory") in job["reason"], job
+            "No such file or directory") in job["reason"], (job["reason"],
+                                                          gw.output(job_id, "stderr"))
