@@ -55,8 +55,9 @@ def test_a_job_leaves_home_only_when_the_gain_clears_the_bound() -> None:
     assert [c.site for c in decision.candidates] == ["home", "risky"]
     assert decision.why == ("Site 'home' is the job's home (18 min); 'risky' is predicted "
                             "sooner (3 min) but its 95% bound (35 min) does not beat home.")
-    # A bound under home's median clears the guard.
-    sure = Candidate("sure", forecast=fc(100, 900))
+    # A bound under home's median clears the guard (where the job starts at once even if
+    # every job there runs to its limit: home_guard.delays_no_one).
+    sure = Candidate("sure", forecast=Forecast(100, 900, 100.0, 0.0, projected_wait=0.0))
     assert rank([sure, home]).chosen == ("sure",)
     # No home among the open sites (it cannot take the job): nothing to guard.
     assert rank([risky, Candidate("home", "too small", home=True)]).chosen == ("risky",)
