@@ -16,9 +16,7 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
   of the +-10 min window the start most probably falls in), else the live median;
 - staging: `staging_estimate.staging_seconds` over the measured transfer rates;
 - calibration: the median wait scaled by the site's factor for its routed outcomes
-  (`routed_outcomes.py`) when the jobs routed there lately waited longer than forecast;
-- hosting: whether the site takes jobs from other homes now (`hosted_harm.py`), from how
-  much the jobs routed into it lately delay its own users (`home_wait`).
+  (`routed_outcomes.py`) when the jobs routed there lately waited longer than forecast.
 `commit` reserves the job on both profiles, so the next job of the pass sees it.
 
 Modes (for the evaluation of what helps; production uses `COMBINED`): `HISTORY` drops
@@ -34,8 +32,7 @@ One forecaster per routing pass (its profiles are that pass's snapshots):
 
 Whoever records a started job's wait in `waits` records it in the class the job had
 when it was routed (`job_class`), so that histories and forecasts are conditioned
-alike, and gives back the prediction it had (`wait_prediction`) to calibrate the bound;
-for a job committed at its home, it gives `home_wait` to the site's `HostedHarm`.
+alike, and gives back the prediction it had (`wait_prediction`) to calibrate the bound.
 """
 
 from __future__ import annotations
@@ -43,7 +40,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gateway.scheduling.hosted_harm import HostedHarm
 from gateway.scheduling.queue_profile import QueueProfile, QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routed_outcomes import RoutedOutcomes
@@ -89,14 +85,11 @@ class JobNeed:
 
 @dataclass(frozen=True, slots=True)
 class SiteState:
-    """One site at the start of a pass: its queue, the input sources it has cached and,
-    when the queue holds jobs routed in from other homes (guests), the queue without
-    them (`own`; None: no guest known)."""
+    """One site at the start of a pass: its queue and the input sources it has cached."""
 
     name: str
     queue: QueueState
     cached: frozenset[str] = frozenset()
-    own: QueueState | None = None
 
 
 # A site's (likely, walltime) profiles, built by a forecaster or kept from an earlier
@@ -108,14 +101,11 @@ class _Site:
     """A site's two profiles for the pass (built once, then only reserved on), and its
     backlog: the predicted work of its running and queued jobs over its processors."""
 
-    __slots__ = ("_own_likely", "backlog", "cached", "likely", "name", "own", "processors",
-                 "walltime")
+    __slots__ = ("backlog", "cached", "likely", "name", "processors", "walltime")
 
     def __init__(self, state: SiteState, profiles: Profiles | None = None) -> None:
         queue = state.queue
         self.name = state.name
-        self.own = state.own
-        self._own_likely: QueueProfile | None = None
         self.cached = state.cached
         self.processors = queue.processors
         self.likely, self.walltime = profiles if profiles is not None else (
@@ -124,12 +114,6 @@ class _Site:
                    for procs, predicted, limit in queue.running)
         work += sum(procs * predicted for procs, predicted, _ in queue.queued)
         self.backlog = work / queue.processors
-
-    def own_likely(self) -> QueueProfile | None:
-        """The likely profile of the queue without its guests (built at first need)."""
-        if self.own is not None and self._own_likely is None:
-            self._own_likely = QueueProfile.project(self.own)
-        return self._own_likely
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +138,6 @@ class SiteForecaster:
         mode: str = COMBINED,
         outcomes: RoutedOutcomes | None = None,
         profiles: Mapping[str, Profiles] | None = None,
-        harm: HostedHarm | None = None,
     ) -> None:
         """Build each site's profiles from its snapshot (once per routing pass).
 
@@ -163,8 +146,7 @@ class SiteForecaster:
         transfers and the 10 MB/s fallback; `outcomes` (read, never fed) calibrates each
         site's medians on how the jobs routed there lately waited; `profiles`, a site's
         profiles kept from an earlier pass whose queue has not changed since (the
-        simulator keeps them: a projection per site and pass is most of its time);
-        `harm` (read, never fed) says which sites take guests now.
+        simulator keeps them: a projection per site and pass is most of its time).
         """
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")
@@ -175,7 +157,6 @@ class SiteForecaster:
         self.rates = rates if rates is not None else TransferRates()
         self.mode = mode
         self.outcomes = outcomes
-        self.harm = harm
         self._placed: dict[str, _Placement] = {}
         # The histories do not change during a pass: jobs alike share one answer.
         self._predictions: dict[JobClass, WaitPrediction | None] = {}
@@ -262,22 +243,7 @@ class SiteForecaster:
                         f"{basis}; run time: {runtime.basis}", state.backlog, factor,
                         placed.walltime_start if self.mode == COMBINED else None,
                         history.likely if history is not None and history.likely is not None
-                        else median, runtime.known,
-                        hosts=self.harm.hosts(site) if self.harm is not None else True)
-
-    def home_wait(self, job: JobNeed, site: str) -> tuple[float, float]:
-        """The job's likely wait at its home `site` and the part of it the guests there
-        cause: its likely start on the queue as it is less that on the queue without them
-        (0 when the site has none). Call it for a job about to be committed at its home,
-        before `commit`: the job is reserved on the guest-free profile, so that the next
-        home job of the pass sees it there too."""
-        placed = self._place(job, site)
-        own = self._sites[site].own_likely()
-        if own is None:
-            return placed.likely_start, 0.0
-        alone = own.earliest_start(job.procs, placed.runtime.seconds)
-        own.reserve(job.procs, alone, placed.runtime.seconds)
-        return placed.likely_start, max(placed.likely_start - alone, 0.0)
+                        else median, runtime.known)
 
     def commit(self, job: JobNeed, site: str) -> None:
         """The job will queue at `site`: reserve it on both of the site's profiles."""

@@ -56,9 +56,6 @@ class Forecast:
     # False when `runtime` is no prediction from this application's runs (the time limit,
     # other applications' runs): it ranks the job, but a person is told "unknown".
     runtime_known: bool = True
-    # False when the site's own users were lately delayed by the jobs routed into it
-    # beyond tolerance (hosted_harm.py): it takes no job from another home for now.
-    hosts: bool = True
 
     @property
     def uncalibrated_median(self) -> float:

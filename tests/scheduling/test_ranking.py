@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gateway.scheduling.policies.cheapest import CHEAPEST
@@ -202,3 +204,24 @@ def test_route_pass_jobs_see_each_others_load() -> None:
                         QueueLength(), lambda job: (FASTEST, 1, None))
     # Alone, every job would go to the idle 'x'; in one pass the second sees the first.
     assert [r.decision.chosen for r in routed] == [("x",), ("y",), ("x",)]
+
+
+def test_a_guest_goes_only_where_it_starts_at_once_even_at_every_limit() -> None:
+    home = Candidate("home", forecast=Forecast(5000, 9000, 100.0, 0.0, projected_wait=5000),
+                     home=True)
+    # Sooner by far, bound and all, but it would queue 60 s at "busy" (every job there
+    # running to its limit): ahead of whatever busy's own users submit next.
+    busy = Candidate("busy", forecast=Forecast(0, 10, 100.0, 0.0, projected_wait=60.0))
+    decision = rank([busy, home])
+    assert decision.chosen == ("home",)
+    assert decision.why.endswith("but the job would queue there ahead of its own users' "
+                                 "next jobs.")
+    # A site that does not welcome the job ranks behind home; the next one away may lead.
+    idle = Candidate("idle", forecast=Forecast(20, 40, 100.0, 0.0, projected_wait=0.0))
+    decision = rank([busy, idle, home])
+    assert [c.site for c in decision.candidates] == ["idle", "home", "busy"]
+    # Without a walltime projection, the median wait says whether it would queue.
+    assert rank([Candidate("idle", forecast=fc(0, 10)), home]).chosen == ("idle",)
+    assert rank([Candidate("busy", forecast=fc(1, 10)), home]).chosen == ("home",)
+    # At its home a job may queue: the rule keeps out only guests.
+    assert rank([replace(busy, home=True), idle]).chosen == ("busy",)

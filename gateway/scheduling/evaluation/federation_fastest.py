@@ -10,9 +10,7 @@ snapshot is what a router can know: running jobs (processors, time since their s
 requested time) and queued jobs (processors, requested time), each with the run time
 predicted for it when it was routed. The predictors are fed as a gateway feeds them: a
 wait when a job starts (`WaitPredictor.observe`, with the walltime projection the job
-had at its site when routed), a run time when a job ends (`RuntimePredictor.observe`),
-and, when a job is routed to its home, its likely wait there and the part of it the
-guests there cause (`HostedHarm.observe`; a guest: a job from another log's site).
+had at its site when routed), a run time when a job ends (`RuntimePredictor.observe`).
 A job's real run time never reaches them before it has ended.
 
 Log identities: a user is (origin log, user number), an application (origin log,
@@ -28,7 +26,6 @@ from dataclasses import dataclass
 
 from gateway.scheduling.evaluation.federation import Policy, SiteView, TraceJob, eligible
 from gateway.scheduling.forecaster import COMBINED, JobNeed, Profiles, SiteForecaster, SiteState
-from gateway.scheduling.hosted_harm import HostedHarm
 from gateway.scheduling.policies.fastest import FASTEST
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Candidate, Forecast, route_pass
@@ -67,12 +64,10 @@ class _Recording:
     site chosen for it (needed later: its snapshot entry, its wait's history class)."""
 
     def __init__(self, inner: SiteForecaster, runtimes: dict[str, float],
-                 given: dict[str, _Given], homes: dict[str, str], harm: HostedHarm) -> None:
+                 given: dict[str, _Given]) -> None:
         self.inner = inner
         self.runtimes = runtimes
         self.given = given
-        self.homes = homes  # job key -> its home site's name
-        self.harm = harm
         self._medians: dict[tuple[str, str], float] = {}
 
     def forecast(self, job: JobNeed, site: str) -> Forecast:
@@ -86,10 +81,6 @@ class _Recording:
         self.given[job.key] = _Given(self.inner.job_class(job, site),
                                      self.inner.wait_prediction(job, site),
                                      self._medians.pop((job.key, site)))
-        if self.homes.get(job.key) == site:
-            # At once, not when it starts: a site filling with guests must close before
-            # its own users' waits (hours, when it matters) would show it.
-            self.harm.observe(site, *self.inner.home_wait(job, site))
         self.runtimes[job.key] = self.inner.runtime(job, site).seconds
         self.inner.commit(job, site)
 
@@ -112,12 +103,6 @@ def _expiry(queue: QueueState) -> float:
                 for _, predicted, limit in queue.running), default=math.inf)
 
 
-def _hosting(site: SiteView) -> bool:
-    """Whether the site runs or queues a job from another log's site (a guest)."""
-    return any(job.origin != site.index for job, _ in site.running()) or \
-        any(job.origin != site.index for job in site.queued())
-
-
 class Ranked(Policy):
     """The registered routing policy called `policy`, one pass per arrival instant;
     `mode` is the forecaster's (production: `combined`)."""
@@ -128,7 +113,6 @@ class Ranked(Policy):
         self.waits = WaitPredictor()
         self.runtimes = RuntimePredictor()
         self.outcomes = RoutedOutcomes()
-        self.harm = HostedHarm()
         self._names: list[str] = []
         self._predicted: dict[str, float] = {}  # predicted run time at the chosen site
         # What routing predicted at the chosen site, fed back when the job starts.
@@ -157,21 +141,17 @@ class Ranked(Policy):
         """Route the instant's jobs in one `route_pass`."""
         self._names = [site.name for site in sites]
         index = {site.name: site.index for site in sites}
-        states = [SiteState(site.name, self._snapshot(site, now),
-                            own=self._snapshot(site, now, own=True) if _hosting(site) else None)
-                  for site in sites]
+        states = [SiteState(site.name, self._snapshot(site, now)) for site in sites]
         kept = self._keep(now, sites)
         inner = SiteForecaster(states, self.waits, self.runtimes, mode=self.mode,
-                               outcomes=self.outcomes, profiles=kept, harm=self.harm)
+                               outcomes=self.outcomes, profiles=kept)
         for site, state in zip(sites, states, strict=True):
             if site.name not in kept:
                 self._kept[site.index] = _Kept(self._versions.get(site.index, 0), now,
                                                now + _expiry(state.queue),
                                                inner.profiles(site.name))
+        forecaster = _Recording(inner, self._predicted, self._given)
         needs = {_key(job): job for job in jobs}
-        forecaster = _Recording(inner, self._predicted, self._given,
-                                {key: sites[job.origin].name for key, job in needs.items()},
-                                self.harm)
 
         def exclusions(need: JobNeed) -> list[Candidate]:
             job = needs[need.key]
@@ -196,14 +176,13 @@ class Ranked(Policy):
     def _changed(self, site: int) -> None:
         self._versions[site] = self._versions.get(site, 0) + 1
 
-    def _snapshot(self, site: SiteView, now: float, own: bool = False) -> QueueState:
-        """The site's queue; with `own`, without the jobs from other logs' sites."""
+    def _snapshot(self, site: SiteView, now: float) -> QueueState:
         predicted = self._predicted
         running = tuple(
             (job.procs, start + predicted[_key(job)] - now, start + job.requested - now)
-            for job, start in site.running() if not own or job.origin == site.index)
+            for job, start in site.running())
         queued = tuple((job.procs, predicted[_key(job)], job.requested)
-                       for job in site.queued() if not own or job.origin == site.index)
+                       for job in site.queued())
         return QueueState(site.processors, running, queued)
 
     def started(self, job: TraceJob, site: int, start: float) -> None:
