@@ -6,7 +6,7 @@ a profile's reservations miss them): the caches must not move a decision or a fo
 Jobs repeat (few users, applications, sizes and limits) so that the caches are hit, and
 sites get commits between repeats so that they are invalidated too. Regenerate only for
 a change that is meant to move decisions, and from a router without the caches (the
-recording now in place: commit 8da9067, the guest rule, with this module copied in):
+recording now in place: commit f7b7656, the guest rule, with this module copied in):
 
     PYTHONPATH=. python -m tests.scheduling.recorded_pass | gzip -9 \
         > tests/scheduling/data/recorded_pass.json.gz
