@@ -1,12 +1,11 @@
 """A small deterministic federation and its routing pass, as plain data.
 
 `test_recorded_pass.py` compares the pass with `data/recorded_pass.json.gz`, written by
-the router without its per-pass caches (forecasts shared by jobs alike, starts kept while
-a profile's reservations miss them): the caches must not move a decision or a forecast.
+the router before its per-pass caches (forecasts shared by jobs alike, starts kept while a
+profile's reservations miss them): the caches must not move a decision or a forecast.
 Jobs repeat (few users, applications, sizes and limits) so that the caches are hit, and
 sites get commits between repeats so that they are invalidated too. Regenerate only for
-a change that is meant to move decisions, and from a router without the caches (the
-recording now in place: commit f7b7656, the guest rule, with this module copied in):
+a change that is meant to move decisions:
 
     PYTHONPATH=. python -m tests.scheduling.recorded_pass | gzip -9 \
         > tests/scheduling/data/recorded_pass.json.gz

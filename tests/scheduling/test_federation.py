@@ -196,21 +196,19 @@ def test_fastest_golden_schedule() -> None:
     # with predicted run times, and with no finished runs a prediction is the request.
     # 0:  A1 (4p) A or B, both idle: 100 s either way, the name breaks the tie -> A.
     #     B1 fits only B.
-    # 5:  B2 (2p, 20 s): A frees at 100, B at 300, C is idle -> C, starts at once: a guest
-    #     there, but one that delays no one (home_guard.delays_no_one).
-    # 10: A2 (2p, 60 s): C frees when B2's predicted 20 s end, 75 s to completion at C
-    #     against 150 at A, but it would queue at C ahead of C's own next jobs -> stays
-    #     home, behind A1 (starts at 100).
-    # 15: C1 (2p, 50 s), C's own: behind B2 alone (it really ends at 25): waits 10 s. With
-    #     A2 queued ahead of it at C, it waited 60.
-    # 20: A3 (4p, 40 s): A in 80 + 40 against B in 280 + 40 -> A; A2 and A3 are the
-    #     queue there: A3 starts when A2 really ends, 150.
-    # 30: A4 (1p, 10 s): sooner at C (C1 ends at 75) but it would queue there -> A, where
-    #     it backfills beside A2 at 100.
+    # 5:  B2 (2p, 20 s): A frees at 100, B at 300, C is idle -> C, starts at once.
+    # 10: A2 (2p, 60 s): C frees when B2's predicted 20 s end (15 s from now): 75 s to
+    #     completion at C against 150 at A -> C; B2 really ends at 25, A2 starts then.
+    # 15: C1 (2p, 50 s): at C behind B2 (10 s left) and A2 (60): starts in 70, done in
+    #     120; at A: A1's 85 s left + 50 = 135 -> C.
+    # 20: A3 (4p, 40 s): A in 80 + 40 against B in 280 + 40 -> A; starts when A1 ends, 100.
+    # 30: A4 (1p, 10 s): A: A1 70 s left, then A3 40 s on all 4: starts in 110, done in
+    #     120. C: A2 (predicted end 85, 55 s left), then C1 50 s: starts in 105, done in
+    #     115 -> C. A2 really ends at 75, C1 runs 75-115 (40 s), A4 115-125.
     # 35: B3 fits only B: starts when B1 ends, 200.
     assert schedule(simulate(Fastest())) == {
-        "A1": ("A", 0), "A2": ("A", 90), "A3": ("A", 130), "A4": ("A", 70),
-        "B1": ("B", 0), "B2": ("C", 0), "B3": ("B", 165), "C1": ("C", 10)}
+        "A1": ("A", 0), "A2": ("C", 15), "A3": ("A", 80), "A4": ("C", 85),
+        "B1": ("B", 0), "B2": ("C", 0), "B3": ("B", 165), "C1": ("C", 60)}
 
 
 def two_sites(first_runtime: float) -> list[Record]:

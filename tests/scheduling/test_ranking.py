@@ -57,9 +57,8 @@ def test_a_job_leaves_home_only_when_the_gain_clears_the_bound() -> None:
     assert [c.site for c in decision.candidates] == ["home", "risky"]
     assert decision.why == ("Site 'home' is the job's home (18 min); 'risky' is predicted "
                             "sooner (3 min) but its 95% bound (35 min) does not beat home.")
-    # A bound under home's median clears the guard (where the job starts at once even if
-    # every job there runs to its limit: home_guard.delays_no_one).
-    sure = Candidate("sure", forecast=Forecast(100, 900, 100.0, 0.0, projected_wait=0.0))
+    # A bound under home's median clears the guard.
+    sure = Candidate("sure", forecast=fc(100, 900))
     assert rank([sure, home]).chosen == ("sure",)
     # No home among the open sites (it cannot take the job): nothing to guard.
     assert rank([risky, Candidate("home", "too small", home=True)]).chosen == ("risky",)
@@ -220,24 +219,3 @@ def test_with_backlog_keeps_every_other_field() -> None:
                      0.5, False)
     assert given.with_backlog(9.0) == dataclasses.replace(given, backlog=9.0)
     assert len(dataclasses.fields(Forecast)) == 11  # a new field: carry it in with_backlog
-
-
-def test_a_guest_goes_only_where_it_starts_at_once_even_at_every_limit() -> None:
-    home = Candidate("home", forecast=Forecast(5000, 9000, 100.0, 0.0, projected_wait=5000),
-                     home=True)
-    # Sooner by far, bound and all, but it would queue 60 s at "busy" (every job there
-    # running to its limit): ahead of whatever busy's own users submit next.
-    busy = Candidate("busy", forecast=Forecast(0, 10, 100.0, 0.0, projected_wait=60.0))
-    decision = rank([busy, home])
-    assert decision.chosen == ("home",)
-    assert decision.why.endswith("but the job would queue there ahead of its own users' "
-                                 "next jobs.")
-    # A site that does not welcome the job ranks behind home; the next one away may lead.
-    idle = Candidate("idle", forecast=Forecast(20, 40, 100.0, 0.0, projected_wait=0.0))
-    decision = rank([busy, idle, home])
-    assert [c.site for c in decision.candidates] == ["idle", "home", "busy"]
-    # Without a walltime projection, the median wait says whether it would queue.
-    assert rank([Candidate("idle", forecast=fc(0, 10)), home]).chosen == ("idle",)
-    assert rank([Candidate("busy", forecast=fc(1, 10)), home]).chosen == ("home",)
-    # At its home a job may queue: the rule keeps out only guests.
-    assert rank([dataclasses.replace(busy, home=True), idle]).chosen == ("busy",)
