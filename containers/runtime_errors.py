@@ -14,7 +14,10 @@
   its first error, so when the stderr holds exactly one such tail, it is theirs and its
   STRERROR completes the message. A rank that joins its peers' container (`--join`) and
   finds their first rank already gone says `join: no PID N: ...`: that is the other rank's
-  failure seen from outside, so any other message is the cause before it.
+  failure seen from outside, so any other message is the cause before it. When rank A
+  wrote its header and `error: `, then rank B its own, A's message lands glued before B's
+  on B's line (`MSGMSG: STRERROR`); ranks fail alike, so a message that is one text
+  repeated is that text once.
 
 `runtime_failure` gives the first such message, without colour codes, source location or
 other control characters, at most MAX_CHARS long; None when no line has either form. The
@@ -33,12 +36,19 @@ _CH_RUN_ERROR = re.compile(r"ch-run\[\d+\]: error: (?P<message>.+?)"
                            r"(?P<where> \([\w.-]+\.c:\d+(?: \d+)?\))?")
 _PIECES = re.compile(r"\r?\n|(?=ch-run\[\d+\]: )")
 _CH_RUN_PEER_GONE = re.compile(r"join: no PID \d+: ")
+_REPEATED = re.compile(r"(?P<text>.+?)(?P=text)+(?P<error>: [^:]+)?")
 _CH_RUN_ERRNO_TAIL = re.compile(r": (?P<error>[^:\n()]+) \([\w.-]+\.c:\d+ \d+\)")
 
 
 def _clean(message: str) -> str:
     message = _CONTROL.sub("", message).strip()
     return message if len(message) <= MAX_CHARS else message[:MAX_CHARS - 3] + "..."
+
+
+def _ch_run(message: str) -> str:
+    if repeated := _REPEATED.fullmatch(message):
+        message = repeated["text"] + (repeated["error"] or "")
+    return _clean(f"ch-run: {message}")
 
 
 def runtime_failure(stderr: str) -> str | None:
@@ -53,12 +63,12 @@ def runtime_failure(stderr: str) -> str | None:
             if _CH_RUN_PEER_GONE.match(match["message"]):
                 peer_gone = peer_gone or match["message"]
             elif match["where"]:
-                return _clean(f"ch-run: {match['message']}")
+                return _ch_run(match["message"])
             else:
                 cut_short = cut_short or match["message"]
     if cut_short is None:
-        return None if peer_gone is None else _clean(f"ch-run: {peer_gone}")
+        return None if peer_gone is None else _ch_run(peer_gone)
     tails = {tail.group(): tail["error"] for tail in _CH_RUN_ERRNO_TAIL.finditer(stderr)}
     if len(tails) == 1:
         cut_short += f": {tails.popitem()[1]}"
-    return _clean(f"ch-run: {cut_short}")
+    return _ch_run(cut_short)
