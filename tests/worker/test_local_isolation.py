@@ -3,7 +3,9 @@ is probed at startup, and a setting overrides the probe."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from adapters.local.network import SLIRP4NETNS
+from adapters.local.sandbox import CONTROL_DIR, hand_over, sandbox_argv
 from gateway.runtime import Runtime
 from gateway.services.sites.local_host import local_sandbox
 from gateway.settings import Settings
@@ -81,3 +84,34 @@ def test_an_outbound_network_is_probed_and_never_missing_silently(
     broken.chmod(0o755)
     with pytest.raises(RuntimeError, match=r"could not attach .*/dev/net/tun.*: Permission"):
         local_sandbox(settings, None)
+
+
+def test_a_program_whose_network_failed_never_runs(tmp_path: Path) -> None:
+    # Closing the block pipe releases the held program (EOF). After a failed attach it
+    # must already be dead: here nothing else kills the sandbox, so without that the
+    # program runs, network-less (CI saw the probe's file written after bwrap's kill).
+    config, _ = local_sandbox(Settings(data_dir=tmp_path / "data", local_network="outbound"),
+                              None)
+    assert config is not None
+    broken = tmp_path / "slirp4netns"
+    broken.write_text("#!/bin/sh\nexit 1\n")
+    broken.chmod(0o755)
+    config = replace(config, slirp4netns=str(broken))
+    workdir = tmp_path / "job"
+    (workdir / CONTROL_DIR).mkdir(parents=True)
+    hand_over(config, workdir, None)  # the job's account may write there
+    outbound = config.outbound()
+    assert outbound is not None
+    argv = sandbox_argv(config, workdir, ["/bin/sh", "-c", "echo ran > ran"],
+                        outbound=outbound)
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, pass_fds=outbound.pass_fds) as proc:
+        log = os.open(os.devnull, os.O_WRONLY)
+        try:
+            with pytest.raises(OSError, match="slirp4netns could not attach"):
+                outbound.attach(log)
+        finally:
+            os.close(log)
+        outbound.stop()
+        assert proc.wait() != 0
+    assert not (workdir / "ran").exists()
