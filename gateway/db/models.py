@@ -409,6 +409,11 @@ class Placement(Base):
     chosen: Mapped[list[str]] = mapped_column(JSON)
     why: Mapped[str] = mapped_column(Text)
     candidates: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    # The job's home when the decision placed it elsewhere (None: it stayed, or had no
+    # home), and the processor-seconds it was predicted to hold at its first choice:
+    # the guest ledger's entry (gateway.scheduling.guest_ledger), rebuilt from these.
+    guest_of: Mapped[str | None] = mapped_column(String(64), default=None)
+    guest_work: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
 
 class ImportedWait(Base):

@@ -16,8 +16,12 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
   of the +-10 min window the start most probably falls in), else the live median;
 - staging: `staging_estimate.staging_seconds` over the measured transfer rates;
 - calibration: the median wait scaled by the site's factor for its routed outcomes
-  (`routed_outcomes.py`) when the jobs routed there lately waited longer than forecast.
-`commit` reserves the job on both profiles, so the next job of the pass sees it.
+  (`routed_outcomes.py`) when the jobs routed there lately waited longer than forecast;
+- welcome: away from the job's home, whether the site takes it as a guest
+  (`guest_ledger.py`): it starts at once even if every job there runs to its limit, or
+  the site's users were given at least its work elsewhere.
+`commit` reserves the job on both profiles, so the next job of the pass sees it, and
+adds the decision to the guest ledger.
 
 A pass asks every site about every job (10,000 jobs x 40 sites), yet a site changes only
 when a job is committed there and jobs repeat (a user's array, the same size and limit):
@@ -50,6 +54,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from gateway.scheduling.guest_ledger import GuestLedger, guest_work
 from gateway.scheduling.queue_profile import QueueProfile, QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routed_outcomes import RoutedOutcomes
@@ -80,7 +85,8 @@ class JobNeed:
 
     `fingerprint` names the application (executable, argument shape, image); `inputs`
     holds (source, bytes) pairs as the spec names them (`upload:<id>`, `site://...`);
-    `key` is the caller's identifier (a job id), carried but never read.
+    `key` is the caller's identifier (a job id), carried but never read; `home` is the
+    site the job would go to without routing (None: it has none), where it is no guest.
     """
 
     user: str
@@ -91,6 +97,7 @@ class JobNeed:
     inputs: tuple[tuple[str, int], ...] = ()
     output_bytes: int = 0
     key: str = ""
+    home: str | None = None
 
     def __post_init__(self) -> None:
         if self.procs < 1:
@@ -189,6 +196,7 @@ class SiteForecaster:
         mode: str = COMBINED,
         outcomes: RoutedOutcomes | None = None,
         profiles: Mapping[str, Profiles] | None = None,
+        ledger: GuestLedger | None = None,
     ) -> None:
         """Build each site's profiles from its snapshot (once per routing pass).
 
@@ -197,7 +205,8 @@ class SiteForecaster:
         transfers and the 10 MB/s fallback; `outcomes` (read, never fed) calibrates each
         site's medians on how the jobs routed there lately waited; `profiles`, a site's
         profiles kept from an earlier pass whose queue has not changed since (the
-        simulator keeps them: a projection per site and pass is most of its time).
+        simulator keeps them: a projection per site and pass is most of its time);
+        `ledger`, the guest ledger (fed by `commit`; None: every site welcomes guests).
         """
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")
@@ -208,6 +217,8 @@ class SiteForecaster:
         self.rates = rates if rates is not None else TransferRates()
         self.mode = mode
         self.outcomes = outcomes
+        self.ledger = ledger
+        self._ledgered: JobNeed | None = None  # the job last counted in the ledger
         self._placed: dict[str, _Placement] = {}
         # The histories do not change during a pass: jobs alike share one answer.
         self._predictions: dict[Key, WaitPrediction | None] = {}
@@ -256,11 +267,24 @@ class SiteForecaster:
         return self._predictions[key]
 
     def forecast(self, job: JobNeed, site: str) -> Forecast:
-        """The job's forecast at `site`, counting every job committed this pass.
+        """The job's forecast at `site`, counting every job committed this pass, marked
+        unwelcome where the job would be a guest the site does not take (module).
 
         The site must be able to hold the job (feasibility excludes the others first):
         more processors than it has is a ValueError.
         """
+        forecast = self._forecast_of_kind(job, site)
+        ledger = self.ledger
+        if ledger is None or job.home is None or job.home == site:
+            return forecast
+        projected = forecast.projected_wait
+        if (projected if projected is not None else forecast.wait_median) <= 0 \
+                or ledger.credit(site) >= job.procs * forecast.runtime:
+            return forecast
+        return forecast.unwelcome()
+
+    def _forecast_of_kind(self, job: JobNeed, site: str) -> Forecast:
+        """The forecast, kept per kind of job (the welcome is not: the ledger moves)."""
         state = self._sites[site]
         self._placed.pop(site, None)  # a new forecast: the site's queue may have changed
         kind = self._kind_of(job)
@@ -345,3 +369,8 @@ class SiteForecaster:
         state.walltime.reserve(job.procs, placed.walltime_start, job.time_limit)
         state.backlog += job.procs * placed.runtime.seconds / state.processors
         del self._placed[site]
+        if self.ledger is not None and self._ledgered is not job:
+            # A hedged job is committed at each of its sites, first choice first: it is
+            # one decision, counted once, at its first choice (what placements record).
+            self.ledger.placed(job.home, site, guest_work(job.procs, placed.runtime.seconds))
+            self._ledgered = job

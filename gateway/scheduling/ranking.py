@@ -56,13 +56,23 @@ class Forecast:
     # False when `runtime` is no prediction from this application's runs (the time limit,
     # other applications' runs): it ranks the job, but a person is told "unknown".
     runtime_known: bool = True
+    # False: the job would be a guest here that queues, and the site's users have been
+    # given less elsewhere than its guests here (guest_ledger.py); it ranks behind home.
+    welcome: bool = True
 
     def with_backlog(self, backlog: float) -> Forecast:
         """This forecast with another `backlog`: `dataclasses.replace`, cheaper (a pass
         gives a site's forecast again after a commit there moved only its backlog)."""
         return Forecast(self.wait_median, self.wait_bound, self.runtime, self.staging,
                         self.wait_quantiles, self.basis, backlog, self.calibration,
-                        self.projected_wait, self.wait_likely, self.runtime_known)
+                        self.projected_wait, self.wait_likely, self.runtime_known,
+                        self.welcome)
+
+    def unwelcome(self) -> Forecast:
+        """This forecast for a guest the site does not take (`welcome` False)."""
+        return Forecast(self.wait_median, self.wait_bound, self.runtime, self.staging,
+                        self.wait_quantiles, self.basis, self.backlog, self.calibration,
+                        self.projected_wait, self.wait_likely, self.runtime_known, False)
 
     @property
     def uncalibrated_median(self) -> float:

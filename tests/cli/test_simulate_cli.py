@@ -113,11 +113,13 @@ def test_starting_the_cli_does_not_load_the_simulator() -> None:
 
 
 def test_fastest_is_the_default_policy() -> None:
-    # The golden `fastest` schedule of test_federation.py: A's jobs wait 0, 15, 80, 85.
+    # The golden `fastest` schedule of test_federation.py: A's jobs wait 0, 90, 130, 70,
+    # all at home (C, where B's job went, does not welcome A's as guests that queue).
     summary = json.loads(gridgate("simulate", *traces(FEDERATION), "--json").stdout)
     assert (summary["policy"], summary["forecast_mode"]) == ("fastest", "combined")
-    assert summary["origins"]["federation_a"]["mean_wait_s"] == 45.0
-    assert summary["origins"]["federation_a"]["ran_elsewhere"] == 0.5
+    assert summary["origins"]["federation_a"]["mean_wait_s"] == 72.5
+    assert summary["origins"]["federation_a"]["ran_elsewhere"] == 0.0
+    assert summary["origins"]["federation_b"]["ran_elsewhere"] == 0.3333  # B2, at C
     # With no wait history yet, every forecast mode gives the same schedule.
     projection = gridgate("simulate", *traces(FEDERATION), "--json", "--forecast-mode",
                           "projection")

@@ -92,9 +92,15 @@ def run(seed: int = 27) -> list[Routing[JobNeed]]:
 
 
 def as_data(routed: list[Routing[JobNeed]]) -> list[dict[str, Any]]:
-    """Every decision and every candidate's forecast, JSON-ready (floats exact)."""
+    """Every decision and every candidate's forecast, JSON-ready (floats exact). The pass
+    keeps no guest ledger, so every site welcomes every job: `welcome` (newer than the
+    recording) is checked here and left out."""
     data: list[dict[str, Any]] = json.loads(json.dumps(
         [{"job": r.job.key, **dataclasses.asdict(r.decision)} for r in routed]))
+    for decision in data:
+        for candidate in decision["candidates"]:
+            if candidate["forecast"] is not None:
+                assert candidate["forecast"].pop("welcome") is True, decision["job"]
     return data
 
 

@@ -194,21 +194,25 @@ def test_a_job_too_big_for_every_site_stays_home_clamped(policy: type[Policy]) -
 def test_fastest_golden_schedule() -> None:
     # No history yet (fewer than 59 waits), so each wait is the live queue's projection
     # with predicted run times, and with no finished runs a prediction is the request.
-    # 0:  A1 (4p) A or B, both idle: 100 s either way, the name breaks the tie -> A.
-    #     B1 fits only B.
-    # 5:  B2 (2p, 20 s): A frees at 100, B at 300, C is idle -> C, starts at once.
-    # 10: A2 (2p, 60 s): C frees when B2's predicted 20 s end (15 s from now): 75 s to
-    #     completion at C against 150 at A -> C; B2 really ends at 25, A2 starts then.
-    # 15: C1 (2p, 50 s): at C behind B2 (10 s left) and A2 (60): starts in 70, done in
-    #     120; at A: A1's 85 s left + 50 = 135 -> C.
-    # 20: A3 (4p, 40 s): A in 80 + 40 against B in 280 + 40 -> A; starts when A1 ends, 100.
-    # 30: A4 (1p, 10 s): A: A1 70 s left, then A3 40 s on all 4: starts in 110, done in
-    #     120. C: A2 (predicted end 85, 55 s left), then C1 50 s: starts in 105, done in
-    #     115 -> C. A2 really ends at 75, C1 runs 75-115 (40 s), A4 115-125.
+    # Each job's home is its log's site; a guest that would queue goes only where its
+    # site's users were given as much elsewhere (the guest ledger, processor-seconds).
+    # 0:  A1 (4p) A or B, both idle: home A. B1 fits only B.
+    # 5:  B2 (2p, 20 s): A frees at 100, B at 300, C is idle -> C: it starts at once even
+    #     if every job runs to its limit, so it is welcome. Ledger: B +40, C -40.
+    # 10: A2 (2p, 60 s): at C it would queue behind B2 (15 s), and C's credit (-40) does
+    #     not cover its 120 processor-seconds: C ranks behind home -> A, starts when A1
+    #     ends (wait 90).
+    # 15: C1 (2p, 50 s): home C, behind B2, which really ends at 25 (wait 10).
+    # 20: A3 (4p, 40 s): A once A1 and A2 are done, 150 (wait 130), against B's 280 -> A.
+    # 30: A4 (1p, 10 s): C would queue (C1 runs to 75 at its limit), C's credit -40 < 10
+    #     -> A, beside A2 at 100 (wait 70).
     # 35: B3 fits only B: starts when B1 ends, 200.
-    assert schedule(simulate(Fastest())) == {
-        "A1": ("A", 0), "A2": ("C", 15), "A3": ("A", 80), "A4": ("C", 85),
-        "B1": ("B", 0), "B2": ("C", 0), "B3": ("B", 165), "C1": ("C", 60)}
+    policy = Fastest()
+    assert schedule(simulate(policy)) == {
+        "A1": ("A", 0), "A2": ("A", 90), "A3": ("A", 130), "A4": ("A", 70),
+        "B1": ("B", 0), "B2": ("C", 0), "B3": ("B", 165), "C1": ("C", 10)}
+    assert (policy.ledger.credit("federation_b"), policy.ledger.credit("federation_c")) \
+        == (40, -40)
 
 
 def two_sites(first_runtime: float) -> list[Record]:

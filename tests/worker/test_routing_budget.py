@@ -15,13 +15,14 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from datetime import timedelta
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from adapters.base import NativeState
 from gateway.accounting.rates import Rate
@@ -29,14 +30,15 @@ from gateway.api.app import create_app
 from gateway.db.bank_models import Lien
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
-from gateway.db.models import Job, Placement
+from gateway.db.models import Attempt, Job, Placement
 from gateway.repositories.jobs import rows as jobs
 from gateway.repositories.money import audit
 from gateway.runtime import Runtime
+from gateway.scheduling.guest_ledger import GuestLedger, guest_work
 from gateway.services.money import allocations
 from gateway.services.money.allocations import Grant
-from gateway.services.routing.forecasting import build_forecaster
-from gateway.services.routing.placement import route_pending
+from gateway.services.routing.forecasting import PassForecaster, build_forecaster, guest_ledger
+from gateway.services.routing.placement import Pending, route_pending
 from gateway.services.sites.registry import SiteRegistry
 from gateway.settings import Settings
 from gateway.worker.context import StepContext
@@ -352,3 +354,49 @@ def test_a_hedged_jobs_lien_covers_its_dearest_site(
     assert placement(api, user, job_id)["chosen"] == ["twin", "local"]
     # Either copy may be the one that runs: held for 'local' (4 SU), drawn at 'twin'.
     assert liens(bank, job_id)[-1] == ("twin", 4000, "held")
+
+
+def test_the_guest_ledger_production_rebuilds_is_the_one_its_pass_kept(
+        api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
+    """A job placed away from its home is recorded with the home it left and its work at
+    its site; the guest ledger the next pass rebuilds from the placements equals the one
+    the pass kept as it committed (as the simulator keeps it across its passes)."""
+    user = make_user()
+    grant(bank, user, "*", 1000)
+    _ran_at(bank, api, user, "local")  # home: 'local'; the run took 10 min
+    with transaction(bank.sessions) as session:
+        ran = session.scalars(select(Attempt)).one()
+        assert ran.started_at is not None
+        ran.ended_at = ran.started_at + timedelta(minutes=10)
+    # Each job takes every core of 'local': the second finds it busy and goes to 'twin',
+    # idle (a guest that delays no one there).
+    cores = bank.sites.get("local").shape.cores_per_node
+    whole = {**SPEC, "resources": {"walltime": 3600, "threads_per_rank": cores}}
+    first, second = post(api, user.headers, whole), post(api, user.headers, whole)
+    kept: list[GuestLedger | None] = []
+
+    def forecaster(session: Session, registry: SiteRegistry, pending: Sequence[Pending],
+                   now: datetime) -> PassForecaster:
+        made = build_forecaster(session, registry, pending, now)
+        kept.append(made.inner.ledger)
+        return made
+
+    ctx = StepContext.of(bank, "w")
+    with ctx.unit() as session:
+        route_pending(session, bank.sites, forecaster, ctx.holder.actor, 10, bank.clock(),
+                      charged=True)
+    assert placement(api, user, first)["chosen"] == ["local"]
+    moved = placement(api, user, second)
+    assert moved["chosen"] == ["twin"]
+    with bank.sessions() as session:
+        rows = {job_id: (home, work) for job_id, home, work in session.execute(
+            select(Placement.job_id, Placement.guest_of, Placement.guest_work))}
+        rebuilt = guest_ledger(session)
+    runtime = moved["candidates"][0]["forecast"]["runtime"]
+    work = guest_work(cores, runtime)
+    assert work > 0
+    assert rows == {first: (None, None), second: ("local", work)}
+    ledger = kept[0]
+    assert ledger is not None
+    assert [(ledger.credit(s), rebuilt.credit(s)) for s in ("local", "twin")] == [
+        (work, work), (-work, -work)]

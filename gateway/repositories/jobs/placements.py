@@ -22,7 +22,9 @@ _placements = Placement.__table__
 
 @dataclass(frozen=True)
 class NewPlacement:
-    """A decision to record; `candidates` are CandidateOut documents."""
+    """A decision to record; `candidates` are CandidateOut documents; `guest_of` and
+    `guest_work`, the guest ledger's entry (the home the job left, the processor-seconds
+    it holds at its first choice), None when it stayed home or had none."""
 
     job_id: str
     decided_at: datetime
@@ -32,11 +34,14 @@ class NewPlacement:
     chosen: Sequence[str]
     why: str
     candidates: Sequence[dict[str, Any]]
+    guest_of: str | None = None
+    guest_work: int | None = None
 
     def row(self) -> dict[str, Any]:
         return {"job_id": self.job_id, "decided_at": self.decided_at, "policy": self.policy,
                 "hedge": self.hedge, "deadline": self.deadline, "chosen": list(self.chosen),
-                "why": self.why, "candidates": list(self.candidates)}
+                "why": self.why, "candidates": list(self.candidates),
+                "guest_of": self.guest_of, "guest_work": self.guest_work}
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,15 @@ def latest(conn: Connection, job_id: str) -> PlacementRecord | None:
                            policy=row["policy"], hedge=row["hedge"], deadline=row["deadline"],
                            chosen=tuple(row["chosen"]), why=row["why"],
                            candidates=tuple(row["candidates"]), id=row["id"])
+
+
+def recent_guests(session: Session, limit: int) -> list[tuple[str | None, str, int]]:
+    """The guest ledger's entries of the last `limit` decisions, oldest first: (the home
+    the job left or None, its first choice, processor-seconds or 0)."""
+    rows = session.execute(select(_placements.c.guest_of, _placements.c.chosen,
+                                  _placements.c.guest_work)
+                           .order_by(_placements.c.id.desc()).limit(limit)).all()
+    return [(home, chosen[0], work or 0) for home, chosen, work in reversed(rows)]
 
 
 @dataclass(frozen=True)

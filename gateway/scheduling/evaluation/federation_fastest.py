@@ -15,7 +15,8 @@ A job's real run time never reaches them before it has ended.
 
 Log identities: a user is (origin log, user number), an application (origin log,
 executable number), since the logs number their users and executables independently.
-Staging costs nothing: the logs hold no data sizes.
+Staging costs nothing: the logs hold no data sizes. The guest ledger (guest_ledger.py)
+is kept across passes, as production rebuilds it from its recorded placements.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 
 from gateway.scheduling.evaluation.federation import Policy, SiteView, TraceJob, eligible
 from gateway.scheduling.forecaster import COMBINED, JobNeed, Profiles, SiteForecaster, SiteState
+from gateway.scheduling.guest_ledger import GuestLedger
 from gateway.scheduling.policies.fastest import FASTEST
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Candidate, Forecast, route_pass
@@ -40,12 +42,13 @@ def _key(job: TraceJob) -> str:
     return f"{job.origin}/{job.number}"
 
 
-def job_need(job: TraceJob, procs: int | None = None) -> JobNeed:
-    """The router's view of a log job (`procs`: clamped to a site, as the engine does)."""
+def job_need(job: TraceJob, procs: int | None = None, home: str | None = None) -> JobNeed:
+    """The router's view of a log job (`procs`: clamped to a site, as the engine does;
+    `home`: its log's site)."""
     fingerprint = f"{job.origin}/{job.executable}" if job.executable >= 0 else ""
     return JobNeed(user=f"{job.origin}/{job.user}", fingerprint=fingerprint,
                    procs=job.procs if procs is None else procs, time_limit=job.requested,
-                   queue=QUEUE, key=_key(job))
+                   queue=QUEUE, key=_key(job), home=home)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,7 @@ class Ranked(Policy):
         self.waits = WaitPredictor()
         self.runtimes = RuntimePredictor()
         self.outcomes = RoutedOutcomes()
+        self.ledger = GuestLedger()
         self._names: list[str] = []
         self._predicted: dict[str, float] = {}  # predicted run time at the chosen site
         # What routing predicted at the chosen site, fed back when the job starts.
@@ -144,7 +148,7 @@ class Ranked(Policy):
         states = [SiteState(site.name, self._snapshot(site, now)) for site in sites]
         kept = self._keep(now, sites)
         inner = SiteForecaster(states, self.waits, self.runtimes, mode=self.mode,
-                               outcomes=self.outcomes, profiles=kept)
+                               outcomes=self.outcomes, profiles=kept, ledger=self.ledger)
         for site, state in zip(sites, states, strict=True):
             if site.name not in kept:
                 self._kept[site.index] = _Kept(self._versions.get(site.index, 0), now,
@@ -165,8 +169,8 @@ class Ranked(Policy):
 
         largest = max(site.processors for site in sites)
         # A job bigger than every site runs clamped at its own (federation.eligible).
-        batch = [job_need(job, None if job.procs <= largest else sites[job.origin].processors)
-                 for job in jobs]
+        batch = [job_need(job, None if job.procs <= largest else sites[job.origin].processors,
+                          sites[job.origin].name) for job in jobs]
         routed = route_pass(batch, exclusions, forecaster, lambda _: (self.name, 1, None))
         chosen = [index[r.decision.chosen[0]] for r in routed]
         for site_index in chosen:  # its queue changed: its kept profiles are spent

@@ -11,6 +11,12 @@ uncertainty. The bound is calibrated on outcomes (wait_predictor.py), and each s
 medians on the waits of the jobs the router sent there (routed_outcomes.py), so a site
 whose forecasts proved optimistic loses its pull at once.
 
+A right forecast for the job moved is not enough: at its destination it is a guest, and
+what it takes is not there for the destination's own users. So a site away that does
+not welcome the job (`Forecast.welcome`: it would queue there, and the site's users
+have been given less at other sites than its guests there, guest_ledger.py) ranks
+behind home, and the leader away is chosen among those that do.
+
 A job that cannot run at home (excluded there) has no home to guard: it goes where the
 policy's order says.
 """
@@ -32,11 +38,19 @@ def clears(away: Candidate, home: Candidate) -> bool:
 
 
 def guarded(ordered: Sequence[Candidate]) -> list[Candidate]:
-    """`ordered` (best first) with the home site moved to the front unless the leader
-    away clears it (`clears`) or the job has no open home."""
+    """`ordered` (best first) with the sites away that do not welcome the job behind
+    home, and home moved to the front unless the leader away clears it (`clears`) or
+    the job has no open home."""
     ranked = list(ordered)
     home = next((c for c in ranked if c.home), None)
-    if home is None or ranked[0] is home or clears(ranked[0], home):
+    if home is None:
+        return ranked
+    ahead = ranked.index(home)
+    closed = [c for c in ranked[:ahead] if not forecast_of(c).welcome]
+    if closed:
+        ranked = [c for c in ranked[:ahead] if forecast_of(c).welcome] + [home, *closed] \
+            + ranked[ahead + 1:]
+    if ranked[0] is home or clears(ranked[0], home):
         return ranked
     ranked.remove(home)
     return [home, *ranked]
@@ -46,6 +60,9 @@ def stayed_home(ordered: Sequence[Candidate], runner_up: Candidate) -> str:
     """Why the guard kept the job home although `runner_up` had the better median."""
     home = forecast_of(ordered[0])
     away = forecast_of(runner_up)
-    return (f"site '{ordered[0].site}' is the job's home ({duration(home.completion)}); "
-            f"'{runner_up.site}' is predicted sooner ({duration(away.completion)}) but its "
-            f"95% bound ({duration(away.completion_bound)}) does not beat home")
+    lead = (f"site '{ordered[0].site}' is the job's home ({duration(home.completion)}); "
+            f"'{runner_up.site}' is predicted sooner ({duration(away.completion)}) but ")
+    if not away.welcome:
+        return lead + ("the job would queue there, and that site's users have been given "
+                       "less at other sites than its guests there")
+    return lead + f"its 95% bound ({duration(away.completion_bound)}) does not beat home"

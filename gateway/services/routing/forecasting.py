@@ -13,7 +13,10 @@
 - the live queue: each site's snapshot of this pass (its cores, every user's running
   jobs with their remaining time and pending jobs in queue order; where there is none,
   the gateway's own attempts there), projected with EASY (`queue_profile`);
-- staging: input bytes known now (uploads) over the site's configured transfer rate.
+- staging: input bytes known now (uploads) over the site's configured transfer rate;
+- the guest ledger: rebuilt from the last `guest_ledger.WINDOW` recorded decisions, with
+  each job's home (where its owner's jobs ran last), so that a site whose users were
+  given less elsewhere than its guests there takes no more guests that would queue.
 
 The histories are rebuilt for each pass from the last `HISTORY` starts: a pass is once
 per worker cycle, and the database is the one record every worker shares.
@@ -39,6 +42,7 @@ from gateway.repositories.jobs.attempts import StartedAttempt
 from gateway.repositories.jobs.placements import GivenForecast
 from gateway.repositories.jobs.rows import stored_resources
 from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
+from gateway.scheduling.guest_ledger import GuestLedger
 from gateway.scheduling.queue_profile import QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routed_outcomes import RoutedOutcomes
@@ -178,7 +182,16 @@ def _own_attempts(session: Session, entry: SiteEntry, capacity: int, now: dateti
     return QueueState(capacity, tuple(running), tuple(queued))
 
 
-def _need(session: Session, job: Pending) -> JobNeed:
+def guest_ledger(session: Session) -> GuestLedger:
+    """The guest ledger as the last `WINDOW` recorded decisions left it (a pass then adds
+    its own as it commits them: `SiteForecaster.commit`)."""
+    ledger = GuestLedger()
+    for home, site, work in placements.recent_guests(session, ledger.window):
+        ledger.placed(home, site, work)
+    return ledger
+
+
+def _need(session: Session, job: Pending, home: str | None) -> JobNeed:
     spec = job.spec
     procs, limit, queue = _shape(spec.resources, spec.partition)
     inputs = []
@@ -195,7 +208,7 @@ def _need(session: Session, job: Pending) -> JobNeed:
         inputs.append((item.source, size))
     # The fingerprint of the spec as it will be stored: the histories' keys are of those.
     return JobNeed(job.owner_id, fingerprint(spec.model_dump(mode="json")), procs, limit,
-                   queue, tuple(inputs), key=job.job_id)
+                   queue, tuple(inputs), key=job.job_id, home=home)
 
 
 def build_forecaster(session: Session, registry: SiteRegistry, jobs: Sequence[Pending],
@@ -208,5 +221,8 @@ def build_forecaster(session: Session, registry: SiteRegistry, jobs: Sequence[Pe
     sites = [SiteState(e.name, _queue(session, e, snapshots.get(e.name), now))
              for e in registry]
     rates = TransferRates(defaults={e.name: e.transfer_rate_mb_s * MB for e in registry})
-    return PassForecaster(SiteForecaster(sites, waits, runtimes, rates, outcomes=outcomes),
-                          {job.job_id: _need(session, job) for job in jobs})
+    homes = attempts.home_sites(session, {job.owner_id for job in jobs})
+    return PassForecaster(SiteForecaster(sites, waits, runtimes, rates, outcomes=outcomes,
+                                         ledger=guest_ledger(session)),
+                          {job.job_id: _need(session, job, homes.get(job.owner_id))
+                           for job in jobs})

@@ -32,6 +32,7 @@ from datetime import datetime
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from gateway.accounting.requested import requested
 from gateway.db.models import Job, Site
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import (
@@ -50,6 +51,7 @@ from gateway.scheduling.admission import Admitted
 from gateway.scheduling.admission import admit as admission
 from gateway.scheduling.black_holes import Ban
 from gateway.scheduling.constraints import JobView, Screened, SiteView, screen, screen_all
+from gateway.scheduling.guest_ledger import guest_work
 from gateway.scheduling.policies import registry as policies
 from gateway.scheduling.ranking import (
     Candidate,
@@ -322,8 +324,9 @@ def _drawn(session: Session, payer: Payer, routing: Routing[Pending], actor: str
     """The decision once the job's lien is drawn again for it: a chosen site its project
     can no longer pay at (another job of this pass may have spent the funds) is excluded
     for this pass and the job ranked again without it (against the forecasts of the pass:
-    the load it was committed with stays counted, a rare over-estimate the next pass
-    corrects); no choice left, and the job waits, saying why."""
+    the load it was committed with stays counted, and so does its guest-ledger entry, a
+    rare error the next pass corrects from the placements); no choice left, and the job
+    waits, saying why."""
     job, decision = routing.job, routing.decision
     policy, hedge, deadline = _policy(job.spec, now)
     quoted = job.view.quotes  # the bank on: every open site was priced (else excluded)
@@ -347,6 +350,7 @@ def _place(session: Session, job: Job, routing: Routing[Pending], actor: str,
     """Set the job's site from the decision, with its event; the row to record it."""
     decision = routing.decision
     spec = routing.job.spec
+    guest = _guest(decision, spec)
     why = decision.why
     if job.site_name is not None:
         why = f"site '{job.site_name}' stopped accepting jobs; {why[0].lower()}{why[1:]}"
@@ -359,4 +363,16 @@ def _place(session: Session, job: Job, routing: Routing[Pending], actor: str,
     job.reason, job.updated_at = why, now
     note(session, job, why, actor=actor, at=now)
     document = estimate_out(decision, now, spec.routing.hedge, spec.routing.deadline)
-    return new_placement(job.id, {**document, "why": why})
+    return replace(new_placement(job.id, {**document, "why": why}),
+                   guest_of=None if guest is None else guest[0],
+                   guest_work=None if guest is None else guest[1])
+
+
+def _guest(decision: Decision, spec: JobSpec) -> tuple[str, int] | None:
+    """The decision's guest-ledger entry, as the pass's forecaster counted it: the home
+    the job left and its work at its first choice (None: it stayed home or has none)."""
+    home = next((c.site for c in decision.candidates if c.home), None)
+    first = decision.candidates[0]
+    if home is None or first.site == home or first.forecast is None:
+        return None
+    return home, guest_work(requested(spec.resources).cores, first.forecast.runtime)
