@@ -15,9 +15,9 @@ next jobs while it runs.
 
 Work is the job's processors times its predicted run time at the destination, in whole
 processor-seconds (sums of integers are exact in any order: the ledger production
-rebuilds equals the one the simulator keeps, to the last unit). The
-ledger covers the last `window` routing decisions (every decision, home or away, takes a
-place), so an imbalance is forgotten as the federation moves on. Production rebuilds it
+rebuilds equals the one the simulator keeps, to the last unit). The ledger covers the
+last `window` routing decisions (every decision, home or away, takes a place), so an
+imbalance is forgotten as the federation moves on. Production rebuilds it
 from the recorded placements at each pass and the simulator keeps it across its passes;
 both add each committed decision as it is made (`SiteForecaster.commit`).
 """

@@ -111,3 +111,16 @@ def test_a_site_that_does_not_welcome_the_job_ranks_behind_home() -> None:
     open_ = Candidate("open", forecast=forecast(100.0, 200.0))
     assert [c.site for c in rank([home, closed, open_], "fastest").candidates] == [
         "open", "home", "closed"]
+
+
+def test_a_leader_away_leads_among_the_sites_that_welcome_the_job() -> None:
+    home = Candidate("home", forecast=forecast(1000.0, 1000.0), home=True)
+    closed = Candidate("closed", forecast=forecast(10.0, 20.0, welcome=False))
+    open_ = Candidate("open", forecast=forecast(100.0, 200.0))
+    # 'closed' is sooner than 'open': the reason must not call 'open' the earliest.
+    assert rank([home, closed, open_], "fastest").why == (
+        "Site 'open' has the earliest predicted completion of the sites that welcome "
+        "the job (2 min, 95% bound 3 min); next best 'home' at 17 min.")
+    assert rank([home, open_], "fastest").why == (
+        "Site 'open' has the earliest predicted completion (2 min, 95% bound 3 min); "
+        "next best 'home' at 17 min.")

@@ -29,12 +29,17 @@ class Fastest(RoutingPolicy):
 
     def why(self, ordered: Sequence[Candidate], deadline: float | None) -> str:
         """Its completion and bound, and the runner-up's completion (or why it stayed
-        home when the runner-up looked sooner)."""
+        home when the runner-up looked sooner; a leader away that sooner sites did not
+        welcome says it leads among those that did)."""
         best = ordered[0]
         if len(ordered) > 1 and fastest_key(ordered[1]) < fastest_key(best):
             return stayed_home(ordered, ordered[1])
-        return (f"site '{best.site}' has the earliest predicted completion ({timing(best)})"
-                + next_best(ordered))
+        # Behind a leader away come home, then the sites that do not welcome the job,
+        # which may be sooner than the leader.
+        sooner = any(fastest_key(c) < fastest_key(best) for c in ordered[2:])
+        among = " of the sites that welcome the job" if sooner else ""
+        return (f"site '{best.site}' has the earliest predicted completion{among} "
+                f"({timing(best)})" + next_best(ordered))
 
 
 POLICY = Fastest()
