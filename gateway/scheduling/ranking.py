@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, Protocol, TypeVar
 
 from gateway.scheduling.policies import registry
@@ -69,10 +69,9 @@ class Forecast:
                         self.welcome)
 
     def unwelcome(self) -> Forecast:
-        """This forecast for a guest the site does not take (`welcome` False)."""
-        return Forecast(self.wait_median, self.wait_bound, self.runtime, self.staging,
-                        self.wait_quantiles, self.basis, self.backlog, self.calibration,
-                        self.projected_wait, self.wait_likely, self.runtime_known, False)
+        """This forecast for a guest the site does not take (`welcome` False; rare, so
+        `dataclasses.replace` is cheap enough)."""
+        return replace(self, welcome=False)
 
     @property
     def uncalibrated_median(self) -> float:

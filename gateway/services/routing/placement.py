@@ -350,7 +350,6 @@ def _place(session: Session, job: Job, routing: Routing[Pending], actor: str,
     """Set the job's site from the decision, with its event; the row to record it."""
     decision = routing.decision
     spec = routing.job.spec
-    guest = _guest(decision, spec)
     why = decision.why
     if job.site_name is not None:
         why = f"site '{job.site_name}' stopped accepting jobs; {why[0].lower()}{why[1:]}"
@@ -363,16 +362,17 @@ def _place(session: Session, job: Job, routing: Routing[Pending], actor: str,
     job.reason, job.updated_at = why, now
     note(session, job, why, actor=actor, at=now)
     document = estimate_out(decision, now, spec.routing.hedge, spec.routing.deadline)
-    return replace(new_placement(job.id, {**document, "why": why}),
-                   guest_of=None if guest is None else guest[0],
-                   guest_work=None if guest is None else guest[1])
+    guest_of, work = _guest(decision, spec)
+    return replace(new_placement(job.id, {**document, "why": why}), guest_of=guest_of,
+                   guest_work=work)
 
 
-def _guest(decision: Decision, spec: JobSpec) -> tuple[str, int] | None:
+def _guest(decision: Decision, spec: JobSpec) -> tuple[str | None, int | None]:
     """The decision's guest-ledger entry, as the pass's forecaster counted it: the home
-    the job left and its work at its first choice (None: it stayed home or has none)."""
+    the job left and its work at its first choice ((None, None): it stayed home or has
+    none)."""
     home = next((c.site for c in decision.candidates if c.home), None)
     first = decision.candidates[0]
     if home is None or first.site == home or first.forecast is None:
-        return None
+        return None, None
     return home, guest_work(requested(spec.resources).cores, first.forecast.runtime)
