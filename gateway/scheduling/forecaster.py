@@ -14,6 +14,8 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
   for the bound;
 - the likely wait, what a person is told: the history's (`WaitPredictor`, the centre
   of the +-10 min window the start most probably falls in), else the live median;
+- the bound, raised to when the account's own queue lets the job start
+  (`account_queue.py`) where the account's waiting jobs are held although they fit;
 - staging: `staging_estimate.staging_seconds` over the measured transfer rates;
 - calibration: the median wait scaled by the site's factor for its routed outcomes
   (`routed_outcomes.py`) when the jobs routed there lately waited longer than forecast;
@@ -54,6 +56,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from gateway.scheduling.account_queue import AccountQueue, account_queues
 from gateway.scheduling.guest_ledger import GuestLedger, guest_work
 from gateway.scheduling.queue_profile import QueueProfile, QueueState
 from gateway.scheduling.ranking import Forecast
@@ -86,7 +89,9 @@ class JobNeed:
     `fingerprint` names the application (executable, argument shape, image); `inputs`
     holds (source, bytes) pairs as the spec names them (`upload:<id>`, `site://...`);
     `key` is the caller's identifier (a job id), carried but never read; `home` is the
-    site the job would go to without routing (None: it has none), where it is no guest.
+    site the job would go to without routing (None: it has none), where it is no guest;
+    `accounts` holds (site, account) where the job would run under an account other
+    than `user` (the site's community account, a mapped Unix account).
     """
 
     user: str
@@ -98,12 +103,17 @@ class JobNeed:
     output_bytes: int = 0
     key: str = ""
     home: str | None = None
+    accounts: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.procs < 1:
             raise ValueError(f"a job needs at least one processor, not {self.procs}")
         if not self.time_limit > 0:  # also refuses NaN
             raise ValueError(f"a job's time limit must be positive, not {self.time_limit}")
+
+    def account_at(self, site: str) -> str:
+        """The account the job would run under at `site`."""
+        return next((account for name, account in self.accounts if name == site), self.user)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +144,13 @@ class _Made:
     job's two starts, the site's backlog, and the profiles' `changes` when the starts
     were last known to hold (while neither profile has changed since, they still do)."""
 
-    __slots__ = ("backlog", "forecast", "history", "likely_changes", "likely_start", "mode",
-                 "projection", "walltime_changes", "walltime_start")
+    __slots__ = ("backlog", "forecast", "held", "history", "likely_changes", "likely_start",
+                 "mode", "projection", "walltime_changes", "walltime_start")
 
     def __init__(self, mode: str, site: _Site, placed: _Placement, forecast: Forecast,
-                 projection: int, history: WaitPrediction | None) -> None:
+                 projection: int, history: WaitPrediction | None, held: float) -> None:
         self.mode = mode
+        self.held = held  # the start the account's own queue gave (`account_queue.py`)
         # The walltime start's projection class and the wait predictor's answer for it:
         # the kind's other classes are fixed, so the same class is the same answer.
         self.projection = projection
@@ -155,10 +166,11 @@ class _Made:
 class _Site:
     """A site's two profiles for the pass (built once, then only reserved on), its
     backlog: the predicted work of its running and queued jobs over its processors, and
-    per kind of job its last forecast there (`_Made`)."""
+    per kind of job its last forecast there (`_Made`), and each account's own queue there
+    (`account_queue.py`), read from the snapshot when first asked."""
 
-    __slots__ = ("backlog", "cached", "forecasts", "likely", "name", "processors",
-                 "walltime")
+    __slots__ = ("_accounts", "_queue", "backlog", "cached", "forecasts", "likely", "name",
+                 "processors", "walltime")
 
     def __init__(self, state: SiteState, profiles: Profiles | None = None) -> None:
         queue = state.queue
@@ -172,6 +184,27 @@ class _Site:
         work += sum(procs * predicted for procs, predicted, _ in queue.queued)
         self.backlog = work / queue.processors
         self.forecasts: dict[_Kind, _Made] = {}
+        self._queue = queue
+        self._accounts: dict[str, AccountQueue] | None = None
+
+    def account(self, name: str) -> AccountQueue | None:
+        """The account's own queue here (None: it runs nothing here)."""
+        if self._accounts is None:
+            queue = self._queue
+            owners = queue.owners or (None,) * (len(queue.running) + len(queue.queued))
+            split = len(queue.running)
+            self._accounts = account_queues(
+                queue.processors,
+                ((procs, limit, owner) for (procs, _, limit), owner
+                 in zip(queue.running, owners[:split], strict=True)),
+                ((procs, limit, owner) for (procs, _, limit), owner
+                 in zip(queue.queued, owners[split:], strict=True)))
+        return self._accounts.get(name)
+
+    def held(self, account: str) -> float:
+        """When a job of `account` joining the queue now starts under its own queue."""
+        queue = self.account(account)
+        return queue.start() if queue is not None else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +322,9 @@ class SiteForecaster:
         self._placed.pop(site, None)  # a new forecast: the site's queue may have changed
         kind = self._kind_of(job)
         made = state.forecasts.get(kind)
-        if made is not None and made.mode == self.mode:  # the evaluation switches modes
+        # The evaluation switches modes; a commit may move the account's own queue.
+        if made is not None and made.mode == self.mode \
+                and made.held == state.held(job.account_at(site)):
             if made.likely_changes != state.likely.changes \
                     or made.walltime_changes != state.walltime.changes:
                 placed = self._place(job, site)
@@ -317,15 +352,18 @@ class SiteForecaster:
             history = made.history
         else:
             history = None if self.mode == PROJECTION else self.wait_prediction(job, state.name)
-        forecast = self._forecast(job, state, placed, history)
-        state.forecasts[kind] = _Made(self.mode, state, placed, forecast, projection, history)
+        held = state.held(job.account_at(state.name))
+        forecast = self._forecast(job, state, placed, history, held)
+        state.forecasts[kind] = _Made(self.mode, state, placed, forecast, projection, history,
+                                      held)
         return forecast
 
     def _forecast(self, job: JobNeed, state: _Site, placed: _Placement,
-                  history: WaitPrediction | None) -> Forecast:
+                  history: WaitPrediction | None, held: float) -> Forecast:
         """The forecast itself: a function of the job's kind, its two starts, the site's
-        backlog and what the pass holds fixed (histories, rates, outcomes, mode), with
-        `history` the wait predictor's answer for the job's class (None in PROJECTION)."""
+        backlog, its account's own queue (`held`, the start that queue gives) and what the
+        pass holds fixed (histories, rates, outcomes, mode), with `history` the wait
+        predictor's answer for the job's class (None in PROJECTION)."""
         site = state.name
         runtime = placed.runtime
         if history is not None:
@@ -352,6 +390,10 @@ class SiteForecaster:
             bound = max(bound, median)
             basis += (f", x{factor:.1f} as the last {outcomes.outcomes(site)} jobs routed "
                       "here waited longer than forecast")
+        if self.mode == COMBINED and held > bound:
+            # Neither history nor profiles see a cap on what one account runs at once.
+            bound = held
+            basis += ", bound raised: the account's jobs ahead of it are held"
         staging = staging_seconds(site, dict(job.inputs), self.rates, state.cached,
                                   job.output_bytes)
         quantiles = ((0.5, median), (history.quantile if history else 0.95, bound))
@@ -369,6 +411,9 @@ class SiteForecaster:
         state.walltime.reserve(job.procs, placed.walltime_start, job.time_limit)
         state.backlog += job.procs * placed.runtime.seconds / state.processors
         del self._placed[site]
+        account = state.account(job.account_at(site))
+        if account is not None:
+            account.add(job.time_limit)
         if self.ledger is not None and self._ledgered is not job:
             # A hedged job is committed at each of its sites, first choice first: it is
             # one decision, counted once, at its first choice (what placements record).

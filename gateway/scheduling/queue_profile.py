@@ -45,12 +45,15 @@ class QueueState:
     is still running: its remaining limit stands in for the prediction. `planned`, when
     given, holds the scheduler's own start estimate for each queued job (seconds from
     now, None where it gave none; Slurm's backfill plan, PBS `estimated.start_time`).
+    `owners`, when given, names the account of each running job, then of each queued
+    job (None where unknown): `account_queue.py` reads an account's own queue from it.
     """
 
     processors: int
     running: tuple[Running, ...] = ()
     queued: tuple[Queued, ...] = ()
     planned: tuple[float | None, ...] = ()
+    owners: tuple[str | None, ...] = ()
 
     def __post_init__(self) -> None:
         if self.processors <= 0:
@@ -63,6 +66,9 @@ class QueueState:
         if self.planned and len(self.planned) != len(self.queued):
             raise ValueError(f"{len(self.planned)} planned starts for "
                              f"{len(self.queued)} queued jobs")
+        if self.owners and len(self.owners) != len(self.running) + len(self.queued):
+            raise ValueError(f"{len(self.owners)} owners for {len(self.running)} running "
+                             f"and {len(self.queued)} queued jobs")
 
 
 def _run(predicted: float, limit: float, limits_as_runtimes: bool, running: bool) -> float:

@@ -46,9 +46,14 @@ def job_need(job: TraceJob, procs: int | None = None, home: str | None = None) -
     """The router's view of a log job (`procs`: clamped to a site, as the engine does;
     `home`: its log's site)."""
     fingerprint = f"{job.origin}/{job.executable}" if job.executable >= 0 else ""
-    return JobNeed(user=f"{job.origin}/{job.user}", fingerprint=fingerprint,
+    return JobNeed(user=_user(job), fingerprint=fingerprint,
                    procs=job.procs if procs is None else procs, time_limit=job.requested,
                    queue=QUEUE, key=_key(job), home=home)
+
+
+def _user(job: TraceJob) -> str:
+    """A log job's user, as the router knows it (users of different logs are distinct)."""
+    return f"{job.origin}/{job.user}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,12 +187,13 @@ class Ranked(Policy):
 
     def _snapshot(self, site: SiteView, now: float) -> QueueState:
         predicted = self._predicted
+        on, waiting = site.running(), site.queued()
         running = tuple(
             (job.procs, start + predicted[_key(job)] - now, start + job.requested - now)
-            for job, start in site.running())
-        queued = tuple((job.procs, predicted[_key(job)], job.requested)
-                       for job in site.queued())
-        return QueueState(site.processors, running, queued)
+            for job, start in on)
+        queued = tuple((job.procs, predicted[_key(job)], job.requested) for job in waiting)
+        owners = tuple(_user(job) for job, _ in on) + tuple(_user(job) for job in waiting)
+        return QueueState(site.processors, running, queued, owners=owners)
 
     def started(self, job: TraceJob, site: int, start: float) -> None:
         """Feed the wait to the history, in the class the job had when routed (its user's

@@ -106,7 +106,8 @@ class LogWalk:
 
     def state(self, now: float) -> QueueState:
         """The queue at `now`: running (procs, remaining predicted, remaining limit) and
-        queued (procs, predicted, limit), both predictions as made at submit."""
+        queued (procs, predicted, limit), both predictions as made at submit, and each
+        job's account (its user)."""
         running = tuple(
             (held.job.procs, held.job.start + held.predicted - now,
              held.job.start + held.limit - now)
@@ -114,7 +115,9 @@ class LogWalk:
         # A queued job's processors as the gateway knows them: its request.
         queued = tuple((min(held.job.submit_procs, self.processors), held.predicted,
                         held.limit) for held in self.queued.values())
-        return QueueState(self.processors, running, queued)
+        owners = tuple(str(held.job.user)
+                       for held in (*self.running.values(), *self.queued.values()))
+        return QueueState(self.processors, running, queued, owners=owners)
 
     def submit(self, job: SwfJob, limit: float, predicted: float, known: JobClass,
                given: WaitPrediction | None = None) -> None:

@@ -153,7 +153,7 @@ def _queue(session: Session, entry: SiteEntry, snapshot: SiteSnapshot | None,
 def live_queue(entry: SiteEntry, queue: QueueSnapshot) -> QueueState:
     """The forecaster's queue of a site from its snapshot: running jobs with what is left
     of their limits, pending jobs in the scheduler's order (as `queue.pending` lists
-    them, so an index there is one in `queued`)."""
+    them, so an index there is one in `queued`), and each job's Unix account."""
     shape = entry.shape
     capacity = shape.max_nodes * shape.cores_per_node
     longest = float(shape.max_walltime)
@@ -165,8 +165,10 @@ def live_queue(entry: SiteEntry, queue: QueueSnapshot) -> QueueState:
     for job in queue.pending:
         limit = float(job.time_limit_seconds or longest)
         queued.append((job.cores or 1, limit, limit))
+    owners = tuple(job.user for job in (*queue.running, *queue.pending))
     # Never fewer processors than the configuration promises a job (feasibility's shape).
-    return QueueState(max(queue.total_cores or 0, capacity), tuple(running), tuple(queued))
+    return QueueState(max(queue.total_cores or 0, capacity), tuple(running), tuple(queued),
+                      owners=owners)
 
 
 def _own_attempts(session: Session, entry: SiteEntry, capacity: int, now: datetime
@@ -191,7 +193,8 @@ def guest_ledger(session: Session) -> GuestLedger:
     return ledger
 
 
-def _need(session: Session, job: Pending, home: str | None) -> JobNeed:
+def _need(session: Session, registry: SiteRegistry, job: Pending, home: str | None
+          ) -> JobNeed:
     spec = job.spec
     procs, limit, queue = _shape(spec.resources, spec.partition)
     inputs = []
@@ -208,7 +211,9 @@ def _need(session: Session, job: Pending, home: str | None) -> JobNeed:
         inputs.append((item.source, size))
     # The fingerprint of the spec as it will be stored: the histories' keys are of those.
     return JobNeed(job.owner_id, fingerprint(spec.model_dump(mode="json")), procs, limit,
-                   queue, tuple(inputs), key=job.job_id, home=home)
+                   queue, tuple(inputs), key=job.job_id, home=home,
+                   accounts=tuple((entry.name, account) for entry in registry
+                                  if (account := entry.account_name(job.owner)) is not None))
 
 
 def build_forecaster(session: Session, registry: SiteRegistry, jobs: Sequence[Pending],
@@ -224,5 +229,5 @@ def build_forecaster(session: Session, registry: SiteRegistry, jobs: Sequence[Pe
     homes = attempts.home_sites(session, {job.owner_id for job in jobs})
     return PassForecaster(SiteForecaster(sites, waits, runtimes, rates, outcomes=outcomes,
                                          ledger=guest_ledger(session)),
-                          {job.job_id: _need(session, job, homes.get(job.owner_id))
+                          {job.job_id: _need(session, registry, job, homes.get(job.owner_id))
                            for job in jobs})

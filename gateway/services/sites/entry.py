@@ -48,6 +48,9 @@ class SiteEntry:
     rate: Rate = ONE_SU_PER_CORE_HOUR
     # What container jobs find here (site config `containers`); None: none run here.
     containers: SiteContainerCaps | None = None
+    # The Unix account that runs a gateway user's jobs here, as the scheduler's queue
+    # names it: by gateway username, or under "" for everyone (a community account).
+    accounts: Mapping[str, str] = field(default_factory=dict)
 
     def workdir(self, tag: str) -> str:
         """The directory an attempt with this tag runs in."""
@@ -60,6 +63,11 @@ class SiteEntry:
         if self.mapped is None:
             return f"{root}/{CACHE_DIR}"
         return f"{root}/{CACHE_DIR}-{_SAFE_NAME.sub('_', username or '')}"
+
+    def account_name(self, username: str | None) -> str | None:
+        """The Unix account this user's jobs run under here (None: not known)."""
+        everyone = self.accounts.get("")
+        return everyone if everyone is not None else self.accounts.get(username or "")
 
     def serves(self, username: str | None) -> bool:
         """Whether this user's jobs can run here (always, unless the site maps accounts

@@ -102,12 +102,14 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T]) 
     if accounts.mode == AccountMode.COMMUNITY:
         assert accounts.community is not None  # the schema requires it in this mode
         adapter: Adapter = build_adapter(config, settings, pool, accounts.community)
+        names = {"": accounts.community.user}
     else:
         # Each mapped user acts through their own account: a job runs under that Unix
         # uid, and the site's own permissions keep users apart.
         mapped = {user: build_adapter(config, settings, pool, account)
                   for user, account in accounts.mapped.items()}
         adapter = next(iter(mapped.values()))
+        names = {user: account.user for user, account in accounts.mapped.items()}
     # Job directories sit side by side under the scratch root (sticky and world-writable
     # on a mapped site), each created 0700 by the account that runs the job.
     return SiteEntry(name=config.name, kind=config.scheduler.kind,
@@ -117,4 +119,4 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T]) 
                      labels=config.routing.label_rules(), speed=config.routing.speed,
                      transfer_rate_mb_s=config.routing.transfer_rate_mb_s,
                      rate=config.charging.rate(config.charge_factor),
-                     containers=config.container_caps())
+                     containers=config.container_caps(), accounts=names)
