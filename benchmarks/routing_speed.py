@@ -44,14 +44,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import shared_dir  # noqa: E402
-from gateway.scheduling.easy import project_runs  # noqa: E402
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint, usable  # noqa: E402
-from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState  # noqa: E402
-from gateway.scheduling.queue_profile import QueueProfile, QueueState  # noqa: E402
+from gateway.scheduling.forecaster import SiteForecaster  # noqa: E402
+from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor  # noqa: E402
+from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor  # noqa: E402
+from gateway.scheduling.queues.easy import project_runs  # noqa: E402
+from gateway.scheduling.queues.queue_profile import QueueProfile, QueueState  # noqa: E402
 from gateway.scheduling.ranking import Candidate, rank, route_pass  # noqa: E402
-from gateway.scheduling.runtime_predictor import RuntimePredictor  # noqa: E402
+from gateway.scheduling.routing_inputs import JobNeed, SiteState  # noqa: E402
 from gateway.scheduling.swf import SwfJob, iter_jobs, machine_size  # noqa: E402
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor  # noqa: E402
 
 LOGS = {
     "kth": "KTH-SP2-1996-2.1-cln.swf.gz",

@@ -49,7 +49,7 @@ from gateway.scheduling.evaluation.scaling_eval import (  # noqa: E402
     held_out,
     leave_one_out_splits,
 )
-from gateway.scheduling.scaling_fit import fit_scaling  # noqa: E402
+from gateway.scheduling.prediction.scaling_fit import fit_scaling  # noqa: E402
 
 TABLES = ROOT / "tests" / "scheduling" / "data" / "seed_scaling_tables.json"
 EXTRAP_FIT = ROOT / "benchmarks" / "extrap_fit.py"

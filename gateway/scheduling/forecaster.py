@@ -56,20 +56,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gateway.scheduling.account_queue import AccountQueue, account_queues
 from gateway.scheduling.guest_ledger import GuestLedger, guest_work
-from gateway.scheduling.queue_profile import QueueProfile, QueueState
-from gateway.scheduling.ranking import Forecast
-from gateway.scheduling.routed_outcomes import RoutedOutcomes
-from gateway.scheduling.runtime_predictor import RuntimeEstimate, RuntimePredictor
-from gateway.scheduling.staging_estimate import TransferRates, staging_seconds
-from gateway.scheduling.wait_predictor import (
+from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
+from gateway.scheduling.prediction.runtime_predictor import RuntimeEstimate, RuntimePredictor
+from gateway.scheduling.prediction.staging_estimate import TransferRates, staging_seconds
+from gateway.scheduling.prediction.wait_predictor import (
     JobClass,
     Key,
     WaitPrediction,
     WaitPredictor,
     wait_class,
 )
+from gateway.scheduling.queues.account_queue import AccountQueue, account_queues
+from gateway.scheduling.queues.queue_profile import QueueProfile
+from gateway.scheduling.ranking import Forecast
+from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
 
 COMBINED = "combined"
 HISTORY = "history"
@@ -80,54 +81,6 @@ MODES = (COMBINED, HISTORY, PROJECTION)
 def _conditioned(level: str) -> bool:
     """Whether a history class of the wait predictor is keyed by the live projection."""
     return "projection" in level.split("/")
-
-
-@dataclass(frozen=True, slots=True)
-class JobNeed:
-    """What routing knows of a pending job. Times in seconds, sizes in bytes.
-
-    `fingerprint` names the application (executable, argument shape, image); `inputs`
-    holds (source, bytes) pairs as the spec names them (`upload:<id>`, `site://...`);
-    `key` is the caller's identifier (a job id), carried but never read; `home` is the
-    site the job would go to without routing (None: it has none), where it is no guest;
-    `accounts` holds (site, account) where the job would run under an account other
-    than `user` (the site's community account, a mapped Unix account).
-    """
-
-    user: str
-    fingerprint: str
-    procs: int
-    time_limit: float
-    queue: str = ""
-    inputs: tuple[tuple[str, int], ...] = ()
-    output_bytes: int = 0
-    key: str = ""
-    home: str | None = None
-    accounts: tuple[tuple[str, str], ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.procs < 1:
-            raise ValueError(f"a job needs at least one processor, not {self.procs}")
-        if not self.time_limit > 0:  # also refuses NaN
-            raise ValueError(f"a job's time limit must be positive, not {self.time_limit}")
-
-    def account_at(self, site: str) -> str:
-        """The account the job would run under at `site`."""
-        return next((account for name, account in self.accounts if name == site), self.user)
-
-
-@dataclass(frozen=True, slots=True)
-class SiteState:
-    """One site at the start of a pass: its queue and the input sources it has cached."""
-
-    name: str
-    queue: QueueState
-    cached: frozenset[str] = frozenset()
-
-
-# A site's (likely, walltime) profiles, built by a forecaster or kept from an earlier
-# pass and advanced to now (`QueueProfile.advance`) when its queue has not changed since.
-Profiles = tuple[QueueProfile, QueueProfile]
 
 
 # What a forecast reads of a job besides its starts (`JobNeed` but its key).

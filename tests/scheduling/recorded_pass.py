@@ -18,13 +18,14 @@ import json
 import random
 from typing import Any
 
-from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
-from gateway.scheduling.queue_profile import QueueState
+from gateway.scheduling.forecaster import SiteForecaster
+from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
+from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.staging_estimate import TransferRates
+from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.queues.queue_profile import QueueState
 from gateway.scheduling.ranking import Candidate, Routing, route_pass
-from gateway.scheduling.routed_outcomes import RoutedOutcomes
-from gateway.scheduling.runtime_predictor import RuntimePredictor
-from gateway.scheduling.staging_estimate import TransferRates
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.routing_inputs import JobNeed, SiteState
 
 SITES = 9
 JOBS = 600

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from gateway.scheduling.easy import EasyMachine, SimJob, project, replay
+from gateway.scheduling.queues.easy import EasyMachine, SimJob, project, replay
 
 
 def starts(jobs: list[SimJob], processors: int) -> dict[int, float]:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from gateway.scheduling.easy import SimJob, replay
 from gateway.scheduling.evaluation.federation import (
     Federation,
     Policy,
@@ -32,7 +31,8 @@ from gateway.scheduling.evaluation.federation_fastest import Fastest
 from gateway.scheduling.evaluation.federation_metrics import against_log, summarize
 from gateway.scheduling.evaluation.federation_policies import FewestQueued, Own
 from gateway.scheduling.evaluation.federation_trace import merged_records, open_logs
-from gateway.scheduling.wait_predictor import JobClass
+from gateway.scheduling.prediction.wait_predictor import JobClass
+from gateway.scheduling.queues.easy import SimJob, replay
 
 DATA = Path(__file__).parent / "data"
 LOGS = [DATA / "federation_a.swf", DATA / "federation_b.swf", DATA / "federation_c.swf"]

@@ -6,18 +6,13 @@ import random
 
 import pytest
 
-from gateway.scheduling.forecaster import (
-    HISTORY,
-    PROJECTION,
-    JobNeed,
-    SiteForecaster,
-    SiteState,
-)
-from gateway.scheduling.queue_profile import QueueState
+from gateway.scheduling.forecaster import HISTORY, PROJECTION, SiteForecaster
+from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.staging_estimate import TransferRates
+from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.queues.queue_profile import QueueState
 from gateway.scheduling.ranking import Candidate, route_pass
-from gateway.scheduling.runtime_predictor import RuntimePredictor
-from gateway.scheduling.staging_estimate import TransferRates
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.routing_inputs import JobNeed, SiteState
 
 # Site a: the queue of test_queue_profile (10 processors; A running, B and C queued).
 # Likely profile: 0: 2 free, 30: 4, 100: 2, 150: 10.

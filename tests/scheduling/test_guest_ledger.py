@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
+from gateway.scheduling.forecaster import SiteForecaster
 from gateway.scheduling.guest_ledger import GuestLedger, guest_work
-from gateway.scheduling.queue_profile import QueueState
+from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.wait_predictor import WaitPredictor
+from gateway.scheduling.queues.queue_profile import QueueState
 from gateway.scheduling.ranking import Candidate, Forecast, rank
-from gateway.scheduling.runtime_predictor import RuntimePredictor
-from gateway.scheduling.wait_predictor import WaitPredictor
+from gateway.scheduling.routing_inputs import JobNeed, SiteState
 
 
 def test_a_site_is_credited_what_its_users_were_given_elsewhere() -> None:

@@ -16,7 +16,7 @@ from gateway.scheduling.evaluation.federation import (
     Truth,
 )
 from gateway.scheduling.evaluation.federation_fastest import Ranked
-from gateway.scheduling.forecaster import Profiles
+from gateway.scheduling.routing_inputs import Profiles
 
 
 class Afresh(Ranked):

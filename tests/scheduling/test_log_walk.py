@@ -9,8 +9,8 @@ import pytest
 from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint
 from gateway.scheduling.evaluation.runtime_eval import evaluate_runtimes
+from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor
 from gateway.scheduling.swf import SwfJob, parse_job
-from gateway.scheduling.wait_predictor import JobClass, WaitPredictor
 
 
 def swf(number: int, submit: int, wait: int, run: int, procs: int, requested: int,

@@ -6,11 +6,12 @@ import math
 
 import pytest
 
-from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
-from gateway.scheduling.queue_profile import QueueState
-from gateway.scheduling.routed_outcomes import WINDOW, RoutedOutcomes
-from gateway.scheduling.runtime_predictor import RuntimePredictor
-from gateway.scheduling.wait_predictor import WaitPredictor
+from gateway.scheduling.forecaster import SiteForecaster
+from gateway.scheduling.prediction.routed_outcomes import WINDOW, RoutedOutcomes
+from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.wait_predictor import WaitPredictor
+from gateway.scheduling.queues.queue_profile import QueueState
+from gateway.scheduling.routing_inputs import JobNeed, SiteState
 
 
 def test_the_factor_is_the_median_ratio_once_half_a_window_is_known() -> None:

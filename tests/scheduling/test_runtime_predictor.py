@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.scheduling.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 
 
 def test_no_runs_fall_back_to_the_limit() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gateway.scheduling.evaluation.scaling_eval import extrapolate, leave_one_out, mape
-from gateway.scheduling.scaling_fit import ScalingFitError, fit_scaling
+from gateway.scheduling.prediction.scaling_fit import ScalingFitError, fit_scaling
 
 # Transcribed from the seed papers; each table names its seed file and table number.
 TABLES = Path(__file__).parent / "data" / "seed_scaling_tables.json"

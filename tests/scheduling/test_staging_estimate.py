@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.scheduling.staging_estimate import (
+from gateway.scheduling.prediction.staging_estimate import (
     TransferRates,
     origin_of,
     staging_seconds,

@@ -8,15 +8,15 @@ import random
 
 import pytest
 
-from gateway.scheduling.binomial import (
+from gateway.scheduling.prediction.binomial import (
     consecutive_miss_limit,
     minimum_history,
     minimum_prediction_history,
     prediction_rank,
     upper_bound_rank,
 )
-from gateway.scheduling.wait_history import WaitHistory
-from gateway.scheduling.wait_predictor import (
+from gateway.scheduling.prediction.wait_history import WaitHistory
+from gateway.scheduling.prediction.wait_predictor import (
     JobClass,
     WaitPredictor,
     limit_class,

@@ -1,7 +1,7 @@
 """Production reads each account's own queue from the site's snapshot: a job whose
 account's waiting jobs are held although processors are free gets a bound no earlier
 than those jobs let it start, as the evaluation and the simulator compute it
-(gateway/scheduling/account_queue.py). SQLite and PostgreSQL."""
+(gateway/scheduling/queues/account_queue.py). SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

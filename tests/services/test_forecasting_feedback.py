@@ -20,8 +20,8 @@ from gateway.repositories.jobs.attempts import StartedAttempt
 from gateway.repositories.jobs.placements import NewPlacement
 from gateway.runtime import Runtime
 from gateway.scheduling.constraints import JobView
+from gateway.scheduling.prediction.wait_predictor import JobClass
 from gateway.scheduling.ranking import Candidate
-from gateway.scheduling.wait_predictor import JobClass
 from gateway.services.routing.decisions import candidate_out
 from gateway.services.routing.forecasting import build_forecaster, recorded_class
 from gateway.services.routing.placement import Pending

@@ -12,7 +12,12 @@ from fastapi.testclient import TestClient
 
 from gateway.domain.errors import Invalid
 from gateway.runtime import Runtime
-from gateway.scheduling.history_import import HistoryFormatError, from_qacct, from_sacct, from_swf
+from gateway.scheduling.prediction.history_import import (
+    HistoryFormatError,
+    from_qacct,
+    from_sacct,
+    from_swf,
+)
 from gateway.services.routing.history_import import import_history
 from tests.conftest import MakeUser
 from tests.schedulers.recorded import result

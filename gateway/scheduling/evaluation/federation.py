@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from gateway.scheduling.easy import EasyMachine, SimJob, Started
+from gateway.scheduling.queues.easy import EasyMachine, SimJob, Started
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,14 +26,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.scheduling.evaluation.federation import Policy, SiteView, TraceJob, eligible
-from gateway.scheduling.forecaster import COMBINED, JobNeed, Profiles, SiteForecaster, SiteState
+from gateway.scheduling.forecaster import COMBINED, SiteForecaster
 from gateway.scheduling.guest_ledger import GuestLedger
 from gateway.scheduling.policies.fastest import FASTEST
-from gateway.scheduling.queue_profile import QueueState
+from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
+from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
+from gateway.scheduling.queues.queue_profile import QueueState
 from gateway.scheduling.ranking import Candidate, Forecast, route_pass
-from gateway.scheduling.routed_outcomes import RoutedOutcomes
-from gateway.scheduling.runtime_predictor import RuntimePredictor
-from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
+from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
 
 QUEUE = ""  # a simulated site has one queue
 

@@ -32,7 +32,8 @@ from gateway.scheduling.evaluation.prediction_scores import (
     Tally,
     job_class,
 )
-from gateway.scheduling.forecaster import COMBINED, MODES, JobNeed, SiteForecaster, SiteState
+from gateway.scheduling.forecaster import COMBINED, MODES, SiteForecaster
+from gateway.scheduling.routing_inputs import JobNeed, SiteState
 from gateway.scheduling.swf import SwfJob
 
 BASELINES = ("zero_wait", "easy_walltime", "rolling", "rolling_conformal")

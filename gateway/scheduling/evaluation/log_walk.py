@@ -19,10 +19,10 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gateway.scheduling.queue_profile import QueueState
-from gateway.scheduling.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
+from gateway.scheduling.queues.queue_profile import QueueState
 from gateway.scheduling.swf import SwfJob
-from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 
 
 def fingerprint(job: SwfJob) -> str:

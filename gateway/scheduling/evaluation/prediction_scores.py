@@ -29,7 +29,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.scheduling.wait_predictor import limit_class, size_class
+from gateway.scheduling.prediction.wait_predictor import limit_class, size_class
 
 TEN_MINUTES = 600.0
 ONE_HOUR = 3600.0

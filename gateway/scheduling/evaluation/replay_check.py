@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gateway.scheduling.easy import SimJob, replay
+from gateway.scheduling.queues.easy import SimJob, replay
 from gateway.scheduling.swf import SwfJob
 
 

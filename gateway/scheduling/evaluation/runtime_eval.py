@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.scheduling.evaluation.log_walk import LogWalk, usable
-from gateway.scheduling.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.wait_predictor import JobClass
 from gateway.scheduling.swf import SwfJob
-from gateway.scheduling.wait_predictor import JobClass
 
 MAPE_FLOOR = 60.0  # seconds: shorter runs are left out of the MAPE (see module)
 

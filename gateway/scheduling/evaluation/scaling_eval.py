@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from gateway.scheduling.scaling_fit import MIN_COUNTS, fit_scaling
+from gateway.scheduling.prediction.scaling_fit import MIN_COUNTS, fit_scaling
 
 
 @dataclass(frozen=True)

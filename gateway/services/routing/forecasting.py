@@ -41,14 +41,15 @@ from gateway.repositories.jobs import outputs as job_outputs
 from gateway.repositories.jobs.attempts import StartedAttempt
 from gateway.repositories.jobs.placements import GivenForecast
 from gateway.repositories.jobs.rows import stored_resources
-from gateway.scheduling.forecaster import JobNeed, SiteForecaster, SiteState
+from gateway.scheduling.forecaster import SiteForecaster
 from gateway.scheduling.guest_ledger import GuestLedger
-from gateway.scheduling.queue_profile import QueueState
+from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
+from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
+from gateway.scheduling.prediction.staging_estimate import TransferRates
+from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
+from gateway.scheduling.queues.queue_profile import QueueState
 from gateway.scheduling.ranking import Forecast
-from gateway.scheduling.routed_outcomes import RoutedOutcomes
-from gateway.scheduling.runtime_predictor import RuntimePredictor
-from gateway.scheduling.staging_estimate import TransferRates
-from gateway.scheduling.wait_predictor import JobClass, WaitPrediction, WaitPredictor
+from gateway.scheduling.routing_inputs import JobNeed, SiteState
 from gateway.services.routing.placement import Pending
 from gateway.services.routing.site_snapshots import SiteSnapshot
 from gateway.services.sites.entry import SiteEntry

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 from gateway.domain.errors import Invalid
 from gateway.repositories import imported_waits
 from gateway.repositories.imported_waits import PastWaitRow
-from gateway.scheduling import history_import
-from gateway.scheduling.history_import import HistoryFormatError, Imported
+from gateway.scheduling.prediction import history_import
+from gateway.scheduling.prediction.history_import import HistoryFormatError, Imported
 from gateway.services.sites.registry import SiteRegistry
 
 

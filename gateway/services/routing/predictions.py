@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from adapters.snapshot import QueueSnapshot
 from gateway.repositories.jobs import predictions
 from gateway.repositories.jobs.predictions import Announcement, Waiting
-from gateway.scheduling.queue_profile import projected_starts
+from gateway.scheduling.queues.queue_profile import projected_starts
 from gateway.schemas.placements import predicted_start
 from gateway.services.routing.forecasting import live_queue
 from gateway.services.routing.site_snapshots import SiteSnapshot

@@ -20,8 +20,9 @@ from sqlalchemy.orm import Session
 
 from adapters.snapshot import QueueSnapshot
 from gateway.repositories import sites as site_rows
-from gateway.scheduling.forecaster import JobNeed, SiteForecaster
+from gateway.scheduling.forecaster import SiteForecaster
 from gateway.scheduling.ranking import Forecast
+from gateway.scheduling.routing_inputs import JobNeed
 from gateway.schemas.sites import ProbeOut, SiteLoadOut
 from gateway.services.routing.forecasting import PassForecaster
 from gateway.services.routing.placement import Pending

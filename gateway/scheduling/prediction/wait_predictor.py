@@ -52,8 +52,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gateway.scheduling.binomial import minimum_history, minimum_prediction_history
-from gateway.scheduling.wait_history import WaitHistory
+from gateway.scheduling.prediction.binomial import minimum_history, minimum_prediction_history
+from gateway.scheduling.prediction.wait_history import WaitHistory
 
 DEFAULT_QUANTILE = 0.95
 DEFAULT_CONFIDENCE = 0.95

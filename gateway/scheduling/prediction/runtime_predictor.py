@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gateway.scheduling.scaling_fit import MIN_COUNTS, ScalingFit, fit_scaling
+from gateway.scheduling.prediction.scaling_fit import MIN_COUNTS, ScalingFit, fit_scaling
 
 LAST_RUNS = 2
 # Runtime ratios kept per pair of sites: enough fingerprints that one odd application

@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gateway.scheduling.easy import project_runs
+from gateway.scheduling.queues.easy import project_runs
 
 Running = tuple[int, float, float]  # (processors, remaining predicted s, remaining limit s)
 Queued = tuple[int, float, float]  # (processors, predicted run time s, time limit s)

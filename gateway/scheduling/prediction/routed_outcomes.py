@@ -17,7 +17,7 @@ import math
 import statistics
 from collections import deque
 
-from gateway.scheduling.binomial import minimum_history
+from gateway.scheduling.prediction.binomial import minimum_history
 
 WINDOW = minimum_history(0.95, 0.95)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
 
-from gateway.scheduling.binomial import (
+from gateway.scheduling.prediction.binomial import (
     consecutive_miss_limit,
     minimum_history,
     prediction_rank,
