@@ -327,3 +327,26 @@ def test_prediction_key_drops_a_user_the_site_has_no_waits_of() -> None:
     assert waits.predict(stranger) == waits.predict(nobody)
     assert waits.prediction_key(ann) != waits.prediction_key(nobody)
     assert waits.predict(ann) != waits.predict(nobody)
+
+
+def test_a_class_that_waits_longer_than_its_bound_class_is_lifted_alone() -> None:
+    # 49 small jobs in 50 wait up to 1000 s, 1 big one 1000-2000 s, all in one bound class
+    # (site/projection/limit: no size). The big jobs' 2% of misses leave the site's under
+    # 4.75%, so the site's factor alone leaves big jobs missed (without the lifts, 198 of
+    # the last 400 are covered); the big jobs' size x limit class raises its own bound
+    # until it covers them.
+    rng = random.Random(11)
+    predictor = WaitPredictor()
+    small = JobClass("s", "q", 1, 600.0, projected_wait=0.0)
+    big = JobClass("s", "q", 64, 600.0, projected_wait=0.0)
+    covered = {"small": 0, "big": 0}
+    for index in range(50000):
+        name, job = ("big", big) if index % 50 == 0 else ("small", small)
+        wait = rng.uniform(1000.0, 2000.0) if name == "big" else rng.uniform(0.0, 1000.0)
+        prediction = predictor.predict(job)
+        if index >= 30000 and prediction is not None:  # the last 20,000
+            covered[name] += wait <= prediction.upper_bound
+        predictor.observe(job, wait, predicted=prediction)
+    assert covered["big"] / 400 >= 0.9
+    assert covered["small"] / 19600 >= 0.95
+    assert predictor.lift(big) > predictor.lift(small) >= 1.0
