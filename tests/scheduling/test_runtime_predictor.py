@@ -75,20 +75,60 @@ def test_configured_speeds_scale_runs_from_another_site() -> None:
     assert runs.speed_ratio("b", "a") == pytest.approx(2.0)
 
 
-def test_speed_learned_from_an_application_run_on_both_sites() -> None:
+def test_speed_learned_from_applications_run_on_both_sites() -> None:
     runs = RuntimePredictor(speeds={"a": 1.0, "b": 2.0})  # config says b is 2x: wrong
     runs.observe("u", "app", "a", 4, 200.0)
     runs.observe("u", "app", "b", 4, 150.0)  # the same run takes 0.75 of a's time at b
+    assert runs.speed_ratio("a", "b") == pytest.approx(0.5)  # one pair: noise, not speed
+    for user in "vwxy":  # four more applications agree: five of five pairs beat chance
+        runs.observe(user, "code", "a", 2, 400.0)
+        runs.observe(user, "code", "b", 2, 300.0)
     assert runs.speed_ratio("a", "b") == pytest.approx(0.75)
     assert runs.speed_ratio("b", "a") == pytest.approx(1 / 0.75)
     runs.observe("w", "solver", "a", 8, 400.0)
     assert runs.predict("w", "solver", "b", 8, 3600).seconds == pytest.approx(300.0)
-    # Runs of another size do not compare the machines.
+    # Runs of another size, or under another time limit, do not compare the machines.
     runs.observe("u", "app", "b", 16, 10.0)
+    runs.observe("z", "app", "a", 4, 100.0, limit=3600)
+    runs.observe("z", "app", "b", 4, 1.0, limit=600)
     assert runs.speed_ratio("a", "b") == pytest.approx(0.75)
+
+
+def test_a_ratio_within_its_noise_keeps_the_configured_speed() -> None:
+    runs = RuntimePredictor()
+    runs.observe("u", "app", "a", 4, 100.0)
+    runs.observe("u", "app", "b", 4, 50.0)  # 0.5
+    runs.observe("v", "code", "a", 4, 100.0)
+    runs.observe("v", "code", "b", 4, 1000.0)  # 10: the two disagree
+    assert runs.speed_ratio("a", "b") == 1.0
+    for user in "cdefghi":  # seven more pairs at 0.5: 8 of 9 below 1 beats chance
+        runs.observe(user, "app", "a", 4, 100.0)
+        runs.observe(user, "app", "b", 4, 50.0)
+    assert runs.speed_ratio("a", "b") == pytest.approx(0.5)  # the median pair, not the mean
 
 
 def test_runs_that_never_ran_are_ignored() -> None:
     runs = RuntimePredictor()
     runs.observe("u", "app", "a", 4, 0.0)
     assert runs.predict("u", "app", "a", 4, 600).seconds == 600
+
+
+def test_every_site_is_predicted_from_the_same_last_runs() -> None:
+    # Old long runs at a, a newer short run at b: both sites are predicted from the
+    # user's last two runs, wherever they ran (else a router moves the job to b on b's
+    # sample of runs alone: the federation suite's HPC2Nx100 origin waited 6% longer).
+    runs = RuntimePredictor()
+    for seconds in (100_000.0, 120_000.0):
+        runs.observe("u", "", "a", 4, seconds)
+    runs.observe("u", "", "b", 4, 60.0)
+    at_a = runs.predict("u", "", "a", 4, 200_000)
+    at_b = runs.predict("u", "", "b", 4, 200_000)
+    assert at_a.seconds == at_b.seconds == pytest.approx(60_030.0)  # (120000 + 60) / 2
+    assert at_a.basis == "last 2 runs at 4 processors, here and at 'b' x 1.00"
+    assert at_b.basis == "last 2 runs at 4 processors, here and at 'a' x 1.00"
+    # An unknown application's runs at two sites are not the same program: no speed.
+    assert runs.speed_ratio("a", "b") == 1.0
+    for user in "uvwxy":
+        runs.observe(user, "app", "a", 4, 100.0)
+        runs.observe(user, "app", "b", 4, 50.0)
+    assert runs.speed_ratio("a", "b") == pytest.approx(0.5)

@@ -211,7 +211,7 @@ class Ranked(Policy):
         need = job_need(job)
         del self._predicted[need.key]
         self.runtimes.observe(need.user, need.fingerprint, self._names[site], job.procs,
-                              end - start)
+                              end - start, job.requested)
 
 
 class Fastest(Ranked):

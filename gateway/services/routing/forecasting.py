@@ -133,9 +133,9 @@ def _histories(session: Session, registry: SiteRegistry
         if forecast is not None:
             outcomes.observe(start.site_name, forecast.uncalibrated_median, wait)
         if start.state is AttemptState.COMPLETED and start.ended_at is not None:
-            procs = shape(start.spec)[0]
+            procs, limit, _ = shape(start.spec)
             runtimes.observe(start.owner_id, fingerprint(start.spec), start.site_name, procs,
-                             (start.ended_at - start.started_at).total_seconds())
+                             (start.ended_at - start.started_at).total_seconds(), limit)
     return waits, runtimes, outcomes
 
 
