@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 from adapters.reasons import because
 from gateway.db.models import Job
 from gateway.db.workflow_models import Workflow, WorkflowStep
+from gateway.domain.failure_cause import failure_cause
 from gateway.domain.job_relations import Gate
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState, Reason
@@ -58,18 +59,6 @@ _PLANS_KEPT = 64
 _PLANS_LOCK = threading.Lock()
 
 # Reason prefixes (adapters.reasons) -> the failure causes retry policies name.
-_CAUSES = (
-    (Reason.NODE_FAIL, FailureCause.NODE_FAIL),
-    (Reason.PREEMPTED, FailureCause.PREEMPTED),
-    (Reason.BOOT_FAIL, FailureCause.BOOT_FAIL),
-    (Reason.FAILED_AT_START, FailureCause.BOOT_FAIL),
-    (Reason.TIMEOUT, FailureCause.TIMEOUT),
-    (Reason.OUT_OF_MEMORY, FailureCause.OUT_OF_MEMORY),
-    (Reason.NON_ZERO_EXIT, FailureCause.NONZERO_EXIT),
-    (Reason.KILLED_BY_SIGNAL, FailureCause.NONZERO_EXIT),
-)
-
-
 @dataclass(frozen=True)
 class Submitting:
     """What a retry needs to submit a fresh job as the owner would."""
@@ -83,11 +72,7 @@ class Submitting:
 
 def cause_of(job: Job) -> FailureCause | None:
     """Why a FAILED job failed, as far as a retry policy cares (None: unknown)."""
-    reason = job.reason or ""
-    for prefix, cause in _CAUSES:
-        if reason.startswith(prefix):
-            return cause
-    return FailureCause.NONZERO_EXIT if job.exit_code not in (None, 0) else None
+    return failure_cause(job.reason, job.exit_code)
 
 
 def plan_of(workflow_id: str, spec: Mapping[str, Any]) -> Plan:

@@ -1,0 +1,36 @@
+"""The published TES 1.1 OpenAPI document (../shared/specs/, beside the checkout: the
+project validates against it and keeps no copy)."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+NAME = "ga4gh-tes-1.1.0.openapi.yaml"
+# Beside the checkout, or one level up in a worktree.
+CANDIDATES = [base / "shared" / "specs" / NAME for base in (ROOT.parent, ROOT.parent.parent)]
+
+
+@cache
+def tes_spec() -> dict[str, Any]:
+    """The specification as data; fails in CI (and skips elsewhere) when it is absent."""
+    found = next((path for path in CANDIDATES if path.is_file()), None)
+    if found is None:
+        where = " or ".join(str(path) for path in CANDIDATES)
+        if os.environ.get("CI"):
+            pytest.fail(f"the TES specification is not at {where}")
+        pytest.skip(f"the TES specification is not at {where}")
+    document: dict[str, Any] = yaml.safe_load(found.read_text())
+    return document
+
+
+def schema(name: str) -> dict[str, Any]:
+    """`components.schemas[name]`."""
+    found: dict[str, Any] = tes_spec()["components"]["schemas"][name]
+    return found
