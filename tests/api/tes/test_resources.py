@@ -1,0 +1,45 @@
+"""TES resources as job spec fields: sizes converted, backend parameters read or refused,
+and the fields produced accepted by the job spec itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.api.tes.resources import BACKEND_PARAMETERS, spec_fields
+from gateway.domain.errors import Invalid
+from gateway.domain.jobspec import JobSpec
+
+
+def test_cores_memory_and_backend_parameters() -> None:
+    fields = spec_fields({
+        "cpu_cores": 4, "ram_gb": 8.0, "disk_gb": 40.0, "preemptible": True,
+        "backend_parameters": {"project": "astro", "partition": "short", "walltime": "01:30:00",
+                               "routing": "cheapest", "VmSize": "large"},
+    })
+    # 8 GB = 8e9 bytes = 7629.39... MiB, rounded up: never less than asked.
+    assert fields == {"project": "astro", "partition": "short",
+                      "routing": {"policy": "cheapest"},
+                      "resources": {"threads_per_rank": 4, "memory_mb": 7630,
+                                    "walltime": "01:30:00"}}
+    spec = JobSpec.model_validate({"name": "t", "executable": "/bin/true", **fields})
+    assert (spec.resources.walltime, spec.resources.memory_mb) == (5400, 7630)
+
+
+def test_strict_refuses_unknown_parameters_by_name() -> None:
+    with pytest.raises(Invalid) as refused:
+        spec_fields({"backend_parameters": {"VmSize": "x", "site": "a"},
+                     "backend_parameters_strict": True})
+    assert "VmSize" in str(refused.value)
+    assert all(key in str(refused.value) for key in BACKEND_PARAMETERS)
+    assert spec_fields({"backend_parameters": {"site": "a"},
+                        "backend_parameters_strict": True}) == {"site": "a"}
+
+
+def test_one_zone_pins_the_site() -> None:
+    assert spec_fields({"zones": ["hpc2n"]}) == {"site": "hpc2n"}
+    assert spec_fields({"zones": ["a"], "backend_parameters": {"site": "a"}}) == {"site": "a"}
+    for bad in ({"zones": ["a", "b"]}, {"zones": ["a"], "backend_parameters": {"site": "b"}},
+                {"ram_gb": 0}):
+        with pytest.raises(Invalid):
+            spec_fields(bad)
+    assert spec_fields(None) == {} == spec_fields({})
