@@ -1,0 +1,62 @@
+"""A TES task as a gridgate job spec (pure): what a CreateTask body asks for, in the
+fields `POST /api/v1/jobs` takes, so that a task is a job like any other (owner,
+project, routing, allocation, audit, events, the CLI's view).
+
+So far a task runs one executor: its image (a bare `ubuntu:22.04`, as TES clients write
+it, is a Docker Hub reference), its command, its environment inside the container (the
+same name rules as every job). What is not translated yet is refused by name, never
+dropped: several executors, an executor's `workdir`, `stdin`, `stdout`, `stderr` and
+`ignore_error`, `inputs`, `outputs` and `volumes` (issue 30).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gateway.api.tes.resources import spec_fields
+from gateway.domain.errors import Invalid
+
+# A name for a task that has none (TES makes it optional, a job spec requires one).
+DEFAULT_NAME = "tes-task"
+# Executor fields not translated yet.
+_NOT_YET = ("workdir", "stdin", "stdout", "stderr", "ignore_error")
+_SCHEMES = ("docker://", "oras://", "library://", "https://", "upload:")
+
+
+def image_ref(image: str) -> str:
+    """A TES executor's image as a gridgate image reference: registry references
+    without a scheme are Docker's (`ubuntu:22.04` is `docker://ubuntu:22.04`)."""
+    return image if image.startswith(_SCHEMES) else f"docker://{image}"
+
+
+def job_spec(task: Mapping[str, Any]) -> dict[str, Any]:
+    """The job spec (as `POST /api/v1/jobs` takes it) of the TES task `task`; `Invalid`
+    naming the field for what gridgate does not run yet."""
+    executors = list(task.get("executors") or ())
+    if len(executors) != 1:
+        raise Invalid(f"a task runs exactly one executor in gridgate so far "
+                      f"(got {len(executors)})", field="executors")
+    executor = executors[0]
+    for key in _NOT_YET:
+        if executor.get(key) not in (None, False):
+            raise Invalid(f"executors[0].{key} is not supported yet", field=f"executors.0.{key}")
+    for key in ("inputs", "outputs", "volumes"):
+        if task.get(key):
+            raise Invalid(f"{key} are not supported yet", field=key)
+    command = list(executor.get("command") or ())
+    if not command:
+        raise Invalid("executors[0].command must name a program", field="executors.0.command")
+    container: dict[str, Any] = {"image": image_ref(str(executor.get("image") or ""))}
+    if executor.get("env"):
+        container["environment"] = dict(executor["env"])
+    spec: dict[str, Any] = {
+        "name": task.get("name") or DEFAULT_NAME,
+        "executable": command[0],
+        "args": command[1:],
+        "container": container,
+        **spec_fields(task.get("resources")),
+    }
+    if task.get("tags"):
+        spec["labels"] = dict(task["tags"])
+    return spec
