@@ -34,3 +34,27 @@ def schema(name: str) -> dict[str, Any]:
     """`components.schemas[name]`."""
     found: dict[str, Any] = tes_spec()["components"]["schemas"][name]
     return found
+
+
+def validate(document: Any, name: str, view: str = "FULL") -> None:
+    """Raise unless `document` is a valid `components.schemas[name]` (the specification's
+    own `$ref`s resolved within it; OpenAPI's annotations, e.g. `readOnly`, ignored). A
+    task in the MINIMAL view carries "ONLY the fields tesTask.Id, tesTask.State" (the
+    specification's `view` parameter), so its `required` list does not apply there."""
+    import jsonschema
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT4
+
+    registry: Registry[Any] = Registry().with_resource(
+        "urn:tes", Resource.from_contents(tes_spec(), default_specification=DRAFT4))
+    def check(value: Any, schema_name: str) -> None:
+        jsonschema.Draft4Validator(
+            {"$ref": f"urn:tes#/components/schemas/{schema_name}"}, registry=registry,
+            format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER).validate(value)
+
+    if view == "MINIMAL":
+        if set(document) != {"id", "state"} or not isinstance(document["id"], str):
+            raise jsonschema.ValidationError(f"a MINIMAL task has only id and state: {document}")
+        check(document["state"], "tesState")
+        return
+    check(document, name)

@@ -1,0 +1,85 @@
+"""A gridgate job as a TES 1.1 task document, in the view asked for (pure).
+
+MINIMAL is the id and state; BASIC adds what the task asked for (name, executor,
+resources, tags), when it was created and its logs: one per attempt of the job (a site's
+run; hedge losers, never the job's result, are left out), with the attempt's times, its
+exit code and where it ran (`metadata`); FULL adds `system_logs`, the gateway's reason
+for the attempt's end. Executor stdout and stderr are read from the site on request
+(`GET /api/v1/jobs/{id}/logs/{stream}`), not stored, so the logs do not carry them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from gateway.api.tes.states import tes_state
+from gateway.schemas.jobs import AttemptOut, JobOut
+
+VIEWS = ("MINIMAL", "BASIC", "FULL")
+# GB (10^9 bytes) in the spec's MiB.
+_MIB_IN_GB = 2**20 / 1e9
+
+
+def _time(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _dropped_none(document: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in document.items() if value is not None}
+
+
+def task_document(job: JobOut, view: str) -> dict[str, Any]:
+    """`job` as a TES task in `view` (one of `VIEWS`)."""
+    state = tes_state(job["state"], cancel_requested=job["cancel_requested"],
+                      held=job["held"], reason=job["reason"], exit_code=job["exit_code"])
+    document: dict[str, Any] = {"id": job["id"], "state": state}
+    if view == "MINIMAL":
+        return document
+    spec = job["spec"]
+    container = spec.get("container") or {}
+    executor = _dropped_none({
+        "image": container.get("image", ""),
+        "command": [spec["executable"], *spec.get("args", ())] if spec.get("executable")
+        else ["/bin/sh", "-c", spec.get("script") or ""],
+        "env": container.get("environment") or None,
+    })
+    document |= _dropped_none({
+        "name": job["name"],
+        "executors": [executor],
+        "resources": _resources(spec),
+        "tags": job["labels"] or None,
+        "creation_time": _time(job["created_at"]),
+        "logs": [_log(attempt, full=view == "FULL") for attempt in job["attempts"]
+                 if attempt["state"] != "REVOKED"],
+    })
+    return document
+
+
+def _resources(spec: dict[str, Any]) -> dict[str, Any]:
+    asked = spec.get("resources") or {}
+    memory = asked.get("memory_mb")
+    site = spec.get("site", "auto")
+    return _dropped_none({
+        "cpu_cores": asked.get("threads_per_rank", 1) * asked.get("ranks", 1),
+        "ram_gb": None if memory is None else round(memory * _MIB_IN_GB, 3),
+        "zones": None if site == "auto" else [site],
+    })
+
+
+def _log(attempt: AttemptOut, full: bool) -> dict[str, Any]:
+    executor = _dropped_none({"start_time": _time(attempt["started_at"]),
+                              "end_time": _time(attempt["ended_at"]),
+                              "exit_code": attempt["exit_code"]})
+    log = _dropped_none({
+        "start_time": _time(attempt["started_at"]),
+        "end_time": _time(attempt["ended_at"]),
+        # ExecutorLog requires an exit code: none before the run ends.
+        "logs": [executor] if attempt["exit_code"] is not None else [],
+        "metadata": _dropped_none({"site": attempt["site"], "attempt": str(attempt["number"]),
+                                   "native_id": attempt["native_id"]}),
+        "outputs": [],
+    })
+    if full and attempt["reason"]:
+        log["system_logs"] = [attempt["reason"]]
+    return log
