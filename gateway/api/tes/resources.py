@@ -13,9 +13,9 @@ batch scheduler's request and are ignored.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
+from gateway.api.tes.task_model import Resources
 from gateway.domain.errors import Invalid
 
 # backend_parameters gridgate reads, and the job spec field each one sets.
@@ -30,23 +30,19 @@ BACKEND_PARAMETERS = {
 _GB_IN_MIB = 1e9 / 2**20
 
 
-def spec_fields(resources: Mapping[str, Any] | None) -> dict[str, Any]:
+def spec_fields(resources: Resources | None) -> dict[str, Any]:
     """The job spec's fields for a TES `resources` object (None: the defaults)."""
-    given = dict(resources or {})
+    if resources is None:
+        return {}
     wanted: dict[str, Any] = {}
-    cores = given.get("cpu_cores")
-    if cores is not None:
-        wanted["threads_per_rank"] = cores
-    ram = given.get("ram_gb")
-    if ram is not None:
-        if ram <= 0:
-            raise Invalid(f"resources.ram_gb must be positive, got {ram}",
-                          field="resources.ram_gb")
-        wanted["memory_mb"] = math.ceil(ram * _GB_IN_MIB)
+    if resources.cpu_cores is not None:
+        wanted["threads_per_rank"] = resources.cpu_cores
+    if resources.ram_gb is not None:
+        wanted["memory_mb"] = math.ceil(resources.ram_gb * _GB_IN_MIB)
     fields: dict[str, Any] = {}
-    parameters = dict(given.get("backend_parameters") or {})
+    parameters = resources.backend_parameters
     unknown = sorted(set(parameters) - set(BACKEND_PARAMETERS))
-    if unknown and given.get("backend_parameters_strict"):
+    if unknown and resources.backend_parameters_strict:
         raise Invalid(
             f"backend_parameters {', '.join(unknown)} are not supported; gridgate reads "
             f"{', '.join(BACKEND_PARAMETERS)}", field="resources.backend_parameters")
@@ -57,7 +53,7 @@ def spec_fields(resources: Mapping[str, Any] | None) -> dict[str, Any]:
             fields["routing"] = {"policy": value}
         elif key in BACKEND_PARAMETERS:
             fields[key] = value
-    zones = list(given.get("zones") or ())
+    zones = resources.zones
     if len(zones) > 1:
         raise Invalid("resources.zones: name one site, or none to let gridgate route the "
                       f"task (got {len(zones)})", field="resources.zones")

@@ -11,10 +11,10 @@ dropped: several executors, an executor's `workdir`, `stdin`, `stdout`, `stderr`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from gateway.api.tes.resources import spec_fields
+from gateway.api.tes.task_model import Task
 from gateway.domain.errors import Invalid
 
 # A name for a task that has none (TES makes it optional, a job spec requires one).
@@ -30,33 +30,29 @@ def image_ref(image: str) -> str:
     return image if image.startswith(_SCHEMES) else f"docker://{image}"
 
 
-def job_spec(task: Mapping[str, Any]) -> dict[str, Any]:
+def job_spec(task: Task) -> dict[str, Any]:
     """The job spec (as `POST /api/v1/jobs` takes it) of the TES task `task`; `Invalid`
     naming the field for what gridgate does not run yet."""
-    executors = list(task.get("executors") or ())
-    if len(executors) != 1:
+    if len(task.executors) != 1:
         raise Invalid(f"a task runs exactly one executor in gridgate so far "
-                      f"(got {len(executors)})", field="executors")
-    executor = executors[0]
+                      f"(got {len(task.executors)})", field="executors")
+    executor = task.executors[0]
     for key in _NOT_YET:
-        if executor.get(key) not in (None, False):
+        if getattr(executor, key) not in (None, False):
             raise Invalid(f"executors[0].{key} is not supported yet", field=f"executors.0.{key}")
     for key in ("inputs", "outputs", "volumes"):
-        if task.get(key):
+        if getattr(task, key):
             raise Invalid(f"{key} are not supported yet", field=key)
-    command = list(executor.get("command") or ())
-    if not command:
-        raise Invalid("executors[0].command must name a program", field="executors.0.command")
-    container: dict[str, Any] = {"image": image_ref(str(executor.get("image") or ""))}
-    if executor.get("env"):
-        container["environment"] = dict(executor["env"])
+    container: dict[str, Any] = {"image": image_ref(executor.image)}
+    if executor.env:
+        container["environment"] = dict(executor.env)
     spec: dict[str, Any] = {
-        "name": task.get("name") or DEFAULT_NAME,
-        "executable": command[0],
-        "args": command[1:],
+        "name": task.name or DEFAULT_NAME,
+        "executable": executor.command[0],
+        "args": executor.command[1:],
         "container": container,
-        **spec_fields(task.get("resources")),
+        **spec_fields(task.resources),
     }
-    if task.get("tags"):
-        spec["labels"] = dict(task["tags"])
+    if task.tags:
+        spec["labels"] = dict(task.tags)
     return spec

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
+from gateway.api.tes.task_model import Task
 from gateway.api.tes.task_spec import image_ref, job_spec
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
@@ -21,13 +23,14 @@ TASK: dict[str, Any] = {
 
 
 def test_a_task_is_a_job_spec() -> None:
-    spec = JobSpec.model_validate(job_spec(TASK))
+    spec = JobSpec.model_validate(job_spec(Task.model_validate(TASK)))
     assert spec.name == "align" and spec.site == "kth"
     assert (spec.executable, spec.args) == ("echo", ["hello; rm -rf /"])  # data, not shell
     assert spec.container is not None and spec.container.image == "docker://ubuntu:22.04"
     assert spec.container.environment == {"SAMPLE": "a b"}
     assert spec.resources.threads_per_rank == 2 and spec.labels == {"run": "7"}
-    assert JobSpec.model_validate(job_spec({"executors": TASK["executors"]})).name == "tes-task"
+    bare = Task.model_validate({"executors": TASK["executors"], "id": "ignored", "state": "X"})
+    assert JobSpec.model_validate(job_spec(bare)).name == "tes-task"
 
 
 def test_image_references() -> None:
@@ -38,18 +41,27 @@ def test_image_references() -> None:
 
 
 @pytest.mark.parametrize(("change", "field"), [
-    ({"executors": []}, "executors"),
     ({"executors": TASK["executors"] * 2}, "executors"),
     ({"executors": [{**TASK["executors"][0], "workdir": "/data"}]}, "executors.0.workdir"),
     ({"executors": [{**TASK["executors"][0], "stdout": "/out"}]}, "executors.0.stdout"),
     ({"executors": [{**TASK["executors"][0], "ignore_error": True}]},
      "executors.0.ignore_error"),
-    ({"executors": [{"image": "alpine", "command": []}]}, "executors.0.command"),
     ({"inputs": [{"path": "/data/x", "url": "https://example.org/x"}]}, "inputs"),
     ({"outputs": [{"path": "/data/y", "url": "https://example.org/y"}]}, "outputs"),
     ({"volumes": ["/vol"]}, "volumes"),
 ])
 def test_what_is_not_translated_is_refused_by_name(change: dict[str, Any], field: str) -> None:
     with pytest.raises(Invalid) as refused:
-        job_spec({**TASK, **change})
+        job_spec(Task.model_validate({**TASK, **change}))
     assert refused.value.extra["field"] == field
+
+
+@pytest.mark.parametrize("body", [
+    {"executors": []},
+    {"executors": [{"image": "alpine", "command": []}]},
+    {"executors": "echo"},
+    {"executors": [{"image": "alpine", "command": ["true"]}], "resources": {"ram_gb": 0}},
+])
+def test_malformed_bodies_are_refused_by_the_model(body: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        Task.model_validate(body)

@@ -1,0 +1,88 @@
+"""The body of a TES 1.1 CreateTask request, as typed models (the specification's
+`tesTask` and its parts). Fields a server sets (`id`, `state`, `logs`,
+`creation_time`) and fields of other TES versions are ignored, as TES 1.0 clients send
+some of them; a wrong type is a 422 naming the field, as for every request."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_LENIENT = ConfigDict(extra="ignore", frozen=True)
+# Sizes of the lists and maps a task may carry: generous, never unbounded.
+_MANY = 4096
+
+
+class FileType(StrEnum):
+    """`tesFileType`."""
+
+    FILE = "FILE"
+    DIRECTORY = "DIRECTORY"
+
+
+class Executor(BaseModel):
+    """`tesExecutor`: one command in one container image."""
+
+    model_config = _LENIENT
+    image: Annotated[str, Field(min_length=1, max_length=1024)]
+    command: Annotated[list[str], Field(min_length=1, max_length=_MANY)]
+    workdir: str | None = None
+    stdin: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    env: Annotated[dict[str, str], Field(max_length=1024)] = {}
+    ignore_error: bool = False
+
+
+class Input(BaseModel):
+    """`tesInput`."""
+
+    model_config = _LENIENT
+    path: str
+    url: str | None = None
+    content: str | None = None
+    name: str | None = None
+    description: str | None = None
+    type: FileType = FileType.FILE
+    streamable: bool = False
+
+
+class Output(BaseModel):
+    """`tesOutput`."""
+
+    model_config = _LENIENT
+    path: str
+    url: str
+    path_prefix: str | None = None
+    name: str | None = None
+    description: str | None = None
+    type: FileType = FileType.FILE
+
+
+class Resources(BaseModel):
+    """`tesResources`."""
+
+    model_config = _LENIENT
+    cpu_cores: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    ram_gb: Annotated[float, Field(gt=0)] | None = None
+    disk_gb: Annotated[float, Field(ge=0)] | None = None
+    preemptible: bool | None = None
+    zones: Annotated[list[str], Field(max_length=256)] = []
+    backend_parameters: Annotated[dict[str, str], Field(max_length=64)] = {}
+    backend_parameters_strict: bool = False
+
+
+class Task(BaseModel):
+    """`tesTask` as a client creates it."""
+
+    model_config = _LENIENT
+    name: Annotated[str, Field(max_length=255)] | None = None
+    description: str | None = None
+    executors: Annotated[list[Executor], Field(min_length=1, max_length=64)]
+    inputs: Annotated[list[Input], Field(max_length=_MANY)] = []
+    outputs: Annotated[list[Output], Field(max_length=_MANY)] = []
+    resources: Resources | None = None
+    volumes: Annotated[list[str], Field(max_length=256)] = []
+    tags: Annotated[dict[str, str], Field(max_length=64)] = {}
