@@ -33,6 +33,7 @@ from gateway.api.routes import reports as report_routes
 from gateway.api.routes.allocations import router as allocations_router
 from gateway.api.routes.audit import router as audit_router
 from gateway.api.routes.projects import router as projects_router
+from gateway.api.tes import routes as tes_routes
 from gateway.runtime import Runtime, build_runtime
 from gateway.settings import Settings
 
@@ -41,7 +42,7 @@ Background = Callable[[Runtime, threading.Event], None]
 ROUTERS = (jobs.router, job_arrays.router, workflows.router, job_logs.router, events.router,
            job_outputs.router, uploads.router, sites.router, system.router, oauth.router,
            projects_router, allocations_router, report_routes.router, dashboard_page.router,
-           audit_router, webhooks.router, docs_page.router)
+           audit_router, webhooks.router, docs_page.router, tes_routes.router)
 
 
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None, *,

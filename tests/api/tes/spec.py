@@ -36,6 +36,28 @@ def schema(name: str) -> dict[str, Any]:
     return found
 
 
+# tesServiceInfo extends GA4GH service-info 1.0.0's Service by reference to a URL this
+# machine cannot reach: its required fields, as that specification defines them (id,
+# name, type {group, artifact, version} (its ServiceType), organization {name, url},
+# version), stand in.
+SERVICE_INFO = ("https://raw.githubusercontent.com/ga4gh-discovery/ga4gh-service-info/"
+                "v1.0.0/service-info.yaml")
+_TEXT = {"type": "string", "minLength": 1}
+SERVICE_INFO_DOCUMENT = {"components": {"schemas": {"Service": {
+    "type": "object",
+    "required": ["id", "name", "type", "organization", "version"],
+    "properties": {
+        "id": _TEXT, "name": _TEXT, "version": _TEXT, "description": _TEXT,
+        "documentationUrl": _TEXT, "contactUrl": _TEXT,
+        "type": {"$ref": "#/components/schemas/ServiceType"},
+        "organization": {"type": "object", "required": ["name", "url"],
+                         "properties": {"name": _TEXT, "url": _TEXT}},
+    }},
+    "ServiceType": {"type": "object", "required": ["group", "artifact", "version"],
+                    "properties": {"group": _TEXT, "artifact": _TEXT, "version": _TEXT}},
+}}}
+
+
 def validate(document: Any, name: str, view: str = "FULL") -> None:
     """Raise unless `document` is a valid `components.schemas[name]` (the specification's
     own `$ref`s resolved within it; OpenAPI's annotations, e.g. `readOnly`, ignored). A
@@ -45,8 +67,10 @@ def validate(document: Any, name: str, view: str = "FULL") -> None:
     from referencing import Registry, Resource
     from referencing.jsonschema import DRAFT4
 
-    registry: Registry[Any] = Registry().with_resource(
-        "urn:tes", Resource.from_contents(tes_spec(), default_specification=DRAFT4))
+    registry: Registry[Any] = Registry().with_resources([
+        ("urn:tes", Resource.from_contents(tes_spec(), default_specification=DRAFT4)),
+        (SERVICE_INFO, Resource.from_contents(SERVICE_INFO_DOCUMENT,
+                                              default_specification=DRAFT4))])
     def check(value: Any, schema_name: str) -> None:
         jsonschema.Draft4Validator(
             {"$ref": f"urn:tes#/components/schemas/{schema_name}"}, registry=registry,

@@ -1,0 +1,146 @@
+"""/ga4gh/tes/v1: GA4GH TES 1.1 over gridgate's jobs (service-info, create, list, get,
+cancel). A task is a job: the same owner, project, routing, allocation, audit and events,
+and `gridgate show` reads it. Errors are the gateway's RFC 9457 problem documents (TES
+1.1 defines no error body), so a TES client sees the same messages as every client."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+
+from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
+from gateway.api.refusals import refusal_recorded
+from gateway.api.schemas import job_out
+from gateway.api.tes.resources import BACKEND_PARAMETERS
+from gateway.api.tes.states import TES_STATES
+from gateway.api.tes.task_document import task_document
+from gateway.api.tes.task_model import Task
+from gateway.api.tes.task_spec import job_spec
+from gateway.domain.errors import Invalid
+from gateway.domain.jobspec import JobSpec
+from gateway.services.cursors import MAX_CURSOR, MAX_LIMIT
+from gateway.services.jobs import queries as job_queries
+from gateway.services.jobs import submission as job_service
+from gateway.services.jobs.inputs import StagingLimits
+from gateway.services.jobs.queries import JobFilter
+from gateway.services.mail.requests import MailPolicy
+from gateway.store.blobs import BlobStore
+
+router = APIRouter(prefix="/ga4gh/tes/v1", tags=["ga4gh-tes"])
+TES_VERSION = "1.1.0"
+# TES allows pages of up to 2047 tasks; gridgate's pages stop at MAX_LIMIT (a page may be
+# shorter than asked: clients follow next_page_token).
+MAX_TES_PAGE = 2047
+
+
+class View(StrEnum):
+    """How much of each task to return."""
+
+    MINIMAL = "MINIMAL"
+    BASIC = "BASIC"
+    FULL = "FULL"
+
+
+def _json(value: Any) -> Response:
+    return Response(json.dumps(value), media_type="application/json")
+
+
+@router.get("/service-info")
+def get_service_info(runtime: RuntimeDep) -> Response:
+    """What this TES is: gridgate, its version of TES, the backend parameters it reads,
+    and the storage it reaches (its sites). Authentication: bearer tokens (OAuth2)."""
+    sites = sorted(entry.name for entry in runtime.sites)
+    return _json({
+        "id": "org.gridgate.tes",
+        "name": "gridgate",
+        "type": {"group": "org.ga4gh", "artifact": "tes", "version": TES_VERSION},
+        "description": "A federated HPC gateway: tasks are routed to the site where they "
+                       "finish first and charged to a project's allocation. Authenticate "
+                       "with a bearer token (OAuth 2.0).",
+        "organization": {"name": "gridgate", "url": runtime.settings.public_url},
+        "documentationUrl": f"{runtime.settings.public_url}/docs",
+        "version": TES_VERSION,
+        "storage": [f"site://{name}/" for name in sites],
+        "tesResources_backend_parameters": list(BACKEND_PARAMETERS),
+    })
+
+
+@router.post("/tasks")
+def create_task(task: Task, principal: JobsWriter, runtime: RuntimeDep) -> Response:
+    """Create a task: it becomes a job, routed and run like every job."""
+    try:
+        spec = JobSpec.model_validate(job_spec(task))
+    except ValidationError as invalid:
+        raise RequestValidationError(invalid.errors()) from None
+    with refusal_recorded(runtime, principal), runtime.unit_of_work() as session:
+        row, _ = job_service.submit(session, runtime.sites, principal, spec, None,
+                                    StagingLimits.from_settings(runtime.settings),
+                                    charged=runtime.settings.allocations_enforced,
+                                    max_array_tasks=runtime.settings.job_array_max_tasks,
+                                    store=BlobStore(runtime.settings.store_dir),
+                                    mail=MailPolicy.from_settings(runtime.settings))
+    return _json({"id": row["id"]})
+
+
+@router.get("/tasks")
+def list_tasks(
+    principal: JobsReader,
+    runtime: RuntimeDep,
+    name_prefix: Annotated[str | None, Query(max_length=255)] = None,
+    state: Annotated[str | None, Query(description=f"One of {', '.join(TES_STATES)}.")] = None,
+    tag_key: Annotated[list[str], Query()] = [],  # noqa: B006  (FastAPI copies defaults)
+    tag_value: Annotated[list[str], Query()] = [],  # noqa: B006
+    page_size: Annotated[int, Query(ge=1, le=MAX_TES_PAGE)] = 256,
+    page_token: Annotated[str | None, Query(max_length=MAX_CURSOR,
+                                            pattern=r"^[A-Za-z0-9_-]+$")] = None,
+    view: View = View.MINIMAL,
+) -> Response:
+    """The caller's tasks, newest first; follow `next_page_token`."""
+    if state is not None and state not in TES_STATES:
+        raise Invalid(f"state must be one of {', '.join(TES_STATES)}", field="state")
+    if name_prefix is not None and any(c in name_prefix for c in "*?"):
+        raise Invalid("name_prefix cannot hold '*' or '?' yet", field="name_prefix")
+    if len(tag_value) > len(tag_key) or any(not value for value in tag_value):
+        raise Invalid("each tag_value needs its tag_key, and key-only tag filters are not "
+                      "supported yet", field="tag_value")
+    if len(tag_key) != len(tag_value):
+        raise Invalid("key-only tag filters are not supported yet: give a tag_value for "
+                      "each tag_key", field="tag_key")
+    filters = JobFilter(name_glob=None if name_prefix is None else f"{name_prefix}*",
+                        labels=tuple(zip(tag_key, tag_value, strict=True)))
+    with runtime.reading() as conn:
+        page = job_queries.list_jobs(conn, principal, filters,
+                                     limit=min(page_size, MAX_LIMIT), cursor=page_token)
+        attempts = job_queries.attempts_of(conn, page.jobs)
+    tasks = [task_document(job_out(row, attempts[row["id"]]), view.value)
+             for row in page.jobs]
+    if state is not None:
+        # The state filter reads more than the job's state (a cancel asked, the reason):
+        # applied to the page, which may then be shorter than asked.
+        tasks = [t for t in tasks if t["state"] == state]
+    listed: dict[str, Any] = {"tasks": tasks}
+    if page.next_cursor is not None:
+        listed["next_page_token"] = page.next_cursor
+    return _json(listed)
+
+
+@router.get("/tasks/{task_id}")
+def get_task(task_id: str, principal: JobsReader, runtime: RuntimeDep,
+             view: View = View.MINIMAL) -> Response:
+    """One task, in the view asked for."""
+    with runtime.reading() as conn:
+        row, attempts = job_queries.job_detail(conn, principal, task_id)
+    return _json(task_document(job_out(row, attempts), view.value))
+
+
+@router.post("/tasks/{task_id}:cancel")
+def cancel_task(task_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Response:
+    """Cancel a task: CANCELING until the site confirms, then CANCELED."""
+    with runtime.unit_of_work() as session:
+        job_service.cancel(session, principal, task_id)
+    return _json({})

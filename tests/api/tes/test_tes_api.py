@@ -1,0 +1,126 @@
+"""The TES endpoints on the embedded gateway: a task created through TES is a job of its
+owner (the native API and TES show the same thing), every document validates against the
+published specification, bad input is a 422 naming the field, others' tasks are 404 and
+an unauthenticated call is a 401."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from gateway.runtime import Runtime
+from tests.api.tes.spec import validate
+from tests.api.test_container_jobs import offer
+from tests.conftest import MakeUser
+
+TES = "/ga4gh/tes/v1"
+TASK: dict[str, Any] = {
+    "name": "hello",
+    "executors": [{"image": "alpine:3.20", "command": ["echo", "$(id)"],
+                   "env": {"GREETING": "hi there"}}],
+    "resources": {"cpu_cores": 1, "ram_gb": 0.5},
+    "tags": {"workflow": "w1"},
+}
+
+
+@pytest.fixture(autouse=True)
+def containers(runtime: Runtime) -> None:
+    """The local site offers a container runtime (declared: these tests run no task)."""
+    offer(runtime, "local")
+
+
+def create(client: TestClient, headers: dict[str, str], body: dict[str, Any]) -> str:
+    created = client.post(f"{TES}/tasks", json=body, headers=headers)
+    assert created.status_code == 200, created.text
+    task_id: str = created.json()["id"]
+    return task_id
+
+
+def test_service_info_says_what_it_serves(client: TestClient) -> None:
+    info = client.get(f"{TES}/service-info").json()
+    validate(info, "tesServiceInfo")
+    # The GA4GH service-info fields TES's schema takes by reference (not in the file):
+    for field in ("id", "name", "type", "organization", "version"):
+        assert info[field], field
+    assert info["type"] == {"group": "org.ga4gh", "artifact": "tes", "version": "1.1.0"}
+    assert "walltime" in info["tesResources_backend_parameters"]
+
+
+def test_a_task_is_a_job(client: TestClient, make_user: MakeUser) -> None:
+    user = make_user()
+    task_id = create(client, user.headers, TASK)
+    job = client.get(f"/api/v1/jobs/{task_id}", headers=user.headers).json()
+    assert job["owner"] == user.principal.display and job["labels"] == {"workflow": "w1"}
+    assert job["spec"]["container"]["image"] == "docker://alpine:3.20"
+    assert job["spec"]["args"] == ["$(id)"]  # data, never a shell's
+    for view in ("MINIMAL", "BASIC", "FULL"):
+        task = client.get(f"{TES}/tasks/{task_id}", params={"view": view},
+                          headers=user.headers).json()
+        validate(task, "tesTask", view)
+        assert task["id"] == task_id and task["state"] == "QUEUED"
+    basic = client.get(f"{TES}/tasks/{task_id}?view=BASIC", headers=user.headers).json()
+    assert basic["executors"][0]["command"] == ["echo", "$(id)"]
+    assert basic["tags"] == {"workflow": "w1"} and basic["name"] == "hello"
+
+
+def test_list_pages_and_filters(client: TestClient, make_user: MakeUser) -> None:
+    user = make_user()
+    ids = [create(client, user.headers, {**TASK, "name": f"step-{i}",
+                                         "tags": {"run": str(i % 2)}}) for i in range(5)]
+    seen: list[str] = []
+    token = None
+    while True:
+        params: dict[str, Any] = {"page_size": 2, "view": "BASIC"}
+        if token:
+            params["page_token"] = token
+        page = client.get(f"{TES}/tasks", params=params, headers=user.headers).json()
+        validate(page, "tesListTasksResponse")
+        seen += [task["id"] for task in page["tasks"]]
+        token = page.get("next_page_token")
+        if not token:
+            break
+    assert seen == ids[::-1]  # newest first, each once
+    odd = client.get(f"{TES}/tasks", params={"tag_key": "run", "tag_value": "1"},
+                     headers=user.headers).json()
+    assert {t["id"] for t in odd["tasks"]} == {ids[1], ids[3]}
+    named = client.get(f"{TES}/tasks", params={"name_prefix": "step-4"},
+                       headers=user.headers).json()
+    assert [t["id"] for t in named["tasks"]] == [ids[4]]
+    queued = client.get(f"{TES}/tasks", params={"state": "QUEUED"}, headers=user.headers)
+    assert len(queued.json()["tasks"]) == 5
+    assert client.get(f"{TES}/tasks", params={"state": "RUNNING"},
+                      headers=user.headers).json()["tasks"] == []
+
+
+def test_cancel(client: TestClient, make_user: MakeUser) -> None:
+    user = make_user()
+    task_id = create(client, user.headers, TASK)
+    cancelled = client.post(f"{TES}/tasks/{task_id}:cancel", headers=user.headers)
+    assert (cancelled.status_code, cancelled.json()) == (200, {})
+    task = client.get(f"{TES}/tasks/{task_id}", headers=user.headers).json()
+    assert task["state"] == "CANCELED"
+
+
+def test_refusals(client: TestClient, make_user: MakeUser) -> None:
+    owner, other = make_user(), make_user()
+    task_id = create(client, owner.headers, TASK)
+    assert client.get(f"{TES}/tasks/{task_id}", headers=other.headers).status_code == 404
+    assert client.post(f"{TES}/tasks/{task_id}:cancel",
+                       headers=other.headers).status_code == 404
+    unauthenticated = client.get(f"{TES}/tasks")
+    assert unauthenticated.status_code == 401
+    assert unauthenticated.headers["content-type"] == "application/problem+json"
+    for body, field in (
+        ({"executors": []}, "executors"),
+        ({**TASK, "executors": [{**TASK["executors"][0], "env": {"LD_PRELOAD": "x"}}]},
+         "container.environment"),
+        ({**TASK, "executors": TASK["executors"] * 2}, "executors"),
+        ({**TASK, "resources": {"backend_parameters": {"VmSize": "x"},
+                                "backend_parameters_strict": True}},
+         "resources.backend_parameters"),
+    ):
+        refused = client.post(f"{TES}/tasks", json=body, headers=owner.headers)
+        assert refused.status_code == 422, refused.text
+        assert field in refused.text, refused.text
