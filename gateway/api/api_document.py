@@ -38,6 +38,9 @@ STREAMED_DOCUMENTS = EVENT_DOCUMENTS
 EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "submitJob": (409, 413),
     "cancelJob": (409,),
+    "cancelTask": (409,),
+    # Reached only through an idempotency key, which TES does not send.
+    "createTask": (404,),
     "cancelJobArray": (409,),
     "cancelWorkflow": (409,),
     "holdJob": (409,),

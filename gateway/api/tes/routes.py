@@ -12,12 +12,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
+from starlette.convertors import Convertor, register_url_convertor
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.refusals import refusal_recorded
 from gateway.api.schemas import job_out
 from gateway.api.tes.resources import BACKEND_PARAMETERS
-from gateway.api.tes.states import TES_STATES
+from gateway.api.tes.states import TesState
 from gateway.api.tes.task_document import task_document
 from gateway.api.tes.task_model import Task
 from gateway.api.tes.task_spec import job_spec
@@ -36,6 +37,22 @@ TES_VERSION = "1.1.0"
 # TES allows pages of up to 2047 tasks; gridgate's pages stop at MAX_LIMIT (a page may be
 # shorter than asked: clients follow next_page_token).
 MAX_TES_PAGE = 2047
+
+
+class TaskIds(Convertor[str]):
+    """A task id in a path: never holds ':', so `/tasks/ID:cancel` is the cancel route
+    only (a GET of it is a 405, not a read of a task named "ID:cancel")."""
+
+    regex = "[^/:]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("task_id", TaskIds())
 
 
 class View(StrEnum):
@@ -92,7 +109,7 @@ def list_tasks(
     principal: JobsReader,
     runtime: RuntimeDep,
     name_prefix: Annotated[str | None, Query(max_length=255)] = None,
-    state: Annotated[str | None, Query(description=f"One of {', '.join(TES_STATES)}.")] = None,
+    state: TesState | None = None,
     tag_key: Annotated[list[str], Query()] = [],  # noqa: B006  (FastAPI copies defaults)
     tag_value: Annotated[list[str], Query()] = [],  # noqa: B006
     page_size: Annotated[int, Query(ge=1, le=MAX_TES_PAGE)] = 256,
@@ -101,8 +118,6 @@ def list_tasks(
     view: View = View.MINIMAL,
 ) -> Response:
     """The caller's tasks, newest first; follow `next_page_token`."""
-    if state is not None and state not in TES_STATES:
-        raise Invalid(f"state must be one of {', '.join(TES_STATES)}", field="state")
     if name_prefix is not None and any(c in name_prefix for c in "*?"):
         raise Invalid("name_prefix cannot hold '*' or '?' yet", field="name_prefix")
     if len(tag_value) > len(tag_key) or any(not value for value in tag_value):
@@ -122,14 +137,14 @@ def list_tasks(
     if state is not None:
         # The state filter reads more than the job's state (a cancel asked, the reason):
         # applied to the page, which may then be shorter than asked.
-        tasks = [t for t in tasks if t["state"] == state]
+        tasks = [t for t in tasks if t["state"] == state.value]
     listed: dict[str, Any] = {"tasks": tasks}
     if page.next_cursor is not None:
         listed["next_page_token"] = page.next_cursor
     return _json(listed)
 
 
-@router.get("/tasks/{task_id}")
+@router.get("/tasks/{task_id:task_id}")
 def get_task(task_id: str, principal: JobsReader, runtime: RuntimeDep,
              view: View = View.MINIMAL) -> Response:
     """One task, in the view asked for."""
@@ -138,7 +153,7 @@ def get_task(task_id: str, principal: JobsReader, runtime: RuntimeDep,
     return _json(task_document(job_out(row, attempts), view.value))
 
 
-@router.post("/tasks/{task_id}:cancel")
+@router.post("/tasks/{task_id:task_id}:cancel")
 def cancel_task(task_id: str, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Cancel a task: CANCELING until the site confirms, then CANCELED."""
     with runtime.unit_of_work() as session:

@@ -22,12 +22,29 @@ and its program went past them, as Slurm's TIMEOUT and OUT_OF_MEMORY say of the 
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from gateway.domain.failure_cause import FailureCause, failure_cause
 from gateway.domain.states import JobState
 
-# TES 1.1 `tesState`, in the specification's order.
-TES_STATES = ("UNKNOWN", "QUEUED", "INITIALIZING", "RUNNING", "PAUSED", "COMPLETE",
-              "EXECUTOR_ERROR", "SYSTEM_ERROR", "CANCELED", "PREEMPTED", "CANCELING")
+
+class TesState(StrEnum):
+    """TES 1.1 `tesState`, in the specification's order."""
+
+    UNKNOWN = "UNKNOWN"
+    QUEUED = "QUEUED"
+    INITIALIZING = "INITIALIZING"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    COMPLETE = "COMPLETE"
+    EXECUTOR_ERROR = "EXECUTOR_ERROR"
+    SYSTEM_ERROR = "SYSTEM_ERROR"
+    CANCELED = "CANCELED"
+    PREEMPTED = "PREEMPTED"
+    CANCELING = "CANCELING"
+
+
+TES_STATES = tuple(state.value for state in TesState)
 
 _RUNNING = {
     JobState.QUEUED: "QUEUED",

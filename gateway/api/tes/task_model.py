@@ -8,11 +8,20 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from rules.text import ENV_NAME, LABEL_KEY
 
 _LENIENT = ConfigDict(extra="ignore", frozen=True)
 # Sizes of the lists and maps a task may carry: generous, never unbounded.
 _MANY = 4096
+# Tags are the job's labels and env its container's environment: the same rules.
+_Tags = Annotated[
+    dict[Annotated[str, AfterValidator(LABEL_KEY.check)], Annotated[str, Field(max_length=255)]],
+    Field(max_length=64, json_schema_extra={"propertyNames": {"pattern": LABEL_KEY.json_pattern}})]
+_Env = Annotated[
+    dict[Annotated[str, AfterValidator(ENV_NAME.check)], Annotated[str, Field(max_length=65536)]],
+    Field(max_length=1024, json_schema_extra={"propertyNames": {"pattern": ENV_NAME.json_pattern}})]
 
 
 class FileType(StrEnum):
@@ -27,12 +36,15 @@ class Executor(BaseModel):
 
     model_config = _LENIENT
     image: Annotated[str, Field(min_length=1, max_length=1024)]
-    command: Annotated[list[str], Field(min_length=1, max_length=_MANY)]
+    # Every word non-empty (the first names the program): stricter than TES's schema,
+    # and said in this API's own schema.
+    command: Annotated[list[Annotated[str, Field(min_length=1, max_length=65536)]],
+                       Field(min_length=1, max_length=_MANY)]
     workdir: str | None = None
     stdin: str | None = None
     stdout: str | None = None
     stderr: str | None = None
-    env: Annotated[dict[str, str], Field(max_length=1024)] = {}
+    env: _Env = {}
     ignore_error: bool = False
 
 
@@ -85,4 +97,4 @@ class Task(BaseModel):
     outputs: Annotated[list[Output], Field(max_length=_MANY)] = []
     resources: Resources | None = None
     volumes: Annotated[list[str], Field(max_length=256)] = []
-    tags: Annotated[dict[str, str], Field(max_length=64)] = {}
+    tags: _Tags = {}

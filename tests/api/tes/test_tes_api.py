@@ -124,3 +124,11 @@ def test_refusals(client: TestClient, make_user: MakeUser) -> None:
         refused = client.post(f"{TES}/tasks", json=body, headers=owner.headers)
         assert refused.status_code == 422, refused.text
         assert field in refused.text, refused.text
+
+
+def test_a_cancel_path_is_not_a_task_id(client: TestClient, make_user: MakeUser) -> None:
+    user = make_user()
+    task_id = create(client, user.headers, TASK)
+    # GET of the cancel path is not a read of a task named "ID:cancel": POST only.
+    got = client.get(f"{TES}/tasks/{task_id}:cancel", headers=user.headers)
+    assert (got.status_code, got.headers["allow"]) == (405, "POST")
