@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gateway.api.tes.task_model import Resources
+from gateway.api.tes.task_model import TesResources
 from gateway.domain.errors import Invalid
 
 # backend_parameters gridgate reads, and the job spec field each one sets.
@@ -30,7 +30,7 @@ BACKEND_PARAMETERS = {
 _GB_IN_MIB = 1e9 / 2**20
 
 
-def spec_fields(resources: Resources | None) -> dict[str, Any]:
+def spec_fields(resources: TesResources | None) -> dict[str, Any]:
     """The job spec's fields for a TES `resources` object (None: the defaults)."""
     if resources is None:
         return {}

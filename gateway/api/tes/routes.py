@@ -20,7 +20,7 @@ from gateway.api.schemas import job_out
 from gateway.api.tes.resources import BACKEND_PARAMETERS
 from gateway.api.tes.states import TesState
 from gateway.api.tes.task_document import task_document
-from gateway.api.tes.task_model import Task
+from gateway.api.tes.task_model import TesTask
 from gateway.api.tes.task_spec import job_spec
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
@@ -88,7 +88,7 @@ def get_service_info(runtime: RuntimeDep) -> Response:
 
 
 @router.post("/tasks")
-def create_task(task: Task, principal: JobsWriter, runtime: RuntimeDep) -> Response:
+def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Create a task: it becomes a job, routed and run like every job."""
     try:
         spec = JobSpec.model_validate(job_spec(task))

@@ -24,14 +24,14 @@ _Env = Annotated[
     Field(max_length=1024, json_schema_extra={"propertyNames": {"pattern": ENV_NAME.json_pattern}})]
 
 
-class FileType(StrEnum):
+class TesFileType(StrEnum):
     """`tesFileType`."""
 
     FILE = "FILE"
     DIRECTORY = "DIRECTORY"
 
 
-class Executor(BaseModel):
+class TesExecutor(BaseModel):
     """`tesExecutor`: one command in one container image."""
 
     model_config = _LENIENT
@@ -48,7 +48,7 @@ class Executor(BaseModel):
     ignore_error: bool = False
 
 
-class Input(BaseModel):
+class TesInput(BaseModel):
     """`tesInput`."""
 
     model_config = _LENIENT
@@ -57,11 +57,11 @@ class Input(BaseModel):
     content: str | None = None
     name: str | None = None
     description: str | None = None
-    type: FileType = FileType.FILE
+    type: TesFileType = TesFileType.FILE
     streamable: bool = False
 
 
-class Output(BaseModel):
+class TesOutput(BaseModel):
     """`tesOutput`."""
 
     model_config = _LENIENT
@@ -70,10 +70,10 @@ class Output(BaseModel):
     path_prefix: str | None = None
     name: str | None = None
     description: str | None = None
-    type: FileType = FileType.FILE
+    type: TesFileType = TesFileType.FILE
 
 
-class Resources(BaseModel):
+class TesResources(BaseModel):
     """`tesResources`."""
 
     model_config = _LENIENT
@@ -86,15 +86,15 @@ class Resources(BaseModel):
     backend_parameters_strict: bool = False
 
 
-class Task(BaseModel):
+class TesTask(BaseModel):
     """`tesTask` as a client creates it."""
 
     model_config = _LENIENT
     name: Annotated[str, Field(max_length=255)] | None = None
     description: str | None = None
-    executors: Annotated[list[Executor], Field(min_length=1, max_length=64)]
-    inputs: Annotated[list[Input], Field(max_length=_MANY)] = []
-    outputs: Annotated[list[Output], Field(max_length=_MANY)] = []
-    resources: Resources | None = None
+    executors: Annotated[list[TesExecutor], Field(min_length=1, max_length=64)]
+    inputs: Annotated[list[TesInput], Field(max_length=_MANY)] = []
+    outputs: Annotated[list[TesOutput], Field(max_length=_MANY)] = []
+    resources: TesResources | None = None
     volumes: Annotated[list[str], Field(max_length=256)] = []
     tags: _Tags = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.api.tes.resources import spec_fields
-from gateway.api.tes.task_model import Task
+from gateway.api.tes.task_model import TesTask
 from gateway.domain.errors import Invalid
 
 # A name for a task that has none (TES makes it optional, a job spec requires one).
@@ -30,7 +30,7 @@ def image_ref(image: str) -> str:
     return image if image.startswith(_SCHEMES) else f"docker://{image}"
 
 
-def job_spec(task: Task) -> dict[str, Any]:
+def job_spec(task: TesTask) -> dict[str, Any]:
     """The job spec (as `POST /api/v1/jobs` takes it) of the TES task `task`; `Invalid`
     naming the field for what gridgate does not run yet."""
     if len(task.executors) != 1:

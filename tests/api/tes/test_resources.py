@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from gateway.api.tes.resources import BACKEND_PARAMETERS, spec_fields
-from gateway.api.tes.task_model import Resources
+from gateway.api.tes.task_model import TesResources
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
 
 
 def test_cores_memory_and_backend_parameters() -> None:
-    fields = spec_fields(Resources.model_validate({
+    fields = spec_fields(TesResources.model_validate({
         "cpu_cores": 4, "ram_gb": 8.0, "disk_gb": 40.0, "preemptible": True,
         "backend_parameters": {"project": "astro", "partition": "short", "walltime": "01:30:00",
                                "routing": "cheapest", "VmSize": "large"},
@@ -28,19 +28,19 @@ def test_cores_memory_and_backend_parameters() -> None:
 
 def test_strict_refuses_unknown_parameters_by_name() -> None:
     with pytest.raises(Invalid) as refused:
-        spec_fields(Resources(backend_parameters={"VmSize": "x", "site": "a"},
+        spec_fields(TesResources(backend_parameters={"VmSize": "x", "site": "a"},
                               backend_parameters_strict=True))
     assert "VmSize" in str(refused.value)
     assert all(key in str(refused.value) for key in BACKEND_PARAMETERS)
-    assert spec_fields(Resources(backend_parameters={"site": "a"},
+    assert spec_fields(TesResources(backend_parameters={"site": "a"},
                                  backend_parameters_strict=True)) == {"site": "a"}
 
 
 def test_one_zone_pins_the_site() -> None:
-    assert spec_fields(Resources(zones=["hpc2n"])) == {"site": "hpc2n"}
-    assert spec_fields(Resources(zones=["a"], backend_parameters={"site": "a"})) == {"site": "a"}
-    for bad in (Resources(zones=["a", "b"]),
-                Resources(zones=["a"], backend_parameters={"site": "b"})):
+    assert spec_fields(TesResources(zones=["hpc2n"])) == {"site": "hpc2n"}
+    assert spec_fields(TesResources(zones=["a"], backend_parameters={"site": "a"})) == {"site": "a"}
+    for bad in (TesResources(zones=["a", "b"]),
+                TesResources(zones=["a"], backend_parameters={"site": "b"})):
         with pytest.raises(Invalid):
             spec_fields(bad)
-    assert spec_fields(None) == {} == spec_fields(Resources())
+    assert spec_fields(None) == {} == spec_fields(TesResources())

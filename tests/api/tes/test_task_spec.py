@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from gateway.api.tes.task_model import Task
+from gateway.api.tes.task_model import TesTask
 from gateway.api.tes.task_spec import image_ref, job_spec
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
@@ -23,13 +23,13 @@ TASK: dict[str, Any] = {
 
 
 def test_a_task_is_a_job_spec() -> None:
-    spec = JobSpec.model_validate(job_spec(Task.model_validate(TASK)))
+    spec = JobSpec.model_validate(job_spec(TesTask.model_validate(TASK)))
     assert spec.name == "align" and spec.site == "kth"
     assert (spec.executable, spec.args) == ("echo", ["hello; rm -rf /"])  # data, not shell
     assert spec.container is not None and spec.container.image == "docker://ubuntu:22.04"
     assert spec.container.environment == {"SAMPLE": "a b"}
     assert spec.resources.threads_per_rank == 2 and spec.labels == {"run": "7"}
-    bare = Task.model_validate({"executors": TASK["executors"], "id": "ignored", "state": "X"})
+    bare = TesTask.model_validate({"executors": TASK["executors"], "id": "ignored", "state": "X"})
     assert JobSpec.model_validate(job_spec(bare)).name == "tes-task"
 
 
@@ -52,7 +52,7 @@ def test_image_references() -> None:
 ])
 def test_what_is_not_translated_is_refused_by_name(change: dict[str, Any], field: str) -> None:
     with pytest.raises(Invalid) as refused:
-        job_spec(Task.model_validate({**TASK, **change}))
+        job_spec(TesTask.model_validate({**TASK, **change}))
     assert refused.value.extra["field"] == field
 
 
@@ -64,4 +64,4 @@ def test_what_is_not_translated_is_refused_by_name(change: dict[str, Any], field
 ])
 def test_malformed_bodies_are_refused_by_the_model(body: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
-        Task.model_validate(body)
+        TesTask.model_validate(body)
