@@ -6,7 +6,6 @@ and `gridgate show` reads it. Errors are the gateway's RFC 9457 problem document
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
@@ -19,7 +18,7 @@ from gateway.api.refusals import refusal_recorded
 from gateway.api.schemas import job_out
 from gateway.api.tes.resources import BACKEND_PARAMETERS
 from gateway.api.tes.states import TesState
-from gateway.api.tes.task_document import task_document
+from gateway.api.tes.task_document import View, task_document
 from gateway.api.tes.task_model import TesTask
 from gateway.api.tes.task_spec import job_spec
 from gateway.domain.errors import Invalid
@@ -53,14 +52,6 @@ class TaskIds(Convertor[str]):
 
 
 register_url_convertor("task_id", TaskIds())
-
-
-class View(StrEnum):
-    """How much of each task to return."""
-
-    MINIMAL = "MINIMAL"
-    BASIC = "BASIC"
-    FULL = "FULL"
 
 
 def _json(value: Any) -> Response:
@@ -132,7 +123,7 @@ def list_tasks(
         page = job_queries.list_jobs(conn, principal, filters,
                                      limit=min(page_size, MAX_LIMIT), cursor=page_token)
         attempts = job_queries.attempts_of(conn, page.jobs)
-    tasks = [task_document(job_out(row, attempts[row["id"]]), view.value)
+    tasks = [task_document(job_out(row, attempts[row["id"]]), view)
              for row in page.jobs]
     if state is not None:
         # The state filter reads more than the job's state (a cancel asked, the reason):
@@ -150,7 +141,7 @@ def get_task(task_id: str, principal: JobsReader, runtime: RuntimeDep,
     """One task, in the view asked for."""
     with runtime.reading() as conn:
         row, attempts = job_queries.job_detail(conn, principal, task_id)
-    return _json(task_document(job_out(row, attempts), view.value))
+    return _json(task_document(job_out(row, attempts), view))
 
 
 @router.post("/tasks/{task_id:task_id}:cancel")

@@ -11,12 +11,21 @@ for the attempt's end. Executor stdout and stderr are read from the site on requ
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from gateway.api.tes.states import tes_state
 from gateway.schemas.jobs import AttemptOut, JobOut
 
-VIEWS = ("MINIMAL", "BASIC", "FULL")
+
+class View(StrEnum):
+    """How much of a task to return (TES's `view`)."""
+
+    MINIMAL = "MINIMAL"
+    BASIC = "BASIC"
+    FULL = "FULL"
+
+
 # GB (10^9 bytes) in the spec's MiB.
 _MIB_IN_GB = 2**20 / 1e9
 
@@ -29,12 +38,12 @@ def _dropped_none(document: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in document.items() if value is not None}
 
 
-def task_document(job: JobOut, view: str) -> dict[str, Any]:
-    """`job` as a TES task in `view` (one of `VIEWS`)."""
+def task_document(job: JobOut, view: View) -> dict[str, Any]:
+    """`job` as a TES task in `view`."""
     state = tes_state(job["state"], cancel_requested=job["cancel_requested"],
                       held=job["held"], reason=job["reason"], exit_code=job["exit_code"])
     document: dict[str, Any] = {"id": job["id"], "state": state}
-    if view == "MINIMAL":
+    if view is View.MINIMAL:
         return document
     spec = job["spec"]
     container = spec.get("container") or {}
@@ -50,7 +59,7 @@ def task_document(job: JobOut, view: str) -> dict[str, Any]:
         "resources": _resources(spec),
         "tags": job["labels"] or None,
         "creation_time": _time(job["created_at"]),
-        "logs": [_log(attempt, full=view == "FULL") for attempt in job["attempts"]
+        "logs": [_log(attempt, full=view is View.FULL) for attempt in job["attempts"]
                  if attempt["state"] != "REVOKED"],
     })
     return document

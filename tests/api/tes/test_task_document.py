@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gateway.api.tes.task_document import VIEWS, task_document
+from gateway.api.tes.task_document import View, task_document
 from gateway.schemas.jobs import AttemptOut, JobOut
 from tests.api.tes.spec import validate
 
@@ -38,16 +38,16 @@ def job(**changes: Any) -> JobOut:
     return value
 
 
-@pytest.mark.parametrize("view", VIEWS)
-def test_every_view_is_a_valid_task(view: str) -> None:
+@pytest.mark.parametrize("view", list(View))
+def test_every_view_is_a_valid_task(view: View) -> None:
     validate(task_document(job(), view), "tesTask", view)
     validate(task_document(job(state="ACCEPTED", attempts=[]), view), "tesTask", view)
 
 
 def test_what_each_view_carries() -> None:
-    minimal = task_document(job(), "MINIMAL")
+    minimal = task_document(job(), View.MINIMAL)
     assert minimal == {"id": "0b5c4f7e", "state": "SYSTEM_ERROR"}
-    basic = task_document(job(), "BASIC")
+    basic = task_document(job(), View.BASIC)
     assert basic["executors"] == [{"image": "docker://alpine:3", "command": ["echo", "hi"],
                                    "env": {"A": "1"}}]
     assert basic["resources"] == {"cpu_cores": 2, "ram_gb": 1.0, "zones": ["kth"]}
@@ -58,7 +58,7 @@ def test_what_each_view_carries() -> None:
                                          "end_time": AT.isoformat(), "exit_code": 1}]
     assert basic["logs"][1]["logs"] == []
     assert all("system_logs" not in log for log in basic["logs"])  # BASIC leaves them out
-    full = task_document(job(), "FULL")
+    full = task_document(job(), View.FULL)
     assert full["logs"][0]["system_logs"] == ["NODE_FAIL"]
 
 
