@@ -134,6 +134,7 @@ def test_usage_without_records_and_array_tasks(gateway: LiveGateway, tmp_path: P
     start = NOW - timedelta(days=1)
     with transaction(gateway.runtime.sessions) as s:
         project = bf.project(s, user_id)
+        bf.site(s, "alpha")  # its own: not left by an earlier test (alone it failed)
 
         def job(state: str, ranks: int, ran: timedelta | None, ended: bool = True) -> str:
             job_id = bf.job(s, user_id, project.id, "alpha")
