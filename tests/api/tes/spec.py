@@ -3,7 +3,6 @@ project validates against it and keeps no copy)."""
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,13 +18,15 @@ CANDIDATES = [base / "shared" / "specs" / NAME for base in (ROOT.parent, ROOT.pa
 
 @cache
 def tes_spec() -> dict[str, Any]:
-    """The specification as data; fails in CI (and skips elsewhere) when it is absent."""
+    """The specification as data. Where the project's shared folder sits beside the
+    checkout, a missing specification fails; a checkout without that folder (a bare
+    clone elsewhere) skips, saying where it looked."""
     found = next((path for path in CANDIDATES if path.is_file()), None)
     if found is None:
         where = " or ".join(str(path) for path in CANDIDATES)
-        if os.environ.get("CI"):
+        if any(path.parent.parent.is_dir() for path in CANDIDATES):
             pytest.fail(f"the TES specification is not at {where}")
-        pytest.skip(f"the TES specification is not at {where}")
+        pytest.skip(f"no shared folder beside this checkout: {where}")
     document: dict[str, Any] = yaml.safe_load(found.read_text())
     return document
 
