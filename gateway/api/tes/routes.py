@@ -109,16 +109,13 @@ def list_tasks(
     view: View = View.MINIMAL,
 ) -> Response:
     """The caller's tasks, newest first; follow `next_page_token`."""
-    if name_prefix is not None and any(c in name_prefix for c in "*?"):
-        raise Invalid("name_prefix cannot hold '*' or '?' yet", field="name_prefix")
     if len(tag_value) > len(tag_key) or any(not value for value in tag_value):
         raise Invalid("each tag_value needs its tag_key, and key-only tag filters are not "
                       "supported yet", field="tag_value")
     if len(tag_key) != len(tag_value):
         raise Invalid("key-only tag filters are not supported yet: give a tag_value for "
                       "each tag_key", field="tag_key")
-    filters = JobFilter(name_glob=None if name_prefix is None else f"{name_prefix}*",
-                        labels=tuple(zip(tag_key, tag_value, strict=True)))
+    filters = JobFilter(name_prefix=name_prefix, labels=tuple(zip(tag_key, tag_value, strict=True)))
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters,
                                      limit=min(page_size, MAX_LIMIT), cursor=page_token)

@@ -139,6 +139,8 @@ class JobFilter:
     name: str | None = None
     # A glob over names ('*' any text, '?' one character; everything else literal).
     name_glob: str | None = None
+    # The start of a name, taken literally (TES's `name_prefix`).
+    name_prefix: str | None = None
     # The start of a job id (lower-case hex and dashes only: checked by the service).
     id_prefix: str | None = None
     # Only the caller's own jobs, even for readers who see every job (auditors, admins).
@@ -238,6 +240,8 @@ def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limi
         query = query.where(jobs.name == filters.name)
     if filters.name_glob is not None:
         query = query.where(jobs.name.regexp_match(glob_regex(filters.name_glob)))
+    if filters.name_prefix is not None:
+        query = query.where(jobs.name.startswith(filters.name_prefix, autoescape=True))
     if filters.array_job_id is not None:
         query = query.where(jobs.array_job_id == filters.array_job_id)
     if filters.array_index is not None:

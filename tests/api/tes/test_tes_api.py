@@ -88,8 +88,14 @@ def test_list_pages_and_filters(client: TestClient, make_user: MakeUser) -> None
     named = client.get(f"{TES}/tasks", params={"name_prefix": "step-4"},
                        headers=user.headers).json()
     assert [t["id"] for t in named["tasks"]] == [ids[4]]
+    # A prefix is literal: '%', '_' and '*' match only themselves.
+    odd_name = create(client, user.headers, {**TASK, "name": "a_%*b"})
+    for prefix, found in (("a_%*", [odd_name]), ("a%", []), ("a*", []), ("step", ids[::-1])):
+        listed = client.get(f"{TES}/tasks", params={"name_prefix": prefix},
+                            headers=user.headers).json()
+        assert [t["id"] for t in listed["tasks"]] == found, prefix
     queued = client.get(f"{TES}/tasks", params={"state": "QUEUED"}, headers=user.headers)
-    assert len(queued.json()["tasks"]) == 5
+    assert len(queued.json()["tasks"]) == 6
     assert client.get(f"{TES}/tasks", params={"state": "RUNNING"},
                       headers=user.headers).json()["tasks"] == []
 
