@@ -27,7 +27,7 @@ BACKEND_PARAMETERS = {
     "routing": "routing.policy",
 }
 # TES sizes are in gigabytes (10^9 bytes); the spec's memory is in MiB per node.
-_GB_IN_MIB = 1e9 / 2**20
+GB_IN_MIB = 1e9 / 2**20
 
 
 def spec_fields(resources: TesResources | None) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def spec_fields(resources: TesResources | None) -> dict[str, Any]:
     if resources.cpu_cores is not None:
         wanted["threads_per_rank"] = resources.cpu_cores
     if resources.ram_gb is not None:
-        wanted["memory_mb"] = math.ceil(resources.ram_gb * _GB_IN_MIB)
+        wanted["memory_mb"] = math.ceil(resources.ram_gb * GB_IN_MIB)
     fields: dict[str, Any] = {}
     parameters = resources.backend_parameters
     unknown = sorted(set(parameters) - set(BACKEND_PARAMETERS))

@@ -109,12 +109,9 @@ def list_tasks(
     view: View = View.MINIMAL,
 ) -> Response:
     """The caller's tasks, newest first; follow `next_page_token`."""
-    if len(tag_value) > len(tag_key) or any(not value for value in tag_value):
-        raise Invalid("each tag_value needs its tag_key, and key-only tag filters are not "
-                      "supported yet", field="tag_value")
-    if len(tag_key) != len(tag_value):
-        raise Invalid("key-only tag filters are not supported yet: give a tag_value for "
-                      "each tag_key", field="tag_key")
+    if len(tag_key) != len(tag_value) or not all(tag_value):
+        raise Invalid("give a non-empty tag_value for each tag_key: key-only tag filters "
+                      "are not supported yet", field="tag_value")
     filters = JobFilter(name_prefix=name_prefix, labels=tuple(zip(tag_key, tag_value, strict=True)))
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters,
@@ -125,7 +122,7 @@ def list_tasks(
     if state is not None:
         # The state filter reads more than the job's state (a cancel asked, the reason):
         # applied to the page, which may then be shorter than asked.
-        tasks = [t for t in tasks if t["state"] == state.value]
+        tasks = [t for t in tasks if t["state"] == state]
     listed: dict[str, Any] = {"tasks": tasks}
     if page.next_cursor is not None:
         listed["next_page_token"] = page.next_cursor

@@ -43,37 +43,34 @@ class TesState(StrEnum):
     PREEMPTED = "PREEMPTED"
     CANCELING = "CANCELING"
 
-
-TES_STATES = tuple(state.value for state in TesState)
-
 _RUNNING = {
-    JobState.QUEUED: "QUEUED",
-    JobState.STAGING_IN: "INITIALIZING",
-    JobState.RUNNING: "RUNNING",
-    JobState.STAGING_OUT: "RUNNING",
+    JobState.QUEUED: TesState.QUEUED,
+    JobState.STAGING_IN: TesState.INITIALIZING,
+    JobState.RUNNING: TesState.RUNNING,
+    JobState.STAGING_OUT: TesState.RUNNING,
 }
 _EXECUTOR = frozenset({FailureCause.NONZERO_EXIT, FailureCause.TIMEOUT,
                        FailureCause.OUT_OF_MEMORY})
 
 
 def tes_state(state: str, *, cancel_requested: bool = False, held: bool = False,
-              reason: str | None = None, exit_code: int | None = None) -> str:
+              reason: str | None = None, exit_code: int | None = None) -> TesState:
     """The TES state of a job in `state` (a `JobState` value) with these columns."""
     try:
         job = JobState(state)
     except ValueError:
-        return "UNKNOWN"  # a row newer than this code: never imply it is queued
+        return TesState.UNKNOWN  # a row newer than this code: never imply it is queued
     if job is JobState.COMPLETED:
-        return "COMPLETE"
+        return TesState.COMPLETE
     if job is JobState.CANCELLED:
-        return "CANCELED"
+        return TesState.CANCELED
     if job is JobState.FAILED:
         cause = failure_cause(reason, exit_code)
         if cause is FailureCause.PREEMPTED:
-            return "PREEMPTED"
-        return "EXECUTOR_ERROR" if cause in _EXECUTOR else "SYSTEM_ERROR"
+            return TesState.PREEMPTED
+        return TesState.EXECUTOR_ERROR if cause in _EXECUTOR else TesState.SYSTEM_ERROR
     if cancel_requested:
-        return "CANCELING"
+        return TesState.CANCELING
     if job is JobState.ACCEPTED:
-        return "PAUSED" if held else "QUEUED"
+        return TesState.PAUSED if held else TesState.QUEUED
     return _RUNNING[job]

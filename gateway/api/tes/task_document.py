@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from gateway.api.tes.resources import GB_IN_MIB
 from gateway.api.tes.states import tes_state
 from gateway.schemas.jobs import AttemptOut, JobOut
 
@@ -24,10 +25,6 @@ class View(StrEnum):
     MINIMAL = "MINIMAL"
     BASIC = "BASIC"
     FULL = "FULL"
-
-
-# GB (10^9 bytes) in the spec's MiB.
-_MIB_IN_GB = 2**20 / 1e9
 
 
 def _time(value: datetime | None) -> str | None:
@@ -71,7 +68,7 @@ def _resources(spec: dict[str, Any]) -> dict[str, Any]:
     site = spec.get("site", "auto")
     return _dropped_none({
         "cpu_cores": asked.get("threads_per_rank", 1) * asked.get("ranks", 1),
-        "ram_gb": None if memory is None else round(memory * _MIB_IN_GB, 3),
+        "ram_gb": None if memory is None else round(memory / GB_IN_MIB, 3),
         "zones": None if site == "auto" else [site],
     })
 

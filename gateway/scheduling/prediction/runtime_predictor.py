@@ -107,6 +107,8 @@ class _Last:
 
 def _mean(values: deque[float]) -> float:
     return sum(values) / len(values)
+
+
 class RuntimePredictor:
     """Per-(user, fingerprint) run histories tagged by site; `observe` finished runs,
     `predict`."""

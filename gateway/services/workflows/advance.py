@@ -58,7 +58,6 @@ _PLANS: OrderedDict[str, Plan] = OrderedDict()
 _PLANS_KEPT = 64
 _PLANS_LOCK = threading.Lock()
 
-# Reason prefixes (adapters.reasons) -> the failure causes retry policies name.
 @dataclass(frozen=True)
 class Submitting:
     """What a retry needs to submit a fresh job as the owner would."""

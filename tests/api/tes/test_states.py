@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.api.tes.states import TES_STATES, tes_state
+from gateway.api.tes.states import TesState, tes_state
 from gateway.domain.states import JobState
 from tests.api.tes.spec import schema
 
 
 def test_the_states_are_the_specifications() -> None:
-    assert list(TES_STATES) == schema("tesState")["enum"]
+    assert [state.value for state in TesState] == schema("tesState")["enum"]
 
 
 @pytest.mark.parametrize(("state", "columns", "expected"), [
@@ -47,4 +47,4 @@ def test_job_states_map_to_tes(state: str, columns: dict[str, object], expected:
 
 def test_every_job_state_has_a_tes_state() -> None:
     for state in JobState:
-        assert tes_state(state.value) in TES_STATES
+        assert tes_state(state.value) in TesState
