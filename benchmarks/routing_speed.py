@@ -18,6 +18,10 @@ small for a job is excluded, as the hard constraints would.
 - `route_pass_40_sites`: the same pass over 40 snapshot sites (10 per log; issue 27
   target: under 1 s), with the same baselines.
 
+Each pass also gives its `ceiling` (`ceiling()`): what ranking every site for every job
+costs at least with forecasts kept per kind of job until their site changes, measured
+on the pass itself.
+
 Each figure is given as wall time and as this process's CPU time: the machine is shared,
 and under load the wall time counts other processes' turns too (the load average is
 printed with the results).
@@ -45,12 +49,12 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import shared_dir  # noqa: E402
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint, usable  # noqa: E402
-from gateway.scheduling.forecaster import SiteForecaster  # noqa: E402
+from gateway.scheduling.forecaster import SiteForecaster, job_kind  # noqa: E402
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor  # noqa: E402
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor  # noqa: E402
 from gateway.scheduling.queues.easy import project_runs  # noqa: E402
 from gateway.scheduling.queues.queue_profile import QueueProfile, QueueState  # noqa: E402
-from gateway.scheduling.ranking import Candidate, rank, route_pass  # noqa: E402
+from gateway.scheduling.ranking import Candidate, Routing, rank, route_pass  # noqa: E402
 from gateway.scheduling.routing_inputs import JobNeed, SiteState  # noqa: E402
 from gateway.scheduling.swf import SwfJob, iter_jobs, machine_size  # noqa: E402
 
@@ -212,9 +216,21 @@ def pass_of(walked: dict[str, Walked], jobs: list[JobNeed], per_log: int = 1
         extra[best[1]].append((job.procs, best[2], job.time_limit))
     reprojection = (time.perf_counter() - began) * len(jobs) / len(sample)
 
+    return {
+        **pass_figures(sites, routed, seconds, cpu),
+        **ceiling(routed, cpu),
+        "baseline_first_fit_s": round(first_fit_seconds, 4),
+        "first_fit_routed": {s.name: first_fit.count(s.name) for s in sites},
+        "baseline_reprojection_s": round(reprojection, 1),
+        "baseline_reprojection_extrapolated_from_jobs": len(sample),
+    }
+
+
+def pass_figures(sites: list[SiteState], routed: list[Routing[JobNeed]], seconds: float,
+                 cpu: float) -> dict[str, Any]:
     chosen = [r.decision.chosen[0] for r in routed if r.decision.chosen]
     return {
-        "jobs": len(jobs),
+        "jobs": len(routed),
         "sites": {s.name: {"processors": s.queue.processors, "queued": len(s.queue.queued),
                            "running": len(s.queue.running), "routed": chosen.count(s.name)}
                   for s in sites},
@@ -223,10 +239,45 @@ def pass_of(walked: dict[str, Walked], jobs: list[JobNeed], per_log: int = 1
         "target_s": 1.0,
         "met_wall": seconds < 1.0,
         "met_cpu": cpu < 1.0,
-        "baseline_first_fit_s": round(first_fit_seconds, 4),
-        "first_fit_routed": {s.name: first_fit.count(s.name) for s in sites},
-        "baseline_reprojection_s": round(reprojection, 1),
-        "baseline_reprojection_extrapolated_from_jobs": len(sample),
+    }
+
+
+def ceiling(routed: list[Routing[JobNeed]], cpu: float) -> dict[str, Any]:
+    """What any pass that ranks every site for every job costs at least, measured.
+
+    - `rank_only_cpu_s`: ranking the pass's own candidates again, forecasts given (no
+      forecasting at all);
+    - `fresh_forecasts_ideal_memo`: the forecasts a pass must make even if it kept, per
+      kind of job (`forecaster.job_kind`), every site's forecast until a job is committed
+      there: a kind's first job needs every site, a later one the sites committed to
+      since its kind's last job;
+    - `ceiling_cpu_s`: the ranking plus those forecasts at this pass's mean cost per
+      forecast asked (an underestimate: a fresh forecast costs more than a kept one).
+    """
+    began = time.process_time()
+    for r in routed:
+        rank(r.decision.candidates, r.decision.policy)
+    rank_only = time.process_time() - began
+    asked = sum(1 for r in routed for c in r.decision.candidates if c.forecast is not None)
+    last: dict[object, int] = {}
+    commits: list[str] = []
+    fresh = 0
+    for r in routed:
+        kind = job_kind(r.job)
+        open_sites = sum(1 for c in r.decision.candidates if c.forecast is not None)
+        fresh += open_sites if kind not in last else len(set(commits[last[kind]:]))
+        commits.extend(r.decision.chosen)
+        last[kind] = len(commits)
+    per_forecast = (cpu - rank_only) / asked
+    return {
+        "ceiling": {
+            "forecasts_asked": asked,
+            "kinds": len(last),
+            "fresh_forecasts_ideal_memo": fresh,
+            "rank_only_cpu_s": round(rank_only, 3),
+            "mean_forecast_cpu_us": round(per_forecast * 1e6, 2),
+            "ceiling_cpu_s": round(rank_only + fresh * per_forecast, 3),
+        },
     }
 
 

@@ -87,7 +87,8 @@ def _conditioned(level: str) -> bool:
 _Kind = tuple[str, str, int, float, str, tuple[tuple[str, int], ...], int]
 
 
-def _kind(job: JobNeed) -> _Kind:
+def job_kind(job: JobNeed) -> _Kind:
+    """What a forecast reads of a job: jobs of one kind get one forecast at a site."""
     return (job.user, job.fingerprint, job.procs, job.time_limit, job.queue, job.inputs,
             job.output_bytes)
 
@@ -295,7 +296,7 @@ class SiteForecaster:
     def _kind_of(self, job: JobNeed) -> _Kind:
         # A pass asks about one job at every site in turn: its kind is built once.
         if self._last_job is not job:  # held here: its id cannot be reused meanwhile
-            self._last_job, self._last_kind = job, _kind(job)
+            self._last_job, self._last_kind = job, job_kind(job)
         return self._last_kind
 
     def _remake(self, job: JobNeed, state: _Site, placed: _Placement, kind: _Kind,
