@@ -61,10 +61,13 @@ class ContainerLaunch:
     """A containerised program, built by the gateway (containers.launch): `argv` is the
     whole launch line (MPI launcher, runtime, image, program) and replaces the request's
     program and MPI launcher; `prepare` are commands run before it, each of which must
-    succeed (e.g. a locked `apptainer pull` into the site's cache). Words are data."""
+    succeed (e.g. a locked `apptainer pull` into the site's cache). Words are data.
+    `reads` are directories outside the job directory the launch line reads (ch-run's
+    unpacked image in the site's cache): a site that sandboxes jobs shows them read-only."""
 
     argv: tuple[str, ...]
     prepare: tuple[tuple[str, ...], ...] = ()
+    reads: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,7 @@ class LocalAdapter:
             kill_grace_seconds=kill_grace_seconds,
             sandbox=sandbox,
             user=pwd.getpwuid(os.getuid()).pw_name,
+            root=self._root,
         )
         self._runner_start_timeout = runner_start_timeout
         self._files = LocalTransport(label="the local site")

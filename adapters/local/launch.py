@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import posixpath
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +14,8 @@ from adapters.local.sandbox import SandboxConfig
 from rules.env_names import env_name_problem
 
 SHELL = "/bin/sh"
+# An image unpacked in a staging cache of the site (`<cache>/<sha256>.d`).
+_UNPACKED_IMAGE = re.compile(r"[0-9a-f]{64}\.d")
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,8 @@ class LaunchConfig:
     # The account's name, as USER and LOGNAME (batch schedulers set them; ch-run will not
     # start without $USER). None: left unset.
     user: str | None = None
+    # The site's jobs root (resolved): the staging caches a launch line reads lie below.
+    root: Path | None = None
 
 
 def program_argv(request: SubmitRequest, script_path: Path) -> list[str]:
@@ -86,6 +92,23 @@ def container_argv(request: SubmitRequest) -> list[str]:
     return argv
 
 
+def container_reads(request: SubmitRequest, root: Path | None) -> tuple[str, ...]:
+    """The directories the launch line reads besides the job's: only images unpacked in
+    a staging cache directly below the site's jobs root (a hidden directory, never a job
+    directory: the sandbox shows them, and nothing else of the site, read-only)."""
+    reads = request.container.reads if request.container is not None else ()
+    for path in reads:
+        _check_text("container image directory", path)
+        where = Path(path)
+        if (root is None or not where.is_absolute() or posixpath.normpath(path) != path
+                or not _UNPACKED_IMAGE.fullmatch(where.name)
+                or not where.parent.name.startswith(".")
+                or where.resolve().parent.parent != root):
+            raise SubmitRejected(f"a container job may read only an image unpacked in the "
+                                 f"site's staging cache, not {path!r}")
+    return tuple(reads)
+
+
 def job_environment(request: SubmitRequest, workdir: Path, config: LaunchConfig) -> dict[str, str]:
     """A clean environment: basics, then the user's values, then gridgate's own variables."""
     home = config.home if config.home is not None else str(workdir)
@@ -116,8 +139,10 @@ def build_plan(
     if request.resources.threads_per_rank < 1:
         raise SubmitRejected("threads_per_rank must be at least 1")
     argv = launch_argv(request, program_argv(request, script_path), config.mpiexec)
+    reads: tuple[str, ...] = ()
     if request.container is not None:
         argv = container_argv(request)
+        reads = container_reads(request, config.root)
     return LaunchPlan(
         tag=request.tag,
         native_id=native_id,
@@ -126,6 +151,7 @@ def build_plan(
         walltime_seconds=float(request.resources.walltime_seconds),
         kill_grace_seconds=config.kill_grace_seconds,
         sandbox=config.sandbox,
+        reads=reads,
     )
 
 

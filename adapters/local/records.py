@@ -44,6 +44,8 @@ class LaunchPlan:
     kill_grace_seconds: float
     # How the program is sandboxed; None: it runs as the gateway's account, unconfined.
     sandbox: SandboxConfig | None = None
+    # Directories outside the job's the program reads (an unpacked image): read-only.
+    reads: tuple[str, ...] = ()
 
     def to_json(self, **extra: object) -> dict[str, object]:
         """The request.json object; `extra` keys are kept for people, ignored on read."""
@@ -56,6 +58,7 @@ class LaunchPlan:
             "walltime_seconds": self.walltime_seconds,
             "kill_grace_seconds": self.kill_grace_seconds,
             "sandbox": None if self.sandbox is None else self.sandbox.to_json(),
+            "reads": list(self.reads),
             **extra,
         }
 
@@ -79,8 +82,11 @@ class LaunchPlan:
         sandbox = data.get("sandbox")
         if sandbox is not None and not isinstance(sandbox, dict):
             raise ValueError("sandbox must be an object or null")
+        reads = data.get("reads", [])  # absent from requests written before it
+        if not isinstance(reads, list) or not all(isinstance(r, str) for r in reads):
+            raise ValueError("reads must be a list of strings")
         return cls(tag, native_id, tuple(argv), env, float(walltime), float(grace),
-                   None if sandbox is None else SandboxConfig.from_json(sandbox))
+                   None if sandbox is None else SandboxConfig.from_json(sandbox), tuple(reads))
 
 
 @dataclass(frozen=True)

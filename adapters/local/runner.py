@@ -181,8 +181,8 @@ class Supervisor:
         shim = 'exec "$@"' if "PWD" in plan.env else 'unset PWD; exec "$@"'
         program = ["/bin/sh", "-c", shim, "gridgate-job", *plan.argv]
         self.outbound = plan.sandbox.outbound()
-        return sandbox_argv(plan.sandbox, self.files.workdir, program,
-                            script=script, shared_files=shared, outbound=self.outbound)
+        return sandbox_argv(plan.sandbox, self.files.workdir, program, script=script,
+                            shared_files=shared, reads=plan.reads, outbound=self.outbound)
 
     def _stop_network(self) -> None:
         if self.outbound is not None:

@@ -147,13 +147,16 @@ def sandbox_argv(
     *,
     script: Path | None = None,
     shared_files: Iterable[Path] = (),
+    reads: Iterable[str] = (),
     outbound: Outbound | None = None,
 ) -> list[str]:
     """The bwrap command line that runs `program` in `workdir`'s sandbox.
 
     `script` (inside the control directory) stays visible, read-only; `shared_files`
     (inputs hard-linked with the site's cache) are bound read-only, so a job cannot
-    change the copy other jobs share. With `outbound`, bwrap waits for it to attach.
+    change the copy other jobs share, as are the directories in `reads` (an image the
+    site's cache holds unpacked), each at its own path. With `outbound`, bwrap waits for
+    it to attach.
     """
     work = str(workdir)
     mounts = _Mounts()
@@ -192,6 +195,8 @@ def sandbox_argv(
     for shared in shared_files:
         # Its parents are the job's own directories, already there: no --dir for them.
         mounts.args += ["--ro-bind", str(shared), str(shared)]
+    for path in reads:
+        mounts.add("--ro-bind", path, path, target=path)
 
     argv = [config.bwrap, "--die-with-parent", "--new-session"]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -249,22 +254,24 @@ def hand_over(config: SandboxConfig, workdir: Path, script: Path | None) -> list
     return shared
 
 
-def probe(config: SandboxConfig, scratch_root: Path) -> str | None:
-    """Run `true` in a sandbox once (its network attached); None when it works, else why."""
+def probe(config: SandboxConfig, scratch_root: Path, program: Sequence[str] = ()
+          ) -> str | None:
+    """Run a shell in a sandbox once (its network attached), or `program`, which must
+    exit 0; None when it works, else why."""
     try:
         scratch_root.mkdir(parents=True, exist_ok=True, mode=0o700)
         with tempfile.TemporaryDirectory(dir=scratch_root, prefix=".probe-") as tmp:
             workdir = Path(tmp)
             (workdir / CONTROL_DIR).mkdir(mode=0o700)
             hand_over(config, workdir, None)
-            return _run_probe(config, workdir)
+            return _run_probe(config, workdir, program)
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
 
 
-def _run_probe(config: SandboxConfig, workdir: Path) -> str | None:
+def _run_probe(config: SandboxConfig, workdir: Path, program: Sequence[str]) -> str | None:
     outbound = config.outbound()
-    argv = sandbox_argv(config, workdir, ["/bin/sh", "-c", "echo ok > probe"],
+    argv = sandbox_argv(config, workdir, program or ["/bin/sh", "-c", "echo ok > probe"],
                         outbound=outbound)
     log = workdir / CONTROL_DIR / "network.log"
     with open(log, "wb") as network_log, subprocess.Popen(
@@ -283,7 +290,7 @@ def _run_probe(config: SandboxConfig, workdir: Path) -> str | None:
         finally:
             if outbound is not None:
                 outbound.stop()
-    if proc.returncode != 0 or (workdir / "probe").read_text() != "ok\n":
+    if proc.returncode != 0 or (not program and (workdir / "probe").read_text() != "ok\n"):
         why = err.decode("utf-8", "replace").strip()
         return why or f"bwrap exited with {proc.returncode}"
     return None

@@ -1,14 +1,23 @@
 """The body of a TES 1.1 CreateTask request, as typed models (the specification's
 `tesTask` and its parts). Fields a server sets (`id`, `state`, `logs`,
 `creation_time`) and fields of other TES versions are ignored, as TES 1.0 clients send
-some of them; a wrong type is a 422 naming the field, as for every request."""
+some of them; a wrong type is a 422 naming the field, as for every request (numbers and
+booleans are strict: "2" is no count, 0 no boolean, as the schema says)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+)
 
 from rules.text import ENV_NAME, LABEL_KEY
 
@@ -45,7 +54,7 @@ class TesExecutor(BaseModel):
     stdout: str | None = None
     stderr: str | None = None
     env: _Env = {}
-    ignore_error: bool = False
+    ignore_error: StrictBool = False
 
 
 class TesInput(BaseModel):
@@ -58,7 +67,7 @@ class TesInput(BaseModel):
     name: str | None = None
     description: str | None = None
     type: TesFileType = TesFileType.FILE
-    streamable: bool = False
+    streamable: StrictBool = False
 
 
 class TesOutput(BaseModel):
@@ -77,13 +86,13 @@ class TesResources(BaseModel):
     """`tesResources`."""
 
     model_config = _LENIENT
-    cpu_cores: Annotated[int, Field(ge=1, le=10_000)] | None = None
-    ram_gb: Annotated[float, Field(gt=0)] | None = None
-    disk_gb: Annotated[float, Field(ge=0)] | None = None
-    preemptible: bool | None = None
+    cpu_cores: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
+    ram_gb: Annotated[StrictFloat, Field(gt=0)] | None = None
+    disk_gb: Annotated[StrictFloat, Field(ge=0)] | None = None
+    preemptible: StrictBool | None = None
     zones: Annotated[list[str], Field(max_length=256)] = []
     backend_parameters: Annotated[dict[str, str], Field(max_length=64)] = {}
-    backend_parameters_strict: bool = False
+    backend_parameters_strict: StrictBool = False
 
 
 class TesTask(BaseModel):

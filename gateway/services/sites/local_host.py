@@ -1,5 +1,5 @@
 """The embedded site: this host probed once at start-up (cores, memory, the MPI launcher,
-the sandbox local jobs run in and its network), as a `SiteEntry`."""
+the sandbox local jobs run in and its network, the container runtime), as a `SiteEntry`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from adapters.local.sandbox import SandboxConfig, probe
 from gateway.scheduling.feasibility import SiteShape
 from gateway.services.sites.entry import LOCAL_SITE, SiteEntry
+from gateway.services.sites.local_containers import local_containers
 from gateway.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -122,6 +123,9 @@ def local_site(settings: Settings) -> SiteEntry:
     jobs_root = settings.jobs_dir
     jobs_root.mkdir(parents=True, exist_ok=True, mode=0o700)
     sandbox, _ = local_sandbox(settings, mpiexec)
+    containers, why_none = local_containers(sandbox, jobs_root, mpiexec)
+    if containers is None:
+        log.info("the local site runs no container jobs: %s", why_none)
     return SiteEntry(
         name=LOCAL_SITE,
         kind="local",
@@ -136,6 +140,7 @@ def local_site(settings: Settings) -> SiteEntry:
         workdir_root=str(jobs_root),
         isolation="sandbox" if sandbox is not None else "none",
         owner_only=None if sandbox is not None else pwd.getpwuid(os.geteuid()).pw_name,
+        containers=containers,
     )
 
 

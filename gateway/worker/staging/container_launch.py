@@ -96,4 +96,4 @@ def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
         argv = launch_argv(run, _launcher(spec, fit), caps.scheduler)
     except ContainerError as exc:
         raise ContainerRefused(f"site {site.name}: {exc.message}") from None
-    return ContainerLaunch(tuple(argv), prepare)
+    return ContainerLaunch(tuple(argv), prepare, (staged_image,) if staged_image else ())

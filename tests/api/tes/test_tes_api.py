@@ -126,6 +126,10 @@ def test_refusals(client: TestClient, make_user: MakeUser) -> None:
         ({**TASK, "resources": {"backend_parameters": {"VmSize": "x"},
                                 "backend_parameters_strict": True}},
          "resources.backend_parameters"),
+        # Strict types, as the schema says (schemathesis found 0 taken for false).
+        ({**TASK, "resources": {"backend_parameters_strict": 0}}, "backend_parameters_strict"),
+        ({**TASK, "resources": {"cpu_cores": "2"}}, "cpu_cores"),
+        ({**TASK, "resources": {"ram_gb": "1.5"}}, "ram_gb"),
     ):
         refused = client.post(f"{TES}/tasks", json=body, headers=owner.headers)
         assert refused.status_code == 422, refused.text
