@@ -16,6 +16,7 @@ from typing import Any
 
 from gateway.api.tes.resources import GB_IN_MIB
 from gateway.api.tes.states import tes_state
+from gateway.api.tes.task_spec import tes_image
 from gateway.schemas.jobs import AttemptOut, JobOut
 
 
@@ -45,7 +46,7 @@ def task_document(job: JobOut, view: View) -> dict[str, Any]:
     spec = job["spec"]
     container = spec.get("container") or {}
     executor = _dropped_none({
-        "image": container.get("image", ""),
+        "image": tes_image(container.get("image", "")),
         "command": [spec["executable"], *spec.get("args", ())] if spec.get("executable")
         else ["/bin/sh", "-c", spec.get("script") or ""],
         "env": container.get("environment") or None,

@@ -30,6 +30,12 @@ def image_ref(image: str) -> str:
     return image if image.startswith(_SCHEMES) else f"docker://{image}"
 
 
+def tes_image(ref: str) -> str:
+    """A gridgate image reference as TES writes it: a Docker reference without the
+    scheme (what clients send, and compare with what they read back)."""
+    return ref.removeprefix("docker://")
+
+
 def job_spec(task: TesTask) -> dict[str, Any]:
     """The job spec (as `POST /api/v1/jobs` takes it) of the TES task `task`; `Invalid`
     naming the field for what gridgate does not run yet."""

@@ -62,6 +62,7 @@ def test_a_task_is_a_job(client: TestClient, make_user: MakeUser) -> None:
         assert task["id"] == task_id and task["state"] == "QUEUED"
     basic = client.get(f"{TES}/tasks/{task_id}?view=BASIC", headers=user.headers).json()
     assert basic["executors"][0]["command"] == ["echo", "$(id)"]
+    assert basic["executors"][0]["image"] == "alpine:3.20"  # as it was sent
     assert basic["tags"] == {"workflow": "w1"} and basic["name"] == "hello"
 
 
