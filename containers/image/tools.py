@@ -9,6 +9,8 @@ number (2 = amd64).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from containers.errors import SifFormatError
 from containers.image.sif import ARCH_CODES
 
@@ -93,22 +95,34 @@ def parse_unsquashfs_list(output: str) -> list[str]:
 # "$2" never names a half-unpacked tree. Either way the tree gets an empty /ch/environment
 # when it has none, since the launch line's bare `ch-run --set-env` (the image's own
 # environment) fails without one; appended to, never truncated, and never through a
-# symlink of the image's. Paths are data, never part of the script.
-UNPACK_SCRIPT = ('src=$1 dest=$2 part=$2.gw-partial; '
+# symlink of the image's. The names after "$2" are top-level directories the tree must
+# have (bind destinations): each made where nothing (not even a dangling symlink) is by
+# that name, one level only, so nothing is ever made outside the tree. Paths are data,
+# never part of the script.
+UNPACK_SCRIPT = ('src=$1 dest=$2 part=$2.gw-partial; shift 2; '
                  'env_file() { test -e "$1/ch/environment" || test -L "$1/ch" '
                  '|| test -L "$1/ch/environment" '
                  '|| { mkdir -p -- "$1/ch" && : >> "$1/ch/environment"; }; }; '
-                 'if test -d "$dest"; then env_file "$dest"; exit; fi; '
+                 'points() { tree=$1; shift; for top in "$@"; do '
+                 'test -e "$tree/$top" || test -L "$tree/$top" '
+                 '|| mkdir -- "$tree/$top" 2>/dev/null '
+                 '|| { chmod u+w -- "$tree" && mkdir -- "$tree/$top"; } || return 1; done; }; '
+                 'if test -d "$dest"; then env_file "$dest" && points "$dest" "$@"; exit; fi; '
                  'if test -e "$part"; then chmod -R u+w -- "$part" && rm -rf -- "$part" '
                  '|| exit 1; fi; '
                  'unsquashfs -no-progress -quiet -d "$part" "$src" >/dev/null '
-                 '&& env_file "$part" && mv -T -- "$part" "$dest"')
+                 '&& env_file "$part" && points "$part" "$@" && mv -T -- "$part" "$dest"')
 
 
-def unpack_once_argv(squashfs: str, dest: str) -> list[str]:
+def unpack_once_argv(squashfs: str, dest: str, mount_points: Sequence[str] = ()) -> list[str]:
     """Unpack SquashFS file `squashfs` into directory `dest` unless it is there (see
-    UNPACK_SCRIPT): what ch-run runs for an unprivileged user, to whom /dev/fuse is closed."""
+    UNPACK_SCRIPT): what ch-run runs for an unprivileged user, to whom /dev/fuse is closed.
+    `mount_points` are top-level directories the tree must have (ch-run 0.31 cannot make a
+    bind's destination): each a single name, made where the image has nothing by it."""
     for path in (squashfs, dest):
         if not path.startswith("/"):
             raise ValueError(f"{path!r} is not an absolute path")
-    return ["sh", "-c", UNPACK_SCRIPT, "gridgate-unpack", squashfs, dest]
+    for name in mount_points:
+        if not name or "/" in name or name in (".", "..") or "\x00" in name:
+            raise ValueError(f"{name!r} is not one directory name")
+    return ["sh", "-c", UNPACK_SCRIPT, "gridgate-unpack", squashfs, dest, *mount_points]

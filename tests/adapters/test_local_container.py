@@ -53,7 +53,8 @@ def test_an_image_unpacked_in_the_site_cache_is_read(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", [
-    "{root}/other-job", "{root}/gw-2/{sha}.d", "{root}/.gridgate-cache/{sha}.d/../../w2", "{root}/{sha}.d",
+    "{root}/other-job", "{root}/gw-2/{sha}.d", "{root}/.gridgate-cache/{sha}.d/../../w2",
+    "{root}/{sha}.d",
     "{root}/.gridgate-cache/sub/{sha}.d", "relative/{sha}.d", "/etc/{sha}.d",
     "{root}/.gridgate-cache/{sha}.d\n",
 ])

@@ -108,6 +108,30 @@ def test_nothing_is_written_through_an_image_symlink(tmp_path: Path) -> None:
     assert list(outside.iterdir()) == []
 
 
+def test_mount_points_are_made_in_the_tree_never_through_a_symlink(
+        squashfs: Path, tmp_path: Path) -> None:
+    need("unsquashfs")
+    dest = tmp_path / "abc.d"
+    done = subprocess.run(unpack_once_argv(str(squashfs), str(dest), ["data"]),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (dest / "data").is_dir() and not (dest / "data").is_symlink()
+    # A tree found (unpacked for another job) gets the ones it lacks; an image's own
+    # entry by that name, a dangling symlink included, is left as it is.
+    outside = tmp_path / "outside"
+    (dest / "params").symlink_to(outside / "made")
+    again = subprocess.run(unpack_once_argv(str(squashfs), str(dest), ["data", "ref", "params"]),
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert again.returncode == 0, again.stderr
+    assert (dest / "ref").is_dir() and not outside.exists()
+
+
+@pytest.mark.parametrize("name", ["", "a/b", "..", ".", "x\x00"])
+def test_a_mount_point_is_one_name(name: str) -> None:
+    with pytest.raises(ValueError, match="one directory name"):
+        unpack_once_argv("/image.squashfs", "/cache/abc.d", [name])
+
+
 def test_paths_must_be_absolute() -> None:
     with pytest.raises(ValueError, match="absolute"):
         unpack_once_argv("image.squashfs", "/cache/abc.d")

@@ -108,8 +108,12 @@ def test_a_tes_task_runs_on_the_local_site(client: TestClient, runtime: Runtime,
     created = client.post(f"{TES}/tasks", headers=user.headers, json={
         "name": "greet", "executors": [{
             "image": f"{registry.host}/lab/shell:1",
-            "command": ["/bin/sh", "-c", 'echo "$GREETING from $WHO"'],
-            "env": {"WHO": "a TES task"}}]})
+            "command": ["/bin/sh", "-c",
+                        'read -r line < /data/in/greeting.txt; echo "$GREETING from $WHO: $line"'],
+            "env": {"WHO": "a TES task"}}],
+        # Given inline: kept as the owner's upload, placed at its path in the container
+        # (ch-run binds the job's tes/data at /data, made in the unpacked image for it).
+        "inputs": [{"path": "/data/in/greeting.txt", "content": "an input\n"}]})
     assert created.status_code == 200, created.text
     task_id = created.json()["id"]
     worker = Worker(runtime)
@@ -123,5 +127,8 @@ def test_a_tes_task_runs_on_the_local_site(client: TestClient, runtime: Runtime,
     assert task["logs"][0]["logs"][0]["exit_code"] == 0
     out = client.get(f"/api/v1/jobs/{task_id}/logs/stdout", headers=user.headers)
     assert out.status_code == 200, out.text
-    assert out.text == "hello from a TES task\n"
+    assert out.text == "hello from a TES task: an input\n"
+    uploads = client.get("/api/v1/uploads", headers=user.headers).json()["items"]
+    assert [(u["name"], u["size"], u["state"]) for u in uploads] == [
+        ("tes-input", len("an input\n"), "complete")]
 

@@ -19,11 +19,14 @@ from gateway.api.schemas import job_out
 from gateway.api.tes.resources import BACKEND_PARAMETERS
 from gateway.api.tes.states import TesState
 from gateway.api.tes.task_document import View, task_document
+from gateway.api.tes.task_files import Content
 from gateway.api.tes.task_model import TesTask
 from gateway.api.tes.task_spec import job_spec
+from gateway.db.base import utcnow
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
 from gateway.services.cursors import MAX_CURSOR, MAX_LIMIT
+from gateway.services.data.uploads import UploadLimits, upload_content
 from gateway.services.jobs import queries as job_queries
 from gateway.services.jobs import submission as job_service
 from gateway.services.jobs.inputs import StagingLimits
@@ -36,6 +39,8 @@ TES_VERSION = "1.1.0"
 # TES allows pages of up to 2047 tasks; gridgate's pages stop at MAX_LIMIT (a page may be
 # shorter than asked: clients follow next_page_token).
 MAX_TES_PAGE = 2047
+# The name of the upload that keeps an input given inline (`content`).
+CONTENT_NAME = "tes-input"
 
 
 class TaskIds(Convertor[str]):
@@ -81,16 +86,23 @@ def get_service_info(runtime: RuntimeDep) -> Response:
 @router.post("/tasks")
 def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Create a task: it becomes a job, routed and run like every job."""
-    try:
-        spec = JobSpec.model_validate(job_spec(task))
-    except ValidationError as invalid:
-        raise RequestValidationError(invalid.errors()) from None
+    store = BlobStore(runtime.settings.store_dir)
+    limits = UploadLimits.from_settings(runtime.settings)
     with refusal_recorded(runtime, principal), runtime.unit_of_work() as session:
+
+        def keep(content: Content) -> str:
+            return upload_content(session, store, limits, principal.user_id,
+                                  CONTENT_NAME, content.data, utcnow()).id
+
+        try:
+            spec = JobSpec.model_validate(job_spec(task, keep))
+        except ValidationError as invalid:
+            raise RequestValidationError(invalid.errors()) from None
         row, _ = job_service.submit(session, runtime.sites, principal, spec, None,
                                     StagingLimits.from_settings(runtime.settings),
                                     charged=runtime.settings.allocations_enforced,
                                     max_array_tasks=runtime.settings.job_array_max_tasks,
-                                    store=BlobStore(runtime.settings.store_dir),
+                                    store=store,
                                     mail=MailPolicy.from_settings(runtime.settings))
     return _json({"id": row["id"]})
 

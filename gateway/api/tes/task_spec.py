@@ -4,16 +4,19 @@ project, routing, allocation, audit, events, the CLI's view).
 
 So far a task runs one executor: its image (a bare `ubuntu:22.04`, as TES clients write
 it, is a Docker Hub reference), its command, its environment inside the container (the
-same name rules as every job). What is not translated yet is refused by name, never
-dropped: several executors, an executor's `workdir`, `stdin`, `stdout`, `stderr` and
-`ignore_error`, `inputs`, `outputs` and `volumes` (issue 30).
+same name rules as every job), and its inputs where it said (`task_files.py`). What is
+not translated yet is refused by name, never dropped: several executors, an executor's
+`workdir`, `stdin`, `stdout`, `stderr` and `ignore_error`, `outputs` and `volumes`
+(issue 30).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gateway.api.tes.resources import spec_fields
+from gateway.api.tes.task_files import Content, task_files
 from gateway.api.tes.task_model import TesTask
 from gateway.domain.errors import Invalid
 
@@ -36,9 +39,10 @@ def tes_image(ref: str) -> str:
     return ref.removeprefix("docker://")
 
 
-def job_spec(task: TesTask) -> dict[str, Any]:
+def job_spec(task: TesTask, keep: Callable[[Content], str]) -> dict[str, Any]:
     """The job spec (as `POST /api/v1/jobs` takes it) of the TES task `task`; `Invalid`
-    naming the field for what gridgate does not run yet."""
+    naming the field for what gridgate does not run yet. `keep` stores an input given
+    inline and returns the id of the upload that holds it."""
     if len(task.executors) != 1:
         raise Invalid(f"a task runs exactly one executor in gridgate so far "
                       f"(got {len(task.executors)})", field="executors")
@@ -46,12 +50,15 @@ def job_spec(task: TesTask) -> dict[str, Any]:
     for key in _NOT_YET:
         if getattr(executor, key) not in (None, False):
             raise Invalid(f"executors[0].{key} is not supported yet", field=f"executors.0.{key}")
-    for key in ("inputs", "outputs", "volumes"):
+    for key in ("outputs", "volumes"):
         if getattr(task, key):
             raise Invalid(f"{key} are not supported yet", field=key)
+    files = task_files(task.inputs)
     container: dict[str, Any] = {"image": image_ref(executor.image)}
     if executor.env:
         container["environment"] = dict(executor.env)
+    if files.binds:
+        container["binds"] = files.binds
     spec: dict[str, Any] = {
         "name": task.name or DEFAULT_NAME,
         "executable": executor.command[0],
@@ -59,6 +66,10 @@ def job_spec(task: TesTask) -> dict[str, Any]:
         "container": container,
         **spec_fields(task.resources),
     }
+    inputs = files.inputs + [{"source": f"upload:{keep(content)}", "dest": content.dest}
+                             for content in files.contents]
+    if inputs:
+        spec["inputs"] = inputs
     if task.tags:
         spec["labels"] = dict(task.tags)
     return spec

@@ -19,6 +19,7 @@ Decisions (the API documents them too):
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from dataclasses import dataclass
@@ -120,6 +121,22 @@ def create_upload(session: Session, store: BlobStore, limits: UploadLimits, owne
     session.flush()
     store.create_part(upload.id)
     return upload
+
+
+def upload_content(session: Session, store: BlobStore, limits: UploadLimits, owner_id: str,
+                   name: str, data: bytes, now: datetime) -> Upload:
+    """A complete upload of `data` given inline (a GA4GH TES input's `content`), under
+    the same limits and quota as any upload."""
+    sha256 = hashlib.sha256(data).hexdigest()
+    upload = create_upload(session, store, limits, owner_id, name, len(data), sha256, now)
+    with PartWriter(store, upload.id) as writer:
+        writer.begin(0)
+        writer.write(data)
+        writer.commit()
+    if not record_chunk(session, upload.id, 0, len(data), now, limits.ttl_seconds):
+        raise Conflict(f"Upload {upload.id} changed while its content was written.")
+    session.refresh(upload)
+    return complete_upload(session, store, owner_id, upload.id, sha256, now).upload
 
 
 def get_upload(session: Session, owner_id: str, upload_id: str, *,

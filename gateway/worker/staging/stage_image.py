@@ -179,11 +179,22 @@ def unpacked_path(cache_dir: str, sha256: str) -> str:
     return f"{cache_dir.rstrip('/')}/{sha256}{UNPACKED_SUFFIX}"
 
 
-def unpack_on_site(transport: Transport, cache_dir: str, sha256: str) -> str:
-    """Unpack the cached SquashFS `<cache_dir>/<sha256>` into `<sha256>.d` once, under the
-    site's lock on the entry (concurrent jobs unpack it once); the directory's path."""
+def mount_points(spec: JobSpec) -> tuple[str, ...]:
+    """The top-level directories the job binds something at (`/data`: "data"), which an
+    unpacked tree must have for ch-run; deeper destinations the image must have itself."""
+    assert spec.container is not None
+    return tuple(sorted({b.dst.strip("/") for b in spec.container.binds
+                         if b.dst.count("/") == 1 and b.dst != "/"}))
+
+
+def unpack_on_site(transport: Transport, cache_dir: str, sha256: str,
+                   points: tuple[str, ...] = ()) -> str:
+    """Unpack the cached SquashFS `<cache_dir>/<sha256>` into `<sha256>.d` once, with the
+    top-level directories `points` (`mount_points`), under the site's lock on the entry
+    (concurrent jobs unpack it once); the directory's path."""
     dest = unpacked_path(cache_dir, sha256)
     with site_lock.hold(transport, cache_dir, sha256):
-        site_fs.output(transport, unpack_once_argv(f"{cache_dir.rstrip('/')}/{sha256}", dest),
+        site_fs.output(transport, unpack_once_argv(f"{cache_dir.rstrip('/')}/{sha256}", dest,
+                                                   points),
                        timeout=site_fs.HASH_TIMEOUT)
     return dest

@@ -53,7 +53,7 @@ from gateway.worker.context import StepContext
 from gateway.worker.staging.container_launch import image_path, site_fit, stages_image
 from gateway.worker.staging.keyed_locks import KeyedLocks
 from gateway.worker.staging.progress import StagingEvents, staging_events
-from gateway.worker.staging.stage_image import resolve_image, unpack_on_site
+from gateway.worker.staging.stage_image import mount_points, resolve_image, unpack_on_site
 from gateway.worker.submission.claim import record_rejection
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ def _stage_image(site: SiteEntry, files: FileTransport, job: StageInJob,
             result = stage(files, image.source, image.expected, image_path(job.workdir),
                            cache_dir=cache_dir)
             if unpack:
-                unpacked = unpack_on_site(files, cache_dir, digest)
+                unpacked = unpack_on_site(files, cache_dir, digest, mount_points(job.spec))
     except StagingFailed as exc:
         # Never run a damaged image: the job fails naming the content it expected.
         raise InputUnavailable(f"the image (sha256 {digest}) did not arrive intact at "

@@ -8,10 +8,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from gateway.api.tes.task_files import Content
 from gateway.api.tes.task_model import TesTask
 from gateway.api.tes.task_spec import image_ref, job_spec
 from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
+
+
+def no_content(content: Content) -> str:
+    raise AssertionError(f"no inline input expected, got {content}")
+
 
 TASK: dict[str, Any] = {
     "name": "align",
@@ -23,14 +29,14 @@ TASK: dict[str, Any] = {
 
 
 def test_a_task_is_a_job_spec() -> None:
-    spec = JobSpec.model_validate(job_spec(TesTask.model_validate(TASK)))
+    spec = JobSpec.model_validate(job_spec(TesTask.model_validate(TASK), no_content))
     assert spec.name == "align" and spec.site == "kth"
     assert (spec.executable, spec.args) == ("echo", ["hello; rm -rf /"])  # data, not shell
     assert spec.container is not None and spec.container.image == "docker://ubuntu:22.04"
     assert spec.container.environment == {"SAMPLE": "a b"}
     assert spec.resources.threads_per_rank == 2 and spec.labels == {"run": "7"}
     bare = TesTask.model_validate({"executors": TASK["executors"], "id": "ignored", "state": "X"})
-    assert JobSpec.model_validate(job_spec(bare)).name == "tes-task"
+    assert JobSpec.model_validate(job_spec(bare, no_content)).name == "tes-task"
 
 
 def test_image_references() -> None:
@@ -40,19 +46,60 @@ def test_image_references() -> None:
     assert image_ref("https://example.org/a.sif") == "https://example.org/a.sif"
 
 
+def test_inputs_land_where_the_task_said() -> None:
+    kept: list[Content] = []
+
+    def keep(content: Content) -> str:
+        kept.append(content)
+        return "6f1c2a9e-4b7d-4e0a-9c3b-2d5e8f7a1b04"
+
+    task = TesTask.model_validate({**TASK, "inputs": [
+        {"path": "/data/reads.fq", "url": "https://example.org/reads.fq"},
+        {"path": "/data/ref/genome.fa", "url": "site://kth/scratch/genome.fa"},
+        {"path": "/params/run.json", "content": '{"k": 31}'}]})
+    spec = JobSpec.model_validate(job_spec(task, keep))
+    assert [(i.source, i.dest) for i in spec.inputs] == [
+        ("https://example.org/reads.fq", "tes/data/reads.fq"),
+        ("site://kth/scratch/genome.fa", "tes/data/ref/genome.fa"),
+        ("upload:6f1c2a9e-4b7d-4e0a-9c3b-2d5e8f7a1b04", "tes/params/run.json")]
+    assert kept == [Content("tes/params/run.json", b'{"k": 31}')]
+    assert spec.container is not None
+    assert [(b.src, b.dst) for b in spec.container.binds] == [("tes/data", "/data"),
+                                                               ("tes/params", "/params")]
+
+
+@pytest.mark.parametrize(("item", "field", "says"), [
+    ({"path": "data/x", "url": "https://e.org/x"}, "inputs.0.path", "absolute"),
+    ({"path": "/data/../etc/x", "url": "https://e.org/x"}, "inputs.0.path", "normalised"),
+    ({"path": "/x", "url": "https://e.org/x"}, "inputs.0.path", "inside a directory"),
+    ({"path": "/etc/passwd", "content": "x"}, "inputs.0.path", "cover the image's /etc"),
+    ({"path": "/mnt/0/x", "content": "x"}, "inputs.0.path", "cover the image's /mnt"),
+    ({"path": "/data/x", "url": "s3://bucket/x"}, "inputs.0.url",
+     "cannot fetch s3: URLs; give https://, site://SITE/PATH, upload:ID or the content"),
+    ({"path": "/data/x", "url": "file:///etc/shadow"}, "inputs.0.url", "cannot fetch file:"),
+    ({"path": "/data/x", "url": "https://e.org/x", "content": "x"}, "inputs.0", "either"),
+    ({"path": "/data/x"}, "inputs.0", "either"),
+    ({"path": "/data/d", "url": "https://e.org/d", "type": "DIRECTORY"}, "inputs.0.type",
+     "DIRECTORY"),
+])
+def test_inputs_refused_name_the_field(item: dict[str, Any], field: str, says: str) -> None:
+    with pytest.raises(Invalid, match=says) as refused:
+        job_spec(TesTask.model_validate({**TASK, "inputs": [item]}), no_content)
+    assert refused.value.extra["field"] == field
+
+
 @pytest.mark.parametrize(("change", "field"), [
     ({"executors": TASK["executors"] * 2}, "executors"),
     ({"executors": [{**TASK["executors"][0], "workdir": "/data"}]}, "executors.0.workdir"),
     ({"executors": [{**TASK["executors"][0], "stdout": "/out"}]}, "executors.0.stdout"),
     ({"executors": [{**TASK["executors"][0], "ignore_error": True}]},
      "executors.0.ignore_error"),
-    ({"inputs": [{"path": "/data/x", "url": "https://example.org/x"}]}, "inputs"),
     ({"outputs": [{"path": "/data/y", "url": "https://example.org/y"}]}, "outputs"),
     ({"volumes": ["/vol"]}, "volumes"),
 ])
 def test_what_is_not_translated_is_refused_by_name(change: dict[str, Any], field: str) -> None:
     with pytest.raises(Invalid) as refused:
-        job_spec(TesTask.model_validate({**TASK, **change}))
+        job_spec(TesTask.model_validate({**TASK, **change}), no_content)
     assert refused.value.extra["field"] == field
 
 
