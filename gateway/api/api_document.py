@@ -39,8 +39,9 @@ EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "submitJob": (409, 413),
     "cancelJob": (409,),
     "cancelTask": (409,),
-    # Reached only through an idempotency key, which TES does not send.
-    "createTask": (404,),
+    # An input given inline is kept as an upload: its part file gone (404) or written to
+    # by another request at once (409), as for PUT /uploads/{id}.
+    "createTask": (404, 409),
     "cancelJobArray": (409,),
     "cancelWorkflow": (409,),
     "holdJob": (409,),

@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import Response
 
+from gateway.domain.job_origin import JobOrigin
 from gateway.repositories.jobs.queries import AttemptView, EventView, JobView
 from gateway.repositories.jobs.relations import ArrayView
 from gateway.schemas import to_json
@@ -47,7 +48,7 @@ def job_out(row: JobView, attempts: Sequence[AttemptView]) -> JobOut:
         raw_state=row["raw_state"], site=row["site_name"], exit_code=row["exit_code"],
         cancel_requested=row["cancel_requested"], held=row["held"],
         array_job_id=row["array_job_id"], array_index=row["array_index"],
-        created_at=row["created_at"],
+        origin=JobOrigin.of(row["origin"]).value, created_at=row["created_at"],
         updated_at=row["updated_at"], started_at=row["started_at"],
         ended_at=row["ended_at"], labels=dict(row["spec"].get("labels") or {}),
         spec=row["spec"],

@@ -244,6 +244,7 @@ def job_details(job: Job) -> Table:
                            f"{resources.get('ranks', 1)} rank(s), walltime "
                            f"{resources.get('walltime', '-')} s")),
         ("Labels", _text(", ".join(f"{k}={v}" for k, v in (job.get("labels") or {}).items()))),
+        ("Origin", _text("GA4GH TES" if job.get("origin") == "tes" else "gridgate API")),
         ("Cancel requested", _text("yes" if job.get("cancel_requested") else "no")),
         ("Held", _text("yes (gridgate release to let it run)" if job.get("held") else "no")),
         ("Created", _text(when(job.get("created_at")))),

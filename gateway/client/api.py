@@ -80,12 +80,12 @@ class GatewayClient(BankMethods, WorkflowMethods):
                   limit: int = 50, cursor: str | None = None, name: str | None = None,
                   id_prefix: str | None = None, mine: bool = False,
                   array_job_id: str | None = None, array_index: int | None = None,
-                  name_glob: str | None = None) -> JobPage:
+                  name_glob: str | None = None, origin: str | None = None) -> JobPage:
         """GET /jobs: one page of your jobs, newest first (`state`: one or more states or
         Slurm's names for them, each may be a comma list; `name`: exactly; `name_glob`:
         '*' and '?' wildcards; `id_prefix`: ids starting with it; `mine`: only yours even
         when you may read everyone's; `array_job_id`, `array_index`: tasks of a job
-        array)."""
+        array; `origin`: "api" or "tes", the door they came in by)."""
         params: list[tuple[str, str | int]] = [("limit", limit)]
         if mine:
             params.append(("mine", "true"))
@@ -93,7 +93,8 @@ class GatewayClient(BankMethods, WorkflowMethods):
         params += [("state", s) for s in states]
         for key, value in (("site", site), ("project", project), ("cursor", cursor),
                            ("name", name), ("name_glob", name_glob), ("id_prefix", id_prefix),
-                           ("array_job_id", array_job_id), ("array_index", array_index)):
+                           ("array_job_id", array_job_id), ("array_index", array_index),
+                           ("origin", origin)):
             if value is not None:
                 params.append((key, value))
         params += [("label", f"{k}={v}") for k, v in (labels or {}).items()]
@@ -103,13 +104,14 @@ class GatewayClient(BankMethods, WorkflowMethods):
                   project: str | None = None, labels: Mapping[str, str] | None = None,
                   page_size: int = 100, name: str | None = None,
                   mine: bool = False, array_job_id: str | None = None,
-                  name_glob: str | None = None) -> Iterator[Job]:
+                  name_glob: str | None = None, origin: str | None = None) -> Iterator[Job]:
         """Every matching job, following `next_cursor` page by page."""
         cursor: str | None = None
         while True:
             page = self.list_jobs(state=state, site=site, project=project, labels=labels,
                                   limit=page_size, cursor=cursor, name=name, mine=mine,
-                                  array_job_id=array_job_id, name_glob=name_glob)
+                                  array_job_id=array_job_id, name_glob=name_glob,
+                                  origin=origin)
             yield from page["items"]
             cursor = page.get("next_cursor")
             if not cursor:

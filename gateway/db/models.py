@@ -134,6 +134,11 @@ class Job(Base):
         # Few jobs are gated at any time: only they are indexed.
         Index("ix_jobs_gate", "gate", postgresql_where=text("gate IS NOT NULL"),
               sqlite_where=text("gate IS NOT NULL")),
+        # A TES listing reads one owner's jobs of one origin, newest first; the gateway's
+        # own jobs (origin NULL, nearly all) are left out of it.
+        Index("ix_jobs_owner_origin_created", "owner_id", "origin", "created_at", "id",
+              postgresql_where=text("origin IS NOT NULL"),
+              sqlite_where=text("origin IS NOT NULL")),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -156,6 +161,8 @@ class Job(Base):
     # A task of a job array: the array and the task's index in it.
     array_job_id: Mapped[str | None] = mapped_column(ForeignKey("job_arrays.id"), default=None)
     array_index: Mapped[int | None] = mapped_column(Integer, default=None)
+    # The door it came in by (gateway.domain.job_origin): NULL the gateway's own API.
+    origin: Mapped[str | None] = mapped_column(String(16), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -43,6 +43,8 @@ class JobOut(TypedDict):
     # A task of a job array: the array's id and the task's index (else both null).
     array_job_id: str | None
     array_index: int | None
+    # The door it came in by: "api" (the gateway's own API, CLI and workflows) or "tes".
+    origin: str
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None

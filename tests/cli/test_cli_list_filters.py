@@ -1,11 +1,18 @@
 """`gridgate list` as a Slurm user reaches for it (issue 28, items 7 and 9), against a
 live gateway: --state takes comma lists, repeats and Slurm's names (PD, R, CA, ...),
 --name a glob, an unknown state is refused with the accepted names; REASON says why a
-job waits, and a piped `wait` says it too."""
+job waits, and a piped `wait` says it too. --origin keeps the jobs that came in by one
+door (issue 30: a GA4GH TES task is a job), and `show` says which."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import httpx
+
 from gateway.cli import errors
+from gateway.client.credentials import CredentialStore
+from tests.api.test_container_jobs import offer
 from tests.cli.helpers import Cli
 from tests.cli.test_cli_job_control import parked, submit  # noqa: F401  (a fixture)
 
@@ -44,3 +51,29 @@ def test_list_by_slurm_state_names_and_name_globs(cli: Cli, parked: None) -> Non
     # A piped wait says why the job waits, not only its state.
     out = cli("wait", after, "--timeout", "0", code=errors.TIMEOUT)
     assert f"job {after}: ACCEPTED: Dependency: waiting for job" in out.stderr
+
+
+def test_list_by_origin_and_show_says_it(cli: Cli, parked: None) -> None:  # noqa: F811
+    native = submit(cli, "i30-native", "--label", "t=i30")
+    creds = CredentialStore(Path(cli.env["GRIDGATE_CONFIG_DIR"]) / "credentials.json").load(
+        cli.gateway.url)
+    assert creds is not None
+    # The local site runs no container for an unprivileged gateway: a task pinned to a site
+    # that runs it is accepted everywhere this test runs.
+    offer(cli.gateway.runtime, "local")
+    created = httpx.post(f"{cli.gateway.url}/ga4gh/tes/v1/tasks", timeout=30, headers={
+        "Authorization": f"Bearer {creds.access_token}"}, json={
+        "name": "i30-task", "tags": {"t": "i30"},
+        "executors": [{"image": "alpine:3.20", "command": ["true"]}],
+        "resources": {"backend_parameters": {"site": "local"}}})
+    assert created.status_code == 200, created.text
+    task = created.json()["id"]
+    mine = ("--label", "t=i30")
+    assert ids(cli, *mine) == {native, task}
+    assert ids(cli, *mine, "--origin", "tes") == {task}
+    assert ids(cli, *mine, "--origin", "api") == {native}
+    assert cli.json("show", task)["origin"] == "tes"
+    shown = " ".join(cli("show", task).stdout.split())
+    assert "Origin GA4GH TES" in shown
+    bad = cli("list", "--origin", "ftp", code=2)
+    assert "'ftp' is not one of 'api', 'tes'" in " ".join(bad.stderr.replace("│", " ").split())

@@ -12,6 +12,7 @@ from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.refusals import refusal_recorded
 from gateway.api.schemas import EventList, JobList, JobOut, event_out, job_out, json_response
 from gateway.domain.errors import Invalid
+from gateway.domain.job_origin import JobOrigin
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.state_names import accepted_names, parse_states
 from gateway.schemas.placements import EstimateOut, PlacementOut
@@ -96,12 +97,15 @@ def list_jobs(
         "Only the tasks of this job array (its whole id)."))] = None,
     array_index: Annotated[int | None, Query(ge=0, le=MAX_ARRAY_INDEX, description=(
         "Only array tasks of this index (with `array_job_id`: that one task)."))] = None,
+    origin: Annotated[JobOrigin | None, Query(description=(
+        "Only jobs that came in by this door: api (this API, the CLI, workflows) or tes "
+        "(GA4GH TES)."))] = None,
 ) -> Response:
     """Your jobs, newest first; follow `next_cursor` for the next page."""
     filters = JobFilter(states=parse_states(state), site=site, project=project,
                         labels=_label_pairs(label), name=name, name_glob=name_glob,
                         id_prefix=id_prefix, mine=mine, array_job_id=array_job_id,
-                        array_index=array_index)
+                        array_index=array_index, origin=origin)
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters, limit=limit, cursor=cursor)
         attempts = job_queries.attempts_of(conn, page.jobs)

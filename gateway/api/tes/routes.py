@@ -24,6 +24,7 @@ from gateway.api.tes.task_model import TesTask
 from gateway.api.tes.task_spec import job_spec
 from gateway.db.base import utcnow
 from gateway.domain.errors import Invalid
+from gateway.domain.job_origin import JobOrigin
 from gateway.domain.jobspec import JobSpec
 from gateway.services.cursors import MAX_CURSOR, MAX_LIMIT
 from gateway.services.data.uploads import UploadLimits, upload_content
@@ -103,7 +104,8 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
                                     charged=runtime.settings.allocations_enforced,
                                     max_array_tasks=runtime.settings.job_array_max_tasks,
                                     store=store,
-                                    mail=MailPolicy.from_settings(runtime.settings))
+                                    mail=MailPolicy.from_settings(runtime.settings),
+                                    origin=JobOrigin.TES)
     return _json({"id": row["id"]})
 
 
@@ -120,11 +122,13 @@ def list_tasks(
                                             pattern=r"^[A-Za-z0-9_-]+$")] = None,
     view: View = View.MINIMAL,
 ) -> Response:
-    """The caller's tasks, newest first; follow `next_page_token`."""
+    """The caller's tasks (the jobs created through TES), newest first; follow
+    `next_page_token`. GET of one task reads any job of the caller's."""
     if len(tag_key) != len(tag_value) or not all(tag_value):
         raise Invalid("give a non-empty tag_value for each tag_key: key-only tag filters "
                       "are not supported yet", field="tag_value")
-    filters = JobFilter(name_prefix=name_prefix, labels=tuple(zip(tag_key, tag_value, strict=True)))
+    filters = JobFilter(name_prefix=name_prefix, origin=JobOrigin.TES,
+                        labels=tuple(zip(tag_key, tag_value, strict=True)))
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters,
                                      limit=min(page_size, MAX_LIMIT), cursor=page_token)

@@ -44,6 +44,13 @@ class Until(enum.StrEnum):
         return FINAL_STATES if self is Until.ENDED else STARTED_STATES
 
 
+class Origin(enum.StrEnum):
+    """The door a job came in by (the API's `origin`)."""
+
+    API = "api"
+    TES = "tes"
+
+
 TimeoutOpt = Annotated[float | None, typer.Option(
     "--timeout", min=0, help="Give up waiting after this many seconds (exit 124).")]
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
@@ -193,6 +200,9 @@ def list_jobs(
     array: Annotated[str | None, typer.Option(
         "--array", metavar="ARRAY", help="Only the tasks of this job array (its id or a "
         "unique start).")] = None,
+    origin: Annotated[Origin | None, typer.Option(
+        help="Only jobs that came in by this door: api (the API, this CLI, workflows) or "
+        "tes (GA4GH TES clients).")] = None,
     limit: Annotated[int, typer.Option(min=1, max=500, help="Jobs per page.")] = 50,
     all_pages: Annotated[bool, typer.Option(
         "--all", help="Follow the cursor through every page.")] = False,
@@ -217,7 +227,7 @@ def list_jobs(
             jobs = list(client.iter_jobs(state=state_filter, site=site, project=project,
                                          labels=labels, page_size=limit,
                                          array_job_id=array_id, name=exact,
-                                         name_glob=glob))
+                                         name_glob=glob, origin=origin))
             if json_out:
                 render.print_json({"items": jobs, "next_cursor": None})
                 return
@@ -225,7 +235,8 @@ def list_jobs(
         else:
             page = client.list_jobs(state=state_filter, site=site, project=project,
                                     labels=labels, limit=limit, cursor=cursor,
-                                    array_job_id=array_id, name=exact, name_glob=glob)
+                                    array_job_id=array_id, name=exact, name_glob=glob,
+                                    origin=origin)
             if json_out:
                 render.print_json(page)
                 return

@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 
 from gateway.db.models import Attempt, Event, Job, JobLabel, JobOutput, Project, User
+from gateway.domain.job_origin import JobOrigin
 from gateway.domain.states import JobState
 from gateway.schemas.events import JOB_STATE_TYPE
 
@@ -56,6 +57,7 @@ class JobRecord(TypedDict):
     gate: str | None
     array_job_id: str | None
     array_index: int | None
+    origin: str | None
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None
@@ -148,6 +150,8 @@ class JobFilter:
     # The tasks of one job array (its whole id), or its task of this index.
     array_job_id: str | None = None
     array_index: int | None = None
+    # Only jobs that came in by this door (None: every door).
+    origin: JobOrigin | None = None
 
 
 _OWNER_NAME = func.coalesce(_users.c.username, _users.c.subject)
@@ -246,6 +250,9 @@ def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limi
         query = query.where(jobs.array_job_id == filters.array_job_id)
     if filters.array_index is not None:
         query = query.where(jobs.array_index == filters.array_index)
+    if filters.origin is not None:
+        stored = filters.origin.stored
+        query = query.where(jobs.origin.is_(None) if stored is None else jobs.origin == stored)
     if filters.id_prefix is not None:
         # LIKE 'prefix%' with any wildcard escaped: user text is never a pattern.
         query = query.where(jobs.id.startswith(filters.id_prefix, autoescape=True))

@@ -67,6 +67,7 @@ class NewJob:
     gate: str | None = None  # gateway.domain.job_relations.Gate
     array_job_id: str | None = None
     array_index: int | None = None
+    origin: str | None = None  # gateway.domain.job_origin.JobOrigin.stored
 
     def row(self) -> JobRecord:
         """The jobs row, every column given (one shape for the Core insert)."""
@@ -76,7 +77,8 @@ class NewJob:
             "reason": self.reason, "raw_state": None, "site_name": self.site_name,
             "exit_code": None, "cancel_requested": False, "held": False,
             "gate": self.gate, "array_job_id": self.array_job_id,
-            "array_index": self.array_index, "created_at": self.created_at,
+            "array_index": self.array_index, "origin": self.origin,
+            "created_at": self.created_at,
             "updated_at": self.created_at, "started_at": None, "ended_at": None,
         }
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from gateway.db.base import utcnow
 from gateway.domain.errors import Conflict, Forbidden, Invalid
+from gateway.domain.job_origin import JobOrigin
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState
@@ -70,6 +71,7 @@ def submit(
     *,
     store: BlobStore,
     mail: mail_requests.MailPolicy = mail_requests.OFF,
+    origin: JobOrigin = JobOrigin.API,
 ) -> tuple[JobRow, bool]:
     """Accept a job (or, with `array`, a job array: its first task is returned). Returns
     (job row, created); a replayed Idempotency-Key returns the original job with
@@ -77,7 +79,8 @@ def submit(
     `max_array_tasks`. `charged`: the bank is on, so a lien for each job's quote is held
     (or, when its project cannot pay, InsufficientFunds is raised and nothing is kept). An
     uploaded container image is read from `store` and the MPI found in it stored in the
-    spec. A job asking for mail is checked against `mail` (what the relay allows)."""
+    spec. A job asking for mail is checked against `mail` (what the relay allows).
+    `origin`: the door it came in by (GA4GH TES lists only its own)."""
     digest = request_hash(spec) if idempotency_key else ""
     if idempotency_key:
         replay = _replayed(session, principal, idempotency_key, digest)
@@ -105,7 +108,7 @@ def submit(
                              f"{accepted}; {reason}" if reason else accepted,
                              principal.display),
         idempotency_key=idempotency_key, request_hash=digest,
-        reason=reason, gate=None if gate is None else gate.value)
+        reason=reason, gate=None if gate is None else gate.value, origin=origin.stored)
     record, new_jobs = (None, [job]) if array is None else job_arrays.expand(job, array)
     # A keyed request may lose to its twin: its first event is written (with the key, in
     # a savepoint) before its lien; otherwise, on PostgreSQL, the event and the lien of a

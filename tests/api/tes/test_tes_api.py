@@ -97,6 +97,17 @@ def test_list_pages_and_filters(client: TestClient, make_user: MakeUser) -> None
         assert [t["id"] for t in listed["tasks"]] == found, prefix
     queued = client.get(f"{TES}/tasks", params={"state": "QUEUED"}, headers=user.headers)
     assert len(queued.json()["tasks"]) == 6
+    # A job submitted natively is no task in the listing (GET by id still reads it), and
+    # the native listing tells the doors apart.
+    native = client.post("/api/v1/jobs", headers=user.headers,
+                         json={"name": "step-native", "executable": "true"}).json()["id"]
+    listed = client.get(f"{TES}/tasks", params={"page_size": 100}, headers=user.headers)
+    assert native not in {t["id"] for t in listed.json()["tasks"]}
+    assert client.get(f"{TES}/tasks/{native}", headers=user.headers).status_code == 200
+    for origin, found in (("tes", {*ids, odd_name}), ("api", {native})):
+        jobs = client.get("/api/v1/jobs", params={"origin": origin, "limit": 100},
+                          headers=user.headers).json()["items"]
+        assert {j["id"] for j in jobs} == found and {j["origin"] for j in jobs} == {origin}
     assert client.get(f"{TES}/tasks", params={"state": "RUNNING"},
                       headers=user.headers).json()["tasks"] == []
 
