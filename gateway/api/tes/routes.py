@@ -31,7 +31,7 @@ from gateway.services.data.uploads import UploadLimits, upload_content
 from gateway.services.jobs import queries as job_queries
 from gateway.services.jobs import submission as job_service
 from gateway.services.jobs.inputs import StagingLimits
-from gateway.services.jobs.queries import JobFilter
+from gateway.services.jobs.queries import MAX_LABEL_FILTERS, JobFilter
 from gateway.services.mail.requests import MailPolicy
 from gateway.store.blobs import BlobStore
 
@@ -124,11 +124,18 @@ def list_tasks(
 ) -> Response:
     """The caller's tasks (the jobs created through TES), newest first; follow
     `next_page_token`. GET of one task reads any job of the caller's."""
-    if len(tag_key) != len(tag_value) or not all(tag_value):
-        raise Invalid("give a non-empty tag_value for each tag_key: key-only tag filters "
-                      "are not supported yet", field="tag_value")
+    if len(tag_value) > len(tag_key):
+        raise Invalid("each tag_value pairs with the tag_key at its place: give no more "
+                      "values than keys", field="tag_value")
+    if len(tag_key) > MAX_LABEL_FILTERS:
+        raise Invalid(f"at most {MAX_LABEL_FILTERS} tag filters may be given at once",
+                      field="tag_key")
+    # A key without a value (missing, or empty) matches the tag whatever its value.
+    values = [*tag_value, *[""] * (len(tag_key) - len(tag_value))]
     filters = JobFilter(name_prefix=name_prefix, origin=JobOrigin.TES,
-                        labels=tuple(zip(tag_key, tag_value, strict=True)))
+                        labels=tuple((k, v) for k, v in zip(tag_key, values, strict=True) if v),
+                        label_keys=tuple(k for k, v in zip(tag_key, values, strict=True)
+                                         if not v))
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters,
                                      limit=min(page_size, MAX_LIMIT), cursor=page_token)

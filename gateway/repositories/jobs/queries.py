@@ -138,6 +138,8 @@ class JobFilter:
     site: str | None = None
     project: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
+    # Label keys a job must carry, whatever their values (TES's key-only tag filters).
+    label_keys: tuple[str, ...] = ()
     name: str | None = None
     # A glob over names ('*' any text, '?' one character; everything else literal).
     name_glob: str | None = None
@@ -240,6 +242,11 @@ def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limi
         query = query.where(_projects.c.name == filters.project)
     if filters.labels:
         query = query.where(jobs.id.in_(_jobs_with_labels(filters.labels)))
+    if filters.label_keys:
+        keys = sorted(set(filters.label_keys))
+        query = query.where(jobs.id.in_(
+            select(_labels.c.job_id).where(_labels.c.key.in_(keys))
+            .group_by(_labels.c.job_id).having(func.count() == len(keys))))
     if filters.name is not None:
         query = query.where(jobs.name == filters.name)
     if filters.name_glob is not None:

@@ -97,6 +97,16 @@ def test_list_pages_and_filters(client: TestClient, make_user: MakeUser) -> None
         assert [t["id"] for t in listed["tasks"]] == found, prefix
     queued = client.get(f"{TES}/tasks", params={"state": "QUEUED"}, headers=user.headers)
     assert len(queued.json()["tasks"]) == 6
+    # A key without a value (none given, or empty) matches that tag whatever its value.
+    for params, found in (({"tag_key": "run"}, ids), ({"tag_key": "run", "tag_value": ""}, ids),
+                          ({"tag_key": ["run", "run"], "tag_value": ["1"]}, [ids[1], ids[3]]),
+                          ({"tag_key": "workflow"}, [odd_name]),
+                          ({"tag_key": ["workflow", "run"]}, [])):
+        listed = client.get(f"{TES}/tasks", params=params, headers=user.headers).json()
+        assert {t["id"] for t in listed["tasks"]} == set(found), params
+    extra = client.get(f"{TES}/tasks", params={"tag_key": "run", "tag_value": ["1", "2"]},
+                       headers=user.headers)
+    assert extra.status_code == 422 and "no more values than keys" in extra.text
     # A job submitted natively is no task in the listing (GET by id still reads it), and
     # the native listing tells the doors apart.
     native = client.post("/api/v1/jobs", headers=user.headers,
