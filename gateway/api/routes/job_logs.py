@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import anyio
@@ -32,9 +31,14 @@ from gateway.api.http.stream_slots import SlotRefused
 from gateway.api.problems import problem
 from gateway.domain.errors import Invalid
 from gateway.domain.principal import Principal
-from gateway.domain.states import JobState
 from gateway.runtime import Runtime
 from gateway.services.jobs import queries as job_queries
+from gateway.services.jobs.job_output import (
+    OutputSource,
+    output_source,
+    output_tail,
+    read_output,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 log = logging.getLogger(__name__)
@@ -46,50 +50,24 @@ FOLLOW_POLL_SECONDS = 0.5
 MAX_OFFSET = 2**63 - 1
 
 
-@dataclass(frozen=True)
-class _Source:
-    """Where the job's output is now: its newest attempt's site and directory (None
-    before the first attempt), read as its owner's account."""
-
-    final: bool
-    site_name: str | None
-    workdir: str | None
-    owner: str | None
-
-
-def _source(runtime: Runtime, job_id: str) -> _Source:
-    with runtime.reading() as conn:
-        place = job_queries.output_place(conn, job_id)
-    return _Source(JobState(place.state).is_final, place.site_name, place.workdir, place.owner)
-
-
-def _read(runtime: Runtime, source: _Source, stream: Stream, offset: int,
-          limit: int) -> OutputChunk:
-    if source.site_name is None or source.workdir is None:
-        return OutputChunk(b"", offset, None)
-    # Read as the account that ran the job: on a mapped site only it can open the files.
-    # Adapter errors become problem documents in gateway.api.problems (503 unreachable...).
-    adapter = runtime.sites.get(source.site_name).adapter_for(source.owner)
-    return adapter.read_output(source.workdir, stream, offset, limit)
-
-
 def _first(runtime: Runtime, principal: Principal, job_id: str, stream: Stream,
-           offset: int | None, tail: int | None, limit: int) -> tuple[_Source, int, OutputChunk]:
+           offset: int | None, tail: int | None, limit: int
+           ) -> tuple[OutputSource, int, OutputChunk]:
     """Check the caller may see the job, then read from where the request asks."""
     with runtime.reading() as conn:
         job_queries.ensure_visible(conn, principal, job_id)  # 404 for others' jobs
-    source = _source(runtime, job_id)
-    start = offset or 0
+    source = output_source(runtime, job_id)
     if tail is not None:
-        size = _read(runtime, source, stream, 0, 0).size or 0
-        start = max(0, size - tail)
-    return source, start, _read(runtime, source, stream, start, limit)
+        start, chunk = output_tail(runtime, source, stream, tail, limit)
+        return source, start, chunk
+    start = offset or 0
+    return source, start, read_output(runtime, source, stream, start, limit)
 
 
 def _poll(runtime: Runtime, job_id: str, stream: Stream, offset: int) -> tuple[bool, bytes]:
     """Whether the job was final before the read, and what the read found."""
-    source = _source(runtime, job_id)
-    return source.final, _read(runtime, source, stream, offset, OUTPUT_CHUNK).data
+    source = output_source(runtime, job_id)
+    return source.final, read_output(runtime, source, stream, offset, OUTPUT_CHUNK).data
 
 
 @router.get("/jobs/{job_id}/logs/{stream}", response_class=Response,

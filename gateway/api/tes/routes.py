@@ -13,12 +13,13 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.convertors import Convertor, register_url_convertor
 
+from adapters.errors import AdapterError
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.refusals import refusal_recorded
 from gateway.api.schemas import job_out
 from gateway.api.tes.resources import BACKEND_PARAMETERS
 from gateway.api.tes.states import TesState
-from gateway.api.tes.task_document import View, task_document
+from gateway.api.tes.task_document import Tails, View, task_document
 from gateway.api.tes.task_files import Content
 from gateway.api.tes.task_model import TesTask
 from gateway.api.tes.task_spec import job_spec
@@ -26,11 +27,13 @@ from gateway.db.base import utcnow
 from gateway.domain.errors import Invalid
 from gateway.domain.job_origin import JobOrigin
 from gateway.domain.jobspec import JobSpec
+from gateway.runtime import Runtime
 from gateway.services.cursors import MAX_CURSOR, MAX_LIMIT
 from gateway.services.data.uploads import UploadLimits, upload_content
 from gateway.services.jobs import queries as job_queries
 from gateway.services.jobs import submission as job_service
 from gateway.services.jobs.inputs import StagingLimits
+from gateway.services.jobs.job_output import output_source, output_tail
 from gateway.services.jobs.queries import MAX_LABEL_FILTERS, JobFilter
 from gateway.services.mail.requests import MailPolicy
 from gateway.store.blobs import BlobStore
@@ -40,6 +43,8 @@ TES_VERSION = "1.1.0"
 # TES allows pages of up to 2047 tasks; gridgate's pages stop at MAX_LIMIT (a page may be
 # shorter than asked: clients follow next_page_token).
 MAX_TES_PAGE = 2047
+# How much of the end of a task's stdout and stderr its FULL view carries.
+TAIL_BYTES = 64 * 1024
 # The name of the upload that keeps an input given inline (`content`).
 CONTENT_NAME = "tes-input"
 
@@ -155,10 +160,24 @@ def list_tasks(
 @router.get("/tasks/{task_id:task_id}")
 def get_task(task_id: str, principal: JobsReader, runtime: RuntimeDep,
              view: View = View.MINIMAL) -> Response:
-    """One task, in the view asked for."""
+    """One task, in the view asked for (FULL: with the ends of its stdout and stderr)."""
     with runtime.reading() as conn:
         row, attempts = job_queries.job_detail(conn, principal, task_id)
-    return _json(task_document(job_out(row, attempts), view))
+    tails = _tails(runtime, task_id) if view is View.FULL and attempts else None
+    return _json(task_document(job_out(row, attempts), view, tails))
+
+
+def _tails(runtime: Runtime, task_id: str) -> Tails:
+    """The last TAIL_BYTES of the task's stdout and stderr, read from its site now."""
+    source = output_source(runtime, task_id)
+    try:
+        read = [output_tail(runtime, source, stream, TAIL_BYTES)[1].data
+                for stream in ("stdout", "stderr")]
+    except AdapterError as exc:
+        return Tails(unreadable=f"stdout and stderr could not be read from "
+                                f"{source.site_name} now: {exc}")
+    stdout, stderr = (data.decode("utf-8", "replace") for data in read)
+    return Tails(stdout, stderr)
 
 
 @router.post("/tasks/{task_id:task_id}:cancel")

@@ -4,12 +4,14 @@ MINIMAL is the id and state; BASIC adds what the task asked for (name, executor,
 resources, tags), when it was created and its logs: one per attempt of the job (a site's
 run; hedge losers, never the job's result, are left out), with the attempt's times, its
 exit code and where it ran (`metadata`); FULL adds `system_logs`, the gateway's reason
-for the attempt's end. Executor stdout and stderr are read from the site on request
-(`GET /api/v1/jobs/{id}/logs/{stream}`), not stored, so the logs do not carry them.
+for the attempt's end, and the tails of the newest attempt's stdout and stderr, which
+`GET /tasks/{id}` reads from the site (`Tails`; a listing does not: a site round trip
+per task; `GET /api/v1/jobs/{id}/logs/{stream}` reads the whole of them).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -36,8 +38,18 @@ def _dropped_none(document: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in document.items() if value is not None}
 
 
-def task_document(job: JobOut, view: View) -> dict[str, Any]:
-    """`job` as a TES task in `view`."""
+@dataclass(frozen=True)
+class Tails:
+    """The ends of the newest attempt's stdout and stderr as read now, or why they could
+    not be read."""
+
+    stdout: str = ""
+    stderr: str = ""
+    unreadable: str | None = None
+
+
+def task_document(job: JobOut, view: View, tails: Tails | None = None) -> dict[str, Any]:
+    """`job` as a TES task in `view` (FULL: with `tails` when they were read)."""
     state = tes_state(job["state"], cancel_requested=job["cancel_requested"],
                       held=job["held"], reason=job["reason"], exit_code=job["exit_code"])
     document: dict[str, Any] = {"id": job["id"], "state": state}
@@ -60,6 +72,13 @@ def task_document(job: JobOut, view: View) -> dict[str, Any]:
         "logs": [_log(attempt, full=view is View.FULL) for attempt in job["attempts"]
                  if attempt["state"] != "REVOKED"],
     })
+    if view is View.FULL and tails is not None and document.get("logs"):
+        newest = document["logs"][-1]
+        if tails.unreadable is not None:
+            newest.setdefault("system_logs", []).append(tails.unreadable)
+        else:
+            for executor in newest["logs"]:
+                executor |= {"stdout": tails.stdout, "stderr": tails.stderr}
     return document
 
 

@@ -79,6 +79,7 @@ def test_py_tes_runs_lists_and_cancels_tasks(gateway: LiveGateway, image: str) -
     assert done.state == "COMPLETE", done
     full = client.get_task(done_id, "FULL")
     assert full.logs[0].logs[0].exit_code == 0
+    assert full.logs[0].logs[0].stdout == "hello from py-tes\n"  # read from the site
     assert full.executors[0].image == image
 
     held_id = client.create_task(tes.Task(name="held", executors=[tes.Executor(

@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gateway.api.tes.task_document import View, task_document
+from gateway.api.tes.task_document import Tails, View, task_document
 from gateway.schemas.jobs import AttemptOut, JobOut
 from tests.api.tes.spec import validate
 
@@ -61,6 +61,20 @@ def test_what_each_view_carries() -> None:
     assert all("system_logs" not in log for log in basic["logs"])  # BASIC leaves them out
     full = task_document(job(), View.FULL)
     assert full["logs"][0]["system_logs"] == ["NODE_FAIL"]
+
+
+def test_full_carries_the_ends_of_the_newest_run_s_output_or_why_not() -> None:
+    ended = job(state="COMPLETED", attempts=[attempt(1, "FAILED", 1, "NODE_FAIL"),
+                                             attempt(2, "COMPLETED", 0, None)])
+    full = task_document(ended, View.FULL, Tails("out\n", "warn\n"))
+    validate(full, "tesTask", View.FULL)
+    assert "stdout" not in full["logs"][0]["logs"][0]  # an earlier run: not read
+    newest = full["logs"][1]["logs"][0]
+    assert (newest["stdout"], newest["stderr"]) == ("out\n", "warn\n")
+    lost = task_document(ended, View.FULL, Tails(unreadable="kth is unreachable"))
+    validate(lost, "tesTask", View.FULL)
+    assert lost["logs"][1]["system_logs"] == ["kth is unreachable"]
+    assert "stdout" not in lost["logs"][1]["logs"][0]
 
 
 def test_the_validator_refuses_a_wrong_document() -> None:
