@@ -37,9 +37,7 @@ import psycopg  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from gateway.auth.accounts import create_local_user  # noqa: E402
-from gateway.auth.tokens import issue_access_token  # noqa: E402
-from gateway.db.engine import transaction  # noqa: E402
+from benchmarks.bench_users import researcher_token  # noqa: E402
 from gateway.db.models import Job  # noqa: E402
 from gateway.runtime import build_runtime  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
@@ -267,11 +265,7 @@ def run(args: argparse.Namespace, binary: str) -> dict[str, Any]:
             settings = Settings(data_dir=base / "data", database_url=db_url,
                                 public_url="http://127.0.0.1", run_worker=False)
             runtime = build_runtime(settings)
-            with transaction(runtime.sessions) as session:
-                user_id = create_local_user(session, "bench", "bench-password-1").id
-            token = issue_access_token(settings, runtime.keys, subject=user_id,
-                                       client_id="bench", scope="jobs:read jobs:write",
-                                       username="bench").token
+            _, token = researcher_token(runtime)
             port = free_port()
             probe_url = make_url(db_url).set(drivername="postgresql").render_as_string(
                 hide_password=False)

@@ -26,12 +26,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gateway.auth.accounts import create_local_user  # noqa: E402
-from gateway.auth.tokens import issue_access_token  # noqa: E402
+from benchmarks.bench_users import researcher_token  # noqa: E402
 from gateway.client import GatewayClient  # noqa: E402
 from gateway.client.job_waits import poll_for_state  # noqa: E402
 from gateway.client.models import FINAL_STATES  # noqa: E402
-from gateway.db.engine import transaction  # noqa: E402
 from gateway.runtime import build_runtime  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402
@@ -53,11 +51,7 @@ def run(jobs: int, worker_poll: float) -> dict[str, dict[str, Any]]:
         port = free_port()
         settings = Settings(data_dir=base / "data", public_url=f"http://127.0.0.1:{port}")
         runtime = build_runtime(settings)
-        with transaction(runtime.sessions) as session:
-            user_id = create_local_user(session, "bench", "bench-password-1").id
-        token = issue_access_token(settings, runtime.keys, subject=user_id,
-                                   client_id="bench", scope="jobs:read jobs:write",
-                                   username="bench").token
+        _, token = researcher_token(runtime)
         runtime.close()
         gateway = GatewayProcess({"GRIDGATE_DATA_DIR": str(settings.data_dir),
                                   "GRIDGATE_PUBLIC_URL": settings.public_url,

@@ -33,9 +33,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gateway.auth.accounts import create_local_user  # noqa: E402
-from gateway.auth.tokens import issue_access_token  # noqa: E402
-from gateway.db.engine import transaction  # noqa: E402
+from benchmarks.bench_users import researcher_token  # noqa: E402
 from gateway.runtime import build_runtime  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
@@ -162,11 +160,7 @@ def main() -> None:
             settings = Settings(data_dir=base / "data", database_url=db_url,
                                 public_url="http://127.0.0.1", run_worker=False)
             runtime = build_runtime(settings)
-            with transaction(runtime.sessions) as session:
-                user_id = create_local_user(session, "bench", "bench-password-1").id
-            token = issue_access_token(settings, runtime.keys, subject=user_id,
-                                       client_id="bench", scope="jobs:read jobs:write",
-                                       username="bench").token
+            _, token = researcher_token(runtime)
             runtime.close()
             gateway = GatewayProcess({
                 "GRIDGATE_DATA_DIR": str(settings.data_dir), "GRIDGATE_DATABASE_URL": db_url,
