@@ -47,6 +47,8 @@ MAX_TES_PAGE = 2047
 TAIL_BYTES = 64 * 1024
 # The name of the upload that keeps an input given inline (`content`).
 CONTENT_NAME = "tes-input"
+# An upload id standing for inline inputs while a task's spec is checked.
+UNSTORED = "00000000-0000-4000-8000-000000000000"
 
 
 class TaskIds(Convertor[str]):
@@ -94,16 +96,15 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
     """Create a task: it becomes a job, routed and run like every job."""
     store = BlobStore(runtime.settings.store_dir)
     limits = UploadLimits.from_settings(runtime.settings)
+    # The whole spec is checked before an input given inline is stored.
+    _checked(job_spec(task, lambda _: UNSTORED))
     with refusal_recorded(runtime, principal), runtime.unit_of_work() as session:
 
         def keep(content: Content) -> str:
             return upload_content(session, store, limits, principal.user_id,
                                   CONTENT_NAME, content.data, utcnow()).id
 
-        try:
-            spec = JobSpec.model_validate(job_spec(task, keep))
-        except ValidationError as invalid:
-            raise RequestValidationError(invalid.errors()) from None
+        spec = _checked(job_spec(task, keep))
         row, _ = job_service.submit(session, runtime.sites, principal, spec, None,
                                     StagingLimits.from_settings(runtime.settings),
                                     charged=runtime.settings.allocations_enforced,
@@ -112,6 +113,13 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
                                     mail=MailPolicy.from_settings(runtime.settings),
                                     origin=JobOrigin.TES)
     return _json({"id": row["id"]})
+
+
+def _checked(spec: dict[str, Any]) -> JobSpec:
+    try:
+        return JobSpec.model_validate(spec)
+    except ValidationError as invalid:
+        raise RequestValidationError(invalid.errors()) from None
 
 
 @router.get("/tasks")

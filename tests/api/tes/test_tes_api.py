@@ -144,6 +144,9 @@ def test_refusals(client: TestClient, make_user: MakeUser) -> None:
         ({"executors": []}, "executors"),
         ({**TASK, "executors": [{**TASK["executors"][0], "env": {"LD_PRELOAD": "x"}}]},
          "container.environment"),
+        ({**TASK, "executors": [{**TASK["executors"][0], "env": {"LD_PRELOAD": "x"}}],
+          "inputs": [{"path": "/data/x", "content": "kept only if the task is"}]},
+         "container.environment"),
         ({**TASK, "executors": TASK["executors"] * 2}, "executors"),
         ({**TASK, "resources": {"backend_parameters": {"VmSize": "x"},
                                 "backend_parameters_strict": True}},
@@ -156,6 +159,8 @@ def test_refusals(client: TestClient, make_user: MakeUser) -> None:
         refused = client.post(f"{TES}/tasks", json=body, headers=owner.headers)
         assert refused.status_code == 422, refused.text
         assert field in refused.text, refused.text
+    # A refused task stored none of its inline inputs.
+    assert client.get("/api/v1/uploads", headers=owner.headers).json()["items"] == []
 
 
 def test_a_cancel_path_is_not_a_task_id(client: TestClient, make_user: MakeUser) -> None:
