@@ -5,12 +5,14 @@ an unauthenticated call is a 401."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from gateway.runtime import Runtime
+from gateway.store.blobs import BlobStore
 from tests.api.tes.spec import validate
 from tests.api.test_container_jobs import offer
 from tests.conftest import MakeUser
@@ -131,7 +133,7 @@ def test_cancel(client: TestClient, make_user: MakeUser) -> None:
     assert task["state"] == "CANCELED"
 
 
-def test_refusals(client: TestClient, make_user: MakeUser) -> None:
+def test_refusals(client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
     owner, other = make_user(), make_user()
     task_id = create(client, owner.headers, TASK)
     assert client.get(f"{TES}/tasks/{task_id}", headers=other.headers).status_code == 404
@@ -159,8 +161,10 @@ def test_refusals(client: TestClient, make_user: MakeUser) -> None:
         refused = client.post(f"{TES}/tasks", json=body, headers=owner.headers)
         assert refused.status_code == 422, refused.text
         assert field in refused.text, refused.text
-    # A refused task stored none of its inline inputs.
+    # A refused task stored none of its inline inputs, not even as a file in the store.
     assert client.get("/api/v1/uploads", headers=owner.headers).json()["items"] == []
+    store = BlobStore(runtime.settings.store_dir)
+    assert not store.has_blob(hashlib.sha256(b"kept only if the task is").hexdigest())
 
 
 def test_a_cancel_path_is_not_a_task_id(client: TestClient, make_user: MakeUser) -> None:
