@@ -82,7 +82,8 @@ class ContainerRun:
     whose libraries bind mode mounts. `join_tag` names a ch-run peer group (e.g. the job's
     gateway tag). `writable`: ch-run -w, only for an image unpacked in the job directory.
     `image_environment`: the image holds /ch/environment, which ch-run applies (Apptainer
-    and Singularity apply an image's environment themselves)."""
+    and Singularity apply an image's environment themselves). `cwd`: the working
+    directory inside the container (default: where the job directory is bound)."""
 
     runtime: RuntimeOffer
     image: str
@@ -97,6 +98,7 @@ class ContainerRun:
     join_tag: str | None = None
     writable: bool = False
     image_environment: bool = False
+    cwd: str | None = None
 
 
 def _absolute(value: str, what: str) -> str:
@@ -177,6 +179,8 @@ def container_argv(run: ContainerRun, launcher: Launcher) -> list[str]:
     """`[env ...] RUNTIME ... IMAGE [--] PROGRAM ARGS` for one rank (or the one process)."""
     kind = run.runtime.kind
     _absolute(run.job_dir, "the job directory")
+    if run.cwd is not None:
+        _absolute(run.cwd, "the working directory")
     _absolute(run.image, "the image path")
     if not run.command or any("\x00" in w for w in run.command) or not run.command[0]:
         raise InvalidLaunch("give the program to run in the container as a non-empty argv "
@@ -207,7 +211,7 @@ def _apptainer(run: ContainerRun, env: Mapping[str, str]) -> list[str]:
         words += ["--bind", mount.spec]
     # --pwd: the spelling of every release since Apptainer 1.1 and SingularityCE 3.10
     # (later Apptainer releases add --cwd and keep --pwd as its synonym).
-    words += ["--pwd", run.job_dir, run.image, *run.command]
+    words += ["--pwd", run.cwd or run.job_dir, run.image, *run.command]
     return words
 
 
@@ -245,7 +249,7 @@ def _charliecloud(run: ContainerRun, launcher: Launcher, env: Mapping[str, str])
                             "apptainer")
     for mount in mounts:
         words += ["-b", f"{mount.host}:{mount.guest}"]
-    words += ["-c", CHARLIECLOUD_WORKDIR]
+    words += ["-c", run.cwd or CHARLIECLOUD_WORKDIR]
     if env or run.image_environment:
         # --set-env expands $VAR in values unless --env-no-expand comes first; the image's
         # values were expanded when it was built, as a Dockerfile's ENV is.

@@ -69,6 +69,10 @@ def _destination(value: str) -> str:
     return check_absolute(value, "bind destination")
 
 
+def _workdir(value: str) -> str:
+    return check_absolute(value, "working directory")
+
+
 class ContainerBind(Strict):
     """A host path shown inside the container."""
 
@@ -100,6 +104,10 @@ class ContainerSpec(Strict):
             "The release of the MPI inside the image (mpi.flavor names it), e.g. \"4.1.4\". "
             "Needed for Open MPI and in bind mode; read from the image for upload:<id>.")))
     binds: Annotated[list[ContainerBind], Field(max_length=MAX_BINDS)] = []
+    workdir: Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS, description=(
+        "The program's working directory inside the container, absolute (e.g. a bind's "
+        "destination); default: the job directory (apptainer and singularity bind it at "
+        "its own path, ch-run at /mnt/0).")), AfterValidator(_workdir)] | None = None
     environment: Annotated[dict[str, Annotated[str, Field(max_length=65536)]], Field(
         max_length=1024, description="Variables set inside the container.",
         json_schema_extra={"propertyNames": {"pattern": ENV_NAME.json_pattern}})] = {}

@@ -129,6 +129,14 @@ CASES = [
      run(CHARLIECLOUD, image_environment=True), Launcher(), "slurm",
      ["ch-run", "-b", f"{JOB}:/mnt/0", "-c", "/mnt/0", "--env-no-expand", "--set-env",
       SQFS, "--", "./app"]),
+    ("apptainer, a working directory of the job's own (a bind's destination)",
+     run(binds=(Bind("tes/data", "/data"),), cwd="/data"), Launcher(), "slurm",
+     ["apptainer", "exec", "--containall", "--no-eval", *JOB_BIND, "--bind",
+      f"{JOB}/tes/data:/data", "--pwd", "/data", SIF, "./app"]),
+    ("charliecloud, a working directory of the job's own",
+     run(CHARLIECLOUD, binds=(Bind("tes/data", "/data"),), cwd="/data"), Launcher(), "local",
+     ["ch-run", "-b", f"{JOB}:/mnt/0", "-b", f"{JOB}/tes/data:/data", "-c", "/data", SQFS,
+      "--", "./app"]),
     ("charliecloud, writable image unpacked in the job directory",
      run(CHARLIECLOUD, image=f"{JOB}/image", writable=True), Launcher(), "local",
      ["ch-run", "-w", "-b", f"{JOB}:/mnt/0", "-c", "/mnt/0", f"{JOB}/image", "--", "./app"]),
@@ -207,6 +215,8 @@ REFUSED = [
      Launcher(MPIRUN, 5, 2), "sge", "5 ranks do not fill nodes of 2"),
     ("charliecloud -w on a cached image", run(CHARLIECLOUD, writable=True), Launcher(), "sge",
      "never a shared cached one"),
+    ("a relative working directory", run(cwd="data"), Launcher(), "sge",
+     "the working directory 'data' is not an absolute path"),
 ]
 
 

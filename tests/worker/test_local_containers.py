@@ -109,8 +109,8 @@ def test_a_tes_task_runs_on_the_local_site(client: TestClient, runtime: Runtime,
         "name": "greet", "executors": [{
             "image": f"{registry.host}/lab/shell:1",
             "command": ["/bin/sh", "-c",
-                        'read -r line < /data/in/greeting.txt; echo "$GREETING from $WHO: $line"'],
-            "env": {"WHO": "a TES task"}}],
+                        'read -r line < in/greeting.txt; echo "$GREETING from $WHO: $line"'],
+            "workdir": "/data", "env": {"WHO": "a TES task"}}],
         # Given inline: kept as the owner's upload, placed at its path in the container
         # (ch-run binds the job's tes/data at /data, made in the unpacked image for it).
         "inputs": [{"path": "/data/in/greeting.txt", "content": "an input\n"}]})

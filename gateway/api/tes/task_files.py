@@ -51,14 +51,22 @@ class TaskFiles:
 def container_path(path: str, field: str) -> str:
     """A task's path in the container, checked: absolute, normal, in a directory of its
     own that is not one of the image's system directories."""
-    parts = path.split("/")
-    if (not path.startswith("/") or posixpath.normpath(path) != path or "\x00" in path
-            or len(parts) < 3):
+    parts = working_directory(path, field).split("/")
+    if len(parts) < 3:
         raise Invalid(f"{path!r} must be an absolute, normalised path inside a directory "
                       "(e.g. /data/in.txt)", field=field)
     if parts[1] in _SYSTEM:
         raise Invalid(f"{path!r} would cover the image's /{parts[1]}: put the task's files "
                       "elsewhere (e.g. /data)", field=field)
+    return path
+
+
+def working_directory(path: str, field: str) -> str:
+    """A path in the container, checked: absolute and normal (an executor's working
+    directory may be anywhere in the image)."""
+    if not path.startswith("/") or posixpath.normpath(path) != path or "\x00" in path:
+        raise Invalid(f"{path!r} must be an absolute, normalised path inside a directory "
+                      "(e.g. /data/in.txt)", field=field)
     return path
 
 

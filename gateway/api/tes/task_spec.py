@@ -4,10 +4,10 @@ project, routing, allocation, audit, events, the CLI's view).
 
 So far a task runs one executor: its image (a bare `ubuntu:22.04`, as TES clients write
 it, is a Docker Hub reference), its command, its environment inside the container (the
-same name rules as every job), and its inputs where it said (`task_files.py`). What is
-not translated yet is refused by name, never dropped: several executors, an executor's
-`workdir`, `stdin`, `stdout`, `stderr` and `ignore_error`, `outputs` and `volumes`
-(issue 30).
+same name rules as every job), its working directory, and its inputs where it said
+(`task_files.py`). What is not translated yet is refused by name, never dropped: several
+executors, an executor's `stdin`, `stdout`, `stderr` and `ignore_error`, `outputs` and
+`volumes` (issue 30).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.api.tes.resources import spec_fields
-from gateway.api.tes.task_files import Content, task_files
+from gateway.api.tes.task_files import Content, task_files, working_directory
 from gateway.api.tes.task_model import TesTask
 from gateway.domain.errors import Invalid
 
 # A name for a task that has none (TES makes it optional, a job spec requires one).
 DEFAULT_NAME = "tes-task"
 # Executor fields not translated yet.
-_NOT_YET = ("workdir", "stdin", "stdout", "stderr", "ignore_error")
+_NOT_YET = ("stdin", "stdout", "stderr", "ignore_error")
 _SCHEMES = ("docker://", "oras://", "library://", "https://", "upload:")
 
 
@@ -59,6 +59,8 @@ def job_spec(task: TesTask, keep: Callable[[Content], str]) -> dict[str, Any]:
         container["environment"] = dict(executor.env)
     if files.binds:
         container["binds"] = files.binds
+    if executor.workdir is not None:
+        container["workdir"] = working_directory(executor.workdir, "executors.0.workdir")
     spec: dict[str, Any] = {
         "name": task.name or DEFAULT_NAME,
         "executable": executor.command[0],

@@ -90,7 +90,7 @@ def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
             fit.runtime, image, (spec.executable, *spec.args), workdir, container.mode,
             binds=tuple(Bind(b.src, b.dst, b.read_only) for b in container.binds),
             env=dict(container.environment), bind_prefixes=caps.bind_prefixes,
-            site_mpi=fit.mpi, gpus=container.gpus, join_tag=tag,
+            site_mpi=fit.mpi, gpus=container.gpus, join_tag=tag, cwd=container.workdir,
             # ch-run runs the tree stage-in unpacked, which has /ch/environment.
             image_environment=fit.runtime.kind is RuntimeKind.CHARLIECLOUD)
         argv = launch_argv(run, _launcher(spec, fit), caps.scheduler)
