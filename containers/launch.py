@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from adapters.batch.script import launcher_words
 from containers.binds import Bind, Mount, check_absolute, resolve_all, under
 from containers.errors import ContainerError, InvalidLaunch
+from containers.redirects import Redirects
 from containers.runtimes import LauncherKind, MpiMode, RuntimeKind
 from containers.site_caps import SLURM, MpiOffer, RuntimeOffer
 from rules.env_names import env_name_problem
@@ -83,7 +84,8 @@ class ContainerRun:
     gateway tag). `writable`: ch-run -w, only for an image unpacked in the job directory.
     `image_environment`: the image holds /ch/environment, which ch-run applies (Apptainer
     and Singularity apply an image's environment themselves). `cwd`: the working
-    directory inside the container (default: where the job directory is bound)."""
+    directory inside the container (default: where the job directory is bound);
+    `redirects`: files inside it for the program's standard streams (`redirects.py`)."""
 
     runtime: RuntimeOffer
     image: str
@@ -99,6 +101,7 @@ class ContainerRun:
     writable: bool = False
     image_environment: bool = False
     cwd: str | None = None
+    redirects: Redirects = field(default_factory=Redirects)
 
 
 def _absolute(value: str, what: str) -> str:
@@ -188,6 +191,10 @@ def container_argv(run: ContainerRun, launcher: Launcher) -> list[str]:
     if (run.mode is MpiMode.NONE) != (launcher.kind is LauncherKind.NONE):
         raise InvalidLaunch("MPI mode none runs one process without a launcher; hybrid and "
                             "bind need one (mpirun, mpiexec or srun)")
+    if run.redirects and run.mode is not MpiMode.NONE:
+        raise InvalidLaunch("stdin, stdout and stderr files are for one process (MPI mode "
+                            "none): the ranks of an MPI job would write over each other")
+    run = replace(run, command=run.redirects.wrap(run.command))
     env = _mpi_env(run)
     _check_env(env, kind)
     if kind is RuntimeKind.CHARLIECLOUD:

@@ -73,6 +73,14 @@ def _workdir(value: str) -> str:
     return check_absolute(value, "working directory")
 
 
+def _stream_file(value: str) -> str:
+    return check_absolute(value, "stream file")
+
+
+_StreamFile = Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS),
+                        AfterValidator(_stream_file)]
+
+
 class ContainerBind(Strict):
     """A host path shown inside the container."""
 
@@ -108,6 +116,14 @@ class ContainerSpec(Strict):
         "The program's working directory inside the container, absolute (e.g. a bind's "
         "destination); default: the job directory (apptainer and singularity bind it at "
         "its own path, ch-run at /mnt/0).")), AfterValidator(_workdir)] | None = None
+    stdin: _StreamFile | None = Field(default=None, description=(
+        "A file inside the container the program reads as its standard input (the image "
+        "needs /bin/sh; one process: MPI mode none)."))
+    stdout: _StreamFile | None = Field(default=None, description=(
+        "A file inside the container the program's standard output goes to, instead of "
+        "the job's output (the image needs /bin/sh; one process: MPI mode none)."))
+    stderr: _StreamFile | None = Field(default=None, description=(
+        "As stdout, for its standard error."))
     environment: Annotated[dict[str, Annotated[str, Field(max_length=65536)]], Field(
         max_length=1024, description="Variables set inside the container.",
         json_schema_extra={"propertyNames": {"pattern": ENV_NAME.json_pattern}})] = {}

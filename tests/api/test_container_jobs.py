@@ -70,7 +70,8 @@ def test_an_image_no_site_can_run_is_refused_with_the_reason(
     assert accepted.status_code == 202, accepted.text
     assert accepted.json()["spec"]["container"] == {
         "image": DOCKER, "runtime": None, "mpi": "hybrid", "mpi_version": None, "binds": [],
-        "workdir": None, "environment": {}, "gpus": False}
+        "workdir": None, "stdin": None, "stdout": None, "stderr": None, "environment": {},
+        "gpus": False}
 
 
 def test_a_site_without_containers_refuses_container_jobs(

@@ -24,6 +24,7 @@ from containers.launch import (
     launcher_argv,
     shell_line,
 )
+from containers.redirects import Redirects
 from containers.runtimes import LauncherKind, MpiImpl, MpiMode, RuntimeKind
 from containers.site_caps import MpiOffer, RuntimeOffer
 from containers.versions import version
@@ -137,6 +138,17 @@ CASES = [
      run(CHARLIECLOUD, binds=(Bind("tes/data", "/data"),), cwd="/data"), Launcher(), "local",
      ["ch-run", "-b", f"{JOB}:/mnt/0", "-b", f"{JOB}/tes/data:/data", "-c", "/data", SQFS,
       "--", "./app"]),
+    ("apptainer, stdin and stdout from and to files in the container: paths are data",
+     run(command=("./app", "-v"), redirects=Redirects(stdin="/data/in $x", stdout="/data/o")),
+     Launcher(), "slurm",
+     ["apptainer", "exec", "--containall", "--no-eval", *JOB_BIND, "--pwd", JOB, SIF,
+      "/bin/sh", "-c", 'i=$1 o=$2 e=$3; shift 3; exec "$@" <"$i" >"$o"', "gridgate-redirect",
+      "/data/in $x", "/data/o", "", "./app", "-v"]),
+    ("charliecloud, stderr alone to a file",
+     run(CHARLIECLOUD, redirects=Redirects(stderr="/data/err")), Launcher(), "local",
+     ["ch-run", "-b", f"{JOB}:/mnt/0", "-c", "/mnt/0", SQFS, "--", "/bin/sh", "-c",
+      'i=$1 o=$2 e=$3; shift 3; exec "$@" 2>"$e"', "gridgate-redirect", "", "", "/data/err",
+      "./app"]),
     ("charliecloud, writable image unpacked in the job directory",
      run(CHARLIECLOUD, image=f"{JOB}/image", writable=True), Launcher(), "local",
      ["ch-run", "-w", "-b", f"{JOB}:/mnt/0", "-c", "/mnt/0", f"{JOB}/image", "--", "./app"]),
@@ -217,6 +229,10 @@ REFUSED = [
      "never a shared cached one"),
     ("a relative working directory", run(cwd="data"), Launcher(), "sge",
      "the working directory 'data' is not an absolute path"),
+    ("stream files for MPI ranks",
+     run(mode=HYBRID, redirects=Redirects(stdout="/data/o")),
+     Launcher.of(MPICH, MPIRUN, 4, ranks_per_node=4), "sge",
+     "stdin, stdout and stderr files are for one process"),
 ]
 
 

@@ -187,7 +187,7 @@ def test_the_served_schema_shows_the_section() -> None:
     schema = JobSpec.model_json_schema()
     section = schema["$defs"]["ContainerSpec"]["properties"]
     assert set(section) == {"image", "runtime", "mpi", "mpi_version", "binds", "environment",
-                            "workdir", "gpus"}
+                            "workdir", "stdin", "stdout", "stderr", "gpus"}
     assert schema["$defs"]["RuntimeKind"]["enum"] == ["apptainer", "singularity",
                                                       "charliecloud"]
     assert schema["$defs"]["MpiMode"]["enum"] == ["hybrid", "bind", "none"]

@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from adapters.local.sandbox import SandboxConfig
 from containers.runtimes import RuntimeKind
+from gateway.db.models import Attempt
 from gateway.runtime import Runtime
 from gateway.services.sites.local_containers import local_containers
 from gateway.worker.loop import Worker
@@ -109,8 +111,11 @@ def test_a_tes_task_runs_on_the_local_site(client: TestClient, runtime: Runtime,
         "name": "greet", "executors": [{
             "image": f"{registry.host}/lab/shell:1",
             "command": ["/bin/sh", "-c",
-                        'read -r line < in/greeting.txt; echo "$GREETING from $WHO: $line"'],
-            "workdir": "/data", "env": {"WHO": "a TES task"}}],
+                        'read -r line < in/greeting.txt; echo "$GREETING from $WHO: $line"; '
+                        'read -r piped; echo "$piped" >&2'],
+            "workdir": "/data", "env": {"WHO": "a TES task"},
+            # Its stdin from a file in the container, its stderr into one.
+            "stdin": "/data/in/greeting.txt", "stderr": "/data/err.txt"}],
         # Given inline: kept as the owner's upload, placed at its path in the container
         # (ch-run binds the job's tes/data at /data, made in the unpacked image for it).
         "inputs": [{"path": "/data/in/greeting.txt", "content": "an input\n"}]})
@@ -128,6 +133,10 @@ def test_a_tes_task_runs_on_the_local_site(client: TestClient, runtime: Runtime,
     out = client.get(f"/api/v1/jobs/{task_id}/logs/stdout", headers=user.headers)
     assert out.status_code == 200, out.text
     assert out.text == "hello from a TES task: an input\n"
+    # stderr went to its file in the container: the job's tes/data/err.txt.
+    with runtime.sessions() as session:
+        workdir = session.scalars(select(Attempt.workdir).where(Attempt.job_id == task_id)).one()
+    assert (Path(workdir) / "tes/data/err.txt").read_text() == "an input\n"
     uploads = client.get("/api/v1/uploads", headers=user.headers).json()["items"]
     assert [(u["name"], u["size"], u["state"]) for u in uploads] == [
         ("tes-input", len("an input\n"), "complete")]

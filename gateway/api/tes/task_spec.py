@@ -4,9 +4,9 @@ project, routing, allocation, audit, events, the CLI's view).
 
 So far a task runs one executor: its image (a bare `ubuntu:22.04`, as TES clients write
 it, is a Docker Hub reference), its command, its environment inside the container (the
-same name rules as every job), its working directory, and its inputs where it said
-(`task_files.py`). What is not translated yet is refused by name, never dropped: several
-executors, an executor's `stdin`, `stdout`, `stderr` and `ignore_error`, `outputs` and
+same name rules as every job), its working directory and standard streams' files, and
+its inputs where it said (`task_files.py`). What is not translated yet is refused by
+name, never dropped: several executors, an executor's `ignore_error`, `outputs` and
 `volumes` (issue 30).
 """
 
@@ -23,7 +23,7 @@ from gateway.domain.errors import Invalid
 # A name for a task that has none (TES makes it optional, a job spec requires one).
 DEFAULT_NAME = "tes-task"
 # Executor fields not translated yet.
-_NOT_YET = ("stdin", "stdout", "stderr", "ignore_error")
+_NOT_YET = ("ignore_error",)
 _SCHEMES = ("docker://", "oras://", "library://", "https://", "upload:")
 
 
@@ -61,6 +61,10 @@ def job_spec(task: TesTask, keep: Callable[[Content], str]) -> dict[str, Any]:
         container["binds"] = files.binds
     if executor.workdir is not None:
         container["workdir"] = working_directory(executor.workdir, "executors.0.workdir")
+    for stream in ("stdin", "stdout", "stderr"):
+        path = getattr(executor, stream)
+        if path is not None:
+            container[stream] = working_directory(path, f"executors.0.{stream}")
     spec: dict[str, Any] = {
         "name": task.name or DEFAULT_NAME,
         "executable": executor.command[0],

@@ -18,6 +18,7 @@ from containers.compat import FetchAt, Fit, Refusal
 from containers.errors import ContainerError
 from containers.launch import ContainerRun, Launcher, launch_argv
 from containers.pull import REGISTRY_KINDS, pull_argv
+from containers.redirects import Redirects
 from containers.runtimes import LauncherKind, RuntimeKind
 from gateway.domain.errors import GatewayError
 from gateway.domain.jobspec import JobSpec
@@ -91,6 +92,7 @@ def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
             binds=tuple(Bind(b.src, b.dst, b.read_only) for b in container.binds),
             env=dict(container.environment), bind_prefixes=caps.bind_prefixes,
             site_mpi=fit.mpi, gpus=container.gpus, join_tag=tag, cwd=container.workdir,
+            redirects=Redirects(container.stdin, container.stdout, container.stderr),
             # ch-run runs the tree stage-in unpacked, which has /ch/environment.
             image_environment=fit.runtime.kind is RuntimeKind.CHARLIECLOUD)
         argv = launch_argv(run, _launcher(spec, fit), caps.scheduler)

@@ -73,6 +73,12 @@ def test_the_working_directory_is_the_container_s() -> None:
                                                           "workdir": "/usr/src/app"}]})
     spec = JobSpec.model_validate(job_spec(task, no_content))
     assert spec.container is not None and spec.container.workdir == "/usr/src/app"
+    streams = TesTask.model_validate({**TASK, "executors": [{
+        **TASK["executors"][0], "stdin": "/data/in", "stdout": "/data/out", "stderr": "/e/rr"}]})
+    container = JobSpec.model_validate(job_spec(streams, no_content)).container
+    assert container is not None
+    assert (container.stdin, container.stdout, container.stderr) == ("/data/in", "/data/out",
+                                                                     "/e/rr")
     for bad in ("data", "/data/../etc", "/data/"):
         with pytest.raises(Invalid) as refused:
             job_spec(TesTask.model_validate({**TASK, "executors": [
@@ -102,7 +108,6 @@ def test_inputs_refused_name_the_field(item: dict[str, Any], field: str, says: s
 
 @pytest.mark.parametrize(("change", "field"), [
     ({"executors": TASK["executors"] * 2}, "executors"),
-    ({"executors": [{**TASK["executors"][0], "stdout": "/out"}]}, "executors.0.stdout"),
     ({"executors": [{**TASK["executors"][0], "ignore_error": True}]},
      "executors.0.ignore_error"),
     ({"outputs": [{"path": "/data/y", "url": "https://example.org/y"}]}, "outputs"),
