@@ -23,7 +23,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -37,12 +36,8 @@ import psycopg  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from benchmarks.bench_users import researcher_token  # noqa: E402
+from benchmarks.bench_gateway import postgres_gateway  # noqa: E402
 from gateway.db.models import Job  # noqa: E402
-from gateway.runtime import build_runtime  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
-from tests.pg import start_postgres  # noqa: E402
-from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402
 
 CONCURRENCY = (1, 16, 64)
 # p99 of GET job and /health, by number of clients
@@ -256,58 +251,38 @@ def main() -> None:
 
 def run(args: argparse.Namespace, binary: str) -> dict[str, Any]:
     """Start PostgreSQL and the gateway, measure every series, and report."""
-    with tempfile.TemporaryDirectory(prefix="gridgate-bench-") as tmp:
-        base = Path(tmp)
-        pg = start_postgres(base / "pg")
-        gateway = None
-        try:
-            db_url = pg.create_database("bench")
-            settings = Settings(data_dir=base / "data", database_url=db_url,
-                                public_url="http://127.0.0.1", run_worker=False)
-            runtime = build_runtime(settings)
-            _, token = researcher_token(runtime)
-            port = free_port()
-            probe_url = make_url(db_url).set(drivername="postgresql").render_as_string(
-                hide_password=False)
-            gateway = GatewayProcess({
-                "GRIDGATE_DATA_DIR": str(settings.data_dir), "GRIDGATE_DATABASE_URL": db_url,
-                "GRIDGATE_PUBLIC_URL": settings.public_url, "GRIDGATE_PORT": str(port),
-                "GRIDGATE_RUN_WORKER": "false", "GRIDGATE_API_THREADS": str(args.api_threads),
-            }, base / "gateway.log",
-               args=("--log-level", "warning", "--processes", str(args.processes)))
-            gateway.start()
-            url = gateway.url
-            body = json.dumps(SPEC)
-            import httpx
+    with postgres_gateway(env={"GRIDGATE_API_THREADS": str(args.api_threads)},
+                          args=("--processes", str(args.processes))) as served:
+        runtime, token, port = served.runtime, served.token, served.process.port
+        probe_url = make_url(served.db_url).set(drivername="postgresql").render_as_string(
+            hide_password=False)
+        url = served.process.url
+        body = json.dumps(SPEC)
+        import httpx
 
-            job_id = httpx.post(f"{url}/api/v1/jobs", content=body, timeout=10, headers={
-                "Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-            ).json()["id"]
-            requests: dict[str, dict[str, str]] = {
-                "health": {"url": f"{url}/api/v1/health"},
-                "get_job": {"url": f"{url}/api/v1/jobs/{job_id}", "token": token},
-                "submit": {"url": f"{url}/api/v1/jobs", "token": token, "method": "POST",
-                           "body": body},
-            }
-            results: dict[str, dict[str, Any]] = {name: {} for name in requests}
-            cpu_before = cpu_times()
-            for clients in CONCURRENCY:
-                for name, req in requests.items():
-                    # Warm every server process's pools, caches and code paths first.
-                    wrk(binary, req["url"], clients, 1, method=req.get("method", "GET"),
-                        body=req.get("body", ""), token=req.get("token", ""))
-                    results[name][str(clients)] = measured(lambda req=req, c=clients: wrk(
-                        binary, req["url"], c, args.seconds,
-                        method=req.get("method", "GET"), body=req.get("body", ""),
-                        token=req.get("token", "")), port, probe_url)
-            cpu = [b - a for a, b in zip(cpu_before, cpu_times(), strict=True)]
-            with runtime.sessions() as session:
-                stored = session.scalar(select(func.count()).select_from(Job)) or 0
-            runtime.close()
-        finally:
-            if gateway is not None:
-                gateway.stop()
-            pg.stop()
+        job_id = httpx.post(f"{url}/api/v1/jobs", content=body, timeout=10, headers={
+            "Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        ).json()["id"]
+        requests: dict[str, dict[str, str]] = {
+            "health": {"url": f"{url}/api/v1/health"},
+            "get_job": {"url": f"{url}/api/v1/jobs/{job_id}", "token": token},
+            "submit": {"url": f"{url}/api/v1/jobs", "token": token, "method": "POST",
+                       "body": body},
+        }
+        results: dict[str, dict[str, Any]] = {name: {} for name in requests}
+        cpu_before = cpu_times()
+        for clients in CONCURRENCY:
+            for name, req in requests.items():
+                # Warm every server process's pools, caches and code paths first.
+                wrk(binary, req["url"], clients, 1, method=req.get("method", "GET"),
+                    body=req.get("body", ""), token=req.get("token", ""))
+                results[name][str(clients)] = measured(lambda req=req, c=clients: wrk(
+                    binary, req["url"], c, args.seconds,
+                    method=req.get("method", "GET"), body=req.get("body", ""),
+                    token=req.get("token", "")), port, probe_url)
+        cpu = [b - a for a, b in zip(cpu_before, cpu_times(), strict=True)]
+        with runtime.sessions() as session:
+            stored = session.scalar(select(func.count()).select_from(Job)) or 0
     # wrk counts the responses it saw within each run; requests still in flight when a
     # run ends are stored too, so "nothing lost" means stored >= accepted.
     posted = sum(r["requests"] - r["errors"] for r in results["submit"].values()) + 1

@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_users import researcher_token  # noqa: E402
+from benchmarks.bench_gateway import researcher_token  # noqa: E402
 from gateway.client import GatewayClient  # noqa: E402
 from gateway.client.job_waits import poll_for_state  # noqa: E402
 from gateway.client.models import FINAL_STATES  # noqa: E402

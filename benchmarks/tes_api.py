@@ -21,7 +21,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,11 +32,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_users import researcher_token  # noqa: E402
-from gateway.runtime import build_runtime  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
-from tests.pg import start_postgres  # noqa: E402
-from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402
+from benchmarks.bench_gateway import postgres_gateway  # noqa: E402
 
 TES = "/ga4gh/tes/v1"
 TASK: dict[str, Any] = {
@@ -151,36 +146,17 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--clients", type=int, default=8)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="gridgate-tes-bench-") as tmp:
-        base = Path(tmp)
-        pg = start_postgres(base / "pg")
-        gateway = None
-        try:
-            db_url = pg.create_database("bench")
-            settings = Settings(data_dir=base / "data", database_url=db_url,
-                                public_url="http://127.0.0.1", run_worker=False)
-            runtime = build_runtime(settings)
-            _, token = researcher_token(runtime)
-            runtime.close()
-            gateway = GatewayProcess({
-                "GRIDGATE_DATA_DIR": str(settings.data_dir), "GRIDGATE_DATABASE_URL": db_url,
-                "GRIDGATE_PUBLIC_URL": settings.public_url, "GRIDGATE_PORT": str(free_port()),
-                "GRIDGATE_RUN_WORKER": "false"}, base / "gateway.log",
-                args=("--log-level", "warning"))
-            gateway.start()
-            headers = {"Authorization": f"Bearer {token}"}
-            with httpx.Client(base_url=gateway.url, headers=headers, timeout=60) as http:
-                creates(http, 20)  # warm the server's pools, caches and code paths
-                created = creates(http, args.creates)
-                rates = throughput(gateway.url, headers, args.clients, 25)
-                # TES lists the tasks (the jobs created through it): top up to --tasks.
-                made = 20 + args.creates + args.clients * 25
-                fill(gateway.url, headers, args.clients, max(args.tasks - made, 0))
-                listed = listing(http)
-        finally:
-            if gateway is not None:
-                gateway.stop()
-            pg.stop()
+    with postgres_gateway() as served:
+        url = served.process.url
+        headers = {"Authorization": f"Bearer {served.token}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as http:
+            creates(http, 20)  # warm the server's pools, caches and code paths
+            created = creates(http, args.creates)
+            rates = throughput(url, headers, args.clients, 25)
+            # TES lists the tasks (the jobs created through it): top up to --tasks.
+            made = 20 + args.creates + args.clients * 25
+            fill(url, headers, args.clients, max(args.tasks - made, 0))
+            listed = listing(http)
     print(json.dumps({
         "benchmark": "tes_api", "database": "postgresql", "cpus": os.cpu_count(),
         "load_average_1min": round(os.getloadavg()[0], 2),

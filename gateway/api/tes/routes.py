@@ -144,11 +144,11 @@ def list_tasks(
         raise Invalid(f"at most {MAX_LABEL_FILTERS} tag filters may be given at once",
                       field="tag_key")
     # A key without a value (missing, or empty) matches the tag whatever its value.
-    values = [*tag_value, *[""] * (len(tag_key) - len(tag_value))]
+    tags = list(zip(tag_key, [*tag_value, *[""] * (len(tag_key) - len(tag_value))],
+                    strict=True))
     filters = JobFilter(name_prefix=name_prefix, origin=JobOrigin.TES,
-                        labels=tuple((k, v) for k, v in zip(tag_key, values, strict=True) if v),
-                        label_keys=tuple(k for k, v in zip(tag_key, values, strict=True)
-                                         if not v))
+                        labels=tuple((k, v) for k, v in tags if v),
+                        label_keys=tuple(k for k, v in tags if not v))
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters,
                                      limit=min(page_size, MAX_LIMIT), cursor=page_token)

@@ -32,15 +32,17 @@ _TIMEOUT = 30.0
 _PROBED: dict[tuple[SandboxConfig | None, str | None], tuple[SiteContainerCaps | None, str]] = {}
 
 
-def _output(argv: list[str]) -> str:
+def _run(argv: list[str]) -> tuple[bool, str]:
+    """Whether `argv` exited 0, and what it said (stdout, then stderr), or why it could not
+    run."""
     # ch-run will not even say its release without $USER (a service may have none).
     env = {**os.environ, "USER": pwd.getpwuid(os.geteuid()).pw_name}
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT,
                               check=False, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
-        return str(exc)
-    return done.stdout + done.stderr
+        return False, str(exc)
+    return done.returncode == 0, done.stdout + done.stderr
 
 
 def _works(ch_checkns: str, sandbox: SandboxConfig | None, scratch: Path) -> str | None:
@@ -50,12 +52,8 @@ def _works(ch_checkns: str, sandbox: SandboxConfig | None, scratch: Path) -> str
                 "namespace ch-run needs")
     if sandbox is not None:
         return probe(sandbox, scratch, [ch_checkns])
-    try:
-        done = subprocess.run([ch_checkns], capture_output=True, text=True, timeout=_TIMEOUT,
-                              check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return str(exc)
-    return None if done.returncode == 0 else (done.stderr.strip() or done.stdout.strip())
+    ok, said = _run([ch_checkns])
+    return None if ok else said.strip()
 
 
 def local_mpi(mpiexec: str | None) -> MpiOffer | None:
@@ -63,7 +61,7 @@ def local_mpi(mpiexec: str | None) -> MpiOffer | None:
     `mpichversion` beside that launcher says its release; None otherwise."""
     if mpiexec is None:
         return None
-    found = _MPICH_VERSION.search(_output([str(Path(mpiexec).parent / "mpichversion")]))
+    found = _MPICH_VERSION.search(_run([str(Path(mpiexec).parent / "mpichversion")])[1])
     if found is None:
         return None
     return MpiOffer("mpich", MpiImpl.MPICH, Version.parse(found["version"]),
@@ -88,7 +86,7 @@ def _probe(sandbox: SandboxConfig | None, scratch: Path, mpiexec: str | None
     ch_run, ch_checkns = shutil.which("ch-run"), shutil.which("ch-checkns")
     if ch_run is None or ch_checkns is None:
         return None, "Charliecloud is not installed (Debian package charliecloud-runtime)"
-    said = _output([ch_run, "--version"])
+    said = _run([ch_run, "--version"])[1]
     reported = parse_version(RuntimeKind.CHARLIECLOUD, said)
     if reported is None:
         return None, f"`ch-run --version` gave no release: {said.strip()[:200]!r}"
