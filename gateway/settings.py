@@ -176,6 +176,10 @@ class Settings(BaseSettings):
     job_input_max_files: int = 1000
     job_output_max_bytes: int = 100 * 1024**3
     job_output_max_files: int = 10_000
+    # file:// URLs (TES inputs and outputs, a spec's `deliver`): the directories on the
+    # gateway's host a user may use, comma-separated templates in which {user} is their
+    # username and {project} each project of theirs (gateway.services.data.file_urls).
+    file_url_dirs: str = ""
     # https:// inputs: the largest file fetched, and how many redirects are followed.
     https_input_max_bytes: int = 10 * 1024**3
     https_max_redirects: int = 5

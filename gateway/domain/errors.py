@@ -7,7 +7,8 @@
     │   ├── SiteConfigError    422 validation  an unusable site config (siteconfig.errors)
     │   ├── NoAccount          422 validation  no account there for the user (services.sites.entry)
     │   │   └── NotIsolated    422 validation  takes only its owner's jobs (services.sites.entry)
-    │   └── InsufficientFunds  422 validation  no allocation can pay (services.money.bank)
+    │   ├── InsufficientFunds  422 validation  no allocation can pay (services.money.bank)
+    │   └── FileUrlRefused     422 validation  not the user's file:// (services.data.file_urls)
     ├── Conflict               409 conflict    the state does not allow it now (e.g. a final job)
     │   └── OffsetMismatch     409 conflict    a chunk at the wrong offset (services.data.uploads)
     ├── Unauthenticated        401 unauthenticated no valid token; `WWW-Authenticate` says how
@@ -17,12 +18,14 @@
     ├── InputUnavailable       500 internal    input cannot be staged (services.data.input_sources)
     │   └── RegistryPullFailed 500 internal    image pull failed (services.images.registry_client)
     ├── StageOutFailed         500 internal    outputs not collected (worker.staging.stage_out)
+    ├── PutFailed              500 internal    a PUT of an output refused (services.data.https_put)
+    ├── DeliveryFailed         500 internal    outputs not sent where asked (worker.staging.deliver)
     └── ContainerRefused       500 internal    not launchable now (worker.staging.container_launch)
 
 A line: the class, the status and problem type (`/problems/NAME`) the API answers it with,
 what it means, and the module under `gateway` that defines it when not this one. No HTTP in
 the classes: gateway/api/problems.py maps them in one place (`status_of`, by class; the type
-is the status's own), and a class it does not list is answered 500, as a bug. The last four
+is the status's own), and a class it does not list is answered 500, as a bug. The last six
 are the worker's: it records their `detail` as the attempt's reason, and no route raises
 them. tests/domain/test_error_tree.py checks this drawing against the classes.
 """

@@ -21,6 +21,7 @@ from pydantic import (
 
 from adapters.batch import directives as script_directives
 from gateway.domain.container_spec import ContainerSpec, container_issues, default_mode
+from gateway.domain.deliveries import Deliveries
 from gateway.domain.field_issues import FieldIssues
 from gateway.domain.job_relations import ArrayText, DependsOn
 from gateway.domain.notify import Notify
@@ -292,6 +293,7 @@ class JobSpec(Strict):
     outputs_mode: OutputsMode = Field(default=OutputsMode.FETCH, description=(
         "fetch: copy matched outputs into the gateway store (verified) to download them "
         "from the API; keep: leave them on the site and only list them."))
+    deliver: Deliveries = []
     # Slurm-style relations (issue 16), checked by gateway.domain.job_relations.
     depends_on: DependsOn = []
     array: ArrayText | None = None
@@ -351,6 +353,13 @@ class JobSpec(Strict):
                 raise FieldIssues(issues)
         return self
 
+    @model_validator(mode="after")
+    def _deliver_fetched(self) -> Self:
+        if self.deliver and self.outputs_mode is not OutputsMode.FETCH:
+            raise ValueError("'deliver' sends outputs from the gateway store: it needs "
+                             "outputs_mode fetch")
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _container_mode(cls, data: Any) -> Any:
@@ -382,6 +391,11 @@ class JobSpec(Strict):
             raise ValueError(f"a job naming site '{self.site}' runs there only: hedging needs "
                              "`site: auto`")
         return self
+
+    @property
+    def collected(self) -> list[str]:
+        """The globs stage-out collects: `outputs` and those of `deliver`."""
+        return [*self.outputs, *(d.glob for d in self.deliver if d.glob not in self.outputs)]
 
     @property
     def pinned(self) -> bool:

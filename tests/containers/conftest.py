@@ -37,16 +37,20 @@ def need(tool: str) -> str:
     return path
 
 
-def make_rootfs(root: Path) -> Path:
-    """/bin/sh with its libraries, at the paths the dynamic loader looks for them."""
+def make_rootfs(root: Path, *programs: str) -> Path:
+    """/bin/sh and the host's `programs` (e.g. "mkdir") in /bin, with their libraries at
+    the paths the dynamic loader looks for them."""
     (root / "bin").mkdir(parents=True)
-    shutil.copy2(SHELL.resolve(), root / "bin" / "sh")
-    listing = subprocess.run(["ldd", str(SHELL.resolve())], capture_output=True, text=True,
-                             check=True).stdout
-    for library in re.findall(r"(/\S+)", listing):
-        target = root / library.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(Path(library).resolve(), target)
+    binaries = [(SHELL, "sh")] + [(Path(shutil.which(p) or f"/bin/{p}"), p) for p in programs]
+    for binary, name in binaries:
+        shutil.copy2(binary.resolve(), root / "bin" / name)
+        listing = subprocess.run(["ldd", str(binary.resolve())], capture_output=True,
+                                 text=True, check=True).stdout
+        for library in re.findall(r"(/\S+)", listing):
+            target = root / library.lstrip("/")
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(Path(library).resolve(), target)
     return root
 
 

@@ -3,6 +3,7 @@ suite (422 naming the field), other users' uploads, per-job limits (413)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -130,3 +131,21 @@ def test_schema_has_the_staging_fields(client: TestClient) -> None:
     assert {"inputs", "outputs", "outputs_mode"} <= set(props)
     assert set(schema["$defs"]["Input"]["properties"]) == {"source", "dest"}
     assert schema["$defs"]["OutputsMode"]["enum"] == ["fetch", "keep"]
+
+
+def test_deliveries_go_only_to_the_user_s_directories(
+        client: TestClient, make_user: MakeUser, settings: Settings, tmp_path: Path) -> None:
+    (tmp_path / "users/ann").mkdir(parents=True)
+    settings.file_url_dirs = f"{tmp_path}/users/{{user}}"
+    ann, ben = make_user("ann"), make_user("ben")
+    mine = {"deliver": [{"glob": "out.txt", "url": f"file://{tmp_path}/users/ann/out.txt"},
+                        {"glob": "res/**", "strip": "res",
+                         "url": f"file://{tmp_path}/users/ann/"}]}
+    accepted = client.post("/api/v1/jobs", json={"name": "x", **sh("true"), **mine},
+                           headers=ann.headers)
+    assert accepted.status_code == 202, accepted.text
+    body = refused(client, ben.headers, mine)
+    assert fields(body) == ["deliver[0].url"] and "outside the directories" in body["detail"]
+    body = refused(client, ann.headers, {"deliver": [
+        {"glob": "o", "url": f"file://{tmp_path}/users/ann/../ben/o"}]})
+    assert fields(body)[0] == "deliver[0]" and "normalised" in body["errors"][0]["message"]

@@ -13,6 +13,7 @@ import pwd
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -141,3 +142,63 @@ def test_a_tes_task_runs_on_the_local_site(client: TestClient, runtime: Runtime,
     assert [(u["name"], u["size"], u["state"]) for u in uploads] == [
         ("tes-input", len("an input\n"), "complete")]
 
+
+
+def test_a_tes_task_reads_and_writes_the_user_s_shared_directory(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, registry: Registry,
+        tmp_path: Path) -> None:
+    """file:// inputs (a file, a directory) and outputs (a file, a directory, matches of
+    a wildcard) in the directory the admin declared for the user, as a workflow engine
+    sharing a file system with the gateway uses them; another user's is refused."""
+    as_root()
+    need("unsquashfs")
+    rootfs = make_rootfs(tmp_path / "rootfs", "mkdir", "cat")
+    push_image(registry, "lab/tools", "1", [tree_layer(rootfs)], [])
+    runtime.settings.insecure_registries = registry.host
+    runtime.settings.file_url_dirs = f"{tmp_path}/share/{{user}}"
+    user, other = make_user("alice"), make_user("bob")
+    home = tmp_path / "share/alice"
+    (home / "refs/sub").mkdir(parents=True)
+    (tmp_path / "share/bob").mkdir()
+    (home / "sample.txt").write_text("sample\n")
+    (home / "refs/a.fa").write_text(">a\n")
+    (home / "refs/sub/b.fa").write_text(">b\n")
+    task = {
+        "name": "shared", "executors": [{
+            "image": f"{registry.host}/lab/tools:1", "workdir": "/work",
+            "command": ["/bin/sh", "-c",
+                        "mkdir -p report parts && cat /in/sample.txt /in/refs/a.fa "
+                        "/in/refs/sub/b.fa > merged.txt && echo done > report/status && "
+                        "echo 1 > parts/p1.csv && echo 2 > parts/p2.csv && echo x > parts/n"]}],
+        "inputs": [{"path": "/in/sample.txt", "url": f"file://{home}/sample.txt"},
+                   {"path": "/in/refs", "url": f"file://{home}/refs", "type": "DIRECTORY"}],
+        "outputs": [{"path": "/work/merged.txt", "url": f"file://{home}/out/merged.txt"},
+                    {"path": "/work/report", "url": f"file://{home}/out/report",
+                     "type": "DIRECTORY"},
+                    {"path": "/work/parts/*.csv", "path_prefix": "/work/parts",
+                     "url": f"file://{home}/out/csv/"}]}
+    refused = client.post(f"{TES}/tasks", headers=other.headers, json=task)
+    assert refused.status_code == 422, refused.text
+    assert "outside the directories" in refused.json()["detail"]
+    created = client.post(f"{TES}/tasks", headers=user.headers, json=task)
+    assert created.status_code == 200, created.text
+    task_id = created.json()["id"]
+    worker = Worker(runtime)
+    got: dict[str, Any] = {}
+    for _ in range(600):
+        worker.run_once()
+        got = client.get(f"{TES}/tasks/{task_id}?view=BASIC", headers=user.headers).json()
+        if got["state"] in ("COMPLETE", "EXECUTOR_ERROR", "SYSTEM_ERROR"):
+            break
+    full = client.get(f"{TES}/tasks/{task_id}?view=FULL", headers=user.headers).json()
+    assert got["state"] == "COMPLETE", json.dumps(full["logs"])
+    assert (home / "out/merged.txt").read_text() == "sample\n>a\n>b\n"
+    assert (home / "out/report/status").read_text() == "done\n"
+    assert {p.stat().st_uid for p in (home / "out", home / "out/merged.txt")} == {
+        home.stat().st_uid}
+    assert sorted(p.name for p in (home / "out/csv").iterdir()) == ["p1.csv", "p2.csv"]
+    assert sorted((o["path"], o["url"], o["size_bytes"]) for o in got["logs"][-1]["outputs"]) \
+        == [("/work/merged.txt", f"file://{home}/out/merged.txt", "13"),
+            ("/work/parts/p1.csv", f"file://{home}/out/csv/p1.csv", "2"),
+            ("/work/parts/p2.csv", f"file://{home}/out/csv/p2.csv", "2"),
+            ("/work/report/status", f"file://{home}/out/report/status", "5")]

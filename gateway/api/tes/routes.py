@@ -27,9 +27,13 @@ from gateway.db.base import utcnow
 from gateway.domain.errors import Invalid
 from gateway.domain.job_origin import JobOrigin
 from gateway.domain.jobspec import JobSpec
+from gateway.domain.principal import Principal
 from gateway.runtime import Runtime
 from gateway.services.cursors import MAX_CURSOR, MAX_LIMIT
-from gateway.services.data.uploads import UploadLimits, upload_content
+from gateway.services.data import file_urls
+from gateway.services.data.file_urls import FileRoots
+from gateway.services.data.uploads import UploadLimits, upload_content, upload_file
+from gateway.services.jobs import outputs as job_outputs
 from gateway.services.jobs import queries as job_queries
 from gateway.services.jobs import submission as job_service
 from gateway.services.jobs.inputs import StagingLimits
@@ -94,25 +98,49 @@ def get_service_info(runtime: RuntimeDep) -> Response:
 @router.post("/tasks")
 def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Response:
     """Create a task: it becomes a job, routed and run like every job."""
-    store = BlobStore(runtime.settings.store_dir)
-    limits = UploadLimits.from_settings(runtime.settings)
-    # The whole spec is checked before an input given inline is stored.
-    _checked(job_spec(task, lambda _: UNSTORED))
+    settings = runtime.settings
+    store = BlobStore(settings.store_dir)
+    limits = UploadLimits.from_settings(settings)
+    roots = _file_roots(runtime, principal)
+
+    def listing(url: str) -> list[str]:
+        return file_urls.list_files(roots, url, settings.job_input_max_files)
+
+    def readable(content: Content) -> str:
+        if content.url is not None:
+            with file_urls.open_file(roots, content.url):
+                pass
+        return UNSTORED
+
+    # The whole spec is checked, and its files found readable, before any is stored.
+    _checked(job_spec(task, readable, listing))
     with refusal_recorded(runtime, principal), runtime.unit_of_work() as session:
 
         def keep(content: Content) -> str:
-            return upload_content(session, store, limits, principal.user_id,
-                                  CONTENT_NAME, content.data, utcnow()).id
+            if content.url is None:
+                assert content.data is not None
+                return upload_content(session, store, limits, principal.user_id,
+                                      CONTENT_NAME, content.data, utcnow()).id
+            with file_urls.open_file(roots, content.url) as source:
+                return upload_file(session, store, limits, principal.user_id,
+                                   CONTENT_NAME, source, utcnow()).id
 
-        spec = _checked(job_spec(task, keep))
+        spec = _checked(job_spec(task, keep, listing))
         row, _ = job_service.submit(session, runtime.sites, principal, spec, None,
-                                    StagingLimits.from_settings(runtime.settings),
-                                    charged=runtime.settings.allocations_enforced,
-                                    max_array_tasks=runtime.settings.job_array_max_tasks,
+                                    StagingLimits.from_settings(settings),
+                                    charged=settings.allocations_enforced,
+                                    max_array_tasks=settings.job_array_max_tasks,
                                     store=store,
-                                    mail=MailPolicy.from_settings(runtime.settings),
+                                    mail=MailPolicy.from_settings(settings),
                                     origin=JobOrigin.TES)
     return _json({"id": row["id"]})
+
+
+def _file_roots(runtime: Runtime, principal: Principal) -> FileRoots:
+    """The directories the caller's file:// URLs may name."""
+    with runtime.unit_of_work() as session:
+        return FileRoots.of_user(session, runtime.settings.file_url_dirs, principal.user_id,
+                                 principal.account_name)
 
 
 def _checked(spec: dict[str, Any]) -> JobSpec:
@@ -171,8 +199,12 @@ def get_task(task_id: str, principal: JobsReader, runtime: RuntimeDep,
     """One task, in the view asked for (FULL: with the ends of its stdout and stderr)."""
     with runtime.reading() as conn:
         row, attempts = job_queries.job_detail(conn, principal, task_id)
+        outputs = [] if view is View.MINIMAL or not row["spec"].get("deliver") else [
+            (o["path"], o["size"]) for o in job_outputs.list_outputs(
+                conn, principal, task_id, limit=runtime.settings.job_output_max_files,
+                cursor=None).rows]
     tails = _tails(runtime, task_id) if view is View.FULL and attempts else None
-    return _json(task_document(job_out(row, attempts), view, tails))
+    return _json(task_document(job_out(row, attempts), view, tails, outputs))
 
 
 def _tails(runtime: Runtime, task_id: str) -> Tails:

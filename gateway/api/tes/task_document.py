@@ -11,6 +11,7 @@ per task; `GET /api/v1/jobs/{id}/logs/{stream}` reads the whole of them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -18,8 +19,12 @@ from typing import Any
 
 from gateway.api.tes.resources import GB_IN_MIB
 from gateway.api.tes.states import tes_state
+from gateway.api.tes.task_files import TES_ROOT
 from gateway.api.tes.task_spec import tes_image
+from gateway.domain.deliveries import Delivery
+from gateway.domain.jobspec import SUBMITTED
 from gateway.schemas.jobs import AttemptOut, JobOut
+from rules import output_globs
 
 
 class View(StrEnum):
@@ -48,8 +53,10 @@ class Tails:
     unreadable: str | None = None
 
 
-def task_document(job: JobOut, view: View, tails: Tails | None = None) -> dict[str, Any]:
-    """`job` as a TES task in `view` (FULL: with `tails` when they were read)."""
+def task_document(job: JobOut, view: View, tails: Tails | None = None,
+                  outputs: Sequence[tuple[str, int]] = ()) -> dict[str, Any]:
+    """`job` as a TES task in `view` (FULL: with `tails` when they were read); `outputs`:
+    the job's collected outputs (path, size), listed with where they were delivered."""
     state = tes_state(job["state"], cancel_requested=job["cancel_requested"],
                       held=job["held"], reason=job["reason"], exit_code=job["exit_code"])
     document: dict[str, Any] = {"id": job["id"], "state": state}
@@ -72,6 +79,8 @@ def task_document(job: JobOut, view: View, tails: Tails | None = None) -> dict[s
         "logs": [_log(attempt, full=view is View.FULL) for attempt in job["attempts"]
                  if attempt["state"] != "REVOKED"],
     })
+    if outputs and job["state"] == "COMPLETED" and document.get("logs"):
+        document["logs"][-1]["outputs"] = delivered(spec, outputs)
     if view is View.FULL and tails is not None and document.get("logs"):
         newest = document["logs"][-1]
         if tails.unreadable is not None:
@@ -80,6 +89,21 @@ def task_document(job: JobOut, view: View, tails: Tails | None = None) -> dict[s
             for executor in newest["logs"]:
                 executor |= {"stdout": tails.stdout, "stderr": tails.stderr}
     return document
+
+
+def delivered(spec: dict[str, Any], outputs: Sequence[tuple[str, int]]
+              ) -> list[dict[str, Any]]:
+    """TES's output file logs: each collected output a `deliver` entry sent on, with its
+    URL, its path in the container and its size (a directory's files one by one)."""
+    found = []
+    for entry in spec.get("deliver") or ():
+        delivery = Delivery.model_validate(entry, context=SUBMITTED)
+        for path, size in outputs:
+            if output_globs.matches(delivery.glob, path):
+                found.append({"url": delivery.url_of(path),
+                              "path": "/" + path.removeprefix(TES_ROOT + "/"),
+                              "size_bytes": str(size)})
+    return found
 
 
 def _resources(spec: dict[str, Any]) -> dict[str, Any]:

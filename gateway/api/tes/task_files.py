@@ -3,11 +3,17 @@
 top-level directory of those paths is bound there in the container (`tes/data` at
 `/data`), so the executor finds its inputs where the task said, on every runtime.
 
-Where an input comes from: `content` (given inline: the route keeps it as an upload of
-the task's owner, under the same quota), or a URL gridgate reaches as it reaches every
-job input: `https://` (fetched), `site://SITE/PATH` (copied site to site) and `upload:ID`
-(an upload of the owner's). Any other scheme is refused naming it and what is accepted;
-`file://` too, until an admin can declare the directories a user may read that way.
+Where an input comes from: `content` (given inline) or a `file://` URL inside a directory
+the admin lets the owner use (gateway.services.data.file_urls; a DIRECTORY is every
+regular file below it), both kept by the route as uploads of the task's owner, under the
+same quota; or a URL gridgate reaches as it reaches every job input: `https://`
+(fetched), `site://SITE/PATH` (copied site to site) and `upload:ID` (an upload of the
+owner's). Any other scheme is refused naming it and what is accepted.
+
+Outputs are the job's `deliver` entries (gateway.domain.deliveries), sent once the run
+completed: a FILE to its URL; a DIRECTORY's files, or the matches of a path with
+wildcards, to the URL followed by their path below the directory (`path_prefix`).
+Their top-level directories are bound like the inputs' (made empty at stage-in).
 
 Paths must leave the image's own system alone: a task's files may not cover `/usr`,
 `/etc` and the like, nor `/mnt` (where ch-run binds the job directory) or `/ch`
@@ -17,10 +23,12 @@ Paths must leave the image's own system alone: a task's files may not cover `/us
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.api.tes.task_model import TesFileType, TesInput
+from gateway.api.tes.task_model import TesFileType, TesInput, TesOutput
+from gateway.domain.deliveries import literal_glob, parse_destination
 from gateway.domain.errors import Invalid
 
 TES_ROOT = "tes"  # in the job directory
@@ -28,14 +36,19 @@ TES_ROOT = "tes"  # in the job directory
 _SYSTEM = frozenset({"bin", "boot", "ch", "dev", "etc", "lib", "lib32", "lib64", "libx32",
                      "mnt", "proc", "run", "sbin", "sys", "usr"})
 _REACHED = ("https://", "site://", "upload:")
+_WILDCARDS = frozenset("*?[")
+# The regular files below a file:// directory URL, relative to it.
+Lister = Callable[[str], list[str]]
 
 
 @dataclass(frozen=True)
 class Content:
-    """An input given inline, to be kept as an upload and placed at `dest`."""
+    """An input the gateway keeps as an upload and places at `dest`: given inline
+    (`data`), or a file on the gateway's host (`url`, file://)."""
 
     dest: str
-    data: bytes
+    data: bytes | None = None
+    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,7 @@ class TaskFiles:
     inputs: list[dict[str, Any]]
     contents: list[Content]
     binds: list[dict[str, Any]]
+    deliver: list[dict[str, Any]]
 
 
 def container_path(path: str, field: str) -> str:
@@ -70,28 +84,79 @@ def working_directory(path: str, field: str) -> str:
     return path
 
 
-def task_files(inputs: list[TesInput]) -> TaskFiles:
-    """The job's inputs and binds for the task's `inputs`; Invalid naming the field."""
-    found = TaskFiles([], [], [])
-    tops: set[str] = set()
+def task_files(inputs: list[TesInput], outputs: list[TesOutput], listing: Lister,
+               also_bound: tuple[str, ...] = ()) -> TaskFiles:
+    """The job's inputs, binds and deliveries for the task's files; Invalid naming the
+    field. `listing` lists a file:// directory; `also_bound`: other container paths whose
+    top-level directory is the job's (an executor's working directory)."""
+    found = TaskFiles([], [], [], [])
+    tops = {path.split("/")[1] for path in also_bound if path != "/"} - _SYSTEM
     for index, item in enumerate(inputs):
         field = f"inputs.{index}"
         path = container_path(item.path, f"{field}.path")
-        if item.type is TesFileType.DIRECTORY:
-            raise Invalid("DIRECTORY inputs are not supported yet: give each file",
-                          field=f"{field}.type")
-        dest = f"{TES_ROOT}{path}"
-        if (item.content is None) == (item.url is None):
-            raise Invalid("give an input either a url or its content", field=field)
-        if item.content is not None:
-            found.contents.append(Content(dest, item.content.encode()))
-        elif item.url is not None and item.url.startswith(_REACHED):
-            found.inputs.append({"source": item.url, "dest": dest})
-        else:
-            scheme = (item.url or "").partition(":")[0]
-            raise Invalid(f"gridgate cannot fetch {scheme}: URLs; give https://, "
-                          "site://SITE/PATH, upload:ID or the content itself",
-                          field=f"{field}.url")
+        _add_input(found, item, f"{TES_ROOT}{path}", field, listing)
+        tops.add(path.split("/")[1])
+    for index, output in enumerate(outputs):
+        field = f"outputs.{index}"
+        path = container_path(output.path, f"{field}.path")
+        found.deliver.append(_delivery(output, path, field))
         tops.add(path.split("/")[1])
     found.binds.extend({"src": f"{TES_ROOT}/{top}", "dst": f"/{top}"} for top in sorted(tops))
     return found
+
+
+def _add_input(found: TaskFiles, item: TesInput, dest: str, field: str,
+               listing: Lister) -> None:
+    if (item.content is None) == (item.url is None):
+        raise Invalid("give an input either a url or its content", field=field)
+    directory = item.type is TesFileType.DIRECTORY
+    if item.content is not None:
+        if directory:
+            raise Invalid("a DIRECTORY input needs a url, not content", field=field)
+        found.contents.append(Content(dest, data=item.content.encode()))
+    elif item.url is not None and item.url.startswith("file://"):
+        if not directory:
+            found.contents.append(Content(dest, url=item.url))
+            return
+        base = item.url.rstrip("/")
+        found.contents.extend(Content(f"{dest}/{rel}", url=f"{base}/{rel}")
+                              for rel in listing(item.url))
+    elif item.url is not None and item.url.startswith(_REACHED) and not directory:
+        found.inputs.append({"source": item.url, "dest": dest})
+    elif directory:
+        raise Invalid("a DIRECTORY input is read from a file:// URL only; give the files "
+                      "of other URLs one by one", field=f"{field}.type")
+    else:
+        scheme = (item.url or "").partition(":")[0]
+        raise Invalid(f"gridgate cannot fetch {scheme}: URLs; give https://, "
+                      "site://SITE/PATH, upload:ID, file:///PATH (in a directory the admin "
+                      "lets you use) or the content itself", field=f"{field}.url")
+
+
+def _delivery(output: TesOutput, path: str, field: str) -> dict[str, Any]:
+    """The `deliver` entry of one TES output at container path `path`."""
+    wild = bool(_WILDCARDS & set(path))
+    if _WILDCARDS & set(path.split("/")[1]):
+        raise Invalid(f"{path!r}: its top-level directory must be named without wildcards",
+                      field=f"{field}.path")
+    directory = output.type is TesFileType.DIRECTORY
+    prefix = output.path_prefix
+    if wild and prefix is None:
+        raise Invalid(f"{path!r} holds a wildcard: give path_prefix, the directory its "
+                      "matches are named below", field=f"{field}.path_prefix")
+    try:
+        parse_destination(output.url, directory=directory or prefix is not None)
+    except ValueError as exc:
+        raise Invalid(str(exc), field=f"{field}.url") from None
+    if directory:
+        if wild:
+            raise Invalid("a DIRECTORY output's path takes no wildcard", field=f"{field}.path")
+        return {"glob": f"{literal_glob(TES_ROOT + path)}/**", "strip": TES_ROOT + path,
+                "url": output.url}
+    if prefix is None:
+        return {"glob": literal_glob(TES_ROOT + path), "url": output.url}
+    strip = prefix.rstrip("/")
+    if not path.startswith(strip + "/") or _WILDCARDS & set(strip):
+        raise Invalid(f"path_prefix {prefix!r} must be a directory (without wildcards) "
+                      f"that {path!r} lies in", field=f"{field}.path_prefix")
+    return {"glob": TES_ROOT + path, "strip": TES_ROOT + strip, "url": output.url}

@@ -4,10 +4,10 @@ project, routing, allocation, audit, events, the CLI's view).
 
 So far a task runs one executor: its image (a bare `ubuntu:22.04`, as TES clients write
 it, is a Docker Hub reference), its command, its environment inside the container (the
-same name rules as every job), its working directory and standard streams' files, and
-its inputs where it said (`task_files.py`). What is not translated yet is refused by
-name, never dropped: several executors, an executor's `ignore_error`, `outputs` and
-`volumes` (issue 30).
+same name rules as every job), its working directory and standard streams' files, its
+inputs where it said and its outputs sent where it said (`task_files.py`). What is not
+translated yet is refused by name, never dropped: several executors, an executor's
+`ignore_error` and `volumes` (issue 30).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.api.tes.resources import spec_fields
-from gateway.api.tes.task_files import Content, task_files, working_directory
+from gateway.api.tes.task_files import Content, Lister, task_files, working_directory
 from gateway.api.tes.task_model import TesTask
 from gateway.domain.errors import Invalid
 
@@ -39,10 +39,11 @@ def tes_image(ref: str) -> str:
     return ref.removeprefix("docker://")
 
 
-def job_spec(task: TesTask, keep: Callable[[Content], str]) -> dict[str, Any]:
+def job_spec(task: TesTask, keep: Callable[[Content], str], listing: Lister) -> dict[str, Any]:
     """The job spec (as `POST /api/v1/jobs` takes it) of the TES task `task`; `Invalid`
-    naming the field for what gridgate does not run yet. `keep` stores an input given
-    inline and returns the id of the upload that holds it."""
+    naming the field for what gridgate does not run yet. `keep` stores an input the
+    gateway keeps (inline, or file://) and returns the id of the upload that holds it;
+    `listing` lists a file:// directory."""
     if len(task.executors) != 1:
         raise Invalid(f"a task runs exactly one executor in gridgate so far "
                       f"(got {len(task.executors)})", field="executors")
@@ -50,17 +51,19 @@ def job_spec(task: TesTask, keep: Callable[[Content], str]) -> dict[str, Any]:
     for key in _NOT_YET:
         if getattr(executor, key) not in (None, False):
             raise Invalid(f"executors[0].{key} is not supported yet", field=f"executors.0.{key}")
-    for key in ("outputs", "volumes"):
-        if getattr(task, key):
-            raise Invalid(f"{key} are not supported yet", field=key)
-    files = task_files(task.inputs)
+    if task.volumes:
+        raise Invalid("volumes are not supported yet", field="volumes")
+    workdir = (None if executor.workdir is None
+               else working_directory(executor.workdir, "executors.0.workdir"))
+    files = task_files(task.inputs, task.outputs, listing,
+                       () if workdir is None else (workdir,))
     container: dict[str, Any] = {"image": image_ref(executor.image)}
     if executor.env:
         container["environment"] = dict(executor.env)
     if files.binds:
         container["binds"] = files.binds
-    if executor.workdir is not None:
-        container["workdir"] = working_directory(executor.workdir, "executors.0.workdir")
+    if workdir is not None:
+        container["workdir"] = workdir
     for stream in ("stdin", "stdout", "stderr"):
         path = getattr(executor, stream)
         if path is not None:
@@ -76,6 +79,8 @@ def job_spec(task: TesTask, keep: Callable[[Content], str]) -> dict[str, Any]:
                              for content in files.contents]
     if inputs:
         spec["inputs"] = inputs
+    if files.deliver:
+        spec["deliver"] = files.deliver
     if task.tags:
         spec["labels"] = dict(task.tags)
     return spec

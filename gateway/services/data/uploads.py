@@ -20,10 +20,12 @@ Decisions (the API documents them too):
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import BinaryIO
 
 from sqlalchemy.orm import Session
 
@@ -38,6 +40,7 @@ from gateway.store.blobs import BlobStore, is_sha256
 from gateway.store.parts import PartWriter
 
 OPEN, COMPLETE, EXPIRED = "open", "complete", "expired"
+_READ_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -127,13 +130,26 @@ def upload_content(session: Session, store: BlobStore, limits: UploadLimits, own
                    name: str, data: bytes, now: datetime) -> Upload:
     """A complete upload of `data` given inline (a GA4GH TES input's `content`), under
     the same limits and quota as any upload."""
-    sha256 = hashlib.sha256(data).hexdigest()
-    upload = create_upload(session, store, limits, owner_id, name, len(data), sha256, now)
+    return upload_file(session, store, limits, owner_id, name, io.BytesIO(data), now)
+
+
+def upload_file(session: Session, store: BlobStore, limits: UploadLimits, owner_id: str,
+                name: str, source: BinaryIO, now: datetime) -> Upload:
+    """A complete upload of what `source` (a seekable file) holds, read twice: once to
+    declare its size and sha256 (checked against what is written, as for any upload)."""
+    digest, size = hashlib.sha256(), 0
+    while block := source.read(_READ_BLOCK):
+        digest.update(block)
+        size += len(block)
+    sha256 = digest.hexdigest()
+    upload = create_upload(session, store, limits, owner_id, name, size, sha256, now)
+    source.seek(0)
     with PartWriter(store, upload.id) as writer:
         writer.begin(0)
-        writer.write(data)
+        while block := source.read(_READ_BLOCK):
+            writer.write(block)
         writer.commit()
-    if not record_chunk(session, upload.id, 0, len(data), now, limits.ttl_seconds):
+    if not record_chunk(session, upload.id, 0, size, now, limits.ttl_seconds):
         raise Conflict(f"Upload {upload.id} changed while its content was written.")
     session.refresh(upload)
     return complete_upload(session, store, owner_id, upload.id, sha256, now).upload

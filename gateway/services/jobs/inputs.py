@@ -4,7 +4,8 @@ Checked here (422 naming the field, or 413 naming the limit): duplicate or neste
 `dest`s, unknown sites, uploads that are not complete uploads of the caller's (someone
 else's upload reads exactly like one that does not exist), and the per-job file count
 and byte limits as far as sizes are known now (uploads). Sizes of site:// and https://
-inputs are only known while staging; the worker applies the same limits then.
+inputs are only known while staging; the worker applies the same limits then. And a
+`deliver` entry's file:// destination must lie in a directory the owner may use.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from gateway.domain.deliveries import DestinationKind
 from gateway.domain.errors import Invalid, TooLarge
 from gateway.domain.jobspec import JobSpec
+from gateway.domain.principal import Principal
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import SourceKind, duplicate_dest, parse_source
 from gateway.repositories import uploads
+from gateway.services.data.file_urls import FileRoots, FileUrlRefused
 from gateway.services.data.uploads import COMPLETE
 from gateway.services.sites.registry import SiteRegistry
 from gateway.settings import Settings
@@ -29,11 +33,15 @@ class StagingLimits:
     input_max_files: int
     output_max_bytes: int
     output_max_files: int
+    # The directory templates file:// URLs may use (None: not checked, as for a spec
+    # accepted before).
+    file_url_dirs: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> StagingLimits:
         return cls(settings.job_input_max_bytes, settings.job_input_max_files,
-                   settings.job_output_max_bytes, settings.job_output_max_files)
+                   settings.job_output_max_bytes, settings.job_output_max_files,
+                   settings.file_url_dirs)
 
     @classmethod
     def unlimited(cls) -> StagingLimits:
@@ -48,6 +56,24 @@ def over_limit(what: str, setting: str, value: int, limit: int, *, count: bool) 
         shown, cap, excess = human_bytes(value), human_bytes(limit), human_bytes(value - limit)
     return TooLarge(f"{what} is {shown}, over the per-job limit of {cap} ({setting}) by "
                     f"{excess}.", limit=setting, limit_value=limit, excess=value - limit)
+
+
+def check_deliveries(session: Session, limits: StagingLimits, principal: Principal,
+                     spec: JobSpec) -> None:
+    """FileUrlRefused (naming the entry) when a `deliver` entry sends files outside the
+    directories the owner may use through file:// URLs."""
+    if limits.file_url_dirs is None:
+        return
+    roots = FileRoots.of_user(session, limits.file_url_dirs, principal.user_id,
+                              principal.account_name)
+    for index, delivery in enumerate(spec.deliver):
+        if delivery.destination.kind is DestinationKind.FILE:
+            # A directory's files go below it: check where one of them would.
+            example = delivery.url_of(f"{delivery.strip}/x") if delivery.strip else None
+            try:
+                roots.locate(example or delivery.url)
+            except FileUrlRefused as exc:
+                raise FileUrlRefused(exc.detail, field=f"deliver[{index}].url") from None
 
 
 def check_inputs(session: Session, registry: SiteRegistry, limits: StagingLimits,

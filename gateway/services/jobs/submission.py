@@ -25,7 +25,7 @@ from gateway.repositories.jobs.rows import NewJob, ProjectRef
 from gateway.services.images import container_images
 from gateway.services.jobs import arrays as job_arrays
 from gateway.services.jobs import dependencies
-from gateway.services.jobs.inputs import StagingLimits, check_inputs
+from gateway.services.jobs.inputs import StagingLimits, check_deliveries, check_inputs
 from gateway.services.jobs.queries import JobRow, ensure_visible, job_detail
 from gateway.services.lifecycle.transitions import request_cancel
 from gateway.services.mail import requests as mail_requests
@@ -94,6 +94,8 @@ def submit(
     if spec.inputs:
         check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,
                      spec)
+    if spec.deliver and limits is not None:
+        check_deliveries(session, limits, principal, spec)
     array = job_arrays.parsed(spec.array, max_array_tasks) if spec.array else None
     gate, reason = dependencies.gate_at_submit(session.connection(), principal,
                                                spec.depends_on)

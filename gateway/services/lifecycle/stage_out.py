@@ -37,6 +37,7 @@ class StageOutClaim:
     owner: str | None
     owner_id: str
     exit_code: int | None = None
+    completed: bool = False  # the run completed (not failed): its outputs are delivered
 
 
 def claim_stage_outs(session: Session, holder: LeaseHolder, site_name: str,
@@ -48,7 +49,8 @@ def claim_stage_outs(session: Session, holder: LeaseHolder, site_name: str,
         JobState.STAGING_OUT, now, holder.worker_id, now + holder.staging_lease, limit)
     return [StageOutClaim(a.attempt.id, a.attempt.job_id, a.attempt.workdir,
                           jobs.stored_spec(a.spec), a.owner,
-                          a.owner_id, a.attempt.exit_code)
+                          a.owner_id, a.attempt.exit_code,
+                          a.attempt.state == AttemptState.COMPLETED)
             for a in leased]
 
 

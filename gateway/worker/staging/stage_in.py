@@ -98,7 +98,7 @@ def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
     Raises InputUnavailable or a final AdapterError when the job cannot be staged, and
     SiteUnavailable (transient) when trying again later may work."""
     files = adapter.files
-    site_fs.make_private_dir(files, job.workdir)
+    site_fs.make_private_dirs(files, [job.workdir, *bind_sources(job.spec, job.workdir)])
     resolved: list[ResolvedInput] = []
     image: list[ResolvedInput] = []
     try:
@@ -116,6 +116,17 @@ def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
         for source in [*resolved, *image]:  # https downloads made for this staging only
             if source.scratch is not None:
                 source.scratch.unlink(missing_ok=True)
+
+
+def bind_sources(spec: JobSpec, workdir: str) -> list[str]:
+    """The container's binds from the job directory that no input fills: made empty
+    before staging, since a runtime refuses to bind what does not exist (a directory the
+    program writes its outputs to)."""
+    if spec.container is None:
+        return []
+    dests = {item.dest for item in spec.inputs}
+    return [f"{workdir.rstrip('/')}/{b.src}" for b in spec.container.binds
+            if not b.src.startswith("/") and b.src not in dests]
 
 
 def _stage_all(rt: Runtime, site: SiteEntry, files: FileTransport, job: StageInJob,

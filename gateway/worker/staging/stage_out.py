@@ -14,6 +14,8 @@
    fetch's progress is an event (`org.gridgate.job.staging`, direction `out`,
    gateway.worker.staging.progress); its done (or failed) event is committed with the
    job's final state.
+5. After a run that completed, the outputs a `deliver` entry names are sent on to their
+   URLs (gateway.worker.staging.deliver) before the job completes.
 
 The step runs under a lease on the attempt (renewed between fetched files) taken by
 gateway.services.lifecycle.stage_out; only the worker still holding it records the
@@ -37,6 +39,7 @@ from containers.runtime_errors import runtime_failure
 from gateway.domain.errors import GatewayError
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import CONTROL_DIR, IN_STORE, ON_SITE, OutputsMode
+from gateway.services.data.file_urls import FileRoots
 from gateway.services.data.uploads import store_usage
 from gateway.services.jobs.inputs import StagingLimits
 from gateway.services.lifecycle import stage_out
@@ -44,6 +47,7 @@ from gateway.services.lifecycle.stage_out import NewOutput, StageOutClaim
 from gateway.services.sites.entry import SiteEntry
 from gateway.store import BlobStore
 from gateway.worker.context import CLAIM_BATCH, StepContext
+from gateway.worker.staging.deliver import Sender, Stored, deliver
 from gateway.worker.staging.progress import StagingEvents, staging_events
 from rules import output_globs
 
@@ -108,6 +112,7 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
     """Collect one run's outputs and, still holding the lease, record them."""
     settings = ctx.rt.settings
     collected: Collected | None = None
+    delivered: str | None = None
     failure = None
     events = staging_events(ctx, claim.job_id, direction="out")
     try:
@@ -116,12 +121,19 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
         if claim.spec.outputs_mode is OutputsMode.FETCH:
             with ctx.rt.sessions() as session:
                 store_left = settings.store_quota_bytes - store_usage(session, claim.owner_id)
-        collected = collect(files, claim.workdir, claim.spec.outputs, claim.spec.outputs_mode,
+        collected = collect(files, claim.workdir, claim.spec.collected, claim.spec.outputs_mode,
                             StagingLimits.from_settings(settings),
                             BlobStore(settings.store_dir),
                             lambda: ctx.renew(claim.attempt_id), store_left, events)
         if collected is None:
             return  # lease lost: whoever holds it now finishes the job
+        if claim.spec.deliver and claim.completed:
+            delivered = deliver(
+                claim.spec.deliver, [Stored(o.path, o.size, o.sha256) for o in collected.outputs],
+                BlobStore(settings.store_dir), _sender(ctx, claim),
+                lambda: ctx.renew(claim.attempt_id))
+            if delivered is None:
+                return
     except GatewayError as exc:
         failure = exc.detail
     except AdapterError as exc:
@@ -138,11 +150,19 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
         NewOutput(o.path, o.size, o.sha256, o.location, o.site_path)
         for o in collected.outputs]
     notes = [runtime_note(site, claim),
-             None if collected is None else collected.describe()]
+             None if collected is None else collected.describe(), delivered]
     with ctx.unit() as session:
         stage_out.finish_stage_out(session, ctx.holder, site.name, claim, outputs,
                                    "; ".join(n for n in notes if n) or None, failure,
                                    metrics=ctx.rt.metrics, events=ended)
+
+
+def _sender(ctx: StepContext, claim: StageOutClaim) -> Sender:
+    """How the owner's outputs leave: the file:// directories they may use now."""
+    settings = ctx.rt.settings
+    with ctx.rt.sessions() as session:
+        roots = FileRoots.of_user(session, settings.file_url_dirs, claim.owner_id, claim.owner)
+    return Sender(roots, settings.https_timeout_seconds)
 
 
 def runtime_note(site: SiteEntry, claim: StageOutClaim) -> str | None:

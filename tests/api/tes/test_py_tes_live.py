@@ -1,6 +1,8 @@
 """LIVE (this machine): the GA4GH client `py-tes` (1.1, from the registry) drives a real
 gateway over HTTP (uvicorn, the worker running) end to end: service-info, a task created,
-followed to COMPLETE and read in the FULL view, the listing, and a running task cancelled.
+followed to COMPLETE and read in the FULL view, one reading an input by URL and sending an
+output back (file:// URLs in the user's shared directory), the listing, and a running
+task cancelled.
 The tasks run on the embedded default's local site with ch-run (the gateway runs as root),
 their image pulled by the gateway from the project's real test registry."""
 
@@ -29,7 +31,9 @@ def gateway(registry: Registry, tmp_path: Path) -> Iterator[LiveGateway]:
         pytest.skip("the local site runs containers when the gateway runs as root")
     need("ch-run")
     need("unsquashfs")
-    with serve_gateway(tmp_path / "data", insecure_registries=registry.host) as live:
+    (tmp_path / "shared/ada").mkdir(parents=True)
+    with serve_gateway(tmp_path / "data", insecure_registries=registry.host,
+                       file_url_dirs=f"{tmp_path}/shared/{{user}}") as live:
         yield live
 
 
@@ -48,7 +52,8 @@ def until(client: tes.HTTPClient, task_id: str, state: str) -> None:
         time.sleep(0.2)
 
 
-def test_py_tes_runs_lists_and_cancels_tasks(gateway: LiveGateway, image: str) -> None:
+def test_py_tes_runs_lists_and_cancels_tasks(gateway: LiveGateway, image: str,
+                                             tmp_path: Path) -> None:
     client = client_of(gateway)
     info = client.get_service_info()
     assert info.type["artifact"] == "tes" and info.type["version"].startswith("1.1")
@@ -63,6 +68,22 @@ def test_py_tes_runs_lists_and_cancels_tasks(gateway: LiveGateway, image: str) -
     assert full.logs[0].logs[0].stdout == "hello from py-tes\n"  # read from the site
     assert full.executors[0].image == image
 
+    # An input by URL and an output back, in the directory the admin declared for ada.
+    shared = tmp_path / "shared/ada"
+    (shared / "name.txt").write_text("Ada\n")
+    file_id = client.create_task(tes.Task(
+        name="files", executors=[tes.Executor(
+            image=image, command=["/bin/sh", "-c", 'read -r n < /io/name.txt; echo "hi $n" '
+                                  '> /io/greeting.txt'])],
+        inputs=[tes.Input(url=f"file://{shared}/name.txt", path="/io/name.txt")],
+        outputs=[tes.Output(url=f"file://{shared}/out/greeting.txt",
+                            path="/io/greeting.txt")]))
+    assert client.wait(file_id, timeout=180).state == "COMPLETE"
+    assert (shared / "out/greeting.txt").read_text() == "hi Ada\n"
+    (log,) = client.get_task(file_id, "BASIC").logs
+    assert [(o.path, o.url, o.size_bytes) for o in log.outputs] == [
+        ("/io/greeting.txt", f"file://{shared}/out/greeting.txt", 7)]
+
     held_id = client.create_task(tes.Task(name="held", executors=[tes.Executor(
         image=image, command=["sleep", "600"])]))
     until(client, held_id, "RUNNING")
@@ -73,5 +94,5 @@ def test_py_tes_runs_lists_and_cancels_tasks(gateway: LiveGateway, image: str) -
     until(client, held_id, "CANCELED")
 
     listed = client.list_tasks(view="MINIMAL")
-    assert {t.id for t in listed.tasks} == {done_id, held_id}
+    assert {t.id for t in listed.tasks} == {done_id, file_id, held_id}
     assert {t.state for t in listed.tasks} == {"COMPLETE", "CANCELED"}

@@ -19,6 +19,10 @@ def no_content(content: Content) -> str:
     raise AssertionError(f"no inline input expected, got {content}")
 
 
+def no_listing(url: str) -> list[str]:
+    raise AssertionError(f"no directory expected, got {url}")
+
+
 TASK: dict[str, Any] = {
     "name": "align",
     "executors": [{"image": "ubuntu:22.04", "command": ["echo", "hello; rm -rf /"],
@@ -29,14 +33,14 @@ TASK: dict[str, Any] = {
 
 
 def test_a_task_is_a_job_spec() -> None:
-    spec = JobSpec.model_validate(job_spec(TesTask.model_validate(TASK), no_content))
+    spec = JobSpec.model_validate(job_spec(TesTask.model_validate(TASK), no_content, no_listing))
     assert spec.name == "align" and spec.site == "kth"
     assert (spec.executable, spec.args) == ("echo", ["hello; rm -rf /"])  # data, not shell
     assert spec.container is not None and spec.container.image == "docker://ubuntu:22.04"
     assert spec.container.environment == {"SAMPLE": "a b"}
     assert spec.resources.threads_per_rank == 2 and spec.labels == {"run": "7"}
     bare = TesTask.model_validate({"executors": TASK["executors"], "id": "ignored", "state": "X"})
-    assert JobSpec.model_validate(job_spec(bare, no_content)).name == "tes-task"
+    assert JobSpec.model_validate(job_spec(bare, no_content, no_listing)).name == "tes-task"
 
 
 def test_image_references() -> None:
@@ -57,12 +61,12 @@ def test_inputs_land_where_the_task_said() -> None:
         {"path": "/data/reads.fq", "url": "https://example.org/reads.fq"},
         {"path": "/data/ref/genome.fa", "url": "site://kth/scratch/genome.fa"},
         {"path": "/params/run.json", "content": '{"k": 31}'}]})
-    spec = JobSpec.model_validate(job_spec(task, keep))
+    spec = JobSpec.model_validate(job_spec(task, keep, no_listing))
     assert [(i.source, i.dest) for i in spec.inputs] == [
         ("https://example.org/reads.fq", "tes/data/reads.fq"),
         ("site://kth/scratch/genome.fa", "tes/data/ref/genome.fa"),
         ("upload:6f1c2a9e-4b7d-4e0a-9c3b-2d5e8f7a1b04", "tes/params/run.json")]
-    assert kept == [Content("tes/params/run.json", b'{"k": 31}')]
+    assert kept == [Content("tes/params/run.json", data=b'{"k": 31}')]
     assert spec.container is not None
     assert [(b.src, b.dst) for b in spec.container.binds] == [("tes/data", "/data"),
                                                                ("tes/params", "/params")]
@@ -71,18 +75,18 @@ def test_inputs_land_where_the_task_said() -> None:
 def test_the_working_directory_is_the_container_s() -> None:
     task = TesTask.model_validate({**TASK, "executors": [{**TASK["executors"][0],
                                                           "workdir": "/usr/src/app"}]})
-    spec = JobSpec.model_validate(job_spec(task, no_content))
+    spec = JobSpec.model_validate(job_spec(task, no_content, no_listing))
     assert spec.container is not None and spec.container.workdir == "/usr/src/app"
     streams = TesTask.model_validate({**TASK, "executors": [{
         **TASK["executors"][0], "stdin": "/data/in", "stdout": "/data/out", "stderr": "/e/rr"}]})
-    container = JobSpec.model_validate(job_spec(streams, no_content)).container
+    container = JobSpec.model_validate(job_spec(streams, no_content, no_listing)).container
     assert container is not None
     assert (container.stdin, container.stdout, container.stderr) == ("/data/in", "/data/out",
                                                                      "/e/rr")
     for bad in ("data", "/data/../etc", "/data/"):
         with pytest.raises(Invalid) as refused:
             job_spec(TesTask.model_validate({**TASK, "executors": [
-                {**TASK["executors"][0], "workdir": bad}]}), no_content)
+                {**TASK["executors"][0], "workdir": bad}]}), no_content, no_listing)
         assert refused.value.extra["field"] == "executors.0.workdir"
 
 
@@ -93,16 +97,17 @@ def test_the_working_directory_is_the_container_s() -> None:
     ({"path": "/etc/passwd", "content": "x"}, "inputs.0.path", "cover the image's /etc"),
     ({"path": "/mnt/0/x", "content": "x"}, "inputs.0.path", "cover the image's /mnt"),
     ({"path": "/data/x", "url": "s3://bucket/x"}, "inputs.0.url",
-     "cannot fetch s3: URLs; give https://, site://SITE/PATH, upload:ID or the content"),
-    ({"path": "/data/x", "url": "file:///etc/shadow"}, "inputs.0.url", "cannot fetch file:"),
+     "cannot fetch s3: URLs; give https://, site://SITE/PATH, upload:ID, file:///PATH"),
+    ({"path": "/data/x", "url": "ftp://e.org/x"}, "inputs.0.url", "cannot fetch ftp:"),
     ({"path": "/data/x", "url": "https://e.org/x", "content": "x"}, "inputs.0", "either"),
     ({"path": "/data/x"}, "inputs.0", "either"),
     ({"path": "/data/d", "url": "https://e.org/d", "type": "DIRECTORY"}, "inputs.0.type",
-     "DIRECTORY"),
+     "DIRECTORY input is read from a file:// URL only"),
+    ({"path": "/data/d", "content": "x", "type": "DIRECTORY"}, "inputs.0", "needs a url"),
 ])
 def test_inputs_refused_name_the_field(item: dict[str, Any], field: str, says: str) -> None:
     with pytest.raises(Invalid, match=says) as refused:
-        job_spec(TesTask.model_validate({**TASK, "inputs": [item]}), no_content)
+        job_spec(TesTask.model_validate({**TASK, "inputs": [item]}), no_content, no_listing)
     assert refused.value.extra["field"] == field
 
 
@@ -110,12 +115,11 @@ def test_inputs_refused_name_the_field(item: dict[str, Any], field: str, says: s
     ({"executors": TASK["executors"] * 2}, "executors"),
     ({"executors": [{**TASK["executors"][0], "ignore_error": True}]},
      "executors.0.ignore_error"),
-    ({"outputs": [{"path": "/data/y", "url": "https://example.org/y"}]}, "outputs"),
     ({"volumes": ["/vol"]}, "volumes"),
 ])
 def test_what_is_not_translated_is_refused_by_name(change: dict[str, Any], field: str) -> None:
     with pytest.raises(Invalid) as refused:
-        job_spec(TesTask.model_validate({**TASK, **change}), no_content)
+        job_spec(TesTask.model_validate({**TASK, **change}), no_content, no_listing)
     assert refused.value.extra["field"] == field
 
 
@@ -128,3 +132,60 @@ def test_what_is_not_translated_is_refused_by_name(change: dict[str, Any], field
 def test_malformed_bodies_are_refused_by_the_model(body: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         TesTask.model_validate(body)
+
+
+def test_file_urls_are_kept_and_directories_listed() -> None:
+    kept: list[Content] = []
+
+    def keep(content: Content) -> str:
+        kept.append(content)
+        return "6f1c2a9e-4b7d-4e0a-9c3b-2d5e8f7a1b04"
+
+    task = TesTask.model_validate({**TASK, "inputs": [
+        {"path": "/data/a.txt", "url": "file:///srv/alice/a.txt"},
+        {"path": "/data/refs", "url": "file:///srv/alice/refs/", "type": "DIRECTORY"}]})
+    spec = JobSpec.model_validate(job_spec(task, keep, lambda url: ["x.fa", "sub/y.fa"]))
+    assert kept == [Content("tes/data/a.txt", url="file:///srv/alice/a.txt"),
+                    Content("tes/data/refs/x.fa", url="file:///srv/alice/refs/x.fa"),
+                    Content("tes/data/refs/sub/y.fa", url="file:///srv/alice/refs/sub/y.fa")]
+    assert [i.dest for i in spec.inputs] == ["tes/data/a.txt", "tes/data/refs/x.fa",
+                                             "tes/data/refs/sub/y.fa"]
+
+
+def test_outputs_are_deliveries_and_their_directories_are_bound() -> None:
+    task = TesTask.model_validate({**TASK, "executors": [
+        {**TASK["executors"][0], "workdir": "/tmp"}], "outputs": [
+        {"path": "/out/result.txt", "url": "file:///srv/alice/result.txt"},
+        {"path": "/out/logs", "url": "https://store.example.org/run/", "type": "DIRECTORY"},
+        {"path": "/out/parts/*.csv", "path_prefix": "/out/", "url": "file:///srv/alice/p"}]})
+    spec = JobSpec.model_validate(job_spec(task, no_content, no_listing))
+    assert [(d.glob, d.strip, d.url) for d in spec.deliver] == [
+        ("tes/out/result.txt", None, "file:///srv/alice/result.txt"),
+        ("tes/out/logs/**", "tes/out/logs", "https://store.example.org/run/"),
+        ("tes/out/parts/*.csv", "tes/out", "file:///srv/alice/p")]
+    assert spec.deliver[2].url_of("tes/out/parts/a.csv") == "file:///srv/alice/p/parts/a.csv"
+    assert spec.container is not None
+    assert [(b.src, b.dst) for b in spec.container.binds] == [("tes/out", "/out"),
+                                                               ("tes/tmp", "/tmp")]
+    assert spec.collected == ["tes/out/result.txt", "tes/out/logs/**",
+                              "tes/out/parts/*.csv"]
+
+
+@pytest.mark.parametrize(("output", "field", "says"), [
+    ({"path": "/out/*.txt", "url": "file:///srv/a/"}, "outputs.0.path_prefix", "wildcard"),
+    ({"path": "/out/*.txt", "path_prefix": "/other", "url": "file:///srv/a/"},
+     "outputs.0.path_prefix", "must be a directory"),
+    ({"path": "/*/x.txt", "path_prefix": "/", "url": "file:///srv/a/"}, "outputs.0.path",
+     "without wildcards"),
+    ({"path": "/out/x", "url": "s3://bucket/x"}, "outputs.0.url", "cannot send outputs to s3"),
+    ({"path": "/out/x", "url": "file:///srv/a/../b"}, "outputs.0.url", "normalised"),
+    ({"path": "/out/x", "url": "file:///srv/a/x\n"}, "outputs.0.url", "control"),
+    ({"path": "/out/x", "url": "https://u:p@e.org/x"}, "outputs.0.url", "credentials"),
+    ({"path": "/out/d", "url": "https://e.org/d?sig=1", "type": "DIRECTORY"}, "outputs.0.url",
+     "query"),
+    ({"path": "/etc/x", "url": "file:///srv/a/x"}, "outputs.0.path", "cover the image's"),
+])
+def test_outputs_refused_name_the_field(output: dict[str, Any], field: str, says: str) -> None:
+    with pytest.raises(Invalid, match=says) as refused:
+        job_spec(TesTask.model_validate({**TASK, "outputs": [output]}), no_content, no_listing)
+    assert refused.value.extra["field"] == field
