@@ -57,17 +57,35 @@ class MpiRequest:
 
 
 @dataclass(frozen=True)
+class LaunchStep:
+    """A launch line run after the first one (a GA4GH TES task's next executor); a
+    failure ends the job with its exit code unless `ignore_error`."""
+
+    argv: tuple[str, ...]
+    ignore_error: bool = False
+
+
+@dataclass(frozen=True)
 class ContainerLaunch:
     """A containerised program, built by the gateway (containers.launch): `argv` is the
     whole launch line (MPI launcher, runtime, image, program) and replaces the request's
     program and MPI launcher; `prepare` are commands run before it, each of which must
     succeed (e.g. a locked `apptainer pull` into the site's cache). Words are data.
     `reads` are directories outside the job directory the launch line reads (ch-run's
-    unpacked image in the site's cache): a site that sandboxes jobs shows them read-only."""
+    unpacked image in the site's cache): a site that sandboxes jobs shows them read-only.
+    `then`: launch lines run after it in order, in the same allocation and directory;
+    `ignore_error`: the steps after `argv` run, and the job goes on, even when it fails."""
 
     argv: tuple[str, ...]
     prepare: tuple[tuple[str, ...], ...] = ()
     reads: tuple[str, ...] = ()
+    then: tuple[LaunchStep, ...] = ()
+    ignore_error: bool = False
+
+    @property
+    def steps(self) -> tuple[LaunchStep, ...]:
+        """Every launch line in order, the first one included."""
+        return (LaunchStep(self.argv, self.ignore_error), *self.then)
 
 
 @dataclass(frozen=True)

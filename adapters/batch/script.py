@@ -6,7 +6,7 @@ option the gateway decides is also given on the command line, which wins over di
 the environment, the site's setup lines, `cd`, and one `exec` line that runs the user's
 program or their script, stored as its own file (never submitted itself). A container job's
 `exec` line is the launch line the gateway built (`SubmitRequest.container`), after its
-`prepare` commands.
+`prepare` commands; with steps after it (`then`), one line per step, in order.
 
 Every value taken from a `SubmitRequest` that reaches a script line (names, paths,
 arguments, environment values) goes through `shlex.quote`: it is data, never shell code.
@@ -22,7 +22,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from adapters.base import Resources, SubmitRequest
+from adapters.base import LaunchStep, Resources, SubmitRequest
 from adapters.batch.arrays import ArrayShape, task_lines
 from adapters.batch.directives import DirectiveRules, adapter_directives
 from adapters.batch.types import DialectConfig, JobLayout, MpiFlavor
@@ -98,11 +98,24 @@ def _check_container(request: SubmitRequest) -> None:
         raise SubmitRejected("a container job runs a program (argv), not a batch script")
     if request.mpi.launcher != "none":
         raise SubmitRejected("a container job's MPI launcher is part of its launch line")
-    for words in (container.argv, *container.prepare):
+    for words in (*(step.argv for step in container.steps), *container.prepare):
         if not words or not words[0] or words[0].startswith("-"):
             raise SubmitRejected(f"container command {list(words)!r} must name a program")
         for word in words:
             check_text("container launch word", word)
+
+
+def step_lines(steps: Sequence[LaunchStep]) -> list[str]:
+    """The launch lines in order: a failure ends the script with its exit code, unless
+    the step ignores errors; the last step replaces the shell (`exec`) when it can."""
+    lines = []
+    for index, step in enumerate(steps):
+        line = quote_argv(step.argv)
+        if index < len(steps) - 1:
+            lines.append(line if step.ignore_error else f"{line} || exit $?")
+        else:
+            lines += [line, "exit 0"] if step.ignore_error else [f"exec {line}"]
+    return lines
 
 
 def hms(seconds: int) -> str:
@@ -272,7 +285,7 @@ def render(
     if request.container is not None:
         # The gateway built the whole line (containers.launch); each word stays data.
         lines += [quote_argv(words) + " || exit 1" for words in request.container.prepare]
-        lines.append("exec " + quote_argv(request.container.argv))
+        lines += step_lines(request.container.steps)
         return "\n".join(lines) + "\n"
     program = program_argv(request, layout, config.shell)
     lines.append("exec " + quote_argv([*launch, *program]))

@@ -76,7 +76,7 @@ def launch_argv(request: SubmitRequest, program: list[str], mpiexec: str | None)
 
 def container_argv(request: SubmitRequest) -> list[str]:
     """The gateway's launch line, run as it is (no shell on the local site, so no
-    `prepare` commands: images come staged)."""
+    `prepare` commands: images come staged); several steps run under STEPS_SCRIPT."""
     container = request.container
     assert container is not None
     if request.mpi.launcher != "none":
@@ -84,12 +84,29 @@ def container_argv(request: SubmitRequest) -> list[str]:
     if container.prepare:
         raise SubmitRejected("the local site runs no preparing commands (registry pulls): "
                              "its images are staged by the gateway")
-    argv = list(container.argv)
-    if not argv or not argv[0]:
-        raise SubmitRejected("the container launch line must name a program")
-    for word in argv:
-        _check_text("container launch word", word)
-    return argv
+    for step in container.steps:
+        if not step.argv or not step.argv[0]:
+            raise SubmitRejected("the container launch line must name a program")
+        for word in step.argv:
+            _check_text("container launch word", word)
+    if not container.then and not container.ignore_error:
+        return list(container.argv)
+    words = [word for step in container.steps
+             for word in (str(int(step.ignore_error)), str(len(step.argv)), *step.argv)]
+    return ["/bin/sh", "-c", STEPS_SCRIPT, "gridgate-steps", *words]
+
+
+# Runs launch lines in order; its arguments are, per line: 1 when its failure is ignored
+# (else 0), its count of words, its words. Only numbers reach `eval` ("${7}" names an
+# argument, expanded once, as data), never a word.
+STEPS_SCRIPT = r'''i=1
+while [ "$i" -le "$#" ]; do
+  eval "ignore=\${$i} count=\${$((i + 1))}"
+  j=$((i + 2)) end=$((i + 2 + count)) line=
+  while [ "$j" -lt "$end" ]; do line="$line \"\${$j}\""; j=$((j + 1)); done
+  eval "$line" || { code=$?; [ "$ignore" = 1 ] || exit "$code"; }
+  i=$end
+done'''
 
 
 def container_reads(request: SubmitRequest, root: Path | None) -> tuple[str, ...]:

@@ -93,6 +93,36 @@ class ContainerBind(Strict):
     read_only: bool = False
 
 
+class ContainerStep(Strict):
+    """A program run in the same image after the job's `executable` (a GA4GH TES task's
+    next executor): its own arguments, environment, working directory and stream files."""
+
+    executable: Annotated[str, Field(min_length=1, max_length=4096)]
+    args: Annotated[list[Annotated[str, Field(max_length=65536)]], Field(max_length=4096)] = []
+    environment: Annotated[dict[str, Annotated[str, Field(max_length=65536)]], Field(
+        max_length=1024,
+        json_schema_extra={"propertyNames": {"pattern": ENV_NAME.json_pattern}})] = {}
+    workdir: Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS),
+                       AfterValidator(_workdir)] | None = None
+    stdin: _StreamFile | None = None
+    stdout: _StreamFile | None = None
+    stderr: _StreamFile | None = None
+    ignore_error: bool = Field(default=False, description=(
+        "Go on with the next step, and end the job as completed, even when this one fails."))
+
+    @field_validator("executable", "args")
+    @classmethod
+    def _no_nul(cls, value: str | list[str]) -> str | list[str]:
+        if any("\x00" in word for word in ([value] if isinstance(value, str) else value)):
+            raise ValueError("must not contain NUL bytes")
+        return value
+
+    @field_validator("environment")
+    @classmethod
+    def _env(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        return check_environment(value, info)
+
+
 class ContainerSpec(Strict):
     """The image a job's `executable` runs in, how its MPI meets the site's, and what it
     sees of the host."""
@@ -130,6 +160,13 @@ class ContainerSpec(Strict):
     gpus: bool = Field(default=False, description=(
         "Show the nodes' GPUs to the container (apptainer and singularity `--nv`); only "
         "sites declaring GPUs take the job."))
+    ignore_error: bool = Field(default=False, description=(
+        "With `then`: go on with the steps, and end the job as completed, even when "
+        "`executable` fails."))
+    then: Annotated[list[ContainerStep], Field(max_length=63, description=(
+        "Programs run in the same image after `executable`, in order, in the same "
+        "allocation and job directory, each once the one before it succeeded (or ignored "
+        "its error); one process each (MPI mode none)."))] = []
 
     @field_validator("binds")
     @classmethod
@@ -145,12 +182,24 @@ class ContainerSpec(Strict):
         return check_environment(value, info)
 
     @model_validator(mode="after")
+    def _steps_alone(self) -> Self:
+        if self.then and self.mode is not MpiMode.NONE:
+            raise FieldIssues([(("then",), "steps after the program run one process each: "
+                                "they need container.mpi none")])
+        return self
+
+    @model_validator(mode="after")
     def _runtime_sets(self) -> Self:
-        taken = sorted(_RUNTIME_SETS & set(self.environment))
-        if taken and self.runtime is not RuntimeKind.CHARLIECLOUD:
-            raise FieldIssues([(("environment",), f"apptainer and singularity set "
-                                f"{taken[0]} themselves and ignore a new value: leave it "
-                                "out (or ask for `runtime: charliecloud`)")])
+        if self.runtime is RuntimeKind.CHARLIECLOUD:
+            return self
+        for loc, env in [(("environment",), self.environment),
+                         *((("then", i, "environment"), s.environment)
+                           for i, s in enumerate(self.then))]:
+            taken = sorted(_RUNTIME_SETS & set(env))
+            if taken:
+                raise FieldIssues([(loc, f"apptainer and singularity set {taken[0]} "
+                                    "themselves and ignore a new value: leave it out (or "
+                                    "ask for `runtime: charliecloud`)")])
         return self
 
     @property

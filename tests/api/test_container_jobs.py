@@ -71,6 +71,7 @@ def test_an_image_no_site_can_run_is_refused_with_the_reason(
     assert accepted.json()["spec"]["container"] == {
         "image": DOCKER, "runtime": None, "mpi": "hybrid", "mpi_version": None, "binds": [],
         "workdir": None, "stdin": None, "stdout": None, "stderr": None, "environment": {},
+        "ignore_error": False, "then": [],
         "gpus": False}
 
 

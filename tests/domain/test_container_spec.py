@@ -110,6 +110,15 @@ BAD: list[tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any], str,
     ("too many binds", {"image": DOCKER, "binds": [{"src": f"d{i}", "dst": f"/d{i}"}
                                                    for i in range(65)]}, None, {},
      "container.binds", "at most 64 items"),
+    ("steps after an MPI program", {"image": DOCKER, "mpi_version": "4.1.4",
+                                    "then": [{"executable": "true"}]},
+     MPIRUN_MPICH, {}, "container.then", "need container.mpi none"),
+    ("a step setting HOME", {"image": DOCKER, "then": [
+        {"executable": "true", "environment": {"HOME": "/x"}}]}, None, {},
+     "container.then[0].environment", "set HOME themselves"),
+    ("a step's relative working directory", {"image": DOCKER, "then": [
+        {"executable": "true", "workdir": "data"}]}, None, {},
+     "container.then[0].workdir", "absolute"),
 ]
 
 
@@ -138,6 +147,8 @@ TRAILING_NEWLINE = [
      "container.binds[0].dst"),
     ({"image": DOCKER, "environment": {"GREETING\n": "hi"}}, None, "container.environment"),
     ({"image": DOCKER}, {"launcher": "mpirun", "flavor": "mpich\n"}, "mpi.flavor"),
+    ({"image": DOCKER, "then": [{"executable": "t", "environment": {"A\n": "x"}}]}, None,
+     "container.then[0].environment"),
 ]
 
 
@@ -187,7 +198,8 @@ def test_the_served_schema_shows_the_section() -> None:
     schema = JobSpec.model_json_schema()
     section = schema["$defs"]["ContainerSpec"]["properties"]
     assert set(section) == {"image", "runtime", "mpi", "mpi_version", "binds", "environment",
-                            "workdir", "stdin", "stdout", "stderr", "gpus"}
+                            "workdir", "stdin", "stdout", "stderr", "gpus", "ignore_error",
+                            "then"}
     assert schema["$defs"]["RuntimeKind"]["enum"] == ["apptainer", "singularity",
                                                       "charliecloud"]
     assert schema["$defs"]["MpiMode"]["enum"] == ["hybrid", "bind", "none"]

@@ -64,15 +64,18 @@ def task_document(job: JobOut, view: View, tails: Tails | None = None,
         return document
     spec = job["spec"]
     container = spec.get("container") or {}
-    executor = _dropped_none({
-        "image": tes_image(container.get("image", "")),
+    image = tes_image(container.get("image", ""))
+    executors = [_dropped_none({
+        "image": image,
         "command": [spec["executable"], *spec.get("args", ())] if spec.get("executable")
         else ["/bin/sh", "-c", spec.get("script") or ""],
         "env": container.get("environment") or None,
-    })
+    })] + [_dropped_none({"image": image, "command": [step["executable"], *step["args"]],
+                          "env": step.get("environment") or None})
+           for step in container.get("then") or ()]
     document |= _dropped_none({
         "name": job["name"],
-        "executors": [executor],
+        "executors": executors,
         "resources": _resources(spec),
         "tags": job["labels"] or None,
         "creation_time": _time(job["created_at"]),

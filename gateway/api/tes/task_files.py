@@ -13,7 +13,8 @@ owner's). Any other scheme is refused naming it and what is accepted.
 Outputs are the job's `deliver` entries (gateway.domain.deliveries), sent once the run
 completed: a FILE to its URL; a DIRECTORY's files, or the matches of a path with
 wildcards, to the URL followed by their path below the directory (`path_prefix`).
-Their top-level directories are bound like the inputs' (made empty at stage-in).
+Their top-level directories are bound like the inputs' (made empty at stage-in), and so
+are `volumes`, the directories the executors share (empty when the task starts).
 
 Paths must leave the image's own system alone: a task's files may not cover `/usr`,
 `/etc` and the like, nor `/mnt` (where ch-run binds the job directory) or `/ch`
@@ -85,12 +86,22 @@ def working_directory(path: str, field: str) -> str:
 
 
 def task_files(inputs: list[TesInput], outputs: list[TesOutput], listing: Lister,
-               also_bound: tuple[str, ...] = ()) -> TaskFiles:
+               also_bound: tuple[str, ...] = (), volumes: tuple[str, ...] = ()) -> TaskFiles:
     """The job's inputs, binds and deliveries for the task's files; Invalid naming the
     field. `listing` lists a file:// directory; `also_bound`: other container paths whose
-    top-level directory is the job's (an executor's working directory)."""
+    top-level directory is the job's (an executor's working directory); `volumes`:
+    directories the executors share, made empty in the job directory."""
     found = TaskFiles([], [], [], [])
     tops = {path.split("/")[1] for path in also_bound if path != "/"} - _SYSTEM
+    made = []
+    for index, volume in enumerate(volumes):
+        path = working_directory(volume, f"volumes.{index}")
+        if path == "/" or path.split("/")[1] in _SYSTEM:
+            raise Invalid(f"volume {volume!r} would cover the image's own directories: "
+                          "put it elsewhere (e.g. /vol)", field=f"volumes.{index}")
+        tops.add(path.split("/")[1])
+        if path.count("/") > 1:
+            made.append(path)
     for index, item in enumerate(inputs):
         field = f"inputs.{index}"
         path = container_path(item.path, f"{field}.path")
@@ -102,6 +113,10 @@ def task_files(inputs: list[TesInput], outputs: list[TesOutput], listing: Lister
         found.deliver.append(_delivery(output, path, field))
         tops.add(path.split("/")[1])
     found.binds.extend({"src": f"{TES_ROOT}/{top}", "dst": f"/{top}"} for top in sorted(tops))
+    # A deeper volume is its top-level directory's too: bound again at its own path (after
+    # it) only so that stage-in makes it, as it makes every bind's source.
+    found.binds.extend({"src": f"{TES_ROOT}{path}", "dst": path}
+                       for path in sorted(set(made)))
     return found
 
 

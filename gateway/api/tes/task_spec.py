@@ -2,12 +2,13 @@
 fields `POST /api/v1/jobs` takes, so that a task is a job like any other (owner,
 project, routing, allocation, audit, events, the CLI's view).
 
-So far a task runs one executor: its image (a bare `ubuntu:22.04`, as TES clients write
-it, is a Docker Hub reference), its command, its environment inside the container (the
-same name rules as every job), its working directory and standard streams' files, its
-inputs where it said and its outputs sent where it said (`task_files.py`). What is not
-translated yet is refused by name, never dropped: several executors, an executor's
-`ignore_error` and `volumes` (issue 30).
+A task's executors run in order in one job, in one image (a bare `ubuntu:22.04`, as TES
+clients write it, is a Docker Hub reference): the first is the job's program, the others
+its container's `then` steps, each with its own command, environment inside the
+container (the same name rules as every job), working directory, standard streams' files
+and `ignore_error`. Its inputs are placed where it said and its outputs sent where it
+said, and its volumes made (`task_files.py`). What is not translated yet is refused by
+name, never dropped: executors in different images (issue 30).
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from typing import Any
 
 from gateway.api.tes.resources import spec_fields
 from gateway.api.tes.task_files import Content, Lister, task_files, working_directory
-from gateway.api.tes.task_model import TesTask
+from gateway.api.tes.task_model import TesExecutor, TesTask
 from gateway.domain.errors import Invalid
 
 # A name for a task that has none (TES makes it optional, a job spec requires one).
 DEFAULT_NAME = "tes-task"
-# Executor fields not translated yet.
-_NOT_YET = ("ignore_error",)
+# What an executor says besides its image and command, in the container's own words.
+_STEP_KEYS = ("environment", "workdir", "stdin", "stdout", "stderr", "ignore_error")
 _SCHEMES = ("docker://", "oras://", "library://", "https://", "upload:")
 
 
@@ -44,34 +45,27 @@ def job_spec(task: TesTask, keep: Callable[[Content], str], listing: Lister) -> 
     naming the field for what gridgate does not run yet. `keep` stores an input the
     gateway keeps (inline, or file://) and returns the id of the upload that holds it;
     `listing` lists a file:// directory."""
-    if len(task.executors) != 1:
-        raise Invalid(f"a task runs exactly one executor in gridgate so far "
-                      f"(got {len(task.executors)})", field="executors")
-    executor = task.executors[0]
-    for key in _NOT_YET:
-        if getattr(executor, key) not in (None, False):
-            raise Invalid(f"executors[0].{key} is not supported yet", field=f"executors.0.{key}")
-    if task.volumes:
-        raise Invalid("volumes are not supported yet", field="volumes")
-    workdir = (None if executor.workdir is None
-               else working_directory(executor.workdir, "executors.0.workdir"))
+    first, *rest = task.executors
+    for index, later in enumerate(rest, start=1):
+        if image_ref(later.image) != image_ref(first.image):
+            raise Invalid("the executors of a task run in one image in gridgate so far: "
+                          f"{later.image!r} is not {first.image!r}",
+                          field=f"executors.{index}.image")
+    steps = [_step(executor, index) for index, executor in enumerate(task.executors)]
     files = task_files(task.inputs, task.outputs, listing,
-                       () if workdir is None else (workdir,))
-    container: dict[str, Any] = {"image": image_ref(executor.image)}
-    if executor.env:
-        container["environment"] = dict(executor.env)
+                       tuple(step["workdir"] for step in steps if "workdir" in step),
+                       tuple(task.volumes))
+    main = steps[0]
+    container: dict[str, Any] = {"image": image_ref(first.image),
+                                 **{key: main[key] for key in _STEP_KEYS if key in main}}
     if files.binds:
         container["binds"] = files.binds
-    if workdir is not None:
-        container["workdir"] = workdir
-    for stream in ("stdin", "stdout", "stderr"):
-        path = getattr(executor, stream)
-        if path is not None:
-            container[stream] = working_directory(path, f"executors.0.{stream}")
+    if rest:
+        container["then"] = steps[1:]
     spec: dict[str, Any] = {
         "name": task.name or DEFAULT_NAME,
-        "executable": executor.command[0],
-        "args": executor.command[1:],
+        "executable": main["executable"],
+        "args": main["args"],
         "container": container,
         **spec_fields(task.resources),
     }
@@ -84,3 +78,17 @@ def job_spec(task: TesTask, keep: Callable[[Content], str], listing: Lister) -> 
     if task.tags:
         spec["labels"] = dict(task.tags)
     return spec
+
+
+def _step(executor: TesExecutor, index: int) -> dict[str, Any]:
+    """An executor as a container step (`then`): its command and its own settings."""
+    step: dict[str, Any] = {"executable": executor.command[0], "args": executor.command[1:]}
+    if executor.env:
+        step["environment"] = dict(executor.env)
+    for key in ("workdir", "stdin", "stdout", "stderr"):
+        path = getattr(executor, key)
+        if path is not None:
+            step[key] = working_directory(path, f"executors.{index}.{key}")
+    if executor.ignore_error:
+        step["ignore_error"] = True
+    return step

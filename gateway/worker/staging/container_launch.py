@@ -12,7 +12,9 @@ file (gateway.services.images.registry_pull).
 
 from __future__ import annotations
 
-from adapters.base import ContainerLaunch
+from dataclasses import replace
+
+from adapters.base import ContainerLaunch, LaunchStep
 from containers.binds import Bind
 from containers.compat import FetchAt, Fit, Refusal
 from containers.errors import ContainerError
@@ -96,6 +98,12 @@ def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
             # ch-run runs the tree stage-in unpacked, which has /ch/environment.
             image_environment=fit.runtime.kind is RuntimeKind.CHARLIECLOUD)
         argv = launch_argv(run, _launcher(spec, fit), caps.scheduler)
+        # The steps after it: the same image and binds, one process each.
+        then = tuple(LaunchStep(tuple(launch_argv(replace(
+            run, command=(step.executable, *step.args), env=dict(step.environment),
+            cwd=step.workdir, redirects=Redirects(step.stdin, step.stdout, step.stderr)),
+            Launcher(), caps.scheduler)), step.ignore_error) for step in container.then)
     except ContainerError as exc:
         raise ContainerRefused(f"site {site.name}: {exc.message}") from None
-    return ContainerLaunch(tuple(argv), prepare, (staged_image,) if staged_image else ())
+    return ContainerLaunch(tuple(argv), prepare, (staged_image,) if staged_image else (),
+                           then, container.ignore_error)

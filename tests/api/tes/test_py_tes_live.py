@@ -1,8 +1,8 @@
 """LIVE (this machine): the GA4GH client `py-tes` (1.1, from the registry) drives a real
 gateway over HTTP (uvicorn, the worker running) end to end: service-info, a task created,
-followed to COMPLETE and read in the FULL view, one reading an input by URL and sending an
-output back (file:// URLs in the user's shared directory), the listing, and a running
-task cancelled.
+followed to COMPLETE and read in the FULL view, one of three executors (one failing,
+ignored) reading an input by URL and sending an output back (file:// URLs in the user's
+shared directory), the listing, and a running task cancelled.
 The tasks run on the embedded default's local site with ch-run (the gateway runs as root),
 their image pulled by the gateway from the project's real test registry."""
 
@@ -71,16 +71,26 @@ def test_py_tes_runs_lists_and_cancels_tasks(gateway: LiveGateway, image: str,
     # An input by URL and an output back, in the directory the admin declared for ada.
     shared = tmp_path / "shared/ada"
     (shared / "name.txt").write_text("Ada\n")
+    # Three executors in order, sharing the task's files and a volume; the second fails,
+    # ignored.
     file_id = client.create_task(tes.Task(
-        name="files", executors=[tes.Executor(
-            image=image, command=["/bin/sh", "-c", 'read -r n < /io/name.txt; echo "hi $n" '
-                                  '> /io/greeting.txt'])],
+        name="files", executors=[
+            tes.Executor(image=image, command=["/bin/sh", "-c",
+                                               'read -r n < /io/name.txt; echo "hi $n" > /vol/shared/p']),
+            tes.Executor(image=image, command=["/bin/sh", "-c", "exit 3"], ignore_error=True),
+            tes.Executor(image=image, command=["/bin/sh", "-c", "read -r g; echo \"$g\""],
+                         stdin="/vol/shared/p", stdout="/io/greeting.txt")],
+        volumes=["/vol/shared"],
         inputs=[tes.Input(url=f"file://{shared}/name.txt", path="/io/name.txt")],
         outputs=[tes.Output(url=f"file://{shared}/out/greeting.txt",
                             path="/io/greeting.txt")]))
     assert client.wait(file_id, timeout=180).state == "COMPLETE"
     assert (shared / "out/greeting.txt").read_text() == "hi Ada\n"
-    (log,) = client.get_task(file_id, "BASIC").logs
+    basic = client.get_task(file_id, "BASIC")
+    assert [e.command[2] for e in basic.executors] == [
+        'read -r n < /io/name.txt; echo "hi $n" > /vol/shared/p', "exit 3",
+        'read -r g; echo "$g"']
+    (log,) = basic.logs
     assert [(o.path, o.url, o.size_bytes) for o in log.outputs] == [
         ("/io/greeting.txt", f"file://{shared}/out/greeting.txt", 7)]
 

@@ -112,10 +112,10 @@ def test_inputs_refused_name_the_field(item: dict[str, Any], field: str, says: s
 
 
 @pytest.mark.parametrize(("change", "field"), [
-    ({"executors": TASK["executors"] * 2}, "executors"),
-    ({"executors": [{**TASK["executors"][0], "ignore_error": True}]},
-     "executors.0.ignore_error"),
-    ({"volumes": ["/vol"]}, "volumes"),
+    ({"executors": [*TASK["executors"], {"image": "alpine", "command": ["true"]}]},
+     "executors.1.image"),
+    ({"volumes": ["/usr/share/x"]}, "volumes.0"),
+    ({"volumes": ["vol"]}, "volumes.0"),
 ])
 def test_what_is_not_translated_is_refused_by_name(change: dict[str, Any], field: str) -> None:
     with pytest.raises(Invalid) as refused:
@@ -189,3 +189,31 @@ def test_outputs_refused_name_the_field(output: dict[str, Any], field: str, says
     with pytest.raises(Invalid, match=says) as refused:
         job_spec(TesTask.model_validate({**TASK, "outputs": [output]}), no_content, no_listing)
     assert refused.value.extra["field"] == field
+
+
+def test_executors_run_in_order_in_one_image() -> None:
+    task = TesTask.model_validate({**TASK, "executors": [
+        {"image": "ubuntu:22.04", "command": ["make"], "workdir": "/src", "ignore_error": True},
+        {"image": "docker://ubuntu:22.04", "command": ["sh", "-c", "wc -l < /src/log"],
+         "env": {"N": "2"}, "stdout": "/out/count", "workdir": "/out"}]})
+    spec = JobSpec.model_validate(job_spec(task, no_content, no_listing))
+    container = spec.container
+    assert container is not None and container.image == "docker://ubuntu:22.04"
+    assert (spec.executable, container.workdir, container.ignore_error) == ("make", "/src", True)
+    (step,) = container.then
+    assert (step.executable, step.args, step.environment, step.stdout, step.workdir,
+            step.ignore_error) == ("sh", ["-c", "wc -l < /src/log"], {"N": "2"}, "/out/count",
+                                   "/out", False)
+    # Every executor's working directory is the job's, bound.
+    assert [(b.src, b.dst) for b in container.binds] == [("tes/out", "/out"),
+                                                         ("tes/src", "/src")]
+
+
+def test_volumes_are_made_and_bound() -> None:
+    task = TesTask.model_validate({**TASK, "volumes": ["/vol/a", "/scratch"], "inputs": [
+        {"path": "/vol/in.txt", "content": "x"}]})
+    spec = JobSpec.model_validate(job_spec(task, lambda _: "6f1c2a9e-4b7d-4e0a-9c3b-2d5e8f7a1b04",
+                                           no_listing))
+    assert spec.container is not None
+    assert [(b.src, b.dst) for b in spec.container.binds] == [
+        ("tes/scratch", "/scratch"), ("tes/vol", "/vol"), ("tes/vol/a", "/vol/a")]
