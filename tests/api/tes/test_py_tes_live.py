@@ -75,8 +75,8 @@ def test_py_tes_runs_lists_and_cancels_tasks(gateway: LiveGateway, image: str,
     # ignored.
     file_id = client.create_task(tes.Task(
         name="files", executors=[
-            tes.Executor(image=image, command=["/bin/sh", "-c",
-                                               'read -r n < /io/name.txt; echo "hi $n" > /vol/shared/p']),
+            tes.Executor(image=image, command=[
+                "/bin/sh", "-c", 'read -r n < /io/name.txt; echo "hi $n" > /vol/shared/p']),
             tes.Executor(image=image, command=["/bin/sh", "-c", "exit 3"], ignore_error=True),
             tes.Executor(image=image, command=["/bin/sh", "-c", "read -r g; echo \"$g\""],
                          stdin="/vol/shared/p", stdout="/io/greeting.txt")],
