@@ -44,6 +44,7 @@ from rules.text import (
     MPI_FLAVOR,
     PARTITION,
     SITE_NAME,
+    ZONE,
     TextRule,
 )
 
@@ -203,6 +204,11 @@ class Routing(Strict):
         f"Submit to this many of the best sites (at most {MAX_HEDGE}); the first copy to "
         "start wins and the others are cancelled."))] = 1
     deadline: datetime | None = Field(default=None, description=deadline_description())
+    zones: Annotated[list[Annotated[str, AfterValidator(ZONE.check)]], Field(
+        max_length=64, description=(
+            "Where the job may go: site names, or zones that sites declare (their config's "
+            "`routing.zones`); empty: anywhere. As `sbatch --clusters=a,b`: the policy "
+            "chooses among them."))] = []
 
     @field_validator("deadline", mode="before")
     @classmethod
@@ -387,6 +393,9 @@ class JobSpec(Strict):
         if self.site != AUTO and not pinned:
             raise ValueError(f"a job naming site '{self.site}' is pinned there: drop "
                              "'routing.policy' or set `site: auto`")
+        if self.site != AUTO and self.routing.zones:
+            raise ValueError(f"a job naming site '{self.site}' runs there only: drop "
+                             "'routing.zones' or set `site: auto`")
         if self.site != AUTO and self.routing.hedge > 1:
             raise ValueError(f"a job naming site '{self.site}' runs there only: hedging needs "
                              "`site: auto`")

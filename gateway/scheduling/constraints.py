@@ -77,6 +77,8 @@ class SiteView:
     banned: str | None = None
     # What container jobs find there (site config `containers`); None: no container jobs.
     containers: SiteContainerCaps | None = None
+    # The zones it declares (site config `routing.zones`).
+    zones: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,10 @@ def screen(job: JobView, site: SiteView) -> Screened:
     name = site.name
     quote = job.quotes.get(name)
     reason, about = unfit_reason(job.spec, site.shape), "resources"
+    zones = job.spec.routing.zones
+    if reason is None and zones and name not in zones and not site.zones & set(zones):
+        reason, about = (f"site '{name}' is not in the zones the job allows "
+                         f"({', '.join(zones)})"), "routing"
     if reason is None and name in job.no_account:
         reason, about = f"site '{name}' has no account for you", "site"
     if reason is None:

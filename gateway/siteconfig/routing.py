@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from gateway.scheduling.constraints import LabelRules
 from gateway.siteconfig.fields import FieldIssues, Loc, Section
-from rules.text import LABEL_KEY, TextRule
+from rules.text import LABEL_KEY, ZONE, TextRule
 
 # Label values a rule names: what job specs allow (any text up to 255), minus what would
 # make a rule unreadable (line breaks, NUL).
@@ -41,6 +41,10 @@ class SiteRouting(Section):
     refuses_labels: LabelMap = Field(default_factory=dict, description=(
         "Labels no job here may carry: key -> refused values (a value or a list; an empty "
         "list refuses any value), e.g. `residency: [eu]` on a site outside the EU."))
+    zones: Annotated[list[Annotated[str, AfterValidator(ZONE.check)]], Field(
+        max_length=64, description=(
+            "Zones or regions the site is in (e.g. `eu`, `eu-north`), which a job's "
+            "`routing.zones` may name instead of sites."))] = []
     speed: float = Field(default=1.0, gt=0, le=1000, description=(
         "How fast a job runs here relative to a site of speed 1.0 (2.0: in half the time)."))
     transfer_rate_mb_s: float = Field(

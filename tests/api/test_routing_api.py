@@ -62,10 +62,10 @@ def test_routing_is_stored_with_the_spec(client: TestClient, make_user: MakeUser
         **SPEC, "routing": {"policy": "deadline", "deadline": FUTURE, "hedge": 2}})
     assert r.status_code == 202, r.text
     assert r.json()["spec"]["routing"] == {"policy": "deadline", "hedge": 2,
-                                           "deadline": FUTURE}
+                                           "deadline": FUTURE, "zones": []}
     pinned = client.post("/api/v1/jobs", json={**SPEC, "site": "local"}, headers=user.headers)
     assert pinned.json()["spec"]["routing"] == {"policy": "pinned", "hedge": 1,
-                                                "deadline": None}
+                                                "deadline": None, "zones": []}
     default = client.post("/api/v1/jobs", json=SPEC, headers=user.headers).json()
     assert default["spec"]["routing"]["policy"] == "fastest" and default["site"] is None
     # Issue 13: `cheapest`, with or without a deadline; the served schema lists it.

@@ -3,9 +3,11 @@ shows) and whether it lasts (a job every site excludes for lasting reasons is re
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from gateway.domain.jobspec import JobSpec
 from gateway.scheduling.constraints import (
@@ -133,3 +135,23 @@ def test_a_banned_site_is_deprioritised_not_removed() -> None:
     # Not when something else keeps it out for this job too.
     for job_view in (job(failed_at=frozenset({"b"})), job(budget={"b": NO_FUNDS})):
         assert screen_all(job_view, [banned])[0].candidate.excluded is not None
+
+
+def test_zones_name_sites_or_the_zones_they_declare() -> None:
+    def in_zones(name: str, *zones: str) -> SiteView:
+        return dataclasses.replace(view(name), zones=frozenset(zones))
+
+    sites = [in_zones("kth", "eu", "eu-north"), in_zones("sdsc", "us"), in_zones("ctc")]
+    wanted = job(routing={"zones": ["eu", "ctc"]})
+    assert [(s.candidate.site, s.candidate.excluded, s.lasting, s.about)
+            for s in screen_all(wanted, sites)] == [
+        ("kth", None, False, "resources"),
+        ("sdsc", "site 'sdsc' is not in the zones the job allows (eu, ctc)", True, "routing"),
+        ("ctc", None, False, "resources")]
+    assert refusal(screen_all(job(routing={"zones": ["mars"]}), sites)) is not None
+    with pytest.raises(ValidationError, match=r"drop 'routing\.zones'"):
+        JobSpec.model_validate({"name": "j", "executable": "a", "site": "kth",
+                                "routing": {"zones": ["eu"]}})
+    with pytest.raises(ValidationError):
+        JobSpec.model_validate({"name": "j", "executable": "a",
+                                "routing": {"zones": ["eu\n"]}})

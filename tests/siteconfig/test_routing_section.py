@@ -28,7 +28,8 @@ def test_defaults_and_rules() -> None:
     config = validate_site_config(with_routing({
         "requires_labels": {"residency": ["eu", "ch"], "class": []},
         "refuses_labels": {"export": "controlled"},
-        "speed": 2.5, "transfer_rate_mb_s": 120}))
+        "speed": 2.5, "transfer_rate_mb_s": 120, "zones": ["eu", "eu-north"]}))
+    assert config.routing.zones == ["eu", "eu-north"]
     assert config.routing.label_rules() == LabelRules(
         requires={"residency": frozenset({"eu", "ch"}), "class": frozenset()},
         refuses={"export": frozenset({"controlled"})})
@@ -49,6 +50,7 @@ def test_defaults_and_rules() -> None:
     ({"requires_labels": {"residency": ["eu", "eu"]}}, "routing.requires_labels.residency",
      "listed twice"),
     ({"colour": "red"}, "routing.colour", "unknown field"),
+    ({"zones": ["eu\n"]}, "routing.zones[0]", "zone"),
 ])
 def test_bad_routing_is_refused_naming_the_field(routing: dict[str, Any], field: str,
                                                  words: str) -> None:

@@ -353,3 +353,23 @@ def test_a_registry_image_that_is_not_there_fails_the_job_naming_it(
     job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers).json()
     assert job["state"] == "FAILED", job
     assert job["reason"].startswith(f"STAGE_IN_FAILED: pulling {missing}: not found"), job
+
+
+def test_bound_job_directories_are_made_when_nothing_is_staged(
+        client: TestClient, runtime: Runtime, make_user: MakeUser, tmp_path: Path) -> None:
+    """A site that pulls the image itself and a job with no inputs: staging has no file
+    to send, but the directories the container binds (where outputs go, a TES task's
+    volumes) must exist before the runtime binds them."""
+    root = tmp_path / "scratch"
+    entry, site = slurm_site(runtime, root, reaches_registries=True)
+    user = make_user()
+    job_id = post(client, user.headers, DOCKER, container={"image": DOCKER, "binds": [
+        {"src": "tes/out", "dst": "/out"}, {"src": "tes/vol/a", "dst": "/vol/a"}]})
+    site.job_ids.append("79")
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    assert submit_accepted(worker.ctx, entry)
+    assert site.uploads == []
+    workdir = Path(workdir_of(runtime, job_id))
+    assert (workdir / "tes/out").is_dir() and (workdir / "tes/vol/a").is_dir()
+    assert (workdir / "tes/out").stat().st_mode & 0o777 == 0o700

@@ -5,9 +5,9 @@ threads and memory per node. A task is one rank on one node with `cpu_cores` thr
 and `ram_gb` of memory. What TES cannot say comes in `backend_parameters`, the keys of
 `BACKEND_PARAMETERS` (advertised by service-info); with `backend_parameters_strict`, a
 key gridgate does not know is refused, as the specification asks, else it is ignored.
-`zones` name the sites the task may run at: one zone pins it there; several are not
-expressible yet and are refused. `disk_gb` and `preemptible` have no counterpart in a
-batch scheduler's request and are ignored.
+`zones` name the sites the task may run at, or zones sites declare (`routing.zones` of
+the spec: the routing policy chooses among them). `disk_gb` and `preemptible` have no
+counterpart in a batch scheduler's request and are ignored.
 """
 
 from __future__ import annotations
@@ -53,15 +53,12 @@ def spec_fields(resources: TesResources | None) -> dict[str, Any]:
             fields["routing"] = {"policy": value}
         elif key in BACKEND_PARAMETERS:
             fields[key] = value
-    zones = resources.zones
-    if len(zones) > 1:
-        raise Invalid("resources.zones: name one site, or none to let gridgate route the "
-                      f"task (got {len(zones)})", field="resources.zones")
-    if zones:
-        if "site" in fields and fields["site"] != zones[0]:
-            raise Invalid(f"resources.zones names '{zones[0]}' but backend_parameters.site "
-                          f"names '{fields['site']}'", field="resources.zones")
-        fields["site"] = zones[0]
+    if resources.zones:
+        if "site" in fields:
+            raise Invalid("give resources.zones (where gridgate may route the task) or "
+                          "backend_parameters.site (the one site it runs at), not both",
+                          field="resources.zones")
+        fields.setdefault("routing", {})["zones"] = list(resources.zones)
     if wanted:
         fields["resources"] = wanted
     return fields

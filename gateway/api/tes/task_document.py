@@ -113,10 +113,11 @@ def _resources(spec: dict[str, Any]) -> dict[str, Any]:
     asked = spec.get("resources") or {}
     memory = asked.get("memory_mb")
     site = spec.get("site", "auto")
+    zones = (spec.get("routing") or {}).get("zones") or ([] if site == "auto" else [site])
     return _dropped_none({
         "cpu_cores": asked.get("threads_per_rank", 1) * asked.get("ranks", 1),
         "ram_gb": None if memory is None else round(memory / GB_IN_MIB, 3),
-        "zones": None if site == "auto" else [site],
+        "zones": zones or None,
     })
 
 

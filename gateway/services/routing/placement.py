@@ -98,7 +98,8 @@ def site_views(registry: SiteRegistry, flags: Mapping[str, Admission],
     down, banned = down or {}, banned or {}
     return [SiteView(e.name, e.shape, e.labels, flags.get(e.name, CLOSED).enabled,
                      flags.get(e.name, CLOSED).drained, down.get(e.name),
-                     banned[e.name].reason if e.name in banned else None, e.containers)
+                     banned[e.name].reason if e.name in banned else None, e.containers,
+                     e.zones)
             for e in registry]
 
 

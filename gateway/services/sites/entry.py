@@ -39,9 +39,10 @@ class SiteEntry:
     # Unconfined local site: the one gateway username (the OS account that runs the
     # gateway) it serves, since its jobs act as that account.
     owner_only: str | None = None
-    # Routing (site config `routing`): labels required or refused, relative speed, and
+    # Routing (site config `routing`): labels required or refused, zones, relative speed, and
     # the transfer rate assumed until one is measured.
     labels: LabelRules = field(default_factory=LabelRules)
+    zones: frozenset[str] = frozenset()
     speed: float = 1.0
     transfer_rate_mb_s: float = DEFAULT_TRANSFER_RATE_MB_S
     # What a job costs here (site config `charge_factor` and `charging`).

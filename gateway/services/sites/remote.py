@@ -116,7 +116,8 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T]) 
                      description=config.description, shape=site_shape(config),
                      max_jobs=config.max_concurrent_jobs, adapter=adapter,
                      workdir_root=config.scratch_root.rstrip("/"), mapped=mapped,
-                     labels=config.routing.label_rules(), speed=config.routing.speed,
+                     labels=config.routing.label_rules(), zones=frozenset(config.routing.zones),
+                     speed=config.routing.speed,
                      transfer_rate_mb_s=config.routing.transfer_rate_mb_s,
                      rate=config.charging.rate(config.charge_factor),
                      containers=config.container_caps(), accounts=names)

@@ -118,6 +118,12 @@ def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
                 source.scratch.unlink(missing_ok=True)
 
 
+def needs_stage_in(spec: JobSpec, site: SiteEntry) -> bool:
+    """Whether stage-in has anything to do for the job at `site`: inputs, an image to ship,
+    or directories its container binds to make."""
+    return bool(spec.inputs or stages_image(spec, site) or bind_sources(spec, ""))
+
+
 def bind_sources(spec: JobSpec, workdir: str) -> list[str]:
     """The container's binds from the job directory that no input fills: made empty
     before staging, since a runtime refuses to bind what does not exist (a directory the

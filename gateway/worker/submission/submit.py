@@ -21,8 +21,8 @@ from gateway.services.lifecycle.claims import Claim
 from gateway.services.lifecycle.submit_records import Submitted
 from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
-from gateway.worker.staging.container_launch import ContainerRefused, container_launch, stages_image
-from gateway.worker.staging.stage_in import stage_in_claim
+from gateway.worker.staging.container_launch import ContainerRefused, container_launch
+from gateway.worker.staging.stage_in import needs_stage_in, stage_in_claim
 from gateway.worker.submission.claim import claim_accepted, record_rejection, recover_stale
 from gateway.worker.submission.native_arrays import recover_native_arrays, submit_native_arrays
 from gateway.worker.submission.record import (
@@ -141,7 +141,7 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
         except ContainerRefused as exc:
             record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.detail}")
             return
-    if native_id is None and (claim.spec.inputs or stages_image(claim.spec, site)):
+    if native_id is None and needs_stage_in(claim.spec, site):
         summary = stage_in_claim(ctx, site, adapter, claim)
         if summary is None:
             return

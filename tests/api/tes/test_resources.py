@@ -36,11 +36,11 @@ def test_strict_refuses_unknown_parameters_by_name() -> None:
                                  backend_parameters_strict=True)) == {"site": "a"}
 
 
-def test_one_zone_pins_the_site() -> None:
-    assert spec_fields(TesResources(zones=["hpc2n"])) == {"site": "hpc2n"}
-    assert spec_fields(TesResources(zones=["a"], backend_parameters={"site": "a"})) == {"site": "a"}
-    for bad in (TesResources(zones=["a", "b"]),
-                TesResources(zones=["a"], backend_parameters={"site": "b"})):
-        with pytest.raises(Invalid):
-            spec_fields(bad)
+def test_zones_are_where_routing_may_send_the_task() -> None:
+    assert spec_fields(TesResources(zones=["hpc2n", "eu"])) == {
+        "routing": {"zones": ["hpc2n", "eu"]}}
+    assert spec_fields(TesResources(zones=["kth"], backend_parameters={"routing": "fastest"})
+                       ) == {"routing": {"policy": "fastest", "zones": ["kth"]}}
+    with pytest.raises(Invalid, match="not both"):
+        spec_fields(TesResources(zones=["a"], backend_parameters={"site": "a"}))
     assert spec_fields(None) == {} == spec_fields(TesResources())

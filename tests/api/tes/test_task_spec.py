@@ -34,7 +34,7 @@ TASK: dict[str, Any] = {
 
 def test_a_task_is_a_job_spec() -> None:
     spec = JobSpec.model_validate(job_spec(TesTask.model_validate(TASK), no_content, no_listing))
-    assert spec.name == "align" and spec.site == "kth"
+    assert spec.name == "align" and spec.routing.zones == ["kth"] and not spec.pinned
     assert (spec.executable, spec.args) == ("echo", ["hello; rm -rf /"])  # data, not shell
     assert spec.container is not None and spec.container.image == "docker://ubuntu:22.04"
     assert spec.container.environment == {"SAMPLE": "a b"}
