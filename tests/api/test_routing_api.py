@@ -73,7 +73,8 @@ def test_routing_is_stored_with_the_spec(client: TestClient, make_user: MakeUser
         cheap = client.post("/api/v1/jobs", json={**SPEC, "routing": routing},
                             headers=user.headers)
         assert cheap.status_code == 202, cheap.text
-        assert cheap.json()["spec"]["routing"] == {"hedge": 1, "deadline": None, **routing}
+        assert cheap.json()["spec"]["routing"] == {"hedge": 1, "deadline": None, "zones": [],
+                                                   **routing}
     schema = client.get("/api/v1/schemas/job-spec").json()
     assert schema["$defs"]["RoutingPolicy"]["enum"] == [
         "fastest", "deadline", "cheapest", "pinned"]
