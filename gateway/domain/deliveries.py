@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
 from gateway.domain.spec_parts import Strict, submitted
-from gateway.domain.staging import MAX_PATH_CHARS, check_job_path
+from gateway.domain.staging import MAX_PATH_CHARS, check_https, check_job_path
 
 MAX_DELIVERIES = 4096
 _GLOB_CHARS = {"*": "[*]", "?": "[?]", "[": "[[]"}
@@ -72,10 +72,7 @@ def parse_destination(value: str, *, directory: bool = False) -> Destination:
                            file_url_path(value.rstrip("/") if directory else value))
     parts = urlsplit(value)
     if parts.scheme.lower() == "https":
-        if not parts.hostname:
-            raise ValueError("an https URL needs a host")
-        if parts.username is not None or parts.password is not None:
-            raise ValueError("an https URL must not carry credentials")
+        check_https(parts)
         if any(ord(c) < 33 or c == "\x7f" for c in value):
             raise ValueError("an https URL must not contain spaces or control characters")
         if directory and (parts.query or parts.fragment):

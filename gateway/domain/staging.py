@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from adapters.batch.types import CONTROL_DIR as CONTROL_DIR  # the job dir's control files
 from rules.job_paths import PathFault, relative_path_fault
@@ -107,13 +107,18 @@ def parse_source(value: str) -> InputSource:
         return InputSource(SourceKind.SITE, site=name, path=path)
     parts = urlsplit(value)
     if parts.scheme.lower() == "https":
-        if not parts.hostname:
-            raise ValueError("https URL needs a host")
-        if parts.username is not None or parts.password is not None:
-            raise ValueError("https URL must not carry credentials")
+        check_https(parts)
         return InputSource(SourceKind.HTTPS, url=value)
     raise ValueError("source must be upload:<id>, site://NAME/ABSOLUTE/PATH or an https:// "
                      "URL")
+
+
+def check_https(parts: SplitResult) -> None:
+    """ValueError unless the https URL `parts` names a host and carries no credentials."""
+    if not parts.hostname:
+        raise ValueError("https URL needs a host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("https URL must not carry credentials")
 
 
 def duplicate_dest(dests: Sequence[str]) -> tuple[int, int] | None:

@@ -138,7 +138,7 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
 
 def _file_roots(runtime: Runtime, principal: Principal) -> FileRoots:
     """The directories the caller's file:// URLs may name."""
-    with runtime.unit_of_work() as session:
+    with runtime.sessions() as session:
         return FileRoots.of_user(session, runtime.settings.file_url_dirs, principal.user_id,
                                  principal.account_name)
 

@@ -133,16 +133,6 @@ def open_file(roots: FileRoots, url: str) -> Iterator[BinaryIO]:
         yield file
 
 
-def read_file(roots: FileRoots, url: str, max_bytes: int) -> bytes:
-    """The content of the file `url` names, at most `max_bytes`."""
-    with open_file(roots, url) as file:
-        data = file.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise FileUrlRefused(f"{url} is larger than the {max_bytes} bytes a task's file "
-                             "may have")
-    return data
-
-
 def list_files(roots: FileRoots, url: str, max_files: int) -> list[str]:
     """The regular files below the directory `url` names, as paths relative to it
     (sorted; links and special files are left out)."""
