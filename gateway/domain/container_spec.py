@@ -94,10 +94,14 @@ class ContainerBind(Strict):
 
 
 class ContainerStep(Strict):
-    """A program run in the same image after the job's `executable` (a GA4GH TES task's
-    next executor): its own arguments, environment, working directory and stream files."""
+    """A program run after the job's `executable` (a GA4GH TES task's next executor): in
+    its own image or the job's, with its own arguments, environment, working directory
+    and stream files."""
 
     executable: Annotated[str, Field(min_length=1, max_length=4096)]
+    image: Annotated[str, Field(min_length=1, max_length=MAX_REF_CHARS, description=(
+        f"Its image, when not the job's: {FORMS}. Run by the same runtime, with the same "
+        "binds.")), AfterValidator(_image)] | None = None
     args: Annotated[list[Annotated[str, Field(max_length=65536)]], Field(max_length=4096)] = []
     environment: Annotated[dict[str, Annotated[str, Field(max_length=65536)]], Field(
         max_length=1024,
@@ -164,9 +168,10 @@ class ContainerSpec(Strict):
         "With `then`: go on with the steps, and end the job as completed, even when "
         "`executable` fails."))
     then: Annotated[list[ContainerStep], Field(max_length=63, description=(
-        "Programs run in the same image after `executable`, in order, in the same "
-        "allocation and job directory, each once the one before it succeeded (or ignored "
-        "its error); one process each (MPI mode none)."))] = []
+        "Programs run after `executable`, in order, in the same allocation and job "
+        "directory (in the job's image unless a step names its own), each once the one "
+        "before it succeeded (or ignored its error); one process each (MPI mode none)."))
+    ] = []
 
     @field_validator("binds")
     @classmethod
@@ -205,6 +210,11 @@ class ContainerSpec(Strict):
     @property
     def ref(self) -> ImageRef:
         return parse_image_ref(self.image)
+
+    @property
+    def images(self) -> list[str]:
+        """The images the job runs, each once: the program's, then its steps' own."""
+        return list(dict.fromkeys([self.image, *(s.image for s in self.then if s.image)]))
 
     @property
     def mode(self) -> MpiMode:

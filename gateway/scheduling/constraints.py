@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from containers.binds import Bind, resolve
-from containers.compat import FetchAt, Fit, Refusal, check
+from containers.compat import ContainerNeeds, FetchAt, Fit, Refusal, check
 from containers.errors import ContainerError
-from containers.refs import RefKind
-from containers.runtimes import LauncherKind, RuntimeKind
+from containers.refs import RefKind, parse_image_ref
+from containers.runtimes import LauncherKind, MpiMode, RuntimeKind
 from containers.site_caps import SiteContainerCaps
 from gateway.domain.container_spec import container_needs
 from gateway.domain.jobspec import JobSpec, MpiLauncher
@@ -110,8 +110,38 @@ class Screened:
 
 def container_fit(spec: JobSpec, caps: SiteContainerCaps | None, site: str) -> Fit | Refusal:
     """Whether and how the site `caps` declares runs the job's container (a spec with
-    one). `mpi.launcher: mpirun` is the library's own launcher, whichever of mpirun or
-    mpiexec the site's flavour lists (as `site_shape` reads it)."""
+    one): the program's image, and each step's own with the same runtime."""
+    assert spec.container is not None
+    fits = image_fits(spec, caps, site)
+    return fits if isinstance(fits, Refusal) else fits[spec.container.image]
+
+
+def image_fits(spec: JobSpec, caps: SiteContainerCaps | None, site: str
+               ) -> dict[str, Fit] | Refusal:
+    """How the site runs each image of the job's container (`ContainerSpec.images`), or
+    why it cannot run one."""
+    main = _program_fit(spec, caps, site)
+    if isinstance(main, Refusal):
+        return main
+    assert spec.container is not None and caps is not None
+    fits = {spec.container.image: main}
+    for image in spec.container.images[1:]:
+        try:
+            fit = check(ContainerNeeds(parse_image_ref(image), MpiMode.NONE,
+                                       runtime=main.runtime.kind, launcher=LauncherKind.NONE,
+                                       gpus=spec.container.gpus), caps)
+        except ContainerError as exc:
+            return Refusal(f"site {site}: {exc.message}")
+        if isinstance(fit, Refusal):
+            return Refusal(f"a step's image {image}: {fit.reason}")
+        fits[image] = fit
+    return fits
+
+
+def _program_fit(spec: JobSpec, caps: SiteContainerCaps | None, site: str) -> Fit | Refusal:
+    """How the site runs the program's image. `mpi.launcher: mpirun` is the library's
+    own launcher, whichever of mpirun or mpiexec the site's flavour lists (as `site_shape`
+    reads it)."""
     container = spec.container
     assert container is not None
     if caps is None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from containers.compat import FetchAt, Fit
+from containers.compat import FetchAt, Fit, Refusal
 from containers.runtimes import LauncherKind, MpiImpl, RuntimeKind
 from containers.site_caps import MpiOffer, RuntimeOffer, SiteContainerCaps
 from containers.versions import version
@@ -20,6 +20,7 @@ from gateway.scheduling.constraints import (
     LabelRules,
     SiteView,
     container_fit,
+    image_fits,
     refusal,
     refusal_field,
     screen,
@@ -192,3 +193,22 @@ def test_the_candidate_says_when_the_gateway_pulls_the_image(
     candidate = screen(JobView(spec(**fields)), view(caps)).candidate
     assert candidate.excluded is None
     assert candidate.image == note
+
+
+def test_each_step_image_must_run_with_the_program_s_runtime() -> None:
+    steps = {"image": DOCKER, "then": [
+        {"executable": "a", "image": "library://lab/tools/x:1"},
+        {"executable": "b", "image": "docker://ghcr.io/lab/other:2"}]}
+    job = JobSpec.model_validate({"name": "j", "executable": "/app", "container": steps})
+    # Roadrunner pulls registry images itself with Apptainer: every step's image runs.
+    fits = image_fits(job, ROADRUNNER, "roadrunner")
+    assert not isinstance(fits, Refusal)
+    assert [(image, f.runtime.kind, f.fetch_at) for image, f in fits.items()] == [
+        (DOCKER, RuntimeKind.APPTAINER, FetchAt.SITE),
+        ("library://lab/tools/x:1", RuntimeKind.APPTAINER, FetchAt.SITE),
+        ("docker://ghcr.io/lab/other:2", RuntimeKind.APPTAINER, FetchAt.SITE)]
+    # Galaxy runs ch-run, which cannot run a library's SIF: the whole job is refused.
+    refused = container_fit(job, GALAXY, "galaxy")
+    assert isinstance(refused, Refusal)
+    assert refused.reason.startswith("a step's image library://lab/tools/x:1: site galaxy: "
+                                     "charliecloud cannot run the SIF file")

@@ -373,3 +373,39 @@ def test_bound_job_directories_are_made_when_nothing_is_staged(
     workdir = Path(workdir_of(runtime, job_id))
     assert (workdir / "tes/out").is_dir() and (workdir / "tes/vol/a").is_dir()
     assert (workdir / "tes/out").stat().st_mode & 0o777 == 0o700
+
+
+def test_steps_run_their_own_images(client: TestClient, runtime: Runtime,
+                                    make_user: MakeUser, sif: bytes, tmp_path: Path) -> None:
+    """A job whose steps name other images (a GA4GH TES task's executors): the site pulls
+    the registry ones, stage-in ships the uploaded SIF beside the job's own, and each
+    step's line runs its image."""
+    root = tmp_path / "scratch"
+    entry, site = slurm_site(runtime, root, reaches_registries=True)
+    user = make_user()
+    mine = f"upload:{upload(client, user, sif)}"
+    other = "docker://ghcr.io/lab/other:2"
+    job_id = post(client, user.headers, DOCKER, container={"image": DOCKER, "then": [
+        {"executable": "/tool", "image": mine},
+        {"executable": "/report", "args": ["x y"], "image": other, "ignore_error": True},
+        {"executable": "/app", "args": ["again"]}]})
+    site.job_ids.append("80")
+    worker = Worker(runtime, "w")
+    route_jobs(worker.ctx, worker.health)
+    assert submit_accepted(worker.ctx, entry)
+    workdir = workdir_of(runtime, job_id)
+    assert (Path(workdir) / ".gridgate-image-1").read_bytes() == sif
+    pulled = [f"{root}/.gridgate-cache/{pulled_name(parse_image_ref(ref))}"
+              for ref in (DOCKER, other)]
+
+    def line(image: str, *words: str) -> str:
+        return (f"apptainer exec --containall --no-eval --bind {workdir}:{workdir} "
+                f"--pwd {workdir} {image} {' '.join(words)}")
+
+    assert [x for x in site.scripts[0].splitlines() if "apptainer" in x][-4:] == [
+        f"{line(pulled[0], '/app', shlex.quote('hello world'))} || exit $?",
+        f"{line(f'{workdir}/.gridgate-image-1', '/tool')} || exit $?",
+        line(pulled[1], "/report", shlex.quote("x y")),
+        f"exec {line(pulled[0], '/app', 'again')}"]
+    job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers)
+    assert job.status_code == 200 and job.json()["state"] == "QUEUED"

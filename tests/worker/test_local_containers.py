@@ -202,3 +202,17 @@ def test_a_tes_task_reads_and_writes_the_user_s_shared_directory(
             ("/work/parts/p1.csv", f"file://{home}/out/csv/p1.csv", "2"),
             ("/work/parts/p2.csv", f"file://{home}/out/csv/p2.csv", "2"),
             ("/work/report/status", f"file://{home}/out/report/status", "5")]
+    # An output the run did not leave: the task fails as the system's fault, saying which.
+    missing = client.post(f"{TES}/tasks", headers=user.headers, json={
+        "executors": [{"image": f"{registry.host}/lab/tools:1", "command": ["/bin/sh", "-c", ":"]}],
+        "outputs": [{"path": "/work/none.txt", "url": f"file://{home}/out/none.txt"}]})
+    assert missing.status_code == 200, missing.text
+    for _ in range(600):
+        worker.run_once()
+        got = client.get(f"{TES}/tasks/{missing.json()['id']}?view=FULL",
+                         headers=user.headers).json()
+        if got["state"] in ("COMPLETE", "EXECUTOR_ERROR", "SYSTEM_ERROR"):
+            break
+    assert got["state"] == "SYSTEM_ERROR", got
+    assert "the run left no file tes/work/none.txt" in got["logs"][-1]["system_logs"][0]
+    assert not (home / "out/none.txt").exists()

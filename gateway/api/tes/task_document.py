@@ -70,7 +70,8 @@ def task_document(job: JobOut, view: View, tails: Tails | None = None,
         "command": [spec["executable"], *spec.get("args", ())] if spec.get("executable")
         else ["/bin/sh", "-c", spec.get("script") or ""],
         "env": container.get("environment") or None,
-    })] + [_dropped_none({"image": image, "command": [step["executable"], *step["args"]],
+    })] + [_dropped_none({"image": tes_image(step.get("image") or container.get("image", "")),
+                          "command": [step["executable"], *step["args"]],
                           "env": step.get("environment") or None})
            for step in container.get("then") or ()]
     document |= _dropped_none({
@@ -84,6 +85,11 @@ def task_document(job: JobOut, view: View, tails: Tails | None = None,
     })
     if outputs and job["state"] == "COMPLETED" and document.get("logs"):
         document["logs"][-1]["outputs"] = delivered(spec, outputs)
+    if view is View.FULL and job["state"] == "FAILED" and job["reason"] and document.get("logs"):
+        # The job's own reason (a stage-out that failed after a good run, say).
+        said = document["logs"][-1].setdefault("system_logs", [])
+        if job["reason"] not in said:
+            said.append(job["reason"])
     if view is View.FULL and tails is not None and document.get("logs"):
         newest = document["logs"][-1]
         if tails.unreadable is not None:

@@ -2,13 +2,12 @@
 fields `POST /api/v1/jobs` takes, so that a task is a job like any other (owner,
 project, routing, allocation, audit, events, the CLI's view).
 
-A task's executors run in order in one job, in one image (a bare `ubuntu:22.04`, as TES
-clients write it, is a Docker Hub reference): the first is the job's program, the others
-its container's `then` steps, each with its own command, environment inside the
-container (the same name rules as every job), working directory, standard streams' files
-and `ignore_error`. Its inputs are placed where it said and its outputs sent where it
-said, and its volumes made (`task_files.py`). What is not translated yet is refused by
-name, never dropped: executors in different images (issue 30).
+A task's executors run in order in one job: the first is the job's program, the others
+its container's `then` steps, each with its own image (a bare `ubuntu:22.04`, as TES
+clients write it, is a Docker Hub reference), command, environment inside the container
+(the same name rules as every job), working directory, standard streams' files and
+`ignore_error`. Its inputs are placed where it said and its outputs sent where it said,
+and its volumes made (`task_files.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from typing import Any
 from gateway.api.tes.resources import spec_fields
 from gateway.api.tes.task_files import Content, Lister, task_files, working_directory
 from gateway.api.tes.task_model import TesExecutor, TesTask
-from gateway.domain.errors import Invalid
 
 # A name for a task that has none (TES makes it optional, a job spec requires one).
 DEFAULT_NAME = "tes-task"
@@ -46,12 +44,10 @@ def job_spec(task: TesTask, keep: Callable[[Content], str], listing: Lister) -> 
     gateway keeps (inline, or file://) and returns the id of the upload that holds it;
     `listing` lists a file:// directory."""
     first, *rest = task.executors
-    for index, later in enumerate(rest, start=1):
-        if image_ref(later.image) != image_ref(first.image):
-            raise Invalid("the executors of a task run in one image in gridgate so far: "
-                          f"{later.image!r} is not {first.image!r}",
-                          field=f"executors.{index}.image")
     steps = [_step(executor, index) for index, executor in enumerate(task.executors)]
+    for step, later in zip(steps[1:], rest, strict=True):
+        if image_ref(later.image) != image_ref(first.image):
+            step["image"] = image_ref(later.image)
     files = task_files(task.inputs, task.outputs, listing,
                        tuple(step["workdir"] for step in steps if "workdir" in step),
                        tuple(task.volumes))

@@ -28,7 +28,7 @@ from containers.errors import SifFormatError
 from containers.image import tools as image_tools
 from containers.image.mpi_abi import MpiAbi, detect_mpi
 from containers.image.sif import FsType, has_squashfs_magic, read_sif
-from containers.refs import RefKind
+from containers.refs import RefKind, parse_image_ref
 from containers.runtimes import MpiMode
 from gateway.domain.errors import Invalid, Unavailable
 from gateway.domain.image_mpi import reconcile
@@ -46,7 +46,7 @@ _found: OrderedDict[str, MpiAbi] = OrderedDict()
 _lock = Lock()
 
 
-def _partition_offset(path: Path, upload_id: str) -> int:
+def _partition_offset(path: Path, upload_id: str, field: str = IMAGE) -> int:
     """The byte offset of the SIF's primary SquashFS partition; Invalid if there is none."""
     try:
         with path.open("rb") as stream:
@@ -58,14 +58,14 @@ def _partition_offset(path: Path, upload_id: str) -> int:
     except SifFormatError as exc:
         raise Invalid(f"Upload {upload_id} is not a SIF image the gateway can run: "
                       f"{exc.message} Upload a SIF file (`gridgate image build` makes one).",
-                      field=IMAGE) from None
+                      field=field) from None
     except OSError as exc:
         log.error("cannot read the blob of upload %s: %s", upload_id, exc)
         raise Unavailable(f"The gateway cannot read upload {upload_id} now; try again "
                           "later.") from None
     if not squashfs:
         raise Invalid(f"Upload {upload_id}: the image's primary partition is not SquashFS; "
-                      "rebuild it as a SquashFS SIF (`gridgate image build`).", field=IMAGE)
+                      "rebuild it as a SquashFS SIF (`gridgate image build`).", field=field)
     return primary.offset
 
 
@@ -104,26 +104,40 @@ def image_mpi(path: Path, sha256: str, upload_id: str) -> MpiAbi:
     return found
 
 
+def _uploaded(session: Session, store: BlobStore, owner_id: str, upload_id: str,
+              field: str) -> tuple[Path, str]:
+    """The stored file and sha256 of the caller's complete upload; Invalid otherwise."""
+    facts = uploads.facts(session, owner_id, upload_id)
+    if facts is None:
+        raise Invalid(f"You have no upload {upload_id}: upload the image first "
+                      "(`gridgate upload FILE`).", field=field)
+    if facts.state != COMPLETE or facts.sha256 is None:
+        raise Invalid(f"Upload {upload_id} is {facts.state}, not complete; finish it "
+                      "(`gridgate upload FILE`) first.", field=field)
+    return store.blob_path(facts.sha256), facts.sha256
+
+
 def resolve(session: Session, store: BlobStore, owner_id: str, spec: JobSpec) -> JobSpec:
     """`spec` with an uploaded image checked and its MPI stated (see module); other specs
     as they are. Invalid (a 422 naming the field) when the image cannot serve the job."""
     container = spec.container
-    if container is None or container.ref.kind is not RefKind.UPLOAD:
+    if container is None:
+        return spec
+    for index, step in enumerate(container.then):
+        if step.image is not None and parse_image_ref(step.image).kind is RefKind.UPLOAD:
+            field = f"container.then[{index}].image"
+            upload_id = parse_image_ref(step.image).path
+            step_path, _ = _uploaded(session, store, owner_id, upload_id, field)
+            _partition_offset(step_path, upload_id, field)
+    if container.ref.kind is not RefKind.UPLOAD:
         return spec
     upload_id = container.ref.path
-    facts = uploads.facts(session, owner_id, upload_id)
-    if facts is None:
-        raise Invalid(f"You have no upload {upload_id}: upload the image first "
-                      "(`gridgate upload FILE`).", field=IMAGE)
-    if facts.state != COMPLETE or facts.sha256 is None:
-        raise Invalid(f"Upload {upload_id} is {facts.state}, not complete; finish it "
-                      "(`gridgate upload FILE`) first.", field=IMAGE)
-    path = store.blob_path(facts.sha256)
+    path, sha256 = _uploaded(session, store, owner_id, upload_id, IMAGE)
     if container.mode is MpiMode.NONE:
         _partition_offset(path, upload_id)
         return spec
     flavor, version = reconcile(spec.mpi.flavor, container.mpi_version, container.mode,
-                                image_mpi(path, facts.sha256, upload_id))
+                                image_mpi(path, sha256, upload_id))
     if (flavor, version) == (spec.mpi.flavor, container.mpi_version):
         return spec
     data = spec.model_dump(mode="json")

@@ -12,7 +12,8 @@ file (gateway.services.images.registry_pull).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from adapters.base import ContainerLaunch, LaunchStep
 from containers.binds import Bind
@@ -21,10 +22,11 @@ from containers.errors import ContainerError
 from containers.launch import ContainerRun, Launcher, launch_argv
 from containers.pull import REGISTRY_KINDS, pull_argv
 from containers.redirects import Redirects
+from containers.refs import parse_image_ref
 from containers.runtimes import LauncherKind, RuntimeKind
 from gateway.domain.errors import GatewayError
 from gateway.domain.jobspec import JobSpec
-from gateway.scheduling.constraints import container_fit
+from gateway.scheduling.constraints import image_fits
 from gateway.services.sites.entry import SiteEntry
 
 # The staged image's name in the job directory (hidden: the job's files are the user's).
@@ -37,30 +39,55 @@ class ContainerRefused(GatewayError):
     title = "Container refused"
 
 
-def image_path(workdir: str) -> str:
-    return f"{workdir.rstrip('/')}/{IMAGE_FILE}"
+def image_path(workdir: str, index: int = 0) -> str:
+    """Where stage-in puts the job's image number `index` (`ContainerSpec.images`)."""
+    return f"{workdir.rstrip('/')}/{IMAGE_FILE}" + (f"-{index}" if index else "")
+
+
+def site_fits(spec: JobSpec, site: SiteEntry) -> dict[str, Fit]:
+    """How the site runs each image of the job's container; ContainerRefused when it no
+    longer can (its config changed since routing)."""
+    fits = image_fits(spec, site.containers, site.name)
+    if isinstance(fits, Refusal):
+        raise ContainerRefused(fits.reason)
+    return fits
 
 
 def site_fit(spec: JobSpec, site: SiteEntry) -> Fit:
-    """How the site runs the job's container; ContainerRefused when it no longer can (its
-    config changed since routing)."""
-    fit = container_fit(spec, site.containers, site.name)
-    if isinstance(fit, Refusal):
-        raise ContainerRefused(fit.reason)
-    return fit
+    """How the site runs the job's program (`site_fits`)."""
+    assert spec.container is not None
+    return site_fits(spec, site)[spec.container.image]
 
 
-def gateway_ships(spec: JobSpec, fit: Fit) -> bool:
+def gateway_ships(image: str, fit: Fit) -> bool:
     """Whether the gateway fetches the image and stage-in ships it: every SIF file, and a
     registry image the site cannot pull (its site config or its runtime says so)."""
-    assert spec.container is not None
-    return spec.container.ref.kind not in REGISTRY_KINDS or fit.fetch_at is FetchAt.GATEWAY
+    return parse_image_ref(image).kind not in REGISTRY_KINDS or fit.fetch_at is FetchAt.GATEWAY
+
+
+@dataclass(frozen=True)
+class ShippedImage:
+    """An image stage-in ships: its place in `ContainerSpec.images` and how it runs."""
+
+    index: int
+    image: str
+    fit: Fit
+
+
+def shipped_images(spec: JobSpec, site: SiteEntry) -> list[ShippedImage]:
+    """The job's images stage-in ships to `site` (ContainerRefused when the site can no
+    longer run them)."""
+    if spec.container is None:
+        return []
+    fits = site_fits(spec, site)
+    return [ShippedImage(index, image, fits[image])
+            for index, image in enumerate(spec.container.images)
+            if gateway_ships(image, fits[image])]
 
 
 def stages_image(spec: JobSpec, site: SiteEntry) -> bool:
-    """Whether stage-in ships the job's image to `site` (ContainerRefused when the site
-    can no longer run it)."""
-    return spec.container is not None and gateway_ships(spec, site_fit(spec, site))
+    """Whether stage-in ships an image of the job to `site`."""
+    return bool(shipped_images(spec, site))
 
 
 def _launcher(spec: JobSpec, fit: Fit) -> Launcher:
@@ -75,22 +102,30 @@ def _launcher(spec: JobSpec, fit: Fit) -> Launcher:
 
 
 def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
-                     cache_dir: str, staged_image: str | None = None) -> ContainerLaunch:
+                     cache_dir: str, staged: Mapping[str, str] | None = None
+                     ) -> ContainerLaunch:
     """The launch line (and any pull before it) of the container job `spec` at `site`;
-    `staged_image`: where stage-in left the image, when not at IMAGE_FILE."""
+    `staged`: image -> where stage-in left it, when not at its `image_path` (ch-run: the
+    tree it unpacked in the site's cache)."""
     container = spec.container
     assert container is not None and spec.executable is not None
     caps = site.containers
-    fit = site_fit(spec, site)
+    fits = site_fits(spec, site)
+    fit = fits[container.image]
+    staged = staged or {}
     assert caps is not None
     try:
-        prepare: tuple[tuple[str, ...], ...] = ()
-        image = staged_image or image_path(workdir)
-        if not gateway_ships(spec, fit):
-            pull, image = pull_argv(fit.runtime, container.ref, cache_dir)
-            prepare = (tuple(pull),)
+        prepare: list[tuple[str, ...]] = []
+        paths: dict[str, str] = {}
+        for index, image in enumerate(container.images):
+            if gateway_ships(image, fits[image]):
+                paths[image] = staged.get(image) or image_path(workdir, index)
+            else:
+                pull, paths[image] = pull_argv(fit.runtime, parse_image_ref(image), cache_dir)
+                prepare.append(tuple(pull))
         run = ContainerRun(
-            fit.runtime, image, (spec.executable, *spec.args), workdir, container.mode,
+            fit.runtime, paths[container.image], (spec.executable, *spec.args), workdir,
+            container.mode,
             binds=tuple(Bind(b.src, b.dst, b.read_only) for b in container.binds),
             env=dict(container.environment), bind_prefixes=caps.bind_prefixes,
             site_mpi=fit.mpi, gpus=container.gpus, join_tag=tag, cwd=container.workdir,
@@ -98,12 +133,13 @@ def container_launch(spec: JobSpec, tag: str, workdir: str, site: SiteEntry,
             # ch-run runs the tree stage-in unpacked, which has /ch/environment.
             image_environment=fit.runtime.kind is RuntimeKind.CHARLIECLOUD)
         argv = launch_argv(run, _launcher(spec, fit), caps.scheduler)
-        # The steps after it: the same image and binds, one process each.
+        # The steps after it: the same runtime and binds, one process each.
         then = tuple(LaunchStep(tuple(launch_argv(replace(
-            run, command=(step.executable, *step.args), env=dict(step.environment),
+            run, image=paths[step.image or container.image],
+            command=(step.executable, *step.args), env=dict(step.environment),
             cwd=step.workdir, redirects=Redirects(step.stdin, step.stdout, step.stderr)),
             Launcher(), caps.scheduler)), step.ignore_error) for step in container.then)
     except ContainerError as exc:
         raise ContainerRefused(f"site {site.name}: {exc.message}") from None
-    return ContainerLaunch(tuple(argv), prepare, (staged_image,) if staged_image else (),
-                           then, container.ignore_error)
+    return ContainerLaunch(tuple(argv), tuple(prepare), tuple(staged.values()), then,
+                           container.ignore_error)

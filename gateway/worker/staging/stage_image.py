@@ -32,7 +32,7 @@ from adapters.transport import Transport
 from containers.errors import ContainerError
 from containers.image.sif import copy_object, has_squashfs_magic, read_sif
 from containers.image.tools import unpack_once_argv
-from containers.refs import RefKind
+from containers.refs import ImageRef, RefKind
 from gateway.domain.jobspec import JobSpec
 from gateway.runtime import Runtime
 from gateway.services.data.input_sources import InputUnavailable, ResolvedInput, upload_input
@@ -45,11 +45,9 @@ DERIVED_DIR = "derived"
 UNPACKED_SUFFIX = ".d"
 
 
-def resolve_image(rt: Runtime, owner_id: str, spec: JobSpec, extract: bool) -> ResolvedInput:
-    """The bytes to ship for the job's SIF image (its SquashFS partition with `extract`)."""
-    container = spec.container
-    assert container is not None
-    ref = container.ref
+def resolve_image(rt: Runtime, owner_id: str, ref: ImageRef, extract: bool) -> ResolvedInput:
+    """The bytes to ship for a SIF image of the job (its SquashFS partition with
+    `extract`)."""
     store = BlobStore(rt.settings.store_dir)
     if ref.kind is RefKind.UPLOAD:
         with rt.sessions() as session:

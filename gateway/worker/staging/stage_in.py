@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from adapters.base import Adapter
 from adapters.errors import AdapterError, StagingFailed
 from adapters.transfer import StageResult, site_fs, stage
 from adapters.transport import FileTransport
+from containers.refs import parse_image_ref
 from gateway.domain.errors import GatewayError
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.sizes import human_bytes
@@ -50,7 +51,12 @@ from gateway.services.sites.entry import SiteEntry
 from gateway.store import BlobStore
 from gateway.worker.cancel import cancel_before_submit
 from gateway.worker.context import StepContext
-from gateway.worker.staging.container_launch import image_path, site_fit, stages_image
+from gateway.worker.staging.container_launch import (
+    ShippedImage,
+    image_path,
+    shipped_images,
+    stages_image,
+)
 from gateway.worker.staging.keyed_locks import KeyedLocks
 from gateway.worker.staging.progress import StagingEvents, staging_events
 from gateway.worker.staging.stage_image import mount_points, resolve_image, unpack_on_site
@@ -78,8 +84,8 @@ class StageInSummary:
     files: int
     bytes_sent: int
     cached: int
-    # The image the launch line runs, when it is not the staged file (ch-run: unpacked).
-    image: str | None = None
+    # Image -> what the launch line runs, when not the staged file (ch-run: unpacked).
+    images: Mapping[str, str] = field(default_factory=dict)
     # The inputs' done events, to commit with the hand-over to the site.
     events: tuple[NewFact, ...] = ()
 
@@ -100,20 +106,21 @@ def stage_in(rt: Runtime, site: SiteEntry, adapter: Adapter, job: StageInJob,
     files = adapter.files
     site_fs.make_private_dirs(files, [job.workdir, *bind_sources(job.spec, job.workdir)])
     resolved: list[ResolvedInput] = []
-    image: list[ResolvedInput] = []
+    images: list[tuple[ShippedImage, ResolvedInput]] = []
     try:
         for item in job.spec.inputs:
             resolved.append(_resolve(rt, job, item.source))
-        extract = False
-        if stages_image(job.spec, site):
-            extract = site_fit(job.spec, site).extract_squashfs
-            image.append(resolve_image(rt, job.owner_id, job.spec, extract))
+        for shipped in shipped_images(job.spec, site):
+            images.append((shipped, resolve_image(rt, job.owner_id, parse_image_ref(
+                shipped.image), shipped.fit.extract_squashfs)))
         summary = _stage_all(rt, site, files, job, resolved, keep_lease, events)
-        if summary is None or not image:
-            return summary
-        return _stage_image(site, files, job, image[0], summary, keep_lease, unpack=extract)
+        for shipped, source in images:
+            if summary is None:
+                break
+            summary = _stage_image(site, files, job, shipped, source, summary, keep_lease)
+        return summary
     finally:
-        for source in [*resolved, *image]:  # https downloads made for this staging only
+        for source in [*resolved, *(s for _, s in images)]:  # made for this staging only
             if source.scratch is not None:
                 source.scratch.unlink(missing_ok=True)
 
@@ -164,21 +171,22 @@ def _stage_all(rt: Runtime, site: SiteEntry, files: FileTransport, job: StageInJ
 
 
 def _stage_image(site: SiteEntry, files: FileTransport, job: StageInJob,
-                 image: ResolvedInput, summary: StageInSummary,
-                 keep_lease: Callable[[], bool], *, unpack: bool) -> StageInSummary | None:
-    """Ship the image like an input: once per site cache, hard-linked into the job; with
-    `unpack` (ch-run) also unpacked once in the cache."""
+                 shipped: ShippedImage, image: ResolvedInput, summary: StageInSummary,
+                 keep_lease: Callable[[], bool]) -> StageInSummary | None:
+    """Ship an image like an input: once per site cache, hard-linked into the job; for
+    ch-run (`extract_squashfs`) also unpacked once in the cache."""
     if not keep_lease():
         return None
     digest = image.expected.sha256
     cache_dir = site.cache_dir(job.owner)
-    unpacked = None
+    unpacked = dict(summary.images)
     try:
         with STAGING_LOCKS.hold((site.name, digest)):
-            result = stage(files, image.source, image.expected, image_path(job.workdir),
-                           cache_dir=cache_dir)
-            if unpack:
-                unpacked = unpack_on_site(files, cache_dir, digest, mount_points(job.spec))
+            result = stage(files, image.source, image.expected,
+                           image_path(job.workdir, shipped.index), cache_dir=cache_dir)
+            if shipped.fit.extract_squashfs:
+                unpacked[shipped.image] = unpack_on_site(files, cache_dir, digest,
+                                                         mount_points(job.spec))
     except StagingFailed as exc:
         # Never run a damaged image: the job fails naming the content it expected.
         raise InputUnavailable(f"the image (sha256 {digest}) did not arrive intact at "

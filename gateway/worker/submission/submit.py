@@ -146,10 +146,10 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
         if summary is None:
             return
         staged, done_events = summary.describe(), summary.events
-        if summary.image is not None:
-            # The launch line runs what stage-in made of the image (ch-run: unpacked).
+        if summary.images:
+            # The launch line runs what stage-in made of the images (ch-run: unpacked).
             container = container_launch(claim.spec, claim.tag, claim.workdir, site,
-                                         site.cache_dir(claim.owner), summary.image)
+                                         site.cache_dir(claim.owner), summary.images)
     if native_id is None:
         request = build_submit_request(claim.spec, claim.tag, claim.workdir, container,
                                        array_index=claim.array_index)

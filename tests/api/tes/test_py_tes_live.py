@@ -1,8 +1,9 @@
 """LIVE (this machine): the GA4GH client `py-tes` (1.1, from the registry) drives a real
 gateway over HTTP (uvicorn, the worker running) end to end: service-info, a task created,
-followed to COMPLETE and read in the FULL view, one of three executors (one failing,
-ignored) reading an input by URL and sending an output back (file:// URLs in the user's
-shared directory), the listing, and a running task cancelled.
+followed to COMPLETE and read in the FULL view, one of three executors (one in an image
+of its own, failing, ignored) reading an input by URL and sending an output back
+(file:// URLs in the user's shared directory), the listing, and a running task
+cancelled.
 The tasks run on the embedded default's local site with ch-run (the gateway runs as root),
 their image pulled by the gateway from the project's real test registry."""
 
@@ -21,8 +22,13 @@ from gateway.auth.tokens import issue_access_token
 from gateway.db.engine import transaction
 from tests.client.live import LiveGateway, serve_gateway
 from tests.conftest import ALL_SCOPES
-from tests.containers.conftest import need
-from tests.registry.fixture import Registry
+from tests.containers.conftest import make_rootfs, need
+from tests.registry.fixture import Registry, push_image
+from tests.registry.test_registry_run_live import tree_layer
+
+# Which image runs it (only the tools image has sleep), and then a failure.
+SAY_IMAGE = ("if [ -e /bin/sleep ]; then echo tools; else echo shell; fi > /vol/shared/which; "
+             "exit 3")
 
 
 @pytest.fixture
@@ -53,7 +59,7 @@ def until(client: tes.HTTPClient, task_id: str, state: str) -> None:
 
 
 def test_py_tes_runs_lists_and_cancels_tasks(gateway: LiveGateway, image: str,
-                                             tmp_path: Path) -> None:
+                                             registry: Registry, tmp_path: Path) -> None:
     client = client_of(gateway)
     info = client.get_service_info()
     assert info.type["artifact"] == "tes" and info.type["version"].startswith("1.1")
@@ -71,28 +77,32 @@ def test_py_tes_runs_lists_and_cancels_tasks(gateway: LiveGateway, image: str,
     # An input by URL and an output back, in the directory the admin declared for ada.
     shared = tmp_path / "shared/ada"
     (shared / "name.txt").write_text("Ada\n")
-    # Three executors in order, sharing the task's files and a volume; the second fails,
-    # ignored.
+    # Three executors in order, sharing the task's files and a volume; the second, in an
+    # image of its own, fails, ignored.
+    push_image(registry, "lab/shell", "1", [tree_layer(make_rootfs(tmp_path / "shell"))], [])
+    shell = f"{registry.host}/lab/shell:1"
     file_id = client.create_task(tes.Task(
         name="files", executors=[
             tes.Executor(image=image, command=[
                 "/bin/sh", "-c", 'read -r n < /io/name.txt; echo "hi $n" > /vol/shared/p']),
-            tes.Executor(image=image, command=["/bin/sh", "-c", "exit 3"], ignore_error=True),
-            tes.Executor(image=image, command=["/bin/sh", "-c", "read -r g; echo \"$g\""],
+            tes.Executor(image=shell, command=["/bin/sh", "-c", SAY_IMAGE], ignore_error=True),
+            tes.Executor(image=image, command=["/bin/sh", "-c", 'read -r g; read -r w < '
+                                               '/vol/shared/which; echo "$g ($w)"'],
                          stdin="/vol/shared/p", stdout="/io/greeting.txt")],
         volumes=["/vol/shared"],
         inputs=[tes.Input(url=f"file://{shared}/name.txt", path="/io/name.txt")],
         outputs=[tes.Output(url=f"file://{shared}/out/greeting.txt",
                             path="/io/greeting.txt")]))
     assert client.wait(file_id, timeout=180).state == "COMPLETE"
-    assert (shared / "out/greeting.txt").read_text() == "hi Ada\n"
+    assert (shared / "out/greeting.txt").read_text() == "hi Ada (shell)\n"
     basic = client.get_task(file_id, "BASIC")
+    assert [e.image for e in basic.executors] == [image, shell, image]
     assert [e.command[2] for e in basic.executors] == [
-        'read -r n < /io/name.txt; echo "hi $n" > /vol/shared/p', "exit 3",
-        'read -r g; echo "$g"']
+        'read -r n < /io/name.txt; echo "hi $n" > /vol/shared/p', SAY_IMAGE,
+        'read -r g; read -r w < /vol/shared/which; echo "$g ($w)"']
     (log,) = basic.logs
     assert [(o.path, o.url, o.size_bytes) for o in log.outputs] == [
-        ("/io/greeting.txt", f"file://{shared}/out/greeting.txt", 7)]
+        ("/io/greeting.txt", f"file://{shared}/out/greeting.txt", 15)]
 
     held_id = client.create_task(tes.Task(name="held", executors=[tes.Executor(
         image=image, command=["sleep", "600"])]))
