@@ -13,7 +13,9 @@ sends nothing; a failed send fails the job (its outputs stay in the store to dow
 
 Destinations: `file:///PATH` inside a directory the admin lets the job's owner use
 (`settings.file_url_dirs`; the path is taken as written, as TES clients write it, never
-percent-decoded) and `https://...` (an HTTP PUT, e.g. to a presigned URL).
+percent-decoded), `site://SITE/PATH` (written as the owner's own account at a site where
+they have one: gateway.services.data.site_writes) and `https://...` (an HTTP PUT, e.g.
+to a presigned URL).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 
 from gateway.domain.spec_parts import Strict, submitted
-from gateway.domain.staging import MAX_PATH_CHARS, check_https, check_job_path
+from gateway.domain.staging import MAX_PATH_CHARS, check_https, check_job_path, parse_source
 
 MAX_DELIVERIES = 4096
 _GLOB_CHARS = {"*": "[*]", "?": "[?]", "[": "[[]"}
@@ -36,14 +38,17 @@ _GLOB_CHARS = {"*": "[*]", "?": "[?]", "[": "[[]"}
 class DestinationKind(StrEnum):
     FILE = "file"
     HTTPS = "https"
+    SITE = "site"
 
 
 @dataclass(frozen=True)
 class Destination:
-    """A parsed destination: a path on the gateway's host, or an https URL."""
+    """A parsed destination: a path on the gateway's host (FILE), an https URL, or a path
+    at a federated site (SITE, with `site`)."""
 
     kind: DestinationKind
     target: str
+    site: str | None = None
 
 
 def file_url_path(value: str) -> str:
@@ -70,6 +75,10 @@ def parse_destination(value: str, *, directory: bool = False) -> Destination:
     if value.startswith("file://"):
         return Destination(DestinationKind.FILE,
                            file_url_path(value.rstrip("/") if directory else value))
+    if value.startswith("site://"):
+        source = parse_source(value.rstrip("/") if directory else value)
+        assert source.path is not None
+        return Destination(DestinationKind.SITE, source.path, source.site)
     parts = urlsplit(value)
     if parts.scheme.lower() == "https":
         check_https(parts)
@@ -81,7 +90,8 @@ def parse_destination(value: str, *, directory: bool = False) -> Destination:
         return Destination(DestinationKind.HTTPS, value)
     scheme = parts.scheme or value.partition(":")[0]
     raise ValueError(f"gridgate cannot send outputs to {scheme or 'such'} URLs; give "
-                     "file:///PATH (a directory the admin lets you use) or https://")
+                     "file:///PATH (a directory the admin lets you use), "
+                     "site://SITE/PATH (a site where you have your own account) or https://")
 
 
 def literal_glob(path: str) -> str:
@@ -104,8 +114,9 @@ class Delivery(Strict):
         "An output glob relative to the job directory; without `strip` it must name one "
         "file, which the run must leave.")), AfterValidator(_glob)]
     url: Annotated[str, Field(min_length=1, max_length=8192, description=(
-        "file:///PATH (inside a directory the admin lets you use) or an https:// URL "
-        "(sent with PUT). With `strip`, the prefix each file's path is appended to."))]
+        "file:///PATH (inside a directory the admin lets you use), site://SITE/PATH (at a "
+        "site where you have your own account) or an https:// URL (sent with PUT). With "
+        "`strip`, the prefix each file's path is appended to."))]
     strip: Annotated[str, Field(min_length=1, max_length=MAX_PATH_CHARS, description=(
         "A directory of the job's: each match goes to `url` followed by its path below "
         "it (none matching is no fault).")), AfterValidator(_strip)] | None = None
@@ -130,5 +141,5 @@ class Delivery(Strict):
 
 Deliveries = Annotated[list[Delivery], Field(max_length=MAX_DELIVERIES, description=(
     "Outputs sent on once the run has completed, before the job completes (outputs_mode "
-    "fetch): to file:///PATH in a directory the admin lets you use, or by PUT to an "
-    "https:// URL."))]
+    "fetch): to file:///PATH in a directory the admin lets you use, to site://SITE/PATH "
+    "at a site where you have your own account, or by PUT to an https:// URL."))]

@@ -149,3 +149,6 @@ def test_deliveries_go_only_to_the_user_s_directories(
     body = refused(client, ann.headers, {"deliver": [
         {"glob": "o", "url": f"file://{tmp_path}/users/ann/../ben/o"}]})
     assert fields(body)[0] == "deliver[0]" and "normalised" in body["errors"][0]["message"]
+    body = refused(client, ann.headers, {"deliver": [
+        {"glob": "o", "url": "site://local/tmp/o"}]})
+    assert fields(body) == ["deliver[0].url"] and "file:// URL" in body["detail"]

@@ -14,14 +14,15 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from gateway.domain.deliveries import DestinationKind
+from gateway.domain.deliveries import DestinationKind, parse_destination
 from gateway.domain.errors import Invalid, TooLarge
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.principal import Principal
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import SourceKind, duplicate_dest, parse_source
 from gateway.repositories import uploads
-from gateway.services.data.file_urls import FileRoots, FileUrlRefused
+from gateway.services.data.file_urls import FileRoots
+from gateway.services.data.site_writes import writable_at
 from gateway.services.data.uploads import COMPLETE
 from gateway.services.sites.registry import SiteRegistry
 from gateway.settings import Settings
@@ -58,22 +59,28 @@ def over_limit(what: str, setting: str, value: int, limit: int, *, count: bool) 
                     f"{excess}.", limit=setting, limit_value=limit, excess=value - limit)
 
 
-def check_deliveries(session: Session, limits: StagingLimits, principal: Principal,
-                     spec: JobSpec) -> None:
-    """FileUrlRefused (naming the entry) when a `deliver` entry sends files outside the
-    directories the owner may use through file:// URLs."""
+def check_deliveries(session: Session, registry: SiteRegistry, limits: StagingLimits,
+                     principal: Principal, spec: JobSpec) -> None:
+    """Invalid (naming the entry) when a `deliver` entry sends files where the owner may
+    not write: outside the directories they may use through file:// URLs, or at a site
+    where they have no account of their own (gateway.services.data.site_writes)."""
     if limits.file_url_dirs is None:
         return
     roots = FileRoots.of_user(session, limits.file_url_dirs, principal.user_id,
                               principal.account_name)
     for index, delivery in enumerate(spec.deliver):
-        if delivery.destination.kind is DestinationKind.FILE:
-            # A directory's files go below it: check where one of them would.
-            example = delivery.url_of(f"{delivery.strip}/x") if delivery.strip else None
-            try:
-                roots.locate(example or delivery.url)
-            except FileUrlRefused as exc:
-                raise FileUrlRefused(exc.detail, field=f"deliver[{index}].url") from None
+        # A directory's files go below it: check where one of them would.
+        url = delivery.url_of(f"{delivery.strip}/x") if delivery.strip else delivery.url
+        destination = parse_destination(url)
+        try:
+            if destination.kind is DestinationKind.FILE:
+                roots.locate(url)
+            elif destination.kind is DestinationKind.SITE:
+                assert destination.site is not None
+                writable_at(registry, destination.site, destination.target,
+                            principal.account_name)
+        except Invalid as exc:
+            raise Invalid(exc.detail, field=f"deliver[{index}].url") from None
 
 
 def check_inputs(session: Session, registry: SiteRegistry, limits: StagingLimits,

@@ -95,7 +95,7 @@ def submit(
         check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,
                      spec)
     if spec.deliver and limits is not None:
-        check_deliveries(session, limits, principal, spec)
+        check_deliveries(session, registry, limits, principal, spec)
     array = job_arrays.parsed(spec.array, max_array_tasks) if spec.array else None
     gate, reason = dependencies.gate_at_submit(session.connection(), principal,
                                                spec.depends_on)

@@ -4,8 +4,10 @@ job completes.
 
 It runs inside stage-out, under the same lease: a worker that dies mid-way is replaced
 and the whole delivery is done again, which writes the same bytes to the same places (a
-file:// destination is replaced whole by a rename, a PUT replaces what it names), so a
-crash never leaves a destination half written nor a job completed without its files.
+file:// or site:// destination is replaced whole by a rename, a PUT replaces what it
+names), so a crash never leaves a destination half written nor a job completed without
+its files. A site that cannot be reached now (a transient AdapterError) leaves the
+delivery to a later cycle, as for the collection itself.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gateway.domain.deliveries import Delivery, DestinationKind
+from adapters.transfer import LocalFile, StagedFile, stage
+from adapters.transport import FileTransport
+from gateway.domain.deliveries import Delivery, DestinationKind, parse_destination
 from gateway.domain.errors import GatewayError
 from gateway.domain.sizes import human_bytes
 from gateway.services.data import file_urls, https_put
@@ -37,13 +41,23 @@ class Stored:
     sha256: str
 
 
+# The owner's file transport at a site, to write a path there (site_writes.writable_at).
+SiteFiles = Callable[[str, str], FileTransport]
+
+
+def _no_sites(site: str, path: str) -> FileTransport:
+    raise DeliveryFailed(f"site://{site}{path}: no site is reachable from here")
+
+
 @dataclass(frozen=True)
 class Sender:
-    """How files leave: the owner's file:// directories and the PUT's settings."""
+    """How files leave: the owner's file:// directories, their accounts at sites, and
+    the PUT's settings."""
 
     roots: FileRoots
     timeout: float
     put: Callable[..., None] = https_put.put
+    site_files: SiteFiles = _no_sites
 
 
 def deliver(deliveries: Sequence[Delivery], outputs: Sequence[Stored], store: BlobStore,
@@ -61,16 +75,23 @@ def deliver(deliveries: Sequence[Delivery], outputs: Sequence[Stored], store: Bl
         for output in matched:
             if not keep_lease():
                 return None
-            _send(output, delivery.url_of(output.path), delivery, store, sender)
+            _send(output, delivery.url_of(output.path), store, sender)
             sent, total = sent + 1, total + output.size
     return f"delivered {sent} output(s), {human_bytes(total)}"
 
 
-def _send(output: Stored, url: str, delivery: Delivery, store: BlobStore,
-          sender: Sender) -> None:
+def _send(output: Stored, url: str, store: BlobStore, sender: Sender) -> None:
+    destination = parse_destination(url)
     try:
+        if destination.kind is DestinationKind.SITE:
+            assert destination.site is not None
+            files = sender.site_files(destination.site, destination.target)
+            # Verified on the site and renamed into place (adapters.transfer.staging).
+            stage(files, LocalFile(store.blob_path(output.sha256)),
+                  StagedFile(output.sha256, output.size), destination.target)
+            return
         with store.open_blob(output.sha256) as blob:
-            if delivery.destination.kind is DestinationKind.FILE:
+            if destination.kind is DestinationKind.FILE:
                 file_urls.write_file(sender.roots, url, blob)
             else:
                 sender.put(url, blob, output.size, timeout=sender.timeout)

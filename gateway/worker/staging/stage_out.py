@@ -40,6 +40,7 @@ from gateway.domain.errors import GatewayError
 from gateway.domain.sizes import human_bytes
 from gateway.domain.staging import CONTROL_DIR, IN_STORE, ON_SITE, OutputsMode
 from gateway.services.data.file_urls import FileRoots
+from gateway.services.data.site_writes import writable_at
 from gateway.services.data.uploads import store_usage
 from gateway.services.jobs.inputs import StagingLimits
 from gateway.services.lifecycle import stage_out
@@ -158,11 +159,16 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
 
 
 def _sender(ctx: StepContext, claim: StageOutClaim) -> Sender:
-    """How the owner's outputs leave: the file:// directories they may use now."""
+    """How the owner's outputs leave: the file:// directories they may use now, and their
+    own accounts at sites."""
     settings = ctx.rt.settings
     with ctx.rt.sessions() as session:
         roots = FileRoots.of_user(session, settings.file_url_dirs, claim.owner_id, claim.owner)
-    return Sender(roots, settings.https_timeout_seconds)
+
+    def site_files(site: str, path: str) -> FileTransport:
+        return writable_at(ctx.rt.sites, site, path, claim.owner)
+
+    return Sender(roots, settings.https_timeout_seconds, site_files=site_files)
 
 
 def runtime_note(site: SiteEntry, claim: StageOutClaim) -> str | None:
