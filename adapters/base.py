@@ -56,6 +56,10 @@ class MpiRequest:
     flavor: str | None = None
 
 
+# In a job directory: each step's exit code, one line per step run (several steps only).
+STEP_CODES_FILE = ".gridgate-steps"
+
+
 @dataclass(frozen=True)
 class LaunchStep:
     """A launch line run after the first one (a GA4GH TES task's next executor); a

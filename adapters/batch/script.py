@@ -22,7 +22,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from adapters.base import LaunchStep, Resources, SubmitRequest
+from adapters.base import STEP_CODES_FILE, LaunchStep, Resources, SubmitRequest
 from adapters.batch.arrays import ArrayShape, task_lines
 from adapters.batch.directives import DirectiveRules, adapter_directives
 from adapters.batch.types import DialectConfig, JobLayout, MpiFlavor
@@ -106,16 +106,19 @@ def _check_container(request: SubmitRequest) -> None:
 
 
 def step_lines(steps: Sequence[LaunchStep]) -> list[str]:
-    """The launch lines in order: a failure ends the script with its exit code, unless
-    the step ignores errors; the last step replaces the shell (`exec`) when it can."""
+    """The launch lines in order. One step replaces the shell (`exec`); several each add
+    their exit code to STEP_CODES_FILE, and a failure ends the script with it unless the
+    step ignores errors."""
+    (first, *rest) = steps
+    if not rest and not first.ignore_error:
+        return [f"exec {quote_argv(first.argv)}"]
+    codes = f'"$GRIDGATE_WORKDIR"/{STEP_CODES_FILE}'
     lines = []
-    for index, step in enumerate(steps):
-        line = quote_argv(step.argv)
-        if index < len(steps) - 1:
-            lines.append(line if step.ignore_error else f"{line} || exit $?")
-        else:
-            lines += [line, "exit 0"] if step.ignore_error else [f"exec {line}"]
-    return lines
+    for step in steps:
+        lines += [quote_argv(step.argv), f"gridgate_code=$?; echo $gridgate_code >> {codes}"]
+        if not step.ignore_error:
+            lines.append('[ "$gridgate_code" -eq 0 ] || exit "$gridgate_code"')
+    return [*lines, "exit 0"]
 
 
 def hms(seconds: int) -> str:

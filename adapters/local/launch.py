@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.base import SubmitRequest
+from adapters.base import STEP_CODES_FILE, SubmitRequest
 from adapters.errors import SubmitRejected
 from adapters.local.records import LaunchPlan
 from adapters.local.sandbox import SandboxConfig
@@ -93,18 +93,21 @@ def container_argv(request: SubmitRequest) -> list[str]:
         return list(container.argv)
     words = [word for step in container.steps
              for word in (str(int(step.ignore_error)), str(len(step.argv)), *step.argv)]
-    return ["/bin/sh", "-c", STEPS_SCRIPT, "gridgate-steps", *words]
+    return ["/bin/sh", "-c", STEPS_SCRIPT, STEP_CODES_FILE, *words]
 
 
-# Runs launch lines in order; its arguments are, per line: 1 when its failure is ignored
-# (else 0), its count of words, its words. Only numbers reach `eval` ("${7}" names an
-# argument, expanded once, as data), never a word.
+# Runs launch lines in order, each adding its exit code to STEP_CODES_FILE (named by $0);
+# its arguments are, per line: 1 when its failure is ignored (else 0), its count of words,
+# its words. Only numbers reach `eval` ("${7}" names an argument, expanded once, as
+# data), never a word.
 STEPS_SCRIPT = r'''i=1
 while [ "$i" -le "$#" ]; do
   eval "ignore=\${$i} count=\${$((i + 1))}"
   j=$((i + 2)) end=$((i + 2 + count)) line=
   while [ "$j" -lt "$end" ]; do line="$line \"\${$j}\""; j=$((j + 1)); done
-  eval "$line" || { code=$?; [ "$ignore" = 1 ] || exit "$code"; }
+  eval "$line"; code=$?
+  echo "$code" >> "$GRIDGATE_WORKDIR/$0"
+  [ "$code" -eq 0 ] || [ "$ignore" = 1 ] || exit "$code"
   i=$end
 done'''
 

@@ -35,7 +35,10 @@ def attempt_out(row: AttemptView) -> AttemptOut:
     """From an attempts row (attempt columns)."""
     return AttemptOut(number=row["number"], site=row["site_name"], native_id=row["native_id"],
                       state=row["state"], raw_state=row["raw_state"], reason=row["reason"],
-                      exit_code=row["exit_code"], submitted_at=row["submitted_at"],
+                      exit_code=row["exit_code"],
+                      step_exit_codes=None if row["step_exit_codes"] is None else [
+                          int(code) for code in row["step_exit_codes"].split(",") if code],
+                      submitted_at=row["submitted_at"],
                       started_at=row["started_at"], ended_at=row["ended_at"])
 
 

@@ -221,6 +221,9 @@ class Attempt(Base):
     raw_state: Mapped[str | None] = mapped_column(String(64))
     reason: Mapped[str | None] = mapped_column(Text)
     exit_code: Mapped[int | None] = mapped_column(Integer)
+    # A job of several steps (a container's `then`): each step's exit code, in order,
+    # comma-separated ("0,3,0"), as stage-out read them; NULL for one program.
+    step_exit_codes: Mapped[str | None] = mapped_column(Text, default=None)
     workdir: Mapped[str] = mapped_column(Text)
     lease_until: Mapped[datetime | None] = mapped_column(default=None)
     # The worker holding the lease (submitting, staging in or staging out): a worker

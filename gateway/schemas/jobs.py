@@ -19,6 +19,9 @@ class AttemptOut(TypedDict):
     raw_state: str | None
     reason: str | None
     exit_code: int | None
+    # A job of several steps (container `then`): each step's exit code, in order, as far
+    # as they ran; null for one program.
+    step_exit_codes: list[int] | None
     submitted_at: datetime | None
     started_at: datetime | None
     ended_at: datetime | None

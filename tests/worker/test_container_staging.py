@@ -402,10 +402,12 @@ def test_steps_run_their_own_images(client: TestClient, runtime: Runtime,
         return (f"apptainer exec --containall --no-eval --bind {workdir}:{workdir} "
                 f"--pwd {workdir} {image} {' '.join(words)}")
 
-    assert [x for x in site.scripts[0].splitlines() if "apptainer" in x][-4:] == [
-        f"{line(pulled[0], '/app', shlex.quote('hello world'))} || exit $?",
-        f"{line(f'{workdir}/.gridgate-image-1', '/tool')} || exit $?",
-        line(pulled[1], "/report", shlex.quote("x y")),
-        f"exec {line(pulled[0], '/app', 'again')}"]
+    record = 'gridgate_code=$?; echo $gridgate_code >> "$GRIDGATE_WORKDIR"/.gridgate-steps'
+    stop = '[ "$gridgate_code" -eq 0 ] || exit "$gridgate_code"'
+    assert site.scripts[0].splitlines()[-12:] == [
+        line(pulled[0], "/app", shlex.quote("hello world")), record, stop,
+        line(f"{workdir}/.gridgate-image-1", "/tool"), record, stop,
+        line(pulled[1], "/report", shlex.quote("x y")), record,
+        line(pulled[0], "/app", "again"), record, stop, "exit 0"]
     job = client.get(f"/api/v1/jobs/{job_id}", headers=user.headers)
     assert job.status_code == 200 and job.json()["state"] == "QUEUED"

@@ -95,8 +95,9 @@ def task_document(job: JobOut, view: View, tails: Tails | None = None,
         if tails.unreadable is not None:
             newest.setdefault("system_logs", []).append(tails.unreadable)
         else:
-            for executor in newest["logs"]:
-                executor |= {"stdout": tails.stdout, "stderr": tails.stderr}
+            # The executors share the job's streams: their ends go with the last one.
+            if newest["logs"]:
+                newest["logs"][-1] |= {"stdout": tails.stdout, "stderr": tails.stderr}
     return document
 
 
@@ -127,15 +128,24 @@ def _resources(spec: dict[str, Any]) -> dict[str, Any]:
     })
 
 
+def _executor_logs(attempt: AttemptOut) -> list[dict[str, Any]]:
+    """One per executor that ran, with its exit code (ExecutorLog requires one: none
+    before the run ends); the first starts when the run did, the last ends with it."""
+    codes = attempt["step_exit_codes"]
+    if codes is None:
+        codes = [] if attempt["exit_code"] is None else [attempt["exit_code"]]
+    logs: list[dict[str, Any]] = [{"exit_code": code} for code in codes]
+    if logs:
+        logs[0] |= _dropped_none({"start_time": _time(attempt["started_at"])})
+        logs[-1] |= _dropped_none({"end_time": _time(attempt["ended_at"])})
+    return logs
+
+
 def _log(attempt: AttemptOut, full: bool) -> dict[str, Any]:
-    executor = _dropped_none({"start_time": _time(attempt["started_at"]),
-                              "end_time": _time(attempt["ended_at"]),
-                              "exit_code": attempt["exit_code"]})
     log = _dropped_none({
         "start_time": _time(attempt["started_at"]),
         "end_time": _time(attempt["ended_at"]),
-        # ExecutorLog requires an exit code: none before the run ends.
-        "logs": [executor] if attempt["exit_code"] is not None else [],
+        "logs": _executor_logs(attempt),
         "metadata": _dropped_none({"site": attempt["site"], "attempt": str(attempt["number"]),
                                    "native_id": attempt["native_id"]}),
         "outputs": [],

@@ -84,6 +84,7 @@ class AttemptView(TypedDict):
     raw_state: str | None
     reason: str | None
     exit_code: int | None
+    step_exit_codes: str | None
     workdir: str
     lease_until: datetime | None
     lease_owner: str | None

@@ -57,10 +57,11 @@ def claim_stage_outs(session: Session, holder: LeaseHolder, site_name: str,
 def finish_stage_out(session: Session, holder: LeaseHolder, site_name: str,
                      claim: StageOutClaim, outputs: Sequence[NewOutput], note: str | None,
                      failure: str | None, *, metrics: Metrics,
-                     events: Sequence[NewFact] = ()) -> None:
-    """Record the collected outputs and end the job, if the holder still holds the
-    lease (otherwise another worker took over and finishes it); `events` (the fetches'
-    done or failed ones) with them."""
+                     events: Sequence[NewFact] = (),
+                     step_codes: Sequence[int] | None = None) -> None:
+    """Record the collected outputs (and, for a job of several steps, each step's exit
+    code) and end the job, if the holder still holds the lease (otherwise another worker
+    took over and finishes it); `events` (the fetches' done or failed ones) with them."""
     attempt = attempts.lock(session, claim.attempt_id)
     assert attempt is not None
     if attempt.lease_owner != holder.worker_id or attempt.lease_until is None:
@@ -68,6 +69,8 @@ def finish_stage_out(session: Session, holder: LeaseHolder, site_name: str,
     job = jobs.lock(session, claim.job_id)
     assert job is not None
     attempt.lease_until = attempt.lease_owner = None
+    if step_codes is not None:
+        attempt.step_exit_codes = ",".join(str(code) for code in step_codes)
     facts.add_all(session, events)  # before the job's final state, in the log's order
     run_reason = attempt.reason or (
         because(Reason.EXIT_CODE, attempt.exit_code, " ") if attempt.exit_code else None)

@@ -112,8 +112,11 @@ def _apply(session: Session, job: Job, attempt: Attempt, status: JobStatus, acto
     # One key read as stored, not through jobs.stored_spec: this unit of work applies
     # the statuses of all the site's jobs, which one spec a rule tightened since
     # must not block.
-    if target is not JobState.CANCELLED and (job.spec.get("outputs")
-                                             or job.spec.get("deliver")):
+    container = job.spec.get("container") or {}
+    if target is not JobState.CANCELLED and (
+            job.spec.get("outputs") or job.spec.get("deliver")
+            # Several steps: stage-out reads what each step exited with.
+            or container.get("then") or container.get("ignore_error")):
         # Collect the outputs first (a failed run's too); stage-out finishes the job.
         attempt.lease_until = attempt.lease_owner = None
         advance_counted(session, job, JobState.STAGING_OUT, actor=actor, metrics=metrics,

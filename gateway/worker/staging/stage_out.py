@@ -16,6 +16,8 @@
    job's final state.
 5. After a run that completed, the outputs a `deliver` entry names are sent on to their
    URLs (gateway.worker.staging.deliver) before the job completes.
+6. A job of several steps (a container's `then`) also comes here, with or without
+   outputs: each step's exit code, as the steps recorded them, is read and kept.
 
 The step runs under a lease on the attempt (renewed between fetched files) taken by
 gateway.services.lifecycle.stage_out; only the worker still holding it records the
@@ -31,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.base import STEP_CODES_FILE
 from adapters.errors import AdapterError
 from adapters.transfer import site_fs
 from adapters.transfer.listing import list_tree, sha256_many
@@ -56,6 +59,9 @@ log = logging.getLogger(__name__)
 
 # A runtime that cannot start the program says why before anything else reaches stderr.
 RUNTIME_STDERR_BYTES = 16 << 10
+# A job's steps: at most its program and 63 `then` steps, each code at most "255\n".
+MAX_STEPS = 64
+STEP_CODES_MAX_BYTES = MAX_STEPS * 4
 
 
 class StageOutFailed(GatewayError):
@@ -114,10 +120,14 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
     settings = ctx.rt.settings
     collected: Collected | None = None
     delivered: str | None = None
+    step_codes: list[int] | None = None
     failure = None
     events = staging_events(ctx, claim.job_id, direction="out")
     try:
         files = site.adapter_for(claim.owner).files
+        container = claim.spec.container
+        if container is not None and (container.then or container.ignore_error):
+            step_codes = read_step_codes(files, claim.workdir)
         store_left = 0
         if claim.spec.outputs_mode is OutputsMode.FETCH:
             with ctx.rt.sessions() as session:
@@ -155,7 +165,22 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
     with ctx.unit() as session:
         stage_out.finish_stage_out(session, ctx.holder, site.name, claim, outputs,
                                    "; ".join(n for n in notes if n) or None, failure,
-                                   metrics=ctx.rt.metrics, events=ended)
+                                   metrics=ctx.rt.metrics, events=ended,
+                                   step_codes=step_codes)
+
+
+def read_step_codes(files: FileTransport, workdir: str) -> list[int] | None:
+    """Each step's exit code as the job's steps recorded them (STEP_CODES_FILE); None
+    when none ran, or the file says something else (the job can write to it)."""
+    try:
+        text = site_fs.output(files, ["head", "-c", str(STEP_CODES_MAX_BYTES), "--",
+                                      f"{workdir.rstrip('/')}/{STEP_CODES_FILE}"])
+    except site_fs.SiteCommandFailed:
+        return None
+    lines = text.split()
+    if not lines or len(lines) > MAX_STEPS or not all(w.isdigit() for w in lines):
+        return None
+    return [int(w) for w in lines]
 
 
 def _sender(ctx: StepContext, claim: StageOutClaim) -> Sender:

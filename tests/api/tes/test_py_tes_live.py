@@ -101,6 +101,7 @@ def test_py_tes_runs_lists_and_cancels_tasks(gateway: LiveGateway, image: str,
         'read -r n < /io/name.txt; echo "hi $n" > /vol/shared/p', SAY_IMAGE,
         'read -r g; read -r w < /vol/shared/which; echo "$g ($w)"']
     (log,) = basic.logs
+    assert [e.exit_code for e in log.logs] == [0, 3, 0]
     assert [(o.path, o.url, o.size_bytes) for o in log.outputs] == [
         ("/io/greeting.txt", f"file://{shared}/out/greeting.txt", 15)]
 

@@ -16,10 +16,12 @@ from tests.api.tes.spec import validate
 AT = datetime(2026, 12, 4, 3, 0, tzinfo=UTC)
 
 
-def attempt(number: int, state: str, exit_code: int | None, reason: str | None) -> AttemptOut:
+def attempt(number: int, state: str, exit_code: int | None, reason: str | None,
+            steps: list[int] | None = None) -> AttemptOut:
     return AttemptOut(number=number, site="kth", native_id=f"{number}00", state=state,
-                      raw_state=None, reason=reason, exit_code=exit_code, submitted_at=AT,
-                      started_at=AT, ended_at=AT if exit_code is not None else None)
+                      raw_state=None, reason=reason, exit_code=exit_code,
+                      step_exit_codes=steps, submitted_at=AT, started_at=AT,
+                      ended_at=AT if exit_code is not None else None)
 
 
 def job(**changes: Any) -> JobOut:
@@ -81,3 +83,17 @@ def test_the_validator_refuses_a_wrong_document() -> None:
     # The check above can fail: a state outside the enumeration is refused.
     with pytest.raises(jsonschema.ValidationError):
         validate({"id": "x", "state": "DONE", "executors": []}, "tesTask")
+
+
+def test_each_executor_that_ran_has_its_exit_code() -> None:
+    # Three executors, the second failing with its error ignored: the run completed.
+    ran = job(state="COMPLETED", attempts=[attempt(1, "COMPLETED", 0, None, [0, 3, 0])])
+    full = task_document(ran, View.FULL, Tails("out\n", ""))
+    validate(full, "tesTask", View.FULL)
+    assert full["logs"][0]["logs"] == [
+        {"start_time": AT.isoformat(), "exit_code": 0}, {"exit_code": 3},
+        {"end_time": AT.isoformat(), "exit_code": 0, "stdout": "out\n", "stderr": ""}]
+    # The second failed: the third never ran.
+    stopped = job(attempts=[attempt(1, "FAILED", 2, "NonZeroExitCode", [0, 2])])
+    assert [e["exit_code"] for e in task_document(stopped, View.BASIC)["logs"][0]["logs"]] \
+        == [0, 2]
