@@ -75,8 +75,9 @@ SITE_NAME = TextRule(
     "use 1-32 lowercase letters, digits or '-', starting with a letter")
 # A zone a job may be routed to: a site's name, or a zone sites declare (same words).
 ZONE = TextRule(
-    "zone (a site name, or a zone sites declare)", r"[a-z][a-z0-9-]{0,31}",
-    "use 1-32 lowercase letters, digits or '-', starting with a letter")
+    "zone", r"[a-z][a-z0-9-]{0,31}",
+    "name a site or a zone sites declare: 1-32 lowercase letters, digits or '-', starting "
+    "with a letter")
 PARTITION = TextRule(
     "partition or queue name", r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
     "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit "
