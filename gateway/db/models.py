@@ -42,6 +42,9 @@ from gateway.db.mail_models import (  # noqa: F401  (registers their tables too)
     MailRequest,
     MailSent,
 )
+from gateway.db.origin_models import (  # noqa: F401  (registers its table too)
+    OriginDocument,
+)
 from gateway.db.webhook_models import (  # noqa: F401  (registers their tables too)
     Webhook,
     WebhookDelivery,

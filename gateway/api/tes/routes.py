@@ -132,7 +132,9 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
                                     max_array_tasks=settings.job_array_max_tasks,
                                     store=store,
                                     mail=MailPolicy.from_settings(settings),
-                                    origin=JobOrigin.TES)
+                                    origin=JobOrigin.TES,
+                                    origin_document=task.model_dump(mode="json",
+                                                                    exclude_none=True))
     return _json({"id": row["id"]})
 
 
@@ -181,7 +183,8 @@ def list_tasks(
         page = job_queries.list_jobs(conn, principal, filters,
                                      limit=min(page_size, MAX_LIMIT), cursor=page_token)
         attempts = job_queries.attempts_of(conn, page.jobs)
-    tasks = [task_document(job_out(row, attempts[row["id"]]), view)
+        sent = {} if view is View.MINIMAL else job_queries.origin_documents_of(conn, page.jobs)
+    tasks = [task_document(job_out(row, attempts[row["id"]]), view, sent=sent.get(row["id"]))
              for row in page.jobs]
     if state is not None:
         # The state filter reads more than the job's state (a cancel asked, the reason):
@@ -203,8 +206,10 @@ def get_task(task_id: str, principal: JobsReader, runtime: RuntimeDep,
             (o["path"], o["size"]) for o in job_outputs.list_outputs(
                 conn, principal, task_id, limit=runtime.settings.job_output_max_files,
                 cursor=None).rows]
+        sent = None if view is View.MINIMAL else job_queries.origin_documents_of(
+            conn, [row]).get(task_id)
     tails = _tails(runtime, task_id) if view is View.FULL and attempts else None
-    return _json(task_document(job_out(row, attempts), view, tails, outputs))
+    return _json(task_document(job_out(row, attempts), view, tails, outputs, sent))
 
 
 def _tails(runtime: Runtime, task_id: str) -> Tails:

@@ -1,7 +1,9 @@
 """A gridgate job as a TES 1.1 task document, in the view asked for (pure).
 
-MINIMAL is the id and state; BASIC adds what the task asked for (name, executor,
-resources, tags), when it was created and its logs: one per attempt of the job (a site's
+MINIMAL is the id and state; BASIC adds what the task asked for (name, description,
+executors, inputs without their content, outputs, resources, volumes, tags: as its client
+sent them, kept beside the job, or for a task created before they were kept as its job
+spec says), when it was created and its logs: one per attempt of the job (a site's
 run; hedge losers, never the job's result, are left out), with the attempt's times, its
 exit code and where it ran (`metadata`); FULL adds `system_logs`, the gateway's reason
 for the attempt's end, and the tails of the newest attempt's stdout and stderr, which
@@ -11,7 +13,7 @@ per task; `GET /api/v1/jobs/{id}/logs/{stream}` reads the whole of them).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -25,6 +27,10 @@ from gateway.domain.deliveries import Delivery
 from gateway.domain.jobspec import SUBMITTED
 from gateway.schemas.jobs import AttemptOut, JobOut
 from rules import output_globs
+
+# What a task asked for, read back from the task as sent when it was kept.
+_ASKED = ("name", "description", "executors", "inputs", "outputs", "resources", "volumes",
+          "tags")
 
 
 class View(StrEnum):
@@ -54,9 +60,12 @@ class Tails:
 
 
 def task_document(job: JobOut, view: View, tails: Tails | None = None,
-                  outputs: Sequence[tuple[str, int]] = ()) -> dict[str, Any]:
+                  outputs: Sequence[tuple[str, int]] = (),
+                  sent: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`job` as a TES task in `view` (FULL: with `tails` when they were read); `outputs`:
-    the job's collected outputs (path, size), listed with where they were delivered."""
+    the job's collected outputs (path, size), listed with where they were delivered;
+    `sent`: the task as its client sent it, when kept (what it asked for reads back as
+    given, inline inputs' content in FULL only)."""
     state = tes_state(job["state"], cancel_requested=job["cancel_requested"],
                       held=job["held"], reason=job["reason"], exit_code=job["exit_code"])
     document: dict[str, Any] = {"id": job["id"], "state": state}
@@ -83,6 +92,8 @@ def task_document(job: JobOut, view: View, tails: Tails | None = None,
         "logs": [_log(attempt, full=view is View.FULL) for attempt in job["attempts"]
                  if attempt["state"] != "REVOKED"],
     })
+    if sent is not None:
+        document |= _as_sent(sent, full=view is View.FULL)
     if outputs and job["state"] == "COMPLETED" and document.get("logs"):
         document["logs"][-1]["outputs"] = delivered(spec, outputs)
     if view is View.FULL and job["state"] == "FAILED" and job["reason"] and document.get("logs"):
@@ -99,6 +110,16 @@ def task_document(job: JobOut, view: View, tails: Tails | None = None,
             if newest["logs"]:
                 newest["logs"][-1] |= {"stdout": tails.stdout, "stderr": tails.stderr}
     return document
+
+
+def _as_sent(sent: Mapping[str, Any], full: bool) -> dict[str, Any]:
+    """What the task asked for, as its client sent it (BASIC leaves inputs' content out,
+    as TES says)."""
+    asked = {key: sent[key] for key in _ASKED if sent.get(key)}
+    if not full and asked.get("inputs"):
+        asked["inputs"] = [{k: v for k, v in item.items() if k != "content"}
+                           for item in asked["inputs"]]
+    return asked
 
 
 def delivered(spec: dict[str, Any], outputs: Sequence[tuple[str, int]]

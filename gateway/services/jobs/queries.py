@@ -10,13 +10,14 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Connection
 
 from gateway.domain.errors import Invalid, NotFound
 from gateway.domain.jobspec import AUTO
 from gateway.domain.principal import Principal
-from gateway.repositories.jobs import placements
+from gateway.repositories.jobs import origin_documents, placements
 from gateway.repositories.jobs import queries as repo
 from gateway.repositories.jobs.queries import (
     AttemptView,
@@ -127,6 +128,12 @@ def events(conn: Connection, principal: Principal, job_id: str, *, limit: int,
 def attempts_of(conn: Connection, jobs: Sequence[JobView]) -> dict[str, list[AttemptView]]:
     """The attempts of each of these (visible) jobs, oldest first, in one query."""
     return repo.attempts_of(conn, [job["id"] for job in jobs])
+
+
+def origin_documents_of(conn: Connection, jobs: Sequence[JobView]
+                        ) -> dict[str, dict[str, Any]]:
+    """What the door of each of these (visible) jobs received, where it was kept."""
+    return origin_documents.of_jobs(conn, [job["id"] for job in jobs])
 
 
 def ensure_visible(conn: Connection, principal: Principal, job_id: str) -> None:

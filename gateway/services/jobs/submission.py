@@ -7,8 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -18,6 +19,7 @@ from gateway.domain.job_origin import JobOrigin
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState
+from gateway.repositories.jobs import origin_documents
 from gateway.repositories.jobs import relations as job_relations
 from gateway.repositories.jobs import rows as jobs
 from gateway.repositories.jobs.events import NewEvent
@@ -72,6 +74,7 @@ def submit(
     store: BlobStore,
     mail: mail_requests.MailPolicy = mail_requests.OFF,
     origin: JobOrigin = JobOrigin.API,
+    origin_document: Mapping[str, Any] | None = None,
 ) -> tuple[JobRow, bool]:
     """Accept a job (or, with `array`, a job array: its first task is returned). Returns
     (job row, created); a replayed Idempotency-Key returns the original job with
@@ -80,7 +83,8 @@ def submit(
     (or, when its project cannot pay, InsufficientFunds is raised and nothing is kept). An
     uploaded container image is read from `store` and the MPI found in it stored in the
     spec. A job asking for mail is checked against `mail` (what the relay allows).
-    `origin`: the door it came in by (GA4GH TES lists only its own)."""
+    `origin`: the door it came in by (GA4GH TES lists only its own), and
+    `origin_document` what that door received, kept beside the job when given."""
     digest = request_hash(spec) if idempotency_key else ""
     if idempotency_key:
         replay = _replayed(session, principal, idempotency_key, digest)
@@ -127,6 +131,8 @@ def submit(
         assert replay is not None
         return replay, False
     jobs.insert_many(session, new_jobs[1:])
+    if origin_document is not None:
+        origin_documents.add(session, new_jobs[0].id, origin_document)
     mail_requests.record(session, [new.id for new in new_jobs], mail_ask)
     if spec.depends_on:
         job_relations.insert_dependencies(session, [

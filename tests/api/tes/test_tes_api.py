@@ -176,3 +176,25 @@ def test_a_cancel_path_is_not_a_task_id(client: TestClient, make_user: MakeUser)
     # GET of the cancel path is not a read of a task named "ID:cancel": POST only.
     got = client.get(f"{TES}/tasks/{task_id}:cancel", headers=user.headers)
     assert (got.status_code, got.headers["allow"]) == (405, "POST")
+
+
+def test_a_task_reads_back_as_it_was_sent(client: TestClient, make_user: MakeUser) -> None:
+    user = make_user()
+    sent = {**TASK, "description": "says hello", "volumes": ["/vol/scratch"],
+            "inputs": [{"path": "/data/in.txt", "content": "a line\n", "name": "in"}],
+            "outputs": [{"path": "/data/out", "url": "https://store.example.org/out/",
+                         "type": "DIRECTORY"}]}
+    task_id = create(client, user.headers, sent)
+    views = {view: client.get(f"{TES}/tasks/{task_id}", params={"view": view},
+                              headers=user.headers).json() for view in ("BASIC", "FULL")}
+    for view, task in views.items():
+        validate(task, "tesTask", view)
+        assert (task["description"], task["volumes"], task["outputs"]) == (
+            "says hello", ["/vol/scratch"], [{"path": "/data/out", "type": "DIRECTORY",
+                                               "url": "https://store.example.org/out/"}])
+    # TES's BASIC view leaves inline content out; FULL has it.
+    assert views["BASIC"]["inputs"] == [{"path": "/data/in.txt", "name": "in",
+                                         "type": "FILE", "streamable": False}]
+    assert views["FULL"]["inputs"][0]["content"] == "a line\n"
+    listed = client.get(f"{TES}/tasks?view=BASIC", headers=user.headers).json()["tasks"]
+    assert listed[0]["description"] == "says hello" and "content" not in listed[0]["inputs"][0]
