@@ -235,7 +235,7 @@ def job_details(job: Job) -> Table:
         ("State", state_text(job["state"])),
         ("Reason", _text(job.get("reason"))),
         ("Raw state", _text(job.get("raw_state"))),
-        ("Exit code", _text(job.get("exit_code"))),
+        ("Exit code", _text(_exit_codes(job))),
         ("Site", _site(job)),
         ("Owner", _text(job.get("owner"))),
         ("Project", _text(job.get("project"))),
@@ -254,6 +254,15 @@ def job_details(job: Job) -> Table:
     for name, value in rows:
         table.add_row(name, value)
     return table
+
+
+def _exit_codes(job: Job) -> object:
+    """The job's exit code, and each step's for a job of several (its newest run's)."""
+    attempts = job.get("attempts") or []
+    steps = attempts[-1].get("step_exit_codes") if attempts else None
+    if not steps:
+        return job.get("exit_code")
+    return f"{job.get('exit_code')} (steps: {', '.join(map(str, steps))})"
 
 
 def attempts_table(job: Job) -> Grid | None:

@@ -34,3 +34,4 @@ def test_an_unrouted_job_shows_routing() -> None:
     assert "galaxy" in placed and "routing" not in placed
     # A job that ended before any routing pass placed it (cancelled) has no site: '-'.
     assert "routing" not in text(render.jobs_table([job(state="CANCELLED")]))
+
