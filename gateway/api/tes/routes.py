@@ -5,6 +5,7 @@ and `gridgate show` reads it. Errors are the gateway's RFC 9457 problem document
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any
 
@@ -101,14 +102,18 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
     settings = runtime.settings
     store = BlobStore(settings.store_dir)
     limits = UploadLimits.from_settings(settings)
-    roots = _file_roots(runtime, principal)
+
+    @functools.cache
+    def roots() -> FileRoots:
+        # Read once, and only for a task that names file:// URLs.
+        return _file_roots(runtime, principal)
 
     def listing(url: str) -> list[str]:
-        return file_urls.list_files(roots, url, settings.job_input_max_files)
+        return file_urls.list_files(roots(), url, settings.job_input_max_files)
 
     def readable(content: Content) -> str:
         if content.url is not None:
-            with file_urls.open_file(roots, content.url):
+            with file_urls.open_file(roots(), content.url):
                 pass
         return UNSTORED
 
@@ -121,7 +126,7 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
                 assert content.data is not None
                 return upload_content(session, store, limits, principal.user_id,
                                       CONTENT_NAME, content.data, utcnow()).id
-            with file_urls.open_file(roots, content.url) as source:
+            with file_urls.open_file(roots(), content.url) as source:
                 return upload_file(session, store, limits, principal.user_id,
                                    CONTENT_NAME, source, utcnow()).id
 
