@@ -233,17 +233,36 @@ def test_pool_shares_transports_and_the_jump_connection(
     assert not first.connected and not other.connected and not bastion.connected
 
 
+class _CannotSend:
+    """A socket that can no longer send (as after the peer went away) but still reads:
+    the peer is told nothing, so paramiko's reader thread cannot notice first. (Shutting
+    the real socket for writing sent the peer a FIN, whose answer the reader could see
+    before the test looked: flaky under load.)"""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def send(self, data: bytes) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._sock, name)
+
+
 def test_a_send_that_fails_on_a_pooled_connection_reconnects(fresh_sshd: Sshd) -> None:
-    """The pooled connection's socket can no longer send (here: shut for writing, as after
-    the peer went away) while paramiko's reader thread has not noticed yet: the failed
-    send (EOFError) means a dead connection, replaced once, not a channel timeout."""
+    """The pooled connection's socket can no longer send while paramiko's reader thread
+    has not noticed: the failed send (EOFError) means a dead connection, replaced once,
+    not a channel timeout."""
     transport = SshTransport(target_for(fresh_sshd))
     try:
         assert transport.run(["true"]).exit_status == 0
         pooled = transport.connection._conn
         assert pooled is not None
-        pooled.sock.shutdown(socket.SHUT_WR)
-        assert pooled.is_active()  # nothing has told the reader thread yet
+        # paramiko's packetizer sends through its own reference to the socket.
+        packetizer = pooled.packetizer
+        packetizer._Packetizer__socket = _CannotSend(  # type: ignore[attr-defined]
+            packetizer._Packetizer__socket)  # type: ignore[attr-defined]
+        assert pooled.is_active()  # nothing has told the reader thread
         assert transport.run(["true"]).exit_status == 0
         assert transport.connects == 2
     finally:
