@@ -91,6 +91,11 @@ class ContainerLaunch:
         """Every launch line in order, the first one included."""
         return (LaunchStep(self.argv, self.ignore_error), *self.then)
 
+    @property
+    def stepwise(self) -> bool:
+        """Whether its lines run as steps (each exit code recorded), not as one program."""
+        return bool(self.then) or self.ignore_error
+
 
 @dataclass(frozen=True)
 class ArrayRequest:

@@ -22,7 +22,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from adapters.base import STEP_CODES_FILE, LaunchStep, Resources, SubmitRequest
+from adapters.base import STEP_CODES_FILE, ContainerLaunch, Resources, SubmitRequest
 from adapters.batch.arrays import ArrayShape, task_lines
 from adapters.batch.directives import DirectiveRules, adapter_directives
 from adapters.batch.types import DialectConfig, JobLayout, MpiFlavor
@@ -105,16 +105,15 @@ def _check_container(request: SubmitRequest) -> None:
             check_text("container launch word", word)
 
 
-def step_lines(steps: Sequence[LaunchStep]) -> list[str]:
-    """The launch lines in order. One step replaces the shell (`exec`); several each add
+def step_lines(launch: ContainerLaunch) -> list[str]:
+    """The launch lines in order. One program replaces the shell (`exec`); steps each add
     their exit code to STEP_CODES_FILE, and a failure ends the script with it unless the
     step ignores errors."""
-    (first, *rest) = steps
-    if not rest and not first.ignore_error:
-        return [f"exec {quote_argv(first.argv)}"]
+    if not launch.stepwise:
+        return [f"exec {quote_argv(launch.argv)}"]
     codes = f'"$GRIDGATE_WORKDIR"/{STEP_CODES_FILE}'
     lines = []
-    for step in steps:
+    for step in launch.steps:
         lines += [quote_argv(step.argv), f"gridgate_code=$?; echo $gridgate_code >> {codes}"]
         if not step.ignore_error:
             lines.append('[ "$gridgate_code" -eq 0 ] || exit "$gridgate_code"')
@@ -288,7 +287,7 @@ def render(
     if request.container is not None:
         # The gateway built the whole line (containers.launch); each word stays data.
         lines += [quote_argv(words) + " || exit 1" for words in request.container.prepare]
-        lines += step_lines(request.container.steps)
+        lines += step_lines(request.container)
         return "\n".join(lines) + "\n"
     program = program_argv(request, layout, config.shell)
     lines.append("exec " + quote_argv([*launch, *program]))

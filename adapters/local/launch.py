@@ -89,7 +89,7 @@ def container_argv(request: SubmitRequest) -> list[str]:
             raise SubmitRejected("the container launch line must name a program")
         for word in step.argv:
             _check_text("container launch word", word)
-    if not container.then and not container.ignore_error:
+    if not container.stepwise:
         return list(container.argv)
     words = [word for step in container.steps
              for word in (str(int(step.ignore_error)), str(len(step.argv)), *step.argv)]

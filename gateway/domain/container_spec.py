@@ -212,6 +212,12 @@ class ContainerSpec(Strict):
         return parse_image_ref(self.image)
 
     @property
+    def stepwise(self) -> bool:
+        """Whether the job runs as steps (`then`, or `ignore_error`): each step's exit code
+        is recorded, as its launch line says (adapters.base.ContainerLaunch.stepwise)."""
+        return bool(self.then) or self.ignore_error
+
+    @property
     def images(self) -> list[str]:
         """The images the job runs, each once: the program's, then its steps' own."""
         return list(dict.fromkeys([self.image, *(s.image for s in self.then if s.image)]))

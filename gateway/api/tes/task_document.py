@@ -79,7 +79,7 @@ def task_document(job: JobOut, view: View, tails: Tails | None = None,
         "command": [spec["executable"], *spec.get("args", ())] if spec.get("executable")
         else ["/bin/sh", "-c", spec.get("script") or ""],
         "env": container.get("environment") or None,
-    })] + [_dropped_none({"image": tes_image(step.get("image") or container.get("image", "")),
+    })] + [_dropped_none({"image": tes_image(step["image"]) if step.get("image") else image,
                           "command": [step["executable"], *step["args"]],
                           "env": step.get("environment") or None})
            for step in container.get("then") or ()]

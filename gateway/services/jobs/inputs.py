@@ -5,7 +5,8 @@ Checked here (422 naming the field, or 413 naming the limit): duplicate or neste
 else's upload reads exactly like one that does not exist), and the per-job file count
 and byte limits as far as sizes are known now (uploads). Sizes of site:// and https://
 inputs are only known while staging; the worker applies the same limits then. And a
-`deliver` entry's file:// destination must lie in a directory the owner may use.
+`deliver` entry must send where the owner may write: a file:// directory they may use,
+a site:// path at a site where they have their own account.
 """
 
 from __future__ import annotations

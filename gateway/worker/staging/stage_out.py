@@ -125,23 +125,22 @@ def stage_out_one(ctx: StepContext, site: SiteEntry, claim: StageOutClaim) -> No
     events = staging_events(ctx, claim.job_id, direction="out")
     try:
         files = site.adapter_for(claim.owner).files
-        container = claim.spec.container
-        if container is not None and (container.then or container.ignore_error):
+        if claim.spec.container is not None and claim.spec.container.stepwise:
             step_codes = read_step_codes(files, claim.workdir)
         store_left = 0
         if claim.spec.outputs_mode is OutputsMode.FETCH:
             with ctx.rt.sessions() as session:
                 store_left = settings.store_quota_bytes - store_usage(session, claim.owner_id)
+        store = BlobStore(settings.store_dir)
         collected = collect(files, claim.workdir, claim.spec.collected, claim.spec.outputs_mode,
-                            StagingLimits.from_settings(settings),
-                            BlobStore(settings.store_dir),
+                            StagingLimits.from_settings(settings), store,
                             lambda: ctx.renew(claim.attempt_id), store_left, events)
         if collected is None:
             return  # lease lost: whoever holds it now finishes the job
         if claim.spec.deliver and claim.completed:
             delivered = deliver(
                 claim.spec.deliver, [Stored(o.path, o.size, o.sha256) for o in collected.outputs],
-                BlobStore(settings.store_dir), _sender(ctx, claim),
+                store, _sender(ctx, claim),
                 lambda: ctx.renew(claim.attempt_id))
             if delivered is None:
                 return
