@@ -103,10 +103,14 @@ UNPACK_SCRIPT = ('src=$1 dest=$2 part=$2.gw-partial; shift 2; '
                  'env_file() { test -e "$1/ch/environment" || test -L "$1/ch" '
                  '|| test -L "$1/ch/environment" '
                  '|| { mkdir -p -- "$1/ch" && : >> "$1/ch/environment"; }; }; '
-                 'points() { tree=$1; shift; for top in "$@"; do '
-                 'test -e "$tree/$top" || test -L "$tree/$top" '
-                 '|| mkdir -- "$tree/$top" 2>/dev/null '
-                 '|| { chmod u+w -- "$tree" && mkdir -- "$tree/$top"; } || return 1; done; }; '
+                 # Each name of each path, made where the image has nothing by it; a
+                 # symlink or a file ends that path (nothing is made through a link).
+                 'points() { tree=$1; shift; for path in "$@"; do at=$tree rest=$path/; '
+                 'while test -n "$rest"; do parent=$at name=${rest%%/*} rest=${rest#*/}; '
+                 'at=$parent/$name; test -L "$at" && break; '
+                 'test -e "$at" || mkdir -- "$at" 2>/dev/null '
+                 '|| { chmod u+w -- "$parent" && mkdir -- "$at"; } || return 1; '
+                 'test -d "$at" || break; done; done; }; '
                  'if test -d "$dest"; then env_file "$dest" && points "$dest" "$@"; exit; fi; '
                  'if test -e "$part"; then chmod -R u+w -- "$part" && rm -rf -- "$part" '
                  '|| exit 1; fi; '
@@ -117,12 +121,13 @@ UNPACK_SCRIPT = ('src=$1 dest=$2 part=$2.gw-partial; shift 2; '
 def unpack_once_argv(squashfs: str, dest: str, mount_points: Sequence[str] = ()) -> list[str]:
     """Unpack SquashFS file `squashfs` into directory `dest` unless it is there (see
     UNPACK_SCRIPT): what ch-run runs for an unprivileged user, to whom /dev/fuse is closed.
-    `mount_points` are top-level directories the tree must have (ch-run 0.31 cannot make a
-    bind's destination): each a single name, made where the image has nothing by it."""
+    `mount_points` are directories the tree must have (ch-run 0.31 cannot make a bind's
+    destination), relative to its root (`data`, `srv/shared/ada`): each name made where the
+    image has nothing by it, never through a symlink."""
     for path in (squashfs, dest):
         if not path.startswith("/"):
             raise ValueError(f"{path!r} is not an absolute path")
-    for name in mount_points:
-        if not name or "/" in name or name in (".", "..") or "\x00" in name:
-            raise ValueError(f"{name!r} is not one directory name")
+    for point in mount_points:
+        if "\x00" in point or any(name in ("", ".", "..") for name in point.split("/")):
+            raise ValueError(f"{point!r} is not a relative path of directory names")
     return ["sh", "-c", UNPACK_SCRIPT, "gridgate-unpack", squashfs, dest, *mount_points]

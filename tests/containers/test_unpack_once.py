@@ -124,11 +124,19 @@ def test_mount_points_are_made_in_the_tree_never_through_a_symlink(
                            capture_output=True, text=True, timeout=60, check=False)
     assert again.returncode == 0, again.stderr
     assert (dest / "ref").is_dir() and not outside.exists()
+    # Deeper ones name by name; a path through a symlink stops at it.
+    (dest / "link").symlink_to(outside)
+    deep = subprocess.run(unpack_once_argv(str(squashfs), str(dest),
+                                           ["srv/shared/ada", "link/x/y", "data/in"]),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert deep.returncode == 0, deep.stderr
+    assert (dest / "srv/shared/ada").is_dir() and (dest / "data/in").is_dir()
+    assert not outside.exists()
 
 
-@pytest.mark.parametrize("name", ["", "a/b", "..", ".", "x\x00"])
-def test_a_mount_point_is_one_name(name: str) -> None:
-    with pytest.raises(ValueError, match="one directory name"):
+@pytest.mark.parametrize("name", ["", "a//b", "..", "a/../b", ".", "/a", "a/", "x\x00"])
+def test_a_mount_point_is_a_relative_path_of_names(name: str) -> None:
+    with pytest.raises(ValueError, match="relative path of directory names"):
         unpack_once_argv("/image.squashfs", "/cache/abc.d", [name])
 
 

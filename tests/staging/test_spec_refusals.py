@@ -152,3 +152,24 @@ def test_deliveries_go_only_to_the_user_s_directories(
     body = refused(client, ann.headers, {"deliver": [
         {"glob": "o", "url": "site://local/tmp/o"}]})
     assert fields(body) == ["deliver[0].url"] and "file:// URL" in body["detail"]
+
+
+def test_a_container_binds_only_its_owner_s_own_file_url_directory(
+        client: TestClient, make_user: MakeUser, settings: Settings, tmp_path: Path) -> None:
+    for name in ("ann", "ben"):
+        (tmp_path / "users" / name / "sub").mkdir(parents=True)
+    settings.file_url_dirs = f"{tmp_path}/users/{{user}}"
+    ann = make_user("ann")
+
+    def bind(src: str) -> dict[str, Any]:
+        return {"container": {"image": "docker://alpine:3.20",
+                              "binds": [{"src": "data", "dst": "/data"},
+                                        {"src": src, "dst": "/shared"}]}}
+
+    for src in (f"{tmp_path}/users/ben", f"{tmp_path}/users/ann/sub", f"{tmp_path}/users"):
+        body = refused(client, ann.headers, bind(src))
+        assert fields(body) == ["container.binds[1].src"], body
+        assert f"yours: {tmp_path}/users/ann)" in body["detail"], body
+    # Her own, whole, passes this check; no site here mounts it, which routing says.
+    body = refused(client, ann.headers, bind(f"{tmp_path}/users/ann"))
+    assert "No site can run this job" in body["detail"], body

@@ -5,6 +5,7 @@ threads and memory per node. A task is one rank on one node with `cpu_cores` thr
 and `ram_gb` of memory. What TES cannot say comes in `backend_parameters`, the keys of
 `BACKEND_PARAMETERS` (advertised by service-info); with `backend_parameters_strict`, a
 key gridgate does not know is refused, as the specification asks, else it is ignored.
+A `ram_gb` of 0 asks for no memory (the site's default).
 `zones` name the sites the task may run at, or zones sites declare (`routing.zones` of
 the spec: the routing policy chooses among them). `disk_gb` and `preemptible` have no
 counterpart in a batch scheduler's request and are ignored.
@@ -37,7 +38,8 @@ def spec_fields(resources: TesResources | None) -> dict[str, Any]:
     wanted: dict[str, Any] = {}
     if resources.cpu_cores is not None:
         wanted["threads_per_rank"] = resources.cpu_cores
-    if resources.ram_gb is not None:
+    # 0 asks for nothing (Snakemake's TES executor sends ceil(mem_mb / 1000), 0 for 0).
+    if resources.ram_gb:
         wanted["memory_mb"] = math.ceil(resources.ram_gb * GB_IN_MIB)
     fields: dict[str, Any] = {}
     parameters = resources.backend_parameters

@@ -105,7 +105,7 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
 
     @functools.cache
     def roots() -> FileRoots:
-        # Read once, and only for a task that names file:// URLs.
+        # Read once, and only where the admin declared file:// directories.
         return _file_roots(runtime, principal)
 
     def listing(url: str) -> list[str]:
@@ -117,8 +117,10 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
                 pass
         return UNSTORED
 
+    # The owner's file:// directories, bound where the task names one (task_spec).
+    shared = tuple(str(d) for d in roots().dirs) if settings.file_url_dirs else ()
     # The whole spec is checked, and its files found readable, before any is stored.
-    _checked(job_spec(task, readable, listing))
+    _checked(job_spec(task, readable, listing, shared))
     with refusal_recorded(runtime, principal), runtime.unit_of_work() as session:
 
         def keep(content: Content) -> str:
@@ -130,7 +132,7 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
                 return upload_file(session, store, limits, principal.user_id,
                                    CONTENT_NAME, source, utcnow()).id
 
-        spec = _checked(job_spec(task, keep, listing))
+        spec = _checked(job_spec(task, keep, listing, shared))
         row, _ = job_service.submit(session, runtime.sites, principal, spec, None,
                                     StagingLimits.from_settings(settings),
                                     charged=settings.allocations_enforced,

@@ -87,7 +87,7 @@ class TesResources(BaseModel):
 
     model_config = _LENIENT
     cpu_cores: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
-    ram_gb: Annotated[StrictFloat, Field(gt=0)] | None = None
+    ram_gb: Annotated[StrictFloat, Field(ge=0)] | None = None
     disk_gb: Annotated[StrictFloat, Field(ge=0)] | None = None
     preemptible: StrictBool | None = None
     zones: Annotated[list[str], Field(max_length=256)] = []

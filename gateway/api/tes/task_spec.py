@@ -8,11 +8,18 @@ clients write it, is a Docker Hub reference), command, environment inside the co
 (the same name rules as every job), working directory, standard streams' files and
 `ignore_error`. Its inputs are placed where it said and its outputs sent where it said,
 and its volumes made (`task_files.py`).
+
+A task that names one of its owner's file:// directories (in an executor's command,
+environment, working directory or stream files, or in an inline input, as Snakemake's
+jobs name the `fs` storage prefix) has that directory bound at its own path: such a task
+runs only at sites that mount the directory where the gateway's host has it (their
+`containers.bind_prefixes`), since routing screens every bind's source.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from gateway.api.tes.resources import spec_fields
@@ -38,11 +45,12 @@ def tes_image(ref: str) -> str:
     return ref.removeprefix("docker://")
 
 
-def job_spec(task: TesTask, keep: Callable[[Content], str], listing: Lister) -> dict[str, Any]:
+def job_spec(task: TesTask, keep: Callable[[Content], str], listing: Lister,
+             shared: Sequence[str] = ()) -> dict[str, Any]:
     """The job spec (as `POST /api/v1/jobs` takes it) of the TES task `task`; `Invalid`
     naming the field for what gridgate does not run yet. `keep` stores an input the
     gateway keeps (inline, or file://) and returns the id of the upload that holds it;
-    `listing` lists a file:// directory."""
+    `listing` lists a file:// directory; `shared` are the owner's file:// directories."""
     first, *rest = task.executors
     steps = [_step(executor, index) for index, executor in enumerate(task.executors)]
     for step, later in zip(steps[1:], rest, strict=True):
@@ -54,8 +62,10 @@ def job_spec(task: TesTask, keep: Callable[[Content], str], listing: Lister) -> 
     main = steps[0]
     container: dict[str, Any] = {"image": image_ref(first.image),
                                  **{key: main[key] for key in _STEP_KEYS if key in main}}
-    if files.binds:
-        container["binds"] = files.binds
+    binds = files.binds + [{"src": path, "dst": path} for path in shared
+                           if any(_names(path, text) for text in _texts(task))]
+    if binds:
+        container["binds"] = binds
     if rest:
         container["then"] = steps[1:]
     spec: dict[str, Any] = {
@@ -74,6 +84,21 @@ def job_spec(task: TesTask, keep: Callable[[Content], str], listing: Lister) -> 
     if task.tags:
         spec["labels"] = dict(task.tags)
     return spec
+
+
+def _names(path: str, text: str) -> bool:
+    """Whether `text` names `path` or a path below it (`/a/b` is not named by `/a/bc`)."""
+    return re.search(re.escape(path) + r"(?![\w.-])", text) is not None
+
+
+def _texts(task: TesTask) -> Iterator[str]:
+    """The words of a task that may name a path the executors use."""
+    for executor in task.executors:
+        yield from executor.command
+        yield from executor.env.values()
+        yield from (p for p in (executor.workdir, executor.stdin, executor.stdout,
+                                executor.stderr) if p is not None)
+    yield from (item.content for item in task.inputs if item.content is not None)
 
 
 def _step(executor: TesExecutor, index: int) -> dict[str, Any]:

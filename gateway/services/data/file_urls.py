@@ -71,6 +71,18 @@ class FileRoots:
         projects = [project.name for project, _ in of_member(session, user_id)]
         return cls.of(templates, username, projects)
 
+    @staticmethod
+    def areas(templates: str) -> tuple[str, ...]:
+        """Where the per-user and per-project directories of `templates` lie (the
+        directory above a template's first `{user}` or `{project}`), resolved:
+        `/srv/gridgate/users/{user}` gives `/srv/gridgate/users`."""
+        found = []
+        for template in filter(None, (t.strip() for t in templates.split(","))):
+            head, brace, _ = template.partition("{")
+            if brace:
+                found.append(os.path.realpath(head.rsplit("/", 1)[0] or "/"))
+        return tuple(dict.fromkeys(found))
+
     def locate(self, url: str) -> tuple[Path, tuple[str, ...]]:
         """The directory `url` lies in and its names below it; FileUrlRefused if none."""
         try:

@@ -6,7 +6,10 @@ else's upload reads exactly like one that does not exist), and the per-job file 
 and byte limits as far as sizes are known now (uploads). Sizes of site:// and https://
 inputs are only known while staging; the worker applies the same limits then. And a
 `deliver` entry must send where the owner may write: a file:// directory they may use,
-a site:// path at a site where they have their own account.
+a site:// path at a site where they have their own account. A container may bind a
+directory among the users' and projects' file:// directories only when it is one of the
+owner's own, whole (a path below it could be a link the owner planted, which the site's
+runtime would follow).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from containers.binds import under
 from gateway.domain.deliveries import DestinationKind, parse_destination
 from gateway.domain.errors import Invalid, TooLarge
 from gateway.domain.jobspec import JobSpec
@@ -82,6 +86,27 @@ def check_deliveries(session: Session, registry: SiteRegistry, limits: StagingLi
                             principal.account_name)
         except Invalid as exc:
             raise Invalid(exc.detail, field=f"deliver[{index}].url") from None
+
+
+def check_shared_binds(session: Session, limits: StagingLimits, principal: Principal,
+                       spec: JobSpec) -> None:
+    """Invalid (naming the bind) when a container bind's source lies among the file://
+    directories of users or projects (FileRoots.areas) and is not one of the owner's."""
+    if limits.file_url_dirs is None or spec.container is None:
+        return
+    areas = FileRoots.areas(limits.file_url_dirs)
+    among = [(i, bind.src) for i, bind in enumerate(spec.container.binds)
+             if any(under(bind.src, area) for area in areas)]
+    if not among:
+        return
+    own = [str(d) for d in FileRoots.of_user(session, limits.file_url_dirs, principal.user_id,
+                                             principal.account_name).dirs]
+    for index, src in among:
+        if src not in own:
+            yours = ", ".join(own) if own else "none"
+            raise Invalid(f"bind source {src!r} lies among the users' and projects' file:// "
+                          f"directories: a job binds only one of its owner's own, whole "
+                          f"(yours: {yours})", field=f"container.binds[{index}].src")
 
 
 def check_inputs(session: Session, registry: SiteRegistry, limits: StagingLimits,

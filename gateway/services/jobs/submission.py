@@ -27,7 +27,12 @@ from gateway.repositories.jobs.rows import NewJob, ProjectRef
 from gateway.services.images import container_images
 from gateway.services.jobs import arrays as job_arrays
 from gateway.services.jobs import dependencies
-from gateway.services.jobs.inputs import StagingLimits, check_deliveries, check_inputs
+from gateway.services.jobs.inputs import (
+    StagingLimits,
+    check_deliveries,
+    check_inputs,
+    check_shared_binds,
+)
 from gateway.services.jobs.queries import JobRow, ensure_visible, job_detail
 from gateway.services.lifecycle.transitions import request_cancel
 from gateway.services.mail import requests as mail_requests
@@ -94,6 +99,8 @@ def submit(
     project = _resolve_project(session, principal, spec.project)
     mail_ask = mail_requests.resolve(session, mail, principal.user_id, spec.notify)
     now = utcnow()
+    if spec.container is not None and spec.container.binds and limits is not None:
+        check_shared_binds(session, limits, principal, spec)
     site = admit(session, registry, spec, principal.account_name, now)
     if spec.inputs:
         check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,

@@ -178,17 +178,16 @@ def unpacked_path(cache_dir: str, sha256: str) -> str:
 
 
 def mount_points(spec: JobSpec) -> tuple[str, ...]:
-    """The top-level directories the job binds something at (`/data`: "data"), which an
-    unpacked tree must have for ch-run; deeper destinations the image must have itself."""
+    """The directories the job binds something at (`/data`: "data"), which an unpacked
+    tree must have for ch-run."""
     assert spec.container is not None
-    return tuple(sorted({b.dst.strip("/") for b in spec.container.binds
-                         if b.dst.count("/") == 1 and b.dst != "/"}))
+    return tuple(sorted({b.dst.strip("/") for b in spec.container.binds if b.dst != "/"}))
 
 
 def unpack_on_site(transport: Transport, cache_dir: str, sha256: str,
                    points: tuple[str, ...] = ()) -> str:
     """Unpack the cached SquashFS `<cache_dir>/<sha256>` into `<sha256>.d` once, with the
-    top-level directories `points` (`mount_points`), under the site's lock on the entry
+    directories `points` (`mount_points`), under the site's lock on the entry
     (concurrent jobs unpack it once); the directory's path."""
     dest = unpacked_path(cache_dir, sha256)
     with site_lock.hold(transport, cache_dir, sha256):

@@ -26,6 +26,14 @@ def test_cores_memory_and_backend_parameters() -> None:
     assert (spec.resources.walltime, spec.resources.memory_mb) == (5400, 7630)
 
 
+def test_no_memory_asked_for_zero_gigabytes() -> None:
+    # Snakemake's TES executor sends ceil(mem_mb / 1000): 0 for mem_mb=0, and 1 GB (954
+    # MiB, more than the testbed's nodes have) for any mem_mb from 1 to 1000.
+    assert spec_fields(TesResources(cpu_cores=1, ram_gb=0)) == {
+        "resources": {"threads_per_rank": 1}}
+    assert spec_fields(TesResources(ram_gb=0.5)) == {"resources": {"memory_mb": 477}}
+
+
 def test_strict_refuses_unknown_parameters_by_name() -> None:
     with pytest.raises(Invalid) as refused:
         spec_fields(TesResources(backend_parameters={"VmSize": "x", "site": "a"},

@@ -125,7 +125,7 @@ def test_what_is_not_translated_is_refused_by_name(change: dict[str, Any], field
     {"executors": []},
     {"executors": [{"image": "alpine", "command": []}]},
     {"executors": "echo"},
-    {"executors": [{"image": "alpine", "command": ["true"]}], "resources": {"ram_gb": 0}},
+    {"executors": [{"image": "alpine", "command": ["true"]}], "resources": {"ram_gb": -1}},
 ])
 def test_malformed_bodies_are_refused_by_the_model(body: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
@@ -218,3 +218,27 @@ def test_volumes_are_made_and_bound() -> None:
     assert spec.container is not None
     assert [(b.src, b.dst) for b in spec.container.binds] == [
         ("tes/scratch", "/scratch"), ("tes/vol", "/vol"), ("tes/vol/a", "/vol/a")]
+
+
+def test_the_owner_s_directories_the_task_names_are_bound_at_their_paths() -> None:
+    shared = ("/srv/gw/users/ada", "/srv/gw/projects/astro")
+    uploaded = "6f1c2a9e-4b7d-4e0a-9c3b-2d5e8f7a1b04"
+
+    def binds(task: dict[str, Any]) -> list[tuple[str, str]]:
+        spec = JobSpec.model_validate(job_spec(TesTask.model_validate(task),
+                                               lambda _: uploaded, no_listing, shared))
+        assert spec.container is not None
+        return [(b.src, b.dst) for b in spec.container.binds]
+
+    # Snakemake's jobs name the storage prefix in their script, an inline input.
+    script = {"path": "/tmp/run.sh",
+              "content": "python -m snakemake --default-storage-prefix '/srv/gw/users/ada/wf'"}
+    assert binds({**TASK, "inputs": [script]}) == [("tes/tmp", "/tmp"),
+                                                   ("/srv/gw/users/ada", "/srv/gw/users/ada")]
+    named = {"image": "alpine", "command": ["ls"], "env": {"OUT": "/srv/gw/projects/astro"}}
+    assert binds({**TASK, "executors": [named]}) == [
+        ("/srv/gw/projects/astro", "/srv/gw/projects/astro")]
+    # A longer name is another directory; nothing named, nothing bound.
+    other = {"image": "alpine", "command": ["ls", "/srv/gw/users/adam", "/srv/gw/users/ada.x"]}
+    assert binds({**TASK, "executors": [other]}) == []
+    assert binds(TASK) == []
