@@ -8,8 +8,20 @@ from gateway.domain.jobspec import JobSpec, MpiLauncher
 
 
 @dataclass(frozen=True)
+class PartitionShape:
+    """The largest job one partition (queue) of a site takes."""
+
+    name: str
+    max_nodes: int
+    cores_per_node: int
+    memory_mb_per_node: int | None
+    max_walltime: int
+
+
+@dataclass(frozen=True)
 class SiteShape:
-    """The largest job a site can run, from its configuration."""
+    """The largest job a site can run, from its configuration; `partitions` each one's,
+    the default first."""
 
     name: str
     max_nodes: int
@@ -18,6 +30,24 @@ class SiteShape:
     max_walltime: int
     mpi_launchers: frozenset[str]
     mpi_flavors: frozenset[str]
+    partitions: tuple[PartitionShape, ...] = ()
+
+
+def partition_for(spec: JobSpec, site: SiteShape) -> str | None:
+    """The partition a job goes to at `site`: the one it names; else the default when the
+    job fits it, or the first other that it fits (a job of 1 h on a site whose default
+    partition stops at 30 min goes to one that runs it); None for the scheduler's default."""
+    if spec.partition is not None:
+        return spec.partition
+    res = spec.resources
+    cores = res.max_ranks_per_node * res.threads_per_rank
+    fitting = [p for p in site.partitions
+               if res.nodes <= p.max_nodes and cores <= p.cores_per_node
+               and res.walltime <= p.max_walltime
+               and (p.memory_mb_per_node is None or (res.memory_mb or 0) <= p.memory_mb_per_node)]
+    if not fitting or (site.partitions and fitting[0] == site.partitions[0]):
+        return None
+    return fitting[0].name
 
 
 def unfit_reason(spec: JobSpec, site: SiteShape) -> str | None:

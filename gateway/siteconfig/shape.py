@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.scheduling.feasibility import SiteShape
+from gateway.scheduling.feasibility import PartitionShape, SiteShape
 from gateway.siteconfig.cluster import MpiLauncherKind
 from gateway.siteconfig.model import SiteConfig
 
@@ -19,6 +19,8 @@ def site_shape(config: SiteConfig) -> SiteShape:
     as `mpirun`, so a site with either offers `mpirun`.
     """
     parts = config.partitions
+    walltimes = [UNLIMITED_WALLTIME_SECONDS if p.max_walltime is None else p.max_walltime
+                 for p in parts]
     launchers = {launcher.value for flavor in config.mpi_flavors for launcher in flavor.launchers}
     if MpiLauncherKind.MPIEXEC.value in launchers:
         launchers.add(MpiLauncherKind.MPIRUN.value)
@@ -27,9 +29,12 @@ def site_shape(config: SiteConfig) -> SiteShape:
         max_nodes=max(p.max_nodes for p in parts),
         cores_per_node=max(p.cores_per_node for p in parts),
         memory_mb_per_node=max(p.memory_mb_per_node for p in parts),
-        max_walltime=max(
-            UNLIMITED_WALLTIME_SECONDS if p.max_walltime is None else p.max_walltime
-            for p in parts),
+        max_walltime=max(walltimes),
         mpi_launchers=frozenset(launchers),
         mpi_flavors=frozenset(flavor.name for flavor in config.mpi_flavors),
+        # The default first: a job that fits it goes there (partition_for).
+        partitions=tuple(sorted(
+            (PartitionShape(p.name, p.max_nodes, p.cores_per_node, p.memory_mb_per_node,
+                            walltime) for p, walltime in zip(parts, walltimes, strict=True)),
+            key=lambda shape: shape.name != config.default_partition.name)),
     )

@@ -1,7 +1,7 @@
 import pytest
 
 from gateway.domain.jobspec import JobSpec
-from gateway.scheduling.feasibility import SiteShape, unfit_reason
+from gateway.scheduling.feasibility import PartitionShape, SiteShape, partition_for, unfit_reason
 
 SITE = SiteShape(name="s", max_nodes=4, cores_per_node=8, memory_mb_per_node=16000,
                  max_walltime=86400, mpi_launchers=frozenset({"mpirun"}),
@@ -35,3 +35,24 @@ def test_unfit_reason(resources: dict[str, object], mpi: dict[str, object],
         assert reason is None
     else:
         assert reason is not None and expected in reason
+
+
+def test_a_job_goes_to_the_default_partition_or_the_first_that_fits_it() -> None:
+    # The testbed's roadrunner: `debug` (the default) stops at 30 min, `batch` at 7 days.
+    debug = PartitionShape("debug", 1, 2, 512, 1800)
+    site = SiteShape(name="s", max_nodes=2, cores_per_node=2, memory_mb_per_node=512,
+                     max_walltime=7 * 86400, mpi_launchers=frozenset(), mpi_flavors=frozenset(),
+                     partitions=(debug, PartitionShape("batch", 1, 2, 512, 7 * 86400),
+                                 PartitionShape("wide", 2, 2, 512, 3600)))
+
+    def where(resources: dict[str, object], partition: str | None = None) -> str | None:
+        spec = job(resources)
+        return partition_for(spec.model_copy(update={"partition": partition}), site)
+
+    assert where({"walltime": 600}) is None  # the default fits: the scheduler's default
+    assert where({"walltime": 3600}) == "batch"
+    assert where({"walltime": 600, "nodes": 2, "ranks": 2}) == "wide"
+    assert where({"walltime": 600}, "batch") == "batch"  # named: as named
+    # Fits none (nor would the site take it): left to the scheduler, which says why.
+    assert where({"walltime": 8 * 86400}) is None
+    assert partition_for(job({"walltime": 3600}), SITE) is None  # no partitions known

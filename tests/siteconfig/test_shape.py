@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.domain.jobspec import JobSpec
-from gateway.scheduling.feasibility import SiteShape, unfit_reason
+from gateway.scheduling.feasibility import PartitionShape, SiteShape, unfit_reason
 from gateway.siteconfig import load_site_config, site_shape, validate_site_config
 from gateway.siteconfig.shape import UNLIMITED_WALLTIME_SECONDS
 
@@ -18,7 +18,10 @@ def test_shape_takes_the_maxima_over_partitions(good: dict[str, Any]) -> None:
     assert shape == SiteShape(
         name="alpha", max_nodes=8, cores_per_node=32, memory_mb_per_node=128000,
         max_walltime=2 * 86400, mpi_launchers=frozenset({"mpirun", "srun"}),
-        mpi_flavors=frozenset({"openmpi", "mpich"}))
+        mpi_flavors=frozenset({"openmpi", "mpich"}),
+        # Each partition's own, the default first.
+        partitions=(PartitionShape("debug", 2, 16, 64000, 1800),
+                    PartitionShape("long", 8, 32, 128000, 2 * 86400)))
 
 
 def test_unlimited_walltime_and_mpiexec(good: dict[str, Any]) -> None:

@@ -77,7 +77,7 @@ def _submit_array(ctx: StepContext, site: SiteEntry, claim: ArrayClaim) -> None:
             log.info("adopted array %s as %s at %s", claim.tag, native_id, site.name)
     if native_id is None:
         request = build_array_request(claim.spec, claim.tag, claim.workdir, claim.indices,
-                                      claim.throttle)
+                                      claim.throttle, site.shape)
         try:
             native_id = submitter.submit(request)
         except SubmitRejected as exc:

@@ -8,15 +8,19 @@ from dataclasses import replace
 from adapters.base import ArrayRequest, ContainerLaunch, MpiRequest, Resources, SubmitRequest
 from gateway.domain.job_relations import array_of, task_environment
 from gateway.domain.jobspec import JobSpec
+from gateway.scheduling.feasibility import SiteShape, partition_for
 from workflows.arrays import TASK_ID_ENV
 
 
 def build_submit_request(spec: JobSpec, tag: str, workdir: str,
                          container: ContainerLaunch | None = None,
-                         array_index: int | None = None) -> SubmitRequest:
+                         array_index: int | None = None,
+                         site: SiteShape | None = None) -> SubmitRequest:
     """The adapter's request for the job. `container`: a container job's launch line,
     which holds its MPI launcher; `array_index`: a task of the job array the spec
-    describes, which also gets its index and the array's shape in its environment."""
+    describes, which also gets its index and the array's shape in its environment;
+    `site`: the shape of the site it goes to, whose partition that fits it gets it
+    (feasibility.partition_for)."""
     res = spec.resources
     mpi = MpiRequest(launcher=spec.mpi.launcher.value, flavor=spec.mpi.flavor)
     argv = None if spec.executable is None else [spec.executable, *spec.args]
@@ -38,17 +42,17 @@ def build_submit_request(spec: JobSpec, tag: str, workdir: str,
             walltime_seconds=res.walltime,
         ),
         mpi=MpiRequest() if container is not None else mpi,
-        partition=spec.partition,
+        partition=spec.partition if site is None else partition_for(spec, site),
         container=container,
     )
 
 
 def build_array_request(spec: JobSpec, tag: str, workdir: str, indices: Sequence[int],
-                        throttle: int | None) -> SubmitRequest:
+                        throttle: int | None, site: SiteShape | None = None) -> SubmitRequest:
     """The adapter's request for a native array of the spec's tasks `indices`: the
     array's shape in every task's environment, each task's own index set by the batch
     script itself (adapters.batch.arrays)."""
-    request = build_submit_request(spec, tag, workdir)
+    request = build_submit_request(spec, tag, workdir, site=site)
     env = dict(request.env)
     if spec.array is not None:
         shape = array_of(spec.array)

@@ -102,8 +102,8 @@ def _batch_adapter(site: SiteEntry, claim: Claim) -> BatchSubmitter | None:
 
 def _submit_batch(ctx: StepContext, site: SiteEntry, adapter: BatchSubmitter,
                   claims: Sequence[Claim]) -> None:
-    requests = [build_submit_request(c.spec, c.tag, c.workdir, array_index=c.array_index)
-                for c in claims]
+    requests = [build_submit_request(c.spec, c.tag, c.workdir, array_index=c.array_index,
+                                     site=site.shape) for c in claims]
     outcomes = adapter.submit_many(requests)
     # Transient errors of the command propagate: every lease stays, recovery by tag.
     fault_after_submit()
@@ -152,7 +152,7 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
                                          site.cache_dir(claim.owner), summary.images)
     if native_id is None:
         request = build_submit_request(claim.spec, claim.tag, claim.workdir, container,
-                                       array_index=claim.array_index)
+                                       array_index=claim.array_index, site=site.shape)
         try:
             native_id = adapter.submit(request)
         except SubmitRejected as exc:
