@@ -146,6 +146,9 @@ command -v squashfuse >/dev/null 2>&1 || apt_packages+=(squashfuse)
 fc-list 2>/dev/null | grep -q . || apt_packages+=(fonts-dejavu-core)
 if ! venv_ok && ! find_python >/dev/null; then
     apt_packages+=(python3 python3-venv)
+# The workflow engine's venv is made from the system's Python (below).
+elif ! /usr/bin/python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    apt_packages+=(python3 python3-venv)
 fi
 
 if ((${#apt_packages[@]})); then
@@ -188,6 +191,27 @@ m.version("gridgate"); m.version("gridgate-testbed")' 2>/dev/null; then
     say "installing gridgate[dev] and the testbed tooling into .venv (pip)"
     PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/pip" install -q -e "$REPO[dev]" -e "$REPO/testbed"
     printf '%s' "$deps_key" >"$deps_stamp"
+fi
+
+# --- the workflow engine the GA4GH TES test drives -------------------------------------
+# Snakemake with its TES executor is a client of the gateway, not a dependency: a venv of
+# its own (its pins need not agree with the project's), whose packages and the wheels of
+# its `fs` storage plugin also make the image its tasks run in (tests/api/tes/snakemake_image.py).
+# Outside the clone, made from the system's Python: the test runs the engine as a site's
+# account, which may not enter a private clone or a per-user Python.
+SMK_VENV=/opt/gridgate-tests/snakemake
+SMK_PINS=(snakemake==9.27.1 snakemake-executor-plugin-tes==0.1.3 snakemake-storage-plugin-fs==1.1.3 six)
+if [[ ! -f $SMK_VENV/.gridgate-pins || "$(cat "$SMK_VENV/.gridgate-pins")" != "${SMK_PINS[*]}" ]]; then
+    say "installing Snakemake and its TES executor into $SMK_VENV (pip)"
+    as_root rm -rf "$SMK_VENV"
+    as_root /usr/bin/python3 -m venv "$SMK_VENV"
+    as_root env PIP_DISABLE_PIP_VERSION_CHECK=1 "$SMK_VENV/bin/pip" install -q "${SMK_PINS[@]}"
+    # The wheels the image's offline pip installs the storage plugin from, at the versions
+    # the venv has (a newer `packaging` would shadow the one Snakemake needs).
+    "$SMK_VENV/bin/pip" freeze | as_root tee "$SMK_VENV/constraints.txt" >/dev/null
+    as_root env PIP_DISABLE_PIP_VERSION_CHECK=1 "$SMK_VENV/bin/pip" download -q \
+        -d "$SMK_VENV/wheels" -c "$SMK_VENV/constraints.txt" snakemake-storage-plugin-fs==1.1.3
+    printf '%s' "${SMK_PINS[*]}" | as_root tee "$SMK_VENV/.gridgate-pins" >/dev/null
 fi
 
 # --- the multi-site testbed's packages (Slurm + slurmdbd, Grid Engine, MPI, sshd) ----

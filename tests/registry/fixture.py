@@ -172,12 +172,18 @@ def _started(process: subprocess.Popen[bytes], url: str, tls: ssl.SSLContext | N
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="session")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    base = tmp_path_factory.mktemp("registry")
+@contextlib.contextmanager
+def running_registry(base: Path) -> Iterator[Registry]:
+    """A plain-HTTP registry keeping its data under `base` (benchmarks use it too)."""
     with serve(base, lambda port: {
             "version": 0.1, "log": {"level": "info", "accesslog": {"disabled": False}},
             "storage": {"filesystem": {"rootdirectory": str(base / "data")},
                         "delete": {"enabled": True}},
             "http": {"addr": f"127.0.0.1:{port}"}}) as port:
         yield Registry(f"127.0.0.1:{port}", base / "data", base / "registry.log")
+
+
+@pytest.fixture(scope="session")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    with running_registry(tmp_path_factory.mktemp("registry")) as registry:
+        yield registry
