@@ -166,7 +166,10 @@ def test_a_container_binds_only_its_owner_s_own_file_url_directory(
                               "binds": [{"src": "data", "dst": "/data"},
                                         {"src": src, "dst": "/shared"}]}}
 
-    for src in (f"{tmp_path}/users/ben", f"{tmp_path}/users/ann/sub", f"{tmp_path}/users"):
+    # Through a link to the area, too (it is compared resolved).
+    (tmp_path / "link").symlink_to(tmp_path / "users")
+    for src in (f"{tmp_path}/users/ben", f"{tmp_path}/users/ann/sub", f"{tmp_path}/users",
+                f"{tmp_path}/link/ben"):
         body = refused(client, ann.headers, bind(src))
         assert fields(body) == ["container.binds[1].src"], body
         assert f"yours: {tmp_path}/users/ann)" in body["detail"], body

@@ -74,13 +74,14 @@ class FileRoots:
     @staticmethod
     def areas(templates: str) -> tuple[str, ...]:
         """Where the per-user and per-project directories of `templates` lie (the
-        directory above a template's first `{user}` or `{project}`), resolved:
-        `/srv/gridgate/users/{user}` gives `/srv/gridgate/users`."""
+        directory above a template's first `{user}` or `{project}`), as written and
+        resolved: `/srv/gridgate/users/{user}` gives `/srv/gridgate/users`."""
         found = []
         for template in filter(None, (t.strip() for t in templates.split(","))):
             head, brace, _ = template.partition("{")
             if brace:
-                found.append(os.path.realpath(head.rsplit("/", 1)[0] or "/"))
+                area = os.path.normpath(head.rsplit("/", 1)[0] or "/")
+                found += [area, os.path.realpath(area)]
         return tuple(dict.fromkeys(found))
 
     def locate(self, url: str) -> tuple[Path, tuple[str, ...]]:

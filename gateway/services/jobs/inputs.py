@@ -14,6 +14,7 @@ runtime would follow).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -91,18 +92,20 @@ def check_deliveries(session: Session, registry: SiteRegistry, limits: StagingLi
 def check_shared_binds(session: Session, limits: StagingLimits, principal: Principal,
                        spec: JobSpec) -> None:
     """Invalid (naming the bind) when a container bind's source lies among the file://
-    directories of users or projects (FileRoots.areas) and is not one of the owner's."""
+    directories of users or projects (FileRoots.areas) and is not one of the owner's
+    (both compared as written and resolved on the gateway's host, where they are)."""
     if limits.file_url_dirs is None or spec.container is None:
         return
     areas = FileRoots.areas(limits.file_url_dirs)
-    among = [(i, bind.src) for i, bind in enumerate(spec.container.binds)
-             if any(under(bind.src, area) for area in areas)]
+    among = [(i, bind.src, os.path.realpath(bind.src))
+             for i, bind in enumerate(spec.container.binds)
+             if any(under(bind.src, a) or under(os.path.realpath(bind.src), a) for a in areas)]
     if not among:
         return
     own = [str(d) for d in FileRoots.of_user(session, limits.file_url_dirs, principal.user_id,
                                              principal.account_name).dirs]
-    for index, src in among:
-        if src not in own:
+    for index, src, resolved in among:
+        if resolved not in own:
             yours = ", ".join(own) if own else "none"
             raise Invalid(f"bind source {src!r} lies among the users' and projects' file:// "
                           f"directories: a job binds only one of its owner's own, whole "
