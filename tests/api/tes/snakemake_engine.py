@@ -30,9 +30,9 @@ from gateway.auth.accounts import create_local_user
 from gateway.auth.tokens import issue_access_token
 from gateway.db.engine import transaction
 from gateway.repositories.jobs.rows import personal_project
+from gateway.runtime import Runtime
 from gateway.services.money import allocations
 from gateway.services.money.allocations import Grant
-from tests.client.live import LiveGateway
 from tests.conftest import ALL_SCOPES
 from tests.containers.conftest import make_rootfs
 from tests.registry.fixture import Registry, push_image
@@ -115,11 +115,11 @@ def federation_area() -> Iterator[Path]:
         shutil.rmtree(base)
 
 
-def user_token(gateway: LiveGateway, name: str, sites: Sequence[str] = ()) -> str:
-    """A token of the new local user `name`; with `sites`, their personal project gets an
-    allocation there."""
-    now = gateway.runtime.clock()
-    with transaction(gateway.runtime.sessions) as session:
+def user_token(runtime: Runtime, name: str, sites: Sequence[str] = ()) -> str:
+    """A token of the new local user `name` of the gateway `runtime` stands for; with
+    `sites`, their personal project gets an allocation there."""
+    now = runtime.clock()
+    with transaction(runtime.sessions) as session:
         user_id = create_local_user(session, name, "correct horse battery").id
         if sites:
             project = personal_project(session.connection(), user_id)
@@ -127,13 +127,14 @@ def user_token(gateway: LiveGateway, name: str, sites: Sequence[str] = ()) -> st
             allocations.grant(session, Grant(project.name, "*", milli(100),
                                              now - timedelta(days=1), now + timedelta(days=30)),
                               set(sites), "committee", "snakemake", now)
-    return issue_access_token(gateway.settings, gateway.runtime.keys, subject=user_id,
+    return issue_access_token(runtime.settings, runtime.keys, subject=user_id,
                               client_id="tests", scope=ALL_SCOPES, username=name).token
 
 
-def start_engine(gateway: LiveGateway, token: str, image: str, user_dir: Path, snakefile: str,
+def start_engine(url: str, token: str, image: str, user_dir: Path, snakefile: str,
                  options: Sequence[str]) -> subprocess.Popen[str]:
-    """Snakemake running `snakefile` through the gateway's TES as the site account, in
+    """Snakemake running `snakefile` through the TES of the gateway at `url` as the site
+    account, in
     `user_dir`/workflow, its storage in `user_dir`/storage (see module); its output is
     the process's stdout."""
     home, workflow = user_dir / "home", user_dir / "workflow"
@@ -145,7 +146,7 @@ def start_engine(gateway: LiveGateway, token: str, image: str, user_dir: Path, s
     (home / "funnel.log").write_text("(gridgate: see `gridgate show` of the task)\n")
     return subprocess.Popen(
         [str(VENV / "bin/snakemake"), "--executor", "tes",
-         "--tes-url", f"{gateway.url}/ga4gh/tes", "--tes-token", token,
+         "--tes-url", f"{url}/ga4gh/tes", "--tes-token", token,
          "--container-image", image,
          "--default-storage-provider", "fs", "--default-storage-prefix",
          str(user_dir / "storage"),

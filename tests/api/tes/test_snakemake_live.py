@@ -171,14 +171,14 @@ def test_snakemake_runs_a_workflow_across_two_sites(
     if not (VENV / "bin/snakemake").exists():
         pytest.fail(f"{VENV} is missing: tests/run.sh installs it")
     image = push_snakemake_image(registry, tmp_path / "root")
-    other = Jobs(gateway, user_token(gateway, "bea", SITES))
-    token = user_token(gateway, "ada", SITES)
+    other = Jobs(gateway, user_token(gateway.runtime, "bea", SITES))
+    token = user_token(gateway.runtime, "ada", SITES)
     ada = Jobs(gateway, token)
     # galaxy busy: both its slots held by bea's jobs.
     galaxy_busy = [other.hold("galaxy", area / "go-galaxy") for _ in range(2)]
     _until("galaxy busy", lambda: all(other.get(j)["state"] == "RUNNING" for j in galaxy_busy))
     prefix, go_make = area / "ada/storage", area / "ada/go-make"
-    engine = start_engine(gateway, token, image, area / "ada", SNAKEFILE,
+    engine = start_engine(gateway.url, token, image, area / "ada", SNAKEFILE,
                           ["--jobs", "1", "--config", f"go={go_make}"])
     try:
         first = _until("a running task", lambda: [
