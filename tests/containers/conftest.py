@@ -44,14 +44,20 @@ def make_rootfs(root: Path, *programs: str) -> Path:
     binaries = [(SHELL, "sh")] + [(Path(shutil.which(p) or f"/bin/{p}"), p) for p in programs]
     for binary, name in binaries:
         shutil.copy2(binary.resolve(), root / "bin" / name)
-        listing = subprocess.run(["ldd", str(binary.resolve())], capture_output=True,
-                                 text=True, check=True).stdout
-        for library in re.findall(r"(/\S+)", listing):
-            target = root / library.lstrip("/")
-            if not target.exists():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(Path(library).resolve(), target)
+        copy_libraries(root, binary.resolve())
     return root
+
+
+def copy_libraries(root: Path, binary: Path) -> None:
+    """Copy the shared libraries `binary` (a program or a library) needs to their paths
+    below `root`."""
+    listing = subprocess.run(["ldd", str(binary)], capture_output=True, text=True,
+                             check=False).stdout
+    for library in re.findall(r"(/\S+)", listing):
+        target = root / library.lstrip("/")
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(library).resolve(), target)
 
 
 def build(source: Path, output: Path, *extra: str) -> dict[str, object]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import subprocess
 import uuid
@@ -34,7 +33,7 @@ from gateway.runtime import Runtime
 from gateway.services.money import allocations
 from gateway.services.money.allocations import Grant
 from tests.conftest import ALL_SCOPES
-from tests.containers.conftest import make_rootfs
+from tests.containers.conftest import copy_libraries, make_rootfs
 from tests.registry.fixture import Registry, push_image
 from tests.registry.test_registry_run_live import tree_layer
 
@@ -64,31 +63,19 @@ def _interpreter() -> tuple[Path, Path]:
     return Path(said[0]), Path(said[1])
 
 
-def _with_libraries(root: Path, binary: Path) -> None:
-    """Copy the shared libraries `binary` needs to their paths below `root`."""
-    listing = subprocess.run(["ldd", str(binary)], capture_output=True, text=True,
-                             check=False).stdout
-    for library in re.findall(r"=> (/\S+)|^\s*(/\S+)", listing, re.MULTILINE):
-        path = Path(library[0] or library[1])
-        target = root / str(path).lstrip("/")
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path.resolve(), target)
-
-
 def snakemake_rootfs(root: Path) -> Path:
     """The image's root file system at `root` (see module)."""
     make_rootfs(root, *PROGRAMS)
     python, stdlib = _interpreter()
     (root / str(python.parent).lstrip("/")).mkdir(parents=True, exist_ok=True)
     shutil.copy2(python, root / str(python).lstrip("/"))
-    _with_libraries(root, python)
+    copy_libraries(root, python)
     shutil.copytree(stdlib, root / str(stdlib).lstrip("/"), ignore=_SKIPPED, symlinks=True)
     packages = next((VENV / "lib").glob("python3*/site-packages"))
     shutil.copytree(packages, root / SITE_PACKAGES, symlinks=True)
     shutil.copytree(VENV / "wheels", root / WHEELS)
     for extension in (*stdlib.rglob("*.so"), *packages.rglob("*.so")):
-        _with_libraries(root, extension)
+        copy_libraries(root, extension)
     (root / "bin/python").symlink_to(python)
     (root / "bin/pip").write_text(PIP)
     (root / "bin/pip").chmod(0o755)
@@ -113,6 +100,8 @@ def federation_area() -> Iterator[Path]:
         yield base
     finally:
         shutil.rmtree(base)
+        with contextlib.suppress(OSError):  # another test's part is still there
+            FEDERATION.rmdir()
 
 
 def user_token(runtime: Runtime, name: str, sites: Sequence[str] = ()) -> str:
@@ -134,9 +123,8 @@ def user_token(runtime: Runtime, name: str, sites: Sequence[str] = ()) -> str:
 def start_engine(url: str, token: str, image: str, user_dir: Path, snakefile: str,
                  options: Sequence[str]) -> subprocess.Popen[str]:
     """Snakemake running `snakefile` through the TES of the gateway at `url` as the site
-    account, in
-    `user_dir`/workflow, its storage in `user_dir`/storage (see module); its output is
-    the process's stdout."""
+    account, in `user_dir`/workflow, its storage in `user_dir`/storage (see module); its
+    output is the process's stdout."""
     home, workflow = user_dir / "home", user_dir / "workflow"
     for directory in (home, workflow):
         directory.mkdir()
