@@ -72,6 +72,11 @@ def assert_exactly_once(runtime: Runtime, n: int) -> None:
     lines = [line for ledger in sorted(jobs_dir.glob("*/executions"))
              for line in ledger.read_text().split()]
     assert len(lines) == n and len(set(lines)) == n, Counter(lines).most_common(3)
+    assert_one_attempt_each(runtime, n)
+
+
+def assert_one_attempt_each(runtime: Runtime, n: int) -> None:
+    """`n` jobs, each with one attempt and one COMPLETED event."""
     with runtime.sessions() as session:
         per_job = session.execute(select(Attempt.job_id, func.count())
                                   .group_by(Attempt.job_id)).all()

@@ -25,9 +25,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import func, select
 
-from gateway.db.models import Attempt, Event
 from gateway.runtime import Runtime
 from gateway.settings import Settings
 from testbed.state import TestbedInfo
@@ -40,7 +38,7 @@ from tests.api.tes.snakemake_engine import (
 )
 from tests.registry.fixture import Registry
 from tests.worker.gateway_process import GatewayProcess, free_port
-from tests.worker.test_crash_recovery import env_for
+from tests.worker.test_crash_recovery import assert_one_attempt_each, env_for
 
 SITES = ("roadrunner", "galaxy")
 TASKS = 4
@@ -151,11 +149,4 @@ def test_engine_tasks_survive_kill9_each_run_once(
         area / f"ada/storage/out/{i}.txt" for i in range(TASKS)]
     tags = ledger.read_text().split()
     assert len(tags) == TASKS and len(set(tags)) == TASKS, tags
-    with runtime.sessions() as session:
-        attempts = session.execute(select(Attempt.job_id, func.count())
-                                   .group_by(Attempt.job_id)).all()
-        assert len(attempts) == TASKS and all(count == 1 for _, count in attempts)
-        completed = session.execute(select(Event.job_id, func.count())
-                                    .where(Event.to_state == "COMPLETED")
-                                    .group_by(Event.job_id)).all()
-        assert len(completed) == TASKS and all(count == 1 for _, count in completed)
+    assert_one_attempt_each(runtime, TASKS)
