@@ -150,24 +150,24 @@ def bench(tasks: int, check: int) -> dict[str, Any]:
                            insecure_registries=reg.host,
                            file_url_dirs=f"{area}/{{user}}") as gw:
             token = user_token(gw.runtime, "ada")
-            http = httpx.Client(base_url=gw.url, timeout=60,
-                                headers={"Authorization": f"Bearer {token}"})
-            warm(http, image, check)
-            started = time.monotonic()
-            engine = start_engine(gw.url, token, image, area / "ada", scatter(tasks),
-                                  ["--jobs", str(tasks), "--seconds-between-status-checks",
-                                   str(check)])
-            # The engine deletes its source archive (which every task script unpacks) when
-            # it ends: a second link keeps it for the native run.
-            storage = area / "ada/storage"
-            archive = keep_archive(storage, engine)
-            output, _ = engine.communicate(timeout=3600)
-            engine_wall = time.monotonic() - started
-            if engine.returncode != 0:
-                raise RuntimeError(f"snakemake failed:\n{output[-4000:]}")
-            tes_jobs = listed(http, origin="tes")
-            os.link(storage / ".kept", archive)
-            native_jobs = native(http, [j["spec"] for j in tes_jobs], check)
+            with httpx.Client(base_url=gw.url, timeout=60,
+                              headers={"Authorization": f"Bearer {token}"}) as http:
+                warm(http, image, check)
+                started = time.monotonic()
+                engine = start_engine(gw.url, token, image, area / "ada", scatter(tasks),
+                                      ["--jobs", str(tasks), "--seconds-between-status-checks",
+                                       str(check)])
+                # The engine deletes its source archive (which every task script unpacks) when
+                # it ends: a second link keeps it for the native run.
+                storage = area / "ada/storage"
+                archive = keep_archive(storage, engine)
+                output, _ = engine.communicate(timeout=3600)
+                engine_wall = time.monotonic() - started
+                if engine.returncode != 0:
+                    raise RuntimeError(f"snakemake failed:\n{output[-4000:]}")
+                tes_jobs = listed(http, origin="tes")
+                os.link(storage / ".kept", archive)
+                native_jobs = native(http, [j["spec"] for j in tes_jobs], check)
     tes_span, native_span = span(tes_jobs), span(native_jobs)
     ratio = tes_span / native_span
     return {

@@ -26,7 +26,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +149,20 @@ class Jobs:
         return sorted(items, key=lambda j: j["created_at"])
 
 
+@pytest.fixture
+def jobs_of() -> Iterator[Callable[[LiveGateway, str], Jobs]]:
+    """Jobs clients, closed after the test."""
+    made: list[Jobs] = []
+
+    def make(gateway: LiveGateway, token: str) -> Jobs:
+        made.append(Jobs(gateway, token))
+        return made[-1]
+
+    yield make
+    for jobs in made:
+        jobs.http.close()
+
+
 def _until(what: str, check: Any, engine: subprocess.Popen[str] | None = None,
            deadline: float = 300, jobs: Jobs | None = None) -> Any:
     """Poll `check` until it returns something true; fail naming `what` (and the engine's
@@ -167,13 +181,14 @@ def _until(what: str, check: Any, engine: subprocess.Popen[str] | None = None,
 
 
 def test_snakemake_runs_a_workflow_across_two_sites(
-        gateway: LiveGateway, registry: Registry, area: Path, tmp_path: Path) -> None:
+        gateway: LiveGateway, registry: Registry, area: Path, tmp_path: Path,
+        jobs_of: Callable[[LiveGateway, str], Jobs]) -> None:
     if not (VENV / "bin/snakemake").exists():
         pytest.fail(f"{VENV} is missing: tests/run.sh installs it")
     image = push_snakemake_image(registry, tmp_path / "root")
-    other = Jobs(gateway, user_token(gateway.runtime, "bea", SITES))
+    other = jobs_of(gateway, user_token(gateway.runtime, "bea", SITES))
     token = user_token(gateway.runtime, "ada", SITES)
-    ada = Jobs(gateway, token)
+    ada = jobs_of(gateway, token)
     # galaxy busy: both its slots held by bea's jobs.
     galaxy_busy = [other.hold("galaxy", area / "go-galaxy") for _ in range(2)]
     _until("galaxy busy", lambda: all(other.get(j)["state"] == "RUNNING" for j in galaxy_busy))

@@ -91,7 +91,7 @@ def area() -> Iterator[Path]:
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_engine_tasks_survive_kill9_each_run_once(
         testbed: TestbedInfo, registry: Registry, settings: Settings, runtime: Runtime,
-        area: Path, tmp_path: Path) -> None:
+        area: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if not (VENV / "bin/snakemake").exists():
         pytest.fail(f"{VENV} is missing: tests/run.sh installs it")
     configs = tmp_path / "site-configs"
@@ -117,6 +117,7 @@ def test_engine_tasks_survive_kill9_each_run_once(
                            "--config", f"tasks={TASKS}", f"ledger={ledger}", f"go={go}"])
     http = httpx.Client(base_url=gateway.url, timeout=30,
                         headers={"Authorization": f"Bearer {token}"})
+    request.addfinalizer(http.close)
 
     def states() -> list[str]:
         return [j["state"] for j in http.get("/api/v1/jobs", params={"origin": "tes"}
