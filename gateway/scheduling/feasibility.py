@@ -45,7 +45,7 @@ def partition_for(spec: JobSpec, site: SiteShape) -> str | None:
                if res.nodes <= p.max_nodes and cores <= p.cores_per_node
                and res.walltime <= p.max_walltime
                and (p.memory_mb_per_node is None or (res.memory_mb or 0) <= p.memory_mb_per_node)]
-    if not fitting or (site.partitions and fitting[0] == site.partitions[0]):
+    if not fitting or fitting[0] == site.partitions[0]:
         return None
     return fitting[0].name
 

@@ -20,7 +20,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -38,7 +38,7 @@ from tests.api.tes.snakemake_engine import (
 )
 from tests.registry.fixture import Registry
 from tests.worker.gateway_process import GatewayProcess, free_port
-from tests.worker.test_crash_recovery import assert_one_attempt_each, env_for
+from tests.worker.test_crash_recovery import assert_one_attempt_each, env_for, wait_for
 
 SITES = ("roadrunner", "galaxy")
 TASKS = 4
@@ -72,13 +72,6 @@ def connections(pid: int, port: int) -> int:
         if remote_port == port and fields[9] in sockets:
             count += 1
     return count
-
-
-def wait_for(check: Callable[[], object], what: str, deadline: float = 600) -> None:
-    end = time.monotonic() + deadline
-    while not check():
-        assert time.monotonic() < end, f"no {what} after {deadline:.0f} s"
-        time.sleep(0.3)
 
 
 @pytest.fixture
@@ -124,7 +117,8 @@ def test_engine_tasks_survive_kill9_each_run_once(
                                              ).json()["items"]]
 
     try:
-        wait_for(lambda: len(states()) == TASKS and "RUNNING" in states(), "a running task")
+        wait_for(lambda: (now := states()) and len(now) == TASKS and "RUNNING" in now,
+                 "a running task", deadline=600)
         # Paused where it is not talking to the gateway (a call in flight would fail).
         while True:
             os.kill(engine.pid, signal.SIGSTOP)
