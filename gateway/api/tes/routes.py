@@ -29,10 +29,12 @@ from gateway.domain.errors import Invalid
 from gateway.domain.job_origin import JobOrigin
 from gateway.domain.jobspec import JobSpec
 from gateway.domain.principal import Principal
+from gateway.domain.staging import parse_source
 from gateway.runtime import Runtime
 from gateway.services.cursors import MAX_CURSOR, MAX_LIMIT
 from gateway.services.data import file_urls
 from gateway.services.data.file_urls import FileRoots
+from gateway.services.data.input_sources import InputUnavailable, site_directory
 from gateway.services.data.uploads import UploadLimits, upload_content, upload_file
 from gateway.services.jobs import outputs as job_outputs
 from gateway.services.jobs import queries as job_queries
@@ -108,7 +110,11 @@ def create_task(task: TesTask, principal: JobsWriter, runtime: RuntimeDep) -> Re
         # Read once, and only where the admin declared file:// directories.
         return _file_roots(runtime, principal)
 
+    @functools.cache
     def listing(url: str) -> list[str]:
+        # Cached: the spec is built twice (checked, then stored), a site listed once.
+        if url.startswith("site://"):
+            return _site_listing(runtime, principal, url)
         return file_urls.list_files(roots(), url, settings.job_input_max_files)
 
     def readable(content: Content) -> str:
@@ -150,6 +156,22 @@ def _file_roots(runtime: Runtime, principal: Principal) -> FileRoots:
     with runtime.sessions() as session:
         return FileRoots.of_user(session, runtime.settings.file_url_dirs, principal.user_id,
                                  principal.account_name)
+
+
+def _site_listing(runtime: Runtime, principal: Principal, url: str) -> list[str]:
+    """The files below a site:// directory, listed as the caller's account at the site."""
+    try:
+        source = parse_source(url.rstrip("/"))
+    except ValueError as exc:
+        raise Invalid(f"{url}: {exc}") from None
+    assert source.site is not None and source.path is not None
+    with runtime.sessions() as session:
+        try:
+            return site_directory(session, runtime.sites, principal.user_id,
+                                  principal.account_name, source.site, source.path,
+                                  runtime.settings.job_input_max_files)
+        except (InputUnavailable, AdapterError) as exc:
+            raise Invalid(str(exc)) from None
 
 
 def _checked(spec: dict[str, Any]) -> JobSpec:

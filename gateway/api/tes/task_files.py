@@ -4,11 +4,12 @@ top-level directory of those paths is bound there in the container (`tes/data` a
 `/data`), so the executor finds its inputs where the task said, on every runtime.
 
 Where an input comes from: `content` (given inline) or a `file://` URL inside a directory
-the admin lets the owner use (gateway.services.data.file_urls; a DIRECTORY is every
-regular file below it), both kept by the route as uploads of the task's owner, under the
-same quota; or a URL gridgate reaches as it reaches every job input: `https://`
-(fetched), `site://SITE/PATH` (copied site to site) and `upload:ID` (an upload of the
-owner's). Any other scheme is refused naming it and what is accepted.
+the admin lets the owner use (gateway.services.data.file_urls), both kept by the route
+as uploads of the task's owner, under the same quota; or a URL gridgate reaches as it
+reaches every job input: `https://` (fetched), `site://SITE/PATH` (copied site to site)
+and `upload:ID` (an upload of the owner's). A DIRECTORY (file:// or site://) is every
+regular file below it when the task is created, each an input of its own. Any other
+scheme is refused naming it and what is accepted.
 
 Outputs are the job's `deliver` entries (gateway.domain.deliveries), sent once the run
 completed: a FILE to its URL; a DIRECTORY's files, or the matches of a path with
@@ -38,7 +39,7 @@ _SYSTEM = frozenset({"bin", "boot", "ch", "dev", "etc", "lib", "lib32", "lib64",
                      "mnt", "proc", "run", "sbin", "sys", "usr"})
 _REACHED = ("https://", "site://", "upload:")
 _WILDCARDS = frozenset("*?[")
-# The regular files below a file:// directory URL, relative to it.
+# The regular files below a file:// or site:// directory URL, relative to it.
 Lister = Callable[[str], list[str]]
 
 
@@ -88,7 +89,7 @@ def working_directory(path: str, field: str) -> str:
 def task_files(inputs: list[TesInput], outputs: list[TesOutput], listing: Lister,
                also_bound: tuple[str, ...] = (), volumes: tuple[str, ...] = ()) -> TaskFiles:
     """The job's inputs, binds and deliveries for the task's files; Invalid naming the
-    field. `listing` lists a file:// directory; `also_bound`: other container paths whose
+    field. `listing` lists a file:// or site:// directory; `also_bound`: other container paths whose
     top-level directory is the job's (an executor's working directory); `volumes`:
     directories the executors share, made empty in the job directory."""
     found = TaskFiles([], [], [], [])
@@ -136,11 +137,15 @@ def _add_input(found: TaskFiles, item: TesInput, dest: str, field: str,
         base = item.url.rstrip("/")
         found.contents.extend(Content(f"{dest}/{rel}", url=f"{base}/{rel}")
                               for rel in listing(item.url))
+    elif item.url is not None and item.url.startswith("site://") and directory:
+        base = item.url.rstrip("/")
+        found.inputs.extend({"source": f"{base}/{rel}", "dest": f"{dest}/{rel}"}
+                            for rel in listing(item.url))
     elif item.url is not None and item.url.startswith(_REACHED) and not directory:
         found.inputs.append({"source": item.url, "dest": dest})
     elif directory:
-        raise Invalid("a DIRECTORY input is read from a file:// URL only; give the files "
-                      "of other URLs one by one", field=f"{field}.type")
+        raise Invalid("a DIRECTORY input is read from a file:// or site:// URL only; give "
+                      "the files of other URLs one by one", field=f"{field}.type")
     else:
         scheme = (item.url or "").partition(":")[0]
         raise Invalid(f"gridgate cannot fetch {scheme}: URLs; give https://, "

@@ -50,7 +50,7 @@ def job_spec(task: TesTask, keep: Callable[[Content], str], listing: Lister,
     """The job spec (as `POST /api/v1/jobs` takes it) of the TES task `task`; `Invalid`
     naming the field for what gridgate does not run yet. `keep` stores an input the
     gateway keeps (inline, or file://) and returns the id of the upload that holds it;
-    `listing` lists a file:// directory; `shared` are the owner's file:// directories."""
+    `listing` lists a file:// or site:// directory; `shared` are the owner's file:// directories."""
     first, *rest = task.executors
     steps = [_step(executor, index) for index, executor in enumerate(task.executors)]
     for step, later in zip(steps[1:], rest, strict=True):

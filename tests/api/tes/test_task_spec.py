@@ -102,7 +102,7 @@ def test_the_working_directory_is_the_container_s() -> None:
     ({"path": "/data/x", "url": "https://e.org/x", "content": "x"}, "inputs.0", "either"),
     ({"path": "/data/x"}, "inputs.0", "either"),
     ({"path": "/data/d", "url": "https://e.org/d", "type": "DIRECTORY"}, "inputs.0.type",
-     "DIRECTORY input is read from a file:// URL only"),
+     "DIRECTORY input is read from a file:// or site:// URL only"),
     ({"path": "/data/d", "content": "x", "type": "DIRECTORY"}, "inputs.0", "needs a url"),
 ])
 def test_inputs_refused_name_the_field(item: dict[str, Any], field: str, says: str) -> None:
@@ -148,6 +148,22 @@ def test_file_urls_are_kept_and_directories_listed() -> None:
                     Content("tes/data/refs/sub/y.fa", url="file:///srv/alice/refs/sub/y.fa")]
     assert [i.dest for i in spec.inputs] == ["tes/data/a.txt", "tes/data/refs/x.fa",
                                              "tes/data/refs/sub/y.fa"]
+
+
+def test_a_site_directory_is_its_files_copied_site_to_site() -> None:
+    listed: list[str] = []
+
+    def listing(url: str) -> list[str]:
+        listed.append(url)
+        return ["x.fa", "sub/y.fa"]
+
+    task = TesTask.model_validate({**TASK, "inputs": [
+        {"path": "/data/refs", "url": "site://kth/proj/refs/", "type": "DIRECTORY"}]})
+    spec = JobSpec.model_validate(job_spec(task, no_content, listing))
+    assert listed == ["site://kth/proj/refs/"]
+    assert [(i.source, i.dest) for i in spec.inputs] == [
+        ("site://kth/proj/refs/x.fa", "tes/data/refs/x.fa"),
+        ("site://kth/proj/refs/sub/y.fa", "tes/data/refs/sub/y.fa")]
 
 
 def test_outputs_are_deliveries_and_their_directories_are_bound() -> None:

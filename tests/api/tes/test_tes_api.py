@@ -13,9 +13,11 @@ from fastapi.testclient import TestClient
 
 from gateway.runtime import Runtime
 from gateway.store.blobs import BlobStore
+from gateway.worker.loop import Worker
 from tests.api.tes.spec import validate
 from tests.api.test_container_jobs import offer
 from tests.conftest import MakeUser
+from tests.staging.helpers import run_until, sh, submit
 
 TES = "/ga4gh/tes/v1"
 TASK: dict[str, Any] = {
@@ -198,3 +200,32 @@ def test_a_task_reads_back_as_it_was_sent(client: TestClient, make_user: MakeUse
     assert views["FULL"]["inputs"][0]["content"] == "a line\n"
     listed = client.get(f"{TES}/tasks?view=BASIC", headers=user.headers).json()["tasks"]
     assert listed[0]["description"] == "says hello" and "content" not in listed[0]["inputs"][0]
+
+
+def test_a_directory_at_a_site_is_listed_as_the_owners_account(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    """A DIRECTORY input from site:// (here a directory a previous job of the owner left
+    on the local site) is each regular file below it, listed when the task is created
+    under the rules of a site:// file: another user's job directory is refused, as is a
+    file given as a directory. The files are then staged like every site:// input."""
+    owner, other = make_user(), make_user()
+    worker = Worker(runtime)
+    seed = submit(client, owner, sh("mkdir -p out/sub && echo a > out/a.txt && "
+                                    "echo b > out/sub/b.txt && ln -s a.txt out/link"))
+    assert run_until(worker, client, owner, seed)["state"] == "COMPLETED"
+    out = runtime.settings.jobs_dir / f"gw-{seed}" / "out"
+    task_id = create(client, owner.headers, {**TASK, "inputs": [
+        {"path": "/data/in", "url": f"site://local{out}/", "type": "DIRECTORY"}]})
+    job = client.get(f"/api/v1/jobs/{task_id}", headers=owner.headers).json()
+    assert [(i["source"], i["dest"]) for i in job["spec"]["inputs"]] == [
+        (f"site://local{out}/a.txt", "tes/data/in/a.txt"),
+        (f"site://local{out}/sub/b.txt", "tes/data/in/sub/b.txt")]
+    for user, url, says in (
+            (other, f"site://local{out}", "not in one of your own job directories"),
+            (owner, f"site://local{out}/a.txt", "is not a directory"),
+            (owner, "site://nowhere/data", "Unknown site 'nowhere'"),
+            (owner, "site://local/a/../b", "plain absolute file path")):
+        refused = client.post(f"{TES}/tasks", headers=user.headers, json={**TASK, "inputs": [
+            {"path": "/data/in", "url": url, "type": "DIRECTORY"}]})
+        assert refused.status_code == 422, refused.text
+        assert says in refused.json()["detail"], refused.text
