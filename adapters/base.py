@@ -48,6 +48,8 @@ class Resources:
     threads_per_rank: int = 1
     memory_mb: int | None = None
     walltime_seconds: int = 3600
+    # Node-local scratch disk per node (Slurm --tmp, LSF rusage[tmp]).
+    scratch_mb: int | None = None
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,10 @@ def _partition(site: SiteSpec, queue: Queue) -> str:
 def slurm_conf(site: SiteSpec, ip: ipaddress.IPv4Address) -> str:
     """slurm.conf for a one-node cluster whose controller, node and slurmdbd are the site."""
     partitions = "\n".join(_partition(site, q) for q in site.queues)
+    # The node's scratch (TmpFS, /tmp by default) as the template declares it.
+    node = f"NodeName={site.name} NodeAddr={ip} CPUs={site.cpus} RealMemory={site.memory_mb}"
+    if site.scratch_mb is not None:
+        node += f" TmpDisk={site.scratch_mb}"
     return f"""\
 # gridgate testbed: Slurm cluster {site.name}
 ClusterName={site.name}
@@ -149,7 +153,7 @@ InactiveLimit=0
 Waittime=0
 SlurmctldTimeout=30
 SlurmdTimeout=60
-NodeName={site.name} NodeAddr={ip} CPUs={site.cpus} RealMemory={site.memory_mb} State=UNKNOWN
+{node} State=UNKNOWN
 {partitions}
 """
 

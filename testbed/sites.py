@@ -93,6 +93,8 @@ class SiteSpec:
     scratch_root: str
     parallel_environment: str | None
     template: SiteConfig
+    # The node's scratch as the template declares it (Slurm's TmpDisk); None: none.
+    scratch_mb: int | None = None
 
     @property
     def daemons(self) -> tuple[str, ...]:
@@ -128,11 +130,12 @@ def spec_from_template(config: SiteConfig, index: int) -> SiteSpec:
     if not config.scratch_root.startswith("/home/"):
         raise TestbedError(f"{where}: the testbed makes scratch_root inside the site's "
                            "private /home: use /home/<dir>")
-    shapes = {(p.cores_per_node, p.memory_mb_per_node) for p in config.partitions}
+    shapes = {(p.cores_per_node, p.memory_mb_per_node, p.scratch_mb_per_node)
+              for p in config.partitions}
     if len(shapes) != 1:
         raise TestbedError(f"{where}: a testbed site is one node: give every partition the "
-                           "same cores_per_node and memory_mb_per_node")
-    cpus, memory = shapes.pop()
+                           "same cores_per_node, memory_mb_per_node and scratch_mb_per_node")
+    cpus, memory, scratch = shapes.pop()
     queues = tuple(
         Queue(name=p.name, max_seconds=p.max_walltime,
               default_seconds=min(p.max_walltime or DEFAULT_TIME_CAP, DEFAULT_TIME_CAP),
@@ -149,7 +152,8 @@ def spec_from_template(config: SiteConfig, index: int) -> SiteSpec:
     return SiteSpec(
         name=config.name, index=index, kind=kind, cpus=cpus, memory_mb=memory,
         queues=queues, scratch_root=config.scratch_root,
-        parallel_environment=config.scheduler.text_option("parallel_environment"), template=config)
+        parallel_environment=config.scheduler.text_option("parallel_environment"), template=config,
+        scratch_mb=scratch)
 
 
 def load_sites(directory: Path | None = None) -> tuple[SiteSpec, ...]:

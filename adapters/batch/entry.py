@@ -35,6 +35,15 @@ class DialectOption:
 
 
 # An accounting log directory on the site (PBS, LSF): one option, so one meaning everywhere.
+SCRATCH_RESOURCE = DialectOption(
+    "scratch_resource", "scratch resources",
+    "The resource a job's node-local scratch request is sent as, where the scheduler has "
+    "none built in: a per-slot consumable complex on Grid Engine (`-l NAME=...M`, e.g. "
+    "tmpfree), a host-level resource in each `select` chunk on PBS Professional "
+    "(`:NAME=...mb`); default: none is sent.",
+    TextRule("resource name", r"[A-Za-z_][A-Za-z0-9_]{0,63}",
+             "use the resource's name as the scheduler knows it, e.g. tmpfree"))
+
 ACCOUNTING_DIR = DialectOption(
     "accounting_dir", "accounting log directories",
     "The directory of the scheduler's accounting logs, if the gateway's account may read "

@@ -26,7 +26,7 @@ def job_options(
 
     `-n` counts slots (ranks x threads), `span[ptile=]` puts a node's share on each node,
     `-W` is in minutes. `memory`: send `rusage[mem=]` per slot, in the unit the site's
-    LSF_UNIT_FOR_LIMITS sets (MB assumed).
+    LSF_UNIT_FOR_LIMITS sets (MB assumed); node scratch is `rusage[tmp=]` per slot.
     """
     check_request(request)
     res = request.resources
@@ -42,8 +42,15 @@ def job_options(
     ]
     if res.nodes > 1 or res.ranks_per_node is not None:
         options.append(["-R", f"span[ptile={per_node}]"])
+    # One rusage section, per slot: memory in LSF_UNIT_FOR_LIMITS, tmp (the built-in load
+    # index of /tmp's free space) in MB.
+    usage = []
     if memory and res.memory_mb is not None:
-        options.append(["-R", f"rusage[mem={-(-res.memory_mb // per_node)}]"])
+        usage.append(f"mem={-(-res.memory_mb // per_node)}")
+    if res.scratch_mb is not None:
+        usage.append(f"tmp={-(-res.scratch_mb // per_node)}")
+    if usage:
+        options.append(["-R", f"rusage[{':'.join(usage)}]"])
     queue = request.partition or config.default_queue
     if queue:
         options.append(["-q", queue])

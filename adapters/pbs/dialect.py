@@ -38,6 +38,8 @@ class PbsDialect(OptionsDialect):
     `accounting_dir`: the server's accounting log directory, if the gateway account can
     read it (PBS_HOME/server_priv/accounting); used for jobs `qstat` no longer shows.
     `torque`: the server is TORQUE, whose commands differ (adapters.pbs.torque).
+    `scratch_resource`: the host-level resource a chunk asks node-local scratch disk with
+    (PBS has none built in; TORQUE's `file` limits one file): None sends none.
     """
 
     kind = "pbs"
@@ -59,12 +61,14 @@ class PbsDialect(OptionsDialect):
         keep_files: str | None = "oed",
         accounting_dir: str | None = None,
         torque: bool = False,
+        scratch_resource: str | None = None,
     ) -> None:
         super().__init__(config)
         self.commands = commands
         self.keep_files = keep_files
         self.accounting_dir = accounting_dir
         self.torque = torque
+        self.scratch_resource = scratch_resource
 
     @property
     def capabilities(self) -> Capabilities:
@@ -80,11 +84,11 @@ class PbsDialect(OptionsDialect):
 
     def job_options(self, request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
         return job_options(request, layout, self.config, keep_files=self.keep_files,
-                           torque=self.torque)
+                           torque=self.torque, scratch_resource=self.scratch_resource)
 
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
         return render_script(request, layout, self.config, keep_files=self.keep_files,
-                             torque=self.torque)
+                             torque=self.torque, scratch_resource=self.scratch_resource)
 
     def parse_submit(self, result: CommandResult) -> str:
         return submit.parse_submit(result)

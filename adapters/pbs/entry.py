@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from adapters.batch.entry import (
     ACCOUNTING_DIR,
+    SCRATCH_RESOURCE,
     DialectOption,
     DialectSettings,
     SchedulerEntry,
@@ -29,6 +30,7 @@ OPTIONS = (
         "qsub -k value; default oed on PBS Professional / OpenPBS (output is written straight "
         "to the job directory, so it can be read while the job runs), none on TORQUE (output "
         "arrives when the job ends).", KEEP_FILES),
+    SCRATCH_RESOURCE,
     ACCOUNTING_DIR,
 )
 
@@ -37,7 +39,8 @@ def _build(settings: DialectSettings) -> PbsDialect:
     torque = settings.text("pbs_server") == "torque"
     return PbsDialect(settings.config, PbsCommands(**settings.commands),
                       keep_files=settings.text("keep_files", None if torque else "oed"),
-                      accounting_dir=settings.text("accounting_dir"), torque=torque)
+                      accounting_dir=settings.text("accounting_dir"), torque=torque,
+                      scratch_resource=settings.text("scratch_resource"))
 
 
 ENTRY = SchedulerEntry(

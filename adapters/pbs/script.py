@@ -23,20 +23,23 @@ PREFIX = DIRECTIVES.prefix
 PATH_SYNTAX = ":,"
 
 
-def select(request: SubmitRequest) -> str:
-    """One chunk per node: its CPUs, MPI ranks, threads and memory (pbs_resources(7B))."""
+def select(request: SubmitRequest, scratch_resource: str | None = None) -> str:
+    """One chunk per node: its CPUs, MPI ranks, threads and memory (pbs_resources(7B)),
+    and its node-local scratch as the host-level resource the site names for it."""
     res = request.resources
     per_node = ranks_per_node(res)
     chunk = (f"{res.nodes}:ncpus={per_node * res.threads_per_rank}:mpiprocs={per_node}"
              f":ompthreads={res.threads_per_rank}")
     if res.memory_mb is not None:
         chunk += f":mem={res.memory_mb}mb"
+    if res.scratch_mb is not None and scratch_resource:
+        chunk += f":{scratch_resource}={res.scratch_mb}mb"
     return chunk
 
 
 def job_options(
     request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, keep_files: str | None,
-    torque: bool = False,
+    torque: bool = False, scratch_resource: str | None = None,
 ) -> list[list[str]]:
     """qsub options the gateway decides, one option and its value per item; on the command
     line they override `#PBS` lines of a user script. PBS has no working-directory option:
@@ -53,7 +56,7 @@ def job_options(
     if torque:
         options += torque_resources(request)
     else:
-        options.append(["-l", f"select={select(request)}"])
+        options.append(["-l", f"select={select(request, scratch_resource)}"])
         if res.nodes > 1:
             options.append(["-l", "place=scatter"])
     if keep_files:
@@ -82,9 +85,10 @@ def _outputs(request: SubmitRequest, layout: JobLayout) -> list[list[str]]:
 
 def render_script(
     request: SubmitRequest, layout: JobLayout, config: DialectConfig, *, keep_files: str | None,
-    torque: bool = False,
+    torque: bool = False, scratch_resource: str | None = None,
 ) -> str:
-    options = job_options(request, layout, config, keep_files=keep_files, torque=torque)
+    options = job_options(request, layout, config, keep_files=keep_files, torque=torque,
+                          scratch_resource=scratch_resource)
     launch, setup = mpi_launch(request, config)
     return render(
         request, layout, config,

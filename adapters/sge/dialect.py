@@ -26,8 +26,9 @@ class SgeDialect(OptionsDialect):
 
     `parallel_environment`: the PE multi-slot jobs are submitted to (`-pe <pe> <slots>`);
     None refuses them. `memory_resource`: the per-slot consumable that carries a memory
-    request (`h_vmem`, `mem_free`, ...); None sends none. `verify`: qsub's `-w` level,
-    "e" rejects at submission a job that could never run.
+    request (`h_vmem`, `mem_free`, ...); None sends none. `scratch_resource`: the same for
+    node-local scratch disk (e.g. a `tmpfree` complex the site defines). `verify`: qsub's
+    `-w` level, "e" rejects at submission a job that could never run.
     """
 
     kind = "sge"
@@ -47,12 +48,14 @@ class SgeDialect(OptionsDialect):
         *,
         parallel_environment: str | None = None,
         memory_resource: str | None = None,
+        scratch_resource: str | None = None,
         verify: str | None = "e",
     ) -> None:
         super().__init__(config)
         self.commands = commands
         self.parallel_environment = parallel_environment
         self.memory_resource = memory_resource
+        self.scratch_resource = scratch_resource
         self.verify = verify
 
     @property
@@ -67,12 +70,14 @@ class SgeDialect(OptionsDialect):
         return job_options(
             request, layout, self.config, parallel_environment=self.parallel_environment,
             memory_resource=self.memory_resource, verify=self.verify,
+            scratch_resource=self.scratch_resource,
         )
 
     def render_script(self, request: SubmitRequest, layout: JobLayout) -> str:
         return render_script(
             request, layout, self.config, parallel_environment=self.parallel_environment,
             memory_resource=self.memory_resource, verify=self.verify,
+            scratch_resource=self.scratch_resource,
         )
 
     def parse_submit(self, result: CommandResult) -> str:

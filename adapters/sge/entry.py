@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from adapters.batch.entry import DialectOption, DialectSettings, SchedulerEntry
+from adapters.batch.entry import (
+    SCRATCH_RESOURCE,
+    DialectOption,
+    DialectSettings,
+    SchedulerEntry,
+)
 from adapters.sge.commands import SgeCommands
 from adapters.sge.dialect import SgeDialect
 from rules.text import PARTITION, TextRule
@@ -21,13 +26,15 @@ OPTIONS = (
         "memory_resource", "memory resources",
         "The per-slot consumable that carries a job's memory request (`-l NAME=...`), "
         "e.g. h_vmem; default: none is sent.", RESOURCE_NAME),
+    SCRATCH_RESOURCE,
 )
 
 
 def _build(settings: DialectSettings) -> SgeDialect:
     return SgeDialect(settings.config, SgeCommands(**settings.commands),
                       parallel_environment=settings.text("parallel_environment"),
-                      memory_resource=settings.text("memory_resource"))
+                      memory_resource=settings.text("memory_resource"),
+                      scratch_resource=settings.text("scratch_resource"))
 
 
 ENTRY = SchedulerEntry(

@@ -34,6 +34,7 @@ def job_options(
     parallel_environment: str | None,
     memory_resource: str | None,
     verify: str | None,
+    scratch_resource: str | None = None,
 ) -> list[list[str]]:
     """qsub options the gateway decides, one option and its values per item. On the command
     line they override `#$` lines of a user script (sge_submit(1): the command line is
@@ -68,10 +69,11 @@ def job_options(
                 f"slots on {res.nodes} node(s)"
             )
         options.append(["-pe", parallel_environment, str(total)])
-    if res.memory_mb is not None and memory_resource:
-        # Consumables are per slot.
-        per_node = ranks_per_node(res) * res.threads_per_rank
-        options.append(["-l", f"{memory_resource}={-(-res.memory_mb // per_node)}M"])
+    # Consumables are per slot.
+    per_node = ranks_per_node(res) * res.threads_per_rank
+    for resource, mb in ((memory_resource, res.memory_mb), (scratch_resource, res.scratch_mb)):
+        if mb is not None and resource:
+            options.append(["-l", f"{resource}={-(-mb // per_node)}M"])
     if request.array is not None:
         options += arrays.array_options(request.array)
     return options
@@ -93,10 +95,11 @@ def render_script(
     parallel_environment: str | None,
     memory_resource: str | None,
     verify: str | None,
+    scratch_resource: str | None = None,
 ) -> str:
     options = job_options(
         request, layout, config, parallel_environment=parallel_environment,
-        memory_resource=memory_resource, verify=verify,
+        memory_resource=memory_resource, verify=verify, scratch_resource=scratch_resource,
     )
     launch, setup = mpi_launch(request, config)
     return render(

@@ -40,6 +40,8 @@ def job_options(request: SubmitRequest, layout: JobLayout, config: DialectConfig
     options.append(f"--cpus-per-task={res.threads_per_rank}")
     if res.memory_mb is not None:
         options.append(f"--mem={res.memory_mb}M")
+    if res.scratch_mb is not None:
+        options.append(f"--tmp={res.scratch_mb}M")
     partition = request.partition or config.default_queue
     if partition:
         options.append(f"--partition={partition}")

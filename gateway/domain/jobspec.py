@@ -118,6 +118,10 @@ class Resources(Strict):
     memory_mb: Annotated[int, Field(ge=1)] | None = Field(
         default=None, description="Memory per node in MiB."
     )
+    scratch_mb: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="Node-local scratch disk per node in MiB (Slurm's "
+                                  "--tmp); only sites that declare their nodes' scratch run it."
+    )
     walltime: Annotated[int, Field(description="Seconds; `[D-][HH:]MM:SS` is accepted.")] = 3600
 
     @field_validator("walltime", mode="before")

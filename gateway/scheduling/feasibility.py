@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.domain.jobspec import JobSpec, MpiLauncher
+from gateway.domain.jobspec import JobSpec, MpiLauncher, Resources
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,23 @@ class PartitionShape:
     cores_per_node: int
     memory_mb_per_node: int | None
     max_walltime: int
+    # Node-local scratch a job may use; None: the partition offers none (unlike memory,
+    # where None means unknown).
+    scratch_mb_per_node: int | None = None
+
+    def fits(self, res: Resources) -> bool:
+        """Whether one job of these resources fits this partition."""
+        return (res.nodes <= self.max_nodes
+                and res.max_ranks_per_node * res.threads_per_rank <= self.cores_per_node
+                and res.walltime <= self.max_walltime
+                and (self.memory_mb_per_node is None
+                     or (res.memory_mb or 0) <= self.memory_mb_per_node)
+                and scratch_fits(res, self.scratch_mb_per_node))
+
+
+def scratch_fits(res: Resources, offered: int | None) -> bool:
+    """Whether a node's scratch (`offered`; None: none) covers what the job asks for."""
+    return res.scratch_mb is None or (offered is not None and res.scratch_mb <= offered)
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,7 @@ class SiteShape:
     mpi_launchers: frozenset[str]
     mpi_flavors: frozenset[str]
     partitions: tuple[PartitionShape, ...] = ()
+    scratch_mb_per_node: int | None = None
 
 
 def partition_for(spec: JobSpec, site: SiteShape) -> str | None:
@@ -39,12 +57,7 @@ def partition_for(spec: JobSpec, site: SiteShape) -> str | None:
     partition stops at 30 min goes to one that runs it); None for the scheduler's default."""
     if spec.partition is not None:
         return spec.partition
-    res = spec.resources
-    cores = res.max_ranks_per_node * res.threads_per_rank
-    fitting = [p for p in site.partitions
-               if res.nodes <= p.max_nodes and cores <= p.cores_per_node
-               and res.walltime <= p.max_walltime
-               and (p.memory_mb_per_node is None or (res.memory_mb or 0) <= p.memory_mb_per_node)]
+    fitting = [p for p in site.partitions if p.fits(spec.resources)]
     if not fitting or fitting[0] == site.partitions[0]:
         return None
     return fitting[0].name
@@ -72,6 +85,12 @@ def unfit_reason(spec: JobSpec, site: SiteShape) -> str | None:
             f"needs {res.memory_mb} MiB per node; site '{site.name}' has "
             f"{site.memory_mb_per_node} MiB"
         )
+    if not scratch_fits(res, site.scratch_mb_per_node):
+        if site.scratch_mb_per_node is None:
+            return (f"needs {res.scratch_mb} MiB of node-local scratch; site '{site.name}' "
+                    "declares none")
+        return (f"needs {res.scratch_mb} MiB of node-local scratch per node; site "
+                f"'{site.name}' has {site.scratch_mb_per_node} MiB")
     if res.walltime > site.max_walltime:
         return (
             f"walltime {res.walltime} s exceeds site '{site.name}' limit of "

@@ -45,6 +45,8 @@ class SiteOut(TypedDict):
     max_nodes: int
     cores_per_node: int
     memory_mb_per_node: int | None
+    # Node-local scratch disk a job may ask for (resources.scratch_mb); null: none.
+    scratch_mb_per_node: int | None
     max_walltime: int
     mpi_launchers: list[str]
     mpi_flavors: list[str]

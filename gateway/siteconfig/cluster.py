@@ -34,6 +34,9 @@ class Partition(Section):
     cores_per_node: int = Field(ge=1, description="Cores (CPUs) of one node.")
     memory_mb_per_node: int = Field(ge=1, description="Memory of one node usable by jobs, "
                                                       "in MiB.")
+    scratch_mb_per_node: int | None = Field(
+        default=None, ge=1, description="Node-local scratch disk of one node usable by jobs "
+        "($TMPDIR; Slurm's TmpDisk), in MiB. Unset: jobs that ask for scratch go elsewhere.")
 
     @model_validator(mode="after")
     def _nodes_cover_max(self) -> Self:

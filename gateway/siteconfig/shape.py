@@ -11,7 +11,8 @@ UNLIMITED_WALLTIME_SECONDS = 10 * 365 * 24 * 3600
 
 
 def site_shape(config: SiteConfig) -> SiteShape:
-    """Maxima over all partitions (nodes, cores, memory, walltime), launchers and flavors.
+    """Maxima over all partitions (nodes, cores, memory, scratch, walltime), launchers and
+    flavors.
 
     Each maximum may come from a different partition: this answers "can this site ever
     run the job", and the scheduler (or a later per-partition check) has the last word.
@@ -35,6 +36,9 @@ def site_shape(config: SiteConfig) -> SiteShape:
         # The default first: a job that fits it goes there (partition_for).
         partitions=tuple(sorted(
             (PartitionShape(p.name, p.max_nodes, p.cores_per_node, p.memory_mb_per_node,
-                            walltime) for p, walltime in zip(parts, walltimes, strict=True)),
+                            walltime, p.scratch_mb_per_node)
+             for p, walltime in zip(parts, walltimes, strict=True)),
             key=lambda shape: shape.name != config.default_partition.name)),
+        scratch_mb_per_node=max((p.scratch_mb_per_node for p in parts
+                                 if p.scratch_mb_per_node is not None), default=None),
     )

@@ -93,13 +93,19 @@ def test_options_reach_the_dialect() -> None:
     # One option name means one thing in every scheduler that takes it.
     assert set(registry.options()) == {"parallel_environment", "memory_resource", "pbs_server",
                                        "keep_files", "accounting_dir", "memory_requests",
-                                       "max_array_size"}
+                                       "max_array_size", "scratch_resource"}
     # Issue 16: a Slurm site's MaxArraySize bounds its native arrays.
     slurm = registry.dialect("slurm", DialectSettings(options={"max_array_size": "10001"}))
     assert slurm.array_fits(ArrayRequest((0, 5000)))
     assert not registry.dialect("slurm", DialectSettings()).array_fits(ArrayRequest((0, 5000)))
     # Issue 13: LSF reads its lsb.acct from an accounting directory too (usage records).
     assert [e.kind for e in registry.offering_option("accounting_dir")] == ["pbs", "lsf"]
+    assert [e.kind for e in registry.offering_option("scratch_resource")] == ["sge", "pbs"]
+    scratch = SubmitRequest(tag=TAG, workdir=REQUEST.workdir, argv=["x"],
+                            resources=Resources(scratch_mb=512))
+    sge_tmp = registry.dialect("sge", DialectSettings(options={"scratch_resource": "tmpfree"}))
+    assert "tmpfree=512M" in sge_tmp.submit_command(scratch,
+                                                    JobLayout.of(REQUEST.workdir)).argv
     assert [e.kind for e in registry.offering_launcher("srun")] == ["slurm"]
 
 

@@ -23,7 +23,8 @@ from testbed.state import TestbedInfo
 from tests.cli.helpers import Cli
 from tests.client.live import serve_gateway
 from tests.live.gateway import FINAL, LiveGateway, live_gateway
-from tests.testbed.fixture import running_testbed, unique_config
+from tests.live.test_crash_safe_submit import COMMUNITY
+from tests.testbed.fixture import running_testbed, ssh, unique_config
 from tests.waiting_jobs import let_go_at, waits
 
 SITES = ("roadrunner", "galaxy")
@@ -83,6 +84,28 @@ def test_a_busy_site_sends_auto_jobs_to_the_idle_one(gw: LiveGateway) -> None:
     assert "next best 'roadrunner'" in placement["why"], placement
     assert gw.until_final(job_id)["state"] == "COMPLETED"
     _cancel_unfinished(gw, fillers)
+
+
+def test_scratch_goes_where_the_nodes_have_it(gw: LiveGateway, testbed: TestbedInfo
+                                              ) -> None:
+    """roadrunner's node has 2048 MiB of scratch (Slurm's TmpDisk), galaxy's 1024: a job
+    asking for 1500 is placed at roadrunner, whatever the load, and Slurm receives the
+    request (`--tmp`); one asking for more than any node has is refused at submission."""
+    headers = gw.token()
+    job_id = gw.submit(headers, _sleep(1, 60, resources={"walltime": 60, "scratch_mb": 1500}))
+    job = gw.until([job_id], lambda j: j["state"] in FINAL, deadline=120)[job_id]
+    assert (job["state"], job["site"]) == ("COMPLETED", "roadrunner"), job
+    by_site = {c["site"]: c for c in _placement(gw, job_id)["candidates"]}
+    assert "needs 1500 MiB of node-local scratch per node; site 'galaxy' has 1024 MiB" in (
+        by_site["galaxy"]["excluded"] or ""), by_site
+    # Shown while slurmctld still knows the job (MinJobAge=300).
+    detail = ssh(testbed.sites["roadrunner"], COMMUNITY, [
+        "scontrol", "show", "job", job["attempts"][-1]["native_id"]]).stdout
+    assert "MinTmpDiskNode=1500M" in detail, detail
+    refused = gw.client.post("/api/v1/jobs", headers=headers, json=_sleep(
+        1, 60, resources={"walltime": 60, "scratch_mb": 4096}))
+    assert refused.status_code == 422, refused.text
+    assert "node-local scratch" in refused.text, refused.text
 
 
 def test_a_hedged_job_runs_once(gw: LiveGateway, testbed: TestbedInfo) -> None:

@@ -23,6 +23,8 @@ def job(resources: dict[str, object] | None = None, mpi: dict[str, object] | Non
         ({"ranks": 9}, {}, "needs 9 cores on one node"),
         ({"nodes": 2, "ranks": 8, "threads_per_rank": 4}, {}, "needs 16 cores"),
         ({"memory_mb": 32000}, {}, "32000 MiB"),
+        # A site that declares no node scratch runs no job that asks for some.
+        ({"scratch_mb": 1}, {}, "1 MiB of node-local scratch; site 's' declares none"),
         ({"walltime": "2-00:00:00"}, {}, "exceeds"),
         ({}, {"launcher": "srun"}, "launcher 'srun'"),
         ({}, {"launcher": "mpirun", "flavor": "openmpi"}, "flavor 'openmpi'"),
@@ -56,3 +58,16 @@ def test_a_job_goes_to_the_default_partition_or_the_first_that_fits_it() -> None
     # Fits none (nor would the site take it): left to the scheduler, which says why.
     assert where({"walltime": 8 * 86400}) is None
     assert partition_for(job({"walltime": 3600}), SITE) is None  # no partitions known
+
+
+def test_scratch_picks_the_partition_whose_nodes_have_it() -> None:
+    small = PartitionShape("small", 1, 8, 4000, 86400, scratch_mb_per_node=1000)
+    site = SiteShape(name="s", max_nodes=1, cores_per_node=8, memory_mb_per_node=4000,
+                     max_walltime=86400, mpi_launchers=frozenset(), mpi_flavors=frozenset(),
+                     partitions=(small, PartitionShape("bare", 1, 8, 4000, 86400),
+                                 PartitionShape("disk", 1, 8, 4000, 86400, 50_000)),
+                     scratch_mb_per_node=50_000)
+    assert partition_for(job({"scratch_mb": 1000}), site) is None  # the default has it
+    assert partition_for(job({"scratch_mb": 1001}), site) == "disk"
+    assert unfit_reason(job({"scratch_mb": 50_000}), site) is None
+    assert "has 50000 MiB" in (unfit_reason(job({"scratch_mb": 50_001}), site) or "")

@@ -24,6 +24,14 @@ def test_shape_takes_the_maxima_over_partitions(good: dict[str, Any]) -> None:
                     PartitionShape("long", 8, 32, 128000, 2 * 86400)))
 
 
+def test_scratch_is_the_largest_a_partition_declares(good: dict[str, Any]) -> None:
+    assert site_shape(validate_site_config(good)).scratch_mb_per_node is None
+    good["partitions"][1]["scratch_mb_per_node"] = 400_000
+    shape = site_shape(validate_site_config(good))
+    assert shape.scratch_mb_per_node == 400_000
+    assert [p.scratch_mb_per_node for p in shape.partitions] == [None, 400_000]
+
+
 def test_unlimited_walltime_and_mpiexec(good: dict[str, Any]) -> None:
     good["partitions"][0]["max_walltime"] = "UNLIMITED"
     good["mpi_flavors"] = [{"name": "impi", "launchers": ["mpiexec"]}]

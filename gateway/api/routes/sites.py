@@ -36,6 +36,7 @@ def list_sites(_: SitesReader, runtime: RuntimeDep, limit: Limit = DEFAULT_LIMIT
             reason=row.reason if row else None,
             max_nodes=shape.max_nodes, cores_per_node=shape.cores_per_node,
             memory_mb_per_node=shape.memory_mb_per_node,
+            scratch_mb_per_node=shape.scratch_mb_per_node,
             max_walltime=shape.max_walltime,
             mpi_launchers=sorted(shape.mpi_launchers), mpi_flavors=sorted(shape.mpi_flavors),
             max_jobs=entry.max_jobs, isolation=entry.isolation,

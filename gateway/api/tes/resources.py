@@ -1,14 +1,15 @@
 """A TES task's `resources` as the job spec's fields (pure).
 
 TES asks for cores, memory and disk of one machine; gridgate's spec asks for ranks,
-threads and memory per node. A task is one rank on one node with `cpu_cores` threads
-and `ram_gb` of memory. What TES cannot say comes in `backend_parameters`, the keys of
+threads, memory and node-local scratch per node. A task is one rank on one node with
+`cpu_cores` threads, `ram_gb` of memory and `disk_gb` of scratch (only sites that
+declare their nodes' scratch run it). What TES cannot say comes in `backend_parameters`, the keys of
 `BACKEND_PARAMETERS` (advertised by service-info); with `backend_parameters_strict`, a
 key gridgate does not know is refused, as the specification asks, else it is ignored.
-A `ram_gb` of 0 asks for no memory (the site's default).
+A `ram_gb` or `disk_gb` of 0 asks for none (the site's default).
 `zones` name the sites the task may run at, or zones sites declare (`routing.zones` of
-the spec: the routing policy chooses among them). `disk_gb` and `preemptible` have no
-counterpart in a batch scheduler's request and are ignored.
+the spec: the routing policy chooses among them). `preemptible` is ignored: it allows
+preemption, and a batch job that is never preempted is what it allows too.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def spec_fields(resources: TesResources | None) -> dict[str, Any]:
     # 0 asks for nothing (Snakemake's TES executor sends ceil(mem_mb / 1000), 0 for 0).
     if resources.ram_gb:
         wanted["memory_mb"] = math.ceil(resources.ram_gb * GB_IN_MIB)
+    if resources.disk_gb:
+        wanted["scratch_mb"] = math.ceil(resources.disk_gb * GB_IN_MIB)
     fields: dict[str, Any] = {}
     parameters = resources.backend_parameters
     unknown = sorted(set(parameters) - set(BACKEND_PARAMETERS))

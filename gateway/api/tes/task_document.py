@@ -139,12 +139,13 @@ def delivered(spec: dict[str, Any], outputs: Sequence[tuple[str, int]]
 
 def _resources(spec: dict[str, Any]) -> dict[str, Any]:
     asked = spec.get("resources") or {}
-    memory = asked.get("memory_mb")
+    memory, scratch = asked.get("memory_mb"), asked.get("scratch_mb")
     site = spec.get("site", "auto")
     zones = (spec.get("routing") or {}).get("zones") or ([] if site == "auto" else [site])
     return _dropped_none({
         "cpu_cores": asked.get("threads_per_rank", 1) * asked.get("ranks", 1),
         "ram_gb": None if memory is None else round(memory / GB_IN_MIB, 3),
+        "disk_gb": None if scratch is None else round(scratch / GB_IN_MIB, 3),
         "zones": zones or None,
     })
 

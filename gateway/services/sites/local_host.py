@@ -111,6 +111,8 @@ def local_site(settings: Settings) -> SiteEntry:
     from adapters.local.adapter import LocalAdapter
 
     mpiexec = find_mpiexec(settings.local_mpiexec)
+    jobs_root = settings.jobs_dir
+    jobs_root.mkdir(parents=True, exist_ok=True, mode=0o700)
     shape = SiteShape(
         name=LOCAL_SITE,
         max_nodes=1,
@@ -119,9 +121,9 @@ def local_site(settings: Settings) -> SiteEntry:
         max_walltime=7 * 24 * 3600,
         mpi_launchers=frozenset({"mpirun"} if mpiexec else set()),
         mpi_flavors=frozenset({"mpich"} if mpiexec else set()),
+        # A local job's scratch is its directory: the file system that holds them.
+        scratch_mb_per_node=shutil.disk_usage(jobs_root).total // 2**20,
     )
-    jobs_root = settings.jobs_dir
-    jobs_root.mkdir(parents=True, exist_ok=True, mode=0o700)
     sandbox, _ = local_sandbox(settings, mpiexec)
     containers, why_none = local_containers(sandbox, jobs_root, mpiexec)
     if containers is None:

@@ -11,25 +11,27 @@ from gateway.domain.errors import Invalid
 from gateway.domain.jobspec import JobSpec
 
 
-def test_cores_memory_and_backend_parameters() -> None:
+def test_cores_memory_disk_and_backend_parameters() -> None:
     fields = spec_fields(TesResources.model_validate({
         "cpu_cores": 4, "ram_gb": 8.0, "disk_gb": 40.0, "preemptible": True,
         "backend_parameters": {"project": "astro", "partition": "short", "walltime": "01:30:00",
                                "routing": "cheapest", "VmSize": "large"},
     }))
-    # 8 GB = 8e9 bytes = 7629.39... MiB, rounded up: never less than asked.
+    # 8 GB = 8e9 bytes = 7629.39... MiB, rounded up: never less than asked; disk_gb is the
+    # node-local scratch.
     assert fields == {"project": "astro", "partition": "short",
                       "routing": {"policy": "cheapest"},
                       "resources": {"threads_per_rank": 4, "memory_mb": 7630,
-                                    "walltime": "01:30:00"}}
+                                    "scratch_mb": 38147, "walltime": "01:30:00"}}
     spec = JobSpec.model_validate({"name": "t", "executable": "/bin/true", **fields})
-    assert (spec.resources.walltime, spec.resources.memory_mb) == (5400, 7630)
+    assert (spec.resources.walltime, spec.resources.memory_mb,
+            spec.resources.scratch_mb) == (5400, 7630, 38147)
 
 
 def test_no_memory_asked_for_zero_gigabytes() -> None:
     # Snakemake's TES executor sends ceil(mem_mb / 1000): 0 for mem_mb=0, and 1 GB (954
     # MiB, more than the testbed's nodes have) for any mem_mb from 1 to 1000.
-    assert spec_fields(TesResources(cpu_cores=1, ram_gb=0)) == {
+    assert spec_fields(TesResources(cpu_cores=1, ram_gb=0, disk_gb=0)) == {
         "resources": {"threads_per_rank": 1}}
     assert spec_fields(TesResources(ram_gb=0.5)) == {"resources": {"memory_mb": 477}}
 

@@ -27,7 +27,7 @@ def attempt(number: int, state: str, exit_code: int | None, reason: str | None,
 def job(**changes: Any) -> JobOut:
     spec = {"name": "align", "executable": "echo", "args": ["hi"], "site": "kth",
             "container": {"image": "docker://alpine:3", "environment": {"A": "1"}},
-            "resources": {"threads_per_rank": 2, "memory_mb": 954}}
+            "resources": {"threads_per_rank": 2, "memory_mb": 954, "scratch_mb": 9537}}
     value = JobOut(id="0b5c4f7e", name="align", owner="ada", project="astro",
                    state="FAILED", reason="NODE_FAIL", raw_state="NODE_FAIL", site="kth",
                    exit_code=None, cancel_requested=False, held=False, array_job_id=None,
@@ -53,7 +53,8 @@ def test_what_each_view_carries() -> None:
     # A Docker reference as TES clients write it (they compare it with what they sent).
     assert basic["executors"] == [{"image": "alpine:3", "command": ["echo", "hi"],
                                    "env": {"A": "1"}}]
-    assert basic["resources"] == {"cpu_cores": 2, "ram_gb": 1.0, "zones": ["kth"]}
+    assert basic["resources"] == {"cpu_cores": 2, "ram_gb": 1.0, "disk_gb": 10.0,
+                                  "zones": ["kth"]}
     assert basic["tags"] == {"run": "7"} and basic["creation_time"] == AT.isoformat()
     # The hedge loser is not the task's; a run without an exit code has no executor log.
     assert [log["metadata"]["attempt"] for log in basic["logs"]] == ["1", "3"]
