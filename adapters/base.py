@@ -125,6 +125,8 @@ class SubmitRequest:
     mpi: MpiRequest = MpiRequest()
     partition: str | None = None
     account: str | None = None
+    # A quality of service the site offers (only schedulers whose entry has `qos`).
+    qos: str | None = None
     container: ContainerLaunch | None = None
     # A native job array: `workdir` is the array's directory, `tag` names the whole array.
     array: ArrayRequest | None = None

@@ -82,6 +82,9 @@ PARTITION = TextRule(
     "partition or queue name", r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
     "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit "
     "(e.g. batch, all.q)")
+QOS = TextRule(
+    "QOS name", r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
+    "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit (e.g. long)")
 ACCOUNT = TextRule(
     "scheduler account", r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
     "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")

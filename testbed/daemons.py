@@ -143,10 +143,25 @@ class SiteDaemons:
                      "var/log/mysql/error.log")
         self._ensure("slurmdbd", ["/usr/sbin/slurmdbd"],
                      lambda: tcp_open(self.ip, SLURMDBD_PORT), "var/log/slurm/slurmdbd.log")
+        # Before slurmctld, which reads the QOS list when it starts.
+        self._ensure_qos()
         self._ensure("slurmctld", ["/usr/sbin/slurmctld"],
                      lambda: tcp_open(self.ip, SLURMCTLD_PORT), "var/log/slurm/slurmctld.log")
         self._ensure("slurmd", ["/usr/sbin/slurmd"], self._slurm_node_ready,
                      "var/log/slurm/slurmd.log")
+
+    def _ensure_qos(self) -> None:
+        """The qualities of service the template offers, made in slurmdbd (`normal` is
+        always there); without AccountingStorageEnforce any account may use them. A QOS
+        slurmctld does not know is accepted and recorded as `Unknown`."""
+        wanted = self.site.template.scheduler.qos
+        if not wanted:
+            return
+        have = nsexec(self.holder, ["sacctmgr", "-n", "-P", "show", "qos", "format=name"],
+                      timeout=30).stdout.split()
+        missing = [name for name in wanted if name not in have]
+        if missing:
+            nsexec(self.holder, ["sacctmgr", "-i", "add", "qos", *missing], timeout=30)
 
     def _slurm_node_ready(self) -> bool:
         proc = nsexec(self.holder, ["sinfo", "-h", "-N", "-o", "%T"], check=False,

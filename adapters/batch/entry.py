@@ -34,7 +34,8 @@ class DialectOption:
     mpi_hint: str | None = None
 
 
-# An accounting log directory on the site (PBS, LSF): one option, so one meaning everywhere.
+# Options several schedulers take: one option, so one meaning everywhere.
+# The consumable node-local scratch is asked with (Grid Engine, PBS).
 SCRATCH_RESOURCE = DialectOption(
     "scratch_resource", "scratch resources",
     "The resource a job's node-local scratch request is sent as, where the scheduler has "
@@ -43,7 +44,7 @@ SCRATCH_RESOURCE = DialectOption(
     "(`:NAME=...mb`); default: none is sent.",
     TextRule("resource name", r"[A-Za-z_][A-Za-z0-9_]{0,63}",
              "use the resource's name as the scheduler knows it, e.g. tmpfree"))
-
+# An accounting log directory on the site (PBS, LSF).
 ACCOUNTING_DIR = DialectOption(
     "accounting_dir", "accounting log directories",
     "The directory of the scheduler's accounting logs, if the gateway's account may read "
@@ -87,6 +88,8 @@ class SchedulerEntry:
     options: tuple[DialectOption, ...] = ()
     # MPI launchers the scheduler itself provides (Slurm's srun), besides the library's own.
     launchers: frozenset[str] = frozenset()
+    # Whether a job may name a quality of service (Slurm's --qos).
+    qos: bool = False
 
     def dialect(self, settings: DialectSettings) -> SchedulerDialect:
         """The dialect for a site; only this entry's commands and options reach it."""

@@ -30,4 +30,5 @@ ENTRY = SchedulerEntry(
     options=(MAX_ARRAY_SIZE,),
     # srun starts MPI ranks itself (`mpi.launcher: srun`).
     launchers=frozenset({"srun"}),
+    qos=True,
 )

@@ -48,6 +48,8 @@ def job_options(request: SubmitRequest, layout: JobLayout, config: DialectConfig
     account = request.account or config.default_account
     if account:
         options.append(f"--account={account}")
+    if request.qos:
+        options.append(f"--qos={request.qos}")
     if request.array is not None:
         options.append(arrays.array_option(request.array))
     return options

@@ -43,6 +43,7 @@ from rules.text import (
     LABEL_KEY,
     MPI_FLAVOR,
     PARTITION,
+    QOS,
     SITE_NAME,
     ZONE,
     TextRule,
@@ -286,6 +287,10 @@ class JobSpec(Strict):
     site: Annotated[str, AfterValidator(_site_name), rule_schema(SITE_NAME)] = AUTO
     partition: Annotated[str, AfterValidator(PARTITION.check), rule_schema(PARTITION)] | None = (
         Field(default=None, description="Partition (Slurm) or queue; default: the site's."))
+    qos: Annotated[str, AfterValidator(QOS.check), rule_schema(QOS)] | None = Field(
+        default=None, description="Quality of service (Slurm's --qos): one the site offers "
+                                  "(only sites that offer it run the job); default: the "
+                                  "account's.")
     labels: Annotated[dict[str, Annotated[str, Field(max_length=255)]], Field(
         max_length=64, json_schema_extra={"propertyNames": {"pattern": LABEL_KEY.json_pattern}}
     )] = {}

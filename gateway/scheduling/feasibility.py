@@ -49,6 +49,8 @@ class SiteShape:
     mpi_flavors: frozenset[str]
     partitions: tuple[PartitionShape, ...] = ()
     scratch_mb_per_node: int | None = None
+    # Qualities of service jobs may name here.
+    qos: frozenset[str] = frozenset()
 
 
 def partition_for(spec: JobSpec, site: SiteShape) -> str | None:
@@ -96,6 +98,9 @@ def unfit_reason(spec: JobSpec, site: SiteShape) -> str | None:
             f"walltime {res.walltime} s exceeds site '{site.name}' limit of "
             f"{site.max_walltime} s"
         )
+    if spec.qos is not None and spec.qos not in site.qos:
+        offered = ", ".join(sorted(site.qos)) or "none"
+        return f"QOS '{spec.qos}' is not offered at site '{site.name}' (offers: {offered})"
     launcher = spec.mpi.launcher
     if launcher != MpiLauncher.NONE and launcher.value not in site.mpi_launchers:
         return f"MPI launcher '{launcher.value}' is not available at site '{site.name}'"

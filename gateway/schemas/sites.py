@@ -50,6 +50,8 @@ class SiteOut(TypedDict):
     max_walltime: int
     mpi_launchers: list[str]
     mpi_flavors: list[str]
+    # Qualities of service a job may name here (`qos`).
+    qos: list[str]
     max_jobs: int
     # The local site: "sandbox" (each job confined) or "none" (jobs run as the gateway's
     # account; only that account may submit); null on other sites.

@@ -12,7 +12,7 @@ from gateway.domain.field_issues import FieldIssues as FieldIssues  # re-exporte
 from gateway.domain.field_issues import Loc as Loc  # re-exported
 from gateway.domain.jobspec import parse_walltime
 from gateway.siteconfig.keys import no_private_key
-from rules.text import ACCOUNT, MPI_FLAVOR, PARTITION, SITE_NAME, TextRule
+from rules.text import ACCOUNT, MPI_FLAVOR, PARTITION, QOS, SITE_NAME, TextRule
 
 UNLIMITED = "UNLIMITED"
 
@@ -41,6 +41,7 @@ SiteName = Annotated[str, *named(
     SITE_NAME, "The site's name; also its file name: site-configs/<name>.yaml.")]
 PartitionName = Annotated[str, *named(
     PARTITION, "The scheduler's partition (Slurm) or queue (Grid Engine, PBS, LSF).")]
+QosName = Annotated[str, *named(QOS, "A quality of service of the scheduler (Slurm).")]
 FlavorName = Annotated[str, *named(
     MPI_FLAVOR, "The name jobs ask for in `mpi.flavor`, e.g. mpich or openmpi.")]
 CommandName = Annotated[str, *named(COMMAND_NAME, "A scheduler command, e.g. sbatch or qsub.")]

@@ -20,6 +20,7 @@ from gateway.siteconfig.fields import (
     CommandName,
     FieldIssues,
     Loc,
+    QosName,
     SchedulerAccount,
     Section,
     TimeZone,
@@ -74,6 +75,10 @@ class SchedulerBase(Section):
         default_factory=list,
         description="Extra options on every submission, e.g. [--qos=gateway]. TRUSTED admin "
                     "input.")
+    qos: list[QosName] = Field(
+        default_factory=list,
+        description="Qualities of service jobs may name (`qos:`; Slurm's --qos); a job naming "
+                    "another goes elsewhere. Default: none (the account's own).")
     timezone: TimeZone = Field(
         default="UTC", description="IANA time zone of the times the scheduler prints without "
                                    "a zone (squeue, qstat), e.g. Europe/Berlin.")
@@ -94,6 +99,10 @@ class SchedulerBase(Section):
                 issues.append(((name,), f"only {_titles(registry.offering_option(name))} "
                                         f"{_has(name)} {registry.options()[name].what}: "
                                         f"remove it for a {self.kind} site"))
+        if self.qos and not (entry is not None and entry.qos):
+            takers = [e for e in registry.SCHEDULERS.values() if e.qos]
+            issues.append((("qos",), f"only {_titles(takers)} jobs name a QOS: remove it for "
+                                     f"a {self.kind} site"))
         if entry is None and (self.bin_dir or self.binaries):
             issues.append((("bin_dir",), "a local site has no scheduler commands: remove "
                                       "bin_dir and binaries"))

@@ -41,4 +41,5 @@ def site_shape(config: SiteConfig) -> SiteShape:
             key=lambda shape: shape.name != config.default_partition.name)),
         scratch_mb_per_node=max((p.scratch_mb_per_node for p in parts
                                  if p.scratch_mb_per_node is not None), default=None),
+        qos=frozenset(config.scheduler.qos),
     )

@@ -86,26 +86,40 @@ def test_a_busy_site_sends_auto_jobs_to_the_idle_one(gw: LiveGateway) -> None:
     _cancel_unfinished(gw, fillers)
 
 
-def test_scratch_goes_where_the_nodes_have_it(gw: LiveGateway, testbed: TestbedInfo
-                                              ) -> None:
-    """roadrunner's node has 2048 MiB of scratch (Slurm's TmpDisk), galaxy's 1024: a job
-    asking for 1500 is placed at roadrunner, whatever the load, and Slurm receives the
-    request (`--tmp`); one asking for more than any node has is refused at submission."""
+# What only roadrunner offers: a job asking for it is placed there whatever the load,
+# galaxy is left out saying why, Slurm receives the request (slurmctld's view, kept for
+# MinJobAge=300 s; slurmdbd shows a just-ended job's QOS as `Unknown` for a few seconds),
+# and a job asking for more than any site offers is refused at submission.
+ONLY_AT_ROADRUNNER = [
+    pytest.param(  # node scratch: roadrunner's TmpDisk 2048 MiB, galaxy's 1024
+        {"resources": {"walltime": 60, "scratch_mb": 1500}},
+        "needs 1500 MiB of node-local scratch per node; site 'galaxy' has 1024 MiB",
+        "MinTmpDiskNode=1500M", {"resources": {"walltime": 60, "scratch_mb": 4096}},
+        "needs 4096 MiB of node-local scratch per node", id="scratch"),
+    pytest.param(  # a QOS: `long`, which the testbed makes in roadrunner's slurmdbd
+        {"qos": "long"}, "QOS 'long' is not offered at site 'galaxy' (offers: none)",
+        " QOS=long ", {"qos": "urgent"},
+        "QOS 'urgent' is not offered at site 'roadrunner' (offers: long, normal)", id="qos"),
+]
+
+
+@pytest.mark.parametrize(("asks", "galaxy_says", "slurm_shows", "too_much", "refusal"),
+                         ONLY_AT_ROADRUNNER)
+def test_what_only_one_site_offers_sends_the_job_there(
+        gw: LiveGateway, testbed: TestbedInfo, asks: dict[str, Any], galaxy_says: str,
+        slurm_shows: str, too_much: dict[str, Any], refusal: str) -> None:
     headers = gw.token()
-    job_id = gw.submit(headers, _sleep(1, 60, resources={"walltime": 60, "scratch_mb": 1500}))
+    job_id = gw.submit(headers, _sleep(1, 60, **asks))
     job = gw.until([job_id], lambda j: j["state"] in FINAL, deadline=120)[job_id]
     assert (job["state"], job["site"]) == ("COMPLETED", "roadrunner"), job
     by_site = {c["site"]: c for c in _placement(gw, job_id)["candidates"]}
-    assert "needs 1500 MiB of node-local scratch per node; site 'galaxy' has 1024 MiB" in (
-        by_site["galaxy"]["excluded"] or ""), by_site
-    # Shown while slurmctld still knows the job (MinJobAge=300).
+    assert galaxy_says in (by_site["galaxy"]["excluded"] or ""), by_site
     detail = ssh(testbed.sites["roadrunner"], COMMUNITY, [
         "scontrol", "show", "job", job["attempts"][-1]["native_id"]]).stdout
-    assert "MinTmpDiskNode=1500M" in detail, detail
-    refused = gw.client.post("/api/v1/jobs", headers=headers, json=_sleep(
-        1, 60, resources={"walltime": 60, "scratch_mb": 4096}))
+    assert slurm_shows in detail, detail
+    refused = gw.client.post("/api/v1/jobs", headers=headers, json=_sleep(1, 60, **too_much))
     assert refused.status_code == 422, refused.text
-    assert "node-local scratch" in refused.text, refused.text
+    assert refusal in refused.text, refused.text
 
 
 def test_a_hedged_job_runs_once(gw: LiveGateway, testbed: TestbedInfo) -> None:

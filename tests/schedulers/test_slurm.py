@@ -61,6 +61,13 @@ def test_submit_argv_carries_every_option_that_matters_on_the_command_line() -> 
     assert command.stdin == d.render_script(request(), JobLayout.of(WORKDIR)).encode()
 
 
+def test_a_qos_is_sent_as_named() -> None:
+    argv = dialect().submit_command(request(qos="long"), JobLayout.of(WORKDIR)).argv
+    assert argv[-1] == "--qos=long"
+    assert not any(word.startswith("--qos") for word in dialect().submit_command(
+        request(), JobLayout.of(WORKDIR)).argv)
+
+
 def test_request_partition_and_account_win_over_site_defaults() -> None:
     d = dialect(default_queue="debug", default_account="gateway")
     argv = d.submit_command(request(partition="long", account="proj7"), JobLayout.of(WORKDIR)).argv

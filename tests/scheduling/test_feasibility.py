@@ -71,3 +71,12 @@ def test_scratch_picks_the_partition_whose_nodes_have_it() -> None:
     assert partition_for(job({"scratch_mb": 1001}), site) == "disk"
     assert unfit_reason(job({"scratch_mb": 50_000}), site) is None
     assert "has 50000 MiB" in (unfit_reason(job({"scratch_mb": 50_001}), site) or "")
+
+
+def test_a_qos_must_be_one_the_site_offers() -> None:
+    spec = JobSpec.model_validate({"name": "j", "executable": "a", "qos": "long"})
+    assert unfit_reason(spec, SITE) == "QOS 'long' is not offered at site 's' (offers: none)"
+    offering = SiteShape(**{**SITE.__dict__, "qos": frozenset({"normal", "long"})})
+    assert unfit_reason(spec, offering) is None
+    assert "(offers: long, normal)" in (unfit_reason(
+        spec.model_copy(update={"qos": "urgent"}), offering) or "")

@@ -39,6 +39,7 @@ def list_sites(_: SitesReader, runtime: RuntimeDep, limit: Limit = DEFAULT_LIMIT
             scratch_mb_per_node=shape.scratch_mb_per_node,
             max_walltime=shape.max_walltime,
             mpi_launchers=sorted(shape.mpi_launchers), mpi_flavors=sorted(shape.mpi_flavors),
+            qos=sorted(shape.qos),
             max_jobs=entry.max_jobs, isolation=entry.isolation,
             load=load_out(row.load, row.load_at) if row else None,
             routing_ban=None if ban is None else ban.reason,

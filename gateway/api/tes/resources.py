@@ -3,9 +3,10 @@
 TES asks for cores, memory and disk of one machine; gridgate's spec asks for ranks,
 threads, memory and node-local scratch per node. A task is one rank on one node with
 `cpu_cores` threads, `ram_gb` of memory and `disk_gb` of scratch (only sites that
-declare their nodes' scratch run it). What TES cannot say comes in `backend_parameters`, the keys of
-`BACKEND_PARAMETERS` (advertised by service-info); with `backend_parameters_strict`, a
-key gridgate does not know is refused, as the specification asks, else it is ignored.
+declare their nodes' scratch run it). What TES cannot say comes in
+`backend_parameters`, the keys of `BACKEND_PARAMETERS` (advertised by service-info);
+with `backend_parameters_strict`, a key gridgate does not know is refused, as the
+specification asks, else it is ignored.
 A `ram_gb` or `disk_gb` of 0 asks for none (the site's default).
 `zones` name the sites the task may run at, or zones sites declare (`routing.zones` of
 the spec: the routing policy chooses among them). `preemptible` is ignored: it allows
@@ -25,6 +26,7 @@ BACKEND_PARAMETERS = {
     "site": "site",
     "project": "project",
     "partition": "partition",
+    "qos": "qos",
     "walltime": "resources.walltime",
     "routing": "routing.policy",
 }

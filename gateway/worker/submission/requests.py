@@ -44,6 +44,7 @@ def build_submit_request(spec: JobSpec, tag: str, workdir: str,
         ),
         mpi=MpiRequest() if container is not None else mpi,
         partition=spec.partition if site is None else partition_for(spec, site),
+        qos=spec.qos,
         container=container,
     )
 

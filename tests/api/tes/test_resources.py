@@ -15,17 +15,17 @@ def test_cores_memory_disk_and_backend_parameters() -> None:
     fields = spec_fields(TesResources.model_validate({
         "cpu_cores": 4, "ram_gb": 8.0, "disk_gb": 40.0, "preemptible": True,
         "backend_parameters": {"project": "astro", "partition": "short", "walltime": "01:30:00",
-                               "routing": "cheapest", "VmSize": "large"},
+                               "routing": "cheapest", "qos": "long", "VmSize": "large"},
     }))
     # 8 GB = 8e9 bytes = 7629.39... MiB, rounded up: never less than asked; disk_gb is the
     # node-local scratch.
-    assert fields == {"project": "astro", "partition": "short",
+    assert fields == {"project": "astro", "partition": "short", "qos": "long",
                       "routing": {"policy": "cheapest"},
                       "resources": {"threads_per_rank": 4, "memory_mb": 7630,
                                     "scratch_mb": 38147, "walltime": "01:30:00"}}
     spec = JobSpec.model_validate({"name": "t", "executable": "/bin/true", **fields})
     assert (spec.resources.walltime, spec.resources.memory_mb,
-            spec.resources.scratch_mb) == (5400, 7630, 38147)
+            spec.resources.scratch_mb, spec.qos) == (5400, 7630, 38147, "long")
 
 
 def test_no_memory_asked_for_zero_gigabytes() -> None:
