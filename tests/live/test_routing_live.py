@@ -98,7 +98,7 @@ ONLY_AT_ROADRUNNER = [
         "needs 4096 MiB of node-local scratch per node", id="scratch"),
     pytest.param(  # a QOS: `long`, which the testbed makes in roadrunner's slurmdbd
         {"qos": "long"}, "QOS 'long' is not offered at site 'galaxy' (offers: none)",
-        " QOS=long ", {"qos": "urgent"},
+        " QOS=long\n", {"qos": "urgent"},
         "QOS 'urgent' is not offered at site 'roadrunner' (offers: long, normal)", id="qos"),
 ]
 
