@@ -33,6 +33,8 @@ class QueueInfo:
     cpus_idle: int | None = None
     cpus_per_node: int | None = None
     memory_mb_per_node: int | None = None
+    # Node-local scratch of a node (Slurm's TmpDisk).
+    scratch_mb_per_node: int | None = None
     jobs_running: int | None = None
     jobs_pending: int | None = None
 

@@ -334,6 +334,11 @@ class BatchAdapter:
         """Partitions or queues, their limits and load."""
         return self.dialect.parse_queues(self._run(self.dialect.queues_command()))
 
+    def qualities_of_service(self) -> list[str] | None:
+        """The qualities of service the scheduler knows; None where it has none."""
+        command = self.dialect.qos_command()
+        return None if command is None else self.dialect.parse_qos(self._run(command))
+
     def queue_snapshot(self) -> QueueSnapshot:
         """Every pending and running job of the site and its cores: two commands (the job
         listing, then the cores), whatever the number of jobs. Taken at the clock's time

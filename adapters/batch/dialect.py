@@ -117,6 +117,14 @@ class BaseDialect(ABC):
 
     # -- what not every scheduler has -----------------------------------------------------
 
+    def qos_command(self) -> tuple[str, ...] | None:
+        """The command listing the qualities of service (None: the scheduler has none)."""
+        return None
+
+    def parse_qos(self, result: CommandResult) -> list[str]:
+        """The names of the qualities of service."""
+        return []
+
     def accounting_commands(self, native_ids: Sequence[str]) -> list[tuple[str, ...]]:
         """Commands asking the accounting records of finished jobs ([] if there are none)."""
         return []

@@ -209,6 +209,14 @@ class SchedulerDialect(Protocol):
         """The command listing partitions or queues."""
         ...
 
+    def qos_command(self) -> tuple[str, ...] | None:
+        """The command listing the qualities of service (None: the scheduler has none)."""
+        ...
+
+    def parse_qos(self, result: CommandResult) -> list[str]:
+        """The names of the qualities of service."""
+        ...
+
     def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
         """Partitions or queues with their limits and load."""
         ...

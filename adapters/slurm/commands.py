@@ -13,6 +13,7 @@ class SlurmCommands:
     scancel: str = "scancel"
     sinfo: str = "sinfo"
     srun: str = "srun"
+    sacctmgr: str = "sacctmgr"
     # Runs a command with SLURM_TIME_FORMAT=%s, so every time is epoch seconds (no zones).
     env: str = "env"
 

@@ -15,7 +15,7 @@ from adapters.batch.types import (
     StartEstimate,
     SubmitCommand,
 )
-from adapters.slurm import accounting, arrays, queues, snapshot, status, submit, usage
+from adapters.slurm import accounting, arrays, qos, queues, snapshot, status, submit, usage
 from adapters.slurm.commands import SlurmCommands
 from adapters.slurm.script import render_script
 from adapters.slurm.states import native_state
@@ -145,6 +145,12 @@ class SlurmDialect(BaseDialect):
 
     def parse_queues(self, result: CommandResult) -> list[QueueInfo]:
         return queues.parse_queues(result)
+
+    def qos_command(self) -> tuple[str, ...]:
+        return qos.qos_command(self.commands)
+
+    def parse_qos(self, result: CommandResult) -> list[str]:
+        return qos.parse_qos(result)
 
     def queue_jobs_command(self) -> tuple[str, ...]:
         return snapshot.queue_jobs_command(self.commands)

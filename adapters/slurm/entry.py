@@ -25,7 +25,7 @@ def _build(settings: DialectSettings) -> SlurmDialect:
 ENTRY = SchedulerEntry(
     kind="slurm",
     title=SlurmDialect.title,
-    commands=("sbatch", "squeue", "sacct", "scancel", "sinfo", "srun"),
+    commands=("sbatch", "squeue", "sacct", "scancel", "sinfo", "srun", "sacctmgr"),
     build=_build,
     options=(MAX_ARRAY_SIZE,),
     # srun starts MPI ranks itself (`mpi.launcher: srun`).

@@ -1,9 +1,10 @@
 """sinfo: partitions, their limits and load. Pure.
 
-Format `%P|%a|%l|%s|%D|%F|%C|%c|%m` (sinfo(1) "-o" field specifications): partition
+Format `%P|%a|%l|%s|%D|%F|%C|%c|%m|%d` (sinfo(1) "-o" field specifications): partition
 (`*` marks the default), availability, time limit, job size in nodes (`min-max`), node
-count, nodes and CPUs as allocated/idle/other/total, CPUs and memory (MB) per node. sinfo
-prints one line per group of alike nodes; lines of one partition are added up.
+count, nodes and CPUs as allocated/idle/other/total, CPUs, memory (MB) and temporary disk
+(MB, TmpDisk) per node. sinfo prints one line per group of alike nodes; lines of one
+partition are added up.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from adapters.batch.types import QueueInfo
 from adapters.slurm.commands import SlurmCommands
 from adapters.transport import CommandResult
 
-FORMAT = "%P|%a|%l|%s|%D|%F|%C|%c|%m"
+FORMAT = "%P|%a|%l|%s|%D|%F|%C|%c|%m|%d"
+_FIELDS = FORMAT.count("|") + 1
 
 
 def queues_command(commands: SlurmCommands) -> tuple[str, ...]:
@@ -47,9 +49,9 @@ def parse_queues(result: CommandResult) -> list[QueueInfo]:
     merged: dict[str, QueueInfo] = {}
     for line in lines(result.stdout):
         fields = line.split("|")
-        if len(fields) != 9:
+        if len(fields) != _FIELDS:
             continue
-        name, avail, limit, size, nodes, node_states, cpu_states, cpus, memory = fields
+        name, avail, limit, size, nodes, node_states, cpu_states, cpus, memory, tmp = fields
         default = name.endswith("*")
         name = name.rstrip("*")
         nodes_idle, nodes_total = _aiot(node_states)
@@ -68,6 +70,7 @@ def parse_queues(result: CommandResult) -> list[QueueInfo]:
             cpus_idle=cpus_idle,
             cpus_per_node=_count(cpus),
             memory_mb_per_node=_count(memory),
+            scratch_mb_per_node=_count(tmp),
         )
         seen = merged.get(name)
         if seen is not None:
@@ -84,6 +87,7 @@ def parse_queues(result: CommandResult) -> list[QueueInfo]:
                 cpus_idle=_add(seen.cpus_idle, info.cpus_idle),
                 cpus_per_node=_max(seen.cpus_per_node, info.cpus_per_node),
                 memory_mb_per_node=_max(seen.memory_mb_per_node, info.memory_mb_per_node),
+                scratch_mb_per_node=_max(seen.scratch_mb_per_node, info.scratch_mb_per_node),
             )
         merged[name] = info
     return list(merged.values())

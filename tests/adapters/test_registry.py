@@ -48,7 +48,8 @@ def _argvs(dialect: SchedulerDialect) -> list[tuple[str, ...]]:
             dialect.cancel_command("1"), dialect.queues_command(),
             dialect.queue_jobs_command(), dialect.cores_command(),
             *dialect.find_commands(TAG), *dialect.accounting_commands(["1"]),
-            *([estimate.argv] if estimate else [])]
+            *([estimate.argv] if estimate else []),
+            *filter(None, [dialect.qos_command()])]
 
 
 def test_the_registered_kinds() -> None:

@@ -37,6 +37,8 @@ def test_every_check_passes_on_the_testbed(testbed: TestbedInfo, site: str) -> N
     # Every MPI flavor's launchers were looked for.
     assert {f"launcher {f.argv[0]}" for f in config.mpi_flavors} <= statuses.keys()
     assert ("launcher /usr/bin/srun" in statuses) == (config.scheduler.kind == "slurm")
+    # roadrunner offers QOS (made in its slurmdbd): they are looked for.
+    assert ("qos" in statuses) == bool(config.scheduler.qos)
 
 
 def test_the_table_says_all_passed(testbed: TestbedInfo) -> None:
@@ -50,11 +52,13 @@ def test_a_wrong_partition_limit_fails(testbed: TestbedInfo, tmp_path: Path) -> 
     config = load_site_config(Path(testbed.site_configs) / "roadrunner.yaml")
     partitions = [p.model_dump(mode="json") for p in config.partitions]
     partitions[0]["memory_mb_per_node"] = 1_000_000
+    partitions[1]["scratch_mb_per_node"] = 4096  # TmpDisk is 2048
     partitions.append({**partitions[1], "name": "nosuch"})
     flavors = [f.model_dump(mode="json") for f in config.mpi_flavors]
     flavors[0]["command"] = ["mpirun.nosuch; touch /tmp/gridgate-check-pwned"]
     wrong = with_updates(config, {"partitions": partitions, "mpi_flavors": flavors,
-                                  "scratch_root": "/home/no/such/dir"})
+                                  "scratch_root": "/home/no/such/dir",
+                                  "scheduler": {"qos": ["long", "nosuch"]}})
     (tmp_path / "roadrunner.yaml").write_text(dump_site_config(wrong))
     code, output = _check(tmp_path, "roadrunner", "--json")
     assert code == 1, output
@@ -62,7 +66,11 @@ def test_a_wrong_partition_limit_fails(testbed: TestbedInfo, tmp_path: Path) -> 
     assert statuses["ssh"][0] == statuses["scheduler"][0] == "pass"
     assert statuses["partition debug"] == (
         "fail", "memory_mb_per_node 1000000 > the scheduler's 512")
-    assert statuses["partition batch"][0] == "pass"
+    assert statuses["partition batch"] == (
+        "fail", "scratch_mb_per_node 4096 > the scheduler's 2048 (jobs asking for more would "
+                "never run)")
+    assert statuses["qos"] == (
+        "fail", "the scheduler knows no QOS nosuch (it has: normal, long)")
     assert statuses["partition nosuch"][0] == "fail"
     # The launcher's name is data for `command -v`, never shell code.
     assert statuses["launcher mpirun.nosuch; touch /tmp/gridgate-check-pwned"] == (

@@ -21,6 +21,7 @@ from adapters.errors import SiteUnavailable, SubmitRejected, UnknownJob
 from adapters.slurm import SlurmCommands, SlurmDialect
 from adapters.slurm.script import slurm_time
 from adapters.slurm.states import STATES
+from adapters.transport import CommandResult
 from tests.schedulers.recorded import result
 
 TAG = "gw-0b7e4c1a-1111-4c1a-9a3e-000000000007"
@@ -335,9 +336,24 @@ def test_sinfo_partitions_limits_and_load() -> None:
     long = queues["long"]  # two lines of unlike nodes, added up
     assert (long.max_walltime, long.max_nodes) == (7 * 86400, 2)
     assert (long.nodes_total, long.nodes_idle, long.cpus_total, long.cpus_idle) == (2, 1, 6, 4)
-    assert (long.cpus_per_node, long.memory_mb_per_node) == (4, 4000)
+    assert (long.cpus_per_node, long.memory_mb_per_node, long.scratch_mb_per_node) == (
+        4, 4000, 100000)
+    assert debug.scratch_mb_per_node == 0  # Slurm's default TmpDisk
     assert queues["maint"].available is False and queues["maint"].max_walltime is None
-    (real,) = dialect().parse_queues(result("slurm", "real_sinfo.txt"))
-    assert (real.name, real.default, real.max_walltime, real.nodes_total) == (
-        "debug", True, None, 1)
-    assert (real.cpus_idle, real.cpus_total, real.cpus_per_node) == (1, 2, 2)
+    debug, batch = dialect().parse_queues(result("slurm", "real_sinfo.txt"))
+    assert (debug.name, debug.default, debug.max_walltime, debug.max_nodes) == (
+        "debug", True, 1800, 1)
+    assert (batch.name, batch.default, batch.max_walltime, batch.nodes_total) == (
+        "batch", False, 7 * 86400, 1)
+    assert (batch.cpus_idle, batch.cpus_total, batch.cpus_per_node) == (2, 2, 2)
+    assert (batch.memory_mb_per_node, batch.scratch_mb_per_node) == (512, 2048)
+
+
+def test_sacctmgr_lists_the_qualities_of_service() -> None:
+    d = dialect()
+    assert d.qos_command() == ("sacctmgr", "--noheader", "--parsable2", "show", "qos",
+                               "format=Name")
+    assert d.parse_qos(result("slurm", "real_sacctmgr_qos.txt")) == ["normal", "long"]
+    with pytest.raises(SiteUnavailable, match="Problem talking to the database"):
+        d.parse_qos(CommandResult(d.qos_command(), 1, b"",
+                                  b"sacctmgr: error: Problem talking to the database\n"))

@@ -61,6 +61,10 @@ CASES: list[tuple[dict[str, Any], dict[str, Any], str | None]] = [
     ({"max_nodes": 2, "cores_per_node": 4}, {"cpus_per_node": None, "cpus_total": 6},
      "max_nodes x cores_per_node = 8 cores > the 6 the scheduler has in all"),
     ({"memory_mb_per_node": 8192}, {}, "memory_mb_per_node 8192 > the scheduler's 4096"),
+    ({"scratch_mb_per_node": 2048}, {"scratch_mb_per_node": 2048}, None),
+    ({}, {"scratch_mb_per_node": 0}, None),  # none declared: none promised
+    ({"scratch_mb_per_node": 2048}, {"scratch_mb_per_node": 0},
+     "scratch_mb_per_node 2048 > the scheduler's 0 (jobs asking for more would never run)"),
     ({}, {"available": False, "state": "down"},
      "the scheduler reports it unavailable (down)"),
 ]

@@ -1,8 +1,9 @@
 """`gridgate site check`: does a site really look like its config says?
 
 Run on the gateway host, with the gateway's own keys and pins: log in over SSH (host key
-pinned), ask the scheduler for its partitions, compare them with the configured ones, look
-for each MPI launcher, ask each container runtime for its release
+pinned), ask the scheduler for its partitions, compare them with the configured ones (and
+the qualities of service jobs may name with the ones it knows), look for each MPI
+launcher, ask each container runtime for its release
 (gateway.services.sites.check_containers), and make sure the scratch root is a directory
 the account can write.
 
@@ -103,6 +104,11 @@ def partition_problems(partition: Partition, queue: QueueInfo) -> list[str]:
             and partition.memory_mb_per_node > queue.memory_mb_per_node):
         problems.append(f"memory_mb_per_node {partition.memory_mb_per_node} > the "
                         f"scheduler's {queue.memory_mb_per_node}")
+    scratch = partition.scratch_mb_per_node
+    if scratch is not None and queue.scratch_mb_per_node is not None and (
+            scratch > queue.scratch_mb_per_node):
+        problems.append(f"scratch_mb_per_node {scratch} > the scheduler's "
+                        f"{queue.scratch_mb_per_node} (jobs asking for more would never run)")
     return problems
 
 
@@ -128,9 +134,11 @@ def compare_partitions(partitions: Sequence[Partition],
 
 
 def _fits(partition: Partition) -> str:
+    scratch = partition.scratch_mb_per_node
     return (f"exists; {partition.max_nodes} node(s) x {partition.cores_per_node} cores, "
-            f"{partition.memory_mb_per_node} MiB, walltime {_limit(partition.max_walltime)} "
-            "within the scheduler's limits")
+            f"{partition.memory_mb_per_node} MiB"
+            f"{'' if scratch is None else f', {scratch} MiB scratch'}, walltime "
+            f"{_limit(partition.max_walltime)} within the scheduler's limits")
 
 
 def _failure(exc: AdapterError) -> str:
@@ -174,6 +182,8 @@ def _checks(config: SiteConfig, adapter: BatchAdapter, account: Account) -> list
                     f"{where}: logged in, host key matches the pin"
                     if login == 0 else f"{where}: `true` exited {login}")]
     checks.extend(scheduler_checks(config, adapter))
+    if config.scheduler.qos:
+        checks.append(_qos_check(config.scheduler.qos, adapter))
     checks.extend(_launcher_checks(config, adapter))
     checks.extend(check_runtimes(config, adapter.transport, adapter.command_timeout))
     checks.append(_scratch_check(config.scratch_root, adapter))
@@ -204,8 +214,24 @@ def scheduler_checks(config: SiteConfig, adapter: BatchAdapter) -> list[Check]:
             *compare_partitions(config.partitions, queues)]
 
 
+def _qos_check(wanted: Sequence[str], adapter: BatchAdapter) -> Check:
+    """The configured qualities of service are ones the scheduler knows (an unenforcing
+    Slurm accepts any name and records it as `Unknown`)."""
+    try:
+        known = adapter.qualities_of_service() or []
+    except AdapterError as exc:
+        return Check("qos", Status.FAIL, _failure(exc))
+    missing = [name for name in wanted if name not in known]
+    if missing:
+        return Check("qos", Status.FAIL,
+                     f"the scheduler knows no QOS {', '.join(missing)} (it has: "
+                     f"{', '.join(known) or 'none'})")
+    return Check("qos", Status.OK, f"{', '.join(wanted)} known to the scheduler")
+
+
 def _later_checks(config: SiteConfig) -> list[str]:
     return ["scheduler", *(f"partition {p.name}" for p in config.partitions),
+            *(["qos"] if config.scheduler.qos else []),
             *(f"launcher {command}" for _, command in launchers(config)),
             *runtime_check_names(config), "scratch_root"]
 
