@@ -5,16 +5,20 @@ on a "host" of its own: a network namespace this test creates (`unshare --net --
 which needs root), with a loopback server standing for the gateway and PostgreSQL and,
 on a veth, a server standing for the outside world (tests/adapters/sandbox_network_host.py).
 Both ways the gateway runs: as root (jobs as `nobody`) and as an ordinary account (a user
-namespace); the latter as `nobody` with the system's python3, whose files it can read.
+namespace); the latter as `nobody` with the system's python3, from a copy of the code it
+imports that `nobody` may read (CI clones the checkout into a directory only root reads).
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,31 +48,50 @@ UNPRIVILEGED = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="creating a test host needs root")
 
 
+@functools.cache
+def code_for_nobody() -> Path:
+    """The code the unprivileged gateway imports (the adapters, the text rules and the
+    host script, all standard library beneath), copied into a directory `nobody` may
+    read; removed when the tests end."""
+    root = Path(tempfile.mkdtemp(prefix="gridgate-code-"))
+    atexit.register(shutil.rmtree, root, True)
+    for package in ("adapters", "rules"):
+        shutil.copytree(CODE_ROOT / package, root / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("tests/__init__.py", "tests/adapters/__init__.py",
+                 "tests/adapters/sandbox_network_host.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(CODE_ROOT / name, root / name)
+    for path in (root, *root.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return root
+
+
 def system_python_runs_adapters() -> bool:
-    """Whether the system Python, run as nobody, imports the adapters and these tests
-    from this checkout (not when the checkout lies in a directory only root may read)."""
+    """Whether the system Python, run as nobody, imports the adapters and the host script."""
     if not os.access(SYSTEM_PYTHON, os.X_OK):
         return False
     done = subprocess.run([*UNPRIVILEGED, SYSTEM_PYTHON, "-c",
                            "import adapters.local.runner, tests.adapters.sandbox_network_host"],
-                          env={"PYTHONPATH": str(CODE_ROOT)}, capture_output=True, check=False)
+                          env={"PYTHONPATH": str(code_for_nobody())}, capture_output=True,
+                          check=False)
     return done.returncode == 0
 
 
 def run_on_own_host(network: str, gateway: str) -> dict[str, str]:
     """What a job with `network` reached, the gateway running as root or unprivileged."""
     if gateway == "root":
-        command = [sys.executable]
+        command, code = [sys.executable], CODE_ROOT
     elif system_python_runs_adapters():
-        command = [*UNPRIVILEGED, SYSTEM_PYTHON]
+        command, code = [*UNPRIVILEGED, SYSTEM_PYTHON], code_for_nobody()
     else:
-        pytest.skip(f"{SYSTEM_PYTHON} (3.11+), run as nobody, must import this checkout "
-                    "(readable by nobody) to run a gateway as nobody here")
+        pytest.skip(f"{SYSTEM_PYTHON} (3.11+, standard library only) must import the "
+                    "adapters to run a gateway as nobody here")
     command += ["-m", "tests.adapters.sandbox_network_host", network]
     done = subprocess.run(
         ["unshare", "--net", "--mount", "--propagation", "private", "sh", "-c", SETUP,
          "setup", *command],
-        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(CODE_ROOT)},
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(code)},
         capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     result: dict[str, str] = json.loads(done.stdout)
