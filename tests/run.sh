@@ -4,8 +4,9 @@
 # On a fresh Debian 12 machine (as root, or with passwordless sudo) it installs what the
 # suite needs: PostgreSQL server binaries, Node.js + npm, Python >= 3.11 with venv (apt);
 # the project and its dev extras into .venv (pip); the third-party OpenID provider in
-# tests/oidc (npm ci). Then: ruff, mypy --strict, pytest. Steps whose result is already
-# present are skipped, so a developer with everything installed needs no root.
+# tests/oidc and axe-core in tests/browser/axe (npm ci). Then: ruff, mypy --strict, pytest.
+# Steps whose result is already present are skipped, so a developer with everything
+# installed needs no root.
 #
 # The suite starts its own PostgreSQL (tests/pg.py); set GRIDGATE_TEST_PG_URL to use an
 # existing server instead.
@@ -255,17 +256,21 @@ if needs_node; then
     say "Node.js: $(node --version)"
 fi
 
-if [[ -f "$OIDC_DIR/package-lock.json" ]]; then
-    npm_stamp="$OIDC_DIR/node_modules/.gridgate-lock"
-    npm_key="$(sha "$OIDC_DIR/package-lock.json") $(node --version)"
-    if [[ ! -f $npm_stamp || "$(cat "$npm_stamp")" != "$npm_key" ]]; then
-        say "installing tests/oidc node modules (npm ci, node $(node --version))"
-        (cd "$OIDC_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-        printf '%s' "$npm_key" >"$npm_stamp"
+# The node modules of the tests: the OpenID provider, and axe-core (run in Chromium by
+# the portal's accessibility test).
+for node_dir in "$OIDC_DIR" "$REPO/tests/browser/axe"; do
+    if [[ -f "$node_dir/package-lock.json" ]]; then
+        npm_stamp="$node_dir/node_modules/.gridgate-lock"
+        npm_key="$(sha "$node_dir/package-lock.json") $(node --version)"
+        if [[ ! -f $npm_stamp || "$(cat "$npm_stamp")" != "$npm_key" ]]; then
+            say "installing ${node_dir#"$REPO"/} node modules (npm ci, node $(node --version))"
+            (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+            printf '%s' "$npm_key" >"$npm_stamp"
+        fi
+    else
+        die "${node_dir#"$REPO"/} has no package-lock.json"
     fi
-elif needs_node; then
-    say "tests/oidc has no package-lock.json; skipping npm ci"
-fi
+done
 
 # --- lint, types, tests -------------------------------------------------------------
 say "ruff check"

@@ -14,6 +14,7 @@ from gateway import __version__
 from gateway.api import api_document, problems
 from gateway.api.http.middleware import BodyLimit, RequestMetrics
 from gateway.api.http.nul_guard import RejectNul
+from gateway.api.portal import pages as portal_pages
 from gateway.api.routes import dashboard as dashboard_page
 from gateway.api.routes import (
     docs_page,
@@ -42,7 +43,10 @@ Background = Callable[[Runtime, threading.Event], None]
 ROUTERS = (jobs.router, job_arrays.router, workflows.router, job_logs.router, events.router,
            job_outputs.router, uploads.router, sites.router, system.router, oauth.router,
            projects_router, allocations_router, report_routes.router, dashboard_page.router,
-           audit_router, webhooks.router, docs_page.router, tes_routes.router)
+           audit_router, webhooks.router, docs_page.router, tes_routes.router,
+           portal_pages.router)
+# Pages for a browser, not API operations: left out of the OpenAPI document.
+_PAGES = (dashboard_page.router, portal_pages.router)
 
 
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None, *,
@@ -94,8 +98,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None,
     routes = [route for router in ROUTERS for route in router.routes]
     problems.install(app, routes)
     for router in ROUTERS:
-        # The dashboard is pages for a browser, not API operations.
-        app.include_router(router, include_in_schema=router is not dashboard_page.router)
+        app.include_router(router, include_in_schema=router not in _PAGES)
     api_document.install(app, ROUTERS,
                          {("UploadCreate", "size"): settings.upload_max_bytes})
     app.add_middleware(RejectNul, routes=routes,

@@ -17,6 +17,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
+from gateway.api.portal import session as portal_session
 from gateway.domain.errors import Forbidden, Unauthenticated
 from gateway.domain.principal import Principal
 from gateway.runtime import Runtime
@@ -35,14 +36,18 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
 def bearer_token(request: Request) -> str:
+    """The caller's access token: `Authorization: Bearer`, or else the portal's session
+    cookie (with its CSRF rule, gateway.api.portal.session)."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthenticated(
-            "Send an access token as 'Authorization: Bearer <token>' "
-            "(run 'gridgate login' to get one)."
-        )
-    return token.strip()
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    if not header and (session := portal_session.token_of(request)) is not None:
+        return session
+    raise Unauthenticated(
+        "Send an access token as 'Authorization: Bearer <token>' "
+        "(run 'gridgate login' to get one)."
+    )
 
 
 async def authenticate(request: Request) -> Principal:

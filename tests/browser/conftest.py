@@ -50,17 +50,16 @@ class Gateway:
         return env
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    """A real gateway (no worker) with the local user alice, for the whole module."""
-    root = tmp_path_factory.mktemp("gateway")
+def running_gateway(root: Path, *, worker: bool) -> Iterator[Gateway]:
+    """A real `gridgate serve` in `root` with the local user alice (and with its worker:
+    jobs run at the local site)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {
         "GRIDGATE_DATA_DIR": str(root / "data"),
         "GRIDGATE_PORT": str(port),
         "GRIDGATE_PUBLIC_URL": url,
-        "GRIDGATE_RUN_WORKER": "false",
+        "GRIDGATE_RUN_WORKER": "true" if worker else "false",
         # The CLI polls at the interval the server hands out; 1 s keeps the tests short.
         "GRIDGATE_DEVICE_POLL_INTERVAL_SECONDS": "1",
     }
@@ -79,6 +78,12 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         yield gw
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """A real gateway (no worker) with the local user alice, for the whole module."""
+    yield from running_gateway(tmp_path_factory.mktemp("gateway"), worker=False)
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import math
 import re
-import secrets
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -26,18 +24,11 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 
 from gateway.accounting.units import su
-from gateway.api import charts
+from gateway.api import browser_signin, charts
+from gateway.api.browser_signin import Refused, csrf_matches, new_csrf, read_form
 from gateway.api.deps import RuntimeDep
-from gateway.api.http.client_address import client_address, is_secure
-from gateway.auth.accounts import verify_password
-from gateway.auth.login_throttle import (
-    LoginLimits,
-    record_failure,
-    record_success,
-    retry_after,
-)
+from gateway.api.http.client_address import is_secure
 from gateway.auth.project_access import visible_projects
-from gateway.auth.tokens import issue_access_token
 from gateway.domain.errors import GatewayError, Invalid, NotFound, Unauthenticated
 from gateway.domain.principal import Principal
 from gateway.runtime import Runtime
@@ -52,7 +43,6 @@ LOGOUT_PATH = "/dashboard/logout"
 SESSION_COOKIE = "gridgate_dashboard"
 CSRF_COOKIE = "gridgate_dashboard_csrf"
 SCOPE = "jobs:read"
-MAX_FORM_BYTES = 4096
 _CSRF_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 _HEADERS = {
     "Cache-Control": "no-store",
@@ -70,26 +60,13 @@ _templates.filters["su"] = lambda value: su(round(float(value) * 1000))
 CHART_W, CHART_H, BAR_W, BAR_ROW = 360.0, 120.0, 260.0, 22.0
 
 
-def _secure_cookie(runtime: Runtime) -> bool:
-    return runtime.settings.public_url.startswith("https://")
-
-
 def _set_csrf(runtime: Runtime, response: Response, csrf: str) -> None:
-    """Put `csrf` in its strict cookie: a form posted back must carry the same value,
-    which a page of another site can neither read nor make the browser send."""
-    response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path=PATH,
-                        secure=_secure_cookie(runtime), max_age=3600)
-
-
-def _csrf_matches(request: Request, form: dict[str, str]) -> bool:
-    cookie = request.cookies.get(CSRF_COOKIE, "")
-    return bool(cookie) and secrets.compare_digest(cookie.encode(),
-                                                   form.get("csrf_token", "").encode())
+    browser_signin.set_csrf_cookie(runtime, response, CSRF_COOKIE, PATH, csrf)
 
 
 def _login_page(runtime: Runtime, status: int, error: str | None = None,
                 username: str = "") -> HTMLResponse:
-    csrf = secrets.token_urlsafe(32)
+    csrf = new_csrf()
     html = _templates.get_template("dashboard.html").render(
         state="login", action=LOGIN_PATH, csrf_token=csrf, error=error, username=username)
     response = HTMLResponse(html, status_code=status, headers=_HEADERS)
@@ -177,7 +154,7 @@ def dashboard(request: Request, runtime: RuntimeDep,
     # ours), so that every open tab of the dashboard can sign out.
     csrf = request.cookies.get(CSRF_COOKIE, "")
     if not _CSRF_TOKEN.fullmatch(csrf):
-        csrf = secrets.token_urlsafe(32)
+        csrf = new_csrf()
     try:
         page = _render(runtime, principal, project or None, when, csrf)
     except NotFound as exc:
@@ -188,60 +165,33 @@ def dashboard(request: Request, runtime: RuntimeDep,
     return page
 
 
-async def _form(request: Request) -> dict[str, str]:
-    body = await request.body()
-    if len(body) > MAX_FORM_BYTES:
-        raise Invalid("The form is too large.")
-    try:
-        return dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise Invalid("The form is not valid UTF-8 form data.") from exc
-
-
 @router.post(LOGIN_PATH, response_class=HTMLResponse)
 async def login(request: Request, runtime: RuntimeDep) -> Response:
     """Sign in with a gridgate username and password; the session is a read-only token."""
     if not is_secure(request, runtime.settings):
         return _login_page(runtime, 400, "Use https: this form takes a password.")
     try:
-        form = await _form(request)
+        form = await read_form(request)
     except GatewayError as exc:
         return _login_page(runtime, 400, exc.detail)
     username = form.get("username", "")[:64]
-    if not _csrf_matches(request, form):
+    if not csrf_matches(request, CSRF_COOKIE, form):
         return _login_page(runtime, 403, "This form expired or was sent from another site; "
                                          "please sign in again.", username)
-    limits = LoginLimits.from_settings(runtime.settings)
-    peer = limits.address(client_address(request))
-
-    def sign_in() -> Response:
-        with runtime.unit_of_work() as session:
-            now = runtime.clock()
-            account = limits.account(username)
-            wait = retry_after(session, limits, (account, peer), now)
-            if wait is not None:
-                page = _login_page(runtime, 429, "Too many failed attempts; try again in "
-                                                 f"{math.ceil(wait / 60)} minute(s).", username)
-                page.headers["Retry-After"] = str(wait)
-                return page
-            user = verify_password(session, username, form.get("password", ""))
-            if user is None:
-                record_failure(session, limits, (account, peer), now)
-                return _login_page(runtime, 400, "Wrong username or password.", username)
-            if user.disabled:
-                return _login_page(runtime, 403, "This account is disabled.", username)
-            record_success(session, account)
-            user_id, name = user.id, user.username
-        token = issue_access_token(runtime.settings, runtime.keys, subject=user_id,
-                                   client_id="dashboard", scope=SCOPE, username=name)
-        response = RedirectResponse(PATH, status_code=303, headers=_HEADERS)
-        response.set_cookie(SESSION_COOKIE, token.token, httponly=True, samesite="strict",
-                            path=PATH, secure=_secure_cookie(runtime),
-                            max_age=token.expires_in)
-        response.delete_cookie(CSRF_COOKIE, path=PATH)
-        return response
-
-    return await run_in_threadpool(sign_in)
+    token = await run_in_threadpool(browser_signin.sign_in, runtime, request, username,
+                                    form.get("password", ""), client_id="dashboard",
+                                    scope=SCOPE)
+    if isinstance(token, Refused):
+        page = _login_page(runtime, token.status, token.message, username)
+        if token.retry_after is not None:
+            page.headers["Retry-After"] = str(token.retry_after)
+        return page
+    response = RedirectResponse(PATH, status_code=303, headers=_HEADERS)
+    response.set_cookie(SESSION_COOKIE, token.token, httponly=True, samesite="strict",
+                        path=PATH, secure=browser_signin.secure_cookies(runtime),
+                        max_age=token.expires_in)
+    response.delete_cookie(CSRF_COOKIE, path=PATH)
+    return response
 
 
 @router.post(LOGOUT_PATH)
@@ -250,10 +200,10 @@ async def logout(request: Request, runtime: RuntimeDep) -> Response:
     included) and its cookie deleted. Only the dashboard's own form may ask (its CSRF
     token), so another site cannot sign a person out."""
     try:
-        form = await _form(request)
+        form = await read_form(request)
     except GatewayError as exc:
         return _error_page(400, exc.detail)
-    if not _csrf_matches(request, form):
+    if not csrf_matches(request, CSRF_COOKIE, form):
         return _error_page(403, "This sign-out did not come from the dashboard page (it "
                                 "expired, or another site sent it); you are still signed "
                                 "in. Open the dashboard and sign out there.")

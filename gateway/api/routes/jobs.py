@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Response
 
@@ -58,6 +59,13 @@ def submit_job(
     return json_response(JobOut, job_out(row, attempts), 202, headers)
 
 
+def as_utc(at: datetime | None) -> datetime | None:
+    """A time from a query in UTC (one without a zone is UTC)."""
+    if at is None:
+        return None
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
 def _label_pairs(labels: list[str]) -> tuple[tuple[str, str], ...]:
     if len(labels) > MAX_LABEL_FILTERS:
         raise Invalid(f"At most {MAX_LABEL_FILTERS} label filters may be given at once; "
@@ -100,12 +108,22 @@ def list_jobs(
     origin: Annotated[JobOrigin | None, Query(description=(
         "Only jobs that came in by this door: api (this API, the CLI, workflows) or tes "
         "(GA4GH TES)."))] = None,
+    created_after: Annotated[datetime | None, Query(description=(
+        "Only jobs submitted at or after this time (RFC 3339; without a zone, UTC)."))] = None,
+    created_before: Annotated[datetime | None, Query(description=(
+        "Only jobs submitted before this time (RFC 3339; without a zone, UTC)."))] = None,
+    order: Annotated[Literal["newest", "oldest"], Query(description=(
+        "newest first (the default) or oldest first; give the same order with "
+        "`cursor`."))] = "newest",
 ) -> Response:
     """Your jobs, newest first; follow `next_cursor` for the next page."""
     filters = JobFilter(states=parse_states(state), site=site, project=project,
                         labels=_label_pairs(label), name=name, name_glob=name_glob,
                         id_prefix=id_prefix, mine=mine, array_job_id=array_job_id,
-                        array_index=array_index, origin=origin)
+                        array_index=array_index, origin=origin,
+                        created_after=as_utc(created_after),
+                        created_before=as_utc(created_before),
+                        oldest_first=order == "oldest")
     with runtime.reading() as conn:
         page = job_queries.list_jobs(conn, principal, filters, limit=limit, cursor=cursor)
         attempts = job_queries.attempts_of(conn, page.jobs)

@@ -155,6 +155,11 @@ class JobFilter:
     array_index: int | None = None
     # Only jobs that came in by this door (None: every door).
     origin: JobOrigin | None = None
+    # Only jobs created at or after / before these times.
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    # Oldest first instead of newest first.
+    oldest_first: bool = False
 
 
 _OWNER_NAME = func.coalesce(_users.c.username, _users.c.subject)
@@ -231,8 +236,8 @@ def _jobs_with_labels(labels: tuple[tuple[str, str], ...]) -> Select[Any]:
 
 def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limit: int,
              after: tuple[datetime, str] | None) -> list[JobView]:
-    """Up to `limit` visible jobs matching `filters`, newest first, from just after the
-    (created_at, id) key `after` (keyset pagination)."""
+    """Up to `limit` visible jobs matching `filters`, newest first (or oldest first), from
+    just after the (created_at, id) key `after` (keyset pagination)."""
     query: Select[Any] = _JOB_VIEW.where(_visible(owner_id))
     jobs = _jobs.c
     if filters.states:
@@ -264,12 +269,21 @@ def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limi
     if filters.id_prefix is not None:
         # LIKE 'prefix%' with any wildcard escaped: user text is never a pattern.
         query = query.where(jobs.id.startswith(filters.id_prefix, autoescape=True))
+    if filters.created_after is not None:
+        query = query.where(jobs.created_at >= filters.created_after)
+    if filters.created_before is not None:
+        query = query.where(jobs.created_at < filters.created_before)
     if after is not None:
         created, job_id = after
-        query = query.where(or_(jobs.created_at < created,
-                                and_(jobs.created_at == created, jobs.id < job_id)))
-    rows = conn.execute(query.order_by(jobs.created_at.desc(), jobs.id.desc())
-                        .limit(limit)).mappings()
+        if filters.oldest_first:
+            query = query.where(or_(jobs.created_at > created,
+                                    and_(jobs.created_at == created, jobs.id > job_id)))
+        else:
+            query = query.where(or_(jobs.created_at < created,
+                                    and_(jobs.created_at == created, jobs.id < job_id)))
+    order = ((jobs.created_at.asc(), jobs.id.asc()) if filters.oldest_first
+             else (jobs.created_at.desc(), jobs.id.desc()))
+    rows = conn.execute(query.order_by(*order).limit(limit)).mappings()
     return [cast(JobView, dict(row)) for row in rows]
 
 
