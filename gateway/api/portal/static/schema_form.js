@@ -7,6 +7,10 @@ import { el } from "./portal.js";
 
 let serial = 0;
 const nextId = (path) => `spec-${path.join("-")}-${(serial += 1)}`;
+const humanize = (name) => {
+  const words = name.replace(/_/g, " ");
+  return words.charAt(0).toUpperCase() + words.slice(1);
+};
 const isBlank = (v) => v === undefined || v === "" || (Array.isArray(v) && !v.length)
   || (v && typeof v === "object" && !Array.isArray(v) && !Object.keys(v).length);
 
@@ -31,7 +35,9 @@ export class SchemaForm {
   }
 
   field(name, raw, path, required, depth) {
-    let s = this.resolve(raw);
+    // The label: the property's own title, else its name in words (a referenced
+    // definition's title is a type's name, such as OutputsMode).
+    let s = { ...this.resolve(raw), title: (raw && raw.title) || humanize(name) };
     if (s.anyOf) {
       const choices = s.anyOf.map((c) => this.resolve(c)).filter((c) => c.type !== "null");
       if (choices.length !== 1) return this.jsonField(name, s, path);

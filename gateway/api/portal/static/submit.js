@@ -70,6 +70,9 @@ async function balanceOf(project) {
 
 async function estimate() {
   const box = document.getElementById("estimate-result");
+  // The chosen files first: routing weighs their staging, and the submit needs them too.
+  await uploadChosen();
+  showPreview();
   box.replaceChildren(el("p", {}, "Estimating…"));
   const spec = form.value();
   const [found, balance] = await Promise.all([
@@ -94,7 +97,8 @@ async function estimate() {
       `Project ${balance.project} has ${balance.available} SU available.`));
   }
   box.replaceChildren(...words, found.candidates.some((c) => c.forecast) ? chart(found) : "",
-                      el("div", { class: "scroll" }, table));
+                      el("div", { class: "scroll", tabindex: 0, role: "region",
+                                  "aria-label": "Estimate by site (scrolls sideways)" }, table));
 }
 
 async function submit(event) {
