@@ -240,12 +240,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         gateway = None
         try:
             db_url = pg.create_database("bench")
-            settings = Settings(data_dir=base_dir / "data", database_url=db_url,
-                                public_url="http://127.0.0.1", run_worker=False)
             port = free_port()
+            # The same public URL here and in the gateway: it is the tokens' issuer.
+            settings = Settings(data_dir=base_dir / "data", database_url=db_url,
+                                public_url=f"http://127.0.0.1:{port}", run_worker=False)
             gateway = GatewayProcess({
                 "GRIDGATE_DATA_DIR": str(settings.data_dir), "GRIDGATE_DATABASE_URL": db_url,
-                "GRIDGATE_PUBLIC_URL": f"http://127.0.0.1:{port}", "GRIDGATE_PORT": str(port),
+                "GRIDGATE_PUBLIC_URL": settings.public_url, "GRIDGATE_PORT": str(port),
                 "GRIDGATE_RUN_WORKER": "false",
             }, base_dir / "gateway.log", args=("--log-level", "warning"))
             gateway.start()
