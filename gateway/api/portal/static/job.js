@@ -128,8 +128,11 @@ const log = document.getElementById("log");
 let logStream = "stdout";
 let logAbort = null;
 
+let logOpen = false;  // a follow is reading now
+
 async function followLog() {
   if (logAbort) logAbort.abort();
+  logOpen = true;
   const abort = new AbortController();
   logAbort = abort;
   log.textContent = "";
@@ -139,6 +142,7 @@ async function followLog() {
                          { raw: true, headers: { Accept: "text/plain" } });
   } catch (error) {
     log.textContent = `(no ${logStream} yet: ${error.message})`;
+    logOpen = false;
     return;
   }
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -151,7 +155,10 @@ async function followLog() {
     if (log.textContent.length > LOG_KEEP) log.textContent = log.textContent.slice(-LOG_KEEP);
     if (atBottom) log.scrollTop = log.scrollHeight;
   }
-  log.dataset.complete = abort.signal.aborted ? "" : "true";
+  if (!abort.signal.aborted) {
+    log.dataset.complete = "true";
+    logOpen = false;
+  }
 }
 
 for (const name of ["stdout", "stderr"]) {
@@ -197,6 +204,8 @@ function onEvent(event) {
       started = true;
       followLog();
     }
+    // A log that could not be read yet (nothing written when the job started): now.
+    if (FINAL.has(job.state) && !logOpen && !log.dataset.complete) followLog();
     if (FINAL.has(job.state)) return loadOutputs();
     return null;
   }).catch((e) => showError(e.message));

@@ -5,6 +5,8 @@ import { SchemaForm } from "./schema_form.js";
 import { uploadFile } from "./uploads.js";
 
 let form = null;
+// One key per spec: pressing Submit again after a lost answer cannot make a second job.
+let idempotencyKey = crypto.randomUUID();
 const preview = document.getElementById("spec-preview");
 const uploads = document.getElementById("uploads");
 
@@ -110,7 +112,7 @@ async function submit(event) {
     await uploadChosen();
     showPreview();
     const job = await api("jobs", { method: "POST", body: form.value(),
-                                    headers: { "Idempotency-Key": crypto.randomUUID() } });
+                                    headers: { "Idempotency-Key": idempotencyKey } });
     location.assign(`/portal/jobs/${job.id}`);
   } catch (error) {
     showError(error.message);
@@ -120,7 +122,10 @@ async function submit(event) {
 
 api("schemas/job-spec").then((schema) => {
   form = new SchemaForm(schema, document.getElementById("spec-form"));
-  document.getElementById("submit-form").addEventListener("input", showPreview);
+  document.getElementById("submit-form").addEventListener("input", () => {
+    idempotencyKey = crypto.randomUUID();
+    showPreview();
+  });
   document.getElementById("submit-form").addEventListener("submit", submit);
   document.getElementById("estimate").addEventListener("click", () => {
     showError(null);
