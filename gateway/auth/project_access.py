@@ -20,8 +20,7 @@ from gateway.db.models import Project
 from gateway.domain.errors import Forbidden, NotFound
 from gateway.domain.principal import Principal
 from gateway.repositories.identity import projects
-
-PI_ROLE = "manager"
+from gateway.repositories.identity.projects import PI_ROLE as PI_ROLE  # re-exported
 
 
 class Standing(StrEnum):

@@ -76,10 +76,10 @@ MATRIX: dict[str, tuple[Callable[[World, str], Request], tuple[int, ...]]] = {
     "POST /allocations/{A's}:resume": (
         lambda w, r: ("POST", f"/api/v1/allocations/{w.allocations[1]}:resume",
                       {"reason": f"by {r}"}), (403, 403, 403, 403, 403, 200)),
-    # Jobs are their owner's (and auditors' and admins'): a PI reads the project's
-    # balance and usage, not its members' jobs.
+    # A job's record is its owner's, its project's PI's (issue 31), auditors' and admins';
+    # its files only its owner's and theirs (tests/api/test_pi_reads.py).
     "GET /jobs/{A's job}": (
-        lambda w, r: ("GET", f"/api/v1/jobs/{w.job}", None), (404, 200, 404, 404, 200, 200)),
+        lambda w, r: ("GET", f"/api/v1/jobs/{w.job}", None), (404, 200, 200, 404, 200, 200)),
 }
 READS = [name for name in MATRIX if name.startswith("GET")]
 

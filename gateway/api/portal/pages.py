@@ -190,7 +190,7 @@ async def job_page(job_id: str, request: Request, runtime: RuntimeDep) -> Respon
     """One job: state, placement, attempts, events, log, outputs, actions."""
     def visible(principal: Principal) -> None:
         with runtime.reading() as conn:
-            job_queries.ensure_visible(conn, principal, job_id)
+            job_queries.ensure_readable(conn, principal, job_id)
 
     return await _page(request, runtime, "job.html", "Job", "jobs", check=visible,
                        script="job.js", job_id=job_id)

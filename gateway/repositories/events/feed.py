@@ -4,9 +4,9 @@ joined to the job an event is about (if any) for visibility and for what a Cloud
 says of the job.
 
 Visibility is an argument, as in gateway.repositories.jobs.queries: `owner_id` None for
-readers who see every event; else a job's events are its owner's, an allocation's the
-PIs' of its project (`pi_projects`) (a refused lien's also its owner's), a workflow's
-its owner's, a site's nobody's (gateway.schemas.events).
+readers who see every event; else a job's events are its owner's and its project's PIs'
+(`pi_projects`), an allocation's the PIs' of its project (a refused lien's also its
+owner's), a workflow's its owner's, a site's nobody's (gateway.schemas.events).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from gateway.db.models import Event, Job, Membership, Project
 from gateway.db.workflow_models import WorkflowStep
 from gateway.schemas.events import (
     ALLOCATION_EVENT_TYPES,
+    JOB_EVENT_TYPES,
     OWNED_EVENT_TYPES,
     SUBMITTER_EVENT_TYPES,
     WORKFLOW_EVENT_TYPES,
@@ -61,7 +62,7 @@ def last_id(conn: Connection) -> int:
 @dataclass(frozen=True)
 class FeedFilter:
     """What one reader's stream shows: whose events (`owner_id` None: every event; else
-    that user's jobs' and the allocation events of the projects they are PI of), which
+    that user's jobs', and the job and allocation events of the projects they are PI of), which
     jobs, of which project (by name), workflow and types (None: any)."""
 
     owner_id: str | None
@@ -82,6 +83,8 @@ class FeedFilter:
     def _reads(self, row: FeedRow) -> bool:
         if self.owner_id is None:
             return True
+        if row["type"] in JOB_EVENT_TYPES and row["project_id"] in self.pi_projects:
+            return True  # a member's job, read by the project's PI
         if row["type"] in OWNED_EVENT_TYPES:
             return row["owner_id"] == self.owner_id
         if row["type"] in SUBMITTER_EVENT_TYPES and row["owner_id"] == self.owner_id:
@@ -139,9 +142,11 @@ def rows(conn: Connection, ids: Sequence[int]) -> list[FeedRow]:
 
 
 def _rows() -> Select[Any]:
-    own = [column for column in _events.c if column.name != "owner_id"]
+    # An event's owner and project are its job's (when it has one): what filters read.
+    own = [column for column in _events.c if column.name not in ("owner_id", "project_id")]
     return (select(*own, _jobs.c.name.label("job_name"), _jobs.c.site_name,
                    _projects.c.name.label("project_name"), _owner().label("owner_id"),
+                   _project_id().label("project_id"),
                    _steps.c.workflow_id)
             .outerjoin(_jobs, _jobs.c.id == _events.c.job_id)
             .outerjoin(_projects, _projects.c.id == _project_id())
@@ -191,4 +196,6 @@ def _readable(where: FeedFilter) -> ColumnElement[bool]:
     if not where.pi_projects:
         return owned
     return or_(owned, and_(_events.c.type.in_(ALLOCATION_EVENT_TYPES),
-                              _events.c.project_id.in_(where.pi_projects)))
+                           _events.c.project_id.in_(where.pi_projects)),
+               and_(_events.c.type.in_(JOB_EVENT_TYPES),
+                    _jobs.c.project_id.in_(where.pi_projects)))

@@ -9,6 +9,9 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models import Membership, Project, User
 
+# The membership role of a project's PI: they see the project's jobs and usage.
+PI_ROLE = "manager"
+
 
 def name_taken(session: Session, name: str) -> bool:
     """Whether a project is named `name`."""

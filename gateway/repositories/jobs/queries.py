@@ -3,8 +3,9 @@
 These are the hottest requests. Going around the ORM session halves their cost, and
 GET /jobs/{id}'s statement is built once, with bind parameters. Rows come back as
 TypedDicts: typed for callers, and plain dicts at run time (no per-row object to build).
-Visibility is an argument (`owner_id`, None for readers who see every job); who may
-see what is the service's decision.
+Visibility is an argument (`owner_id`, None for readers who see every job; `led`, the
+projects whose members' jobs the reader also reads, as their PI); who may see what is
+the service's decision.
 """
 
 from __future__ import annotations
@@ -29,9 +30,19 @@ from sqlalchemy import (
     tuple_,
 )
 
-from gateway.db.models import Attempt, Event, Job, JobLabel, JobOutput, Project, User
+from gateway.db.models import (
+    Attempt,
+    Event,
+    Job,
+    JobLabel,
+    JobOutput,
+    Membership,
+    Project,
+    User,
+)
 from gateway.domain.job_origin import JobOrigin
 from gateway.domain.states import JobState
+from gateway.repositories.identity.projects import PI_ROLE
 from gateway.schemas.events import JOB_STATE_TYPE
 
 _jobs, _projects, _users = Job.__table__, Project.__table__, User.__table__
@@ -169,23 +180,51 @@ _JOB_VIEW = (
     .join(_users, _users.c.id == _jobs.c.owner_id)
 )
 _ATTEMPT_PREFIX = "attempt_"
+# The projects a user leads as PI (a personal project has no other member: leaving it
+# out keeps the reader's own jobs on the owner index).
+_memberships = Membership.__table__
+# Its own name: inside the job view's statement (which joins `projects`) the subquery
+# must not be correlated to the job's project.
+_led = Project.__table__.alias("led")
+
+
+def _led_by(user_id: Any) -> Select[Any]:
+    return (select(_memberships.c.project_id)
+            .join(_led, _led.c.id == _memberships.c.project_id)
+            .where(_memberships.c.user_id == user_id,
+                   _memberships.c.role == bindparam("pi_role", PI_ROLE),
+                   _led.c.personal_owner_id.is_(None)))
+
+
+def led_projects(conn: Connection, user_id: str) -> tuple[int, ...]:
+    """The ids of the (shared) projects `user_id` is PI of."""
+    return tuple(sorted(int(i) for i in conn.execute(_led_by(user_id)).scalars()))
+
+
 _DETAIL = (
     _JOB_VIEW.add_columns(*(c.label(_ATTEMPT_PREFIX + c.name) for c in _attempts.c))
     .outerjoin(_attempts, _attempts.c.job_id == _jobs.c.id)
     .where(_jobs.c.id == bindparam("job_id"),
-           or_(bindparam("see_all", type_=Boolean), _jobs.c.owner_id == bindparam("owner_id")))
+           or_(bindparam("see_all", type_=Boolean), _jobs.c.owner_id == bindparam("owner_id"),
+               _jobs.c.project_id.in_(_led_by(bindparam("owner_id")))))
     .order_by(_attempts.c.number)
 )
 
 
-def _visible(owner_id: str | None) -> ColumnElement[bool]:
-    return true() if owner_id is None else _jobs.c.owner_id == owner_id
+def _visible(owner_id: str | None, led: Sequence[int] = ()) -> ColumnElement[bool]:
+    if owner_id is None:
+        return true()
+    if not led:
+        return _jobs.c.owner_id == owner_id
+    return or_(_jobs.c.owner_id == owner_id, _jobs.c.project_id.in_(led))
 
 
 def job_detail(conn: Connection, job_id: str, owner_id: str | None
                ) -> tuple[JobView | None, list[AttemptView]]:
-    """The job (None if absent or not visible) and its attempts, in one round trip."""
-    params = {"job_id": job_id, "see_all": owner_id is None, "owner_id": owner_id or ""}
+    """The job (None if absent or not visible) and its attempts, in one round trip: the
+    owner's, a job of a project `owner_id` is PI of, or any (None)."""
+    params = {"job_id": job_id, "see_all": owner_id is None, "owner_id": owner_id or "",
+              "pi_role": PI_ROLE}
     rows: Sequence[dict[str, Any]]
     if conn.dialect.name == "postgresql":
         rows = _detail_rows_psycopg(conn, params)
@@ -235,10 +274,10 @@ def _jobs_with_labels(labels: tuple[tuple[str, str], ...]) -> Select[Any]:
 
 
 def job_page(conn: Connection, owner_id: str | None, filters: JobFilter, *, limit: int,
-             after: tuple[datetime, str] | None) -> list[JobView]:
+             after: tuple[datetime, str] | None, led: Sequence[int] = ()) -> list[JobView]:
     """Up to `limit` visible jobs matching `filters`, newest first (or oldest first), from
     just after the (created_at, id) key `after` (keyset pagination)."""
-    query: Select[Any] = _JOB_VIEW.where(_visible(owner_id))
+    query: Select[Any] = _JOB_VIEW.where(_visible(owner_id, led))
     jobs = _jobs.c
     if filters.states:
         query = query.where(jobs.state.in_(sorted(s.value for s in filters.states)))
@@ -295,9 +334,12 @@ def glob_regex(glob: str) -> str:
     return "(?s)\\A" + "".join(parts) + "\\Z"
 
 
-def is_visible(conn: Connection, job_id: str, owner_id: str | None) -> bool:
-    """Whether the job exists and is visible (owned by `owner_id`, or any when None)."""
-    found = conn.execute(select(_jobs.c.id).where(_jobs.c.id == job_id, _visible(owner_id)))
+def is_visible(conn: Connection, job_id: str, owner_id: str | None,
+               led: Sequence[int] = ()) -> bool:
+    """Whether the job exists and is visible (owned by `owner_id`, in a project of `led`,
+    or any when None)."""
+    found = conn.execute(select(_jobs.c.id).where(_jobs.c.id == job_id,
+                                                  _visible(owner_id, led)))
     return found.first() is not None
 
 

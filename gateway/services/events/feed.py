@@ -36,7 +36,7 @@ from gateway.schemas.events import (
     gateway_event,
     job_state_event,
 )
-from gateway.services.jobs.queries import ensure_visible, sees_all
+from gateway.services.jobs.queries import ensure_readable, sees_all
 
 # A stream without Last-Event-ID starts at the newest id, and re-checks this many ids
 # below it: those not committed yet when it started are new to it when they commit.
@@ -63,7 +63,7 @@ def feed_filter(conn: Connection, principal: Principal, job_ids: Sequence[str],
         raise Invalid(f"Give at most {MAX_JOB_FILTERS} 'job' filters in one stream.",
                       field="job")
     for job_id in job_ids:
-        ensure_visible(conn, principal, job_id)
+        ensure_readable(conn, principal, job_id)
     everything = sees_all(principal)
     if project is not None and not everything and \
             rows.member_project(conn, principal.user_id, project) is None:

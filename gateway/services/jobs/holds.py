@@ -19,13 +19,13 @@ from gateway.domain.job_relations import WAITS_FOR, Gate
 from gateway.domain.principal import Principal
 from gateway.domain.states import JobState
 from gateway.repositories.jobs import rows as jobs
-from gateway.services.jobs.queries import JobRow, ensure_visible, job_detail
+from gateway.services.jobs.queries import JobRow, ensure_readable, job_detail
 from gateway.services.lifecycle.transitions import note
 
 
 def _owned(session: Session, principal: Principal, job_id: str, verb: str) -> Job:
     """The job, locked; NotFound for another user's job, Forbidden for a reader's."""
-    ensure_visible(session.connection(), principal, job_id)
+    ensure_readable(session.connection(), principal, job_id)
     job = jobs.lock(session, job_id)
     assert job is not None
     if job.owner_id != principal.user_id and not principal.has_role("admin"):

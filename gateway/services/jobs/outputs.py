@@ -14,7 +14,7 @@ from gateway.repositories.jobs import queries as repo
 from gateway.repositories.jobs.queries import OutputView
 from gateway.services import cursors
 from gateway.services.data.uploads import StoreCleanup
-from gateway.services.jobs.queries import ensure_visible
+from gateway.services.jobs.queries import ensure_readable, ensure_visible
 
 
 def list_outputs(conn: Connection, principal: Principal, job_id: str, *, limit: int,
@@ -44,7 +44,7 @@ def owner_username(conn: Connection, job_id: str) -> str | None:
 def delete_fetched(session: Session, principal: Principal, job_id: str) -> StoreCleanup:
     """Drop the job's outputs held in the store (only the owner, once the job has
     ended); the blobs to remove after the commit, if nothing else refers to them."""
-    ensure_visible(session.connection(), principal, job_id)
+    ensure_readable(session.connection(), principal, job_id)
     owner_id, state = job_outputs.lock_job(session, job_id)
     if owner_id != principal.user_id:
         raise Forbidden("Only the job's owner can delete its outputs.")

@@ -37,7 +37,8 @@ MAX_LABEL_FILTERS = 16
 # What the API shows of a job (kept under this name for the services that return one).
 JobRow = JobView
 
-__all__ = ["MAX_LABEL_FILTERS", "JobFilter", "JobPage", "JobRow", "ensure_visible", "events",
+__all__ = ["MAX_LABEL_FILTERS", "JobFilter", "JobPage", "JobRow", "ensure_readable",
+           "ensure_visible", "events",
            "job_detail", "list_jobs", "output_place", "placement",
            "sees_all"]
 
@@ -73,7 +74,8 @@ def check_id(job_id: str) -> None:
 
 def job_detail(conn: Connection, principal: Principal, job_id: str
                ) -> tuple[JobView, Sequence[AttemptView]]:
-    """The job and its attempts in one round trip; NotFound for other users' jobs."""
+    """The job and its attempts in one round trip; NotFound for a job the principal may
+    not read (ensure_readable)."""
     check_id(job_id)
     job, attempts = repo.job_detail(conn, job_id, _owner_filter(principal))
     if job is None:
@@ -106,12 +108,14 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 def list_jobs(conn: Connection, principal: Principal, filters: JobFilter, *, limit: int,
               cursor: str | None) -> JobPage:
-    """The principal's jobs, newest first, one page at a time (keyset pagination)."""
+    """The jobs the principal reads (their own, their projects' members' as PI, every
+    job as an auditor or admin), newest first, one page at a time (keyset pagination)."""
     if filters.id_prefix is not None and not JOB_ID_PREFIX.matches(filters.id_prefix):
         raise Invalid(str(JOB_ID_PREFIX.problem(filters.id_prefix)), field="id_prefix")
     after = _decode_cursor(cursor) if cursor else None
     owner = principal.user_id if filters.mine else _owner_filter(principal)
-    rows = repo.job_page(conn, owner, filters, limit=limit + 1, after=after)
+    led = () if owner is None or filters.mine else repo.led_projects(conn, owner)
+    rows = repo.job_page(conn, owner, filters, limit=limit + 1, after=after, led=led)
     next_cursor = _encode_cursor(rows[limit - 1]) if len(rows) > limit else None
     return JobPage(rows[:limit], next_cursor)
 
@@ -119,7 +123,7 @@ def list_jobs(conn: Connection, principal: Principal, filters: JobFilter, *, lim
 def events(conn: Connection, principal: Principal, job_id: str, *, limit: int,
            cursor: str | None) -> cursors.Page[EventView]:
     """One page of the job's history, oldest first."""
-    ensure_visible(conn, principal, job_id)
+    ensure_readable(conn, principal, job_id)
     after = int(cursors.decode(cursor, (int,))[0]) if cursor else None
     rows = repo.events(conn, job_id, after=after, limit=limit + 1)
     return cursors.page(rows, limit, lambda row: (row["id"],))
@@ -137,9 +141,21 @@ def origin_documents_of(conn: Connection, jobs: Sequence[JobView]
 
 
 def ensure_visible(conn: Connection, principal: Principal, job_id: str) -> None:
-    """NotFound unless the principal may see this job."""
+    """NotFound unless the job is the principal's, or they read every job (auditors,
+    admins): who may read its files (logs, outputs)."""
     check_id(job_id)
     if not repo.is_visible(conn, job_id, _owner_filter(principal)):
+        raise NotFound(f"No job with id '{job_id}'.")
+
+
+def ensure_readable(conn: Connection, principal: Principal, job_id: str) -> None:
+    """NotFound unless the principal may read this job's record (state, history,
+    placement): as `ensure_visible`, and also the PI of the job's project. Changing it
+    takes its owner (or an admin) besides."""
+    check_id(job_id)
+    owner = _owner_filter(principal)
+    led = () if owner is None else repo.led_projects(conn, owner)
+    if not repo.is_visible(conn, job_id, owner, led):
         raise NotFound(f"No job with id '{job_id}'.")
 
 

@@ -33,7 +33,7 @@ from gateway.services.jobs.inputs import (
     check_inputs,
     check_shared_binds,
 )
-from gateway.services.jobs.queries import JobRow, ensure_visible, job_detail
+from gateway.services.jobs.queries import JobRow, ensure_readable, job_detail
 from gateway.services.lifecycle.transitions import request_cancel
 from gateway.services.mail import requests as mail_requests
 from gateway.services.money import quotes
@@ -186,7 +186,7 @@ def _replayed(
 
 def cancel(session: Session, principal: Principal, job_id: str) -> JobRow:
     """Cancel now if nothing was submitted yet; otherwise ask the worker to."""
-    ensure_visible(session.connection(), principal, job_id)
+    ensure_readable(session.connection(), principal, job_id)
     job = jobs.lock(session, job_id)
     assert job is not None
     if job.owner_id != principal.user_id and not principal.has_role("admin"):

@@ -2,7 +2,7 @@
 // attempts and events, a live tail of its log, its outputs, and cancel / hold / release.
 // Every part is read from the API; the event stream says when to read again.
 import {
-  api, bytes, duration, el, FINAL, followEvents, showError, stateBadge, timeEl,
+  api, bytes, duration, el, FINAL, followEvents, Problem, showError, stateBadge, timeEl,
 } from "./portal.js";
 
 const jobId = document.getElementById("job").dataset.jobId;
@@ -111,8 +111,19 @@ async function loadEvents() {
   document.getElementById("events").replaceChildren(...page.items.map(eventItem));
 }
 
+// A job read as its project's PI: its record is shown, its files are the owner's.
+const notOwners = (error) => error instanceof Problem && error.status === 404;
+
 async function loadOutputs() {
-  const page = await api(`jobs/${jobId}/outputs?limit=500`);
+  let page;
+  try {
+    page = await api(`jobs/${jobId}/outputs?limit=500`);
+  } catch (error) {
+    if (!notOwners(error)) throw error;
+    document.getElementById("no-outputs").textContent = "Only the job's owner reads its files.";
+    document.getElementById("no-outputs").hidden = false;
+    return;
+  }
   const rows = page.items.map((o) => {
     const href = `/api/v1/jobs/${jobId}/outputs/${o.path.split("/").map(encodeURIComponent).join("/")}`;
     return el("tr", { "data-path": o.path },
@@ -141,7 +152,8 @@ async function followLog() {
     response = await api(`jobs/${jobId}/logs/${logStream}?tail=${LOG_TAIL}&follow=true`,
                          { raw: true, headers: { Accept: "text/plain" } });
   } catch (error) {
-    log.textContent = `(no ${logStream} yet: ${error.message})`;
+    log.textContent = notOwners(error) ? "(Only the job's owner reads its log.)"
+      : `(no ${logStream} yet: ${error.message})`;
     logOpen = false;
     return;
   }
