@@ -37,7 +37,7 @@ LOOPBACK = ("127.0.0.1", 50000)
 # run after it, as this hook once did, it found none and every test was scheduled alone.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group tests for xdist's `--dist loadgroup` (tests/run.sh runs two workers).
+    """Group tests for xdist's `--dist loadgroup` (tests/run.sh runs several workers).
 
     Every test that uses a live testbed goes to one worker: they share the session testbed
     (or bring up their own, `uses_testbed`), so it is brought up once, not in each worker.

@@ -289,9 +289,10 @@ DOCS_SITE=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet --site-dir "$DOCS_SITE"
 rm -rf "$DOCS_SITE"
 
-# Two worker processes (GRIDGATE_TEST_WORKERS; 0 runs in this process): the live testbed's
-# tests keep to one of them (tests/conftest.py groups them), the rest share both.
-WORKERS=${GRIDGATE_TEST_WORKERS:-2}
+# One worker process per core and one more (GRIDGATE_TEST_WORKERS; 0 runs in this
+# process): the live testbed's tests keep to one of them (tests/conftest.py groups them)
+# and mostly wait on real schedulers; the others keep the cores busy meanwhile.
+WORKERS=${GRIDGATE_TEST_WORKERS:-$(($(nproc) + 1))}
 say "pytest ($WORKERS workers)"
 rc=0
 # --durations: the slowest tests in every log, so suite time is watched, not guessed.
