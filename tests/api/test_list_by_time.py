@@ -46,7 +46,9 @@ def test_list_by_time_and_oldest_first(client: TestClient, runtime: Runtime,
                                                 "cursor": first["next_cursor"]},
                         headers=alice.headers).json()
     assert [j["name"] for j in first["items"] + second["items"]] == ["j0", "j1", "j2", "j3"]
-    bad = client.get("/api/v1/jobs", params={"created_after": "soon"}, headers=alice.headers)
-    assert bad.status_code == 422 and "created_after" in bad.text
+    for bad_time in ("soon", "0.5"):  # a number is no time here (nor seconds since 1970)
+        bad = client.get("/api/v1/jobs", params={"created_after": bad_time},
+                         headers=alice.headers)
+        assert bad.status_code == 422 and "created_after" in bad.text
     bad = client.get("/api/v1/jobs", params={"order": "random"}, headers=alice.headers)
     assert bad.status_code == 422

@@ -92,8 +92,10 @@ def _statements(runtime: Runtime, principal: Any, labels: tuple[tuple[str, str],
     event.listen(runtime.reader_engine, "before_cursor_execute", record)
     try:
         with runtime.reading() as conn:
-            job_queries.list_jobs(conn, principal, JobFilter(labels=labels), limit=10,
-                                  cursor=None)
+            # `mine`: only the page's statement (without it, the projects a PI reads
+            # are looked up first, in one statement of their own).
+            job_queries.list_jobs(conn, principal, JobFilter(labels=labels, mine=True),
+                                  limit=10, cursor=None)
     finally:
         event.remove(runtime.reader_engine, "before_cursor_execute", record)
     return seen

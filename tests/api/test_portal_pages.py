@@ -43,7 +43,7 @@ def test_a_page_asks_for_sign_in_and_comes_back(client: TestClient,
     alice = make_user()
     page = client.get("/portal/jobs?state=RUNNING", follow_redirects=False)
     assert page.status_code == 303
-    assert page.headers["location"] == "/portal/login?next=/portal/jobs?state=RUNNING"
+    assert page.headers["location"] == "/portal/login?next=/portal/jobs%3Fstate%3DRUNNING"
     token = _sign_in(client, alice, "/portal/jobs?state=RUNNING")
     page = client.get("/portal/jobs")
     assert page.status_code == 200

@@ -126,9 +126,11 @@ def test_a_short_id_resolves_over_the_jobs_the_caller_may_audit(
     for reader in (bob, admin, pi):
         assert reader.json("audit", "job", short)["job_id"] == job_id
     assert f"Job {job_id} (bobs)" in admin("audit", "job", short.upper()).stdout
-    # Elsewhere an admin reads every job by a short id too; a PI reads only the story.
+    # Elsewhere an admin reads every job by a short id too, and a PI their members'
+    # (issue 31), but not their output.
     assert admin.json("show", short)["id"] == job_id
-    assert "No job you can read" in pi("show", short, code=errors.NOT_FOUND).stderr
+    assert pi.json("show", short)["id"] == job_id
+    pi("logs", short, code=errors.NOT_FOUND)
     # Anyone else: no prefix, and no whole id, names the job.
     missing = outsider("audit", "job", short, code=errors.NOT_FOUND)
     assert f"No job you can read has an id starting with '{short}'" in missing.stderr

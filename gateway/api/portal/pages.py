@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -72,9 +73,9 @@ def _login_page(runtime: Runtime, status: int, next_page: str, error: str | None
 
 def _to_login(request: Request, ended: bool = False) -> Response:
     here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    target = f"{LOGIN_PATH}?next={_next_of(here)}".replace("&", "%26")
-    response = RedirectResponse(target + ("&ended=1" if ended else ""), status_code=303,
-                                headers=HEADERS)
+    query = {"next": _next_of(here), **({"ended": "1"} if ended else {})}
+    response = RedirectResponse(f"{LOGIN_PATH}?{urlencode(query, safe='/', quote_via=quote)}",
+                                status_code=303, headers=HEADERS)
     if ended:
         response.delete_cookie(session.COOKIE, path="/")
     return response
@@ -99,8 +100,8 @@ async def _page(request: Request, runtime: Runtime, template: str, title: str, n
     if found is None:
         return _to_login(request, ended=session.COOKIE in request.cookies)
     principal, token = found
-    base: dict[str, Any] = {"who": principal.display, "csrf": session.csrf_token(token), "nav": nav,
-            "logout": LOGOUT_PATH}
+    base: dict[str, Any] = {"who": principal.display, "csrf": session.csrf_token(token),
+                            "nav": nav, "logout": LOGOUT_PATH}
     if check is not None:
         try:
             await run_in_threadpool(check, principal)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from functools import partial
 from typing import Annotated, Literal
 
@@ -10,6 +9,7 @@ from fastapi import APIRouter, Header, Query, Response
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.query_times import Time, as_utc
 from gateway.api.refusals import refusal_recorded
 from gateway.api.schemas import EventList, JobList, JobOut, event_out, job_out, json_response
 from gateway.domain.errors import Invalid
@@ -59,13 +59,6 @@ def submit_job(
     return json_response(JobOut, job_out(row, attempts), 202, headers)
 
 
-def as_utc(at: datetime | None) -> datetime | None:
-    """A time from a query in UTC (one without a zone is UTC)."""
-    if at is None:
-        return None
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-
-
 def _label_pairs(labels: list[str]) -> tuple[tuple[str, str], ...]:
     if len(labels) > MAX_LABEL_FILTERS:
         raise Invalid(f"At most {MAX_LABEL_FILTERS} label filters may be given at once; "
@@ -108,9 +101,9 @@ def list_jobs(
     origin: Annotated[JobOrigin | None, Query(description=(
         "Only jobs that came in by this door: api (this API, the CLI, workflows) or tes "
         "(GA4GH TES)."))] = None,
-    created_after: Annotated[datetime | None, Query(description=(
+    created_after: Annotated[Time, Query(description=(
         "Only jobs submitted at or after this time (RFC 3339; without a zone, UTC)."))] = None,
-    created_before: Annotated[datetime | None, Query(description=(
+    created_before: Annotated[Time, Query(description=(
         "Only jobs submitted before this time (RFC 3339; without a zone, UTC)."))] = None,
     order: Annotated[Literal["newest", "oldest"], Query(description=(
         "newest first (the default) or oldest first; give the same order with "

@@ -7,16 +7,15 @@ read what is gateway.auth.project_access (404 for a project the caller has no pa
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import BeforeValidator
 
 from gateway.api.csv_export import csv_response
 from gateway.api.deps import JobsReader, RuntimeDep
+from gateway.api.query_times import Time, as_utc
 from gateway.api.schemas import json_response
 from gateway.domain.states import JobState
 from gateway.schemas.reports import (
@@ -32,19 +31,6 @@ from gateway.services.money.reports import Period
 router = APIRouter(prefix="/api/v1", tags=["reports"])
 
 Project = Annotated[str | None, Query(max_length=64, description="A project's name.")]
-# An ISO 8601 date, then optionally a time and a zone; pydantic alone would also take
-# a bare number ("0.5") as seconds since 1970, which the document does not offer.
-_ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
-                       r"(?:Z|z|[+-]\d{2}:?\d{2})?)?")
-
-
-def _iso_time(value: object) -> object:
-    if isinstance(value, str) and not _ISO_TIME.fullmatch(value):
-        raise ValueError("give an ISO 8601 time, e.g. 2026-11-01T00:00:00Z")
-    return value
-
-
-Time = Annotated[datetime | None, BeforeValidator(_iso_time)]
 AsOf = Annotated[Time, Query(description="Report as of this time (default now); "
                                          "a time without a zone is UTC.")]
 Since = Annotated[Time, Query(description="From this time (inclusive).")]
@@ -53,13 +39,9 @@ Format = Annotated[Literal["json", "csv"] | None, Query(description="json (defau
                                                                     "or send Accept: text/csv")]
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    return value.replace(tzinfo=UTC) if value and value.tzinfo is None else value
-
-
 def _period(as_of: datetime | None, since: datetime | None = None,
             until: datetime | None = None, states: Sequence[str] = ()) -> Period:
-    return Period(_utc(as_of), _utc(since), _utc(until), tuple(states))
+    return Period(as_utc(as_of), as_utc(since), as_utc(until), tuple(states))
 
 
 def wants_csv(request: Request, fmt: str | None) -> bool:
