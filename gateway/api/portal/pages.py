@@ -5,6 +5,7 @@ is a 404 page, the same as one that does not exist."""
 
 from __future__ import annotations
 
+import hmac
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -169,7 +170,8 @@ async def logout(request: Request, runtime: RuntimeDep) -> Response:
         form = await read_form(request)
     except GatewayError as exc:
         form = {"error": exc.detail}
-    if not token or form.get("csrf_token") != session.csrf_token(token):
+    if not token or not hmac.compare_digest(form.get("csrf_token", "").encode(),
+                                            session.csrf_token(token).encode()):
         return _render("message.html", 403, title="Not signed out",
                        message="This sign-out did not come from a portal page (it expired, "
                                "or another site sent it). Open the portal and sign out there.")
