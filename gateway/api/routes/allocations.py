@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from gateway.accounting.units import milli
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
-from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.project_schemas import (
     AllocationList,
     AllocationOut,

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from gateway.api.deps import JobsReader, RuntimeDep
-from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import attempt_out, event_out, json_response
 from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, StoryJobList
 from gateway.services.jobs import story as job_story

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
-from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import JobArrayList, JobArrayOut, array_out, json_response
 from gateway.services.jobs import arrays as job_arrays
 

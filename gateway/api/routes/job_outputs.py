@@ -25,7 +25,7 @@ from fastapi.responses import StreamingResponse
 from adapters.transfer import SiteFile
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
 from gateway.api.http.ranges import Unsatisfiable, parse_range
-from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.problems import problem
 from gateway.domain.errors import Invalid, Unavailable
 from gateway.domain.staging import IN_STORE

@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, Query, Response
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
-from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
-from gateway.api.query_times import Time, as_utc
+from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.params.times import Time, as_utc
 from gateway.api.refusals import refusal_recorded
 from gateway.api.schemas import EventList, JobList, JobOut, event_out, job_out, json_response
 from gateway.domain.errors import Invalid

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
-from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.project_schemas import (
     BalanceOut,
     MemberOut,

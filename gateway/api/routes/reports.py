@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from gateway.api.csv_export import csv_response
 from gateway.api.deps import JobsReader, RuntimeDep
-from gateway.api.query_times import Time, as_utc
+from gateway.api.params.times import Time, as_utc
 from gateway.api.schemas import json_response
 from gateway.domain.states import JobState
 from gateway.schemas.reports import (

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter
 
 from gateway.api.deps import RuntimeDep, SitesReader
-from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import SiteList, SiteOut
 from gateway.services import cursors
 from gateway.services.routing.site_bans import black_holes

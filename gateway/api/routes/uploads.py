@@ -28,7 +28,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Scope
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
-from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.problems import problem
 from gateway.api.upload_schemas import UploadList, UploadOut, upload_out
 from gateway.db.base import utcnow

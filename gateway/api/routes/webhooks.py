@@ -17,7 +17,7 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
-from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.db.base import utcnow
 from gateway.schemas.webhooks import (
     DeliveryList,

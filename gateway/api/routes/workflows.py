@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Query, Response
 
 from gateway.api.deps import JobsReader, JobsWriter, RuntimeDep
-from gateway.api.paging import DEFAULT_LIMIT, Cursor, Limit
+from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.refusals import refusal_recorded
 from gateway.api.schemas import json_response
 from gateway.domain.jobspec import JobSpec
