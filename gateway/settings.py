@@ -86,6 +86,10 @@ class Settings(BaseSettings):
 
     run_worker: bool = True
     worker_poll_seconds: float = 1.0
+    # The audit log's sequencer (in every worker) takes committed entries into the tree and
+    # signs a new head at most this often: an entry is covered by a signed head within
+    # about this long (plus a worker cycle), and the log gains at most one head per period.
+    audit_head_seconds: float = Field(default=10.0, ge=0)
     # Submissions to one site in flight at once (each its own channel on the pooled
     # connection; the scheduler serialises what it must).
     worker_submit_threads: int = 4

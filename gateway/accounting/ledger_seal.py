@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.accounting.audit_chain import canonical_time
+from gateway.accounting.audit_entry import canonical_time
 from gateway.accounting.units import su
 
 VERSION = 1
@@ -80,14 +80,14 @@ def mismatch(link: Recorded, legs: Sequence[SealedLeg]) -> str | None:
     """Why the transaction's `legs`, as the ledger holds them now, do not match its link's
     seal (None: they match). The link must be sealed."""
     if link.version != VERSION:
-        return (f"its link sealed it with version {link.version}, which this gateway cannot "
+        return (f"its entry sealed it with version {link.version}, which this gateway cannot "
                 "check: verify with a newer gateway")
     if not legs:
-        return "its link records it but the ledger has no leg of it: its legs were deleted"
+        return "its entry records it but the ledger has no leg of it: its legs were deleted"
     if hashlib.sha256(canonical(link.txn, legs)).hexdigest() == link.sha256:
         return None
     now = describe((leg.allocation_id, leg.account, leg.amount_milli) for leg in legs)
-    return ("its legs no longer match their link's seal: they were changed after it was "
+    return ("its legs no longer match their entry's seal: they were changed after it was "
             f"written (the ledger now has {now})")
 
 

@@ -1,5 +1,6 @@
-"""`gridgate audit`: check the tamper-evident audit chain and the ledger (`verify`,
-auditors and admins), and tell one job's story from request to charge (`job`)."""
+"""`gridgate audit`: check the tamper-evident audit log and the ledger (`verify`, auditors
+and admins), and tell one job's story from request to charge, with the proof that each of
+its entries is in the log's signed tree (`job`)."""
 
 from __future__ import annotations
 
@@ -22,17 +23,18 @@ StoryJobArg = Annotated[str, typer.Argument(
     metavar="JOB", help="Job id, or any unique start of it, among the jobs whose story you "
     "may read (yours, your projects' as their PI; all for auditors and admins).",
     callback=job_ids.resolve_audited)]
-audit_app = typer.Typer(help="Audit: the hash chain, the ledger, one job's story.",
+audit_app = typer.Typer(help="Audit: the Merkle log, the ledger, one job's story.",
                         no_args_is_help=True)
 
 
 @audit_app.command("verify")
 def verify(ctx: typer.Context, json_out: JsonOpt = False) -> None:
-    """Check the whole audit chain (every event linked to the one before by its hash), the
-    ledger against it (each transaction's legs against the seal of the link that records
-    it) and the ledger itself (each allocation's sums, each transaction balanced); name the
-    first broken link and the first transaction that differs. Exit 1 when anything is
-    wrong. Auditors and admins only."""
+    """Check the whole audit log (every entry hashed again into its Merkle tree, held
+    against every tree head the gateway signed), the ledger against it (each
+    transaction's legs against the seal of the entry that records it) and the ledger
+    itself (each allocation's sums, each transaction balanced); name where the log first
+    stops holding and the first transaction that differs. Exit 1 when anything is wrong.
+    Auditors and admins only."""
     with state(ctx).client() as client:
         report = client.audit_verify()
     if json_out:
@@ -47,13 +49,20 @@ def _print_verdict(report: AuditVerifyOut) -> None:
     console = render.stdout_console()
     broken = report["broken"]
     head = report["head"]
-    console.print(f"Audit chain: {report['events']} event(s) verified"
-                  + (f", head at event {head['last_id']}" if head else ", no events yet")
+    console.print(f"Audit log: {report['events']} entr{'y' if report['events'] == 1 else 'ies'}"
+                  " verified"
+                  + (f" against every signed tree head; the newest covers {head['size']} "
+                     f"(root {head['root'][:16]}..., signed {render.when(head['at'])})"
+                     if head else ", no signed tree head yet")
                   + f" (checked {render.when(report['checked_at'])}).", soft_wrap=True)
+    if waiting := report["pending"]:
+        console.print(f"{waiting} entr{'y waits' if waiting == 1 else 'ies wait'} for the "
+                      f"sequencer (oldest {render.when(report['oldest_pending_at'])}): a "
+                      "signed head covers them once a worker takes them in.", soft_wrap=True)
     if broken is None:
-        console.print(Text("Chain intact.", style="green"))
+        console.print(Text("Log intact.", style="green"))
     else:
-        where = f"event {broken['event_id']}" if broken["event_id"] is not None else "head"
+        where = f"entry {broken['event_id']}" if broken["event_id"] is not None else "the tree"
         console.print(Text(f"BROKEN at {where} ({broken['fault']}): {broken['detail']}",
                            style="red"), soft_wrap=True)
     console.print(f"Ledger: {report['allocations']} allocation(s) checked.")
@@ -65,15 +74,15 @@ def _print_verdict(report: AuditVerifyOut) -> None:
 
 
 def _print_seals(console: Console, seals: LedgerSealsOut) -> None:
-    console.print(f"Ledger bound to the chain: {seals['bound']} transaction(s) match the seal of "
-                  "the link that records them.", soft_wrap=True)
+    console.print(f"Ledger bound to the log: {seals['bound']} transaction(s) match the seal of "
+                  "the entry that records them.", soft_wrap=True)
     if seals["unbound"]:
         console.print(f"{seals['unbound']} transaction(s) were recorded before the ledger was "
-                      "bound to the chain: unbound, checked against the allocations' sums "
+                      "bound to the log: unbound, checked against the allocations' sums "
                       "only.", soft_wrap=True)
     first = seals["first"]
     if first is not None:
-        link = f"event {first['event_id']}" if first["event_id"] is not None else "no link"
+        link = f"entry {first['event_id']}" if first["event_id"] is not None else "no entry"
         console.print(Text(
             f"LEDGER DIFFERS at transaction {first['txn']} ({first['kind']}, "
             f"{render.when(first['at'])}, {link}): {first['detail']}", style="red"),

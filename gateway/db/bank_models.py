@@ -1,5 +1,6 @@
 """ORM models of the bank (issue 13): allocations, rate cards, liens, the ledger, usage
-records as received, and the audit chain. Amounts are integer milli-SU (1 SU = 1000).
+records as received (the audit log's tables: gateway.db.audit_models). Amounts are
+integer milli-SU (1 SU = 1000).
 
 The ledger is the truth and is append-only; an allocation's `available`, `held` and
 `used` columns are its running sums, written in the same transaction as the entries
@@ -10,10 +11,8 @@ the ledger by the tests and by `gridgate audit verify`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
-    JSON,
     BigInteger,
     Boolean,
     ForeignKey,
@@ -165,30 +164,3 @@ class UsageRow(Base):
     refunded_milli: Mapped[int] = mapped_column(BigInteger, default=0)
     # Why the charge is what it is ("failed at start: nothing charged", ...).
     rule: Mapped[str | None] = mapped_column(Text, default=None)
-
-
-class AuditEvent(Base):
-    """One link of the audit chain: `hash` = sha256(prev_hash + canonical event), so an
-    edited or deleted row breaks every link after it."""
-
-    __tablename__ = "audit_events"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    at: Mapped[datetime] = mapped_column()
-    kind: Mapped[str] = mapped_column(String(32))
-    # What the event is about: "job:<uuid>", "allocation:<id>", "project:<id>", ...
-    subject: Mapped[str] = mapped_column(String(80), index=True)
-    actor: Mapped[str] = mapped_column(String(255))
-    data: Mapped[dict[str, Any]] = mapped_column(JSON)
-    prev_hash: Mapped[str] = mapped_column(String(64))
-    hash: Mapped[str] = mapped_column(String(64), unique=True)
-
-
-class AuditHead(Base):
-    """The chain's last link, one row: appenders lock it, so links never fork."""
-
-    __tablename__ = "audit_head"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    last_id: Mapped[int] = mapped_column(Integer, default=0)
-    last_hash: Mapped[str] = mapped_column(String(64))

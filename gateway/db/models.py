@@ -22,10 +22,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from gateway.db.audit_models import (  # noqa: F401  (registers the audit log's tables too)
+    AuditEvent,
+    AuditTreeHead,
+    AuditTreeNode,
+)
 from gateway.db.bank_models import (  # noqa: F401  (registers the bank's tables too)
     Allocation,
-    AuditEvent,
-    AuditHead,
     LedgerEntry,
     Lien,
     Quote,

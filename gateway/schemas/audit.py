@@ -1,5 +1,6 @@
-"""The audit documents: the outcome of checking the chain and the ledger
-(GET /audit/verify) and one job's story from request to charge (GET /audit/jobs/{id}).
+"""The audit documents: the outcome of checking the log and the ledger
+(GET /audit/verify), the log's signed tree heads and proofs, and one job's story from
+request to charge (GET /audit/jobs/{id}).
 Amounts are integer milli-SU (1 SU = 1000), as the ledger keeps them."""
 
 from __future__ import annotations
@@ -12,16 +13,32 @@ from gateway.schemas.jobs import AttemptOut, EventOut
 
 
 class AuditBreakOut(TypedDict):
-    """The first broken link: the event (None: the chain's head) and what is wrong."""
+    """Where the log first stops holding: the entry (None: no one entry) and what is
+    wrong."""
 
     event_id: int | None
-    fault: str  # edited, deleted, reordered, truncated
+    fault: str  # edited, deleted, reordered, rewritten, truncated, added, forged_head
     detail: str
 
 
-class AuditHeadOut(TypedDict):
-    last_id: int
-    last_hash: str
+class TreeHeadOut(TypedDict):
+    """A signed tree head: the Merkle root (RFC 9162, hex) of the log's first `size`
+    entries, and the gateway's signature over size, root and time: a compact JWS
+    (RS256, typ gridgate-tree-head+jwt) by the key published at /.well-known/jwks.json."""
+
+    size: int
+    at: datetime
+    root: str
+    signature: str
+
+
+class ConsistencyOut(TypedDict):
+    """RFC 9162's proof (hex hashes) that the signed tree of `first` entries is a prefix
+    of the signed tree of `second`."""
+
+    first: int
+    second: int
+    proof: list[str]
 
 
 class LedgerDifferenceOut(TypedDict):
@@ -50,13 +67,19 @@ class LedgerSealsOut(TypedDict):
 
 
 class AuditVerifyOut(TypedDict):
-    """The whole chain walked, and the ledger checked against the allocations' sums."""
+    """The whole log walked against every signed head, and the ledger checked against
+    the log and the allocations' sums."""
 
     ok: bool
     checked_at: datetime
-    # Links that hold, from the start up to the first broken one (or all of them).
+    # Entries that hold, in leaf order, up to where the log first stops holding.
     events: int
-    head: AuditHeadOut | None
+    # The newest signed head (None: nothing entered the tree yet).
+    head: TreeHeadOut | None
+    # Entries committed but not yet in the tree (the sequencer takes them in within
+    # about `audit_head_seconds` while a worker runs), and the oldest one's time.
+    pending: int
+    oldest_pending_at: datetime | None
     broken: AuditBreakOut | None
     allocations: int
     # Allocations whose running sums differ from their ledger, transactions not summing
@@ -125,14 +148,20 @@ class StoryLedgerOut(TypedDict):
 
 
 class StoryAuditOut(TypedDict):
-    """One link of the audit chain about the job. A link that records two things (on
+    """One entry of the audit log about the job. An entry that records two things (on
     PostgreSQL a submission's state change and its lien, written by one statement) is
-    told once for each, with the same id."""
+    told once for each, with the same id. `entry` is the canonical text its leaf hash
+    covers (SHA-256 of 0x00 and it); `leaf` its index in the tree and `proof` its
+    inclusion proof (hex, leaf end first) in the story's `tree_head`; both None while the
+    entry waits for the sequencer."""
 
     id: int
     at: datetime
     kind: str
     actor: str
+    entry: str
+    leaf: int | None
+    proof: list[str] | None
 
 
 class JobStoryOut(TypedDict):
@@ -153,6 +182,8 @@ class JobStoryOut(TypedDict):
     usage: list[StoryUsageOut]
     ledger: list[StoryLedgerOut]
     audit: list[StoryAuditOut]
+    # The newest signed head, which the entries' proofs lead to.
+    tree_head: TreeHeadOut | None
 
 
 class StoryJobOut(TypedDict):

@@ -36,6 +36,7 @@ from gateway.repositories.events import signal as event_signal
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.sites.entry import SiteEntry
 from gateway.settings import Settings
+from gateway.worker.audit_sequencer import AuditSequencer
 from gateway.worker.cancel import send_cancels
 from gateway.worker.context import SiteStep, StepContext
 from gateway.worker.failover import fail_over_stranded
@@ -81,6 +82,7 @@ class Worker:
         self.health = SiteHealth(self.ctx)
         self.predictions = PredictionRefresh(self.ctx)
         self.housekeeping = Housekeeping(self.ctx)
+        self.audit = AuditSequencer(self.ctx)
 
     def run(self, stop: threading.Event) -> None:
         """Cycle until `stop` is set; sleep between cycles only when there was nothing to do,
@@ -133,6 +135,7 @@ class Worker:
         """One cycle over all sites (and the outbox, unless `outbox` is False: `run` sends
         it on its own thread). True when it did work that calls for another now."""
         self.housekeeping.run()
+        self.audit.run()
         busy = advance_workflows(self.ctx)  # opens the steps whose producers completed
         busy |= open_gates(self.ctx)
         busy |= route_jobs(self.ctx, self.health, self.predictions)

@@ -61,7 +61,7 @@ def test_every_column_of_a_leg_is_in_the_seal(field: str, value: object) -> None
     changed = [replace(GRANT[0], **{field: value}), GRANT[1]]
     assert mismatch(link(GRANT), GRANT) is None
     why = mismatch(link(GRANT), changed)
-    assert why is not None and why.startswith("its legs no longer match their link's seal")
+    assert why is not None and why.startswith("its legs no longer match their entry's seal")
 
 
 def test_the_txn_is_in_the_seal() -> None:
@@ -72,7 +72,7 @@ def test_a_leg_deleted_or_added_is_a_mismatch() -> None:
     assert mismatch(link(GRANT), GRANT[:1]) is not None
     assert mismatch(link(GRANT), [*GRANT, GRANT[1]]) is not None
     assert mismatch(link(GRANT), []) == (
-        "its link records it but the ledger has no leg of it: its legs were deleted")
+        "its entry records it but the ledger has no leg of it: its legs were deleted")
 
 
 def test_an_unknown_version_is_not_taken_as_a_match() -> None:

@@ -1,16 +1,22 @@
-"""The audit API (SQLite and PostgreSQL): GET /audit/verify for auditors and admins only,
-and GET /audit/jobs/{id}, one job's story from request to charge with the bank on, for
-its owner, its project's PI, auditors and admins (404 for anyone else)."""
+"""The audit API (SQLite and PostgreSQL): GET /audit/verify, the signed tree heads and
+consistency proofs for auditors and admins only, and GET /audit/jobs/{id}, one job's story
+from request to charge with the bank on, with every entry's inclusion proof checked as an
+outside party would (the published key, RFC 9162's algorithm), for its owner, its
+project's PI, auditors and admins (404 for anyone else)."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from joserfc import jws
+from joserfc.jwk import KeySet
 from sqlalchemy import select
 
+from gateway.accounting.merkle import leaf_hash, verify_consistency, verify_inclusion
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
 from gateway.db.models import Membership, Project
@@ -18,6 +24,7 @@ from gateway.runtime import Runtime
 from gateway.services.money import allocations
 from gateway.services.money.allocations import Grant
 from gateway.settings import Settings
+from gateway.worker.audit_sequencer import take_in
 from gateway.worker.loop import Worker
 from tests.conftest import MakeUser, TestUser
 from tests.staging.helpers import run_until
@@ -102,6 +109,59 @@ def test_a_job_story_from_request_to_charge(client: TestClient, runtime: Runtime
     assert kinds.count("job.state") == len(told["events"])
     assert [k for k in kinds if k in ("lien", "charge", "release")] == [
         "lien", "charge", "release"]
+    take_in(runtime, every=0)
+    proven = story(client, owner, job_id)
+    head = proven["tree_head"]
+    assert head is not None and head_is_signed(client, head)
+    for item in proven["audit"]:
+        # What an outside party checks: the entry's text is in the tree the gateway signed.
+        assert json.loads(item["entry"])["kind"] in kinds
+        assert verify_inclusion(leaf_hash(item["entry"].encode()), item["leaf"], head["size"],
+                                [bytes.fromhex(p) for p in item["proof"]],
+                                bytes.fromhex(head["root"]))
+
+
+def head_is_signed(client: TestClient, head: dict[str, Any]) -> bool:
+    """The head's signature checked with the gateway's published key only."""
+    keys = KeySet.import_key_set(client.get("/.well-known/jwks.json").json())
+    token = jws.deserialize_compact(head["signature"], keys, algorithms=["RS256"])
+    claims = json.loads(token.payload or b"{}")
+    return bool(token.headers()["typ"] == "gridgate-tree-head+jwt" and claims == {
+        "size": head["size"], "root": head["root"], "at": claims["at"]}
+        and claims["at"].startswith(head["at"][:19]))
+
+
+def test_tree_heads_and_consistency_proofs(client: TestClient, runtime: Runtime,
+                                           make_user: MakeUser) -> None:
+    auditor = make_user(roles=("auditor",))
+    researcher = make_user()
+    assert client.get("/api/v1/audit/tree-heads/latest",
+                      headers=auditor.headers).status_code == 404
+    _grant(runtime, personal(runtime, researcher))
+    take_in(runtime, every=0)
+    first = client.get("/api/v1/audit/tree-heads/latest", headers=auditor.headers).json()
+    _grant(runtime, personal(runtime, researcher), su=5)
+    take_in(runtime, every=0)
+    second = client.get("/api/v1/audit/tree-heads/latest", headers=auditor.headers).json()
+    assert first["size"] < second["size"] and head_is_signed(client, second)
+    assert client.get(f"/api/v1/audit/tree-heads/{first['size']}",
+                      headers=auditor.headers).json() == first
+    r = client.get("/api/v1/audit/consistency", headers=auditor.headers,
+                   params={"first": first["size"], "second": second["size"]})
+    assert r.status_code == 200, r.text
+    path = [bytes.fromhex(h) for h in r.json()["proof"]]
+    assert verify_consistency(first["size"], second["size"], bytes.fromhex(first["root"]),
+                              bytes.fromhex(second["root"]), path)
+    for params, status in (({"first": second["size"], "second": first["size"]}, 422),
+                           ({"first": first["size"], "second": second["size"] + 1}, 404),
+                           ({"first": 0, "second": 1}, 422)):
+        refused = client.get("/api/v1/audit/consistency", params=params,
+                             headers=auditor.headers)
+        assert refused.status_code == status, refused.text
+        assert refused.headers["content-type"] == "application/problem+json"
+    for path_ in ("/api/v1/audit/tree-heads/latest",
+                  f"/api/v1/audit/consistency?first=1&second={second['size']}"):
+        assert client.get(path_, headers=researcher.headers).status_code == 403
 
 
 def test_who_reads_a_job_story(client: TestClient, runtime: Runtime,
@@ -149,13 +209,14 @@ def test_verify_is_for_auditors_and_admins(client: TestClient, runtime: Runtime,
     assert refused.status_code == 403
     assert refused.headers["content-type"] == "application/problem+json"
     assert "auditor" in refused.json()["detail"]
+    take_in(runtime, every=0)
     for role in ("auditor", "admin"):
         r = client.get("/api/v1/audit/verify", headers=make_user(roles=(role,)).headers)
         assert r.status_code == 200, r.text
         report = r.json()
         assert report["ok"] and report["broken"] is None and report["allocations"] == 1
         assert report["events"] == 2  # the grant and its deposit
-        assert report["head"]["last_id"] == report["events"]
+        assert report["head"]["size"] == report["events"] and report["pending"] == 0
 
 def test_jobs_to_audit_come_in_pages(client: TestClient, runtime: Runtime,
                                      make_user: MakeUser) -> None:

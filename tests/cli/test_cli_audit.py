@@ -11,6 +11,7 @@ from sqlalchemy import text
 
 from gateway.cli import errors
 from gateway.db.engine import transaction
+from gateway.worker.audit_sequencer import take_in
 from tests.cli.helpers import Cli
 from tests.cli.test_cli_allocations import person
 from tests.client.live import LiveGateway
@@ -47,10 +48,11 @@ def test_audit_verify_is_for_auditors(cli: Cli, tmp_path: Path) -> None:
     refused = cli("audit", "verify", code=errors.PROBLEM)
     assert "auditor" in refused.stderr
     auditor = _login_as_auditor(cli, tmp_path / "auditor")
+    take_in(cli.gateway.runtime, every=0)
     report = auditor.json("audit", "verify")
     assert report["ok"] and report["broken"] is None and report["events"] > 0
     out = auditor("audit", "verify").stdout
-    assert "Chain intact." in out and f"{report['events']} event(s) verified" in out
+    assert "Log intact." in out and f"{report['events']} entries verified" in out
     first = min(link["id"] for link in cli.json("audit", "job", _any_job(cli))["audit"])
     with transaction(cli.gateway.runtime.sessions) as s:
         actor = s.scalar(text("SELECT actor FROM audit_events WHERE id = :id"), {"id": first})
@@ -58,7 +60,7 @@ def test_audit_verify_is_for_auditors(cli: Cli, tmp_path: Path) -> None:
                   {"id": first})
     try:
         broken = auditor("audit", "verify", code=errors.FAILURE).stdout
-        assert f"BROKEN at event {first} (edited)" in broken
+        assert f"BROKEN at entry {first} (edited)" in broken
     finally:
         with transaction(cli.gateway.runtime.sessions) as s:
             s.execute(text("UPDATE audit_events SET actor = :actor WHERE id = :id"),
@@ -82,7 +84,7 @@ def test_audit_verify_names_a_forged_grant(cli: Cli, tmp_path: Path) -> None:
                          "--reason", "award")
     auditor = _login_as_auditor(cli, tmp_path / "auditor")
     clean = auditor("audit", "verify").stdout
-    assert "Ledger bound to the chain:" in clean and "LEDGER DIFFERS" not in clean
+    assert "Ledger bound to the log:" in clean and "LEDGER DIFFERS" not in clean
     forge = ("UPDATE ledger_entries SET amount_milli = amount_milli + :d * "
              "CASE account WHEN 'available' THEN 1 ELSE -1 END WHERE txn = :txn",
              "UPDATE allocations SET awarded_milli = awarded_milli + :d, "
@@ -96,7 +98,7 @@ def test_audit_verify_names_a_forged_grant(cli: Cli, tmp_path: Path) -> None:
         (seen,) = admin.json("admin", "allocation", "list", "--project", project)["items"]
         assert seen["available"] == "1005.000"  # what the project's PI would be shown
         forged = auditor("audit", "verify", code=errors.FAILURE).stdout
-        assert "Chain intact." in forged and "Ledger balanced;" in forged
+        assert "Log intact." in forged and "Ledger balanced;" in forged
         assert f"LEDGER DIFFERS at transaction {txn} (deposit, " in forged
         assert "funding -1,005.000 SU of allocation" in forged
     finally:

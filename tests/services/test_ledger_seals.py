@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session
 
 from gateway.accounting.charging import charge_for
 from gateway.accounting.rates import Rate
-from gateway.db.bank_models import Allocation, AuditEvent, LedgerEntry
+from gateway.db.audit_models import AuditEvent
+from gateway.db.bank_models import Allocation, LedgerEntry
 from gateway.db.engine import transaction
 from gateway.repositories.money import audit, bank_rows
 from gateway.runtime import Runtime
@@ -26,6 +27,7 @@ from gateway.services.money import allocations, bank
 from gateway.services.money import audit as audit_service
 from gateway.services.money.allocations import Grant
 from gateway.services.money.bank import Payer
+from gateway.worker.audit_sequencer import take_in
 from tests.conftest import MakeUser
 from tests.services import bank_fixtures as bf
 from tests.services.bank_fixtures import NOW, YEAR
@@ -69,8 +71,9 @@ def _books(runtime: Runtime, owner: str) -> Books:
 
 
 def _verify(runtime: Runtime) -> AuditVerifyOut:
+    take_in(runtime, every=0)
     with runtime.sessions() as session:
-        return audit_service.verify(session, NOW)
+        return audit_service.verify(session, runtime.keys, NOW)
 
 
 def _tamper(runtime: Runtime, *statements: str) -> None:
@@ -130,9 +133,9 @@ def test_a_grant_forged_with_its_allocations_sums_is_named(runtime: Runtime,
     first = _named(runtime)
     assert (first["txn"], first["kind"], first["at"], first["event_id"]) == (
         books.deposit, "deposit", NOW, _link_of(runtime, books.deposit))
-    assert "its legs no longer match their link's seal" in first["detail"]
+    assert "its legs no longer match their entry's seal" in first["detail"]
     assert f"available +1,100.000 SU of allocation {books.a}" in first["detail"]
-    assert f"the link recorded funding -100.000 SU of allocation {books.a}" in first["detail"]
+    assert f"the entry recorded funding -100.000 SU of allocation {books.a}" in first["detail"]
     assert report["ledger_seals"]["differ"] == 1
 
 
@@ -206,7 +209,7 @@ def test_a_transaction_no_link_records_is_named(runtime: Runtime, books: Books) 
     first = _named(runtime)
     assert (first["txn"], first["kind"], first["at"], first["event_id"]) == (
         forged, "deposit", NOW, None)
-    assert "no link of the audit chain records it" in first["detail"]
+    assert "no entry of the audit log records it" in first["detail"]
 
 
 def test_a_ledger_from_before_the_seal_verifies_as_unbound(runtime: Runtime,

@@ -198,7 +198,7 @@ def test_200_concurrent_submissions_against_50_jobs_worth(runtime: Runtime,
     a = _allocation(runtime, alloc)
     assert (a.available_milli, a.held_milli) == (0, 50_000)
     with runtime.sessions() as s:  # 50 liens chained by concurrent statements: one chain
-        verdict = audit.verify(s, runtime.clock())
+        verdict = audit.verify(s, runtime.keys, runtime.clock())
     assert verdict["ok"] and verdict["ledger_problems"] == [], verdict
 
 

@@ -1,5 +1,6 @@
-"""/api/v1/audit: check the audit chain and the ledger (auditors, admins), and tell one
-job's story from request to charge (its owner, its project's PI, auditors, admins)."""
+"""/api/v1/audit: check the audit log and the ledger, read the log's signed tree heads and
+consistency proofs (auditors, admins), and tell one job's story from request to charge
+with its entries' inclusion proofs (its owner, its project's PI, auditors, admins)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,29 @@ from fastapi import APIRouter, Query, Response
 from gateway.api.deps import JobsReader, RuntimeDep
 from gateway.api.params.paging import DEFAULT_LIMIT, Cursor, Limit
 from gateway.api.schemas import attempt_out, event_out, json_response
-from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, StoryJobList
+from gateway.schemas.audit import (
+    AuditVerifyOut,
+    ConsistencyOut,
+    JobStoryOut,
+    StoryJobList,
+    TreeHeadOut,
+)
 from gateway.services.jobs import story as job_story
-from gateway.services.money import audit
+from gateway.services.money import audit, audit_tree
 
 router = APIRouter(prefix="/api/v1", tags=["audit"])
 
 
 @router.get("/audit/verify", response_model=AuditVerifyOut)
 def verify_audit(principal: JobsReader, runtime: RuntimeDep) -> Response:
-    """Walk the whole hash chain and name its first broken link (edited, deleted,
-    reordered or truncated); check every allocation's running sums against its ledger
-    and that every ledger transaction sums to zero."""
+    """Walk the whole audit log, hashing every entry again, against every signed tree
+    head, and name where it first stops holding (edited, deleted, reordered, rewritten,
+    truncated, added, forged head); check every ledger transaction against the seal of
+    the entry that records it, every allocation's running sums against its ledger, and
+    that every ledger transaction sums to zero."""
     audit.require_auditor(principal)
     with runtime.sessions() as session:
-        document = audit.verify(session, runtime.clock())
+        document = audit.verify(session, runtime.keys, runtime.clock())
     return json_response(AuditVerifyOut, document)
 
 
@@ -60,4 +69,40 @@ def get_job_story(job_id: str, principal: JobsReader, runtime: RuntimeDep) -> Re
         requested_by=s.events[0]["actor"] if s.events else j["owner_name"],
         events=[event_out(e) for e in s.events], placements=s.placements,
         attempts=[attempt_out(a) for a in s.attempts], liens=s.liens, usage=s.usage,
-        ledger=s.ledger, audit=s.audit))
+        ledger=s.ledger, audit=s.audit, tree_head=s.tree_head))
+
+
+@router.get("/audit/tree-heads/latest", response_model=TreeHeadOut)
+def latest_tree_head(principal: JobsReader, runtime: RuntimeDep) -> Response:
+    """The audit log's newest signed tree head (auditors, admins): keep it, and ask later
+    for the proof that the log then still begins with the tree it signs."""
+    audit.require_auditor(principal)
+    with runtime.readers() as session:
+        head = audit_tree.head(session.connection(), None)
+    return json_response(TreeHeadOut, head)
+
+
+@router.get("/audit/tree-heads/{size}", response_model=TreeHeadOut)
+def tree_head(size: int, principal: JobsReader, runtime: RuntimeDep) -> Response:
+    """The signed tree head of the log's first `size` entries, if the gateway signed one
+    (auditors, admins)."""
+    audit.require_auditor(principal)
+    with runtime.readers() as session:
+        head = audit_tree.head(session.connection(), size)
+    return json_response(TreeHeadOut, head)
+
+
+@router.get("/audit/consistency", response_model=ConsistencyOut)
+def consistency(principal: JobsReader, runtime: RuntimeDep,
+                first: Annotated[int, Query(ge=1, description="A signed tree's size.")],
+                second: Annotated[int, Query(ge=1, description=(
+                    "A later signed tree's size, at least `first`."))]) -> Response:
+    """RFC 9162's proof that the signed tree of `first` entries is a prefix of the signed
+    tree of `second`: nothing the first covered was changed, removed or moved (auditors,
+    admins)."""
+    audit.require_auditor(principal)
+    with runtime.readers() as session:
+        path = audit_tree.consistency(session.connection(), first, second)
+    return json_response(ConsistencyOut, ConsistencyOut(first=first, second=second,
+                                                        proof=path))
+

@@ -1,11 +1,11 @@
-"""The audit chain's rows: appending events as part of the caller's transaction, and
-reading the chain (and the ledger, to check it) back in id order.
+"""The audit log's entries: appending them as part of the caller's transaction, and reading
+them back (with the ledger, to check it).
 
-`append` only queues an event on the session; the queue is chained and written when the
-transaction commits, as its last statements. So the one head row, whose lock serialises
-every append, is held only for those statements and the commit itself, and it is always
-the last lock a transaction takes (never one held while waiting for an allocation's).
-A rolled-back transaction (or savepoint) drops its queued events with its changes.
+`append` only queues an entry on the session; the queue is written when the transaction
+commits, as its last statement, in one round trip and under no lock that any other
+commit takes: entries get their place in the tree later, from the sequencer
+(gateway.repositories.money.audit_tree). A rolled-back transaction (or savepoint) drops
+its queued entries with its changes.
 """
 
 from __future__ import annotations
@@ -16,23 +16,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, event, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, Row, Table, event, func, insert, select
 from sqlalchemy.orm import Session, SessionTransaction
 
-from gateway.accounting.audit_chain import GENESIS, Link, as_json, link_hash
-from gateway.db.bank_models import Allocation, AuditEvent, AuditHead, LedgerEntry
+from gateway.accounting.audit_entry import Entry, as_json
+from gateway.db.audit_models import AuditEvent, AuditTreeNode
+from gateway.db.bank_models import Allocation, LedgerEntry
 from gateway.repositories import bulk
-from gateway.repositories.money import audit_pg
 
 _PENDING = "gridgate.audit.pending"
 _MARKS = "gridgate.audit.savepoints"
-_HEAD_ID = 1
-_events, _head = AuditEvent.__table__.c, AuditHead.__table__.c
+_events, _nodes = AuditEvent.__table__.c, AuditTreeNode.__table__.c
 _EVENTS = cast(Table, AuditEvent.__table__)
-# Up to this many events a commit appends in one statement on PostgreSQL (its SQL grows
-# with the batch); more are written with COPY after locking the head.
-ONE_STATEMENT_MAX = 16
+# Up to this many entries a commit appends with one INSERT on PostgreSQL; more are
+# written with COPY.
+ONE_STATEMENT_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -48,7 +46,7 @@ class NewAuditEvent:
 
 def append(session: Session, kind: str, subject: str, actor: str, data: Mapping[str, Any],
            at: datetime) -> None:
-    """Add an event to the chain, as part of the session's transaction (written at its
+    """Add an event to the log, as part of the session's transaction (written at its
     commit, dropped by its rollback)."""
     pending: list[NewAuditEvent] = session.info.setdefault(_PENDING, [])
     pending.append(NewAuditEvent(at, kind, subject, actor, data))
@@ -84,90 +82,71 @@ def lien_data(lien_id: int, allocation_id: int, amount_milli: int, reason: str
 
 
 def write(conn: Connection, events: list[NewAuditEvent]) -> None:
-    """Chain `events` after the head and insert them now, under the head's row lock
-    (created, with the genesis hash, by the first append: race-safe, a concurrent
-    creator's row wins and both then lock it)."""
-    postgres = conn.dialect.name == "postgresql"
-    if postgres and len(events) <= ONE_STATEMENT_MAX:
-        batch = [(e.at, e.kind, e.subject, e.actor, e.data) for e in events]
-        while not audit_pg.write(conn, batch, _HEAD_ID):
-            _create_head(conn)
-        return
-    # A batch (a settle step posts thousands), or SQLite (whose writer holds the
-    # database's lock from BEGIN IMMEDIATE, and where statements cost no round trip).
-    query = select(_head.last_hash).where(_head.id == _HEAD_ID).with_for_update()
-    prev = conn.execute(query).scalar()
-    if prev is None:
-        _create_head(conn)
-        prev = conn.execute(query).scalar_one()
-    # Drawn under the lock, so ids grow along the chain.
-    ids = bulk.reserve_ids(conn, _EVENTS, len(events))
-    rows = []
-    for event_id, e in zip(ids, events, strict=True):
-        data = as_json(e.data)
-        digest = link_hash(prev, e.at, e.kind, e.subject, e.actor, data)
-        rows.append({"id": event_id, "at": e.at, "kind": e.kind, "subject": e.subject,
-                     "actor": e.actor, "data": json.dumps(data) if postgres else data,
-                     "prev_hash": prev, "hash": digest})
-        prev = digest
-    bulk.insert_rows(conn, _EVENTS, rows)
-    conn.execute(update(AuditHead).where(AuditHead.id == _HEAD_ID)
-                 .values(last_id=ids[-1], last_hash=prev))
+    """Insert `events` now, as entries not yet in the tree: under no lock that another
+    commit takes (the sequencer gives them their leaf index later)."""
+    rows = [{"at": e.at, "kind": e.kind, "subject": e.subject, "actor": e.actor,
+             "data": as_json(e.data)} for e in events]
+    if conn.dialect.name == "postgresql" and len(rows) > ONE_STATEMENT_MAX:
+        # COPY (a settle step posts thousands), which takes JSON as text.
+        bulk.insert_rows(conn, _EVENTS, [{**r, "data": json.dumps(r["data"])} for r in rows])
+    else:
+        conn.execute(insert(_EVENTS), rows)  # one INSERT of many VALUES on PostgreSQL
 
 
-def _create_head(conn: Connection) -> None:
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    conn.execute(dialect.insert(AuditHead).values(id=_HEAD_ID, last_id=0, last_hash=GENESIS)
-                 .on_conflict_do_nothing())
+def entry_of(r: Row[Any]) -> Entry:
+    """The entry an `audit_events` row holds."""
+    return Entry(r.id, r.seq, r.at, r.kind, r.subject, r.actor, r.data)
 
 
-def head(conn: Connection) -> tuple[int, str] | None:
-    """The stored (last id, last hash), or None when nothing was ever appended."""
-    row = conn.execute(select(_head.last_id, _head.last_hash)
-                       .where(_head.id == _HEAD_ID)).first()
-    return None if row is None else (int(row.last_id), str(row.last_hash))
-
-
-def links(conn: Connection, batch: int = 1000) -> Iterator[Link]:
-    """Every event in id order, read `batch` rows at a time (keyset pages: constant memory
-    on any database, no server-side cursor needed)."""
-    after = 0
+def leaves(conn: Connection, batch: int = 1000) -> Iterator[tuple[Entry, str | None]]:
+    """Every entry in the tree by leaf index, with the hash the tree recorded for its
+    index (None: missing); keyset pages of `batch` (constant memory on any database)."""
+    after = -1
     while True:
-        rows = conn.execute(select(AuditEvent.__table__).where(_events.id > after)
-                            .order_by(_events.id).limit(batch)).all()
+        rows = conn.execute(
+            select(AuditEvent.__table__, _nodes.hash.label("recorded"))
+            .outerjoin(AuditTreeNode, (_nodes.level == 0) & (_nodes.index == _events.seq))
+            .where(_events.seq > after).order_by(_events.seq).limit(batch)).all()
         for r in rows:
-            yield Link(r.id, r.at, r.kind, r.subject, r.actor, r.data, r.prev_hash, r.hash)
+            yield entry_of(r), r.recorded
         if len(rows) < batch:
             return
-        after = rows[-1].id
+        after = rows[-1].seq
 
 
-def find(conn: Connection, digest: str) -> int | None:
-    """The id of the event whose hash is `digest`, if any."""
-    found = conn.execute(select(_events.id).where(_events.hash == digest)).scalar()
+def leaf_index(conn: Connection, digest: str) -> int | None:
+    """The leaf the tree recorded with hash `digest`, if any (only when a check has
+    already failed: no index serves it)."""
+    found = conn.execute(select(_nodes.index).where(_nodes.level == 0, _nodes.hash == digest)
+                         .limit(1)).scalar()
     return None if found is None else int(found)
 
 
-def by_id(conn: Connection, event_id: int) -> Link | None:
-    """The event `event_id`, if it exists."""
+def unsequenced(conn: Connection) -> tuple[int, datetime | None]:
+    """How many entries wait for the sequencer, and the oldest one's time."""
+    count, oldest = conn.execute(select(func.count(), func.min(_events.at))
+                                 .where(_events.seq.is_(None))).one()
+    return int(count), oldest
+
+
+def by_id(conn: Connection, event_id: int) -> Entry | None:
+    """The entry `event_id`, if it exists."""
     r = conn.execute(select(AuditEvent.__table__).where(_events.id == event_id)).first()
-    return None if r is None else Link(r.id, r.at, r.kind, r.subject, r.actor, r.data,
-                                       r.prev_hash, r.hash)
+    return None if r is None else entry_of(r)
 
 
-def of_subject(conn: Connection, subject: str) -> list[Link]:
-    """The events about `subject`, in chain order."""
+def of_subject(conn: Connection, subject: str) -> list[Entry]:
+    """The entries about `subject`, in the order they were written."""
     rows = conn.execute(select(AuditEvent.__table__).where(_events.subject == subject)
                         .order_by(_events.id)).all()
-    return [Link(r.id, r.at, r.kind, r.subject, r.actor, r.data, r.prev_hash, r.hash)
-            for r in rows]
+    return [entry_of(r) for r in rows]
 
 
 @event.listens_for(Session, "before_commit")
 def _write_pending(session: Session) -> None:
     pending: list[NewAuditEvent] | None = session.info.pop(_PENDING, None)
     if pending:
-        # Everything else first: the head's lock is then held for the commit alone.
+        # Everything else first: the entries are the commit's last statement.
         session.flush()
         write(session.connection(), pending)
 

@@ -16,7 +16,8 @@ from typing import Any, cast
 from sqlalchemy import Connection, Row, Table, func, literal, null, select, text, union_all
 
 from gateway.accounting.ledger_seal import Recorded, SealedLeg
-from gateway.db.bank_models import Allocation, AuditEvent, LedgerEntry
+from gateway.db.audit_models import AuditEvent
+from gateway.db.bank_models import Allocation, LedgerEntry
 
 _events = AuditEvent.__table__.c
 _LEGS = cast(Table, LedgerEntry.__table__)

@@ -1,6 +1,7 @@
 """One job's story from request to charge: who asked and as whom, where it was routed
 and why, every attempt, its liens, the site's usage records and the ledger's charges,
-refunds and releases, and the audit links about it.
+refunds and releases, and the audit log's entries about it, each with its proof of
+inclusion in the newest signed tree head.
 
 Visible to the job's owner, its project's PI, auditors and admins; to anyone else the job
 does not exist (NotFound: ids are not an oracle)."""
@@ -9,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
+from typing_extensions import TypedDict
 
+from gateway.accounting.audit_entry import Entry
 from gateway.auth.project_access import PI_ROLE, Standing, access, is_auditor
 from gateway.db.bank_models import UsageRow
 from gateway.domain.errors import Invalid, NotFound
@@ -18,7 +22,7 @@ from gateway.domain.principal import Principal
 from gateway.repositories.jobs import queries as repo
 from gateway.repositories.jobs import story as job_story
 from gateway.repositories.jobs.queries import AttemptView, EventView, JobView
-from gateway.repositories.money import audit
+from gateway.repositories.money import audit, audit_tree
 from gateway.schemas.audit import (
     StoryAuditOut,
     StoryJobOut,
@@ -27,10 +31,12 @@ from gateway.schemas.audit import (
     StoryOwnerOut,
     StoryPlacementOut,
     StoryUsageOut,
+    TreeHeadOut,
 )
 from gateway.services import cursors
 from gateway.services.jobs.arrays import moment
 from gateway.services.jobs.queries import check_id
+from gateway.services.money import audit_tree as tree_heads
 from rules.text import JOB_ID_PREFIX
 
 
@@ -47,6 +53,7 @@ class Story:
     usage: list[StoryUsageOut]
     ledger: list[StoryLedgerOut]
     audit: list[StoryAuditOut]
+    tree_head: TreeHeadOut | None
 
 
 def story(session: Session, principal: Principal, job_id: str) -> Story:
@@ -74,9 +81,31 @@ def story(session: Session, principal: Principal, job_id: str) -> Story:
                                account=e.account, amount_milli=e.amount_milli,
                                reason=e.reason, actor=e.actor)
                 for e in job_story.ledger(session, job_id)],
-        audit=[StoryAuditOut(id=link.id, at=link.at, kind=kind, actor=link.actor)
-               for link in audit.of_subject(conn, f"job:{job_id}") for kind, _ in link.told()],
+        **_audit(conn, job_id),
     )
+
+
+class _Audit(TypedDict):
+    audit: list[StoryAuditOut]
+    tree_head: TreeHeadOut | None
+
+
+def _audit(conn: Connection, job_id: str) -> _Audit:
+    """The job's entries with their inclusion proofs in the newest signed head (read
+    after the entries: an entry the head does not cover yet shows no proof)."""
+    entries = audit.of_subject(conn, f"job:{job_id}")
+    head = audit_tree.latest_head(conn)
+    size = 0 if head is None else head.size
+    proofs = audit_tree.inclusion(conn, (e.seq for e in entries if e.seq is not None), size)
+
+    def told(e: Entry, kind: str) -> StoryAuditOut:
+        leaf = e.seq if e.seq in proofs else None
+        return StoryAuditOut(id=e.id, at=e.at, kind=kind, actor=e.actor,
+                             entry=e.canonical().decode(), leaf=leaf,
+                             proof=None if leaf is None else proofs[leaf])
+
+    return _Audit(audit=[told(e, kind) for e in entries for kind, _ in e.told()],
+                  tree_head=None if head is None else tree_heads.head_out(head))
 
 
 def readable(session: Session, principal: Principal, id_prefix: str, limit: int,
