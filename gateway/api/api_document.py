@@ -37,6 +37,9 @@ STREAMED_DOCUMENTS = EVENT_DOCUMENTS
 # Statuses a route returns beyond the derived ones, by operation id.
 EXTRA_STATUSES: dict[str, tuple[int, ...]] = {
     "submitJob": (409, 413),
+    # No signed tree head yet; a consistency proof between sizes the gateway never signed.
+    "latestTreeHead": (404,),
+    "consistency": (404,),
     "cancelJob": (409,),
     "cancelTask": (409,),
     # An input given inline is kept as an upload: its part file gone (404) or written to

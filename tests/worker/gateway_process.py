@@ -24,8 +24,9 @@ class GatewayProcess:
     """`gridgate serve` (API + worker) or `gridgate worker` in a child process."""
 
     def __init__(self, env: dict[str, str], log_path: Path, *, worker_only: bool = False,
-                 args: tuple[str, ...] = ()) -> None:
+                 args: tuple[str, ...] = (), module: str = "gateway.cli.main") -> None:
         self.env = {**os.environ, **env}
+        self.module = module  # what `python -m` runs: the CLI, or a benchmark's wrapper
         self.log_path = log_path
         self.worker_only = worker_only
         self.args = args
@@ -40,7 +41,7 @@ class GatewayProcess:
         command = "worker" if self.worker_only else "serve"
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "gateway.cli.main", command, *self.args], env=self.env,
+                [sys.executable, "-m", self.module, command, *self.args], env=self.env,
                 stdout=log, stderr=subprocess.STDOUT)
         if not self.worker_only:
             self.wait_healthy()
