@@ -4,13 +4,15 @@ its entries is in the log's signed tree (`job`)."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
+from gateway.accounting import merkle
 from gateway.accounting.units import su
 from gateway.cli import errors, render
 from gateway.cli.columns import Col, Grid
@@ -96,7 +98,9 @@ def _print_seals(console: Console, seals: LedgerSealsOut) -> None:
 def job(ctx: typer.Context, job_id: StoryJobArg, json_out: JsonOpt = False) -> None:
     """One job's story from request to charge: who asked and as whom, where it was routed
     and why, every attempt, the lien, the site's usage record and the charge, in time
-    order. For the job's owner, its project's PI, auditors and admins."""
+    order; then each of its audit log entries proven, by this command, to be in the tree
+    head the gateway signed (exit 1 when a proof fails). For the job's owner, its
+    project's PI, auditors and admins."""
     with state(ctx).client() as client:
         story = client.audit_job(job_id)
     if json_out:
@@ -109,6 +113,63 @@ def job(ctx: typer.Context, job_id: StoryJobArg, json_out: JsonOpt = False) -> N
     console.print(f"Owner {owner['username'] or '-'} (issuer {owner['issuer']}, subject "
                   f"{owner['subject']}); requested by {story['requested_by']}", soft_wrap=True)
     console.print(story_table(story))
+    with state(ctx).client() as client:
+        keys = client.published_keys()
+    failures = proof_failures(story, keys)
+    console.print(_proof_summary(story), soft_wrap=True)
+    for failure in failures:
+        console.print(Text(f"PROOF FAILS: {failure}", style="red"), soft_wrap=True)
+    if failures:
+        raise typer.Exit(errors.FAILURE)
+
+
+def proof_failures(story: JobStoryOut, keys: dict[str, Any]) -> list[str]:
+    """What does not hold, checked here rather than taken from the gateway: the tree
+    head's signature against the gateway's published keys, and each entry's inclusion
+    proof (RFC 9162) from the hash of its text to the head's root."""
+    from joserfc import jws  # lazily: only this command needs it
+    from joserfc.errors import JoseError
+    from joserfc.jwk import KeySet
+
+    head = story["tree_head"]
+    proven = [e for e in story["audit"] if e["leaf"] is not None]
+    if head is None:
+        return [f"entry {e['id']} claims leaf {e['leaf']} of no signed tree head"
+                for e in proven]
+    failures = []
+    try:
+        signed = jws.deserialize_compact(head["signature"], KeySet.import_key_set(cast(Any, keys)),
+                                         algorithms=["RS256"])
+        claims = json.loads(signed.payload or b"null")
+        if (signed.headers().get("typ") != "gridgate-tree-head+jwt" or claims["size"] !=
+                head["size"] or claims["root"] != head["root"]):
+            failures.append(f"the tree head of size {head['size']} is not the one its "
+                            "signature covers")
+    except (JoseError, ValueError, KeyError, TypeError) as exc:
+        failures.append(f"the tree head's signature does not verify with the gateway's "
+                        f"published keys ({exc})")
+    root = bytes.fromhex(head["root"])
+    for e in proven:
+        path = [bytes.fromhex(h) for h in e["proof"] or []]
+        if not merkle.verify_inclusion(merkle.leaf_hash(e["entry"].encode()), e["leaf"] or 0,
+                                       head["size"], path, root):
+            failures.append(f"entry {e['id']} ({e['kind']}) is not proven to be leaf "
+                            f"{e['leaf']} of the signed tree")
+    return failures
+
+
+def _proof_summary(story: JobStoryOut) -> str:
+    head = story["tree_head"]
+    entries = {e["id"]: e["leaf"] for e in story["audit"]}
+    proven = sum(leaf is not None for leaf in entries.values())
+    said = f"Audit log: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} about this job"
+    if head is not None and proven:
+        said += (f"; {proven} proven, here, to be in the tree head of {head['size']} entries "
+                 f"the gateway signed {render.when(head['at'])} (root {head['root'][:16]}...)")
+    if waiting := len(entries) - proven:
+        said += (f"; {waiting} not in a signed tree head yet (a worker takes new entries in "
+                 "every few seconds)")
+    return said + "."
 
 
 def story_table(story: JobStoryOut) -> Grid:

@@ -184,13 +184,19 @@ class GatewayClient(BankMethods, WorkflowMethods):
         return self._document(PlacementOut, "GET", f"/jobs/{segment(job_id)}/placement")
 
     def audit_verify(self) -> AuditVerifyOut:
-        """GET /audit/verify: the hash chain's first broken link, if any, and the ledger's
-        problems (auditors and admins)."""
+        """GET /audit/verify: where the audit log first stops holding, if anywhere, and
+        the ledger's problems (auditors and admins)."""
         return self._document(AuditVerifyOut, "GET", "/audit/verify")
 
     def audit_job(self, job_id: str) -> JobStoryOut:
         """GET /audit/jobs/{id}: the job's story from request to charge."""
         return self._document(JobStoryOut, "GET", f"/audit/jobs/{segment(job_id)}")
+
+    def published_keys(self) -> dict[str, Any]:
+        """GET /.well-known/jwks.json: the keys the gateway signs with (tokens, the audit
+        log's tree heads); no token needed."""
+        return cast(dict[str, Any], self._json("GET", f"{self.base_url}/.well-known/jwks.json",
+                                               auth=None))
 
     def audit_jobs(self, id_prefix: str, *, limit: int = 50) -> StoryJobList:
         """GET /audit/jobs?id_prefix=: the jobs whose story you may read (yours, your

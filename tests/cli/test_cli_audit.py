@@ -41,6 +41,24 @@ def test_audit_job_tells_the_story(cli: Cli) -> None:
     assert f"Job {job_id} (storied)" in table
     assert "state COMPLETED" in table and "attempt 1 at local" in table
     cli("audit", "job", str(uuid.uuid4()), code=errors.NOT_FOUND)
+    # Every entry proven by the CLI itself against the signed head; an entry edited after
+    # it entered the tree fails its proof, and the command fails.
+    take_in(cli.gateway.runtime, every=0)
+    entries = {e["id"] for e in cli.json("audit", "job", job_id)["audit"]}
+    proven = cli("audit", "job", job_id).stdout
+    assert f"Audit log: {len(entries)} entries about this job; {len(entries)} proven, here," in proven
+    first = min(entries)
+    with transaction(cli.gateway.runtime.sessions) as s:
+        s.execute(text("UPDATE audit_events SET actor = 'mallory' WHERE id = :id"),
+                  {"id": first})
+    try:
+        failed = cli("audit", "job", job_id, code=errors.FAILURE).stdout
+        assert f"PROOF FAILS: entry {first} (job.state) is not proven" in failed
+    finally:
+        with transaction(cli.gateway.runtime.sessions) as s:
+            s.execute(text("UPDATE audit_events SET actor = :a WHERE id = :id"),
+                      {"a": story["audit"][0]["actor"], "id": first})
+    cli("audit", "job", job_id)
 
 
 def test_audit_verify_is_for_auditors(cli: Cli, tmp_path: Path) -> None:
