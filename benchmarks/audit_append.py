@@ -1,11 +1,11 @@
-"""What the audit chain costs a submission on PostgreSQL (prints JSON; not a test).
+"""What the audit log costs a submission on PostgreSQL (prints JSON; not a test).
 
 Submits jobs through the service (`gateway.services.jobs.submission.submit`, one unit of work each,
 the worker paused) from 1 and 8 threads, with the bank off and on, each with the audit
-chain and with its appends turned off (the baseline, measured in the same run and
-interleaved with it, so drift hits both). A submission appends one link (its first
-event) with the bank off, two (and the lien) with it on; all of a transaction's links are
-written in one step at its commit, under the head row's lock.
+log and with its appends turned off (the baseline, measured in the same run and
+interleaved with it, so drift hits both). A submission appends one entry (its first
+event, carrying its lien when the bank is on), inserted with no lock that another commit
+takes.
 
     .venv/bin/python benchmarks/audit_append.py [--seconds 3] [--rounds 3]
 """

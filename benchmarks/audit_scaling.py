@@ -40,7 +40,7 @@ from benchmarks.bench_gateway import researcher_token  # noqa: E402
 from gateway.db.audit_models import AuditEvent  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
-from gateway.worker.audit_sequencer import take_in  # noqa: E402
+from gateway.worker.periodic.audit_sequencer import take_in  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
 from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402
 

@@ -42,7 +42,7 @@ from gateway.db.models import Event  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from gateway.worker.context import StepContext  # noqa: E402
-from gateway.worker.webhooks import (  # noqa: E402
+from gateway.worker.outbox.webhooks import (  # noqa: E402
     SEND_THREADS,
     close_connections,
     deliver_webhooks,

@@ -140,7 +140,7 @@ class Settings(BaseSettings):
     # forecasts are told in.
     prediction_change_seconds: float = Field(default=600.0, gt=0)
     # Between routing passes, a site with queued jobs is asked for its queue again (to
-    # predict their starts) at most this often (gateway.worker.prediction_refresh).
+    # predict their starts) at most this often (gateway.worker.periodic.prediction_refresh).
     prediction_refresh_seconds: float = Field(default=60.0, gt=0)
     # Webhooks (gateway.services.webhooks): targets must be public https URLs, except in
     # these ranges (comma-separated CIDRs, e.g. a site's own 10.0.0.0/8), where http is

@@ -1,6 +1,6 @@
-"""Binding the ledger into the audit chain, pure: the canonical form of one ledger
+"""Binding the ledger into the audit log, pure: the canonical form of one ledger
 transaction, its seal (the sha256 of that form, stored in the data of the audit link that
-records the transaction, so the chain's own hash covers it), and the check of a
+records the transaction, so the log's own hash covers it), and the check of a
 transaction's legs as the ledger holds them now against that seal. No I/O.
 
 Version 1's form is JSON (sorted keys, no spaces) of {"v": 1, "txn": id, "legs": [...]},
@@ -66,7 +66,7 @@ def seal(txn: str, legs: Iterable[SealedLeg]) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Recorded:
     """An audit link that records a ledger transaction; `version` and `sha256` are its seal
-    (None: the link was written before the ledger was bound to the chain)."""
+    (None: the entry was written before the ledger was bound to the log)."""
 
     event_id: int
     at: datetime

@@ -42,8 +42,8 @@ class ConsistencyOut(TypedDict):
 
 
 class LedgerDifferenceOut(TypedDict):
-    """A ledger transaction that differs from the chain: its id, time and kind, the link
-    that records it (None: no link does) and what is wrong."""
+    """A ledger transaction that differs from the log: its id, time and kind, the entry
+    that records it (None: no entry does) and what is wrong."""
 
     txn: str
     at: datetime
@@ -53,15 +53,15 @@ class LedgerDifferenceOut(TypedDict):
 
 
 class LedgerSealsOut(TypedDict):
-    """The ledger's transactions against the links that record them."""
+    """The ledger's transactions against the entries that record them."""
 
-    # Transactions whose legs, read from the ledger's rows, match their link's seal.
+    # Transactions whose legs, read from the ledger's rows, match their entry's seal.
     bound: int
-    # Transactions recorded by links written before the ledger was bound to the chain
+    # Transactions recorded by entries written before the ledger was bound to the log
     # (no seal): checked against the allocations' sums only.
     unbound: int
-    # Sealed transactions whose legs differ from their seal, and transactions no link
-    # records; the first of them, in chain order (then by ledger entry).
+    # Sealed transactions whose legs differ from their seal, and transactions no entry
+    # records; the first of them, in entry order (then by ledger entry).
     differ: int
     first: LedgerDifferenceOut | None
 

@@ -1,6 +1,6 @@
 """Projects and who belongs to them: admins create projects; a project's PI (or an admin)
 adds and removes members and names PIs. Who sees what is `project_access`'s rule.
-Every change is also a link of the audit chain. Services flush; the caller commits."""
+Every change is also an entry of the audit log. Services flush; the caller commits."""
 
 from __future__ import annotations
 

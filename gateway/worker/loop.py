@@ -9,9 +9,9 @@ array tasks their throttle has room for), then routes, once for all sites
 then runs each site's steps: submission (recover, claim and submit), cancels, polling
 and stage-out. Between cycles, a site whose adapter tells that a job of it may have ended
 (the local site: its runner exited) has its steps run at once (gateway.worker.wakes).
-The outbox of events (webhooks: gateway.worker.webhooks; job mail: gateway.worker.mail)
-is sent by a thread of its own, woken by this process's commits, so a receiver or relay
-slow to answer never holds back the sites.
+The outbox of events (webhooks and job mail: gateway.worker.outbox) is sent by a thread
+of its own, woken by this process's commits, so a receiver or relay slow to answer never
+holds back the sites.
 
 Any number of workers may run against one PostgreSQL database. Each step is one or
 more units of work committed at its end; what makes a crash between any two of them
@@ -36,22 +36,22 @@ from gateway.repositories.events import signal as event_signal
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.sites.entry import SiteEntry
 from gateway.settings import Settings
-from gateway.worker.audit_sequencer import AuditSequencer
 from gateway.worker.cancel import send_cancels
 from gateway.worker.context import SiteStep, StepContext
 from gateway.worker.failover import fail_over_stranded
 from gateway.worker.gates import open_gates
-from gateway.worker.housekeeping import Housekeeping
-from gateway.worker.mail import send_mail
+from gateway.worker.outbox.mail import send_mail
+from gateway.worker.outbox.webhooks import close_connections, deliver_webhooks
+from gateway.worker.periodic.audit_sequencer import AuditSequencer
+from gateway.worker.periodic.housekeeping import Housekeeping
+from gateway.worker.periodic.prediction_refresh import PredictionRefresh
 from gateway.worker.poll import poll
-from gateway.worker.prediction_refresh import PredictionRefresh
 from gateway.worker.route import route_jobs
 from gateway.worker.settle import settle, settle_unrun
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 from gateway.worker.staging.stage_out import stage_outs
 from gateway.worker.submission.submit import submit_accepted, submit_recovered
 from gateway.worker.wakes import Wakes
-from gateway.worker.webhooks import close_connections, deliver_webhooks
 from gateway.worker.workflows import advance_workflows
 
 log = logging.getLogger(__name__)

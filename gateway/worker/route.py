@@ -19,7 +19,7 @@ from gateway.services.routing.predictions import announce_changes
 from gateway.services.routing.site_load import LoadProbe, record_loads
 from gateway.services.routing.site_snapshots import take_snapshots, unreachable
 from gateway.worker.context import StepContext
-from gateway.worker.prediction_refresh import PredictionRefresh
+from gateway.worker.periodic.prediction_refresh import PredictionRefresh
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 
 log = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ from gateway.runtime import Runtime
 from gateway.services.money import allocations
 from gateway.services.money.allocations import Grant
 from gateway.settings import Settings
-from gateway.worker.audit_sequencer import take_in
 from gateway.worker.loop import Worker
+from gateway.worker.periodic.audit_sequencer import take_in
 from tests.conftest import MakeUser, TestUser
 from tests.staging.helpers import run_until
 

@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from gateway.cli import errors
 from gateway.db.engine import transaction
-from gateway.worker.audit_sequencer import take_in
+from gateway.worker.periodic.audit_sequencer import take_in
 from tests.cli.helpers import Cli
 from tests.cli.test_cli_allocations import person
 from tests.client.live import LiveGateway
@@ -46,7 +46,8 @@ def test_audit_job_tells_the_story(cli: Cli) -> None:
     take_in(cli.gateway.runtime, every=0)
     entries = {e["id"] for e in cli.json("audit", "job", job_id)["audit"]}
     proven = cli("audit", "job", job_id).stdout
-    assert f"Audit log: {len(entries)} entries about this job; {len(entries)} proven, here," in proven
+    assert (f"Audit log: {len(entries)} entries about this job; {len(entries)} proven, "
+            "here,") in proven
     first = min(entries)
     with transaction(cli.gateway.runtime.sessions) as s:
         s.execute(text("UPDATE audit_events SET actor = 'mallory' WHERE id = :id"),

@@ -17,7 +17,7 @@ from gateway.db.migrate import upgrade_database
 from gateway.repositories.money import audit
 from gateway.runtime import Runtime
 from gateway.services.money import audit as audit_service
-from gateway.worker.audit_sequencer import take_in
+from gateway.worker.periodic.audit_sequencer import take_in
 from tests.db.test_migration_0012 import _down_to
 from tests.services.bank_fixtures import NOW
 

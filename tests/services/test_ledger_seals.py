@@ -27,7 +27,7 @@ from gateway.services.money import allocations, bank
 from gateway.services.money import audit as audit_service
 from gateway.services.money.allocations import Grant
 from gateway.services.money.bank import Payer
-from gateway.worker.audit_sequencer import take_in
+from gateway.worker.periodic.audit_sequencer import take_in
 from tests.conftest import MakeUser
 from tests.services import bank_fixtures as bf
 from tests.services.bank_fixtures import NOW, YEAR

@@ -27,7 +27,7 @@ from gateway.services.money.allocations import Grant
 from gateway.services.money.bank import InsufficientFunds
 from gateway.settings import Settings
 from gateway.store.blobs import BlobStore
-from gateway.worker.audit_sequencer import take_in
+from gateway.worker.periodic.audit_sequencer import take_in
 from tests.conftest import MakeUser, TestUser
 
 SPEC = JobSpec.model_validate({"name": "one", "executable": "/bin/true"})  # 1 SU each

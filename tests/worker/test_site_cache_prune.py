@@ -15,8 +15,8 @@ import pytest
 
 from adapters.errors import SiteUnavailable
 from gateway.runtime import Runtime
-from gateway.worker.housekeeping import SITE_CACHE_PRUNE_SECONDS
 from gateway.worker.loop import Worker
+from gateway.worker.periodic.housekeeping import SITE_CACHE_PRUNE_SECONDS
 from gateway.worker.staging.site_caches import prune_site_caches
 
 

@@ -1,5 +1,5 @@
 """Webhooks end to end in one process: the API creates subscriptions, the worker's step
-(gateway.worker.webhooks) fans the event outbox out and POSTs to a real receiver on
+(gateway.worker.outbox.webhooks) fans the event outbox out and POSTs to a real receiver on
 127.0.0.1. Every delivery is verified with the `standardwebhooks` library and parsed
 with the CloudEvents SDK. Time is passed in as `now`; nothing sleeps."""
 
@@ -30,7 +30,7 @@ from gateway.runtime import Runtime
 from gateway.services.webhooks import delivery as service
 from gateway.settings import Settings
 from gateway.worker.context import StepContext
-from gateway.worker.webhooks import SEND_THREADS, deliver_webhooks
+from gateway.worker.outbox.webhooks import SEND_THREADS, deliver_webhooks
 from tests.conftest import MakeUser, TestUser
 from tests.worker.webhook_receiver import Receiver, receiver
 

@@ -28,7 +28,7 @@ from gateway.db.webhook_models import WebhookDelivery
 from gateway.runtime import build_runtime
 from gateway.settings import Settings
 from gateway.worker.context import StepContext
-from gateway.worker.webhooks import close_connections, deliver_webhooks
+from gateway.worker.outbox.webhooks import close_connections, deliver_webhooks
 from tests.worker.webhook_receiver import Receiver, receiver
 
 LIFE = ["STAGING_IN", "QUEUED", "RUNNING", "COMPLETED"]

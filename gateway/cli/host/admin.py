@@ -131,7 +131,7 @@ def history_import(
 def site_unban(
     name: Annotated[str, typer.Argument(help="The site whose black-hole ban to lift.")],
 ) -> None:
-    """Lift a site's black-hole ban now (recorded in the audit chain): routing sends it
+    """Lift a site's black-hole ban now (recorded in the audit log): routing sends it
     `auto` jobs again, and only failures from now on can ban it again."""
     import getpass
     import socket

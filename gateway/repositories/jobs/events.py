@@ -36,7 +36,7 @@ class NewEvent:
                 "to_state": self.to_state, "reason": self.reason, "actor": self.actor,
                 "raw_state": self.raw_state}
 
-    def chain(self, session: Session, carried: Mapping[str, Any] | None = None) -> None:
+    def log(self, session: Session, carried: Mapping[str, Any] | None = None) -> None:
         """Log the state change in the audit trail (written at commit), carrying the entry
         of what the same statement did, if anything (`kind` and data: the lien of
         gateway.repositories.money.fast_hold): one entry for both."""
@@ -57,7 +57,7 @@ class NewEvent:
 def add(session: Session, event: NewEvent) -> None:
     """Append an event to the unit of work (written at its next flush)."""
     session.add(Event(**event.row()))
-    event.chain(session)
+    event.log(session)
 
 
 # The submit path on PostgreSQL: the event and its audit entry in one round trip.
@@ -77,7 +77,7 @@ def insert_now(session: Session, event: NewEvent) -> None:
     conn = session.connection()
     if conn.dialect.name != "postgresql":
         conn.execute(insert(Event), [event.row()])
-        event.chain(session)
+        event.log(session)
         return
     kind, subject, _, data, _ = event.entry()
     conn.execute(_EVENT_AND_ENTRY, {**event.row(), "kind": kind, "subject": subject,

@@ -1,5 +1,5 @@
 """Placements: the routing decisions, one row each, as they were made (append-only); each
-is also a link of the audit chain."""
+is also an entry of the audit log."""
 
 from __future__ import annotations
 

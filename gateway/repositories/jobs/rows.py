@@ -194,7 +194,7 @@ def insert_many(session: Session, new_jobs: Sequence[NewJob]) -> None:
     bulk.insert_rows(conn, cast(Table, Event.__table__),
                      [job.first_event.row() for job in new_jobs])
     for job in new_jobs:
-        job.first_event.chain(session)
+        job.first_event.log(session)
     bulk.insert_rows(conn, cast(Table, JobLabel.__table__), [
         {"job_id": job.id, "key": k, "value": v} for job in new_jobs
         for k, v in job.labels.items()])

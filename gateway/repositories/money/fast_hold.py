@@ -4,15 +4,15 @@ At submit, every gateway thread of a busy project updates the same allocation ro
 the row stays locked until the submission commits; so the work done under that lock is
 what bounds a project's submissions per second, and a round trip is a good part of a
 submission's cost. So the lien is taken by the statement that inserts the job's first
-event (its last statement before the audit chain's at commit): it stores the quotes,
+event (its last statement before the audit log's entries at commit): it stores the quotes,
 draws and holds the lien (a reservation: no ledger legs, see gateway.services.money.bank). The
 allocation is updated with its balance checked again on the row's newest version
 (PostgreSQL re-evaluates an UPDATE's condition after waiting for a concurrent one), so
 nothing is ever overspent. It draws only when the earliest-ending allocation that can
 pay at the site covers the whole amount, exactly what `gateway.services.money.bank.hold` would
 do then; any other case (a split across allocations, a balance spent meanwhile) holds
-nothing and the caller takes bank.hold's locked path. The event and the lien are chained
-into the audit trail as one link (the event's, carrying the lien's link data).
+nothing and the caller takes bank.hold's locked path. The event and the lien are logged
+in the audit trail as one entry (the event's, carrying the lien's entry data).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def event_and_hold(session: Session, event: NewEvent, project_id: int,
                    ) -> bool:
     """Insert the job's first `event`, store its quotes (site, rate card id, amount) and,
     if one allocation of the project can pay the whole `amount_milli` at `site`, hold
-    it; chains the event, and the lien if taken, into the audit trail. False when the
+    it; logs the event, and the lien if taken, in the audit trail. False when the
     lien was not taken (the event and quotes are written either way)."""
     job_id, now = event.job_id, event.at
     rows = session.connection().execute(_HOLD, {
@@ -70,11 +70,10 @@ def event_and_hold(session: Session, event: NewEvent, project_id: int,
         "q_sites": [q[0] for q in quotes], "q_cards": [q[1] for q in quotes],
         "q_amounts": [q[2] for q in quotes]}).all()
     if not rows:
-        event.chain(session)
+        event.log(session)
         return False
     lien_id, allocation_id = rows[0]
-    # One link for the event and the lien: each link is a row, a sha256 and a longer hold
-    # of the chain's head lock, which every commit takes.
-    event.chain(session, {"kind": "lien", **audit.lien_data(
+    # One entry for the event and the lien: one row and one leaf fewer.
+    event.log(session, {"kind": "lien", **audit.lien_data(
         lien_id, allocation_id, amount_milli, f"held for job {job_id}")})
     return True

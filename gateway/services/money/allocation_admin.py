@@ -60,7 +60,7 @@ def set_status(session: Session, principal: Principal, allocation_id: int, statu
                reason: str) -> Allocation:
     """Suspend an allocation (no new liens; held ones settle) or make it active again.
     The ledger has no entry for this (nothing moves): the approver and reason go to the
-    audit chain and the gateway's log."""
+    audit log and the gateway's log."""
     approver = _approved(principal, reason)
     allocation = allocations.set_status(session, allocation_id, status, approver, reason,
                                         utcnow())

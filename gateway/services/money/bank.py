@@ -10,7 +10,7 @@ A lien is a reservation, as in Gold/MAM: a row of its own (`liens`: amount, open
 closed) and the allocation's `held_milli`, never ledger legs; the ledger moves money
 only (deposits, transfers, adjustments, charges, refunds). Taking or releasing a lien
 moves its amount between the allocation's `available_milli` and `held_milli` and is a
-link of the audit chain (kind `lien` or `release`); a charge drawn from a lien releases
+entry of the audit log (kind `lien` or `release`); a charge drawn from a lien releases
 that much of it and charges it from `available`. So the ledger's `available` (with the
 `held` legs of liens taken before this design) is the allocation's available plus held.
 """

@@ -10,7 +10,7 @@ new jobs are routed against). A prediction that moved more than the threshold fr
 last one announced (the placement's, at first) is announced: the attempt's column and
 an `org.gridgate.job.prediction` event, in one transaction. A job that named its site
 has no placement: its first prediction is announced with no previous one. Between
-passes, gateway.worker.prediction_refresh asks the sites with queued jobs when due.
+passes, gateway.worker.periodic.prediction_refresh asks the sites with queued jobs when due.
 
 Cost: one statement per site with queued attempts and a snapshot, one projection of
 that site's queue (only when a job there lacks the scheduler's estimate), and two

@@ -3,7 +3,7 @@
 The rule is pure (gateway.scheduling.black_holes); this module feeds it each site's
 recent attempt history (whose job, which program, how it ended) and records a lift: the
 site's `ban_lifted_at` moves to now, so what ended before no longer counts, and the
-audit chain records who lifted which ban and why it was in force.
+audit log records who lifted which ban and why it was in force.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def black_holes(session: Session, registry: SiteRegistry, now: datetime) -> dict
 
 def unban(session: Session, registry: SiteRegistry, name: str, actor: str,
           now: datetime) -> Ban:
-    """Lift the ban on site `name` now, recorded in the audit chain; the ban lifted.
+    """Lift the ban on site `name` now, recorded in the audit log; the ban lifted.
     NotFound for an unknown site, Conflict when it is not banned."""
     if name not in registry.names():
         raise NotFound(f"No site named {name!r}; `gridgate sites` lists them.")

@@ -1,4 +1,4 @@
-"""Webhook deliveries, driven by the worker (gateway.worker.webhooks).
+"""Webhook deliveries, driven by the worker (gateway.worker.outbox.webhooks).
 
 Fan-out: each subscription keeps a cursor, the highest event id it has looked at, and
 turns the events its owner may read (the event stream's rule, read from the owner's
