@@ -37,7 +37,7 @@ from gateway.client.transport import (
 )
 from gateway.client.urls import DEFAULT_GATEWAY_URL
 from gateway.client.workflow_api import WorkflowMethods
-from gateway.schemas.audit import AuditVerifyOut, JobStoryOut, StoryJobList
+from gateway.schemas.audit import AuditVerifyOut, ConsistencyOut, JobStoryOut, StoryJobList
 from gateway.schemas.events import GatewayEvent
 from gateway.schemas.identity import MeOut
 from gateway.schemas.jobs import EventList, JobOutputList
@@ -191,6 +191,12 @@ class GatewayClient(BankMethods, WorkflowMethods):
     def audit_job(self, job_id: str) -> JobStoryOut:
         """GET /audit/jobs/{id}: the job's story from request to charge."""
         return self._document(JobStoryOut, "GET", f"/audit/jobs/{segment(job_id)}")
+
+    def audit_consistency(self, first: int, second: int) -> ConsistencyOut:
+        """GET /audit/consistency: the proof that the signed tree of `first` entries is a
+        prefix of the signed tree of `second` (auditors and admins)."""
+        return self._document(ConsistencyOut, "GET", "/audit/consistency",
+                              params={"first": first, "second": second})
 
     def published_keys(self) -> dict[str, Any]:
         """GET /.well-known/jwks.json: the keys the gateway signs with (tokens, the audit

@@ -87,6 +87,29 @@ def test_audit_verify_is_for_auditors(cli: Cli, tmp_path: Path) -> None:
     auditor("audit", "verify")
 
 
+def test_audit_verify_proves_the_log_still_begins_with_a_kept_head(cli: Cli,
+                                                                   tmp_path: Path) -> None:
+    auditor = _login_as_auditor(cli, tmp_path / "auditor")
+    cli("submit", "-q", "--exe", "sh", "--wait", "--", "-c", "true")
+    take_in(cli.gateway.runtime, every=0)
+    first = auditor.json("audit", "verify")["head"]  # kept as verified
+    cli("submit", "-q", "--exe", "sh", "--wait", "--", "-c", "true")
+    take_in(cli.gateway.runtime, every=0)
+    later = auditor("audit", "verify").stdout
+    assert (f"The log still begins with the tree of {first['size']} entries verified "
+            "before") in later
+    # A head kept elsewhere that this log does not begin with: another root, a larger tree.
+    for changed, named in (({"root": "ab" * 32}, "no longer begins with the tree of"),
+                           ({"size": 10**9}, "entries were removed")):
+        kept = tmp_path / "kept-head.json"
+        kept.write_text(json.dumps({**first, **changed}))
+        out = auditor("audit", "verify", "--head", str(kept), code=errors.FAILURE).stdout
+        assert "Log intact." in out and "HISTORY REWRITTEN: " in out and named in out
+        report = json.loads(auditor("audit", "verify", "--head", str(kept), "--json",
+                                    code=errors.FAILURE).stdout)
+        assert not report["ok"] and named in report["kept_head_fault"]
+
+
 def _any_job(cli: Cli) -> str:
     job_id: str = cli.json("list")["items"][0]["id"]
     return job_id

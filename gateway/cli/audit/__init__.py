@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated, Any, cast
+from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from gateway.accounting import merkle
 from gateway.accounting.units import su
 from gateway.cli import errors, render
+from gateway.cli.audit import kept_heads, proofs
 from gateway.cli.columns import Col, Grid
 from gateway.cli.jobs import ids as job_ids
 from gateway.cli.jobs.commands import JsonOpt
@@ -29,21 +30,53 @@ audit_app = typer.Typer(help="Audit: the Merkle log, the ledger, one job's story
                         no_args_is_help=True)
 
 
+HeadFileOpt = Annotated[Path | None, typer.Option(
+    "--head", metavar="FILE", help="A tree head kept from before (the JSON of GET "
+    "/api/v1/audit/tree-heads/...) to prove the log still begins with, instead of the "
+    "newest one this command verified at this gateway.")]
+
+
 @audit_app.command("verify")
-def verify(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+def verify(ctx: typer.Context, head_file: HeadFileOpt = None, json_out: JsonOpt = False
+           ) -> None:
     """Check the whole audit log (every entry hashed again into its Merkle tree, held
     against every tree head the gateway signed), the ledger against it (each
     transaction's legs against the seal of the entry that records it) and the ledger
     itself (each allocation's sums, each transaction balanced); name where the log first
-    stops holding and the first transaction that differs. Exit 1 when anything is wrong.
+    stops holding and the first transaction that differs. Then, here: the newest head's
+    signature against the gateway's published keys, and the proof that the log still
+    begins with the head this command verified last time (or --head FILE), which a
+    gateway that rewrote its history cannot give. Exit 1 when anything is wrong.
     Auditors and admins only."""
-    with state(ctx).client() as client:
+    cli = state(ctx)
+    kept = (json.loads(head_file.read_text()) if head_file is not None
+            else kept_heads.load(cli.gateway))
+    with cli.client() as client:
         report = client.audit_verify()
+        head = report["head"]
+        fault = None
+        if head is not None:
+            fault = proofs.signature_fault(head, client.published_keys())
+            if fault is None and kept is not None:
+                proof = (client.audit_consistency(kept["size"], head["size"])
+                         if 0 < kept["size"] < head["size"] else None)
+                fault = proofs.consistency_fault(kept, head, proof)
+    ok = report["ok"] and fault is None
     if json_out:
-        render.print_json(report)
+        render.print_json({**report, "ok": ok, "kept_head": kept, "kept_head_fault": fault})
     else:
         _print_verdict(report)
-    if not report["ok"]:
+        if fault is not None:
+            render.stdout_console().print(Text(f"HISTORY REWRITTEN: {fault}", style="red"),
+                                          soft_wrap=True)
+        elif kept is not None and head is not None:
+            render.stdout_console().print(
+                f"The log still begins with the tree of {kept['size']} entries verified "
+                f"before (signed {kept['at']}): RFC 9162 consistency proof checked here.",
+                soft_wrap=True)
+    if ok and head is not None and head_file is None:
+        kept_heads.keep(cli.gateway, head)
+    if not ok:
         raise typer.Exit(errors.FAILURE)
 
 
@@ -115,47 +148,12 @@ def job(ctx: typer.Context, job_id: StoryJobArg, json_out: JsonOpt = False) -> N
     console.print(story_table(story))
     with state(ctx).client() as client:
         keys = client.published_keys()
-    failures = proof_failures(story, keys)
+    failures = proofs.story_failures(story, keys)
     console.print(_proof_summary(story), soft_wrap=True)
     for failure in failures:
         console.print(Text(f"PROOF FAILS: {failure}", style="red"), soft_wrap=True)
     if failures:
         raise typer.Exit(errors.FAILURE)
-
-
-def proof_failures(story: JobStoryOut, keys: dict[str, Any]) -> list[str]:
-    """What does not hold, checked here rather than taken from the gateway: the tree
-    head's signature against the gateway's published keys, and each entry's inclusion
-    proof (RFC 9162) from the hash of its text to the head's root."""
-    from joserfc import jws  # lazily: only this command needs it
-    from joserfc.errors import JoseError
-    from joserfc.jwk import KeySet
-
-    head = story["tree_head"]
-    proven = [e for e in story["audit"] if e["leaf"] is not None]
-    if head is None:
-        return [f"entry {e['id']} claims leaf {e['leaf']} of no signed tree head"
-                for e in proven]
-    failures = []
-    try:
-        signed = jws.deserialize_compact(head["signature"], KeySet.import_key_set(cast(Any, keys)),
-                                         algorithms=["RS256"])
-        claims = json.loads(signed.payload or b"null")
-        if (signed.headers().get("typ") != "gridgate-tree-head+jwt" or claims["size"] !=
-                head["size"] or claims["root"] != head["root"]):
-            failures.append(f"the tree head of size {head['size']} is not the one its "
-                            "signature covers")
-    except (JoseError, ValueError, KeyError, TypeError) as exc:
-        failures.append(f"the tree head's signature does not verify with the gateway's "
-                        f"published keys ({exc})")
-    root = bytes.fromhex(head["root"])
-    for e in proven:
-        path = [bytes.fromhex(h) for h in e["proof"] or []]
-        if not merkle.verify_inclusion(merkle.leaf_hash(e["entry"].encode()), e["leaf"] or 0,
-                                       head["size"], path, root):
-            failures.append(f"entry {e['id']} ({e['kind']}) is not proven to be leaf "
-                            f"{e['leaf']} of the signed tree")
-    return failures
 
 
 def _proof_summary(story: JobStoryOut) -> str:
