@@ -26,6 +26,8 @@ _PREFIX = TextRule("testbed prefix", r"[a-z][a-z0-9]{0,7}",
                    "use 1-8 lowercase letters or digits, starting with a letter")
 # Site N gets host address FIRST_SITE_HOST + N; the bridge (root namespace) gets .1.
 FIRST_SITE_HOST = 10
+# Site N's WAN link is the /31 at WAN_FIRST_HOST + 2N (gateway end) and + 1 (site end).
+WAN_FIRST_HOST = 128
 
 
 class TestbedError(RuntimeError):
@@ -90,3 +92,24 @@ class TestbedConfig:
 
     def site_ip(self, index: int) -> ipaddress.IPv4Address:
         return self.subnet.network_address + FIRST_SITE_HOST + index
+
+    @property
+    def has_wan(self) -> bool:
+        """Whether the subnet has room for the sites' WAN links (a /24 or larger)."""
+        return self.subnet.prefixlen <= 24
+
+    def wan_veth(self, index: int) -> str:
+        """The root-namespace end of site `index`'s WAN veth pair (the other end is wan0)."""
+        return f"{self.prefix}-w{index}"
+
+    def wan_veth_peer(self, index: int) -> str:
+        return f"{self.prefix}-x{index}"
+
+    def wan_ips(self, index: int) -> tuple[ipaddress.IPv4Address, ipaddress.IPv4Address]:
+        """The two ends of site `index`'s WAN link, a /31 in the subnet's upper half: the
+        root namespace's (where the link's proxy listens) and the site's (wan0)."""
+        if not self.has_wan:
+            raise TestbedError(f"subnet {self.subnet} has no room for WAN links: use a /24 "
+                               "or larger")
+        root = self.subnet.network_address + WAN_FIRST_HOST + 2 * index
+        return root, root + 1

@@ -1,4 +1,5 @@
-"""Install the testbed's Debian packages (root, Debian 12): `python3 -m testbed.install`.
+"""Install the testbed's Debian packages (root, Debian 12) and build its Toxiproxy (the WAN
+links' delay, from the Go module proxy): `python3 -m testbed.install`.
 
 Standard library only, so it runs with the system Python before the project's venv
 exists. It returns at once (no apt call) when every package is already installed.
@@ -12,6 +13,7 @@ so the install never prompts.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -27,6 +29,9 @@ PACKAGES: tuple[str, ...] = (
     "openssh-server", "openssh-client", "iproute2", "util-linux", "procps",
 )
 POLICY_RC = Path("/usr/sbin/policy-rc.d")
+# The WAN links' delay (testbed.wan): built from the Go module proxy, pinned.
+TOXIPROXY_VERSION = "v2.5.0"
+TOXIPROXY_BIN = Path("/opt/gridgate-tests/bin/toxiproxy-server")
 # The master host name in the package's own cell is rewritten per site at `up`; the
 # preseed only has to make the install non-interactive and create the `default` cell.
 GRIDENGINE_PRESEED = """\
@@ -97,6 +102,26 @@ def install(packages: Sequence[str] = PACKAGES, *, quiet: bool = False) -> list[
     return missing
 
 
+def install_toxiproxy(quiet: bool = False) -> bool:
+    """Build toxiproxy-server from the Go module proxy into TOXIPROXY_BIN (root, Go on the
+    machine); whether it was built."""
+    if TOXIPROXY_BIN.exists():
+        return False
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    if not Path(go).exists():
+        raise RuntimeError("Go is needed to build toxiproxy-server (the testbed's WAN links)")
+    if not quiet:
+        print(f"==> testbed: building toxiproxy-server {TOXIPROXY_VERSION} (go install)",
+              flush=True)
+    build = TOXIPROXY_BIN.parent / "build"
+    build.mkdir(parents=True, exist_ok=True)
+    subprocess.run([go, "install", f"github.com/Shopify/toxiproxy/v2/cmd/server@"
+                    f"{TOXIPROXY_VERSION}"], check=True, capture_output=quiet,
+                   env={**os.environ, "GOBIN": str(build), "GOFLAGS": "-mod=mod"})
+    (build / "server").replace(TOXIPROXY_BIN)
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: install missing packages; `--check` only lists them (rc 1)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -104,9 +129,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = missing_packages()
         for name in missing:
             print(name)
-        return 1 if missing else 0
+        if not TOXIPROXY_BIN.exists():
+            print(f"toxiproxy-server {TOXIPROXY_VERSION}")
+        return 1 if missing or not TOXIPROXY_BIN.exists() else 0
     try:
         install()
+        install_toxiproxy()
     except (PermissionError, RuntimeError, subprocess.CalledProcessError) as exc:
         print(f"testbed.install: error: {exc}", file=sys.stderr)
         return 1

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed import network
+from testbed import network, wan
 from testbed.config import TestbedConfig, TestbedError
 from testbed.daemons import SSH_PORT, SiteDaemons, tcp_open
 from testbed.files import SitePaths, fingerprint, host_key_line, prepare_site
@@ -95,6 +95,7 @@ def up(config: TestbedConfig, sites: Sequence[SiteSpec] | None = None,
                                   else f"{site.name}: {exc}")
         if errors:
             raise TestbedError("testbed up failed:\n  " + "\n  ".join(errors))
+        wan.ensure(config, list(sites))
         infos = [(s, site_info(config, s, SitePaths(config, s), holder))
                  for s, holder in zip(sites, holders, strict=True)]
         return write(config, infos)
@@ -109,12 +110,14 @@ def _up_site(config: TestbedConfig, site: SiteSpec, progress: Progress) -> int:
         script.write_text(text)
     holders = find_holders(script)
     holder = holders[0] if len(holders) == 1 else None
-    if holder is not None and not network.site_address_ok(config, site):
+    if holder is not None and not (network.site_address_ok(config, site)
+                                   and network.wan_address_ok(config, site)):
         holder = None
     if holder is None:
         for pid in holders:
             kill_holder(pid, script)
         network.create_site_net(config, site)
+        network.create_wan_net(config, site, wan.link_of(site.name).rate_mbit)
         holder = start_holder(network.netns_path(config.netns(site.name)), site, script,
                               paths.log("holder"))
         progress(f"{site.name}: namespace {config.netns(site.name)}, holder {holder}")
@@ -152,6 +155,7 @@ def down(config: TestbedConfig, sites: Sequence[SiteId] = SITE_REFS) -> DownRepo
         for site in sites:
             network.remove_site_net(config, site)
         network.remove_bridge(config)
+        wan.stop(config)
         report.links_deleted = sorted(before_links - set(network.testbed_links(config)))
         report.netns_deleted = sorted(before_ns - set(network.testbed_netns(config)))
         if config.state_dir.exists():

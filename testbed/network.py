@@ -61,7 +61,8 @@ def netns_path(name: str) -> Path:
 def check_subnet_free(config: TestbedConfig) -> None:
     """Refuse a subnet that overlaps any address or route this machine already has."""
     for link in _ip_json("-4", "addr", "show"):
-        if link.get("ifname") == config.bridge:
+        if link.get("ifname") == config.bridge or str(link.get("ifname", "")).startswith(
+                f"{config.prefix}-"):
             continue
         for info in link.get("addr_info", []):
             net = ipaddress.IPv4Network(f"{info['local']}/{info['prefixlen']}", strict=False)
@@ -71,7 +72,8 @@ def check_subnet_free(config: TestbedConfig) -> None:
                     "another with --subnet or GRIDGATE_TESTBED_SUBNET")
     for route in _ip_json("-4", "route", "show", "table", "all"):
         dst = route.get("dst", "default")
-        if dst == "default" or route.get("dev") == config.bridge or route.get("type") in (
+        if dst == "default" or str(route.get("dev", "")).startswith(f"{config.prefix}-") \
+                or route.get("type") in (
                 "local", "broadcast"):
             continue
         net = ipaddress.IPv4Network(dst if "/" in dst else f"{dst}/32", strict=False)
@@ -142,9 +144,56 @@ def create_site_net(config: TestbedConfig, site: SiteId) -> None:
     ip("link", "set", veth, "master", config.bridge, "up")
 
 
+def create_wan_net(config: TestbedConfig, site: SiteId, rate_mbit: float) -> None:
+    """The site's WAN veth pair: wan0 in its namespace and the gateway end in the root
+    namespace, a /31 of their own, each end's egress shaped to `rate_mbit` by a token
+    bucket. Only the link's proxy talks across it, so every connection over the link
+    shares that rate, as on a real link; the site's LAN address stays unshaped."""
+    if not config.has_wan:
+        return
+    ns, veth, peer = config.netns(site.name), config.wan_veth(site.index), \
+        config.wan_veth_peer(site.index)
+    here, there = config.wan_ips(site.index)
+    for name in (veth, peer):
+        if link_exists(name):
+            delete_link(name)
+    ip("link", "add", veth, "type", "veth", "peer", "name", peer)
+    ip("link", "set", peer, "netns", ns)
+    ip("-n", ns, "link", "set", peer, "name", "wan0")
+    ip("-n", ns, "addr", "add", f"{there}/31", "dev", "wan0")
+    ip("-n", ns, "link", "set", "wan0", "up")
+    ip("addr", "add", f"{here}/31", "dev", veth)
+    ip("link", "set", veth, "up")
+    shape = token_bucket(rate_mbit)
+    _tc(None, "qdisc", "replace", "dev", veth, "root", *shape)
+    _tc(ns, "qdisc", "replace", "dev", "wan0", "root", *shape)
+
+
+def token_bucket(rate_mbit: float) -> list[str]:
+    """tbf's arguments for `rate_mbit`: a bucket of 10 ms of traffic, and at least 256 KiB
+    (more than a timer tick's worth at any rate, so the rate holds, and more than the
+    largest segment a veth passes whole, 64 KiB with GSO, which a smaller bucket would
+    drop forever), and a queue of 50 ms."""
+    bucket = max(256 * 1024, int(rate_mbit * 1e6 / 8 / 100))
+    return ["tbf", "rate", f"{rate_mbit:g}mbit", "burst", str(bucket), "latency", "50ms"]
+
+
+def _tc(ns: str | None, *args: str) -> None:
+    argv = ["tc", *args] if ns is None else ["tc", "-n", ns, *args]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise TestbedError(f"{' '.join(argv)}: {proc.stderr.strip() or proc.returncode}")
+
+
+def wan_address_ok(config: TestbedConfig, site: SiteId) -> bool:
+    """Whether the site's WAN link exists (always, where the subnet has no room for one)."""
+    return not config.has_wan or link_exists(config.wan_veth(site.index))
+
+
 def remove_site_net(config: TestbedConfig, site: SiteId) -> None:
-    """Delete the site's veth pair and namespace (each only if present)."""
-    for name in (config.veth(site.index), config.veth_peer(site.index)):
+    """Delete the site's veth pairs and namespace (each only if present)."""
+    for name in (config.veth(site.index), config.veth_peer(site.index),
+                 config.wan_veth(site.index), config.wan_veth_peer(site.index)):
         if link_exists(name):
             delete_link(name)
     ns = config.netns(site.name)

@@ -51,13 +51,16 @@ def _merge(host_text: str, accounts: Iterable[Account], line: Callable[[Account]
     return "\n".join([*kept, *(line(a) for a in accounts)]) + "\n"
 
 
-def sshd_config(ip: ipaddress.IPv4Address, port: int = 22) -> str:
-    """sshd: key logins only, its own ed25519 host key, room for many parallel logins."""
+def sshd_config(ip: ipaddress.IPv4Address, port: int = 22,
+                wan_ip: ipaddress.IPv4Address | None = None) -> str:
+    """sshd: key logins only, its own ed25519 host key, room for many parallel logins; on
+    the site's address and, when given, the site end of its WAN link."""
+    wan = f"ListenAddress {wan_ip}\n" if wan_ip is not None else ""
     return f"""\
 # gridgate testbed site sshd
 Port {port}
 ListenAddress {ip}
-HostKey /etc/ssh/ssh_host_ed25519_key
+{wan}HostKey /etc/ssh/ssh_host_ed25519_key
 PidFile /run/sshd.pid
 UsePAM no
 PasswordAuthentication no

@@ -13,6 +13,7 @@ from typing import Any
 
 from gateway.siteconfig import SiteConfig, dump_site_config, validate_site_config
 from gateway.siteconfig.loading import site_config_data
+from testbed import wan
 from testbed.config import TestbedConfig, TestbedError
 from testbed.daemons import SSH_PORT
 from testbed.files import SitePaths, fingerprint, host_key_line
@@ -20,6 +21,7 @@ from testbed.sites import ACCOUNTS, COMMUNITY, SiteSpec
 
 STATE_FILE = "testbed.json"
 SITE_CONFIGS = "site-configs"
+SITE_CONFIGS_WAN = "site-configs-wan"
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,12 @@ class SiteInfo:
     scratch_root: str
     parallel_environment: str | None
     holder_pid: int
+    # The gateway end of the site's WAN link (testbed.wan), its round trip and rate; None
+    # where the subnet has no room for one.
+    wan_ip: str | None = None
+    wan_rtt_ms: int | None = None
+    wan_rate_mbit: float | None = None
+    site_config_wan: str | None = None  # the site config that reaches it over the link
 
     def key(self, account: str) -> str:
         """Path of the private key of `account` at this site."""
@@ -72,12 +80,15 @@ class TestbedInfo:
     known_hosts: str  # every site's host key
     site_configs: str  # directory of the completed site configs (GRIDGATE_SITE_CONFIGS_DIR)
     sites: dict[str, SiteInfo] = field(default_factory=dict)
+    # The same site configs, each reaching its site over its WAN link.
+    site_configs_wan: str | None = None
 
 
 def site_info(config: TestbedConfig, site: SiteSpec, paths: SitePaths, holder: int) -> SiteInfo:
     """The facts of one site, from its spec and the files `up` made."""
     key_line = host_key_line(paths)
     accounts = site.template.accounts
+    link = wan.link_of(site.name)
     return SiteInfo(
         name=site.name, kind=site.kind, netns=config.netns(site.name),
         ip=str(config.site_ip(site.index)), ssh_port=SSH_PORT,
@@ -94,6 +105,11 @@ def site_info(config: TestbedConfig, site: SiteSpec, paths: SitePaths, holder: i
                  "memory_mb_per_node": site.memory_mb} for q in site.queues],
         scratch_root=site.scratch_root, parallel_environment=site.parallel_environment,
         holder_pid=holder,
+        wan_ip=str(config.wan_ips(site.index)[0]) if config.has_wan else None,
+        wan_rtt_ms=link.rtt_ms if config.has_wan else None,
+        wan_rate_mbit=link.rate_mbit if config.has_wan else None,
+        site_config_wan=str(config.state_dir / SITE_CONFIGS_WAN / f"{site.name}.yaml")
+        if config.has_wan else None,
     )
 
 
@@ -101,11 +117,13 @@ def _key_ref(info: SiteInfo, user: str) -> dict[str, str]:
     return {"path": info.key(user)}
 
 
-def completed_site_config(info: SiteInfo, spec: SiteSpec) -> SiteConfig:
-    """The site's template with its address, pinned host key and account keys filled in."""
+def completed_site_config(info: SiteInfo, spec: SiteSpec, *, over_wan: bool = False
+                          ) -> SiteConfig:
+    """The site's template with its address (its WAN link's, `over_wan`), pinned host key
+    and account keys filled in."""
     data = site_config_data(spec.template)
-    data["ssh"] = {**data.get("ssh", {}), "host": info.ip, "port": info.ssh_port,
-                   "host_keys": [info.host_key]}
+    data["ssh"] = {**data.get("ssh", {}), "host": info.wan_ip if over_wan else info.ip,
+                   "port": info.ssh_port, "host_keys": [info.host_key]}
     accounts = data.get("accounts")
     if accounts is not None:
         if "community" in accounts:
@@ -114,7 +132,8 @@ def completed_site_config(info: SiteInfo, spec: SiteSpec) -> SiteConfig:
         for gateway_user, account in accounts.get("mapped", {}).items():
             accounts["mapped"][gateway_user] = {**account,
                                                 "key": _key_ref(info, account["user"])}
-    return validate_site_config(data, info.site_config)
+    return validate_site_config(data, (info.site_config_wan if over_wan else None)
+                                or info.site_config)
 
 
 def write(config: TestbedConfig, infos: list[tuple[SiteSpec, SiteInfo]]) -> TestbedInfo:
@@ -125,16 +144,21 @@ def write(config: TestbedConfig, infos: list[tuple[SiteSpec, SiteInfo]]) -> Test
     for spec, info in infos:
         site_json = Path(info.known_hosts).with_name("site.json")
         site_json.write_text(json.dumps(asdict(info), indent=2) + "\n")
-        text = dump_site_config(completed_site_config(info, spec))
+        header = (f"# Written by `gridgate testbed up` from site-configs/{spec.name}.yaml; "
+                  "do not edit.\n")
         Path(info.site_config).write_text(
-            f"# Written by `gridgate testbed up` from site-configs/{spec.name}.yaml; "
-            "do not edit.\n" + text)
+            header + dump_site_config(completed_site_config(info, spec)))
+        if info.site_config_wan is not None:
+            Path(info.site_config_wan).parent.mkdir(parents=True, exist_ok=True)
+            Path(info.site_config_wan).write_text(header + dump_site_config(
+                completed_site_config(info, spec, over_wan=True)))
     known = state / "known_hosts"
     known.write_text("".join(f"{i.ip} {i.host_key}\n" for _, i in infos))
     tb = TestbedInfo(
         prefix=config.prefix, subnet=str(config.subnet), bridge=config.bridge,
         bridge_ip=str(config.bridge_ip), state_dir=str(state), known_hosts=str(known),
-        site_configs=str(configs), sites={i.name: i for _, i in infos})
+        site_configs=str(configs), sites={i.name: i for _, i in infos},
+        site_configs_wan=str(state / SITE_CONFIGS_WAN) if config.has_wan else None)
     tmp = state / f"{STATE_FILE}.tmp"
     tmp.write_text(json.dumps(asdict(tb), indent=2) + "\n")
     tmp.replace(state / STATE_FILE)

@@ -33,7 +33,7 @@ import pytest
 
 from testbed import manager, network
 from testbed.config import PREFIX_ENV, SUBNET_ENV, TestbedConfig, TestbedError
-from testbed.install import install
+from testbed.install import install, install_toxiproxy
 from testbed.state import SiteInfo, TestbedInfo
 
 SSH_TIMEOUT = 120.0
@@ -103,6 +103,7 @@ def reap_abandoned() -> list[str]:
 def running_testbed(config: TestbedConfig) -> Iterator[TestbedInfo]:
     """Bring the testbed up (unless it already is) and down again afterwards if we did."""
     install()
+    install_toxiproxy()
     reap_abandoned()
     reused = False
     with contextlib.suppress(TestbedError):
