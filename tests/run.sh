@@ -4,7 +4,9 @@
 # On a fresh Debian 12 machine (as root, or with passwordless sudo) it installs what the
 # suite needs: PostgreSQL server binaries, Node.js + npm, Python >= 3.11 with venv (apt);
 # the project and its dev extras into .venv (pip); the third-party OpenID provider in
-# tests/oidc and axe-core in tests/browser/axe (npm ci). Then: ruff, mypy --strict, pytest.
+# tests/oidc and axe-core in tests/browser/axe (npm ci); the testbed's packages (apt) and
+# Toxiproxy for its WAN links (go install, Go module proxy). Then: ruff, mypy --strict,
+# pytest.
 # Steps whose result is already present are skipped, so a developer with everything
 # installed needs no root.
 #
@@ -216,8 +218,9 @@ if [[ ! -f $SMK_VENV/.gridgate-pins || "$(cat "$SMK_VENV/.gridgate-pins")" != "$
 fi
 
 # --- the multi-site testbed's packages (Slurm + slurmdbd, Grid Engine, MPI, sshd) ----
+# --- and Toxiproxy, the delay of its WAN links (built with Go, pinned) ----------------
 if ! "$VENV/bin/python" -m testbed.install --check >/dev/null; then
-    say "installing the testbed's packages (apt)"
+    say "installing the testbed's packages (apt) and Toxiproxy (go install)"
     as_root "$VENV/bin/python" -m testbed.install
 fi
 
