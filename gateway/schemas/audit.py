@@ -21,6 +21,10 @@ class AuditBreakOut(TypedDict):
     detail: str
 
 
+# The JWS `typ` of a signed tree head: never taken for an access token, nor one for it.
+TREE_HEAD_TYPE = "gridgate-tree-head+jwt"
+
+
 class TreeHeadOut(TypedDict):
     """A signed tree head: the Merkle root (RFC 9162, hex) of the log's first `size`
     entries, and the gateway's signature over size, root and time: a compact JWS

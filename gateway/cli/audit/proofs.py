@@ -8,9 +8,7 @@ import json
 from typing import Any, cast
 
 from gateway.accounting import merkle
-from gateway.schemas.audit import ConsistencyOut, JobStoryOut, TreeHeadOut
-
-HEAD_TYPE = "gridgate-tree-head+jwt"
+from gateway.schemas.audit import TREE_HEAD_TYPE, ConsistencyOut, JobStoryOut, TreeHeadOut
 
 
 def signature_fault(head: TreeHeadOut, keys: dict[str, Any]) -> str | None:
@@ -24,7 +22,7 @@ def signature_fault(head: TreeHeadOut, keys: dict[str, Any]) -> str | None:
                                          KeySet.import_key_set(cast(Any, keys)),
                                          algorithms=["RS256"])
         claims = json.loads(signed.payload or b"null")
-        if (signed.headers().get("typ") != HEAD_TYPE or claims["size"] != head["size"]
+        if (signed.headers().get("typ") != TREE_HEAD_TYPE or claims["size"] != head["size"]
                 or claims["root"] != head["root"]):
             return f"the tree head of size {head['size']} is not the one its signature covers"
     except (JoseError, ValueError, KeyError, TypeError) as exc:

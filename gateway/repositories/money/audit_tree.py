@@ -84,18 +84,15 @@ def head_of_size(conn: Connection, size: int) -> TreeHead | None:
     return None if r is None else _head(r)
 
 
-def heads(conn: Connection, *, after: int = 0, limit: int | None = None,
-          batch: int = 1000) -> Iterator[TreeHead]:
-    """Signed heads larger than `after`, smallest first (keyset pages)."""
-    given = 0
-    while limit is None or given < limit:
-        page = batch if limit is None else min(batch, limit - given)
+def heads(conn: Connection, batch: int = 1000) -> Iterator[TreeHead]:
+    """Every signed head, smallest first (keyset pages: constant memory)."""
+    after = 0
+    while True:
         rows = conn.execute(select(AuditTreeHead.__table__).where(_heads.size > after)
-                            .order_by(_heads.size).limit(page)).all()
+                            .order_by(_heads.size).limit(batch)).all()
         for r in rows:
             yield _head(r)
-        given += len(rows)
-        if len(rows) < page:
+        if len(rows) < batch:
             return
         after = rows[-1].size
 

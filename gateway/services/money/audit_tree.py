@@ -20,12 +20,9 @@ from gateway.db.engine import transaction
 from gateway.domain.errors import Invalid, NotFound
 from gateway.repositories.money import audit_tree
 from gateway.repositories.money.audit_tree import Sign, TreeDamaged, TreeHead
-from gateway.schemas.audit import TreeHeadOut
+from gateway.schemas.audit import TREE_HEAD_TYPE, TreeHeadOut
 
 log = logging.getLogger(__name__)
-
-# The JWS `typ` of a signed tree head: never taken for an access token, nor one for it.
-HEAD_TYPE = "gridgate-tree-head+jwt"
 
 
 def head_claims(size: int, root: str, at: datetime) -> dict[str, object]:
@@ -36,7 +33,7 @@ def head_claims(size: int, root: str, at: datetime) -> dict[str, object]:
 def signer(keys: SigningKeys) -> Sign:
     """Signs tree heads with `keys`."""
     def sign(size: int, root: str, at: datetime) -> str:
-        return keys.sign(head_claims(size, root, at), typ=HEAD_TYPE)
+        return keys.sign(head_claims(size, root, at), typ=TREE_HEAD_TYPE)
     return sign
 
 
@@ -46,7 +43,7 @@ def signed_by(keys: SigningKeys, head: TreeHead) -> bool:
         obj = jws.deserialize_compact(head.signature, keys.public_key, algorithms=[ALGORITHM])
     except (JoseError, ValueError):
         return False
-    if obj.headers().get("typ") != HEAD_TYPE:
+    if obj.headers().get("typ") != TREE_HEAD_TYPE:
         return False
     try:
         claims = json.loads(obj.payload or b"null")
