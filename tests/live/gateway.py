@@ -101,14 +101,17 @@ class LiveGateway:
 
 
 @contextmanager
-def live_gateway(testbed: TestbedInfo, sites: Sequence[str], base: Path,
-                 **overrides: Any) -> Iterator[LiveGateway]:
-    """A LiveGateway over `sites` of the running testbed, with its state under `base`
-    (and any further settings in `overrides`)."""
+def live_gateway(testbed: TestbedInfo, sites: Sequence[str], base: Path, *,
+                 over_wan: bool = False, **overrides: Any) -> Iterator[LiveGateway]:
+    """A LiveGateway over `sites` of the running testbed (reached over their emulated
+    wide-area links if `over_wan`: testbed.wan), with its state under `base` (and any
+    further settings in `overrides`)."""
     configs = base / "site-configs"
     configs.mkdir(parents=True)
+    source = testbed.site_configs_wan if over_wan else testbed.site_configs
+    assert source is not None, "this testbed's subnet has no room for WAN links"
     for name in sites:
-        shutil.copy(Path(testbed.site_configs) / f"{name}.yaml", configs)
+        shutil.copy(Path(source) / f"{name}.yaml", configs)
     settings = Settings(data_dir=base / "data", database_url=f"sqlite:///{base / 'gw.db'}",
                         site_configs_dir=configs, run_worker=False,
                         public_url="http://gateway.test", **overrides)
