@@ -165,8 +165,8 @@ def create_wan_net(config: TestbedConfig, site: SiteId, rate_mbit: float) -> Non
     ip("addr", "add", f"{here}/31", "dev", veth)
     ip("link", "set", veth, "up")
     shape = token_bucket(rate_mbit)
-    _tc(None, "qdisc", "replace", "dev", veth, "root", *shape)
-    _tc(ns, "qdisc", "replace", "dev", "wan0", "root", *shape)
+    tc(None, "qdisc", "replace", "dev", veth, "root", *shape)
+    tc(ns, "qdisc", "replace", "dev", "wan0", "root", *shape)
 
 
 def token_bucket(rate_mbit: float) -> list[str]:
@@ -178,7 +178,8 @@ def token_bucket(rate_mbit: float) -> list[str]:
     return ["tbf", "rate", f"{rate_mbit:g}mbit", "burst", str(bucket), "latency", "50ms"]
 
 
-def _tc(ns: str | None, *args: str) -> None:
+def tc(ns: str | None, *args: str) -> None:
+    """Run `tc ARGS` (in namespace `ns`); on failure raise TestbedError with its message."""
     argv = ["tc", *args] if ns is None else ["tc", "-n", ns, *args]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testbed import network
 from testbed.config import TestbedConfig, TestbedError
 from testbed.install import TOXIPROXY_BIN
 from testbed.sites import SiteId
@@ -148,13 +149,29 @@ def ensure(config: TestbedConfig, sites: list[SiteId]) -> None:
                         "upstream": f"{there}:{SSH_PORT}", "enabled": True})
     _api(port, "POST", "/populate", proxies)
     for site in sites:
-        half = link_of(site.name).rtt_ms // 2
-        for toxic in _api(port, "GET", f"/proxies/{site.name}/toxics") or []:
-            _api(port, "DELETE", f"/proxies/{site.name}/toxics/{toxic['name']}")
-        for stream in ("upstream", "downstream"):
-            _api(port, "POST", f"/proxies/{site.name}/toxics", {
-                "name": f"delay-{stream}", "type": "latency", "stream": stream,
-                "toxicity": 1.0, "attributes": {"latency": half, "jitter": 0}})
+        _delay(port, site.name, link_of(site.name).rtt_ms)
+
+
+def _delay(port: int, name: str, rtt_ms: int) -> None:
+    """Proxy `name` holds each direction's data for half of `rtt_ms`."""
+    for toxic in _api(port, "GET", f"/proxies/{name}/toxics") or []:
+        _api(port, "DELETE", f"/proxies/{name}/toxics/{toxic['name']}")
+    for stream in ("upstream", "downstream"):
+        _api(port, "POST", f"/proxies/{name}/toxics", {
+            "name": f"delay-{stream}", "type": "latency", "stream": stream,
+            "toxicity": 1.0, "attributes": {"latency": rtt_ms // 2, "jitter": 0}})
+
+
+def set_link(config: TestbedConfig, site: SiteId, link: Link) -> None:
+    """Give the running testbed's link to `site` another RTT and rate, at once (open
+    connections too); `up` sets `LINKS` again. For benchmarks that sweep a link."""
+    port = _running(config)
+    if port is None:
+        raise TestbedError("this testbed's WAN links are not running: `gridgate testbed up`")
+    _delay(port, site.name, link.rtt_ms)
+    shape = network.token_bucket(link.rate_mbit)
+    network.tc(None, "qdisc", "replace", "dev", config.wan_veth(site.index), "root", *shape)
+    network.tc(config.netns(site.name), "qdisc", "replace", "dev", "wan0", "root", *shape)
 
 
 def stop(config: TestbedConfig) -> bool:
