@@ -164,9 +164,14 @@ def create_wan_net(config: TestbedConfig, site: SiteId, rate_mbit: float) -> Non
     ip("-n", ns, "link", "set", "wan0", "up")
     ip("addr", "add", f"{here}/31", "dev", veth)
     ip("link", "set", veth, "up")
+    shape_wan(config, site, rate_mbit)
+
+
+def shape_wan(config: TestbedConfig, site: SiteId, rate_mbit: float) -> None:
+    """Both ends of the site's WAN veth pair send at most `rate_mbit` (set or changed)."""
     shape = token_bucket(rate_mbit)
-    tc(None, "qdisc", "replace", "dev", veth, "root", *shape)
-    tc(ns, "qdisc", "replace", "dev", "wan0", "root", *shape)
+    tc(None, "qdisc", "replace", "dev", config.wan_veth(site.index), "root", *shape)
+    tc(config.netns(site.name), "qdisc", "replace", "dev", "wan0", "root", *shape)
 
 
 def token_bucket(rate_mbit: float) -> list[str]:

@@ -119,8 +119,7 @@ _STARTED: list[subprocess.Popen[bytes]] = []
 
 def _start(config: TestbedConfig) -> int:
     port = _free_port()
-    log = open(config.state_dir / "toxiproxy.log", "ab")  # noqa: SIM115 (the child keeps it)
-    with log:
+    with open(config.state_dir / "toxiproxy.log", "ab") as log:  # the child keeps its own fd
         proc = subprocess.Popen([str(toxiproxy_binary()), "-host", "127.0.0.1", "-port",
                                  str(port)], stdout=log, stderr=log, start_new_session=True)
     _STARTED.append(proc)
@@ -169,9 +168,7 @@ def set_link(config: TestbedConfig, site: SiteId, link: Link) -> None:
     if port is None:
         raise TestbedError("this testbed's WAN links are not running: `gridgate testbed up`")
     _delay(port, site.name, link.rtt_ms)
-    shape = network.token_bucket(link.rate_mbit)
-    network.tc(None, "qdisc", "replace", "dev", config.wan_veth(site.index), "root", *shape)
-    network.tc(config.netns(site.name), "qdisc", "replace", "dev", "wan0", "root", *shape)
+    network.shape_wan(config, site, link.rate_mbit)
 
 
 def stop(config: TestbedConfig) -> bool:
