@@ -94,6 +94,27 @@ class LiveGateway:
         text: str = r.text
         return text
 
+    def upload(self, headers: dict[str, str], path: Path, digest: str,
+               chunk: int = 32 << 20) -> str:
+        """Upload `path` (sha256 `digest`) through the REST API in `chunk`-byte pieces, as
+        the user of `headers`; the upload's id."""
+        size = path.stat().st_size
+        r = self.client.post("/api/v1/uploads", headers=headers,
+                             json={"name": path.name, "size": size, "sha256": digest})
+        assert r.status_code == 201, r.text
+        upload_id: str = r.json()["id"]
+        with open(path, "rb") as src:
+            for start in range(0, size, chunk):
+                data = src.read(chunk)
+                r = self.client.put(f"/api/v1/uploads/{upload_id}", content=data, headers={
+                    **headers,
+                    "Content-Range": f"bytes {start}-{start + len(data) - 1}/{size}"})
+                assert r.status_code == 200, r.text
+        r = self.client.post(f"/api/v1/uploads/{upload_id}/complete", headers=headers,
+                             json={"sha256": digest})
+        assert r.status_code == 200, r.text
+        return upload_id
+
     def sites(self) -> dict[str, dict[str, Any]]:
         r = self.client.get("/api/v1/sites", headers=self.token())
         assert r.status_code == 200, r.text

@@ -28,32 +28,20 @@ def gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         yield gw
 
 
-def _upload(gw: LiveGateway, headers: dict[str, str], data: bytes) -> str:
-    digest = hashlib.sha256(data).hexdigest()
-    r = gw.client.post("/api/v1/uploads", headers=headers,
-                       json={"name": "in.bin", "size": len(data), "sha256": digest})
-    assert r.status_code == 201, r.text
-    upload_id: str = r.json()["id"]
-    r = gw.client.put(f"/api/v1/uploads/{upload_id}", content=data, headers={
-        **headers, "Content-Range": f"bytes 0-{len(data) - 1}/{len(data)}"})
-    assert r.status_code == 200, r.text
-    r = gw.client.post(f"/api/v1/uploads/{upload_id}/complete", headers=headers,
-                       json={"sha256": digest})
-    assert r.status_code == 200, r.text
-    return upload_id
-
-
 @pytest.mark.parametrize("site", SITES)
 def test_a_staged_job_runs_over_the_link(gw: LiveGateway, testbed: TestbedInfo,
-                                         site: str) -> None:
+                                         site: str, tmp_path: Path) -> None:
     assert str(testbed.sites[site].wan_ip) in Path(gw.runtime.settings.site_configs_dir or ""
                                               ).joinpath(f"{site}.yaml").read_text()
     headers = gw.token(SITES[site])
     data = os.urandom(3 * 1024 * 1024)
+    source = tmp_path / "in.bin"
+    source.write_bytes(data)
+    upload_id = gw.upload(headers, source, hashlib.sha256(data).hexdigest())
     job_id = gw.submit(headers, {
         "name": "over the wan", "site": site, "executable": "/bin/sh",
         "args": ["-c", "sha256sum in/data.bin | cut -c1-64 > out.txt; cat out.txt"],
-        "inputs": [{"source": f"upload:{_upload(gw, headers, data)}", "dest": "in/data.bin"}],
+        "inputs": [{"source": f"upload:{upload_id}", "dest": "in/data.bin"}],
         "outputs": ["out.txt"], "resources": {"walltime": 300}})
     job = gw.until_final(job_id, deadline=600)
     assert job["state"] == "COMPLETED", job

@@ -18,7 +18,6 @@ from testbed.state import TestbedInfo
 from tests.live.gateway import LiveGateway, live_gateway
 
 MIB = 1 << 20
-CHUNK = 32 * MIB
 
 
 @pytest.fixture(scope="module")
@@ -39,25 +38,6 @@ def big_file() -> Iterator[tuple[Path, str]]:
             out.write(block)
     yield path, digest.hexdigest()
     path.unlink()
-
-
-def _upload(gw: LiveGateway, headers: dict[str, str], path: Path, digest: str) -> str:
-    """Upload `path` through the REST API in 32 MiB chunks; the upload's id."""
-    size = path.stat().st_size
-    r = gw.client.post("/api/v1/uploads", headers=headers,
-                       json={"name": path.name, "size": size, "sha256": digest})
-    assert r.status_code == 201, r.text
-    upload_id: str = r.json()["id"]
-    with open(path, "rb") as src:
-        for start in range(0, size, CHUNK):
-            data = src.read(CHUNK)
-            r = gw.client.put(f"/api/v1/uploads/{upload_id}", content=data, headers={
-                **headers, "Content-Range": f"bytes {start}-{start + len(data) - 1}/{size}"})
-            assert r.status_code == 200, r.text
-    r = gw.client.post(f"/api/v1/uploads/{upload_id}/complete", headers=headers,
-                       json={"sha256": digest})
-    assert r.status_code == 200, r.text
-    return upload_id
 
 
 def _shell_job(site: str, script: str, **extra: Any) -> dict[str, Any]:
@@ -92,8 +72,8 @@ def test_three_inputs_and_fetched_outputs(gw: LiveGateway, tmp_path: Path,
     small = tmp_path / "small.txt"
     small.write_bytes(b"x; touch /tmp/pwned $(id)\nsecond line\n")
     small_sha = hashlib.sha256(small.read_bytes()).hexdigest()
-    big_id = _upload(gw, headers, big_path, big_sha)
-    small_id = _upload(gw, headers, small, small_sha)
+    big_id = gw.upload(headers, big_path, big_sha)
+    small_id = gw.upload(headers, small, small_sha)
 
     job_id = gw.submit(headers, _shell_job(
         "roadrunner",
