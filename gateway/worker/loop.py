@@ -7,8 +7,11 @@ completed are opened, failures retried or their descendants skipped), then opens
 array tasks their throttle has room for), then routes, once for all sites
 (gateway.worker.route: one routing pass gives the pending `site: auto` jobs their sites),
 then runs each site's steps: submission (recover, claim and submit), cancels, polling
-and stage-out. Between cycles, a site whose adapter tells that a job of it may have ended
-(the local site: its runner exited) has its steps run at once (gateway.worker.wakes).
+and stage-out. In the long-running loop (`Worker.run`) each site's steps run on lanes of
+their own (gateway.worker.lanes), which the cycle kicks and never waits for: a slow or
+dead site delays no other, and a submission never waits behind its site's status calls.
+Between cycles, a site whose adapter tells that a job of it may have ended (the local
+site: its runner exited) has its jobs followed at once (gateway.worker.wakes).
 The outbox of events (webhooks and job mail: gateway.worker.outbox) is sent by a thread
 of its own, woken by this process's commits, so a receiver or relay slow to answer never
 holds back the sites.
@@ -30,6 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from adapters.errors import AdapterError
 from gateway.repositories.events import signal as event_signal
@@ -40,6 +44,7 @@ from gateway.worker.cancel import send_cancels
 from gateway.worker.context import SiteStep, StepContext
 from gateway.worker.failover import fail_over_stranded
 from gateway.worker.gates import open_gates
+from gateway.worker.lanes import FOLLOW, SEND, SiteLanes
 from gateway.worker.outbox.mail import send_mail
 from gateway.worker.outbox.webhooks import close_connections, deliver_webhooks
 from gateway.worker.periodic.audit_sequencer import AuditSequencer
@@ -51,24 +56,26 @@ from gateway.worker.settle import settle, settle_unrun
 from gateway.worker.site_health import DOWN, UP, SiteHealth
 from gateway.worker.staging.stage_out import stage_outs
 from gateway.worker.submission.submit import submit_accepted, submit_recovered
-from gateway.worker.wakes import Wakes
+from gateway.worker.wakes import Wakes, listen
 from gateway.worker.workflows import advance_workflows
 
 log = logging.getLogger(__name__)
 
 # One cycle's schedule at each site, in order: (name, step, whether work done there
-# means another cycle should follow at once).
-SITE_STEPS: tuple[tuple[str, SiteStep, bool], ...] = (
-    ("recover", submit_recovered, True),  # adopt or resubmit what a dead worker left
-    ("submit", submit_accepted, True),  # claim, stage in, submit
-    ("cancel", send_cancels, False),
-    ("poll", poll, False),
-    ("stage-out", stage_outs, True),
-    ("settle", settle, False),  # finished jobs' liens -> charges (when the bank is on)
+# means another pass should follow at once, the lane it runs on).
+SITE_STEPS: tuple[tuple[str, SiteStep, bool, str], ...] = (
+    ("recover", submit_recovered, True, SEND),  # adopt or resubmit what a dead worker left
+    ("submit", submit_accepted, True, SEND),  # claim, stage in, submit
+    ("cancel", send_cancels, False, SEND),
+    ("poll", poll, False, FOLLOW),
+    ("stage-out", stage_outs, True, FOLLOW),
+    ("settle", settle, False, FOLLOW),  # finished jobs' liens -> charges (when the bank is on)
 )
-# The shortest time between two woken passes (gateway.worker.wakes): a site whose adapter
-# keeps telling of changes is looked at no more often than this.
+# The shortest time between two woken passes over workflows and gates: sites that keep
+# telling of changes cost no more than one per this.
 WAKE_GAP_SECONDS = 0.05
+# At most this many sites' steps at once in `run_once` (each on a thread of the pool).
+PARALLEL_SITES = 16
 
 
 class Worker:
@@ -85,77 +92,93 @@ class Worker:
         self.audit = AuditSequencer(self.ctx)
 
     def run(self, stop: threading.Event) -> None:
-        """Cycle until `stop` is set; sleep between cycles only when there was nothing to do,
-        and then wake for a site whose adapter tells of a change (gateway.worker.wakes).
-        The outbox (webhooks, mail) goes on a thread of its own: a receiver or relay that
-        hangs until its timeout must not hold back the sites."""
+        """Cycle until `stop` is set: the steps over all sites here, each site's own on its
+        lanes (gateway.worker.lanes). Sleep between cycles only when there was nothing to
+        do, and then wake for a site whose adapter tells of a change or a lane that did
+        work (gateway.worker.wakes). The outbox (webhooks, mail) goes on a thread of its
+        own: a receiver or relay that hangs until its timeout must not hold back the sites."""
         log.info("worker %s started", self.id)
         outbox_wake = threading.Event()
         outbox = threading.Thread(target=self._run_outbox, args=(stop, outbox_wake),
                                   daemon=True, name="gridgate-outbox")
         outbox.start()
         wakes = Wakes()
-        unlisten = wakes.listen(self.rt.sites)
-        # The stop ends both threads' waits at once, however long their poll.
+        lanes = SiteLanes(self.rt.sites, self._run_site, wakes.wake)
+        unlisten = listen(self.rt.sites, functools.partial(lanes.kick, lane=FOLLOW))
+        # The stop ends every wait at once, however long their poll.
         threading.Thread(target=_stop_waits, args=(stop, wakes, outbox_wake), daemon=True,
                          name="gridgate-worker-stop").start()
         try:
-            self._cycle(stop, wakes)
+            self._cycle(stop, wakes, lanes)
         finally:
             unlisten()
             wakes.stop()
+            lanes.stop(timeout=60)
             outbox.join(timeout=60)
             close_connections()
 
-    def _cycle(self, stop: threading.Event, wakes: Wakes) -> None:
-        """Whole cycles every `worker_poll_seconds` (at once after one that did work), and
-        between them a pass over each woken site. Woken passes never move the next whole
-        cycle back, so the other sites keep their pace, and come WAKE_GAP_SECONDS apart at
-        the closest: the wakes of the meantime are gathered into one."""
+    def _cycle(self, stop: threading.Event, wakes: Wakes, lanes: SiteLanes) -> None:
+        """The steps over all sites every `worker_poll_seconds`, each followed by a kick of
+        every lane; at once again after one that did work, kicking only the send lanes
+        (what it routed or opened), so that busy cycles do not ask every site its
+        statuses. Between cycles, a pass over workflows and gates for the lanes that did
+        work, WAKE_GAP_SECONDS apart at the closest: their wakes gather into one."""
         poll_seconds = self.rt.settings.worker_poll_seconds
-        next_cycle = time.monotonic()
+        next_cycle = next_full = time.monotonic()
         last_pass = -WAKE_GAP_SECONDS
-        woken: set[str] = set()
+        woken = False
         while not stop.is_set():
             due = min(next_cycle, last_pass + WAKE_GAP_SECONDS) if woken else next_cycle
-            woken |= wakes.wait(max(0.0, due - time.monotonic()), early=not woken)
+            woken |= bool(wakes.wait(max(0.0, due - time.monotonic()), early=not woken))
             if stop.is_set():
                 return
             now = time.monotonic()
             if now >= next_cycle:
-                woken.clear()  # the cycle runs every site, the woken ones too
-                busy = _survive(lambda: self.run_once(outbox=False))
-                next_cycle = time.monotonic() + (0.0 if busy else poll_seconds)
+                woken = False  # the cycle passes over workflows and gates too
+                busy = _survive(self.run_steps_over_all_sites)
+                if now >= next_full:
+                    lanes.kick_all()
+                    next_full = now + poll_seconds
+                else:
+                    lanes.kick_all(SEND)
+                next_cycle = time.monotonic() if busy else next_full
             elif woken and now >= last_pass + WAKE_GAP_SECONDS:
-                names, woken, last_pass = woken, set(), now
-                if _survive(functools.partial(self.run_woken, names)):
+                woken, last_pass = False, now
+                if _survive(self.advance):
                     next_cycle = time.monotonic()
 
     def run_once(self, *, outbox: bool = True) -> bool:
-        """One cycle over all sites (and the outbox, unless `outbox` is False: `run` sends
-        it on its own thread). True when it did work that calls for another now."""
-        self.housekeeping.run()
-        self.audit.run()
-        busy = advance_workflows(self.ctx)  # opens the steps whose producers completed
-        busy |= open_gates(self.ctx)
-        busy |= route_jobs(self.ctx, self.health, self.predictions)
-        busy |= fail_over_stranded(self.ctx)
-        settle_unrun(self.ctx)
-        for site in self.rt.sites:
-            busy |= self._run_site(site)
+        """One cycle over all sites (and the outbox, unless `outbox` is False), the sites'
+        steps at once across sites and waited for. True when it did work that calls for
+        another now."""
+        busy = self.run_steps_over_all_sites()
+        sites = list(self.rt.sites)
+        if len(sites) == 1:
+            busy |= self._run_site(sites[0])
+        elif sites:
+            with ThreadPoolExecutor(min(PARALLEL_SITES, len(sites)),
+                                    thread_name_prefix="gridgate-site") as pool:
+                busy |= any(list(pool.map(self._run_site, sites)))
         if outbox:
             busy |= self.send_outbox()  # after the sites: their changes go out now
         return busy
 
-    def run_woken(self, names: set[str]) -> bool:
-        """A pass over the sites of these names (a job there may have ended: its status,
-        stage-out and settling), then the workflow and gate steps such an end may open.
-        True when a whole cycle should follow now (to route and submit what opened)."""
-        busy = False
-        for site in self.rt.sites:
-            if site.name in names:
-                busy |= self._run_site(site)
-        busy |= advance_workflows(self.ctx)
+    def run_steps_over_all_sites(self) -> bool:
+        """The steps that look at every site at once: housekeeping, the audit sequencer,
+        workflows and gates, routing, failover, settling what never ran. True when they
+        did work that calls for another cycle now."""
+        self.housekeeping.run()
+        self.audit.run()
+        busy = self.advance()
+        busy |= route_jobs(self.ctx, self.health, self.predictions)
+        busy |= fail_over_stranded(self.ctx)
+        settle_unrun(self.ctx)
+        return busy
+
+    def advance(self) -> bool:
+        """Open the workflow steps whose producers completed, then the jobs whose
+        dependencies are satisfied (and array tasks their throttle has room for)."""
+        busy = advance_workflows(self.ctx)
         busy |= open_gates(self.ctx)
         return busy
 
@@ -183,10 +206,13 @@ class Worker:
         finally:
             unhook()
 
-    def _run_site(self, site: SiteEntry) -> bool:
+    def _run_site(self, site: SiteEntry, lane: str | None = None) -> bool:
+        """This site's steps (those of one lane, or all); True when one left work to do now."""
         busy = reached = False
         try:
-            for _, step, hurries in self.site_steps:
+            for _, step, hurries, on_lane in self.site_steps:
+                if lane is not None and on_lane != lane:
+                    continue
                 worked = step(self.ctx, site)
                 reached |= worked
                 busy |= worked and hurries
@@ -213,7 +239,8 @@ def _survive(step: Callable[[], bool]) -> bool:
         return False
 
 
-def _stop_waits(stop: threading.Event, wakes: Wakes, outbox_wake: threading.Event) -> None:
+def _stop_waits(stop: threading.Event, wakes: Wakes,
+                outbox_wake: threading.Event) -> None:
     stop.wait()
     wakes.stop()
     outbox_wake.set()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from gateway.services.lifecycle.statuses import record_site_state
 from gateway.services.sites.entry import SiteEntry
 from gateway.worker.context import StepContext
@@ -15,10 +17,13 @@ class SiteHealth:
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
         self._seen: dict[str, tuple[str, str | None]] = {}
+        # A site's two lanes (gateway.worker.lanes) may mark it at once.
+        self._lock = threading.Lock()
 
     def mark(self, site: SiteEntry, state: str, reason: str | None) -> None:
-        if self._seen.get(site.name) == (state, reason):
-            return
-        with self.ctx.unit() as session:
-            record_site_state(session, site.name, state, reason)
-        self._seen[site.name] = (state, reason)
+        with self._lock:
+            if self._seen.get(site.name) == (state, reason):
+                return
+            with self.ctx.unit() as session:
+                record_site_state(session, site.name, state, reason)
+            self._seen[site.name] = (state, reason)

@@ -1,13 +1,15 @@
-"""Sites that asked to be looked at now: an adapter with `change_wakes` (the local site:
-a job's runner exited) tells the worker, which runs that site's steps at once instead of
-at its next cycle (gateway.worker.loop).
+"""Sites that asked to be looked at now. An adapter with `change_wakes` (the local site:
+a job's runner exited) tells the worker, which follows that site's jobs at once instead
+of at its next cycle (`listen`); a site lane that did work asks the worker's loop for a
+pass over the workflows and gates such work may open (`Wakes`).
 
 Wakes are gathered until the loop takes them: any number between two takes make one
-pass per site, so an adapter that keeps telling costs at most one pass per `gap`.
+pass, so sites that keep telling cost at most one pass per `gap`.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -48,21 +50,19 @@ class Wakes:
             taken, self._sites = self._sites, set()
             return taken
 
-    def listen(self, sites: Iterable[SiteEntry]) -> Callable[[], None]:
-        """Have every adapter of these sites that can tell of changes wake its site;
-        returns the function that stops them all."""
-        stops: list[Callable[[], None]] = []
-        for site in sites:
-            adapters = [site.adapter, *(site.mapped or {}).values()]
-            for adapter in {id(a): a for a in adapters}.values():
-                notifier = change_notifier(adapter)
-                if notifier is not None:
-                    stops.append(notifier.on_change(self._waker(site.name)))
 
-        def unlisten() -> None:
-            for stop in stops:
-                stop()
-        return unlisten
+def listen(sites: Iterable[SiteEntry], tell: Callable[[str], None]) -> Callable[[], None]:
+    """Have every adapter of these sites that can tell of changes call `tell` with its
+    site's name; returns the function that stops them all."""
+    stops: list[Callable[[], None]] = []
+    for site in sites:
+        adapters = [site.adapter, *(site.mapped or {}).values()]
+        for adapter in {id(a): a for a in adapters}.values():
+            notifier = change_notifier(adapter)
+            if notifier is not None:
+                stops.append(notifier.on_change(functools.partial(tell, site.name)))
 
-    def _waker(self, site: str) -> Callable[[], None]:
-        return lambda: self.wake(site)
+    def unlisten() -> None:
+        for stop in stops:
+            stop()
+    return unlisten
