@@ -1,4 +1,9 @@
-"""Commands over SSH channels: at most `max_sessions` at once, a deadline, an output cap.
+"""Commands over SSH channels (adapters.ssh.sessions): a deadline, an output cap, and one
+round trip each on a channel opened ahead.
+
+A command's exec request, its input and EOF go out together, without waiting for the
+server's reply to the exec (as OpenSSH's `ssh host command` does): the reply comes
+before the output, and a refused exec closes the channel, which is then reported.
 
 Every step has a deadline. A command that overruns it, or writes more than the output
 cap, has its remote process group killed (an SSH "signal" request, which OpenSSH >= 7.9
@@ -16,15 +21,16 @@ import contextlib
 import logging
 import select
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import paramiko
 from paramiko.common import cMSG_CHANNEL_REQUEST
 
 from adapters.errors import CommandTimeout, ConnectionFailed, OutputTooLarge
-from adapters.ssh.connection import Deadline, SshConnection, reason
+from adapters.ssh.connection import Deadline, reason
 from adapters.ssh.send_guard import send_guard
+from adapters.ssh.sessions import Sessions
 from adapters.transport.argv import check_argv, remote_command, shown
 from adapters.transport.protocol import CommandResult
 
@@ -34,54 +40,62 @@ _RECV_CHUNK = 1 << 16
 _SEND_CHUNK = 1 << 15
 
 
-class SessionSlots:
-    """At most `max_sessions` channels at once (sshd refuses more than MaxSessions)."""
-
-    def __init__(self, label: str, max_sessions: int) -> None:
-        self.label = label
-        self.max_sessions = max_sessions
-        self._free = threading.BoundedSemaphore(max_sessions)
-
-    @contextlib.contextmanager
-    def slot(self, deadline: Deadline, what: str) -> Iterator[None]:
-        """Hold one session slot; CommandTimeout if none frees up before the deadline."""
-        if not self._free.acquire(timeout=max(0.0, deadline.remaining())):
-            raise CommandTimeout(
-                f"no free SSH session to {self.label} for {what} in time "
-                f"({self.max_sessions} busy)"
-            )
-        try:
-            yield
-        finally:
-            self._free.release()
-
-
-def run_command(connection: SshConnection, slots: SessionSlots, argv: Sequence[str],
-                stdin: bytes | None, timeout: float) -> CommandResult:
+def run_command(sessions: Sessions, argv: Sequence[str], stdin: bytes | None,
+                timeout: float) -> CommandResult:
     """Run argv in the account's login shell, each element `shlex.quote`d."""
     items = check_argv(argv)
     command = remote_command(items)
     deadline = Deadline(timeout)
-    label = connection.target.label
+    target = sessions.connection.target
+    label = target.label
+    what = f"`{shown(items)}`"
     log.debug("ssh %s: %s", label, shown(items))
-    with slots.slot(deadline, shown(items)):
-        chan, conn = connection.channel(
-            deadline, lambda c, t: c.open_session(timeout=t), f"`{shown(items)}`"
-        )
-        try:
-            start(chan, conn, deadline, lambda: chan.exec_command(command),
-                  f"`{shown(items)}`", label)
+    for attempt in (1, 2):
+        with sessions.session(deadline, what) as (chan, conn):
+            try:
+                _send_exec(chan, conn, command)
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                # The request never left: the connection (found dead only now, on a
+                # channel opened before) is replaced once, as a dead one found while
+                # opening a channel is.
+                sessions.connection.drop(conn)
+                if attempt == 2 or deadline.expired:
+                    raise ConnectionFailed(
+                        f"connection to {label} lost before {what} started: {reason(exc)}"
+                    ) from exc
+                log.info("ssh %s: pooled connection was dead; reconnecting", label)
+                continue
             stdout, stderr = _collect(chan, items, stdin, deadline, label,
-                                      connection.target.max_output_bytes)
+                                      target.max_output_bytes)
             status = chan.recv_exit_status() if chan.exit_status_ready() else -1
             if status == -1 and not conn.is_active():
                 raise ConnectionFailed(
-                    f"connection to {label} lost while `{shown(items)}` ran; "
-                    "it may or may not have completed"
+                    f"connection to {label} lost while {what} ran; it may or may not have "
+                    "completed"
                 )
-        finally:
-            chan.close()
-    return CommandResult(items, status, stdout, stderr)
+            if status == -1 and chan.event.is_set() and not chan.event_ready:
+                raise ConnectionFailed(f"{label} refused to start {what}; it did not run")
+            return CommandResult(items, status, stdout, stderr)
+    raise AssertionError("unreachable")
+
+
+def _send_exec(chan: paramiko.Channel, conn: paramiko.Transport, command: str) -> None:
+    """Send the exec request and return at once: the reply (success, or failure, which
+    closes the channel) is read with the output. Raises what the send raised: then the
+    request did not leave."""
+    message = paramiko.Message()
+    message.add_byte(cMSG_CHANNEL_REQUEST)
+    message.add_int(chan.remote_chanid)
+    message.add_string("exec")
+    message.add_boolean(True)
+    message.add_string(command)
+    # paramiko internals (pinned <6 in pyproject.toml), as Channel.exec_command uses them
+    # before it waits for the reply.
+    cast(Any, chan)._event_pending()
+    with send_guard(chan):
+        if chan.closed:
+            raise EOFError("the channel closed before the command was sent")
+        cast(Any, conn)._send_user_message(message)
 
 
 def start(chan: paramiko.Channel, conn: paramiko.Transport, deadline: Deadline,

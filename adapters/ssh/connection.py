@@ -129,7 +129,7 @@ class SshConnection:
                     raise CommandTimeout(
                         f"{self.target.label}: opening a channel for {what} timed out"
                     ) from exc
-                self._drop(conn)
+                self.drop(conn)
                 if attempt == 2 or deadline.expired:
                     raise ConnectionFailed(
                         f"connection to {self.target.label} lost before {what} started: "
@@ -137,6 +137,10 @@ class SshConnection:
                     ) from exc
                 log.info("ssh %s: pooled connection was dead; reconnecting", self.target.label)
         raise AssertionError("unreachable")
+
+    def live_transport(self) -> paramiko.Transport | None:
+        """The pooled connection when it is open and alive, else None (never connects)."""
+        return self._live()
 
     def close(self) -> None:
         """Close for good: later calls raise TransportError."""
@@ -202,7 +206,8 @@ class SshConnection:
             return conn
         return None
 
-    def _drop(self, conn: paramiko.Transport) -> None:
+    def drop(self, conn: paramiko.Transport) -> None:
+        """Close `conn`, found dead; the next call opens a new connection."""
         with self._state_lock:
             if self._conn is conn:
                 self._conn = None

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 import paramiko
 
 from adapters.errors import CommandTimeout, ConnectionFailed, FileTransferError, TransportError
-from adapters.ssh.channels import SessionSlots, start
-from adapters.ssh.connection import Deadline, SshConnection, reason
+from adapters.ssh.channels import start
+from adapters.ssh.connection import Deadline, reason
+from adapters.ssh.sessions import Sessions
 from adapters.transport.argv import check_read_range
 from adapters.transport.protocol import LocalSink, LocalSource, Progress
 from adapters.transport.streams import copy_stream, open_sink, open_source
@@ -34,14 +35,13 @@ _WRITE_CHUNK_BYTES = 4 << 20
 class SftpFiles:
     """File operations of one SshTransport, each within `timeout` seconds."""
 
-    def __init__(self, connection: SshConnection, slots: SessionSlots, timeout: float) -> None:
-        self.connection = connection
-        self.slots = slots
+    def __init__(self, sessions: Sessions, timeout: float) -> None:
+        self.sessions = sessions
         self.timeout = timeout
 
     @property
     def _label(self) -> str:
-        return self.connection.target.label
+        return self.sessions.connection.target.label
 
     def put_bytes(self, data: bytes, path: str, mode: int) -> None:
         """Write to a temporary name in the same directory, then rename."""
@@ -136,20 +136,15 @@ class SftpFiles:
     @contextlib.contextmanager
     def _session(self, what: str) -> Iterator[tuple[paramiko.SFTPClient, paramiko.Transport]]:
         deadline = Deadline(self.timeout)
-        with self.slots.slot(deadline, what):
-            chan, conn = self.connection.channel(
-                deadline, lambda c, t: c.open_session(timeout=t), what)
+        with self.sessions.session(deadline, what) as (chan, conn):
+            start(chan, conn, deadline, lambda: chan.invoke_subsystem("sftp"), what,
+                  self._label)
+            chan.settimeout(max(0.001, deadline.remaining()))
             try:
-                start(chan, conn, deadline, lambda: chan.invoke_subsystem("sftp"), what,
-                      self._label)
-                chan.settimeout(max(0.001, deadline.remaining()))
-                try:
-                    sftp = paramiko.SFTPClient(chan)
-                except Exception as exc:
-                    raise self._error(exc, conn, what, "start SFTP for") from exc
-                yield sftp, conn
-            finally:
-                chan.close()
+                sftp = paramiko.SFTPClient(chan)
+            except Exception as exc:
+                raise self._error(exc, conn, what, "start SFTP for") from exc
+            yield sftp, conn
 
     def _error(self, exc: BaseException, conn: paramiko.Transport, path: str,
                action: str) -> TransportError:

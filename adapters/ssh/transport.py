@@ -2,7 +2,8 @@
 
     connection.py   one pooled connection: connect, pinned host key, account key, jump
                     host, keepalives, the site's circuit breaker
-    channels.py     commands: session slots, deadlines, output cap, killing overruns
+    sessions.py     session channels: at most max_sessions, one opened ahead
+    channels.py     commands: one round trip each, deadlines, output cap, killing overruns
     sftp.py         files over SFTP: atomic writes, ranged reads, pipelined copies
     bulk.py         large copies through OpenSSH processes, when the target allows
     send_guard.py   the paramiko#1115 workaround every channel relies on
@@ -19,9 +20,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 from adapters.ssh.breaker import CircuitBreaker
 from adapters.ssh.bulk import BulkUnavailable, OpenSshBulk
-from adapters.ssh.channels import SessionSlots, run_command
+from adapters.ssh.channels import run_command
 from adapters.ssh.connection import SshConnection
 from adapters.ssh.pool import TransportPool
+from adapters.ssh.sessions import Sessions
 from adapters.ssh.sftp import SftpFiles
 from adapters.ssh.target import SshTarget
 from adapters.transport.argv import check_read_range
@@ -57,8 +59,8 @@ class SshTransport:
         self.file_timeout = file_timeout
         self.connection: SshConnection = SshConnection(target, self.breaker,
                                                        jump.connection if jump else None)
-        self._slots = SessionSlots(target.label, target.max_sessions)
-        self._files = SftpFiles(self.connection, self._slots, file_timeout)
+        self.sessions = Sessions(self.connection, target.max_sessions)
+        self._files = SftpFiles(self.sessions, file_timeout)
         self._bulk = (OpenSshBulk(target, streams=target.bulk_streams, timeout=file_timeout)
                       if target.bulk_streams and OpenSshBulk.usable(target) else None)
 
@@ -90,7 +92,7 @@ class SshTransport:
         self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float = 60.0
     ) -> CommandResult:
         """Run argv in the account's login shell, each element `shlex.quote`d."""
-        return run_command(self.connection, self._slots, argv, stdin, timeout)
+        return run_command(self.sessions, argv, stdin, timeout)
 
     def put_bytes(self, data: bytes, path: str, *, mode: int = 0o600) -> None:
         """Write through SFTP to a temporary name in the same directory, then rename."""
@@ -144,6 +146,7 @@ class SshTransport:
         return self._files.download(path, sink, offset, length, progress)
 
     def close(self) -> None:
+        self.sessions.close()
         self.connection.close()
         if self._bulk is not None:
             self._bulk.close()
