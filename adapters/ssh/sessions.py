@@ -4,11 +4,12 @@ sshd refuses more session channels on a connection than its MaxSessions, so a tr
 holds at most `max_sessions` of them (the site config's).
 
 Opening a channel costs a round trip before anything can be sent on it: over a wide-area
-link, a third of a short command's time (issue 32). So one session channel is kept open
-ahead on the pooled connection: a command (or an SFTP session) takes it and sends its
-request at once, and the next one is opened ahead while it runs. The one ahead counts as
-a session: it holds a slot, and is closed to free it for anyone waiting when none other
-is free. Nothing connects in the background: a channel is opened ahead only on a live
+link, half of a short command's time (issue 32). So a few session channels (`ahead`, 2
+by default) are kept open ahead on the pooled connection: a command (or an SFTP session)
+takes one and sends its request at once, and another is opened ahead while it runs. Two,
+so that a site's status calls, one after the other, do not leave none ready for a
+submission that comes meanwhile. Each one ahead counts as a session: it holds a slot,
+which comes with it to whoever takes it, so they never take slots from commands. Nothing connects in the background: a channel is opened ahead only on a live
 connection, after a command used it.
 
 What it changes: a connection found dead while opening a channel was replaced silently,
@@ -29,7 +30,7 @@ from collections.abc import Iterator
 
 import paramiko
 
-from adapters.errors import CommandTimeout, TransportError
+from adapters.errors import CommandTimeout, ConnectionFailed, TransportError
 from adapters.ssh.connection import Deadline, SshConnection, reason
 from adapters.ssh.send_guard import send_guard
 
@@ -45,14 +46,14 @@ class Sessions:
     """The session channels of one transport; see the module docstring."""
 
     def __init__(self, connection: SshConnection, max_sessions: int, *,
-                 open_ahead: bool = True) -> None:
+                 ahead: int = 2) -> None:
         self.connection = connection
         self.max_sessions = max_sessions
-        self.open_ahead = open_ahead
+        self.ahead = ahead
         self._changed = threading.Condition()
         self._free = max_sessions
-        self._ahead: Session | None = None
-        self._opening = False
+        self._ahead: list[Session] = []
+        self._opening = 0
         self._waiting = 0
         self._closed = False
         # Sessions taken already open (the round trips saved), and opened on demand.
@@ -60,10 +61,10 @@ class Sessions:
         self.opened = 0
 
     @property
-    def ready(self) -> bool:
-        """Whether a channel opened ahead waits to be taken."""
+    def ready(self) -> int:
+        """How many channels opened ahead wait to be taken."""
         with self._changed:
-            return self._ahead is not None
+            return len(self._ahead)
 
     @contextlib.contextmanager
     def session(self, deadline: Deadline, what: str) -> Iterator[Session]:
@@ -72,8 +73,7 @@ class Sessions:
         ready = self._acquire(deadline, what)
         try:
             if ready is None:
-                ready = self.connection.channel(
-                    deadline, lambda c, t: c.open_session(timeout=t), what)
+                ready = self._open(deadline, what)
                 self.opened += 1
             else:
                 self.taken_ahead += 1
@@ -87,14 +87,31 @@ class Sessions:
             with self._changed:
                 self._free += 1
                 self._changed.notify()
+            # Again at the end: an open ahead refused meanwhile (sshd frees a closed
+            # session a moment after our close) is tried once more now.
+            self._open_next()
+
+    def _open(self, deadline: Deadline, what: str) -> Session:
+        """A new session channel; once more if sshd refused it. sshd frees a closed
+        session only at the end of its loop's turn, so an open that arrives with the close
+        of another (ours, a moment before: its slot free here) can find it still counted
+        against MaxSessions; by the time the refusal is back, it is freed."""
+        try:
+            return self.connection.channel(deadline, _open_session, what)
+        except ConnectionFailed as exc:
+            if not isinstance(exc.__cause__, paramiko.ChannelException):
+                raise
+            log.info("ssh %s: sshd refused a session for %s; once more",
+                     self.connection.target.label, what)
+            return self.connection.channel(deadline, _open_session, what)
 
     def close(self) -> None:
         """Close the channel opened ahead, and open no more."""
         with self._changed:
             self._closed = True
-            ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            _close(ahead[0])
+            ahead, self._ahead = self._ahead, []
+        for chan, _ in ahead:
+            _close(chan)
 
     def _acquire(self, deadline: Deadline, what: str) -> Session | None:
         """A slot: with the channel opened ahead (its slot), or a free one (None)."""
@@ -104,8 +121,8 @@ class Sessions:
                 self._waiting += 1
                 try:
                     while True:
-                        ahead, self._ahead = self._ahead, None
-                        if ahead is not None:
+                        if self._ahead:
+                            ahead = self._ahead.pop()  # the newest
                             if _usable(ahead):
                                 return ahead
                             stale.append(ahead[0])  # its slot is ours now
@@ -126,15 +143,17 @@ class Sessions:
                 _close(chan)
 
     def _open_next(self) -> None:
-        """Open the next channel ahead on a thread, if a slot is free that nobody waits for."""
+        """Open channels ahead on threads, up to `ahead`, with slots nobody waits for."""
         with self._changed:
-            if (not self.open_ahead or self._closed or self._ahead is not None
-                    or self._opening or self._free == 0 or self._waiting):
-                return
-            self._free -= 1
-            self._opening = True
-        threading.Thread(target=self._open_ahead, daemon=True,
-                         name="gridgate-ssh-ahead").start()
+            count = 0
+            while (not self._closed and len(self._ahead) + self._opening + count < self.ahead
+                   and self._free > 0 and not self._waiting):
+                self._free -= 1
+                count += 1
+            self._opening += count
+        for _ in range(count):
+            threading.Thread(target=self._open_ahead, daemon=True,
+                             name="gridgate-ssh-ahead").start()
 
     def _open_ahead(self) -> None:
         opened: Session | None = None
@@ -148,15 +167,20 @@ class Sessions:
             log.debug("ssh %s: no session opened ahead: %s", self.connection.target.label,
                       reason(exc))
         with self._changed:
-            self._opening = False
+            self._opening -= 1
             keep = opened is not None and not self._closed
             if keep:
-                self._ahead = opened
+                assert opened is not None
+                self._ahead.append(opened)
             else:
                 self._free += 1
             self._changed.notify()
         if opened is not None and not keep:
             _close(opened[0])
+
+
+def _open_session(conn: paramiko.Transport, timeout: float) -> paramiko.Channel:
+    return conn.open_session(timeout=timeout)
 
 
 def _usable(session: Session) -> bool:

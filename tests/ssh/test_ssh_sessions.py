@@ -1,7 +1,7 @@
 """Session channels opened ahead (adapters.ssh.sessions), against a real sshd: a command
-takes the one opened ahead and sends its exec at once, and the one ahead counts as a
-session, so a transport never holds more than `max_sessions`, with sshd's MaxSessions
-set to that number (it would refuse one more)."""
+takes one opened ahead and sends its exec at once, and those ahead count as sessions, so
+a transport never holds more than `max_sessions`, with sshd's MaxSessions set to that
+number (it would refuse one more)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def tight_sshd() -> Iterator[Sshd]:
         server.cleanup()
 
 
-def test_a_command_takes_the_session_opened_ahead(tight_sshd: Sshd) -> None:
-    transport = SshTransport(target_for(tight_sshd, max_sessions=MAX))
+def test_a_command_takes_the_session_opened_ahead(sshd: Sshd) -> None:
+    transport = SshTransport(target_for(sshd))
     sessions = transport.sessions
     try:
         assert transport.run(["echo", "first"]).stdout == b"first\n"
