@@ -52,7 +52,9 @@ def _merge(host_text: str, accounts: Iterable[Account], line: Callable[[Account]
 
 
 def sshd_config(ip: ipaddress.IPv4Address, port: int = 22,
-                wan_ip: ipaddress.IPv4Address | None = None) -> str:
+                wan_ip: ipaddress.IPv4Address | None = None, *,
+                host_key: str = "/etc/ssh/ssh_host_ed25519_key",
+                pid_file: str = "/run/sshd.pid") -> str:
     """sshd: key logins only, its own ed25519 host key, room for many parallel logins; on
     the site's address and, when given, the site end of its WAN link."""
     wan = f"ListenAddress {wan_ip}\n" if wan_ip is not None else ""
@@ -60,8 +62,8 @@ def sshd_config(ip: ipaddress.IPv4Address, port: int = 22,
 # gridgate testbed site sshd
 Port {port}
 ListenAddress {ip}
-{wan}HostKey /etc/ssh/ssh_host_ed25519_key
-PidFile /run/sshd.pid
+{wan}HostKey {host_key}
+PidFile {pid_file}
 UsePAM no
 PasswordAuthentication no
 KbdInteractiveAuthentication no

@@ -161,6 +161,46 @@ def _delay(port: int, name: str, rtt_ms: int) -> None:
             "toxicity": 1.0, "attributes": {"latency": rtt_ms // 2, "jitter": 0}})
 
 
+def add_proxy(config: TestbedConfig, name: str, upstream: str, rtt_ms: int) -> str:
+    """A link of its own (no rate limit) from a loopback port to `upstream` (host:port),
+    with this round trip; returns its host:port. For extra login hosts (testbed.login_hosts)."""
+    port = _running(config) or _start(config)
+    listen = f"127.0.0.1:{_free_port()}"
+    _api(port, "POST", "/proxies", {"name": name, "listen": listen, "upstream": upstream,
+                                    "enabled": True})
+    _delay(port, name, rtt_ms)
+    return listen
+
+
+def set_delay(config: TestbedConfig, name: str, rtt_ms: int) -> None:
+    """Give the link `name` another round trip, at once (open connections too)."""
+    port = _running(config)
+    if port is None:
+        raise TestbedError("this testbed's WAN links are not running: `gridgate testbed up`")
+    _delay(port, name, rtt_ms)
+
+
+def remove_proxy(config: TestbedConfig, name: str) -> None:
+    port = _running(config)
+    if port is not None:
+        with contextlib.suppress(OSError):
+            _api(port, "DELETE", f"/proxies/{name}")
+
+
+def black_hole(config: TestbedConfig, name: str, on: bool = True) -> None:
+    """Have the link `name` swallow everything from now on, its open connections too (a
+    site that hangs: nothing refused, nothing answered), or (`on=False`) pass it again."""
+    port = _running(config)
+    if port is None:
+        raise TestbedError("this testbed's WAN links are not running: `gridgate testbed up`")
+    if on:
+        _api(port, "POST", f"/proxies/{name}/toxics", {
+            "name": "black-hole", "type": "timeout", "stream": "downstream",
+            "toxicity": 1.0, "attributes": {"timeout": 0}})
+    else:
+        _api(port, "DELETE", f"/proxies/{name}/toxics/black-hole")
+
+
 def set_link(config: TestbedConfig, site: SiteId, link: Link) -> None:
     """Give the running testbed's link to `site` another RTT and rate, at once (open
     connections too); `up` sets `LINKS` again. For benchmarks that sweep a link."""

@@ -1,4 +1,4 @@
-"""Session channels to one account: at most `max_sessions` at once, one opened ahead.
+"""Session channels to one account: at most `max_sessions` at once, some opened ahead.
 
 sshd refuses more session channels on a connection than its MaxSessions, so a transport
 holds at most `max_sessions` of them (the site config's).
@@ -9,7 +9,8 @@ by default) are kept open ahead on the pooled connection: a command (or an SFTP 
 takes one and sends its request at once, and another is opened ahead while it runs. Two,
 so that a site's status calls, one after the other, do not leave none ready for a
 submission that comes meanwhile. Each one ahead counts as a session: it holds a slot,
-which comes with it to whoever takes it, so they never take slots from commands. Nothing connects in the background: a channel is opened ahead only on a live
+which comes with it to whoever takes it, so they never take slots from commands.
+Nothing connects in the background: channels are opened ahead only on a live
 connection, after a command used it.
 
 What it changes: a connection found dead while opening a channel was replaced silently,

@@ -1,0 +1,87 @@
+"""More login hosts in front of a running site (issue 32): how one machine holds a
+federation of 40 distant sites.
+
+Each login host is an sshd of its own in the site's namespaces (its own port, its own
+ed25519 host key, the site's accounts and scheduler behind it) reached over a link of its
+own: a Toxiproxy proxy on a loopback port with the host's round trip (testbed.wan; no
+rate limit: what these hosts are for, status and submission, is bound by round trips).
+Give each a site config of its own and the gateway sees as many sites, all in front of
+one real scheduler.
+
+They end with the site (its PID namespace) or with `stop`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed import render, wan
+from testbed.config import TestbedConfig, TestbedError
+from testbed.holder import nsexec
+from testbed.state import SiteInfo
+
+FIRST_PORT = 2201
+
+
+@dataclass(frozen=True)
+class LoginHost:
+    """One extra login host: where the gateway reaches it, its key, its link."""
+
+    name: str
+    link: str  # its link's name (testbed.wan: black_hole, set_delay)
+    host: str
+    port: int
+    host_key: str  # "ssh-ed25519 AAAA..."
+    rtt_ms: int
+
+
+def _dir(config: TestbedConfig, site: SiteInfo) -> Path:
+    return config.state_dir / "login-hosts" / site.name
+
+
+def start(config: TestbedConfig, site: SiteInfo, rtts: list[int],
+          prefix: str = "login") -> list[LoginHost]:
+    """One login host per round trip in `rtts` (ms), named `{prefix}{n:02d}`."""
+    base = _dir(config, site)
+    base.mkdir(parents=True, exist_ok=True)
+    hosts = []
+    for n, rtt in enumerate(rtts):
+        name = f"{prefix}{n:02d}"
+        port = FIRST_PORT + n
+        key = base / f"{name}_host_ed25519"
+        if not key.exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name,
+                            "-f", str(key)], check=True, capture_output=True)
+        sshd_config = base / f"{name}.sshd_config"
+        sshd_config.write_text(render.sshd_config(
+            ipaddress.IPv4Address(site.ip), port, host_key=str(key),
+            pid_file=f"/run/sshd-{name}.pid"))
+        nsexec(site.holder_pid, ["/usr/sbin/sshd", "-f", str(sshd_config),
+                                 "-E", str(base / f"{name}.log")])
+        link = f"{site.name}-{name}"
+        listen = wan.add_proxy(config, link, f"{site.ip}:{port}", rtt)
+        host, _, proxy_port = listen.rpartition(":")
+        public = key.with_suffix(".pub").read_text().split()
+        hosts.append(LoginHost(name=name, link=link, host=host, port=int(proxy_port),
+                               host_key=f"{public[0]} {public[1]}", rtt_ms=rtt))
+    return hosts
+
+
+def stop(config: TestbedConfig, site: SiteInfo, hosts: list[LoginHost]) -> None:
+    """Stop these login hosts' sshds and remove their links."""
+    for host in hosts:
+        wan.remove_proxy(config, host.link)
+        with contextlib.suppress(TestbedError):  # gone already (the site went down)
+            nsexec(site.holder_pid, ["sh", "-c", 'kill "$(cat "$1")"', "stop",
+                                     f"/run/sshd-{host.name}.pid"])
+
+
+def spread(count: int, low_ms: int, high_ms: int) -> list[int]:
+    """`count` round trips spread evenly from `low_ms` to `high_ms`."""
+    if count == 1:
+        return [low_ms]
+    return [round(low_ms + i * (high_ms - low_ms) / (count - 1)) for i in range(count)]
