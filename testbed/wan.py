@@ -187,6 +187,15 @@ def remove_proxy(config: TestbedConfig, name: str) -> None:
             _api(port, "DELETE", f"/proxies/{name}")
 
 
+def cut(config: TestbedConfig, name: str, on: bool = True) -> None:
+    """Cut the link `name` (its open connections closed, new ones refused: a site gone
+    from the network), or (`on=False`) mend it."""
+    port = _running(config)
+    if port is None:
+        raise TestbedError("this testbed's WAN links are not running: `gridgate testbed up`")
+    _api(port, "POST", f"/proxies/{name}", {"enabled": not on})
+
+
 def black_hole(config: TestbedConfig, name: str, on: bool = True) -> None:
     """Have the link `name` swallow everything from now on, its open connections too (a
     site that hangs: nothing refused, nothing answered), or (`on=False`) pass it again."""

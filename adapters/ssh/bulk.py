@@ -3,9 +3,11 @@
 paramiko encrypts and frames every 32 KiB packet in Python (~5 CPU s per GiB here), so
 large files go through OpenSSH's `ssh` instead, which does that in C: the gateway speaks
 SFTP (adapters.ssh.sftp_wire) over a socket pair to each `ssh` process. An upload is
-striped over `streams` such processes (alternate 255 KiB requests), so the site's
+striped over several such processes (alternate 255 KiB requests), so the site's
 sessions (an sshd that decrypts, an sftp-server that writes) work in parallel on
-several cores. Downloads use one process.
+several cores, and so are downloads. How many: enough channel windows for the link's
+bandwidth-delay product, from the round trip measured just before the copy and the rate
+copies have shown (adapters.ssh.stream_plan), at least `streams`.
 
 The sessions ride one standing connection (adapters.ssh.master: ControlMaster, its socket
 in this path's private directory), started by the first copy, so a copy's sessions open
@@ -34,6 +36,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from typing import IO
 
@@ -45,10 +48,12 @@ from adapters.ssh.sftp_wire import (
     OPEN_WRITE,
     SftpError,
     SftpSession,
-    read_windowed,
+    open_all,
+    read_striped,
     reorder_bytes,
     write_striped,
 )
+from adapters.ssh.stream_plan import StreamPlan
 from adapters.ssh.target import SshTarget
 from adapters.transport import (
     CommandTimeout,
@@ -92,6 +97,8 @@ class OpenSshBulk:
         if not self.usable(target, ssh_binary):
             raise ValueError(f"{target.label}: no OpenSSH bulk path for this target")
         self.target, self.streams, self.timeout = target, max(1, streams), timeout
+        self.plan = StreamPlan(self.streams, max(self.streams, MAX_MUX_SESSIONS))
+        self._next_streams = self.streams  # what start_ahead starts: the last copy's
         self._ssh = shutil.which(ssh_binary) or ssh_binary
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()
@@ -113,7 +120,7 @@ class OpenSshBulk:
     @property
     def reorder_bytes(self) -> int:
         """See FileTransport.write_reorder_bytes."""
-        return reorder_bytes(self.streams)
+        return reorder_bytes(self.plan.high)  # whatever the cut copy's streams were
 
     # --- copies ----------------------------------------------------------------------
 
@@ -124,7 +131,7 @@ class OpenSshBulk:
         the upload waits for the master instead (see `_sessions`)."""
         if not self.master.ensure():
             return
-        procs = [self._spawn() for _ in range(self.streams)]
+        procs = [self._spawn() for _ in range(self._next_streams)]
         with self._lock:
             stale = self._ready.pop(threading.get_ident(), [])
             self._ready[threading.get_ident()] = procs
@@ -136,9 +143,11 @@ class OpenSshBulk:
         self._end(unused, kill=True)
 
     def upload(self, source: LocalSource, path: str, *, offset: int, length: int | None,
-               mode: int, progress: Progress | None) -> int:
-        """As FileTransport.upload, striped over `streams` sessions."""
-        with self._sessions(self.streams) as sessions, self._errors(path, "write"):
+               mode: int, progress: Progress | None, rtt: float | None = None) -> int:
+        """As FileTransport.upload, striped over the streams `plan` gives for `rtt` (the
+        round trip measured just before, in seconds)."""
+        streams = self._streams_for(rtt)
+        with self._sessions(streams) as sessions, self._errors(path, "write"):
             first, *others = sessions
             if offset == 0:
                 handle = first.open(path, OPEN_WRITE | OPEN_CREATE | OPEN_TRUNCATE)
@@ -146,26 +155,36 @@ class OpenSshBulk:
             else:
                 handle = first.open(path, OPEN_WRITE)
                 first.truncate(handle, offset)
-            handles = [(first, handle)] + [(s, s.open(path, OPEN_WRITE)) for s in others]
+            handles = [(first, handle), *zip(others, open_all(others, path, OPEN_WRITE),
+                                             strict=True)]
+            started = time.monotonic()
             with open_source(source, offset) as src:
                 written = write_striped(handles, src, offset, length, progress)
-            # All CLOSEs sent, then their replies: one round trip, not one per session.
-            closing = [(session, session.send_close(h)) for session, h in handles]
-            for session, req in closing:
-                session.wait_ok(req)
+            self.plan.observe(written, time.monotonic() - started, streams, rtt)
+            _close_all(handles)
             return written
 
     def download(self, path: str, sink: LocalSink, *, offset: int, length: int | None,
-                 progress: Progress | None) -> int:
-        """As FileTransport.download, over one session."""
-        with self._sessions(1) as (session,), self._errors(path, "read"):
-            handle = session.open(path, OPEN_READ)
-            size = session.size(handle)
+                 progress: Progress | None, rtt: float | None = None) -> int:
+        """As FileTransport.download, striped as `upload` is."""
+        streams = self._streams_for(rtt)
+        with self._sessions(streams) as sessions, self._errors(path, "read"):
+            handles = list(zip(sessions, open_all(sessions, path, OPEN_READ), strict=True))
+            size = sessions[0].size(handles[0][1])
             end = size if length is None else min(size, offset + length)
+            started = time.monotonic()
             with open_sink(sink, offset) as out:
-                done = read_windowed(session, handle, offset, end, out.write, progress)
-            session.close(handle)
+                done = read_striped(handles, offset, end, out.write, progress)
+            self.plan.observe(done, time.monotonic() - started, streams, rtt)
+            _close_all(handles)
             return done
+
+    def _streams_for(self, rtt: float | None) -> int:
+        streams = self.plan.streams(rtt)
+        self._next_streams = streams
+        log.debug("%s: %d streams (round trip %s)", self.target.label, streams,
+                  "not measured" if rtt is None else f"{rtt * 1000:.1f} ms")
+        return streams
 
     def disconnect(self) -> None:
         """End every `ssh` process now, the master too (copies in flight fail as on a
@@ -348,3 +367,10 @@ class OpenSshBulk:
         except (EOFError, OSError) as exc:
             raise ConnectionFailed(f"connection to {self.target.label} lost during {action} "
                                    f"{path}: {exc or type(exc).__name__}") from exc
+
+
+def _close_all(handles: list[tuple[SftpSession, bytes]]) -> None:
+    """All CLOSEs sent, then their replies: one round trip, not one per session."""
+    closing = [(session, session.send_close(handle)) for session, handle in handles]
+    for session, req in closing:
+        session.wait_ok(req)

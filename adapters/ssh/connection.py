@@ -19,8 +19,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import paramiko
+from paramiko.common import cMSG_GLOBAL_REQUEST
 
 from adapters.errors import (
     AuthenticationFailed,
@@ -93,6 +95,7 @@ class SshConnection:
         self._state_lock = threading.Lock()
         # Held while connecting, so concurrent callers share one new connection.
         self._connect_lock = threading.Lock()
+        self._ping_lock = threading.Lock()  # one round_trip at a time (one reply event)
         self._closed = False
         # SSH connections opened so far (pooling shows as 1 for many commands).
         self.connects = 0
@@ -137,6 +140,34 @@ class SshConnection:
                     ) from exc
                 log.info("ssh %s: pooled connection was dead; reconnecting", self.target.label)
         raise AssertionError("unreachable")
+
+    def round_trip(self, timeout: float) -> float | None:
+        """Seconds one round trip on the pooled connection (connected first if need be)
+        takes now: a global request the server must answer, as OpenSSH's keepalives
+        are, so nothing runs on the site. None when no answer came within `timeout`."""
+        deadline = Deadline(timeout)
+        try:
+            conn = self._connection(deadline)
+        except TransportError:
+            return None
+        message = paramiko.Message()
+        message.add_byte(cMSG_GLOBAL_REQUEST)
+        message.add_string("keepalive@openssh.com")
+        message.add_boolean(True)  # want a reply (paramiko's global_request(wait=False)
+        # asks for none, and its wait=True has no timeout)
+        with self._ping_lock:
+            answered = threading.Event()
+            # paramiko internals (pinned <6 in pyproject.toml): the reply sets this event.
+            raw = cast(Any, conn)
+            raw.completion_event = answered
+            started = time.monotonic()
+            try:
+                raw._send_user_message(message)
+            except (paramiko.SSHException, OSError, EOFError):
+                return None
+            if not answered.wait(max(0.0, deadline.remaining())):
+                return None
+            return time.monotonic() - started
 
     def live_transport(self) -> paramiko.Transport | None:
         """The pooled connection when it is open and alive, else None (never connects)."""

@@ -74,8 +74,16 @@ class SftpSession:
 
     def open(self, path: str, flags: int) -> bytes:
         """Open `path` (OPEN_* flags); the handle. New files are created 0600."""
+        return self.wait_handle(self.send_open(path, flags))
+
+    def send_open(self, path: str, flags: int) -> int:
+        """Send an OPEN without waiting; its request id (see `wait_handle`)."""
         body = _string(path.encode()) + _U32.pack(flags) + _attrs(mode=0o600)
-        return self._expect_handle(self._request(_OPEN, body))
+        return self._request(_OPEN, body)
+
+    def wait_handle(self, req: int) -> bytes:
+        """The handle an OPEN sent by `send_open` gave."""
+        return self._expect_handle(req)
 
     def close(self, handle: bytes) -> None:
         self._expect_ok(self.send_close(handle))
@@ -317,9 +325,14 @@ def reorder_bytes(streams: int, *, request_bytes: int = REQUEST_BYTES,
     return (streams * (window + 1) + 1) * request_bytes
 
 
-def read_windowed(
-    session: SftpSession,
-    handle: bytes,
+def open_all(sessions: list[SftpSession], path: str, flags: int) -> list[bytes]:
+    """`path` opened on every session: the OPENs sent together, one round trip in all."""
+    sent = [session.send_open(path, flags) for session in sessions]
+    return [session.wait_handle(req) for session, req in zip(sessions, sent, strict=True)]
+
+
+def read_striped(
+    sessions: list[tuple[SftpSession, bytes]],
     offset: int,
     end: int,
     write: Callable[[bytes], object],
@@ -328,17 +341,22 @@ def read_windowed(
     request_bytes: int = REQUEST_BYTES,
     window: int = WINDOW,
 ) -> int:
-    """Copy bytes [offset, end) of the open handle to `write`, in order; the bytes copied
-    (fewer if the file ends first). Up to `window` READs are in flight."""
-    inflight: deque[tuple[int, int, int]] = deque()
-    pos, done = offset, 0
+    """Copy bytes [offset, end) of the open handles to `write`, in order; the bytes
+    copied (fewer if the file ends first). READ i goes to session i mod n, up to `window`
+    in flight on each, so n sessions fetch alternate stripes in parallel; the replies are
+    taken in the order of the file."""
+    inflight: deque[tuple[int, int, int, int]] = deque()  # (session, request, at, length)
+    pos, done, seq = offset, 0, 0
     while pos < end or inflight:
-        while pos < end and len(inflight) < window:
+        while pos < end and len(inflight) < window * len(sessions):
+            k = seq % len(sessions)
+            session, handle = sessions[k]
             n = min(request_bytes, end - pos)
-            inflight.append((session.send_read(handle, pos, n), pos, n))
+            inflight.append((k, session.send_read(handle, pos, n), pos, n))
             pos += n
-        req, at, n = inflight.popleft()
-        data = session.wait_read(req)
+            seq += 1
+        k, req, at, n = inflight.popleft()
+        data = sessions[k][0].wait_read(req)
         if data:
             write(data)
             done += len(data)
@@ -347,8 +365,8 @@ def read_windowed(
         if len(data) < n:
             # End of file, or a server that sent less than asked: drop the reads after
             # this one and go on from where the data stopped (b"" next time means EOF).
-            for later, _at, _n in inflight:
-                session.wait_read(later)
+            for later, later_req, _at, _n in inflight:
+                sessions[later][0].wait_read(later_req)
             inflight.clear()
             if not data:
                 break

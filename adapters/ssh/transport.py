@@ -36,6 +36,9 @@ FILE_TIMEOUT_SECONDS = 120.0
 # Copies of at least this many bytes go through OpenSSH (adapters.ssh.bulk) when the
 # target allows: starting `ssh` processes costs ~0.1 s, which smaller files don't repay.
 BULK_MIN_BYTES = 32 << 20
+# A round trip measured before a large copy waits this long at most (then: not measured).
+ROUND_TRIP_TIMEOUT_SECONDS = 10.0
+ROUND_TRIP_SAMPLES = 3
 
 
 class SshTransport:
@@ -113,8 +116,10 @@ class SshTransport:
         check_read_range(offset, length or 0)
         if self._bulk is not None and _large(_bytes_to_send(source, offset, length)):
             with contextlib.suppress(BulkUnavailable):
+                rtt = self.round_trip()
                 return self._bulk_copy(lambda b: b.upload(
-                    source, path, offset=offset, length=length, mode=mode, progress=progress))
+                    source, path, offset=offset, length=length, mode=mode, progress=progress,
+                    rtt=rtt))
         return self._files.upload(source, path, offset, length, mode, progress)
 
     @contextlib.contextmanager
@@ -141,9 +146,20 @@ class SshTransport:
         if self._bulk is not None and _large(length if length is not None
                                              else self._files.remote_size(path, offset)):
             with contextlib.suppress(BulkUnavailable):
+                rtt = self.round_trip()
                 return self._bulk_copy(lambda b: b.download(
-                    path, sink, offset=offset, length=length, progress=progress))
+                    path, sink, offset=offset, length=length, progress=progress, rtt=rtt))
         return self._files.download(path, sink, offset, length, progress)
+
+    def round_trip(self) -> float | None:
+        """Seconds a round trip to the site takes now, the least of ROUND_TRIP_SAMPLES
+        (see SshConnection.round_trip): what large copies size their streams by. The
+        least, because what adds to a round trip here (a first request after the login,
+        this process's other threads) is not the link's."""
+        samples = [self.connection.round_trip(ROUND_TRIP_TIMEOUT_SECONDS)
+                   for _ in range(ROUND_TRIP_SAMPLES)]
+        measured = [s for s in samples if s is not None]
+        return min(measured) if measured else None
 
     def close(self) -> None:
         self.sessions.close()

@@ -1,21 +1,32 @@
 """The gateway's site-facing work over the testbed's emulated wide-area links (issue 32):
 galaxy (Grid Engine) at 80 ms and parnass2 (Slurm, mapped accounts) at 150 ms round
-trip. A job with an uploaded input is staged in, submitted, followed to the end and its
-output staged back; a running job is cancelled; the sites stay up throughout."""
+trip, roadrunner (Slurm) at 20 ms. A job with an uploaded input is staged in, submitted,
+followed to the end and its output staged back; a running job is cancelled; an upload
+whose connection drops resumes; jobs waiting at a site whose link is cut fail over to
+another site, and nothing runs twice."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import secrets
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from adapters.ssh import SshTarget, SshTransport
+from adapters.transfer import stage_file
+from adapters.transfer.site_fs import sha256_of
+from testbed import wan
+from testbed.config import TestbedConfig
 from testbed.state import TestbedInfo
 from tests.live.gateway import LiveGateway, live_gateway
+from tests.live.test_routing_live import ENDED, _at_scheduler, _cancel_unfinished, _drain, _sleep
 from tests.waiting_jobs import let_go_at, waits
+
+MIB = 1 << 20
 
 # Site -> the gateway user who submits there (a mapped user on parnass2).
 SITES: dict[str, str | None] = {"galaxy": None, "parnass2": "alice"}
@@ -66,3 +77,70 @@ def test_a_running_job_is_cancelled_over_the_link(gw: LiveGateway, testbed: Test
     finally:
         let_go_at(testbed.sites[site], go)  # never left waiting, whatever happened
     assert job["state"] == "CANCELLED", job
+
+
+def test_a_dropped_upload_resumes_over_the_link(testbed: TestbedInfo, tmp_path: Path) -> None:
+    site = testbed.sites["galaxy"]
+    assert site.wan_ip is not None
+    transport = SshTransport(SshTarget(host=site.wan_ip, port=site.ssh_port, user="gwcomm",
+                                       host_keys=(site.host_key,), key_path=site.key("gwcomm"),
+                                       site=site.name))
+    data = os.urandom(12 * MIB)  # over paramiko's SFTP (below the OpenSSH bulk size)
+    source = tmp_path / "in.bin"
+    source.write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    dest = f"{site.scratch_root}/gw-wan-{secrets.token_hex(4)}/in.bin"
+    dropped = threading.Event()
+    killers: list[threading.Thread] = []
+
+    def progress(done: int) -> None:
+        if done >= len(data) // 3 and not dropped.is_set():  # once, a third of the way in
+            dropped.set()
+            killers.append(threading.Thread(target=transport.disconnect))
+            killers[-1].start()
+
+    try:
+        result = stage_file(transport, str(source), digest, len(data), dest, progress=progress)
+        for killer in killers:
+            killer.join()
+        assert dropped.is_set() and result.resumes >= 1, result
+        assert transport.connects >= 2
+        assert result.bytes_sent < 1.5 * len(data), result  # resumed, not started over
+        assert sha256_of(transport, dest) == digest
+    finally:
+        transport.close()
+
+
+def test_jobs_at_a_site_whose_link_is_cut_fail_over(testbed: TestbedInfo,
+                                                    tmp_path: Path) -> None:
+    """As tests/live/test_routing_live.py's failover, over the links: galaxy (80 ms) is
+    cut from the network while two `auto` jobs wait there; they run at roadrunner
+    (20 ms), and once the link is mended their stale attempts at galaxy end REVOKED,
+    never having started."""
+    config = TestbedConfig.from_env(prefix=testbed.prefix, subnet=testbed.subnet)
+    with live_gateway(testbed, ("roadrunner", "galaxy"), tmp_path, over_wan=True,
+                      local_site_enabled=False, failover_after_seconds=5) as gw:
+        headers = gw.token()
+        fillers = [gw.submit(headers, _sleep(600, 700, site="galaxy")) for _ in range(2)]
+        _at_scheduler(gw, fillers)
+        _drain(gw, "roadrunner", True)
+        waiting = [gw.submit(headers, _sleep(2, 60)) for _ in range(2)]
+        jobs = gw.until(waiting, lambda j: j["state"] == "QUEUED", deadline=120)
+        assert {j["site"] for j in jobs.values()} == {"galaxy"}, jobs
+        _drain(gw, "roadrunner", False)
+
+        wan.cut(config, "galaxy")
+        try:
+            jobs = gw.until(waiting, lambda j: j["state"] == "COMPLETED", deadline=240)
+            assert {j["site"] for j in jobs.values()} == {"roadrunner"}, jobs
+            assert gw.sites()["galaxy"]["state"] == "down"
+        finally:
+            wan.cut(config, "galaxy", on=False)
+        jobs = gw.until(waiting, lambda j: all(a["state"] in ENDED for a in j["attempts"]),
+                        deadline=180)
+        for job in jobs.values():
+            ends = sorted((a["site"], a["state"]) for a in job["attempts"])
+            assert ends == [("galaxy", "REVOKED"), ("roadrunner", "COMPLETED")], job
+            stale = next(a for a in job["attempts"] if a["site"] == "galaxy")
+            assert stale["started_at"] is None, stale  # it never ran there
+        _cancel_unfinished(gw, fillers)

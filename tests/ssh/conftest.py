@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.ssh import SshTarget, SshTransport
+from adapters.ssh.stream_plan import StreamPlan
 from tests.ssh.sshd import TEST_USER, Sshd, ensure_user, start_sshd
 
 DEADLINE = 20.0
@@ -84,8 +85,13 @@ def sshd() -> Iterator[Sshd]:
 
 @pytest.fixture
 def transport(sshd: Sshd) -> Iterator[SshTransport]:
-    """A transport to the shared sshd, closed afterwards."""
+    """A transport to the shared sshd, closed afterwards. Its large copies go over two
+    streams whatever the round trip it measures (under load, loopback's varies): the
+    tests that use it are about how copies are striped; how many streams a link asks
+    for is tests/ssh/test_stream_plan.py's and benchmarks/staging_throughput.py's."""
     t = SshTransport(target_for(sshd))
+    if t.bulk is not None:
+        t.bulk.plan = StreamPlan(2, 2)
     try:
         yield t
     finally:

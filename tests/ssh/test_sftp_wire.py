@@ -21,7 +21,8 @@ from adapters.ssh.sftp_wire import (
     STATUS_NO_SUCH_FILE,
     SftpError,
     SftpSession,
-    read_windowed,
+    open_all,
+    read_striped,
     reorder_bytes,
     write_striped,
 )
@@ -128,28 +129,32 @@ def test_write_at_an_offset_with_a_length_and_truncate(servers: list[Server],
     assert path.read_bytes() == b"A" * 1000 + b"B" * 3000
 
 
-def test_windowed_read_of_ranges_and_past_the_end(servers: list[Server],
-                                                  tmp_path: Path) -> None:
+@pytest.mark.parametrize("streams", [1, 3])
+def test_striped_read_of_ranges_and_past_the_end(servers: list[Server], tmp_path: Path,
+                                                 streams: int) -> None:
     path = tmp_path / "in.bin"
     data = os.urandom(300 * KIB + 7)
     path.write_bytes(data)
-    session = servers[0].session
-    handle = session.open(str(path), OPEN_READ)
-    assert session.size(handle) == len(data)
+    sessions = [s.session for s in servers[:streams]]
+    handles = list(zip(sessions, open_all(sessions, str(path), OPEN_READ), strict=True))
+    assert sessions[0].size(handles[0][1]) == len(data)
     out = bytearray()
     seen: list[int] = []
-    assert read_windowed(session, handle, 0, len(data), out.extend, seen.append,
-                         request_bytes=16 * KIB, window=4) == len(data)
+    assert read_striped(handles, 0, len(data), out.extend, seen.append,
+                        request_bytes=16 * KIB, window=4) == len(data)
     assert bytes(out) == data and seen[-1] == len(data)
     part = bytearray()
-    read_windowed(session, handle, 1000, 1000 + 70 * KIB, part.extend, request_bytes=16 * KIB)
+    read_striped(handles, 1000, 1000 + 70 * KIB, part.extend, request_bytes=16 * KIB)
     assert bytes(part) == data[1000:1000 + 70 * KIB]
-    # Asking past the end stops at the end (the file is shorter than the caller thought).
+    # Asking past the end stops at the end (the file is shorter than the caller thought),
+    # and every session is left in step for what comes next.
     tail = bytearray()
-    assert read_windowed(session, handle, len(data) - 10, len(data) + 100 * KIB, tail.extend,
-                         request_bytes=16 * KIB) == 10
-    assert bytes(tail) == data[-10:]
-    session.close(handle)
+    assert read_striped(handles, len(data) - 40 * KIB, len(data) + 100 * KIB, tail.extend,
+                        request_bytes=16 * KIB) == 40 * KIB
+    assert bytes(tail) == data[-40 * KIB:]
+    for session, handle in handles:
+        assert session.size(handle) == len(data)
+        session.close(handle)
 
 
 def test_refusals_carry_the_servers_status(servers: list[Server], tmp_path: Path) -> None:

@@ -54,6 +54,12 @@ def third_sshd() -> Iterator[Sshd]:
         server.cleanup()
 
 
+def _probes_ended(server: Sshd) -> int:
+    """Connections sshd saw end before even the key exchange (the readiness probes)."""
+    return len([line for line in server.log().splitlines()
+                if re.fullmatch(r"Connection (closed|reset) by 127\.0\.0\.1 port \d+", line)])
+
+
 def test_outage_backs_off_opens_the_circuit_and_recovers(fresh_sshd: Sshd) -> None:
     clock = ManualClock()
     breaker = CircuitBreaker("roadrunner", threshold=2, backoff=Backoff(1.0, 2.0, 10.0),
@@ -84,7 +90,11 @@ def test_outage_backs_off_opens_the_circuit_and_recovers(fresh_sshd: Sshd) -> No
             transport.run(["true"])  # attempt 2: the circuit opens
         assert breaker.is_open
 
+        probes = _probes_ended(fresh_sshd)
         fresh_sshd.start()  # back, but the circuit stays open until the cooldown passes
+        # The fixture's readiness probe is logged by a child of its own, maybe late:
+        # count connections once its end is in the log.
+        wait_for("the readiness probe's log", lambda: _probes_ended(fresh_sshd) > probes)
         before = fresh_sshd.count("Connection from")
         with pytest.raises(CircuitOpen) as opened:
             transport.run(["true"])

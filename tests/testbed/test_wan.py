@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters.errors import CommandTimeout, ConnectionFailed, HostKeyMismatch
 from adapters.ssh import SshTarget, SshTransport
+from testbed import login_hosts, wan
 from testbed.config import TestbedConfig
 from testbed.network import token_bucket
 from testbed.sites import SITE_NAMES
@@ -82,3 +84,47 @@ def test_wan_addresses_fit_beside_the_sites() -> None:
     config = TestbedConfig.from_env(prefix="tbx", subnet="10.9.8.0/24")
     assert [str(a) for a in config.wan_ips(2)] == ["10.9.8.132", "10.9.8.133"]
     assert not TestbedConfig.from_env(prefix="tbx", subnet="10.9.8.0/26").has_wan
+
+
+def test_extra_login_hosts_each_answer_with_their_own_key_over_their_link(
+        testbed: TestbedInfo) -> None:
+    """testbed.login_hosts: two more login hosts in front of roadrunner, each its own
+    sshd, host key and link; a cut link refuses at once, a black hole answers nothing."""
+    config = TestbedConfig.from_env(prefix=testbed.prefix, subnet=testbed.subnet)
+    site = testbed.sites["roadrunner"]
+    hosts = login_hosts.start(config, site, [10, 60], prefix="t")
+    transports = [SshTransport(SshTarget(host=h.host, port=h.port, user=ACCOUNT,
+                                         host_keys=(h.host_key,), key_path=site.key(ACCOUNT),
+                                         site=h.name, connect_timeout=10))
+                  for h in hosts]
+    try:
+        assert len({h.host_key for h in hosts} | {site.host_key}) == 3
+        for host, transport in zip(hosts, transports, strict=True):
+            assert transport.run(["hostname"]).stdout.decode().strip() == "roadrunner"
+            started = time.monotonic()
+            transport.run(["true"])
+            assert time.monotonic() - started >= host.rtt_ms / 1000
+        # Another host's key is refused: each login host shows its own.
+        swapped = SshTarget(host=hosts[0].host, port=hosts[0].port, user=ACCOUNT,
+                            host_keys=(hosts[1].host_key,), key_path=site.key(ACCOUNT),
+                            site="swapped")
+        with pytest.raises(HostKeyMismatch):
+            SshTransport(swapped).run(["true"])
+
+        wan.black_hole(config, hosts[0].link)
+        try:
+            with pytest.raises(CommandTimeout):
+                transports[0].run(["true"], timeout=2)
+        finally:
+            wan.black_hole(config, hosts[0].link, on=False)
+        wan.cut(config, hosts[1].link)
+        try:
+            transports[1].disconnect()
+            with pytest.raises(ConnectionFailed, match="cannot connect"):
+                transports[1].run(["true"])
+        finally:
+            wan.cut(config, hosts[1].link, on=False)
+    finally:
+        for transport in transports:
+            transport.close()
+        login_hosts.stop(config, site, hosts)
