@@ -17,11 +17,10 @@ import contextlib
 import ipaddress
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 from testbed import render, wan
 from testbed.config import TestbedConfig, TestbedError
-from testbed.holder import nsexec
+from testbed.holder import nsexec, site_path
 from testbed.state import SiteInfo
 
 FIRST_PORT = 2201
@@ -39,15 +38,15 @@ class LoginHost:
     rtt_ms: int
 
 
-def _dir(config: TestbedConfig, site: SiteInfo) -> Path:
-    return config.state_dir / "login-hosts" / site.name
+# Where a site keeps its login hosts' files, as the site sees it (its /etc is its own).
+IN_SITE_DIR = "/etc/ssh/gridgate-login-hosts"
 
 
 def start(config: TestbedConfig, site: SiteInfo, rtts: list[int],
           prefix: str = "login") -> list[LoginHost]:
     """One login host per round trip in `rtts` (ms), named `{prefix}{n:02d}`."""
-    base = _dir(config, site)
-    base.mkdir(parents=True, exist_ok=True)
+    base = site_path(site.holder_pid, IN_SITE_DIR)  # the same directory, from out here
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
     hosts = []
     for n, rtt in enumerate(rtts):
         name = f"{prefix}{n:02d}"
@@ -56,12 +55,11 @@ def start(config: TestbedConfig, site: SiteInfo, rtts: list[int],
         if not key.exists():
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name,
                             "-f", str(key)], check=True, capture_output=True)
-        sshd_config = base / f"{name}.sshd_config"
-        sshd_config.write_text(render.sshd_config(
-            ipaddress.IPv4Address(site.ip), port, host_key=str(key),
-            pid_file=f"/run/sshd-{name}.pid"))
-        nsexec(site.holder_pid, ["/usr/sbin/sshd", "-f", str(sshd_config),
-                                 "-E", str(base / f"{name}.log")])
+        (base / f"{name}.sshd_config").write_text(render.sshd_config(
+            ipaddress.IPv4Address(site.ip), port,
+            host_key=f"{IN_SITE_DIR}/{key.name}", pid_file=f"/run/sshd-{name}.pid"))
+        nsexec(site.holder_pid, ["/usr/sbin/sshd", "-f", f"{IN_SITE_DIR}/{name}.sshd_config",
+                                 "-E", f"/var/log/sshd-{name}.log"])
         link = f"{site.name}-{name}"
         listen = wan.add_proxy(config, link, f"{site.ip}:{port}", rtt)
         host, _, proxy_port = listen.rpartition(":")

@@ -98,7 +98,7 @@ class OpenSshBulk:
             raise ValueError(f"{target.label}: no OpenSSH bulk path for this target")
         self.target, self.streams, self.timeout = target, max(1, streams), timeout
         self.plan = StreamPlan(self.streams, max(self.streams, MAX_MUX_SESSIONS))
-        self._next_streams = self.streams  # what start_ahead starts: the last copy's
+        self.last_streams = self.streams  # the last copy's streams (what start_ahead starts)
         self._ssh = shutil.which(ssh_binary) or ssh_binary
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()
@@ -131,7 +131,7 @@ class OpenSshBulk:
         the upload waits for the master instead (see `_sessions`)."""
         if not self.master.ensure():
             return
-        procs = [self._spawn() for _ in range(self._next_streams)]
+        procs = [self._spawn() for _ in range(self.last_streams)]
         with self._lock:
             stale = self._ready.pop(threading.get_ident(), [])
             self._ready[threading.get_ident()] = procs
@@ -181,7 +181,7 @@ class OpenSshBulk:
 
     def _streams_for(self, rtt: float | None) -> int:
         streams = self.plan.streams(rtt)
-        self._next_streams = streams
+        self.last_streams = streams
         log.debug("%s: %d streams (round trip %s)", self.target.label, streams,
                   "not measured" if rtt is None else f"{rtt * 1000:.1f} ms")
         return streams
