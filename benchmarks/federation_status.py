@@ -16,6 +16,8 @@ Measured in the same run:
 - the cycle as it was before lanes: each site's status after the other (one cycle);
 - the machine's own floor: the same cycle with every link at 0 ms (40 `squeue` at once on
   this 2-core machine, behind one slurmctld: a real federation runs them on 40 machines);
+- what 40 machines of their own would give (the oracle): the slowest of every site's
+  link round trip plus its status time alone (links at 0 ms, one site at a time);
 - a dead site: one link swallows everything (a site that hangs, not one that refuses);
   the other 39 sites' cycle with it, against their cycle without it.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -164,13 +167,14 @@ class Cycles:
     def run(self, waited: set[str], timeout: float = 300) -> dict[str, Any]:
         with self._done:
             self._ended = {}
+        cpu0 = _cpu()
         t0 = time.perf_counter()
         self.lanes.kick_all(FOLLOW)
         with self._done:
             if not self._done.wait_for(lambda: waited <= self._ended.keys(), timeout):
                 raise RuntimeError(f"no status from {sorted(waited - self._ended.keys())}")
             ended = {name: self._ended[name] - t0 for name in waited}
-        return {"cycle_s": max(ended.values()), "per_site_s": ended}
+        return {"cycle_s": max(ended.values()), "per_site_s": ended, "cpu_s": _cpu() - cpu0}
 
     def ended(self, name: str) -> bool:
         """Whether the site's status was written in the last cycle."""
@@ -181,12 +185,16 @@ class Cycles:
         self.lanes.stop(timeout=120)
 
 
-def sequential_cycle(fed: Federation) -> float:
-    """The cycle as the worker ran it before lanes: each site after the other."""
+def sequential_cycle(fed: Federation) -> tuple[float, dict[str, float]]:
+    """The cycle as the worker ran it before lanes: each site after the other; and each
+    site's status time (alone on the machine)."""
+    each: dict[str, float] = {}
     t0 = time.perf_counter()
     for site in fed.sites:
+        started = time.perf_counter()
         poll(fed.ctx, site)
-    return time.perf_counter() - t0
+        each[site.name] = time.perf_counter() - started
+    return time.perf_counter() - t0, each
 
 
 def pooled_round_trip(site: SiteInfo, host: LoginHost, runs: int = 9) -> float:
@@ -207,10 +215,18 @@ def pooled_round_trip(site: SiteInfo, host: LoginHost, runs: int = 9) -> float:
     return statistics.median(times)
 
 
+def _cpu() -> float:
+    """CPU seconds of this process (the gateway side: every thread) so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def medians(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
     cycles = [s["cycle_s"] for s in samples]
     return {"n": len(cycles), "median_ms": round(1000 * statistics.median(cycles), 1),
-            "min_ms": round(1000 * min(cycles), 1), "max_ms": round(1000 * max(cycles), 1)}
+            "min_ms": round(1000 * min(cycles), 1), "max_ms": round(1000 * max(cycles), 1),
+            "gateway_cpu_ms_median": round(1000 * statistics.median(s["cpu_s"]
+                                                                    for s in samples), 1)}
 
 
 def measure(info_site: SiteInfo, config: TestbedConfig, hosts: list[LoginHost],
@@ -239,14 +255,28 @@ def measure(info_site: SiteInfo, config: TestbedConfig, hosts: list[LoginHost],
         out["target_ratio_max"] = TARGET_CYCLE_OVER_SLOWEST_MAX
         out["met"] = ratio <= TARGET_CYCLE_OVER_SLOWEST_MAX
 
-        out["before_lanes_one_site_after_another_ms"] = round(1000 * sequential_cycle(fed), 1)
+        out["before_lanes_one_site_after_another_ms"] = round(1000 * sequential_cycle(fed)[0],
+                                                              1)
 
         for host in hosts:
             wan.set_delay(config, host.link, 0)
         out["machine_floor_all_links_0_ms"] = medians([lanes.run(names)
                                                        for _ in range(cycles)])
+        # Each site's status alone (links at 0 ms, one site at a time): what one site's
+        # own login host and controller would take, were it not sharing this machine.
+        alone = [sequential_cycle(fed)[1] for _ in range(3)]
+        own = {name: min(run[name] for run in alone) for name in names}
         for host in hosts:
             wan.set_delay(config, host.link, host.rtt_ms)
+        # The cycle 40 machines of their own would give: every site's round trip (its
+        # link's) plus its status alone, the slowest of them.
+        oracle = max(by_site[name].rtt_ms / 1000 + own[name] for name in names)
+        out["status_alone_ms"] = {"median": round(1000 * statistics.median(own.values()), 1),
+                                  "max": round(1000 * max(own.values()), 1)}
+        out["oracle_cycle_ms"] = round(1000 * oracle, 1)
+        out["oracle_over_slowest_round_trip"] = round(
+            1000 * oracle / out["slowest_site"]["pooled_command_ms"], 3)
+        out["cycle_over_oracle"] = round(cycle["median_ms"] / (1000 * oracle), 3)
 
         dead = hosts[len(hosts) // 2]
         dead_site = f"fed{dead.name[-2:]}"
