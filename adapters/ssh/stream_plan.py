@@ -15,7 +15,7 @@ filled them says only that the link takes at least that much, so the plan keeps 
 assumed before. Until a copy has shown a rate, the plan assumes UNKNOWN_RATE, more than
 one SSH connection's encryption carries on one core, so a first copy is never held back
 by too few windows; on a LAN (a fraction of a millisecond) that still asks for one
-stream, and `low` (the site config's `bulk_streams`) keeps the copy on two cores.
+stream, and `low` (the target's `bulk_streams`, 2) keeps the copy on two cores.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -161,38 +161,46 @@ def _drain(gw: LiveGateway, site: str, drained: bool) -> None:
         session.execute(update(Site).where(Site.name == site).values(drained=drained))
 
 
+def waiting_jobs_fail_over(gw: LiveGateway, down: Callable[[], object],
+                           back: Callable[[], object]) -> None:
+    """galaxy busy with long jobs of its own; two `auto` jobs routed there while
+    roadrunner is closed, so they wait at galaxy; galaxy goes `down()`: the jobs run at
+    roadrunner; once it is `back()`, its stale attempts are cancelled there and end
+    REVOKED, never having started."""
+    headers = gw.token()
+    fillers = [gw.submit(headers, _sleep(600, 700, site="galaxy")) for _ in range(2)]
+    _at_scheduler(gw, fillers)
+    _drain(gw, "roadrunner", True)
+    waiting = [gw.submit(headers, _sleep(2, 60)) for _ in range(2)]
+    jobs = gw.until(waiting, lambda j: j["state"] == "QUEUED", deadline=120)
+    assert {j["site"] for j in jobs.values()} == {"galaxy"}, jobs
+    _drain(gw, "roadrunner", False)
+
+    down()
+    try:
+        jobs = gw.until(waiting, lambda j: j["state"] == "COMPLETED", deadline=240)
+        assert {j["site"] for j in jobs.values()} == {"roadrunner"}, jobs
+        assert gw.sites()["galaxy"]["state"] == "down"
+    finally:
+        back()
+    jobs = gw.until(waiting, lambda j: all(a["state"] in ENDED for a in j["attempts"]),
+                    deadline=180)
+    for job in jobs.values():
+        ends = sorted((a["site"], a["state"]) for a in job["attempts"])
+        assert ends == [("galaxy", "REVOKED"), ("roadrunner", "COMPLETED")], job
+        stale = next(a for a in job["attempts"] if a["site"] == "galaxy")
+        assert stale["started_at"] is None, stale  # it never ran there
+    _cancel_unfinished(gw, fillers)
+
+
 def test_a_down_sites_waiting_jobs_fail_over_and_nothing_runs_twice(
         own_testbed: tuple[TestbedConfig, TestbedInfo], tmp_path: Path) -> None:
     config, info = own_testbed
     with live_gateway(info, SITES, tmp_path, local_site_enabled=False,
                       failover_after_seconds=5) as gw:
-        headers = gw.token()
-        # galaxy busy with long jobs of its own; roadrunner closed while the auto jobs
-        # are routed, so they wait at galaxy.
-        fillers = [gw.submit(headers, _sleep(600, 700, site="galaxy")) for _ in range(2)]
-        _at_scheduler(gw, fillers)
-        _drain(gw, "roadrunner", True)
-        waiting = [gw.submit(headers, _sleep(2, 60)) for _ in range(2)]
-        jobs = gw.until(waiting, lambda j: j["state"] == "QUEUED", deadline=120)
-        assert {j["site"] for j in jobs.values()} == {"galaxy"}, jobs
-        _drain(gw, "roadrunner", False)
-
-        faults.stop_daemon(config, "galaxy", "sshd")
-        try:
-            jobs = gw.until(waiting, lambda j: j["state"] == "COMPLETED", deadline=240)
-            assert {j["site"] for j in jobs.values()} == {"roadrunner"}, jobs
-            assert gw.sites()["galaxy"]["state"] == "down"
-        finally:
-            manager.up(config)  # sshd back, with the same host key
-        # Once galaxy answers, its stale attempts are cancelled there and end REVOKED.
-        jobs = gw.until(waiting, lambda j: all(a["state"] in ENDED for a in j["attempts"]),
-                        deadline=180)
-        for job in jobs.values():
-            ends = sorted((a["site"], a["state"]) for a in job["attempts"])
-            assert ends == [("galaxy", "REVOKED"), ("roadrunner", "COMPLETED")], job
-            stale = next(a for a in job["attempts"] if a["site"] == "galaxy")
-            assert stale["started_at"] is None, stale  # it never ran there
-        _cancel_unfinished(gw, fillers)
+        # galaxy's sshd stopped; back with the same host key.
+        waiting_jobs_fail_over(gw, lambda: faults.stop_daemon(config, "galaxy", "sshd"),
+                               lambda: manager.up(config))
 
 
 def test_gridgate_estimate_prints_a_row_per_site(testbed: TestbedInfo, tmp_path: Path) -> None:
