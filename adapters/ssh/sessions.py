@@ -1,7 +1,7 @@
 """Session channels to one account: at most `max_sessions` at once, some opened ahead.
 
 sshd refuses more session channels on a connection than its MaxSessions, so a transport
-holds at most `max_sessions` of them (the site config's).
+holds at most `max_sessions` of them (the target's: 8 by default, below OpenSSH's 10).
 
 Opening a channel costs a round trip before anything can be sent on it: over a wide-area
 link, half of a short command's time (issue 32). So a few session channels (`ahead`, 2
@@ -69,15 +69,18 @@ class Sessions:
 
     @contextlib.contextmanager
     def session(self, deadline: Deadline, what: str) -> Iterator[Session]:
-        """A session channel (the one opened ahead, when it is ready), closed at the end;
+        """A session channel (one opened ahead, when one is ready), closed at the end;
         CommandTimeout if no slot frees up before the deadline."""
         ready = self._acquire(deadline, what)
         try:
+            opened = ready is None
             if ready is None:
                 ready = self._open(deadline, what)
-                self.opened += 1
-            else:
-                self.taken_ahead += 1
+            with self._changed:
+                if opened:
+                    self.opened += 1
+                else:
+                    self.taken_ahead += 1
             self._open_next()
             chan, _ = ready
             try:
