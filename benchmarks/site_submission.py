@@ -33,6 +33,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -366,6 +367,8 @@ def burst(gateway: Gateway, poller: Transport, site: SiteInfo, count: int) -> di
     finally:
         raw_transport.close()
     cancel_all(poller, gateway)
+    openssh_total = time_openssh_master_sbatch(site, count)
+    cancel_all(poller, gateway)
     gw_rate, raw_rate = count / gw_total, count / raw_total
     ratio = gw_rate / raw_rate
     return {
@@ -376,10 +379,36 @@ def burst(gateway: Gateway, poller: Transport, site: SiteInfo, count: int) -> di
                     "file_ops": counter.file_ops},
         "raw_sbatch_pooled_transport": {"total_s": round(raw_total, 3),
                                         "jobs_per_s": round(raw_rate, 2)},
+        # Not the target's baseline; one that does not move with gridgate's transport.
+        "raw_sbatch_openssh_controlmaster": {
+            "total_s": round(openssh_total, 3), "jobs_per_s": round(count / openssh_total, 2),
+            "ratio_gateway_over_it": round(gw_rate / (count / openssh_total), 4)},
         "ratio_gateway_over_raw_throughput": round(ratio, 4),
         "target_ratio_min": TARGET_BURST_RATIO_MIN,
         "met": ratio >= TARGET_BURST_RATIO_MIN,
     }
+
+
+def time_openssh_master_sbatch(site: SiteInfo, count: int) -> float:
+    """Seconds for `count` raw sbatch, one after another, each an OpenSSH `ssh` over a
+    standing ControlMaster connection (opened before the clock starts), as a user
+    scripting sbatch with OpenSSH's multiplexing would."""
+    control = Path(tempfile.mkdtemp(prefix="gw-bench-cm-")) / "master"
+    argv = ssh_argv(site, ACCOUNT, ["true"])
+    mux = ["-o", "ControlMaster=auto", "-o", f"ControlPath={control}",
+           "-o", "ControlPersist=60"]
+    at = argv.index("-F") + 2
+    with_mux = [*argv[:at], *mux, *argv[at:-1]]
+    subprocess.run([*with_mux, "true"], check=True, capture_output=True)
+    try:
+        t0 = time.perf_counter()
+        for index in range(count):
+            subprocess.run([*with_mux, shlex.join(raw_sbatch_argv(f"openssh-burst {index}"))],
+                           check=True, capture_output=True, stdin=subprocess.DEVNULL)
+        return time.perf_counter() - t0
+    finally:
+        subprocess.run([*with_mux[:at], *mux, "-O", "exit", argv[-3]], capture_output=True)
+        shutil.rmtree(control.parent, ignore_errors=True)
 
 
 # --- 2. many active jobs -----------------------------------------------------------------
