@@ -2,7 +2,7 @@
 
     connection.py   one pooled connection: connect, pinned host key, account key, jump
                     host, keepalives, the site's circuit breaker
-    sessions.py     session channels: at most max_sessions, one opened ahead
+    sessions.py     session channels: at most max_sessions, two opened ahead
     channels.py     commands: one round trip each, deadlines, output cap, killing overruns
     sftp.py         files over SFTP: atomic writes, ranged reads, pipelined copies
     bulk.py         large copies through OpenSSH processes, when the target allows
@@ -156,10 +156,13 @@ class SshTransport:
         (see SshConnection.round_trip): what large copies size their streams by. The
         least, because what adds to a round trip here (a first request after the login,
         this process's other threads) is not the link's."""
-        samples = [self.connection.round_trip(ROUND_TRIP_TIMEOUT_SECONDS)
-                   for _ in range(ROUND_TRIP_SAMPLES)]
-        measured = [s for s in samples if s is not None]
-        return min(measured) if measured else None
+        least: float | None = None
+        for _ in range(ROUND_TRIP_SAMPLES):
+            sample = self.connection.round_trip(ROUND_TRIP_TIMEOUT_SECONDS)
+            if sample is None:  # no answer in time: asking again would only wait again
+                break
+            least = sample if least is None else min(least, sample)
+        return least
 
     def close(self) -> None:
         self.sessions.close()
