@@ -86,12 +86,10 @@ def site_configs(site: SiteInfo, hosts: Sequence[LoginHost], into: Path) -> None
     """One site config per login host: the site's own, with the host's name, address
     and host key."""
     into.mkdir()
-    data = yaml.safe_load(Path(site.site_config).read_text())
     for host in hosts:
-        config = {**data, "name": f"fed{host.name[-2:]}",
-                  "ssh": {**data["ssh"], "host": host.host, "port": host.port,
-                          "host_keys": [host.host_key]}}
-        (into / f"{config['name']}.yaml").write_text(yaml.safe_dump(config))
+        name = f"fed{host.name[-2:]}"
+        config = login_hosts.site_config(site, host, name)
+        (into / f"{name}.yaml").write_text(yaml.safe_dump(config))
 
 
 class Federation:

@@ -17,6 +17,10 @@ import contextlib
 import ipaddress
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
 
 from testbed import render, wan
 from testbed.config import TestbedConfig, TestbedError
@@ -83,3 +87,11 @@ def spread(count: int, low_ms: int, high_ms: int) -> list[int]:
     if count == 1:
         return [low_ms]
     return [round(low_ms + i * (high_ms - low_ms) / (count - 1)) for i in range(count)]
+
+
+def site_config(site: SiteInfo, host: LoginHost, name: str) -> dict[str, Any]:
+    """The site's own config as a site named `name` reached at `host` (its address and
+    pinned host key)."""
+    data: dict[str, Any] = yaml.safe_load(Path(site.site_config).read_text())
+    return {**data, "name": name, "ssh": {**data["ssh"], "host": host.host, "port": host.port,
+                                          "host_keys": [host.host_key]}}

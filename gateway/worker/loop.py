@@ -54,6 +54,7 @@ from gateway.worker.poll import poll
 from gateway.worker.route import route_jobs
 from gateway.worker.settle import settle, settle_unrun
 from gateway.worker.site_health import DOWN, UP, SiteHealth
+from gateway.worker.staging.site_caches import SiteCachePruning
 from gateway.worker.staging.stage_out import stage_outs
 from gateway.worker.submission.submit import submit_accepted, submit_recovered
 from gateway.worker.wakes import Wakes, listen
@@ -70,7 +71,7 @@ SITE_STEPS: tuple[tuple[str, SiteStep, bool, str], ...] = (
     ("poll", poll, False, FOLLOW),
     ("stage-out", stage_outs, True, FOLLOW),
     ("settle", settle, False, FOLLOW),  # finished jobs' liens -> charges (when the bank is on)
-)
+)  # and each worker's own: pruning the site's staging caches now and then (Worker.__init__)
 # The shortest time between two woken passes over workflows and gates: sites that keep
 # telling of changes cost no more than one per this.
 WAKE_GAP_SECONDS = 0.05
@@ -85,7 +86,9 @@ class Worker:
         self.rt = runtime
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.ctx = StepContext.of(runtime, self.id)
-        self.site_steps = SITE_STEPS
+        self.cache_pruning = SiteCachePruning()
+        self.site_steps = (*SITE_STEPS,
+                           ("prune-caches", self.cache_pruning.step, False, FOLLOW))
         self.health = SiteHealth(self.ctx)
         self.predictions = PredictionRefresh(self.ctx)
         self.housekeeping = Housekeeping(self.ctx)
@@ -103,7 +106,7 @@ class Worker:
                                   daemon=True, name="gridgate-outbox")
         outbox.start()
         wakes = Wakes()
-        lanes = SiteLanes(self.rt.sites, self._run_site, wakes.wake)
+        lanes = SiteLanes(self.rt.sites, self.run_site, wakes.wake)
         unlisten = listen(self.rt.sites, functools.partial(lanes.kick, lane=FOLLOW))
         # The stop ends every wait at once, however long their poll.
         threading.Thread(target=_stop_waits, args=(stop, wakes, outbox_wake), daemon=True,
@@ -154,11 +157,11 @@ class Worker:
         busy = self.run_steps_over_all_sites()
         sites = list(self.rt.sites)
         if len(sites) == 1:
-            busy |= self._run_site(sites[0])
+            busy |= self.run_site(sites[0])
         elif sites:
             with ThreadPoolExecutor(min(PARALLEL_SITES, len(sites)),
                                     thread_name_prefix="gridgate-site") as pool:
-                busy |= any(list(pool.map(self._run_site, sites)))
+                busy |= any(list(pool.map(self.run_site, sites)))
         if outbox:
             busy |= self.send_outbox()  # after the sites: their changes go out now
         return busy
@@ -206,7 +209,7 @@ class Worker:
         finally:
             unhook()
 
-    def _run_site(self, site: SiteEntry, lane: str | None = None) -> bool:
+    def run_site(self, site: SiteEntry, lane: str | None = None) -> bool:
         """This site's steps (those of one lane, or all); True when one left work to do now."""
         busy = reached = False
         try:

@@ -31,7 +31,7 @@ from gateway.services.money.allocations import Grant
 from gateway.worker.settle import FAULT_BEFORE_CHARGE_ENV
 from testbed.state import TestbedInfo
 from tests.live.gateway import FINAL, LiveGateway, live_gateway
-from tests.live.test_crash_safe_submit import COMMUNITY
+from tests.live.scheduler_jobs import COMMUNITY
 from tests.services.bank_fixtures import check_invariants
 from tests.testbed.fixture import ssh
 from tests.waiting_jobs import let_go_at, waits

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import time
 import uuid
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -36,40 +35,12 @@ from gateway.worker.loop import Worker
 from gateway.worker.submission.submit import FAULT_AFTER_SUBMIT_ENV
 from testbed.state import SiteInfo, TestbedInfo
 from tests.conftest import ALL_SCOPES
-from tests.testbed.fixture import ssh
+from tests.live.scheduler_jobs import scheduler_jobs
 from tests.worker.gateway_process import GatewayProcess, free_port
 
 SITES = ("roadrunner", "galaxy")
-SLURM_SITES = ("roadrunner", "parnass2")
-COMMUNITY = "gwcomm"
 LEASE_SECONDS = 2
 FINAL = ("COMPLETED", "FAILED", "CANCELLED")
-
-
-# --- counting at the scheduler, independently of the adapter --------------------------
-
-def scheduler_jobs(site: SiteInfo, tag: str) -> set[str]:
-    """Ids of every job the site's scheduler holds or remembers under the name `tag`."""
-    if site.name in SLURM_SITES:
-        queued = ssh(site, COMMUNITY, ["squeue", "--noheader", "--states=all",
-                                       f"--name={tag}", "--format=%i"]).stdout.split()
-        ended = ssh(site, COMMUNITY, ["sacct", "--noheader", "--parsable2", "--allocations",
-                                      "--allusers", f"--name={tag}", "--starttime=now-2days",
-                                      "--format=JobID"]).stdout.split()
-        return set(queued) | set(ended)
-    listing = ssh(site, COMMUNITY, ["qstat", "-xml", "-u", "*"]).stdout
-    found = {
-        (job.findtext("JB_job_number") or "").strip()
-        for job in ET.fromstring(listing).iter("job_list")
-        if (job.findtext("JB_name") or "").strip() == tag
-    }
-    # qacct -j takes a job name too; it exits 1 when it has no record of one.
-    accounted = ssh(site, COMMUNITY, ["qacct", "-j", tag], check=False).stdout
-    for line in accounted.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "jobnumber":
-            found.add(value.strip())
-    return found
 
 
 # --- a gateway over one testbed site ----------------------------------------------------

@@ -19,12 +19,12 @@ from gateway.domain.states import AttemptState
 from gateway.runtime import Runtime
 from gateway.worker.submission.submit import FAULT_AFTER_SUBMIT_ENV
 from testbed.state import TestbedInfo
+from tests.live.scheduler_jobs import scheduler_jobs
 from tests.live.test_crash_safe_submit import (
     FINAL,
     SITES,
     attempts_of,
     process_env,
-    scheduler_jobs,
 )
 from tests.live.test_crash_safe_submit import gateway as gateway  # the fixture
 from tests.worker.gateway_process import GatewayProcess, free_port

@@ -23,7 +23,7 @@ from testbed.state import TestbedInfo
 from tests.cli.helpers import Cli
 from tests.client.live import serve_gateway
 from tests.live.gateway import FINAL, LiveGateway, live_gateway
-from tests.live.test_crash_safe_submit import COMMUNITY
+from tests.live.scheduler_jobs import COMMUNITY
 from tests.testbed.fixture import running_testbed, ssh, unique_config
 from tests.waiting_jobs import let_go_at, waits
 

@@ -16,7 +16,8 @@ import pytest
 
 from testbed.state import TestbedInfo
 from tests.live.gateway import LiveGateway, live_gateway
-from tests.live.test_crash_safe_submit import attempts_of, process_env, scheduler_jobs
+from tests.live.scheduler_jobs import scheduler_jobs
+from tests.live.test_crash_safe_submit import attempts_of, process_env
 from tests.worker.gateway_process import GatewayProcess
 
 SLURM_SITES = {"roadrunner", "parnass2"}

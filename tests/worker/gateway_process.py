@@ -37,12 +37,14 @@ class GatewayProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
+    def start(self, process_group: int | None = None) -> None:
+        """Start it (in `process_group`: 0 makes a group of its own) and, if it serves,
+        wait until it answers."""
         command = "worker" if self.worker_only else "serve"
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", self.module, command, *self.args], env=self.env,
-                stdout=log, stderr=subprocess.STDOUT)
+                stdout=log, stderr=subprocess.STDOUT, process_group=process_group)
         if not self.worker_only:
             self.wait_healthy()
 
@@ -73,3 +75,35 @@ class GatewayProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+class GatewayHost:
+    """One gateway host's processes: the API (`gridgate serve` without its worker) and a
+    `gridgate worker`, in a process group of their own, so that killing the group is the
+    host dying."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path, name: str) -> None:
+        self.name = name
+        self.api = GatewayProcess({**env, "GRIDGATE_PORT": str(free_port()),
+                                   "GRIDGATE_RUN_WORKER": "false"}, log_dir / f"{name}-api.log")
+        self.worker = GatewayProcess(env, log_dir / f"{name}-worker.log", worker_only=True)
+
+    @property
+    def url(self) -> str:
+        return self.api.url
+
+    def start(self) -> None:
+        self.api.start(process_group=0)
+        assert self.api.proc is not None
+        self.worker.start(process_group=self.api.proc.pid)
+
+    def kill9(self) -> None:
+        """Both processes at once, as a host that loses power."""
+        assert self.api.proc is not None and self.worker.proc is not None
+        os.killpg(self.api.proc.pid, signal.SIGKILL)
+        self.api.proc.wait()
+        self.worker.proc.wait()
+
+    def stop(self) -> None:
+        self.worker.stop()
+        self.api.stop()

@@ -1,6 +1,6 @@
-"""A worker's housekeeping prunes the sites' staging caches (here the local site's, through
-its own transport): on its first cycle, then not again until SITE_CACHE_PRUNE_SECONDS have
-passed; `site_cache_idle_days: 0` keeps everything."""
+"""A worker prunes each site's staging caches on that site's follow lane (here the local
+site's, through its own transport): at its first pass, then not again until
+SITE_CACHE_PRUNE_SECONDS have passed; `site_cache_idle_days: 0` keeps everything."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 
 from adapters.errors import SiteUnavailable
 from gateway.runtime import Runtime
+from gateway.worker.lanes import FOLLOW, SEND
 from gateway.worker.loop import Worker
-from gateway.worker.periodic.housekeeping import SITE_CACHE_PRUNE_SECONDS
-from gateway.worker.staging.site_caches import prune_site_caches
+from gateway.worker.staging.site_caches import SITE_CACHE_PRUNE_SECONDS, prune_site_caches
 
 
 def old_entry(runtime: Runtime, name: str) -> Path:
@@ -31,19 +31,22 @@ def old_entry(runtime: Runtime, name: str) -> Path:
     return entry
 
 
-def test_housekeeping_prunes_the_site_caches_now_and_then(
+def test_each_site_is_pruned_on_its_follow_lane_now_and_then(
         runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
     first = old_entry(runtime, "first")
     worker = Worker(runtime, "w")
-    worker.housekeeping.run()
+    local = runtime.sites.get("local")
+    worker.run_site(local, SEND)
+    assert first.exists()  # not the send lane's work
+    worker.run_site(local, FOLLOW)
     assert not first.exists()
     second = old_entry(runtime, "second")
     clock = time.monotonic()
-    monkeypatch.setattr(time, "monotonic", lambda: clock + 120)  # the next minute's run
-    worker.housekeeping.run()
+    monkeypatch.setattr(time, "monotonic", lambda: clock + 120)
+    worker.run_site(local, FOLLOW)
     assert second.exists()  # not again so soon
     monkeypatch.setattr(time, "monotonic", lambda: clock + SITE_CACHE_PRUNE_SECONDS + 60)
-    worker.housekeeping.run()
+    worker.run_site(local, FOLLOW)
     assert not second.exists()
 
 
@@ -51,7 +54,7 @@ def test_zero_idle_days_keeps_everything(runtime: Runtime,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime.settings, "site_cache_idle_days", 0.0)
     entry = old_entry(runtime, "kept")
-    Worker(runtime, "w").housekeeping.run()
+    Worker(runtime, "w").run_once()
     assert entry.exists()
 
 

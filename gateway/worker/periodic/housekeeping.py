@@ -1,8 +1,8 @@
 """Housekeeping step: expire unfinished uploads idle past their time, sweep the store's
 incoming files left by a crash, the SquashFS partitions extracted from images no longer
 in the store, and images fetched for sites (registry pulls, https downloads) but unused
-for a week, at most once a minute; and, every SITE_CACHE_PRUNE_SECONDS, the sites' staging
-caches (gateway.worker.staging.site_caches)."""
+for a week, at most once a minute. (The sites' staging caches are pruned on each site's
+own lane: gateway.worker.staging.site_caches.)"""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from gateway.services.data.uploads import expire_uploads
 from gateway.services.images.cache import sweep_image_cache
 from gateway.store import BlobStore
 from gateway.worker.context import StepContext
-from gateway.worker.staging.site_caches import prune_site_caches
 from gateway.worker.staging.stage_image import sweep_derived
 
 log = logging.getLogger(__name__)
@@ -29,8 +28,6 @@ INCOMING_MAX_AGE_SECONDS = 24 * 3600.0
 DERIVED_MAX_AGE_SECONDS = 24 * 3600.0
 # An image the gateway fetched for sites is kept this long after its last use.
 IMAGE_CACHE_MAX_AGE_SECONDS = 7 * 24 * 3600.0
-# How often a worker prunes the sites' staging caches (a site command per cache).
-SITE_CACHE_PRUNE_SECONDS = 6 * 3600.0
 
 
 class Housekeeping:
@@ -39,7 +36,6 @@ class Housekeeping:
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
         self._next = 0.0
-        self._next_site_prune = 0.0
 
     def run(self) -> None:
         now = time.monotonic()
@@ -58,7 +54,3 @@ class Housekeeping:
                      swept)
         if swept := sweep_image_cache(store, IMAGE_CACHE_MAX_AGE_SECONDS):
             log.info("removed %d fetched image(s) unused for a week", swept)
-        idle_days = self.ctx.rt.settings.site_cache_idle_days
-        if idle_days > 0 and now >= self._next_site_prune:
-            self._next_site_prune = now + SITE_CACHE_PRUNE_SECONDS
-            prune_site_caches(self.ctx.rt.sites, idle_days * 86400)

@@ -1,19 +1,28 @@
 """Prune the sites' staging caches: what no job directory holds and nobody used for
 `site_cache_idle_days` (adapters.transfer.cache_prune), one site command per cache: one per
 site, or one per account on a site that maps accounts (each has its own cache). A site
-that cannot be reached is left until the next time."""
+that cannot be reached is left until the next time.
+
+A worker prunes each site on that site's follow lane (gateway.worker.lanes), at its first
+pass there and then every SITE_CACHE_PRUNE_SECONDS: 40 distant sites pruned one after
+the other would hold a starting worker's first cycle for as many connections."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 from adapters.errors import AdapterError
 from adapters.transfer.cache_prune import Pruned, prune
 from gateway.domain.sizes import human_bytes
 from gateway.services.sites.entry import SiteEntry
+from gateway.worker.context import StepContext
 
 log = logging.getLogger(__name__)
+
+# How often a worker prunes a site's staging caches (a site command per cache).
+SITE_CACHE_PRUNE_SECONDS = 6 * 3600.0
 
 
 def _accounts(site: SiteEntry) -> list[str | None]:
@@ -43,3 +52,21 @@ def prune_site_caches(sites: Iterable[SiteEntry], idle_seconds: float) -> Pruned
                            total.partials + done.partials,
                            total.bytes_freed + done.bytes_freed)
     return total
+
+
+class SiteCachePruning:
+    """When this worker next prunes each site's caches (see module)."""
+
+    def __init__(self) -> None:
+        # Each site's entry is written by that site's lane only.
+        self._next: dict[str, float] = {}
+
+    def step(self, ctx: StepContext, site: SiteEntry) -> bool:
+        """Prune the site's caches if due (a site step: it never calls for another pass)."""
+        idle_days = ctx.rt.settings.site_cache_idle_days
+        now = time.monotonic()
+        if idle_days <= 0 or now < self._next.get(site.name, 0.0):
+            return False
+        self._next[site.name] = now + SITE_CACHE_PRUNE_SECONDS
+        prune_site_caches([site], idle_days * 86400)
+        return False
