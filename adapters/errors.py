@@ -11,6 +11,7 @@
         ├── InvalidCommand       the argv cannot be sent as given (empty, not strings, NUL)
         ├── HostKeyMismatch      the server's host key is not one the site config pins
         ├── AuthenticationFailed the site refused our key, or the key could not be loaded
+        │   └── CredentialsRefused no certificate for this account: one user's, not the site's
         ├── OutputTooLarge       a command wrote more than the output cap; it was stopped
         ├── FileTransferError    a file could not be written or read (permissions, ...)
         ├── ConnectionFailed     + SiteUnavailable: unreachable, or the connection broke (transient)
@@ -111,6 +112,13 @@ class HostKeyMismatch(TransportError):
 
 class AuthenticationFailed(TransportError):
     """The site refused our key, or the key could not be loaded."""
+
+    transient = False
+
+
+class CredentialsRefused(AuthenticationFailed):
+    """No certificate was signed for this account (its user was disabled or is unknown):
+    the trouble of one user's jobs, never the site's."""
 
     transient = False
 

@@ -62,7 +62,9 @@ def build_runtime(settings: Settings, *, migrate: bool = True) -> Runtime:
     from gateway.auth.accounts import ensure_cli_client
     from gateway.auth.authenticator import Authenticator
     from gateway.auth.keys import SigningKeys
+    from gateway.auth.ssh_ca import SshCa
     from gateway.db.migrate import upgrade_database
+    from gateway.services.sites.certificates import CertificateSigner
     from gateway.services.sites.registry import SiteRegistry
 
     settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -73,7 +75,8 @@ def build_runtime(settings: Settings, *, migrate: bool = True) -> Runtime:
     reader_engine = make_reader_engine(engine)
     readers = make_session_factory(reader_engine)
     keys = SigningKeys.load_or_create(settings.resolved_signing_key_path)
-    sites = SiteRegistry.from_settings(settings)
+    signer = CertificateSigner(SshCa(settings.ssh_ca_dir), sessions, utcnow)
+    sites = SiteRegistry.from_settings(settings, signer=signer)
     for attempt in range(2):
         # Processes starting together may race to insert the same rows: the loser
         # finds them on its second pass.

@@ -236,6 +236,11 @@ class Settings(BaseSettings):
         return frozenset(n.strip() for n in self.insecure_registries.split(",") if n.strip())
 
     @property
+    def ssh_ca_dir(self) -> Path:
+        """The SSH certificate authority's keys (gateway.auth.ssh_ca)."""
+        return self.data_dir / "ssh-ca"
+
+    @property
     def store_dir(self) -> Path:
         """Root of the gateway store: `uploads/` (partial) and `blobs/` (by sha256)."""
         return self.data_dir / "store"

@@ -88,6 +88,10 @@ QOS = TextRule(
 ACCOUNT = TextRule(
     "scheduler account", r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
     "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+# A Unix account at a site: what site configs map users to and certificates name.
+UNIX_ACCOUNT = TextRule(
+    "Unix account name", r"[A-Za-z_][A-Za-z0-9_.-]{0,31}",
+    "use 1-32 letters, digits, '_', '.' or '-', starting with a letter or '_'")
 MPI_FLAVOR = TextRule(
     "MPI flavor name", r"[a-z0-9][a-z0-9._-]{0,31}",
     "use 1-32 lowercase letters, digits, '.', '_' or '-' (e.g. mpich, openmpi)")

@@ -8,6 +8,12 @@ behind a jump host is reached through a direct-tcpip channel on the jump host's 
 
 Connection attempts go through the site's CircuitBreaker (backoff with jitter, then fail
 fast). Locks are per connection: one site's outage never blocks another site.
+
+A target that logs in with short-lived certificates (`SshTarget.credentials`) gets a new
+certificate for each connection, and its connection is retired `renew_before` its
+certificate expires: new commands go to a new connection (a new certificate, so whoever
+signs it decides again whether the researcher may still log in), while the commands
+and transfers on the old one finish there; it closes once it carries none.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -92,6 +99,11 @@ class SshConnection:
             jump = SshConnection(target.jump, CircuitBreaker(target.jump.label))
         self.jump = jump
         self._conn: paramiko.Transport | None = None
+        # Monotonic time from which the connection takes no new commands (its certificate
+        # is about to expire); None: a key's connection, kept while it lives.
+        self._renew_at: float | None = None
+        # Connections retired for renewal, closed once they carry no channel.
+        self._retired: list[paramiko.Transport] = []
         self._state_lock = threading.Lock()
         # Held while connecting, so concurrent callers share one new connection.
         self._connect_lock = threading.Lock()
@@ -173,11 +185,27 @@ class SshConnection:
         """The pooled connection when it is open and alive, else None (never connects)."""
         return self._live()
 
+    def current(self, conn: paramiko.Transport) -> bool:
+        """Whether `conn` is the pooled connection and not yet due for renewal."""
+        with self._state_lock:
+            due = self._renew_at is not None and time.monotonic() >= self._renew_at
+            return conn is self._conn and not due
+
+    @property
+    def retired(self) -> int:
+        """Connections retired for renewal and still carrying a command or transfer."""
+        self._reap()
+        with self._state_lock:
+            return len(self._retired)
+
     def close(self) -> None:
         """Close for good: later calls raise TransportError."""
         with self._state_lock:
             self._closed = True
             conn, self._conn = self._conn, None
+            retired, self._retired = self._retired, []
+        for old in retired:
+            old.close()
         if conn is not None:
             conn.close()
         if self._owns_jump and self.jump is not None:
@@ -209,7 +237,7 @@ class SshConnection:
                 return conn
             self.breaker.before_attempt()
             try:
-                conn = self._connect(deadline)
+                conn, renew_at = self._connect(deadline)
             except ConnectionFailed as exc:
                 wait = self.breaker.record_failure(exc.message)
                 log.warning("ssh %s: %s (next attempt in %.1f s)", self.target.label, exc, wait)
@@ -222,7 +250,7 @@ class SshConnection:
                 if self._closed:
                     conn.close()
                     raise self.closed_error()
-                self._conn = conn
+                self._conn, self._renew_at = conn, renew_at
                 self.connects += 1
             return conn
         finally:
@@ -233,9 +261,25 @@ class SshConnection:
             if self._closed:
                 raise self.closed_error()
             conn = self._conn
+            if (conn is not None and self._renew_at is not None
+                    and time.monotonic() >= self._renew_at):
+                self._retired.append(conn)
+                self._conn = conn = None
+                log.info("ssh %s: certificate due for renewal; new commands go to a new "
+                         "connection", self.target.label)
+        if self._retired:
+            self._reap()
         if conn is not None and conn.is_active():
             return conn
         return None
+
+    def _reap(self) -> None:
+        """Close the retired connections that carry nothing any more."""
+        with self._state_lock:
+            idle = [c for c in self._retired if not _carries_channels(c)]
+            self._retired = [c for c in self._retired if c not in idle]
+        for conn in idle:
+            conn.close()
 
     def drop(self, conn: paramiko.Transport) -> None:
         """Close `conn`, found dead; the next call opens a new connection."""
@@ -244,10 +288,13 @@ class SshConnection:
                 self._conn = None
         conn.close()
 
-    def _connect(self, deadline: Deadline) -> paramiko.Transport:
-        """A new authenticated connection, or an error; never authenticates to a wrong key."""
+    def _connect(self, deadline: Deadline) -> tuple[paramiko.Transport, float | None]:
+        """A new authenticated connection and when it is due for renewal, or an error;
+        never authenticates to a wrong key."""
         target = self.target
-        pkey = self._load_key()  # before any I/O: a bad key says nothing about the site
+        # Before any I/O: a bad key says nothing about the site.
+        pkey, renew_at = self._certified_key() if target.credentials else (self._load_key(),
+                                                                            None)
         timeout = min(target.connect_timeout, deadline.remaining())
         if timeout <= 0:
             raise ConnectionFailed(f"no time left to connect to {target.label}")
@@ -288,7 +335,7 @@ class SshConnection:
             ) from exc
         log.info("ssh %s: connected to %s%s in %.0f ms", target.label, target.address, via,
                  (time.monotonic() - started) * 1000)
-        return conn
+        return conn, renew_at
 
     def _socket(self, timeout: float) -> socket.socket:
         target = self.target
@@ -361,7 +408,23 @@ class SshConnection:
         )
 
     def _key_source(self) -> str:
+        if self.target.credentials is not None:
+            return "(a short-lived certificate)"
         return self.target.key_path or "(given as data)"
+
+    def _certified_key(self) -> tuple[paramiko.PKey, float]:
+        """A new key pair with its certificate, and when its connection is due for renewal."""
+        assert self.target.credentials is not None
+        cert = self.target.credentials()
+        pkey = paramiko.Ed25519Key.from_private_key(io.StringIO(cert.private_key.decode()))
+        try:
+            pkey.load_certificate(cert.certificate)
+        except ValueError as exc:  # not this key's certificate, or not one at all
+            raise AuthenticationFailed(
+                f"the SSH certificate for {self.target.label} does not fit its key: {exc}"
+            ) from None
+        left = (cert.valid_before - datetime.now(UTC)).total_seconds()
+        return pkey, time.monotonic() + left - self.target.renew_before
 
     def _load_key(self) -> paramiko.PKey:
         """The account's private key. Neither it nor any parser message is ever shown."""
@@ -380,7 +443,7 @@ class SshConnection:
         text = data.decode("utf-8", errors="replace")
         for key_class in _KEY_CLASSES:
             try:
-                return key_class.from_private_key(io.StringIO(text), password=target.key_passphrase)
+                pkey = key_class.from_private_key(io.StringIO(text), password=target.key_passphrase)
             except paramiko.PasswordRequiredException:
                 raise AuthenticationFailed(
                     f"the SSH private key of {target.label} {self._key_source()} is encrypted "
@@ -388,10 +451,18 @@ class SshConnection:
                 ) from None
             except (paramiko.SSHException, ValueError, TypeError):
                 continue
+            return pkey
         raise AuthenticationFailed(
             f"the SSH private key of {target.label} {self._key_source()} is not an ed25519, "
             "ECDSA or RSA private key (or its passphrase is wrong)"
         )
+
+
+def _carries_channels(conn: paramiko.Transport) -> bool:
+    """Whether any channel is open on `conn` (paramiko internals, pinned <6)."""
+    if not conn.is_active():
+        return False
+    return any(not chan.closed for chan in cast(Any, conn)._channels.values())
 
 
 def _prefer_fast_ciphers(conn: paramiko.Transport) -> None:

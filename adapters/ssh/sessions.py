@@ -126,10 +126,19 @@ class Sessions:
                 try:
                     while True:
                         if self._ahead:
-                            ahead = self._ahead.pop()  # the newest
-                            if _usable(ahead):
-                                return ahead
-                            stale.append(ahead[0])  # its slot is ours now
+                            # Those on a connection that died or was retired for renewal
+                            # are closed, their slots free again (one of them ours).
+                            fresh = [a for a in self._ahead
+                                     if _usable(a) and self.connection.current(a[1])]
+                            stale = [chan for chan, conn in self._ahead
+                                     if not any(chan is f[0] for f in fresh)]
+                            self._ahead = fresh
+                            if len(stale) > 1 or (stale and fresh):
+                                self._changed.notify_all()  # slots for others
+                            if fresh:
+                                self._free += len(stale)
+                                return self._ahead.pop()  # the newest
+                            self._free += len(stale) - 1
                             return None
                         if self._free > 0:
                             self._free -= 1

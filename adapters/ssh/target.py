@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from adapters.ssh.certificates import UserCertificate
 from adapters.ssh.hostkeys import HostKey, parse_pins
 from adapters.transport import DEFAULT_MAX_OUTPUT_BYTES
 
@@ -18,6 +20,11 @@ class SshTarget:
     nor the passphrase appear in repr() or in any message. `jump` is an optional bastion
     reached first (like OpenSSH's ProxyJump). `site` names the site in messages and keys
     its circuit breaker; it defaults to user@host:port.
+
+    `credentials`, in place of a key, signs a short-lived certificate with a key pair of
+    its own for each new connection (adapters.ssh.certificates: the site's sshd trusts
+    the CA, not the key); a connection takes no new commands from `renew_before` seconds
+    before its certificate expires, and closes once its last command has ended.
     """
 
     host: str
@@ -27,6 +34,8 @@ class SshTarget:
     key_path: str | None = None
     key_data: bytes | None = field(default=None, repr=False)
     key_passphrase: str | None = field(default=None, repr=False)
+    credentials: Callable[[], UserCertificate] | None = field(default=None, compare=False)
+    renew_before: float = 60.0
     jump: SshTarget | None = None
     site: str | None = None
     connect_timeout: float = 10.0
@@ -42,8 +51,10 @@ class SshTarget:
             raise ValueError("host_keys is a sequence of key lines, not one string")
         object.__setattr__(self, "host_keys", tuple(self.host_keys))
         parse_pins(self.host_keys)
-        if (self.key_path is None) == (self.key_data is None):
-            raise ValueError(f"{self.label}: give exactly one of key_path and key_data")
+        given = [self.key_path, self.key_data, self.credentials]
+        if sum(x is not None for x in given) != 1:
+            raise ValueError(f"{self.label}: give exactly one of key_path, key_data and "
+                             "credentials")
         if not 0 < self.port < 65536:
             raise ValueError(f"{self.label}: port {self.port} is out of range")
         if not self.host or not self.user:

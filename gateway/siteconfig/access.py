@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from enum import StrEnum
 from typing import Annotated, Self
 
@@ -43,6 +44,7 @@ class Ssh(Section):
 class AccountMode(StrEnum):
     COMMUNITY = "community"
     MAPPED = "mapped"
+    CERTIFICATE = "certificate"
 
 
 class Account(Section):
@@ -52,23 +54,74 @@ class Account(Section):
     key: KeyRef
 
 
+def _check_address(block: str) -> str:
+    try:
+        ipaddress.ip_network(block, strict=False)
+    except ValueError:
+        raise ValueError(f"{block!r} is not an IP address or CIDR block (e.g. 192.0.2.10 or "
+                         "192.0.2.0/24)") from None
+    return block
+
+
+class Certificates(Section):
+    """Limits on the short-lived certificates the gateway's CA signs for this site."""
+
+    lifetime_seconds: int = Field(
+        default=300, ge=30, le=86_400,
+        description="How long a certificate is valid (5 minutes by default); a connection "
+                    "takes new commands until a minute before.")
+    source_addresses: list[Annotated[str, AfterValidator(_check_address)]] = Field(
+        min_length=1,
+        description="The gateway's addresses as this site sees them (CIDR blocks): a "
+                    "certificate used from anywhere else is refused (source-address).")
+
+
 class Accounts(Section):
     """Whose account runs a gateway user's jobs at this site."""
 
     mode: AccountMode = Field(
         description="community: one account runs everyone's jobs (the gateway isolates "
-                    "them); mapped: each gateway user has their own account.")
+                    "them); mapped: each gateway user has their own account, whose key "
+                    "the gateway holds; certificate: each gateway user logs in as their "
+                    "own account with a short-lived certificate the gateway's CA signs, "
+                    "and no key is stored.")
     community: Account | None = Field(default=None, description="The account in community "
                                                                  "mode.")
     mapped: dict[GatewayUser, Account] = Field(
         default_factory=dict,
         description="mapped mode: gateway username -> account. Unmapped users cannot use "
                     "the site.")
+    principals: dict[GatewayUser, LocalUser] = Field(
+        default_factory=dict,
+        description="certificate mode: gateway username -> the account at this site, the "
+                    "one principal of their certificates. Unlisted users cannot use the "
+                    "site.")
+    certificate: Certificates | None = Field(
+        default=None, description="certificate mode: the certificates' limits.")
 
     @model_validator(mode="after")
     def _fits_mode(self) -> Self:
         issues: list[tuple[Loc, str]] = []
-        if self.mode == AccountMode.COMMUNITY:
+        certificate = self.mode == AccountMode.CERTIFICATE
+        for name, given in (("principals", bool(self.principals)),
+                            ("certificate", self.certificate is not None)):
+            if given and not certificate:
+                issues.append(((name,), "only used in certificate mode: remove it, or set "
+                                        "`mode: certificate`"))
+        if certificate:
+            if not self.principals:
+                issues.append((("principals",), "certificate mode needs at least one entry "
+                                                "`<gateway user>: <account>`"))
+            if self.certificate is None:
+                issues.append((("certificate",), "required in certificate mode: give at "
+                                                 "least `source_addresses`"))
+            for name, given in (("community", self.community is not None),
+                                ("mapped", bool(self.mapped))):
+                if given:
+                    issues.append(((name,), "not used in certificate mode (no key is "
+                                            "stored): remove it"))
+            _each_account_once(self.principals, "principals", issues)
+        elif self.mode == AccountMode.COMMUNITY:
             if self.community is None:
                 issues.append((("community",), "required in community mode: give `user` and "
                                             "`key`"))
@@ -82,20 +135,37 @@ class Accounts(Section):
             if self.community is not None:
                 issues.append((("community",), "only used in community mode: remove it, or "
                                             "set `mode: community`"))
-            owners: dict[str, str] = {}
-            for gateway_user, account in self.mapped.items():
-                if account.user in owners:
-                    issues.append((("mapped", gateway_user, "user"),
-                                   f"account {account.user!r} is already mapped to "
-                                   f"{owners[account.user]!r}: each gateway user needs an "
-                                   "account of their own (or use community mode)"))
-                owners.setdefault(account.user, gateway_user)
+            _each_account_once({user: account.user for user, account in self.mapped.items()},
+                               "mapped", issues)
         if issues:
             raise FieldIssues(issues)
         return self
+
+    def accounts(self) -> dict[str, str]:
+        """Gateway username -> the account that runs their jobs (mapped and certificate
+        modes; "" -> the community account)."""
+        if self.community is not None:
+            return {"": self.community.user}
+        if self.mode == AccountMode.CERTIFICATE:
+            return dict(self.principals)
+        return {user: account.user for user, account in self.mapped.items()}
 
     def account_for(self, gateway_user: str) -> Account | None:
         """The account that runs `gateway_user`'s jobs, or None if they have none here."""
         if self.mode == AccountMode.COMMUNITY:
             return self.community
         return self.mapped.get(gateway_user)
+
+
+def _each_account_once(accounts: dict[str, str], section: str,
+                       issues: list[tuple[Loc, str]]) -> None:
+    """One account per gateway user: two users on one account could not be told apart."""
+    owners: dict[str, str] = {}
+    for gateway_user, account in accounts.items():
+        if account in owners:
+            where: Loc = ((section, gateway_user, "user") if section == "mapped"
+                          else (section, gateway_user))
+            issues.append((where, f"account {account!r} is already mapped to "
+                                  f"{owners[account]!r}: each gateway user needs an account "
+                                  "of their own (or use community mode)"))
+        owners.setdefault(account, gateway_user)

@@ -12,7 +12,7 @@ from gateway.domain.field_issues import FieldIssues as FieldIssues  # re-exporte
 from gateway.domain.field_issues import Loc as Loc  # re-exported
 from gateway.domain.jobspec import parse_walltime
 from gateway.siteconfig.keys import no_private_key
-from rules.text import ACCOUNT, MPI_FLAVOR, PARTITION, QOS, SITE_NAME, TextRule
+from rules.text import ACCOUNT, MPI_FLAVOR, PARTITION, QOS, SITE_NAME, UNIX_ACCOUNT, TextRule
 
 UNLIMITED = "UNLIMITED"
 
@@ -32,8 +32,6 @@ def named(rule: TextRule, description: str) -> list[Any]:
 # Kinds only site configs have; the shared ones come from rules.text.
 COMMAND_NAME = TextRule("command name", r"[a-z][a-z0-9_-]{0,31}",
                         "use the scheduler command's name, e.g. sbatch")
-LOCAL_USER = TextRule("Unix account name", r"[A-Za-z_][A-Za-z0-9_.-]{0,31}",
-                      "use 1-32 letters, digits, '_', '.' or '-', starting with a letter or '_'")
 GATEWAY_USER = TextRule("gateway user name", r"\S{1,255}",
                         "use the gateway username, without spaces")
 
@@ -45,7 +43,7 @@ QosName = Annotated[str, *named(QOS, "A quality of service of the scheduler (Slu
 FlavorName = Annotated[str, *named(
     MPI_FLAVOR, "The name jobs ask for in `mpi.flavor`, e.g. mpich or openmpi.")]
 CommandName = Annotated[str, *named(COMMAND_NAME, "A scheduler command, e.g. sbatch or qsub.")]
-LocalUser = Annotated[str, *named(LOCAL_USER, "A Unix account on the site.")]
+LocalUser = Annotated[str, *named(UNIX_ACCOUNT, "A Unix account on the site.")]
 GatewayUser = Annotated[str, *named(GATEWAY_USER, "A gateway user, by gateway username.")]
 SchedulerAccount = Annotated[str, *named(ACCOUNT, "A scheduler account or project name.")]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 
-from adapters.errors import UnknownJob
+from adapters.errors import CredentialsRefused, UnknownJob
 from gateway.services.lifecycle import cancels
 from gateway.services.lifecycle.claims import Claim
 from gateway.services.sites.entry import NoAccount, SiteEntry
@@ -36,6 +36,10 @@ def send_cancels(ctx: StepContext, site: SiteEntry) -> bool:
             site.adapter_for(cancel.owner).cancel(cancel.native_id)
         except NoAccount as exc:
             log.error("cannot cancel %s at %s: %s", cancel.native_id, site.name, exc.detail)
+            continue
+        except CredentialsRefused as exc:
+            log.error("cannot cancel %s at %s now: %s", cancel.native_id, site.name,
+                      exc.message)
             continue
         except UnknownJob:
             # Gone already; its final state comes from the status poll.

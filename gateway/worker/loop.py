@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from adapters.errors import AdapterError
+from adapters.errors import AdapterError, CredentialsRefused
 from gateway.repositories.events import signal as event_signal
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.sites.entry import SiteEntry
@@ -219,6 +219,10 @@ class Worker:
                 worked = step(self.ctx, site)
                 reached |= worked
                 busy |= worked and hurries
+        except CredentialsRefused as exc:
+            # One user's trouble (no certificate for them): the site is up for the others.
+            log.error("site %s: %s", site.name, exc)
+            return busy
         except AdapterError as exc:
             # One site's trouble never stops the cycle for the others. Final errors
             # (a changed host key, a refused login) keep the site down until fixed.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from adapters.base import Adapter, JobStatus
+from adapters.errors import CredentialsRefused
 from gateway.services.lifecycle.statuses import apply_statuses, followed
 from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
@@ -34,7 +35,11 @@ def poll(ctx: StepContext, site: SiteEntry) -> bool:
             cancelled.add(attempt.native_id)
     statuses: dict[str, JobStatus] = {}
     for adapter, ids, cancelled in asked.values():
-        statuses.update(adapter.status(ids, cancelled=cancelled))
+        try:
+            statuses.update(adapter.status(ids, cancelled=cancelled))
+        except CredentialsRefused as exc:  # one user's jobs wait; the others are followed
+            log.error("%d job(s) at %s not followed: %s", len(ids), site.name, exc.message)
+            continue
         ctx.rt.metrics.status_calls.labels(site.name).inc()
     changed = sorted(
         (a.id, statuses[a.native_id]) for a in active

@@ -9,6 +9,7 @@ from collections import defaultdict
 from datetime import timedelta
 
 from adapters.base import Adapter
+from adapters.errors import CredentialsRefused
 from adapters.usage import UsageRecord
 from gateway.accounting.units import milli
 from gateway.db.base import utcnow
@@ -88,6 +89,11 @@ def _records(site: SiteEntry, runs: list[RunToSettle]) -> dict[str, list[UsageRe
         asked.setdefault(id(adapter), (adapter, []))[1].append(run.native_id)
     found: dict[str, list[UsageRecord]] = defaultdict(list)
     for adapter, ids in asked.values():
-        for record in adapter.usage(ids):
+        try:
+            records = adapter.usage(ids)
+        except CredentialsRefused as exc:  # settled once the user is back, or estimated
+            log.error("%d run(s) at %s not settled now: %s", len(ids), site.name, exc.message)
+            continue
+        for record in records:
             found[record.native_id].append(record)
     return found

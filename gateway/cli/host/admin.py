@@ -1,8 +1,9 @@
-"""`gridgate admin ...`: account administration on the gateway host.
+"""`gridgate admin ...`: accounts, site histories and bans, and the SSH certificate
+authority, administered on the gateway host.
 
-These commands open the gateway's database directly (like `serve`), with the same
-GRIDGATE_* settings, so run them where the gateway runs. Each is one unit of work over
-the account services (gateway.auth.accounts), never a statement of its own.
+These commands open the gateway's database and data directory directly (like `serve`),
+with the same GRIDGATE_* settings, so run them where the gateway runs. Each is one unit of
+work over the services (gateway.auth.accounts, ...), never a statement of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Annotated
 import typer
 
 from gateway.cli import errors, render
+from gateway.cli.columns import Col, Grid
 
 DEFAULT_CLIENT_SCOPES = ["jobs:read", "jobs:write", "sites:read"]
 
@@ -149,3 +151,58 @@ def site_unban(
         runtime.close()
     render.stderr_console().print(f"Lifted the ban on site {name} ({ban.reason}).",
                                   soft_wrap=True)
+
+
+SSH_CA_COLUMNS = (Col("GENERATION", justify="right"), Col("STATE"), Col("FINGERPRINT"),
+           Col("SIGNS FROM", drop=2), Col("LISTED UNTIL", drop=1))
+
+
+def ssh_ca_show(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The CA keys sites should trust now (made on first use): a table, then the lines for
+    each site's TrustedUserCAKeys file (during a rotation, both keys)."""
+    from datetime import UTC, datetime
+
+    from gateway.auth.ssh_ca import SshCa
+    from gateway.settings import Settings
+
+    keys = SshCa(Settings().ssh_ca_dir).trusted(datetime.now(UTC))
+    if as_json:
+        render.print_json([{"generation": k.generation, "state": k.state,
+                            "fingerprint": k.fingerprint, "public_key": k.line,
+                            "signs_from": k.signs_from, "listed_until": k.listed_until}
+                           for k in keys])
+        return
+    table = Grid(SSH_CA_COLUMNS)
+    for k in keys:
+        table.add_row(str(k.generation), k.state, k.fingerprint, render.when(k.signs_from),
+                      render.when(k.listed_until) if k.listed_until else "-")
+    out = render.stdout_console()
+    out.print(table)
+    out.print("\nTrustedUserCAKeys lines:")
+    for k in keys:
+        out.print(k.line, soft_wrap=True)
+
+
+def ssh_ca_rotate(
+    overlap_days: Annotated[float, typer.Option(
+        "--overlap-days", min=0,
+        help="How long sites have to add the new key before it signs.")] = 7.0,
+) -> None:
+    """Start a rotation: a new CA key, listed for sites now, signing after the overlap;
+    the old one stays listed until what it signed has expired."""
+    from datetime import UTC, datetime, timedelta
+
+    from gateway.auth.ssh_ca import SshCa
+    from gateway.settings import Settings
+
+    try:
+        key = SshCa(Settings().ssh_ca_dir).rotate(datetime.now(UTC),
+                                                  timedelta(days=overlap_days))
+    except ValueError as exc:
+        raise errors.fail(f"error: {exc}.", errors.USAGE) from None
+    render.stderr_console().print(
+        f"Added CA key {key.generation}; it signs from {render.when(key.signs_from)}. "
+        "Add it to every certificate site's TrustedUserCAKeys before then "
+        "(gridgate admin ssh-ca show).")

@@ -125,20 +125,35 @@ def check(
     """Check a configured site live, from the gateway host (like `serve`).
 
     Reads GRIDGATE_SITE_CONFIGS_DIR and GRIDGATE_SECRETS_DIR. Logs in with the pinned host
-    key (community account, or the first mapped account), asks the scheduler for its
+    key (community account, or the first mapped account; on a certificate site, with a
+    certificate, and checks that one for another principal is refused), asks the scheduler for its
     partitions and compares their limits with the config, looks for each MPI launcher, and
     makes sure scratch_root is writable. Exit 0 only when every check passes.
     """
+    from gateway.auth.ssh_ca import SshCa
+    from gateway.runtime import build_runtime
+    from gateway.services.sites.certificates import CertificateSigner
     from gateway.services.sites.check import check_site
     from gateway.services.sites.check_report import Status
     from gateway.settings import Settings
+    from gateway.siteconfig import AccountMode
 
     settings = Settings()
     config = _site_config(settings, name)
+    runtime = None
     try:
-        report = check_site(config, settings)
+        signer = None
+        if config.accounts is not None and config.accounts.mode == AccountMode.CERTIFICATE:
+            # Certificates are signed as for jobs: the gateway's CA, its users' states.
+            runtime = build_runtime(settings)
+            signer = CertificateSigner(SshCa(settings.ssh_ca_dir), runtime.sessions,
+                                       runtime.clock)
+        report = check_site(config, settings, signer=signer)
     except GatewayError as exc:
         raise typer.Exit(errors.report(exc)) from None
+    finally:
+        if runtime is not None:
+            runtime.close()
     if as_json:
         render.print_json(report.as_json())
     else:

@@ -14,18 +14,20 @@ of what to look for (`check_account`, `launchers`) are pure; `check_site` does t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from adapters.batch.adapter import BatchAdapter
 from adapters.batch.types import QueueInfo
-from adapters.errors import AdapterError
+from adapters.errors import AdapterError, AuthenticationFailed
 from adapters.ssh import SshTransportPool
 from adapters.ssh.pool import TransportPool
 from adapters.transport import HostKeyMismatch, Transport
 from gateway.domain.errors import Invalid
+from gateway.services.sites.certificates import CertificateSigner
 from gateway.services.sites.check_containers import check_runtimes, runtime_check_names
 from gateway.services.sites.check_report import Check, SiteCheckReport, Status
-from gateway.services.sites.remote import build_adapter
+from gateway.services.sites.remote import Login, build_adapter
 from gateway.settings import Settings
 from gateway.siteconfig import Account, AccountMode, MpiLauncherKind, Partition, SiteConfig
 
@@ -46,7 +48,15 @@ _SKIPPED = "not checked: the site could not be reached"
 # --- pure ------------------------------------------------------------------------------
 
 
-def check_account(config: SiteConfig) -> Account:
+@dataclass(frozen=True)
+class CertificateAccount:
+    """A certificate site's account to check with, and the gateway user it is mapped to."""
+
+    gateway_user: str
+    user: str
+
+
+def check_account(config: SiteConfig) -> Account | CertificateAccount:
     """The account to check with: the community account, or the first mapped one."""
     accounts = config.accounts
     if config.descriptive or accounts is None or config.ssh is None:
@@ -54,6 +64,8 @@ def check_account(config: SiteConfig) -> Account:
                       "it, so there is nothing to check live.", field="descriptive")
     if accounts.mode == AccountMode.COMMUNITY and accounts.community is not None:
         return accounts.community
+    if accounts.mode == AccountMode.CERTIFICATE:
+        return CertificateAccount(*next(iter(accounts.principals.items())))
     return next(iter(accounts.mapped.values()))
 
 
@@ -154,25 +166,62 @@ def _failure(exc: AdapterError) -> str:
 
 
 def check_site(config: SiteConfig, settings: Settings,
-               pool: TransportPool[T] | None = None) -> SiteCheckReport:
-    """Every check against the live site (over SSH, unless a pool is given)."""
-    account = check_account(config)
-    if pool is not None:
-        adapter = build_adapter(config, settings, pool, account)
-        checks = _checks(config, adapter, account)
-    else:
-        ssh = SshTransportPool()
-        try:
-            checks = _checks(config, build_adapter(config, settings, ssh, account), account)
-        finally:
+               pool: TransportPool[T] | None = None,
+               signer: CertificateSigner | None = None) -> SiteCheckReport:
+    """Every check against the live site (over SSH, unless a pool is given); a certificate
+    site's with certificates `signer` signs."""
+    found = check_account(config)
+    account: Account | Login = found if isinstance(found, Account) else _login(config, found,
+                                                                               signer)
+    ssh: TransportPool[Any] = SshTransportPool() if pool is None else pool
+    try:
+        checks = _checks(config, build_adapter(config, settings, ssh, account), account.user)
+        if isinstance(account, Login) and signer is not None:
+            checks.append(_other_principal_refused(config, settings, account.user, signer))
+    finally:
+        if pool is None:
             ssh.close()
     return SiteCheckReport(site=config.name, account=account.user, checks=tuple(checks))
 
 
-def _checks(config: SiteConfig, adapter: BatchAdapter, account: Account) -> list[Check]:
+def _login(config: SiteConfig, account: CertificateAccount,
+           signer: CertificateSigner | None) -> Login:
+    limits = config.accounts.certificate if config.accounts else None
+    if signer is None or limits is None:
+        raise Invalid(f"Site '{config.name}' logs in with certificates: check it where the "
+                      "gateway runs (its database and CA).", field="accounts")
+    return Login(account.user, signer.credentials(config.name, account.gateway_user,
+                                                  account.user, limits))
+
+
+def _other_principal_refused(config: SiteConfig, settings: Settings, user: str,
+                             signer: CertificateSigner) -> Check:
+    """A certificate for another principal, presented for `user`, must be refused: else
+    the site does not check principals, and any certificate would do for any account.
+    On a connection of its own (a pooled one for `user` is logged in already)."""
+    limits = config.accounts.certificate if config.accounts else None
+    assert limits is not None
+    stranger = Login(user, signer.stranger(limits))
+    own = SshTransportPool()
+    try:
+        _run(build_adapter(config, settings, own, stranger), ["true"])
+    except AuthenticationFailed:
+        return Check("certificate-principal", Status.OK,
+                     f"a certificate for another principal is refused for {user}")
+    except AdapterError as exc:
+        return Check("certificate-principal", Status.FAIL, _failure(exc))
+    finally:
+        own.close()
+    return Check("certificate-principal", Status.FAIL,
+                 f"the site let a certificate for another principal log in as {user}: its "
+                 "AuthorizedPrincipalsFile (or AuthorizedPrincipalsCommand) must give each "
+                 "account its own name only")
+
+
+def _checks(config: SiteConfig, adapter: BatchAdapter, user: str) -> list[Check]:
     ssh = config.ssh
     assert ssh is not None and config.scratch_root is not None
-    where = f"{account.user}@{ssh.host}:{ssh.port}"
+    where = f"{user}@{ssh.host}:{ssh.port}"
     try:
         login = _run(adapter, ["true"])
     except AdapterError as exc:

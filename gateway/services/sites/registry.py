@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from adapters.ssh.pool import TransportPool
     from gateway.db.bank_models import RateCard
     from gateway.db.models import Site
+    from gateway.services.sites.certificates import CertificateSigner
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +45,13 @@ class SiteRegistry:
         self.rate_cards: dict[str, RateCard] = {}
 
     @classmethod
-    def from_settings(cls, settings: Settings,
-                      pool: TransportPool[Any] | None = None) -> SiteRegistry:
+    def from_settings(cls, settings: Settings, pool: TransportPool[Any] | None = None,
+                      signer: CertificateSigner | None = None) -> SiteRegistry:
         """The local site (unless disabled) and every reachable site configured in
         `settings.site_configs_dir`; descriptive (seed) configs are never connected.
         Remote sites are reached over SSH, or through `pool` when one is given (tests
-        pass replaying transports); the registry closes it."""
+        pass replaying transports); the registry closes it. `signer` signs the
+        certificates of sites whose researchers log in as themselves."""
         entries = [local_site(settings)] if settings.local_site_enabled else []
         drained: set[str] = set()
         if settings.site_configs_dir is not None:
@@ -61,7 +63,7 @@ class SiteRegistry:
             for config in load_site_configs(settings.site_configs_dir):
                 if config.descriptive:
                     continue
-                entries.append(remote_site(config, settings, pool))
+                entries.append(remote_site(config, settings, pool, signer))
                 if config.state == SiteState.DRAINED:
                     drained.add(config.name)
         registry = cls(entries, initially_drained=drained)

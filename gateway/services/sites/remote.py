@@ -8,7 +8,9 @@ above the transport runs as it does against a real site.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from adapters import registry
@@ -18,9 +20,11 @@ from adapters.batch.entry import DialectSettings
 from adapters.batch.types import DialectConfig, MpiFlavor, SchedulerDialect
 from adapters.errors import UnknownScheduler
 from adapters.ssh import SshTarget
+from adapters.ssh.certificates import UserCertificate
 from adapters.ssh.pool import TransportPool
 from adapters.transport import Transport
 from gateway.domain.errors import Invalid
+from gateway.services.sites.certificates import CertificateSigner
 from gateway.services.sites.entry import LOCAL_SITE, SiteEntry
 from gateway.settings import Settings
 from gateway.siteconfig import (
@@ -59,7 +63,7 @@ def _dialect(config: SiteConfig) -> SchedulerDialect:
         raise Invalid(f"Site '{config.name}': {exc.message}", field="scheduler.kind") from None
 
 
-def _target(config: SiteConfig, account: Account, settings: Settings) -> SshTarget:
+def _target(config: SiteConfig, account: Account | Login, settings: Settings) -> SshTarget:
     ssh = config.ssh
     assert ssh is not None  # a remote, non-descriptive config always has ssh
     jump = None
@@ -69,15 +73,25 @@ def _target(config: SiteConfig, account: Account, settings: Settings) -> SshTarg
                          host_keys=tuple(hop.host_keys),
                          key_path=str(resolve_key_path(hop.key, settings.secrets_dir)),
                          site=config.name, connect_timeout=ssh.connect_timeout_seconds)
+    if isinstance(account, Login):
+        key: dict[str, Any] = {"credentials": account.credentials}
+    else:
+        key = {"key_path": str(resolve_key_path(account.key, settings.secrets_dir))}
     return SshTarget(host=ssh.host, port=ssh.port, user=account.user,
-                     host_keys=tuple(ssh.host_keys),
-                     key_path=str(resolve_key_path(account.key, settings.secrets_dir)),
-                     jump=jump, site=config.name,
-                     connect_timeout=ssh.connect_timeout_seconds)
+                     host_keys=tuple(ssh.host_keys), jump=jump, site=config.name,
+                     connect_timeout=ssh.connect_timeout_seconds, **key)
+
+
+@dataclass(frozen=True)
+class Login:
+    """An account logged into with short-lived certificates (certificate mode)."""
+
+    user: str
+    credentials: Callable[[], UserCertificate]
 
 
 def build_adapter(config: SiteConfig, settings: Settings, pool: TransportPool[T],
-                  account: Account) -> BatchAdapter:
+                  account: Account | Login) -> BatchAdapter:
     """A BatchAdapter speaking `config`'s scheduler as `account`, over a pooled transport.
 
     Nothing connects yet: the first command opens the connection.
@@ -91,8 +105,10 @@ def build_adapter(config: SiteConfig, settings: Settings, pool: TransportPool[T]
                         command_timeout=ssh.command_timeout_seconds)
 
 
-def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T]) -> SiteEntry:
-    """The SiteEntry for a reachable (non-descriptive) remote site config."""
+def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T],
+                signer: CertificateSigner | None = None) -> SiteEntry:
+    """The SiteEntry for a reachable (non-descriptive) remote site config (`signer`:
+    what signs the certificates of a certificate-mode site)."""
     if config.name == LOCAL_SITE:
         raise Invalid(f"A site config may not be named '{LOCAL_SITE}': that is the embedded "
                       "site.", field="name")
@@ -106,10 +122,19 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T]) 
     else:
         # Each mapped user acts through their own account: a job runs under that Unix
         # uid, and the site's own permissions keep users apart.
-        mapped = {user: build_adapter(config, settings, pool, account)
-                  for user, account in accounts.mapped.items()}
+        logins: dict[str, Account | Login] = dict(accounts.mapped)
+        if accounts.mode == AccountMode.CERTIFICATE:
+            limits = accounts.certificate
+            if signer is None or limits is None:
+                raise Invalid(f"Site '{config.name}' logs in with certificates, which only a "
+                              "gateway with its database can sign.", field="accounts")
+            logins = {user: Login(account, signer.credentials(config.name, user, account,
+                                                              limits))
+                      for user, account in accounts.principals.items()}
+        mapped = {user: build_adapter(config, settings, pool, login)
+                  for user, login in logins.items()}
         adapter = next(iter(mapped.values()))
-        names = {user: account.user for user, account in accounts.mapped.items()}
+        names = accounts.accounts()
     # Job directories sit side by side under the scratch root (sticky and world-writable
     # on a mapped site), each created 0700 by the account that runs the job.
     return SiteEntry(name=config.name, kind=config.scheduler.kind,

@@ -1,0 +1,76 @@
+"""Certificates for the sites where each researcher logs in as their own account (site
+config `accounts.mode: certificate`): for each new connection, a key pair and a
+certificate the gateway's CA signs (gateway.auth.ssh_ca, adapters.ssh.certificates).
+
+The principal is the account the site's config maps the gateway user to, never anything a
+request says. Before each signature the user is looked up again: a researcher who was
+disabled (or removed) gets no certificate, so they lose access at the next connection,
+at most one certificate lifetime after the change.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from adapters.errors import CredentialsRefused
+from adapters.ssh.certificates import CertificatePolicy, UserCertificate, issue, key_id
+from gateway.auth.ssh_ca import SshCa
+from gateway.db.models import User
+from gateway.siteconfig.access import Certificates
+
+# What the connections are for: commands, and the SFTP/staging on the same connection.
+PURPOSE = "commands"
+
+
+class CertificateSigner:
+    """Signs certificates for certificate sites; one per gateway process."""
+
+    def __init__(self, ca: SshCa, sessions: sessionmaker[Session],
+                 clock: Callable[[], datetime]) -> None:
+        self.ca = ca
+        self.sessions = sessions
+        self.clock = clock
+
+    def credentials(self, site: str, gateway_user: str, account: str,
+                    limits: Certificates) -> Callable[[], UserCertificate]:
+        """What a connection to `site` as `account` calls for each new certificate."""
+        policy = CertificatePolicy(tuple(limits.source_addresses),
+                                   timedelta(seconds=limits.lifetime_seconds))
+        ident = key_id(gateway_user, PURPOSE)
+
+        def sign() -> UserCertificate:
+            self._check_allowed(site, gateway_user)
+            now = self.clock()
+            _, private = self.ca.signer(now)
+            return issue(private, account, ident, policy, now)
+
+        return sign
+
+    def stranger(self, limits: Certificates) -> Callable[[], UserCertificate]:
+        """Certificates for a principal no account has (`gridgate site check` presents one
+        for a real account, which the site must refuse)."""
+        policy = CertificatePolicy(tuple(limits.source_addresses),
+                                   timedelta(seconds=limits.lifetime_seconds))
+        principal = f"gridgate-probe-{secrets.token_hex(4)}"
+
+        def sign() -> UserCertificate:
+            now = self.clock()
+            _, private = self.ca.signer(now)
+            return issue(private, principal, key_id("site-check", "check"), policy, now)
+
+        return sign
+
+    def _check_allowed(self, site: str, gateway_user: str) -> None:
+        with self.sessions() as session:
+            disabled = session.scalar(select(User.disabled).where(
+                User.username == gateway_user))
+        if disabled is None or disabled:
+            state = "disabled" if disabled else "unknown"
+            raise CredentialsRefused(
+                f"no certificate for gateway user {gateway_user!r} at {site}: the user is "
+                f"{state} here")

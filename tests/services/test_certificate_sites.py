@@ -1,0 +1,172 @@
+"""Certificate sites (issue 33): `accounts.mode: certificate` in a site config, and the
+gateway logging each researcher in as their own account with certificates its CA signs,
+against a real sshd that trusts that CA and nothing else (tests/ssh/sshd.py).
+
+The principal comes from the site's mapping only; a disabled researcher gets no
+certificate (at the next connection); `site check` logs in with a certificate and finds a
+certificate for another principal refused."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from adapters.batch.adapter import BatchAdapter
+from adapters.errors import AuthenticationFailed, CredentialsRefused
+from adapters.ssh import SshTransport, SshTransportPool
+from gateway.auth.accounts import create_local_user
+from gateway.auth.ssh_ca import SshCa
+from gateway.db.engine import transaction
+from gateway.db.models import User
+from gateway.runtime import Runtime, build_runtime
+from gateway.services.sites.certificates import CertificateSigner
+from gateway.services.sites.check import check_site
+from gateway.services.sites.check_report import Status
+from gateway.services.sites.entry import SiteEntry
+from gateway.services.sites.remote import remote_site
+from gateway.settings import Settings
+from gateway.siteconfig import (
+    SiteConfig,
+    SiteConfigError,
+    load_site_config,
+    site_config_data,
+    validate_site_config,
+)
+from tests.ssh.sshd import Sshd, start_sshd
+
+CONFIGS = Path(__file__).resolve().parents[2] / "site-configs"
+LIMITS = {"lifetime_seconds": 300, "source_addresses": ["127.0.0.1/32"]}
+
+
+def _certificate_config(accounts: dict[str, Any], ssh: dict[str, Any] | None = None
+                        ) -> SiteConfig:
+    data = site_config_data(load_site_config(CONFIGS / "roadrunner.yaml"))
+    data["name"] = "certsite"
+    data["accounts"] = accounts
+    if ssh:
+        data["ssh"] = {**data["ssh"], **ssh}
+    return validate_site_config(data, "<test>")
+
+
+@pytest.mark.parametrize(("accounts", "problem"), [
+    ({"mode": "certificate", "certificate": LIMITS}, "principals"),
+    ({"mode": "certificate", "principals": {"alice": "alice"}}, "certificate"),
+    ({"mode": "certificate", "principals": {"alice": "alice"}, "certificate": LIMITS,
+      "community": {"user": "gwcomm", "key": {"secret": "k"}}}, "community"),
+    ({"mode": "certificate", "principals": {"alice": "al", "bob": "al"},
+      "certificate": LIMITS}, "already mapped"),
+    ({"mode": "certificate", "principals": {"alice": "root;id"}, "certificate": LIMITS},
+     "Unix account name"),
+    ({"mode": "certificate", "principals": {"alice": "alice"},
+      "certificate": {"source_addresses": ["anywhere"]}}, "not an IP address"),
+    ({"mode": "certificate", "principals": {"alice": "alice"},
+      "certificate": {"source_addresses": []}}, "source_addresses"),
+    ({"mode": "certificate", "principals": {"alice": "alice"},
+      "certificate": {**LIMITS, "lifetime_seconds": 5}}, "lifetime_seconds"),
+    ({"mode": "community", "community": {"user": "gwcomm", "key": {"secret": "k"}},
+      "principals": {"alice": "alice"}}, "only used in certificate mode"),
+])
+def test_a_certificate_site_config_says_what_is_wrong(accounts: dict[str, Any],
+                                                      problem: str) -> None:
+    with pytest.raises(SiteConfigError, match=problem):
+        _certificate_config(accounts)
+
+
+@dataclass
+class Gateway:
+    runtime: Runtime
+    server: Sshd
+    config: SiteConfig
+    entry: SiteEntry
+    signer: CertificateSigner
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Iterator[Gateway]:
+    """A gateway (SQLite) whose site `certsite` maps alice to the sshd's account and bob
+    to another; the sshd trusts the gateway's CA and lists each account's own name."""
+    settings = Settings(data_dir=tmp_path / "data", database_url=f"sqlite:///{tmp_path}/gw.db",
+                        run_worker=False, local_site_enabled=False,
+                        public_url="http://gateway.test")
+    runtime = build_runtime(settings)
+    with transaction(runtime.sessions) as session:
+        create_local_user(session, "alice", "correct horse battery")
+        bob = create_local_user(session, "bob", "correct horse battery")
+        bob.disabled = True
+    ca = SshCa(settings.ssh_ca_dir)
+    files = Path(tempfile.mkdtemp(prefix="gw-ca-site-"))  # sshd reads it as the account
+    files.chmod(0o755)
+    trusted = files / "trusted"
+    trusted.write_text("".join(f"{k.line}\n" for k in ca.trusted(runtime.clock())))
+    server = start_sshd(extra_config=["AuthorizedKeysFile none",
+                                      f"TrustedUserCAKeys {trusted}"])
+    config = _certificate_config(
+        {"mode": "certificate", "principals": {"alice": server.user, "bob": "gwbob"},
+         "certificate": LIMITS},
+        {"host": "127.0.0.1", "port": server.port, "host_keys": [server.host_key_line]})
+    signer = CertificateSigner(ca, runtime.sessions, runtime.clock)
+    pool = SshTransportPool()
+    try:
+        yield Gateway(runtime, server, config, remote_site(config, settings, pool, signer),
+                      signer)
+    finally:
+        pool.close()
+        runtime.close()
+        server.cleanup()
+        shutil.rmtree(files)
+
+
+def _transport(entry: SiteEntry, user: str) -> SshTransport:
+    adapter = entry.adapter_for(user)
+    assert isinstance(adapter, BatchAdapter) and isinstance(adapter.transport, SshTransport)
+    return adapter.transport
+
+
+def test_each_researcher_logs_in_as_their_account_and_loses_it_when_disabled(
+        gateway: Gateway) -> None:
+    alice = _transport(gateway.entry, "alice")
+    assert alice.run(["id", "-un"]).stdout.decode().strip() == gateway.server.user
+    assert "ID gridgate:alice:commands" in gateway.server.log()
+    assert gateway.entry.account_name("alice") == gateway.server.user
+    with pytest.raises(CredentialsRefused, match="'bob' at certsite: the user is disabled"):
+        _transport(gateway.entry, "bob").run(["true"])
+    # Disabled now: the open connection ends with its certificate; the next one is refused.
+    with transaction(gateway.runtime.sessions) as session:
+        session.execute(update(User).where(User.username == "alice").values(disabled=True))
+    alice.disconnect()
+    with pytest.raises(AuthenticationFailed, match="disabled"):
+        alice.run(["true"])
+
+
+def test_site_check_logs_in_with_a_certificate_and_finds_a_stranger_refused(
+        gateway: Gateway) -> None:
+    report = check_site(gateway.config, gateway.runtime.settings, signer=gateway.signer)
+    checks = {check.name: check for check in report.checks}
+    assert checks["ssh"].status == Status.OK, checks["ssh"]
+    assert checks["certificate-principal"].status == Status.OK, checks["certificate-principal"]
+    assert report.account == gateway.server.user
+
+
+def test_site_check_fails_a_site_that_takes_another_principal(
+        gateway: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A site whose principals file lets gwtest in on the probe's principal as well."""
+    monkeypatch.setattr(secrets, "token_hex", lambda _: "0badc0de")
+    server = gateway.server
+    principals = server.root / "principals"
+    principals.write_text(f"{server.user}\ngridgate-probe-0badc0de\n")
+    principals.chmod(0o644)
+    server.stop()
+    server.extra_config.append(f"AuthorizedPrincipalsFile {principals}")
+    server.start()
+    report = check_site(gateway.config, gateway.runtime.settings, signer=gateway.signer)
+    check = next(c for c in report.checks if c.name == "certificate-principal")
+    assert check.status == Status.FAIL
+    assert "another principal" in check.detail
