@@ -209,6 +209,8 @@ def prepare_site(config: TestbedConfig, site: SiteSpec) -> SitePaths:
             shutil.copy2(Path("/etc/ssh", name), root / "etc/ssh" / name)
     wan_ip = config.wan_ips(site.index)[1] if config.has_wan else None
     _write(root / "etc/ssh/sshd_config", render.sshd_config(ip, wan_ip=wan_ip))
+    if not (root / render.TRUSTED_CA.lstrip("/")).exists():
+        _write(root / render.TRUSTED_CA.lstrip("/"), "")  # no CA until a test trusts one
     keygen(paths.host_key, f"root@{site.name}")
     shutil.copyfile(paths.host_key.with_name(paths.host_key.name + ".pub"), paths.host_key_pub)
     _write(paths.known_hosts, f"{ip} {host_key_line(paths)}\n")

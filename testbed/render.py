@@ -51,6 +51,10 @@ def _merge(host_text: str, accounts: Iterable[Account], line: Callable[[Account]
     return "\n".join([*kept, *(line(a) for a in accounts)]) + "\n"
 
 
+# The CA keys a site's sshd trusts for certificate logins (empty: none), in its own /etc.
+TRUSTED_CA = "/etc/ssh/gridgate-trusted-ca.pub"
+
+
 def sshd_config(ip: ipaddress.IPv4Address, port: int = 22,
                 wan_ip: ipaddress.IPv4Address | None = None, *,
                 host_key: str = "/etc/ssh/ssh_host_ed25519_key",
@@ -70,6 +74,8 @@ KbdInteractiveAuthentication no
 PubkeyAuthentication yes
 PermitRootLogin no
 AuthorizedKeysFile .ssh/authorized_keys
+# Certificate logins (testbed.trusted_ca writes the CA keys; read at each login).
+TrustedUserCAKeys {TRUSTED_CA}
 StrictModes yes
 UseDNS no
 PrintMotd no

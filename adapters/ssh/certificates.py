@@ -42,6 +42,16 @@ class CertificateError(ValueError):
     """A certificate that must not be signed (bad principal, purpose, addresses, lifetime)."""
 
 
+def source_address(block: str) -> str:
+    """`block` if it is an IP address or CIDR block, else CertificateError."""
+    try:
+        ipaddress.ip_network(block, strict=False)
+    except ValueError:
+        raise CertificateError(f"{block!r} is not an IP address or CIDR block (e.g. "
+                               "192.0.2.10 or 192.0.2.0/24)") from None
+    return block
+
+
 @dataclass(frozen=True)
 class CertificatePolicy:
     """The limits every certificate for one site carries."""
@@ -54,11 +64,7 @@ class CertificatePolicy:
             raise CertificateError("a certificate must be bound to the gateway's addresses "
                                    "(source-address): give at least one")
         for block in self.source_addresses:
-            try:
-                ipaddress.ip_network(block, strict=False)
-            except ValueError:
-                raise CertificateError(f"{block!r} is not an IP address or CIDR block "
-                                       "(e.g. 192.0.2.10 or 192.0.2.0/24)") from None
+            source_address(block)
         if not timedelta(seconds=30) <= self.lifetime <= MAX_LIFETIME:
             raise CertificateError("a certificate's lifetime must be between 30 seconds and "
                                    f"24 hours, not {self.lifetime}")

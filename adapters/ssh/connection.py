@@ -443,7 +443,7 @@ class SshConnection:
         text = data.decode("utf-8", errors="replace")
         for key_class in _KEY_CLASSES:
             try:
-                pkey = key_class.from_private_key(io.StringIO(text), password=target.key_passphrase)
+                return key_class.from_private_key(io.StringIO(text), password=target.key_passphrase)
             except paramiko.PasswordRequiredException:
                 raise AuthenticationFailed(
                     f"the SSH private key of {target.label} {self._key_source()} is encrypted "
@@ -451,7 +451,6 @@ class SshConnection:
                 ) from None
             except (paramiko.SSHException, ValueError, TypeError):
                 continue
-            return pkey
         raise AuthenticationFailed(
             f"the SSH private key of {target.label} {self._key_source()} is not an ed25519, "
             "ECDSA or RSA private key (or its passphrase is wrong)"

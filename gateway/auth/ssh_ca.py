@@ -18,7 +18,9 @@ import fcntl
 import json
 import os
 import secrets
-from collections.abc import Iterator
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -67,6 +69,10 @@ class SshCa:
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
+        # What was read, while the state file stays the same (another process may rotate:
+        # a new state file is a new inode); a key file never changes once written.
+        self._read: tuple[tuple[int, int], list[CaKey]] | None = None
+        self._loaded: dict[int, Ed25519PrivateKey] = {}
 
     def signer(self, now: datetime) -> tuple[CaKey, Ed25519PrivateKey]:
         """The key that signs now (the first one is made on first use)."""
@@ -109,23 +115,50 @@ class SshCa:
                     for k in keys]
             return self._add(max(k.generation for k in keys) + 1, now, switch, kept)
 
+    def revocation_list(self, now: datetime, key_ids: Sequence[str]) -> bytes:
+        """A key revocation list (OpenSSH's KRL, made by `ssh-keygen -k`) revoking every
+        certificate with one of `key_ids` signed by any key sites trust now: for a site's
+        `RevokedKeys`, so that a certificate still valid is refused once its user is."""
+        with tempfile.TemporaryDirectory(prefix="gridgate-krl-") as tmp:
+            spec = Path(tmp) / "revoked"
+            spec.write_text("".join(f"id: {ident}\n" for ident in key_ids))
+            out = Path(tmp) / "krl"
+            for n, key in enumerate(self.trusted(now)):
+                ca = Path(tmp) / f"ca-{n}.pub"
+                ca.write_text(key.line + "\n")
+                # The first key makes the list, the others add a section each (-u).
+                subprocess.run(["ssh-keygen", "-q", "-k", *(["-u"] if n else []),
+                                "-f", str(out), "-s", str(ca), str(spec)],
+                               check=True, capture_output=True, stdin=subprocess.DEVNULL)
+            return out.read_bytes()
+
     # --- files ---------------------------------------------------------------------------
 
     def _keys(self) -> list[CaKey]:
         try:
-            data = json.loads((self.dir / STATE).read_text())
+            with open(self.dir / STATE, "rb") as fh:
+                seen = os.fstat(fh.fileno())
+                stamp = (seen.st_ino, seen.st_mtime_ns)
+                if self._read is not None and self._read[0] == stamp:
+                    return self._read[1]
+                data = json.loads(fh.read())
         except FileNotFoundError:
             return []
-        return [CaKey(k["generation"], datetime.fromisoformat(k["created"]),
+        keys = [CaKey(k["generation"], datetime.fromisoformat(k["created"]),
                       datetime.fromisoformat(k["signs_from"]),
                       None if k["listed_until"] is None
                       else datetime.fromisoformat(k["listed_until"])) for k in data["keys"]]
+        self._read = (stamp, keys)
+        return keys
 
     def _private(self, key: CaKey) -> Ed25519PrivateKey:
-        loaded = serialization.load_ssh_private_key((self.dir / key.file).read_bytes(), None)
-        if not isinstance(loaded, Ed25519PrivateKey):
-            raise ValueError(f"{self.dir / key.file} is not an ed25519 key")
-        return loaded
+        if key.generation not in self._loaded:
+            loaded = serialization.load_ssh_private_key((self.dir / key.file).read_bytes(),
+                                                        None)
+            if not isinstance(loaded, Ed25519PrivateKey):
+                raise ValueError(f"{self.dir / key.file} is not an ed25519 key")
+            self._loaded[key.generation] = loaded
+        return self._loaded[key.generation]
 
     def _add(self, generation: int, now: datetime, signs_from: datetime,
              kept: list[CaKey]) -> CaKey:

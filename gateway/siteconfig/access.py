@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 from enum import StrEnum
 from typing import Annotated, Self
 
 from pydantic import AfterValidator, Field, model_validator
 
+from adapters.ssh.certificates import source_address
 from gateway.siteconfig.fields import FieldIssues, GatewayUser, Host, Loc, LocalUser, Port, Section
 from gateway.siteconfig.keys import HostKeyLine, KeyRef, check_unique_host_keys
 
@@ -54,15 +54,6 @@ class Account(Section):
     key: KeyRef
 
 
-def _check_address(block: str) -> str:
-    try:
-        ipaddress.ip_network(block, strict=False)
-    except ValueError:
-        raise ValueError(f"{block!r} is not an IP address or CIDR block (e.g. 192.0.2.10 or "
-                         "192.0.2.0/24)") from None
-    return block
-
-
 class Certificates(Section):
     """Limits on the short-lived certificates the gateway's CA signs for this site."""
 
@@ -70,10 +61,16 @@ class Certificates(Section):
         default=300, ge=30, le=86_400,
         description="How long a certificate is valid (5 minutes by default); a connection "
                     "takes new commands until a minute before.")
-    source_addresses: list[Annotated[str, AfterValidator(_check_address)]] = Field(
+    source_addresses: list[Annotated[str, AfterValidator(source_address)]] = Field(
         min_length=1,
         description="The gateway's addresses as this site sees them (CIDR blocks): a "
                     "certificate used from anywhere else is refused (source-address).")
+
+    @property
+    def renew_before(self) -> float:
+        """Seconds before a certificate expires that its connection takes no new commands:
+        a minute, or a fifth of a short lifetime."""
+        return min(60.0, self.lifetime_seconds / 5)
 
 
 class Accounts(Section):

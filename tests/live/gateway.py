@@ -3,24 +3,26 @@ REST API, with the worker cycled by hand so a test decides when work happens."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from gateway.api.app import create_app
 from gateway.auth.accounts import create_local_user
+from gateway.auth.ssh_ca import SshCa
 from gateway.auth.tokens import issue_access_token
 from gateway.db.engine import transaction
 from gateway.db.models import User
 from gateway.runtime import Runtime, build_runtime
 from gateway.settings import Settings
 from gateway.worker.loop import Worker
+from testbed import trusted_ca
 from testbed.state import TestbedInfo
 from tests.conftest import ALL_SCOPES
 
@@ -121,24 +123,44 @@ class LiveGateway:
         return {s["name"]: s for s in r.json()["items"]}
 
 
+# Certificate mode: the testbed's mapped accounts, each the one principal of its user's
+# certificates (testbed.sites: gwalice and gwbob on every site).
+PRINCIPALS = {"alice": "gwalice", "bob": "gwbob"}
+
+
 @contextmanager
 def live_gateway(testbed: TestbedInfo, sites: Sequence[str], base: Path, *,
-                 over_wan: bool = False, **overrides: Any) -> Iterator[LiveGateway]:
+                 over_wan: bool = False, certificates: bool = False,
+                 **overrides: Any) -> Iterator[LiveGateway]:
     """A LiveGateway over `sites` of the running testbed (reached over their emulated
     wide-area links if `over_wan`: testbed.wan), with its state under `base` (and any
-    further settings in `overrides`)."""
+    further settings in `overrides`). With `certificates`, alice and bob log in to every
+    site as their own accounts with certificates the gateway's CA signs, which the
+    sites trust for as long as this lasts (testbed.trusted_ca)."""
     configs = base / "site-configs"
     configs.mkdir(parents=True)
     source = testbed.site_configs_wan if over_wan else testbed.site_configs
     assert source is not None, "this testbed's subnet has no room for WAN links"
+    assert not (certificates and over_wan), "certificates are bound to the LAN's address"
     for name in sites:
-        shutil.copy(Path(source) / f"{name}.yaml", configs)
+        data = yaml.safe_load((Path(source) / f"{name}.yaml").read_text())
+        if certificates:
+            data["accounts"] = {"mode": "certificate", "principals": PRINCIPALS,
+                                "certificate": {"source_addresses": [f"{testbed.bridge_ip}/32"]}}
+        (configs / f"{name}.yaml").write_text(yaml.safe_dump(data))
     settings = Settings(data_dir=base / "data", database_url=f"sqlite:///{base / 'gw.db'}",
                         site_configs_dir=configs, run_worker=False,
                         public_url="http://gateway.test", **overrides)
     runtime = build_runtime(settings)
+    if certificates:
+        lines = [k.line for k in SshCa(settings.ssh_ca_dir).trusted(runtime.clock())]
+        for name in sites:
+            trusted_ca.trust(testbed.sites[name], lines)
     try:
         with TestClient(create_app(runtime=runtime)) as client:
             yield LiveGateway(runtime, client)
     finally:
         runtime.close()
+        if certificates:
+            for name in sites:
+                trusted_ca.trust(testbed.sites[name], [])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,12 +23,13 @@ from sqlalchemy import update
 from adapters.batch.adapter import BatchAdapter
 from adapters.errors import AuthenticationFailed, CredentialsRefused
 from adapters.ssh import SshTransport, SshTransportPool
+from adapters.ssh.certificates import CertificatePolicy, issue, key_id
 from gateway.auth.accounts import create_local_user
 from gateway.auth.ssh_ca import SshCa
 from gateway.db.engine import transaction
 from gateway.db.models import User
 from gateway.runtime import Runtime, build_runtime
-from gateway.services.sites.certificates import CertificateSigner
+from gateway.services.sites.certificates import CertificateSigner, revoked_key_ids
 from gateway.services.sites.check import check_site
 from gateway.services.sites.check_report import Status
 from gateway.services.sites.entry import SiteEntry
@@ -40,6 +42,7 @@ from gateway.siteconfig import (
     site_config_data,
     validate_site_config,
 )
+from tests.ssh.conftest import target_for
 from tests.ssh.sshd import Sshd, start_sshd
 
 CONFIGS = Path(__file__).resolve().parents[2] / "site-configs"
@@ -170,3 +173,32 @@ def test_site_check_fails_a_site_that_takes_another_principal(
     check = next(c for c in report.checks if c.name == "certificate-principal")
     assert check.status == Status.FAIL
     assert "another principal" in check.detail
+
+
+def test_a_disabled_users_certificates_are_on_the_revocation_list(
+        gateway: Gateway, tmp_path: Path) -> None:
+    """A certificate bob got before he was disabled (still valid) is refused by a site that
+    loads the CA's revocation list; alice's are not. Read back by `ssh-keygen -Q` too."""
+    with gateway.runtime.sessions() as session:
+        revoked = revoked_key_ids(session)
+    assert revoked == ["gridgate:bob:commands"]
+    ca = SshCa(gateway.runtime.settings.ssh_ca_dir)
+    krl = gateway.server.root / "revoked.krl"
+    krl.write_bytes(ca.revocation_list(gateway.runtime.clock(), revoked))
+    krl.chmod(0o644)
+    _, private = ca.signer(gateway.runtime.clock())
+    stolen = issue(private, gateway.server.user, key_id("bob", "commands"),
+                   CertificatePolicy(("127.0.0.1/32",)), gateway.runtime.clock())
+    cert_file = tmp_path / "bob-cert.pub"
+    cert_file.write_text(stolen.certificate + "\n")
+    queried = subprocess.run(["ssh-keygen", "-Q", "-f", str(krl), str(cert_file)],
+                             capture_output=True, text=True)
+    assert "REVOKED" in queried.stdout, (queried.stdout, queried.stderr)
+    server = gateway.server
+    server.stop()
+    server.extra_config.append(f"RevokedKeys {krl}")
+    server.start()
+    with pytest.raises(AuthenticationFailed):
+        SshTransport(target_for(server, key_path=None, credentials=lambda: stolen)).run(["true"])
+    assert _transport(gateway.entry, "alice").run(["id", "-un"]).stdout.decode().strip() == (
+        server.user)

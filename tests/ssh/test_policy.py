@@ -57,9 +57,9 @@ def test_bad_host_key_lines(line: str, problem: str) -> None:
 def test_target_requires_pins_and_one_key() -> None:
     with pytest.raises(ValueError, match="at least one pinned host key"):
         SshTarget(host="h", user="u", host_keys=(), key_path="/k")
-    with pytest.raises(ValueError, match="exactly one of key_path and key_data"):
+    with pytest.raises(ValueError, match="exactly one of key_path, key_data and credentials"):
         SshTarget(host="h", user="u", host_keys=(ED25519_LINE,))
-    with pytest.raises(ValueError, match="exactly one of key_path and key_data"):
+    with pytest.raises(ValueError, match="exactly one of key_path, key_data and credentials"):
         SshTarget(host="h", user="u", host_keys=(ED25519_LINE,), key_path="/k", key_data=b"x")
     with pytest.raises(ValueError, match="not one string"):
         SshTarget(host="h", user="u", host_keys=ED25519_LINE, key_path="/k")  # type: ignore[arg-type]

@@ -206,3 +206,28 @@ def ssh_ca_rotate(
         f"Added CA key {key.generation}; it signs from {render.when(key.signs_from)}. "
         "Add it to every certificate site's TrustedUserCAKeys before then "
         "(gridgate admin ssh-ca show).")
+
+
+def ssh_ca_krl(
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", help="Where to write the list (for a site's RevokedKeys).")],
+) -> None:
+    """Write the key revocation list of the CA: every disabled user's certificates, from
+    every key sites trust. A certificate lives minutes; sites that want a disabled user
+    refused sooner load this with `RevokedKeys` (refresh it when users change)."""
+    from datetime import UTC, datetime
+
+    from gateway.auth.ssh_ca import SshCa
+    from gateway.runtime import build_runtime
+    from gateway.services.sites.certificates import revoked_key_ids
+    from gateway.settings import Settings
+
+    settings = Settings()
+    runtime = build_runtime(settings)
+    try:
+        with runtime.sessions() as session:
+            revoked = revoked_key_ids(session)
+    finally:
+        runtime.close()
+    output.write_bytes(SshCa(settings.ssh_ca_dir).revocation_list(datetime.now(UTC), revoked))
+    render.stderr_console().print(f"Wrote {output}: {len(revoked)} user(s) revoked.")

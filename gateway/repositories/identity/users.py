@@ -31,3 +31,14 @@ def by_username(session: Session, username: str, issuer: str) -> User | None:
 def id_by_username(session: Session, username: str) -> str | None:
     """The id of the user holding `username` (usernames are unique across issuers)."""
     return session.scalar(select(User.id).where(User.username == username))
+
+
+def disabled(session: Session, username: str) -> bool | None:
+    """Whether the user holding `username` is disabled (None: nobody holds it)."""
+    return session.scalar(select(User.disabled).where(User.username == username))
+
+
+def disabled_usernames(session: Session) -> list[str]:
+    """The usernames of every disabled user."""
+    return [name for name in session.scalars(select(User.username).where(
+        User.disabled.is_(True), User.username.is_not(None))) if name]

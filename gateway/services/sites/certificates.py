@@ -14,13 +14,12 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from adapters.errors import CredentialsRefused
 from adapters.ssh.certificates import CertificatePolicy, UserCertificate, issue, key_id
 from gateway.auth.ssh_ca import SshCa
-from gateway.db.models import User
+from gateway.repositories.identity import users
 from gateway.siteconfig.access import Certificates
 
 # What the connections are for: commands, and the SFTP/staging on the same connection.
@@ -67,10 +66,14 @@ class CertificateSigner:
 
     def _check_allowed(self, site: str, gateway_user: str) -> None:
         with self.sessions() as session:
-            disabled = session.scalar(select(User.disabled).where(
-                User.username == gateway_user))
+            disabled = users.disabled(session, gateway_user)
         if disabled is None or disabled:
             state = "disabled" if disabled else "unknown"
             raise CredentialsRefused(
                 f"no certificate for gateway user {gateway_user!r} at {site}: the user is "
                 f"{state} here")
+
+
+def revoked_key_ids(session: Session) -> list[str]:
+    """The key ids of every disabled user's certificates (for the CA's revocation list)."""
+    return sorted(key_id(name, PURPOSE) for name in users.disabled_usernames(session))

@@ -191,7 +191,7 @@ def _login(config: SiteConfig, account: CertificateAccount,
         raise Invalid(f"Site '{config.name}' logs in with certificates: check it where the "
                       "gateway runs (its database and CA).", field="accounts")
     return Login(account.user, signer.credentials(config.name, account.gateway_user,
-                                                  account.user, limits))
+                                                  account.user, limits), limits.renew_before)
 
 
 def _other_principal_refused(config: SiteConfig, settings: Settings, user: str,
@@ -201,7 +201,7 @@ def _other_principal_refused(config: SiteConfig, settings: Settings, user: str,
     On a connection of its own (a pooled one for `user` is logged in already)."""
     limits = config.accounts.certificate if config.accounts else None
     assert limits is not None
-    stranger = Login(user, signer.stranger(limits))
+    stranger = Login(user, signer.stranger(limits), limits.renew_before)
     own = SshTransportPool()
     try:
         _run(build_adapter(config, settings, own, stranger), ["true"])

@@ -74,7 +74,8 @@ def _target(config: SiteConfig, account: Account | Login, settings: Settings) ->
                          key_path=str(resolve_key_path(hop.key, settings.secrets_dir)),
                          site=config.name, connect_timeout=ssh.connect_timeout_seconds)
     if isinstance(account, Login):
-        key: dict[str, Any] = {"credentials": account.credentials}
+        key: dict[str, Any] = {"credentials": account.credentials,
+                               "renew_before": account.renew_before}
     else:
         key = {"key_path": str(resolve_key_path(account.key, settings.secrets_dir))}
     return SshTarget(host=ssh.host, port=ssh.port, user=account.user,
@@ -88,6 +89,8 @@ class Login:
 
     user: str
     credentials: Callable[[], UserCertificate]
+    # Seconds before its certificate expires that a connection takes no new commands.
+    renew_before: float
 
 
 def build_adapter(config: SiteConfig, settings: Settings, pool: TransportPool[T],
@@ -129,7 +132,7 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T],
                 raise Invalid(f"Site '{config.name}' logs in with certificates, which only a "
                               "gateway with its database can sign.", field="accounts")
             logins = {user: Login(account, signer.credentials(config.name, user, account,
-                                                              limits))
+                                                              limits), limits.renew_before)
                       for user, account in accounts.principals.items()}
         mapped = {user: build_adapter(config, settings, pool, login)
                   for user, login in logins.items()}
