@@ -60,7 +60,8 @@ class Certificates(Section):
     lifetime_seconds: int = Field(
         default=300, ge=30, le=86_400,
         description="How long a certificate is valid (5 minutes by default); a connection "
-                    "takes new commands until a minute before.")
+                    "takes new commands until a minute before (a fifth of a shorter "
+                    "lifetime before).")
     source_addresses: list[Annotated[str, AfterValidator(source_address)]] = Field(
         min_length=1,
         description="The gateway's addresses as this site sees them (CIDR blocks): a "

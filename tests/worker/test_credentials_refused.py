@@ -7,6 +7,7 @@ given a second account whose adapter is refused as a certificate site's would be
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -39,10 +40,14 @@ class Refused:
 
 def _until(worker: Worker, runtime: Runtime, client: TestClient, headers: dict[str, str],
            job_id: str, state: str) -> None:
-    for _ in range(200):
+    # A deadline, not a number of cycles: a submission refused while bob was disabled
+    # keeps its lease (settings.submit_lease_seconds) and is taken up again after it.
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
         worker.run_once()
         if client.get(f"/api/v1/jobs/{job_id}", headers=headers).json()["state"] == state:
             return
+        time.sleep(0.1)
     raise AssertionError(f"{job_id} never {state}")
 
 

@@ -38,8 +38,7 @@ class CertificateSigner:
     def credentials(self, site: str, gateway_user: str, account: str,
                     limits: Certificates) -> Callable[[], UserCertificate]:
         """What a connection to `site` as `account` calls for each new certificate."""
-        policy = CertificatePolicy(tuple(limits.source_addresses),
-                                   timedelta(seconds=limits.lifetime_seconds))
+        policy = _policy(limits)
         ident = key_id(gateway_user, PURPOSE)
 
         def sign() -> UserCertificate:
@@ -53,8 +52,7 @@ class CertificateSigner:
     def stranger(self, limits: Certificates) -> Callable[[], UserCertificate]:
         """Certificates for a principal no account has (`gridgate site check` presents one
         for a real account, which the site must refuse)."""
-        policy = CertificatePolicy(tuple(limits.source_addresses),
-                                   timedelta(seconds=limits.lifetime_seconds))
+        policy = _policy(limits)
         principal = f"gridgate-probe-{secrets.token_hex(4)}"
 
         def sign() -> UserCertificate:
@@ -72,6 +70,11 @@ class CertificateSigner:
             raise CredentialsRefused(
                 f"no certificate for gateway user {gateway_user!r} at {site}: the user is "
                 f"{state} here")
+
+
+def _policy(limits: Certificates) -> CertificatePolicy:
+    return CertificatePolicy(tuple(limits.source_addresses),
+                             timedelta(seconds=limits.lifetime_seconds))
 
 
 def revoked_key_ids(session: Session) -> list[str]:
