@@ -32,9 +32,12 @@ FINAL = ("COMPLETED", "FAILED", "CANCELLED")
 class LiveGateway:
     """One gateway (SQLite, built-in issuer) whose sites are testbed sites."""
 
-    def __init__(self, runtime: Runtime, client: TestClient) -> None:
+    def __init__(self, runtime: Runtime, client: TestClient, *,
+                 certificates: bool = False) -> None:
         self.runtime = runtime
         self.client = client
+        # Whether every site logs alice and bob in with certificates (live_gateway).
+        self.certificates = certificates
         self.worker = Worker(runtime)
         self._owners: dict[str, dict[str, str]] = {}
 
@@ -158,7 +161,7 @@ def live_gateway(testbed: TestbedInfo, sites: Sequence[str], base: Path, *,
             trusted_ca.trust(testbed.sites[name], lines)
     try:
         with TestClient(create_app(runtime=runtime)) as client:
-            yield LiveGateway(runtime, client)
+            yield LiveGateway(runtime, client, certificates=certificates)
     finally:
         runtime.close()
         if certificates:

@@ -1,5 +1,7 @@
 """Jobs through the REST API on the live testbed: real Slurm (with slurmdbd) and real
-Grid Engine behind real sshd, reached over the pinned, pooled SSH transport."""
+Grid Engine behind real sshd, reached over the pinned, pooled SSH transport, as each
+site's config says (community or mapped accounts) and again with every site a
+certificate site (alice logs in as gwalice with certificates the gateway's CA signs)."""
 
 from __future__ import annotations
 
@@ -16,15 +18,26 @@ from tests.live.gateway import LiveGateway, live_gateway
 SITES: dict[str, str | None] = {"roadrunner": None, "galaxy": None, "parnass2": "alice"}
 
 
-@pytest.fixture(scope="module")
-def gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
-    with live_gateway(testbed, tuple(SITES), tmp_path_factory.mktemp("remote")) as gw:
+# Identity modes: the site configs' own, and certificates at every site.
+MODES = ("configured", "certificates")
+
+
+@pytest.fixture(scope="module", params=MODES)
+def gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory,
+       request: pytest.FixtureRequest) -> Iterator[LiveGateway]:
+    with live_gateway(testbed, tuple(SITES), tmp_path_factory.mktemp("remote"),
+                      certificates=request.param == "certificates") as gw:
         yield gw
+
+
+def _user(gw: LiveGateway, site: str) -> str | None:
+    """Who submits at `site`: in certificate mode alice everywhere (her own account)."""
+    return "alice" if gw.certificates else SITES[site]
 
 
 @pytest.mark.parametrize("site", SITES)
 def test_job_runs_on_a_real_scheduler(gw: LiveGateway, site: str) -> None:
-    headers = gw.token(SITES[site])
+    headers = gw.token(_user(gw, site))
     nasty = "x; touch /tmp/pwned-remote $(id)\nsecond"
     job_id = gw.submit(headers, {
         "name": nasty, "site": site, "executable": "/bin/sh",
@@ -41,7 +54,7 @@ def test_job_runs_on_a_real_scheduler(gw: LiveGateway, site: str) -> None:
 
 @pytest.mark.parametrize("site", SITES)
 def test_failing_job_keeps_its_exit_code(gw: LiveGateway, site: str) -> None:
-    headers = gw.token(SITES[site])
+    headers = gw.token(_user(gw, site))
     job_id = gw.submit(headers, {
         "name": "exit 3", "site": site, "executable": "/bin/sh", "args": ["-c", "exit 3"],
         "resources": {"walltime": 120}})
