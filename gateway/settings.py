@@ -91,8 +91,12 @@ class Settings(BaseSettings):
     # about this long (plus a worker cycle), and the log gains at most one head per period.
     audit_head_seconds: float = Field(default=10.0, ge=0)
     # Submissions to one site in flight at once (each its own channel on the pooled
-    # connection; the scheduler serialises what it must).
+    # connection; the scheduler serialises what it must), and status calls of the accounts
+    # of a site where each researcher is their own.
     worker_submit_threads: int = 4
+    # Idle SSH connections one site's accounts keep open between them (a mapped or
+    # certificate site has one per researcher; adapters.ssh.site_connections).
+    ssh_idle_connections_per_site: int = Field(default=64, ge=1)
     # Plain jobs (no script to store, no inputs) sent to one site in one command; 1: none.
     worker_submit_batch: int = 10
     # How long a submission may stay unconfirmed before another worker recovers it.

@@ -92,6 +92,11 @@ ACCOUNT = TextRule(
 UNIX_ACCOUNT = TextRule(
     "Unix account name", r"[A-Za-z_][A-Za-z0-9_.-]{0,31}",
     "use 1-32 letters, digits, '_', '.' or '-', starting with a letter or '_'")
+# A gateway project (jobs are charged to one); personal projects start with '~' instead.
+PROJECT_NAME = TextRule(
+    "project name", r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
+    "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit "
+    "(e.g. climate-2026)")
 MPI_FLAVOR = TextRule(
     "MPI flavor name", r"[a-z0-9][a-z0-9._-]{0,31}",
     "use 1-32 lowercase letters, digits, '.', '_' or '-' (e.g. mpich, openmpi)")

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from testbed import render
 from testbed.config import TestbedConfig, TestbedError
-from testbed.sites import ACCOUNTS, SiteId, SiteSpec
+from testbed.sites import ACCOUNTS, RESEARCHERS, SiteId, SiteSpec
 
 SGE_TEMPLATES = "var/lib/gridengine/default/gridgate-templates"
 SGE_DEFAULT_CONFIGURATION = Path("/usr/share/gridengine/default-configuration")
@@ -225,6 +225,8 @@ def prepare_site(config: TestbedConfig, site: SiteSpec) -> SitePaths:
         _mkdir(home / ".ssh", 0o700, owner)
         _write(home / ".ssh/authorized_keys",
                key.with_name(key.name + ".pub").read_text(), 0o600, owner)
+    for account in RESEARCHERS:
+        _mkdir(root / "home" / account.name, 0o750, (account.uid, account.uid))
 
     for tmp in ("tmp", "var/tmp"):
         _mkdir(root / tmp, 0o1777)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable, Iterable, Mapping
 
-from testbed.sites import ACCOUNTS, Account, Queue, SiteSpec
+from testbed.sites import EVERY_ACCOUNT, Account, Queue, SiteSpec
 
 SGE_ROOT = "/var/lib/gridengine"
 SGE_CELL = "default"
@@ -24,18 +24,18 @@ def hosts(site: SiteSpec, ip: ipaddress.IPv4Address) -> str:
             "::1\tlocalhost ip6-localhost ip6-loopback\n")
 
 
-def passwd(host_passwd: str, accounts: Iterable[Account] = ACCOUNTS) -> str:
+def passwd(host_passwd: str, accounts: Iterable[Account] = EVERY_ACCOUNT) -> str:
     """The host's /etc/passwd plus the test accounts (bash, home under /home)."""
     return _merge(host_passwd, accounts,
                   lambda a: f"{a.name}:x:{a.uid}:{a.uid}:gridgate testbed:/home/{a.name}:/bin/bash")
 
 
-def group(host_group: str, accounts: Iterable[Account] = ACCOUNTS) -> str:
+def group(host_group: str, accounts: Iterable[Account] = EVERY_ACCOUNT) -> str:
     """The host's /etc/group plus one group per test account."""
     return _merge(host_group, accounts, lambda a: f"{a.name}:x:{a.uid}:")
 
 
-def shadow(host_shadow: str, accounts: Iterable[Account] = ACCOUNTS) -> str:
+def shadow(host_shadow: str, accounts: Iterable[Account] = EVERY_ACCOUNT) -> str:
     """The host's /etc/shadow plus the test accounts.
 
     The password field is `*` (no password, not locked): with `UsePAM no`, sshd refuses

@@ -6,9 +6,10 @@ node shape, parallel environment and scratch root: the testbed configures Slurm 
 Grid Engine from them, then fills in what only it knows (address, host key, account
 keys) and writes the completed copies to its state dir.
 
-Every site has the same three Unix accounts: the community account `gwcomm` and the
-accounts `gwalice` and `gwbob` (mapped to gateway users alice and bob where a site
-uses mapped mode). Their uids are >= 1000 because Grid Engine refuses lower ones.
+Every site has the same three Unix accounts with keys: the community account `gwcomm`
+and the accounts `gwalice` and `gwbob` (mapped to gateway users alice and bob where a
+site uses mapped mode), and 500 researchers' accounts without keys for certificate
+logins. Their uids are >= 1000 because Grid Engine refuses lower ones.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ ACCOUNTS: tuple[Account, ...] = (
     Account("gwalice", 2002, maps_to="alice"),
     Account("gwbob", 2003, maps_to="bob"),
 )
+# Researchers' own accounts for certificate logins at scale (gwr001 ... gwr500; no keys:
+# only a certificate logs them in), e.g. benchmarks/certificate_researchers.py.
+RESEARCHERS: tuple[Account, ...] = tuple(Account(f"gwr{n:03d}", 2100 + n)
+                                         for n in range(1, 501))
+EVERY_ACCOUNT = ACCOUNTS + RESEARCHERS
 
 
 @dataclass(frozen=True)

@@ -213,10 +213,16 @@ class SshConnection:
 
     def disconnect(self) -> None:
         """Close the current connection; the next call opens a new one."""
-        with self._state_lock:
-            conn, self._conn = self._conn, None
+        conn = self.detach()
         if conn is not None:
             conn.close()
+
+    def detach(self) -> paramiko.Transport | None:
+        """Take the current connection out (the caller closes it); the next call opens
+        a new one."""
+        with self._state_lock:
+            conn, self._conn = self._conn, None
+        return conn
 
     def closed_error(self) -> TransportError:
         return TransportError(f"the SSH transport to {self.target.label} is closed")

@@ -34,6 +34,7 @@ import paramiko
 from adapters.errors import CommandTimeout, ConnectionFailed, TransportError
 from adapters.ssh.connection import Deadline, SshConnection, reason
 from adapters.ssh.send_guard import send_guard
+from adapters.ssh.site_connections import SiteConnections
 
 log = logging.getLogger("adapters.ssh")
 
@@ -47,8 +48,10 @@ class Sessions:
     """The session channels of one transport; see the module docstring."""
 
     def __init__(self, connection: SshConnection, max_sessions: int, *,
-                 ahead: int = 2) -> None:
+                 ahead: int = 2, site: SiteConnections | None = None) -> None:
         self.connection = connection
+        # The site's other accounts' connections, closed when idle past its cap.
+        self.site = site
         self.max_sessions = max_sessions
         self.ahead = ahead
         self._changed = threading.Condition()
@@ -71,6 +74,8 @@ class Sessions:
     def session(self, deadline: Deadline, what: str) -> Iterator[Session]:
         """A session channel (one opened ahead, when one is ready), closed at the end;
         CommandTimeout if no slot frees up before the deadline."""
+        if self.site is not None:
+            self.site.used(self)
         ready = self._acquire(deadline, what)
         try:
             opened = ready is None
@@ -108,6 +113,24 @@ class Sessions:
             log.info("ssh %s: sshd refused a session for %s; once more",
                      self.connection.target.label, what)
             return self.connection.channel(deadline, _open_session, what)
+
+    def close_if_idle(self) -> bool:
+        """Close the connection if no command or transfer uses it (channels opened ahead
+        are closed with it); whether none is open now (adapters.ssh.site_connections)."""
+        with self._changed:
+            if self._closed:
+                return True
+            if self._free + len(self._ahead) < self.max_sessions or self._opening:
+                return False
+            ahead, self._ahead = self._ahead, []
+            self._free += len(ahead)
+            # Under the lock: no command takes a slot before the connection is out.
+            conn = self.connection.detach()
+        for chan, _ in ahead:
+            _close(chan)
+        if conn is not None:
+            conn.close()
+        return True
 
     def close(self) -> None:
         """Close the channel opened ahead, and open no more."""

@@ -3,6 +3,7 @@
     connection.py   one pooled connection: connect, pinned host key, account key, jump
                     host, keepalives, the site's circuit breaker
     sessions.py     session channels: at most max_sessions, two opened ahead
+    site_connections.py  a site's accounts keep at most so many idle connections open
     channels.py     commands: one round trip each, deadlines, output cap, killing overruns
     sftp.py         files over SFTP: atomic writes, ranged reads, pipelined copies
     bulk.py         large copies through OpenSSH processes, when the target allows
@@ -25,6 +26,7 @@ from adapters.ssh.connection import SshConnection
 from adapters.ssh.pool import TransportPool
 from adapters.ssh.sessions import Sessions
 from adapters.ssh.sftp import SftpFiles
+from adapters.ssh.site_connections import SiteConnections
 from adapters.ssh.target import SshTarget
 from adapters.transport.argv import check_read_range
 from adapters.transport.protocol import CommandResult, LocalSink, LocalSource, Progress
@@ -36,6 +38,10 @@ FILE_TIMEOUT_SECONDS = 120.0
 # Copies of at least this many bytes go through OpenSSH (adapters.ssh.bulk) when the
 # target allows: starting `ssh` processes costs ~0.1 s, which smaller files don't repay.
 BULK_MIN_BYTES = 32 << 20
+# Idle connections a site's accounts keep open between them (mapped and certificate
+# sites have one per researcher): sshd processes held at the site beyond those at work.
+# The gateway's is its setting ssh_idle_connections_per_site.
+IDLE_CONNECTIONS_PER_SITE = 64
 # A round trip measured before a large copy waits this long at most (then: not measured).
 ROUND_TRIP_TIMEOUT_SECONDS = 10.0
 ROUND_TRIP_SAMPLES = 3
@@ -56,13 +62,14 @@ class SshTransport:
         breaker: CircuitBreaker | None = None,
         jump: SshTransport | None = None,
         file_timeout: float = FILE_TIMEOUT_SECONDS,
+        site: SiteConnections | None = None,
     ) -> None:
         self.target = target
         self.breaker = breaker or CircuitBreaker(target.label)
         self.file_timeout = file_timeout
         self.connection: SshConnection = SshConnection(target, self.breaker,
                                                        jump.connection if jump else None)
-        self.sessions = Sessions(self.connection, target.max_sessions)
+        self.sessions = Sessions(self.connection, target.max_sessions, site=site)
         self._files = SftpFiles(self.sessions, file_timeout)
         self._bulk = (OpenSshBulk(target, streams=target.bulk_streams, timeout=file_timeout)
                       if target.bulk_streams and OpenSshBulk.usable(target) else None)
@@ -192,11 +199,21 @@ class SshTransport:
 
 
 class SshTransportPool(TransportPool[SshTransport]):
-    """`pool.get(target)` -> the shared SshTransport for (host, port, user)."""
+    """`pool.get(target)` -> the shared SshTransport for (host, port, user); the accounts
+    of one site keep at most `idle_per_site` idle connections open between them
+    (adapters.ssh.site_connections)."""
 
-    def __init__(self) -> None:
+    def __init__(self, idle_per_site: int = IDLE_CONNECTIONS_PER_SITE) -> None:
+        sites: dict[str, SiteConnections] = {}
+
+        def site(label: str) -> SiteConnections:
+            # Called by the factory, under the pool's lock.
+            if label not in sites:
+                sites[label] = SiteConnections(label, idle_per_site)
+            return sites[label]
+
         super().__init__(lambda target, breaker, jump: SshTransport(
-            target, breaker=breaker, jump=jump))
+            target, breaker=breaker, jump=jump, site=site(target.label)))
 
 
 def _bytes_to_send(source: LocalSource, offset: int, length: int | None) -> int | None:

@@ -47,21 +47,23 @@ class Unroutable:
 Admission = Admitted | Unroutable
 
 
-def admit(spec: JobSpec, sites: Sequence[SiteView],
-          no_account: Mapping[str, str]) -> Admission:
+def admit(spec: JobSpec, sites: Sequence[SiteView], no_account: Mapping[str, str],
+          other_projects: Mapping[str, str] | None = None) -> Admission:
     """Whether `spec` is accepted (see module). `no_account`: site -> why the owner has
-    no account there, for each site that has none for them."""
+    no account there, for each site that has none for them; `other_projects`: site ->
+    the projects it runs jobs of, for each site that runs none of the job's project's."""
+    other_projects = other_projects or {}
     if spec.pinned:
-        return _pinned(spec, sites, no_account)
-    screened = screen_all(JobView(spec, no_account), sites)
+        return _pinned(spec, sites, no_account, other_projects)
+    screened = screen_all(JobView(spec, no_account, other_projects=other_projects), sites)
     problem = refusal(screened)
     if problem is not None:
         return Unroutable(problem, refusal_field(screened))
     return Admitted(None)
 
 
-def _pinned(spec: JobSpec, sites: Sequence[SiteView], no_account: Mapping[str, str]
-            ) -> Admission:
+def _pinned(spec: JobSpec, sites: Sequence[SiteView], no_account: Mapping[str, str],
+            other_projects: Mapping[str, str]) -> Admission:
     name = spec.site
     site = next((s for s in sites if s.name == name), None)
     if site is None:
@@ -71,6 +73,10 @@ def _pinned(spec: JobSpec, sites: Sequence[SiteView], no_account: Mapping[str, s
         return Unroutable(f"Site '{name}' is disabled.", "site")
     if name in no_account:
         return Unroutable(no_account[name], "site")
+    if name in other_projects:
+        return Unroutable(f"Site '{name}' runs jobs of the projects {other_projects[name]} "
+                          "only; name one of them in 'project' if you are a member, or "
+                          "choose another site.", "project")
     reason = unfit_reason(spec, site.shape)
     if reason:
         return Unroutable(f"No site can run this job: {reason}.", "resources")

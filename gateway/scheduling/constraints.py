@@ -95,6 +95,8 @@ class JobView:
     quotes: Mapping[str, int] = field(default_factory=dict)
     # Why the job's project cannot pay for it at each site where it cannot (the bank on).
     budget: Mapping[str, str] = field(default_factory=dict)
+    # The projects each site runs jobs of, for each site that runs none of this job's.
+    other_projects: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,9 @@ def screen(job: JobView, site: SiteView) -> Screened:
                          f"({', '.join(zones)})"), "routing"
     if reason is None and name in job.no_account:
         reason, about = f"site '{name}' has no account for you", "site"
+    if reason is None and name in job.other_projects:
+        reason, about = (f"site '{name}' runs jobs of the projects "
+                         f"{job.other_projects[name]} only"), "project"
     if reason is None:
         reason, about = site.labels.problem(job.spec.labels, name), "labels"
     if reason is None:

@@ -24,13 +24,8 @@ from gateway.domain.principal import Principal
 from gateway.repositories.identity import projects, users
 from gateway.repositories.money import audit
 from gateway.services.money.balances import AllocationView, available_now, views
-from rules.text import TextRule
+from rules.text import PROJECT_NAME
 
-# Not starting with '~': those are the users' personal projects (gateway.auth.accounts).
-PROJECT_NAME = TextRule(
-    "project name", r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
-    "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit "
-    "(e.g. climate-2026)")
 MAX_DESCRIPTION = 2000
 MEMBER_ROLE = "member"
 

@@ -8,7 +8,16 @@ from typing import Annotated, Self
 from pydantic import AfterValidator, Field, model_validator
 
 from adapters.ssh.certificates import source_address
-from gateway.siteconfig.fields import FieldIssues, GatewayUser, Host, Loc, LocalUser, Port, Section
+from gateway.siteconfig.fields import (
+    FieldIssues,
+    GatewayUser,
+    Host,
+    Loc,
+    LocalUser,
+    Port,
+    ProjectName,
+    Section,
+)
 from gateway.siteconfig.keys import HostKeyLine, KeyRef, check_unique_host_keys
 
 Timeout = Annotated[float, Field(gt=0, le=86_400)]
@@ -96,6 +105,11 @@ class Accounts(Section):
                     "site.")
     certificate: Certificates | None = Field(
         default=None, description="certificate mode: the certificates' limits.")
+    projects: list[ProjectName] = Field(
+        default_factory=list,
+        description="Only jobs charged to these gateway projects run here; in certificate "
+                    "mode a researcher removed from all of them gets no new certificate. "
+                    "Empty: every project.")
 
     @model_validator(mode="after")
     def _fits_mode(self) -> Self:

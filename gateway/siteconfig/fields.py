@@ -12,7 +12,16 @@ from gateway.domain.field_issues import FieldIssues as FieldIssues  # re-exporte
 from gateway.domain.field_issues import Loc as Loc  # re-exported
 from gateway.domain.jobspec import parse_walltime
 from gateway.siteconfig.keys import no_private_key
-from rules.text import ACCOUNT, MPI_FLAVOR, PARTITION, QOS, SITE_NAME, UNIX_ACCOUNT, TextRule
+from rules.text import (
+    ACCOUNT,
+    MPI_FLAVOR,
+    PARTITION,
+    PROJECT_NAME,
+    QOS,
+    SITE_NAME,
+    UNIX_ACCOUNT,
+    TextRule,
+)
 
 UNLIMITED = "UNLIMITED"
 
@@ -46,6 +55,7 @@ CommandName = Annotated[str, *named(COMMAND_NAME, "A scheduler command, e.g. sba
 LocalUser = Annotated[str, *named(UNIX_ACCOUNT, "A Unix account on the site.")]
 GatewayUser = Annotated[str, *named(GATEWAY_USER, "A gateway user, by gateway username.")]
 SchedulerAccount = Annotated[str, *named(ACCOUNT, "A scheduler account or project name.")]
+ProjectName = Annotated[str, *named(PROJECT_NAME, "A gateway project, by name.")]
 
 
 def _check_time_zone(value: str) -> str:

@@ -4,6 +4,7 @@ account on a site that maps accounts); write only what changed."""
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from adapters.base import Adapter, JobStatus
 from adapters.errors import CredentialsRefused
@@ -33,14 +34,27 @@ def poll(ctx: StepContext, site: SiteEntry) -> bool:
         ids.append(attempt.native_id)
         if attempt.cancel_sent:
             cancelled.add(attempt.native_id)
-    statuses: dict[str, JobStatus] = {}
-    for adapter, ids, cancelled in asked.values():
+    def ask(adapter: Adapter, ids: list[str], cancelled: set[str]) -> dict[str, JobStatus]:
         try:
-            statuses.update(adapter.status(ids, cancelled=cancelled))
+            found = adapter.status(ids, cancelled=cancelled)
         except CredentialsRefused as exc:  # one user's jobs wait; the others are followed
             log.error("%d job(s) at %s not followed: %s", len(ids), site.name, exc.message)
-            continue
+            return {}
         ctx.rt.metrics.status_calls.labels(site.name).inc()
+        return dict(found)
+
+    statuses: dict[str, JobStatus] = {}
+    calls = list(asked.values())
+    threads = min(ctx.rt.settings.worker_submit_threads, len(calls))
+    if threads <= 1:
+        for call in calls:
+            statuses.update(ask(*call))
+    else:
+        # A site where each researcher is their own account: one call per account, a few
+        # at once (each mostly waits on the site and its connection).
+        with ThreadPoolExecutor(threads, thread_name_prefix=f"status-{site.name}") as pool:
+            for found in pool.map(lambda call: ask(*call), calls):
+                statuses.update(found)
     changed = sorted(
         (a.id, statuses[a.native_id]) for a in active
         if a.native_id in statuses

@@ -28,7 +28,7 @@ EXAMPLES = {
     text_rules.JOB_TAG: TAG, text_rules.SITE_NAME: "parnass2",
     text_rules.PARTITION: "all.q", text_rules.ACCOUNT: "proj7",
     text_rules.MPI_FLAVOR: "openmpi", text_rules.DURATION: "1-02:03:04",
-    text_rules.UNIX_ACCOUNT: "gw_alice.2",
+    text_rules.UNIX_ACCOUNT: "gw_alice.2", text_rules.PROJECT_NAME: "climate-2026",
     text_rules.JOB_ID_PREFIX: "d3eca39f", text_rules.EMAIL: "ada.l+hpc@example.org",
     text_rules.ZONE: "eu-north", text_rules.QOS: "long",
 }

@@ -27,6 +27,9 @@ from testbed.state import TestbedInfo
 from tests.conftest import ALL_SCOPES
 
 FINAL = ("COMPLETED", "FAILED", "CANCELLED")
+# Identity modes a live test runs in: the site configs' own (community or mapped
+# accounts), and certificates at every site (live_gateway(certificates=True)).
+MODES = ("configured", "certificates")
 
 
 class LiveGateway:
@@ -42,8 +45,10 @@ class LiveGateway:
         self._owners: dict[str, dict[str, str]] = {}
 
     def token(self, username: str | None = None) -> dict[str, str]:
-        """Headers for the local user `username` (made on first use), or a new user."""
-        name = username or f"live{time.monotonic_ns() % 10**9}"
+        """Headers for the local user `username` (made on first use), or else a new user;
+        with certificates, alice (only alice and bob have accounts at the sites)."""
+        name = username or ("alice" if self.certificates else
+                            f"live{time.monotonic_ns() % 10**9}")
         with transaction(self.runtime.sessions) as session:
             user_id = session.scalar(select(User.id).where(User.username == name))
             if user_id is None:

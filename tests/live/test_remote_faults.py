@@ -19,7 +19,7 @@ import pytest
 from testbed import faults, manager
 from testbed.config import TestbedConfig
 from testbed.state import TestbedInfo
-from tests.live.gateway import FINAL, LiveGateway, live_gateway
+from tests.live.gateway import FINAL, MODES, LiveGateway, live_gateway
 from tests.testbed.fixture import running_testbed, ssh, unique_config
 from tests.waiting_jobs import let_go_at, waits
 
@@ -31,6 +31,15 @@ SSHD_OUTAGE_SECONDS = 60
 @pytest.fixture(scope="module")
 def gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
     with live_gateway(testbed, tuple(SITES), tmp_path_factory.mktemp("faults")) as gw:
+        yield gw
+
+
+@pytest.fixture(scope="module")
+def certificate_gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[LiveGateway]:
+    """Every site a certificate site (alice logs in as gwalice)."""
+    with live_gateway(testbed, tuple(SITES), tmp_path_factory.mktemp("faults-certs"),
+                      certificates=True) as gw:
         yield gw
 
 
@@ -49,7 +58,8 @@ def _sleep_job(site: str, seconds: int, walltime: int, **extra: Any) -> dict[str
 
 def _on_every_site(gw: LiveGateway, seconds: int, walltime: int, **extra: Any
                    ) -> dict[str, str]:
-    """One sleep job per site, each by that site's user; site -> job id."""
+    """One sleep job per site, each by that site's user (alice, with certificates);
+    site -> job id."""
     return {site: gw.submit(gw.token(user), _sleep_job(site, seconds, walltime, **extra))
             for site, user in SITES.items()}
 
@@ -131,7 +141,11 @@ class _Spy:
         return getattr(self.inner, name)
 
 
-def test_cancel_of_a_queued_and_of_a_running_job(gw: LiveGateway) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_cancel_of_a_queued_and_of_a_running_job(mode: str,
+                                                 request: pytest.FixtureRequest) -> None:
+    gw: LiveGateway = request.getfixturevalue(
+        "certificate_gw" if mode == "certificates" else "gw")
     # A two-core job fills each one-node, two-core site; a one-core job then has to wait.
     fillers = _on_every_site(gw, 600, 900,
                              resources={"walltime": 900, "threads_per_rank": 2})

@@ -11,15 +11,11 @@ from pathlib import Path
 import pytest
 
 from testbed.state import TestbedInfo
-from tests.live.gateway import LiveGateway, live_gateway
+from tests.live.gateway import MODES, LiveGateway, live_gateway
 
 # Site -> the gateway user who submits there: anyone on a community site, a mapped user
 # (alice has the account gwalice) on parnass2.
 SITES: dict[str, str | None] = {"roadrunner": None, "galaxy": None, "parnass2": "alice"}
-
-
-# Identity modes: the site configs' own, and certificates at every site.
-MODES = ("configured", "certificates")
 
 
 @pytest.fixture(scope="module", params=MODES)

@@ -1,7 +1,8 @@
 """The metascheduler on the live testbed (roadrunner: Slurm, galaxy: Grid Engine; two cores
 each, and Slurm gives a job its whole node): a busy site loses `auto` jobs to an idle one
 and the placement says why; a hedged job runs once; a site whose sshd stops has its
-waiting jobs routed elsewhere, and the stale attempts are revoked when it returns.
+waiting jobs routed elsewhere, and the stale attempts are revoked when it returns. Hedging
+and failover also with certificates (alice logs in to both sites as gwalice).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from testbed.config import TestbedConfig
 from testbed.state import TestbedInfo
 from tests.cli.helpers import Cli
 from tests.client.live import serve_gateway
-from tests.live.gateway import FINAL, LiveGateway, live_gateway
+from tests.live.gateway import FINAL, MODES, LiveGateway, live_gateway
 from tests.live.scheduler_jobs import COMMUNITY
 from tests.testbed.fixture import running_testbed, ssh, unique_config
 from tests.waiting_jobs import let_go_at, waits
@@ -64,6 +65,15 @@ def _at_scheduler(gw: LiveGateway, ids: list[str]) -> None:
 def gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
     with live_gateway(testbed, SITES, tmp_path_factory.mktemp("routing"),
                       local_site_enabled=False) as gw:
+        yield gw
+
+
+@pytest.fixture(scope="module")
+def certificate_gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[LiveGateway]:
+    """Both sites certificate sites (alice logs in as gwalice)."""
+    with live_gateway(testbed, SITES, tmp_path_factory.mktemp("routing-certs"),
+                      local_site_enabled=False, certificates=True) as gw:
         yield gw
 
 
@@ -122,7 +132,11 @@ def test_what_only_one_site_offers_sends_the_job_there(
     assert refusal in refused.text, refused.text
 
 
-def test_a_hedged_job_runs_once(gw: LiveGateway, testbed: TestbedInfo) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hedged_job_runs_once(mode: str, testbed: TestbedInfo,
+                                request: pytest.FixtureRequest) -> None:
+    gw: LiveGateway = request.getfixturevalue(
+        "certificate_gw" if mode == "certificates" else "gw")
     headers = gw.token()
     # Both sites' two cores busy with waiting jobs: the job queues at both; roadrunner's
     # fillers are let go, so it starts there, and its galaxy sibling (still queued: those
@@ -193,11 +207,12 @@ def waiting_jobs_fail_over(gw: LiveGateway, down: Callable[[], object],
     _cancel_unfinished(gw, fillers)
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_down_sites_waiting_jobs_fail_over_and_nothing_runs_twice(
-        own_testbed: tuple[TestbedConfig, TestbedInfo], tmp_path: Path) -> None:
+        own_testbed: tuple[TestbedConfig, TestbedInfo], tmp_path: Path, mode: str) -> None:
     config, info = own_testbed
     with live_gateway(info, SITES, tmp_path, local_site_enabled=False,
-                      failover_after_seconds=5) as gw:
+                      failover_after_seconds=5, certificates=mode == "certificates") as gw:
         # galaxy's sshd stopped; back with the same host key.
         waiting_jobs_fail_over(gw, lambda: faults.stop_daemon(config, "galaxy", "sshd"),
                                lambda: manager.up(config))

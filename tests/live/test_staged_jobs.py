@@ -1,7 +1,8 @@
 """Jobs with files on the live testbed, through the REST API (issue 4, item 6): inputs
 uploaded to the gateway (one of 200 MiB) and one copied from another site, staged over
 SFTP and verified on the site; output globs collected, fetched and verified; paths and
-symlinks that leave the job directory refused at both ends."""
+symlinks that leave the job directory refused at both ends. With the sites' own identity
+modes and again with certificates (alice and bob each their own account)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,16 @@ from typing import Any
 import pytest
 
 from testbed.state import TestbedInfo
-from tests.live.gateway import LiveGateway, live_gateway
+from tests.live.gateway import MODES, LiveGateway, live_gateway
 
 MIB = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveGateway]:
-    with live_gateway(testbed, ("roadrunner", "galaxy"), tmp_path_factory.mktemp("stg")) as gw:
+@pytest.fixture(scope="module", params=MODES)
+def gw(testbed: TestbedInfo, tmp_path_factory: pytest.TempPathFactory,
+       request: pytest.FixtureRequest) -> Iterator[LiveGateway]:
+    with live_gateway(testbed, ("roadrunner", "galaxy"), tmp_path_factory.mktemp("stg"),
+                      certificates=request.param == "certificates") as gw:
         yield gw
 
 
@@ -121,7 +124,7 @@ def test_three_inputs_and_fetched_outputs(gw: LiveGateway, tmp_path: Path,
 
 @pytest.mark.parametrize("site", ["roadrunner", "galaxy"])
 def test_paths_and_symlinks_leaving_the_job_are_refused(gw: LiveGateway, site: str) -> None:
-    alice, mallory = gw.token(), gw.token()
+    alice, mallory = gw.token("alice"), gw.token("bob")
     for dest in ("../escape.txt", "/etc/cron.d/x", "in/\u0000nul", "in/../../x"):
         r = gw.client.post("/api/v1/jobs", headers=mallory, json=_shell_job(
             site, "true", inputs=[{"source": "upload:00000000-0000-0000-0000-000000000000",

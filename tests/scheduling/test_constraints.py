@@ -59,6 +59,8 @@ REFUSES_US = LabelRules(refuses={"residency": frozenset({"us"})})
     (job(mpi={"launcher": "mpirun", "flavor": "openmpi"}), view(),
      "MPI flavor 'openmpi' is not available at site 's' (has: mpich)", True),
     (job({"s": "long sentence"}), view(), "site 's' has no account for you", True),
+    (JobView(JobSpec(name="j", executable="a"), other_projects={"s": "alpha, beta"}), view(),
+     "site 's' runs jobs of the projects alpha, beta only", True),
     (job(labels={"residency": "us"}), view(labels=RESIDENCY),
      "site 's' only takes jobs labelled residency='ch' or 'eu' (this job: 'us')", True),
     (job(), view(labels=RESIDENCY),

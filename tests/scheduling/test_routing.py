@@ -62,3 +62,15 @@ EU = {"residency": frozenset({"eu"})}
 def test_admit(job: JobSpec, sites: list[SiteView], accounts: dict[str, str],
                expected: Admission) -> None:
     assert admit(job, sites, accounts) == expected
+
+
+def test_a_site_of_other_projects_refuses_a_job_named_for_it_and_routing_passes_it_by(
+        ) -> None:
+    others = {"b": "alpha, beta"}
+    assert admit(spec("b"), [site("a"), site("b")], {}, others) == Unroutable(
+        "Site 'b' runs jobs of the projects alpha, beta only; name one of them in 'project' "
+        "if you are a member, or choose another site.", "project")
+    assert admit(spec(), [site("a"), site("b")], {}, others) == Admitted(None)
+    assert admit(spec(), [site("b")], {}, others) == Unroutable(
+        "No site can run this job: site 'b' runs jobs of the projects alpha, beta only.",
+        "project")

@@ -2,9 +2,10 @@
 gateway logging each researcher in as their own account with certificates its CA signs,
 against a real sshd that trusts that CA and nothing else (tests/ssh/sshd.py).
 
-The principal comes from the site's mapping only; a disabled researcher gets no
-certificate (at the next connection); `site check` logs in with a certificate and finds a
-certificate for another principal refused."""
+The principal comes from the site's mapping only; a disabled researcher, or one removed
+from every project a site runs jobs of, gets no certificate (at the next connection);
+`site check` logs in with a certificate and finds a certificate for another principal
+refused."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from adapters.ssh.certificates import CertificatePolicy, issue, key_id
 from gateway.auth.accounts import create_local_user
 from gateway.auth.ssh_ca import SshCa
 from gateway.db.engine import transaction
-from gateway.db.models import User
+from gateway.db.models import Project, User
+from gateway.repositories.identity import projects, users
 from gateway.runtime import Runtime, build_runtime
 from gateway.services.sites.certificates import CertificateSigner, revoked_key_ids
 from gateway.services.sites.check import check_site
@@ -147,6 +149,41 @@ def test_each_researcher_logs_in_as_their_account_and_loses_it_when_disabled(
     alice.disconnect()
     with pytest.raises(AuthenticationFailed, match="disabled"):
         alice.run(["true"])
+
+
+def test_a_site_of_some_projects_signs_only_for_their_members(gateway: Gateway) -> None:
+    """Removed from the site's only project, alice gets no certificate at her next
+    connection; added again, she logs in again."""
+    config = _certificate_config(
+        {**site_config_data(gateway.config)["accounts"], "projects": ["climate"]},
+        {"host": "127.0.0.1", "port": gateway.server.port,
+         "host_keys": [gateway.server.host_key_line]})
+    with transaction(gateway.runtime.sessions) as session:
+        alice_id = users.id_by_username(session, "alice")
+        assert alice_id is not None
+        climate = Project(name="climate")
+        projects.add(session, climate)
+        session.flush()
+        projects.add_member(session, climate.id, alice_id, "member")
+    pool = SshTransportPool()
+    try:
+        entry = remote_site(config, gateway.runtime.settings, pool, gateway.signer)
+        assert entry.takes("climate") and not entry.takes("other")
+        alice = _transport(entry, "alice")
+        assert alice.run(["id", "-un"]).stdout.decode().strip() == gateway.server.user
+        with transaction(gateway.runtime.sessions) as session:
+            membership = projects.membership(session, climate.id, alice_id)
+            assert membership is not None
+            projects.remove_member(session, membership)
+        alice.disconnect()
+        with pytest.raises(CredentialsRefused, match=r"not a member of any project the "
+                                                     r"site runs jobs of \(climate\)"):
+            alice.run(["true"])
+        with transaction(gateway.runtime.sessions) as session:
+            projects.add_member(session, climate.id, alice_id, "member")
+        assert alice.run(["true"]).exit_status == 0
+    finally:
+        pool.close()
 
 
 def test_site_check_logs_in_with_a_certificate_and_finds_a_stranger_refused(

@@ -11,7 +11,7 @@ import pytest
 from testbed import render
 from testbed.config import TestbedConfig, TestbedError
 from testbed.files import fingerprint, keygen
-from testbed.sites import ACCOUNTS, load_sites
+from testbed.sites import EVERY_ACCOUNT, load_sites
 
 
 @pytest.mark.parametrize(("seconds", "slurm", "sge"), [
@@ -72,7 +72,7 @@ def test_accounts_get_a_usable_password_field() -> None:
     lines = shadow.splitlines()
     assert lines[0].startswith("root:")
     # `!` (locked) would refuse key logins with UsePAM no: every account gets `*`.
-    assert [ln.split(":")[:2] for ln in lines[1:]] == [[a.name, "*"] for a in ACCOUNTS]
+    assert [ln.split(":")[:2] for ln in lines[1:]] == [[a.name, "*"] for a in EVERY_ACCOUNT]
     passwd = render.passwd("root:x:0:0:root:/root:/bin/bash\n")
     assert all(int(ln.split(":")[2]) >= 1000 for ln in passwd.splitlines()[1:])
 

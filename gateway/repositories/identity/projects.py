@@ -92,3 +92,13 @@ def of_member(session: Session, user_id: str) -> list[tuple[Project, str]]:
     return [(p, role) for p, role in session.execute(
         select(Project, Membership.role).join(Membership, Membership.project_id == Project.id)
         .where(Membership.user_id == user_id).order_by(Project.name))]
+
+
+def member_of_any(session: Session, username: str, names: Collection[str]) -> bool:
+    """Whether the user holding `username` is a member of any of the projects `names`."""
+    return session.scalar(
+        select(Membership.user_id)
+        .join(User, User.id == Membership.user_id)
+        .join(Project, Project.id == Membership.project_id)
+        .where(User.username == username, Project.name.in_(list(names))).limit(1)
+    ) is not None

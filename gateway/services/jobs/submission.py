@@ -101,7 +101,7 @@ def submit(
     now = utcnow()
     if spec.container is not None and spec.container.binds and limits is not None:
         check_shared_binds(session, limits, principal, spec)
-    site = admit(session, registry, spec, principal.account_name, now)
+    site = admit(session, registry, spec, principal.account_name, project.name, now)
     if spec.inputs:
         check_inputs(session, registry, limits or StagingLimits.unlimited(), principal.user_id,
                      spec)
@@ -156,7 +156,8 @@ def _hold(session: Session, registry: SiteRegistry, principal: Principal, spec: 
     """A lien for each new job's quote; a refusal names the job (for its event)."""
     payer = Payer(project.id, project.name)
     site_quotes = quotes.quote(session, spec,
-                               possible_sites(registry, spec, principal.account_name),
+                               possible_sites(registry, spec, principal.account_name,
+                                              project.name),
                                registry.rate_cards)
     try:
         if one_trip:

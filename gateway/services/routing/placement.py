@@ -42,6 +42,7 @@ from gateway.domain.jobspec import (
 )
 from gateway.domain.states import JobState, Reason
 from gateway.repositories import sites as site_rows
+from gateway.repositories.identity import projects
 from gateway.repositories.jobs import attempts, placements, targets
 from gateway.repositories.jobs import rows as jobs
 from gateway.repositories.jobs.placements import NewPlacement
@@ -114,25 +115,34 @@ def no_account(registry: SiteRegistry, username: str | None) -> dict[str, str]:
     return found
 
 
-def possible_sites(registry: SiteRegistry, spec: JobSpec, username: str | None) -> list[str]:
+def other_projects(registry: SiteRegistry, project: str | None) -> dict[str, str]:
+    """Site -> the projects it runs jobs of, for each site that runs none of `project`'s
+    (site config `accounts.projects`)."""
+    return {entry.name: ", ".join(sorted(entry.projects))
+            for entry in registry if not entry.takes(project)}
+
+
+def possible_sites(registry: SiteRegistry, spec: JobSpec, username: str | None,
+                   project: str) -> list[str]:
     """The sites the job may ever run at: the one it names, or (auto) every site that
-    does not exclude it for a lasting reason (shape, account, labels)."""
+    does not exclude it for a lasting reason (shape, account, project, labels)."""
     if spec.pinned:
         return [spec.site] if spec.site else []
-    view = JobView(spec, no_account(registry, username))
+    view = JobView(spec, no_account(registry, username),
+                   other_projects=other_projects(registry, project))
     return [site.name for site in site_views(registry, {})
             if not screen(view, site).lasting]
 
 
 def admit(session: Session, registry: SiteRegistry, spec: JobSpec, username: str | None,
-          now: datetime) -> str | None:
+          project: str | None, now: datetime) -> str | None:
     """The site a new job waits at (None: a routing pass places it); Invalid (422)
     saying why when no routing pass could ever place it."""
     problem = deadline_problem(spec.routing, now)
     if problem is not None:
         raise Invalid(problem, field="routing.deadline")
     decided = admission(spec, site_views(registry, registry.admission(session)),
-                        no_account(registry, username))
+                        no_account(registry, username), other_projects(registry, project))
     if not isinstance(decided, Admitted):
         raise Invalid(decided.reason, field=decided.field)
     # After the sites' verdict: a shape no site can run says so first.
@@ -169,7 +179,9 @@ def estimate(session: Session, registry: SiteRegistry, spec: JobSpec, username: 
     forecast, and the choice. Nothing is stored or submitted. A spec naming its site is
     estimated at that site only. `charged`: the bank is on (each site priced, and
     excluded where the job's project cannot pay for it)."""
-    admit(session, registry, spec, username, now)
+    payer = budget.payer_of(session, owner_id, spec.project)
+    project = spec.project if payer is None else payer.project_name
+    admit(session, registry, spec, username, project, now)
     views = site_views(registry, _flags(site_rows.all_sites(session)), unreachable,
                        black_holes(session, registry, now))
     if spec.pinned:  # a ban never applies to a job that names its site
@@ -179,13 +191,13 @@ def estimate(session: Session, registry: SiteRegistry, spec: JobSpec, username: 
         quoted, unpayable = _money(session, registry, None, "", None, spec, names)
     else:
         quoted, unpayable = budget.priced(session, spec, names, registry.rate_cards), {}
-        payer = budget.payer_of(session, owner_id, spec.project)
         if payer is not None:  # else no project to charge it to: submitting says why
             books = budget.open_books(session, {"": payer.project_id}, now, lock=False)
             unpayable = books.unpayable("", payer.project_id, quoted, names)
     job = Pending("", spec, username, owner_id,
                   JobView(spec, no_account(registry, username), quotes=quoted,
-                          budget=unpayable), now)
+                          budget=unpayable, other_projects=other_projects(registry, project)),
+                  now)
     hedge = spec.routing.hedge
     return estimate_out(_decide(session, registry, job, views, make_forecaster, now, hedge),
                         now, hedge, spec.routing.deadline)
@@ -201,8 +213,10 @@ def decide_elsewhere(session: Session, registry: SiteRegistry, owned: OwnedJob, 
                        black_holes(session, registry, now))
     quoted, unpayable = _money(session, registry, books, owned.job.id, owned.job.project_id,
                                spec, registry.names())
+    project = projects.names(session, [owned.job.project_id]).get(owned.job.project_id)
     job = Pending(owned.job.id, spec, owned.owner, owned.owner_id,
                   JobView(spec, no_account(registry, owned.owner), quotes=quoted,
+                          other_projects=other_projects(registry, project),
                           budget=unpayable), owned.job.created_at)
     return _decide(session, registry, job, views, make_forecaster, now, hedge=1)
 
@@ -266,6 +280,7 @@ def route_pending(session: Session, registry: SiteRegistry,
         return PassResult(0, 0)
     views = site_views(registry, flags, unreachable, black_holes(session, registry, now))
     failed_at = attempts.failed_sites(session, [o.job.id for o in owned])
+    project_names = projects.names(session, {o.job.project_id for o in owned})
     books = (budget.open_books(session, {o.job.id: o.job.project_id for o in owned}, now,
                                lock=True) if charged else None)
     names = registry.names()
@@ -288,7 +303,9 @@ def route_pending(session: Session, registry: SiteRegistry,
                                    names)
         pending.append(Pending(job.id, spec, item.owner, item.owner_id,
                                JobView(spec, no_account(registry, item.owner),
-                                       failed_at.get(job.id, frozenset()), quoted, unpayable),
+                                       failed_at.get(job.id, frozenset()), quoted, unpayable,
+                                       other_projects(registry,
+                                                      project_names.get(job.project_id))),
                                job.created_at))
     screened: dict[str, list[Screened]] = {}
     homes = attempts.home_sites(session, {job.owner_id for job in pending})

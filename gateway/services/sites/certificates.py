@@ -4,14 +4,15 @@ certificate the gateway's CA signs (gateway.auth.ssh_ca, adapters.ssh.certificat
 
 The principal is the account the site's config maps the gateway user to, never anything a
 request says. Before each signature the user is looked up again: a researcher who was
-disabled (or removed) gets no certificate, so they lose access at the next connection,
-at most one certificate lifetime after the change.
+disabled, deleted, or (on a site that runs only some projects' jobs) removed from all of
+those projects gets no certificate, so they lose access at the next connection, at most
+one certificate lifetime after the change.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from adapters.errors import CredentialsRefused
 from adapters.ssh.certificates import CertificatePolicy, UserCertificate, issue, key_id
 from gateway.auth.ssh_ca import SshCa
-from gateway.repositories.identity import users
+from gateway.repositories.identity import projects, users
 from gateway.siteconfig.access import Certificates
 
 # What the connections are for: commands, and the SFTP/staging on the same connection.
@@ -35,14 +36,15 @@ class CertificateSigner:
         self.sessions = sessions
         self.clock = clock
 
-    def credentials(self, site: str, gateway_user: str, account: str,
-                    limits: Certificates) -> Callable[[], UserCertificate]:
-        """What a connection to `site` as `account` calls for each new certificate."""
+    def credentials(self, site: str, gateway_user: str, account: str, limits: Certificates,
+                    projects: Collection[str] = ()) -> Callable[[], UserCertificate]:
+        """What a connection to `site` as `account` calls for each new certificate
+        (`projects`: the site runs only their jobs, and only their members log in)."""
         policy = _policy(limits)
         ident = key_id(gateway_user, PURPOSE)
 
         def sign() -> UserCertificate:
-            self._check_allowed(site, gateway_user)
+            self._check_allowed(site, gateway_user, projects)
             now = self.clock()
             _, private = self.ca.signer(now)
             return issue(private, account, ident, policy, now)
@@ -62,14 +64,19 @@ class CertificateSigner:
 
         return sign
 
-    def _check_allowed(self, site: str, gateway_user: str) -> None:
+    def _check_allowed(self, site: str, gateway_user: str, names: Collection[str]) -> None:
         with self.sessions() as session:
             disabled = users.disabled(session, gateway_user)
+            member = not names or projects.member_of_any(session, gateway_user, names)
         if disabled is None or disabled:
             state = "disabled" if disabled else "unknown"
             raise CredentialsRefused(
                 f"no certificate for gateway user {gateway_user!r} at {site}: the user is "
                 f"{state} here")
+        if not member:
+            raise CredentialsRefused(
+                f"no certificate for gateway user {gateway_user!r} at {site}: not a member "
+                f"of any project the site runs jobs of ({', '.join(sorted(names))})")
 
 
 def _policy(limits: Certificates) -> CertificatePolicy:

@@ -52,6 +52,13 @@ class SiteEntry:
     # The Unix account that runs a gateway user's jobs here, as the scheduler's queue
     # names it: by gateway username, or under "" for everyone (a community account).
     accounts: Mapping[str, str] = field(default_factory=dict)
+    # The gateway projects whose jobs run here (site config `accounts.projects`); empty:
+    # every project.
+    projects: frozenset[str] = frozenset()
+
+    def takes(self, project: str | None) -> bool:
+        """Whether jobs charged to `project` may run here (None: not yet known)."""
+        return not self.projects or project is None or project in self.projects
 
     def workdir(self, tag: str) -> str:
         """The directory an attempt with this tag runs in."""

@@ -59,7 +59,8 @@ class SiteRegistry:
             from gateway.services.sites.remote import remote_site
             from gateway.siteconfig import SiteState, load_site_configs
 
-            pool = pool if pool is not None else SshTransportPool()
+            pool = pool if pool is not None else SshTransportPool(
+                settings.ssh_idle_connections_per_site)
             for config in load_site_configs(settings.site_configs_dir):
                 if config.descriptive:
                     continue

@@ -131,8 +131,8 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T],
             if signer is None or limits is None:
                 raise Invalid(f"Site '{config.name}' logs in with certificates, which only a "
                               "gateway with its database can sign.", field="accounts")
-            logins = {user: Login(account, signer.credentials(config.name, user, account,
-                                                              limits), limits.renew_before)
+            logins = {user: Login(account, signer.credentials(
+                config.name, user, account, limits, accounts.projects), limits.renew_before)
                       for user, account in accounts.principals.items()}
         mapped = {user: build_adapter(config, settings, pool, login)
                   for user, login in logins.items()}
@@ -148,4 +148,5 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T],
                      speed=config.routing.speed,
                      transfer_rate_mb_s=config.routing.transfer_rate_mb_s,
                      rate=config.charging.rate(config.charge_factor),
-                     containers=config.container_caps(), accounts=names)
+                     containers=config.container_caps(), accounts=names,
+                     projects=frozenset(accounts.projects))
