@@ -4,7 +4,9 @@ Brings up its own testbed (needs root) and serves one real Slurm site (roadrunne
 two names in one gateway: `roadrunner` as its config says (community: every job runs as
 `gwcomm`) and `roadrunner-certs`, the same sshd and slurmctld in certificate mode, where
 researcher rNNN logs in as their own account gwrNNN with certificates the gateway's CA
-signs (the site trusts the CA for as long as this runs). The gateway runs as deployed:
+signs (the site trusts the CA for as long as this runs), and its status account (the
+testbed's gwcomm; `--no-status-account`: none) follows everyone's jobs. The gateway runs
+as deployed:
 the API in a process of its own (`gridgate serve`, worker off) over PostgreSQL, and one
 Worker thread here, polling every 0.05 s. Jobs are `sleep 600` on a 2-core node, so all
 but two pend; every phase ends with all jobs cancelled (as root at the site).
@@ -70,7 +72,7 @@ from gateway.worker.loop import Worker  # noqa: E402
 from gateway.worker.poll import poll  # noqa: E402
 from testbed import trusted_ca  # noqa: E402
 from testbed.holder import nsexec  # noqa: E402
-from testbed.sites import RESEARCHERS  # noqa: E402
+from testbed.sites import COMMUNITY, RESEARCHERS  # noqa: E402
 from testbed.state import TestbedInfo  # noqa: E402
 from tests.conftest import ALL_SCOPES  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
@@ -87,15 +89,19 @@ class Gateway:
     """The API process and a worker thread here, over one database, serving SITE and CERTS
     (the latter trusting this gateway's CA); `users` researchers r001... with tokens."""
 
-    def __init__(self, base: Path, info: TestbedInfo, database_url: str, users: int) -> None:
+    def __init__(self, base: Path, info: TestbedInfo, database_url: str, users: int,
+                 status_account: bool) -> None:
         configs = base / "site-configs"
         configs.mkdir()
         template = yaml.safe_load(Path(info.site_configs, f"{SITE}.yaml").read_text())
         (configs / f"{SITE}.yaml").write_text(yaml.safe_dump(template))
         self.researchers = [(f"r{a.name[3:]}", a.name) for a in RESEARCHERS[:users]]
+        limits: dict[str, Any] = {"source_addresses": [f"{info.bridge_ip}/32"]}
+        if status_account:
+            limits["status_account"] = COMMUNITY.name
         certs = {**template, "name": CERTS, "accounts": {
             "mode": "certificate", "principals": dict(self.researchers),
-            "certificate": {"source_addresses": [f"{info.bridge_ip}/32"]}}}
+            "certificate": limits}}
         (configs / f"{CERTS}.yaml").write_text(yaml.safe_dump(certs))
         env = {"GRIDGATE_DATA_DIR": str(base / "data"),
                "GRIDGATE_DATABASE_URL": database_url,
@@ -305,9 +311,13 @@ def main() -> None:
     parser.add_argument("--latency-rounds", type=int, default=2)
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--many", type=int, default=len(RESEARCHERS))
+    parser.add_argument("--no-status-account", action="store_true",
+                        help="each researcher's own account follows their jobs")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="gw-bench-certs-"))
     result: dict[str, Any] = {"benchmark": "certificate_researchers", "site": SITE,
+                              "status_account": None if args.no_status_account
+                              else COMMUNITY.name,
                               "scheduler": "slurm 22.05 (testbed, 1 node, 2 cores)",
                               "cpu_count": os.cpu_count(),
                               "worker_poll_seconds": POLL_SECONDS}
@@ -315,7 +325,7 @@ def main() -> None:
     try:
         with running_testbed(unique_config()) as info:
             gateway = Gateway(base, info, pg.create_database("bench"),
-                              max(args.researchers, args.many))
+                              max(args.researchers, args.many), not args.no_status_account)
             poller = site_transport(info.sites[SITE])
             try:
                 checked(poller, ["true"])

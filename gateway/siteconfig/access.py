@@ -75,6 +75,14 @@ class Certificates(Section):
         min_length=1,
         description="The gateway's addresses as this site sees them (CIDR blocks): a "
                     "certificate used from anywhere else is refused (source-address).")
+    status_account: LocalUser | None = Field(
+        default=None,
+        description="An account of the site's that sees every job's state and accounting "
+                    "(Slurm: squeue and sacct --allusers show it every user's jobs; Grid "
+                    "Engine: qstat -u '*' and qacct): the gateway asks it about every "
+                    "researcher's jobs in one call per cycle, with certificates of its own "
+                    "(key id gridgate:gridgate:status). Unset: each researcher's own account "
+                    "is asked about their jobs.")
 
     @property
     def renew_before(self) -> float:
@@ -133,6 +141,11 @@ class Accounts(Section):
                     issues.append(((name,), "not used in certificate mode (no key is "
                                             "stored): remove it"))
             _each_account_once(self.principals, "principals", issues)
+            status = self.certificate.status_account if self.certificate else None
+            if status is not None and status in self.principals.values():
+                issues.append((("certificate", "status_account"),
+                               f"account {status!r} is a researcher's: give the status "
+                               "calls an account of their own"))
         elif self.mode == AccountMode.COMMUNITY:
             if self.community is None:
                 issues.append((("community",), "required in community mode: give `user` and "

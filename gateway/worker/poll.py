@@ -1,5 +1,6 @@
 """Status step: one status call for every attempt the site's scheduler has (one per
-account on a site that maps accounts); write only what changed."""
+account on a site that maps accounts, unless its status account sees them all); write
+only what changed."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def poll(ctx: StepContext, site: SiteEntry) -> bool:
     asked: dict[int, tuple[Adapter, list[str], set[str]]] = {}
     for attempt in active:
         try:
-            adapter = site.adapter_for(attempt.owner)
+            adapter = site.follower_for(attempt.owner)
         except NoAccount as exc:
             log.error("job %s at %s cannot be followed: %s", attempt.native_id, site.name,
                       exc.detail)

@@ -78,11 +78,12 @@ def _fault_before_charge() -> None:
 
 
 def _records(site: SiteEntry, runs: list[RunToSettle]) -> dict[str, list[UsageRecord]]:
-    """The site's usage records of these runs, by native id (one query per account)."""
+    """The site's usage records of these runs, by native id (one query per account, or
+    one of the site's status account)."""
     asked: dict[int, tuple[Adapter, list[str]]] = {}
     for run in runs:
         try:
-            adapter = site.adapter_for(run.owner)
+            adapter = site.follower_for(run.owner)
         except NoAccount as exc:
             log.error("job %s at %s cannot be settled: %s", run.job_id, site.name, exc.detail)
             continue

@@ -139,12 +139,14 @@ PRINCIPALS = {"alice": "gwalice", "bob": "gwbob"}
 @contextmanager
 def live_gateway(testbed: TestbedInfo, sites: Sequence[str], base: Path, *,
                  over_wan: bool = False, certificates: bool = False,
+                 status_account: str | None = None,
                  **overrides: Any) -> Iterator[LiveGateway]:
     """A LiveGateway over `sites` of the running testbed (reached over their emulated
     wide-area links if `over_wan`: testbed.wan), with its state under `base` (and any
     further settings in `overrides`). With `certificates`, alice and bob log in to every
     site as their own accounts with certificates the gateway's CA signs, which the
-    sites trust for as long as this lasts (testbed.trusted_ca)."""
+    sites trust for as long as this lasts (testbed.trusted_ca); with `status_account`
+    too, that account is asked about everyone's jobs."""
     configs = base / "site-configs"
     configs.mkdir(parents=True)
     source = testbed.site_configs_wan if over_wan else testbed.site_configs
@@ -153,8 +155,11 @@ def live_gateway(testbed: TestbedInfo, sites: Sequence[str], base: Path, *,
     for name in sites:
         data = yaml.safe_load((Path(source) / f"{name}.yaml").read_text())
         if certificates:
+            limits: dict[str, Any] = {"source_addresses": [f"{testbed.bridge_ip}/32"]}
+            if status_account is not None:
+                limits["status_account"] = status_account
             data["accounts"] = {"mode": "certificate", "principals": PRINCIPALS,
-                                "certificate": {"source_addresses": [f"{testbed.bridge_ip}/32"]}}
+                                "certificate": limits}
         (configs / f"{name}.yaml").write_text(yaml.safe_dump(data))
     settings = Settings(data_dir=base / "data", database_url=f"sqlite:///{base / 'gw.db'}",
                         site_configs_dir=configs, run_worker=False,

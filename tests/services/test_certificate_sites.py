@@ -45,10 +45,11 @@ from gateway.siteconfig import (
     validate_site_config,
 )
 from tests.ssh.conftest import target_for
-from tests.ssh.sshd import Sshd, start_sshd
+from tests.ssh.sshd import Sshd, ensure_user, start_sshd
 
 CONFIGS = Path(__file__).resolve().parents[2] / "site-configs"
 LIMITS = {"lifetime_seconds": 300, "source_addresses": ["127.0.0.1/32"]}
+STATUS_ACCOUNT = "gwstatus"
 
 
 def _certificate_config(accounts: dict[str, Any], ssh: dict[str, Any] | None = None
@@ -76,6 +77,8 @@ def _certificate_config(accounts: dict[str, Any], ssh: dict[str, Any] | None = N
       "certificate": {"source_addresses": []}}, "source_addresses"),
     ({"mode": "certificate", "principals": {"alice": "alice"},
       "certificate": {**LIMITS, "lifetime_seconds": 5}}, "lifetime_seconds"),
+    ({"mode": "certificate", "principals": {"alice": "alice"},
+      "certificate": {**LIMITS, "status_account": "alice"}}, "is a researcher's"),
     ({"mode": "community", "community": {"user": "gwcomm", "key": {"secret": "k"}},
       "principals": {"alice": "alice"}}, "only used in certificate mode"),
 ])
@@ -111,8 +114,10 @@ def gateway(tmp_path: Path) -> Iterator[Gateway]:
     files.chmod(0o755)
     trusted = files / "trusted"
     trusted.write_text("".join(f"{k.line}\n" for k in ca.trusted(runtime.clock())))
+    ensure_user(STATUS_ACCOUNT)  # the status account, for the tests that give one
     server = start_sshd(extra_config=["AuthorizedKeysFile none",
-                                      f"TrustedUserCAKeys {trusted}"])
+                                      f"TrustedUserCAKeys {trusted}",
+                                      f"AllowUsers {STATUS_ACCOUNT}"])
     config = _certificate_config(
         {"mode": "certificate", "principals": {"alice": server.user, "bob": "gwbob"},
          "certificate": LIMITS},
@@ -182,6 +187,32 @@ def test_a_site_of_some_projects_signs_only_for_their_members(gateway: Gateway) 
         with transaction(gateway.runtime.sessions) as session:
             projects.add_member(session, climate.id, alice_id, "member")
         assert alice.run(["true"]).exit_status == 0
+    finally:
+        pool.close()
+
+
+def test_the_status_account_logs_in_with_a_certificate_of_its_own(gateway: Gateway) -> None:
+    """`certificate.status_account`: the site's status account, asked about everyone's
+    jobs, logs in with certificates naming no researcher; researchers' commands still go
+    to their own accounts."""
+    config = _certificate_config(
+        {**site_config_data(gateway.config)["accounts"],
+         "certificate": {**LIMITS, "status_account": STATUS_ACCOUNT}},
+        {"host": "127.0.0.1", "port": gateway.server.port,
+         "host_keys": [gateway.server.host_key_line]})
+    pool = SshTransportPool()
+    try:
+        entry = remote_site(config, gateway.runtime.settings, pool, gateway.signer)
+        assert entry.status is not None and entry.adapter is entry.status
+        assert entry.follower_for("alice") is entry.status
+        assert entry.adapter_for("alice") is not entry.status
+        status = entry.status
+        assert isinstance(status, BatchAdapter) and isinstance(status.transport, SshTransport)
+        assert status.transport.run(["id", "-un"]).stdout.decode().strip() == STATUS_ACCOUNT
+        assert "ID gridgate:gridgate:status" in gateway.server.log()
+        report = check_site(config, gateway.runtime.settings, signer=gateway.signer)
+        checks = {check.name: check for check in report.checks}
+        assert checks["status-account"].status == Status.OK, checks["status-account"]
     finally:
         pool.close()
 

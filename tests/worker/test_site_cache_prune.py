@@ -1,6 +1,7 @@
 """A worker prunes each site's staging caches on that site's follow lane (here the local
 site's, through its own transport): at its first pass, then not again until
-SITE_CACHE_PRUNE_SECONDS have passed; `site_cache_idle_days: 0` keeps everything."""
+SITE_CACHE_PRUNE_SECONDS have passed; `site_cache_idle_days: 0` keeps everything; on a
+site of many accounts, only the caches of those who had jobs there."""
 
 from __future__ import annotations
 
@@ -10,14 +11,21 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from adapters.errors import SiteUnavailable
 from gateway.runtime import Runtime
 from gateway.worker.lanes import FOLLOW, SEND
 from gateway.worker.loop import Worker
-from gateway.worker.staging.site_caches import SITE_CACHE_PRUNE_SECONDS, prune_site_caches
+from gateway.worker.staging.site_caches import (
+    SITE_CACHE_PRUNE_SECONDS,
+    SiteCachePruning,
+    prune_site_caches,
+)
+from tests.conftest import MakeUser
 
 
 def old_entry(runtime: Runtime, name: str) -> Path:
@@ -80,3 +88,45 @@ def test_a_site_out_of_reach_is_tried_once_and_the_others_still_pruned(
     pruned = prune_site_caches([down, local], 14 * 86400)
     assert unreachable.calls == 1  # not once per account
     assert pruned.files == 1 and not entry.exists()
+
+
+class _Counted:
+    """An adapter that counts the caches pruned through it (each a `files` use)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.pruned = 0
+
+    @property
+    def files(self) -> Any:
+        self.pruned += 1
+        return self.inner.files
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_on_a_site_of_many_accounts_only_those_who_had_jobs_there_are_pruned(
+        runtime: Runtime, client: TestClient, make_user: MakeUser) -> None:
+    """A certificate site may list hundreds of researchers: each cache pruned is a
+    connection and a command, so only the caches of those who ever had a job there."""
+    alice = make_user("alice")
+    local = runtime.sites.get("local")
+    accounts = {"alice": _Counted(local.adapter), "bob": _Counted(local.adapter)}
+    entry = dataclasses.replace(local, owner_only=None, mapped=accounts)
+    runtime.sites._entries["local"] = entry  # the test's own site entry
+    r = client.post("/api/v1/jobs", headers=alice.headers,
+                    json={"name": "one", "executable": "/bin/true"})
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+    worker = Worker(runtime, "w")
+    end = time.monotonic() + 120
+    while client.get(f"/api/v1/jobs/{job_id}", headers=alice.headers).json()["state"] != (
+            "COMPLETED"):
+        assert time.monotonic() < end, "the job never completed"
+        worker.run_once()
+        time.sleep(0.05)
+    for account in accounts.values():
+        account.pruned = 0
+    SiteCachePruning().step(worker.ctx, entry)
+    assert (accounts["alice"].pruned, accounts["bob"].pruned) == (1, 0)

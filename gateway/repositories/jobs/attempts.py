@@ -90,6 +90,14 @@ class LiveAttempt:
     started_at: datetime | None
 
 
+def usernames_at(session: Session, site_name: str) -> list[str]:
+    """The usernames of everyone who ever had an attempt at the site."""
+    return sorted(name for name in session.scalars(
+        select(User.username).distinct()
+        .join(Job, Job.owner_id == User.id).join(Attempt, Attempt.job_id == Job.id)
+        .where(Attempt.site_name == site_name, User.username.is_not(None))) if name)
+
+
 def live_at(session: Session, site_name: str) -> list[LiveAttempt]:
     """The site's live attempts (submitting, queued or running), oldest first."""
     return [LiveAttempt(spec, started) for spec, started in session.execute(

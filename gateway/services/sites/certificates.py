@@ -25,6 +25,8 @@ from gateway.siteconfig.access import Certificates
 
 # What the connections are for: commands, and the SFTP/staging on the same connection.
 PURPOSE = "commands"
+# The status account's: every researcher's jobs' state and accounting.
+STATUS_PURPOSE = "status"
 
 
 class CertificateSigner:
@@ -40,27 +42,30 @@ class CertificateSigner:
                     projects: Collection[str] = ()) -> Callable[[], UserCertificate]:
         """What a connection to `site` as `account` calls for each new certificate
         (`projects`: the site runs only their jobs, and only their members log in)."""
-        policy = _policy(limits)
-        ident = key_id(gateway_user, PURPOSE)
+        return self._signing(account, key_id(gateway_user, PURPOSE), limits,
+                             lambda: self._check_allowed(site, gateway_user, projects))
 
-        def sign() -> UserCertificate:
-            self._check_allowed(site, gateway_user, projects)
-            now = self.clock()
-            _, private = self.ca.signer(now)
-            return issue(private, account, ident, policy, now)
-
-        return sign
+    def status(self, account: str, limits: Certificates) -> Callable[[], UserCertificate]:
+        """Certificates for the site's status account (site config
+        `certificate.status_account`): no researcher's, so nobody's to refuse."""
+        return self._signing(account, key_id("gridgate", STATUS_PURPOSE), limits)
 
     def stranger(self, limits: Certificates) -> Callable[[], UserCertificate]:
         """Certificates for a principal no account has (`gridgate site check` presents one
         for a real account, which the site must refuse)."""
+        return self._signing(f"gridgate-probe-{secrets.token_hex(4)}",
+                             key_id("site-check", "check"), limits)
+
+    def _signing(self, principal: str, ident: str, limits: Certificates,
+                 check: Callable[[], None] | None = None) -> Callable[[], UserCertificate]:
         policy = _policy(limits)
-        principal = f"gridgate-probe-{secrets.token_hex(4)}"
 
         def sign() -> UserCertificate:
+            if check is not None:
+                check()
             now = self.clock()
             _, private = self.ca.signer(now)
-            return issue(private, principal, key_id("site-check", "check"), policy, now)
+            return issue(private, principal, ident, policy, now)
 
         return sign
 

@@ -178,6 +178,7 @@ def check_site(config: SiteConfig, settings: Settings,
         checks = _checks(config, build_adapter(config, settings, ssh, account), account.user)
         if isinstance(account, Login) and signer is not None:
             checks.append(_other_principal_refused(config, settings, account.user, signer))
+            checks.extend(_status_account(config, settings, ssh, signer))
     finally:
         if pool is None:
             ssh.close()
@@ -216,6 +217,23 @@ def _other_principal_refused(config: SiteConfig, settings: Settings, user: str,
                  f"the site let a certificate for another principal log in as {user}: its "
                  "AuthorizedPrincipalsFile (or AuthorizedPrincipalsCommand) must give each "
                  "account its own name only")
+
+
+def _status_account(config: SiteConfig, settings: Settings, pool: TransportPool[Any],
+                    signer: CertificateSigner) -> list[Check]:
+    """The status account (`certificate.status_account`), when there is one, logs in."""
+    limits = config.accounts.certificate if config.accounts else None
+    if limits is None or limits.status_account is None:
+        return []
+    user = limits.status_account
+    login = Login(user, signer.status(user, limits), limits.renew_before)
+    try:
+        status = _run(build_adapter(config, settings, pool, login), ["true"])
+    except AdapterError as exc:
+        return [Check("status-account", Status.FAIL, f"{user}: {_failure(exc)}")]
+    return [Check("status-account", Status.OK if status == 0 else Status.FAIL,
+                  f"{user} logs in with its certificate" if status == 0
+                  else f"{user}: `true` exited {status}")]
 
 
 def _checks(config: SiteConfig, adapter: BatchAdapter, user: str) -> list[Check]:

@@ -29,7 +29,8 @@ class SiteEntry:
     shape: SiteShape
     max_jobs: int
     # The community account's adapter (or the gateway's own, for the local site); on a
-    # mapped site, the first mapped account's, used only for site-wide questions.
+    # mapped site, the status account's or else the first mapped account's, used only for
+    # site-wide questions.
     adapter: Adapter
     workdir_root: str
     # Mapped sites: gateway username -> the adapter that acts as that user's own account.
@@ -55,6 +56,9 @@ class SiteEntry:
     # The gateway projects whose jobs run here (site config `accounts.projects`); empty:
     # every project.
     projects: frozenset[str] = frozenset()
+    # A certificate site's status account (`certificate.status_account`): asked about
+    # every account's jobs at once; None: each account about its own.
+    status: Adapter | None = None
 
     def takes(self, project: str | None) -> bool:
         """Whether jobs charged to `project` may run here (None: not yet known)."""
@@ -83,6 +87,11 @@ class SiteEntry:
         if self.owner_only is not None:
             return username == self.owner_only
         return self.mapped is None or (username is not None and username in self.mapped)
+
+    def follower_for(self, username: str | None) -> Adapter:
+        """The adapter that asks about this user's jobs' state and accounting: the status
+        account's where the site has one, else the user's own (NoAccount as adapter_for)."""
+        return self.status if self.status is not None else self.adapter_for(username)
 
     def adapter_for(self, username: str | None) -> Adapter:
         """The adapter that runs, follows and reads this user's jobs.

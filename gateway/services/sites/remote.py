@@ -118,6 +118,7 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T],
     accounts = config.accounts
     assert accounts is not None and config.scratch_root is not None
     mapped: dict[str, Adapter] | None = None
+    status: Adapter | None = None
     if accounts.mode == AccountMode.COMMUNITY:
         assert accounts.community is not None  # the schema requires it in this mode
         adapter: Adapter = build_adapter(config, settings, pool, accounts.community)
@@ -134,9 +135,13 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T],
             logins = {user: Login(account, signer.credentials(
                 config.name, user, account, limits, accounts.projects), limits.renew_before)
                       for user, account in accounts.principals.items()}
+            if limits.status_account is not None:
+                status = build_adapter(config, settings, pool, Login(
+                    limits.status_account, signer.status(limits.status_account, limits),
+                    limits.renew_before))
         mapped = {user: build_adapter(config, settings, pool, login)
                   for user, login in logins.items()}
-        adapter = next(iter(mapped.values()))
+        adapter = status or next(iter(mapped.values()))
         names = accounts.accounts()
     # Job directories sit side by side under the scratch root (sticky and world-writable
     # on a mapped site), each created 0700 by the account that runs the job.
@@ -149,4 +154,4 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T],
                      transfer_rate_mb_s=config.routing.transfer_rate_mb_s,
                      rate=config.charging.rate(config.charge_factor),
                      containers=config.container_caps(), accounts=names,
-                     projects=frozenset(accounts.projects))
+                     projects=frozenset(accounts.projects), status=status)

@@ -1,7 +1,7 @@
 """Prune the sites' staging caches: what no job directory holds and nobody used for
 `site_cache_idle_days` (adapters.transfer.cache_prune), one site command per cache: one per
-site, or one per account on a site that maps accounts (each has its own cache). A site
-that cannot be reached is left until the next time.
+site, or one per account on a site that maps accounts (each has its own cache), of those
+who ever had a job there. A site that cannot be reached is left until the next time.
 
 A worker prunes each site on that site's follow lane (gateway.worker.lanes), at its first
 pass there and then every SITE_CACHE_PRUNE_SECONDS: 40 distant sites pruned one after
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from adapters.errors import AdapterError
 from adapters.transfer.cache_prune import Pruned, prune
 from gateway.domain.sizes import human_bytes
+from gateway.repositories.jobs import attempts
 from gateway.services.sites.entry import SiteEntry
 from gateway.worker.context import StepContext
 
@@ -25,17 +26,19 @@ log = logging.getLogger(__name__)
 SITE_CACHE_PRUNE_SECONDS = 6 * 3600.0
 
 
-def _accounts(site: SiteEntry) -> list[str | None]:
+def _accounts(site: SiteEntry, users: Collection[str] | None) -> list[str | None]:
     if site.mapped is not None:
-        return list(site.mapped)
+        return [user for user in site.mapped if users is None or user in users]
     return [site.owner_only]
 
 
-def prune_site_caches(sites: Iterable[SiteEntry], idle_seconds: float) -> Pruned:
-    """Prune every cache of `sites`; what was removed, all told."""
+def prune_site_caches(sites: Iterable[SiteEntry], idle_seconds: float,
+                      users: Collection[str] | None = None) -> Pruned:
+    """Prune every cache of `sites`; what was removed, all told. On sites that map
+    accounts, `users`: only these users' caches (None: every mapped account's)."""
     total = Pruned()
     for site in sites:
-        for username in _accounts(site):
+        for username in _accounts(site, users):
             cache = site.cache_dir(username)
             try:
                 done = prune(site.adapter_for(username).files, cache,
@@ -68,5 +71,11 @@ class SiteCachePruning:
         if idle_days <= 0 or now < self._next.get(site.name, 0.0):
             return False
         self._next[site.name] = now + SITE_CACHE_PRUNE_SECONDS
-        prune_site_caches([site], idle_days * 86400)
+        users = None
+        if site.mapped is not None:
+            # Only those who ever had a job there can have a cache there: a certificate
+            # site may list hundreds of researchers, each a connection to prune.
+            with ctx.rt.sessions() as session:
+                users = attempts.usernames_at(session, site.name)
+        prune_site_caches([site], idle_days * 86400, users)
         return False
