@@ -13,9 +13,13 @@ but two pend; every phase ends with all jobs cancelled (as root at the site).
 
 1. latency, interleaved: `POST /api/v1/jobs` until the job shows in `squeue`, by one
    community user, and by 50 researchers in turn at the certificate site (two rounds:
-   the first logs each researcher in, the second finds their connection open).
+   the first logs each researcher in, the second finds their connection open); and what
+   a first contact adds: a new certificate connection running `true`, against OpenSSH's
+   client logging in with a key and running `true`.
 2. a burst of 200 submissions POSTed by 8 clients at once, until all have native ids:
-   by one community user, then by the 50 researchers (4 each; each has logged in).
+   by one community user, then by the 50 researchers (4 each; each has logged in); and
+   again with all 200 accepted before the worker starts (the fewest site commands); and
+   the site's own floor: 200 raw `sbatch` in the same shape of commands, no gateway.
 3. 500 researchers at once, each submitting one job: the SSH connections from the
    gateway to the site's sshd, sampled every 0.1 s (`ss` inside the site), against the
    bound (GRIDGATE_SSH_IDLE_CONNECTIONS_PER_SITE idle, plus those carrying a command),
@@ -32,8 +36,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -49,23 +55,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
-from sqlalchemy import func, select  # noqa: E402
 
 from adapters.transport import Transport  # noqa: E402
 from benchmarks.site_submission import (  # noqa: E402
     POLL_SECONDS,
-    WALLTIME_S,
     checked,
+    live_attempts,
+    post_sleep,
+    raw_sbatch_argv,
     site_transport,
     summary,
     wait_until,
+    with_native_id,
 )
 from gateway.auth.accounts import create_local_user  # noqa: E402
 from gateway.auth.ssh_ca import SshCa  # noqa: E402
 from gateway.auth.tokens import issue_access_token  # noqa: E402
 from gateway.db.engine import transaction  # noqa: E402
-from gateway.db.models import Attempt  # noqa: E402
-from gateway.domain.states import LIVE_ATTEMPT_STATES  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from gateway.worker.loop import Worker  # noqa: E402
@@ -76,7 +82,7 @@ from testbed.sites import COMMUNITY, RESEARCHERS  # noqa: E402
 from testbed.state import TestbedInfo  # noqa: E402
 from tests.conftest import ALL_SCOPES  # noqa: E402
 from tests.pg import start_postgres  # noqa: E402
-from tests.testbed.fixture import running_testbed, unique_config  # noqa: E402
+from tests.testbed.fixture import running_testbed, ssh_argv, unique_config  # noqa: E402
 from tests.worker.gateway_process import GatewayProcess, free_port  # noqa: E402
 
 SITE = "roadrunner"
@@ -148,23 +154,13 @@ class Gateway:
         return {"Authorization": f"Bearer {token}"}
 
     def post(self, user: str, site: str, name: str) -> str:
-        r = self.client.post("/api/v1/jobs", headers=self.headers[user], json={
-            "name": name, "site": site, "executable": "/bin/sleep", "args": ["600"],
-            "resources": {"walltime": WALLTIME_S}})
-        if r.status_code != 202:
-            raise RuntimeError(f"POST /api/v1/jobs -> {r.status_code}: {r.text}")
-        job_id: str = r.json()["id"]
-        return job_id
+        return post_sleep(self.client, self.headers[user], site, name)
 
     def with_native_id(self, job_ids: Sequence[str]) -> int:
-        with self.runtime.sessions() as session:
-            return session.scalar(select(func.count()).select_from(Attempt).where(
-                Attempt.job_id.in_(job_ids), Attempt.native_id.is_not(None))) or 0
+        return with_native_id(self.runtime, job_ids)
 
     def live_attempts(self) -> int:
-        with self.runtime.sessions() as session:
-            return session.scalar(select(func.count()).select_from(Attempt).where(
-                Attempt.state.in_(LIVE_ATTEMPT_STATES))) or 0
+        return live_attempts(self.runtime)
 
     def connections(self) -> int:
         """The gateway's established SSH connections to the site, as its kernel sees them."""
@@ -224,33 +220,98 @@ def latency(gateway: Gateway, poller: Transport, rounds: int) -> dict[str, Any]:
     }
 
 
-def _burst(gateway: Gateway, posts: Sequence[tuple[str, str]]) -> float:
-    """Seconds from the first POST until every job has its native id."""
+def _burst(gateway: Gateway, posts: Sequence[tuple[str, str]], held: bool = False) -> float:
+    """Seconds from the first POST until every job has its native id; `held`: from the
+    worker's start, every job accepted before it (the fewest commands: one per account
+    and batch)."""
+    if held:
+        gateway.stop_worker()
     t0 = time.perf_counter()
     with ThreadPoolExecutor(BURST_CLIENTS) as clients:
         ids = list(clients.map(lambda p: gateway.post(p[0], p[1], "burst"), posts))
+    if held:
+        t0 = time.perf_counter()
+        gateway.start_worker()
     wait_until("all burst jobs to have native ids",
                lambda: gateway.with_native_id(ids) == len(ids), 900)
     return time.perf_counter() - t0
 
 
 def burst(gateway: Gateway, count: int) -> dict[str, Any]:
-    community = _burst(gateway, [("community", SITE)] * count)
-    gateway.cancel_all()
     users = [user for user, _ in gateway.researchers]
-    certificate = _burst(gateway, [(users[i % len(users)], CERTS) for i in range(count)])
-    gateway.cancel_all()
-    ratio = certificate / community
+    posts = {"community": [("community", SITE)] * count,
+             "certificate": [(users[i % len(users)], CERTS) for i in range(count)]}
+    seconds: dict[tuple[str, bool], float] = {}
+    for held in (False, True):
+        for mode, mode_posts in posts.items():
+            seconds[mode, held] = _burst(gateway, mode_posts, held)
+            gateway.cancel_all()
+    ratio = seconds["certificate", False] / seconds["community", False]
     return {
         "jobs": count, "posting_clients": BURST_CLIENTS, "researchers": len(users),
-        "community": {"all_native_ids_s": round(community, 3),
-                      "jobs_per_s": round(count / community, 2)},
-        "certificate": {"all_native_ids_s": round(certificate, 3),
-                        "jobs_per_s": round(count / certificate, 2)},
+        **{mode: {"all_native_ids_s": round(seconds[mode, False], 3),
+                  "jobs_per_s": round(count / seconds[mode, False], 2)} for mode in posts},
         "ratio_certificate_over_community_time": round(ratio, 4),
+        # The floor of the submission work: every job accepted before the worker looks,
+        # so it needs the fewest commands (community: batches of 10; certificate: one
+        # batch per researcher).
+        "all_accepted_first": {
+            **{mode: {"all_native_ids_s": round(seconds[mode, True], 3)} for mode in posts},
+            "ratio_certificate_over_community_time": round(
+                seconds["certificate", True] / seconds["community", True], 4)},
         "target_ratio_max": TARGET_RATIO_MAX,
         "met": ratio <= TARGET_RATIO_MAX,
     }
+
+
+def logins(gateway: Gateway, runs: int) -> dict[str, Any]:
+    """What a researcher's first contact adds: a new connection (a key pair, a
+    certificate, the handshake, sshd's login) and `true`, as the gateway does it, against
+    OpenSSH's client logging in with a key and running `true` (a fresh process each)."""
+    entry = gateway.runtime.sites.get(CERTS)
+    ours: list[float] = []
+    raw: list[float] = []
+    argv = ssh_argv(gateway.site, COMMUNITY.name, ["true"])
+    for user, _ in gateway.researchers[:runs]:
+        adapter: Any = entry.adapter_for(user)
+        adapter.transport.disconnect()
+        t0 = time.perf_counter()
+        checked(adapter.transport, ["true"])
+        ours.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True, stdin=subprocess.DEVNULL)
+        raw.append(time.perf_counter() - t0)
+    return {"gateway_new_certificate_connection_and_true": summary(ours),
+            "openssh_key_login_and_true": summary(raw)}
+
+
+def site_floor(gateway: Gateway, poller: Transport, count: int) -> dict[str, Any]:
+    """The site's own cost of the burst, without the gateway: `count` raw `sbatch` in the
+    same shape of commands, 4 at once (the gateway's submission threads): batches of 10
+    as the community account, and one batch per researcher over their (open) certificate
+    connections. The oracle for the burst's ratio: what any gateway would pay."""
+    entry = gateway.runtime.sites.get(CERTS)
+    users = [user for user, _ in gateway.researchers]
+    per_user = -(-count // len(users))
+
+    def batch(transport: Transport, size: int) -> None:
+        script = " && ".join(shlex.join(raw_sbatch_argv("floor")) for _ in range(size))
+        checked(transport, ["sh", "-c", script], timeout=300)
+
+    def timed(units: list[tuple[Transport, int]]) -> float:
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(4) as threads:
+            list(threads.map(lambda unit: batch(*unit), units))
+        return time.perf_counter() - t0
+
+    community = timed([(poller, 10)] * (count // 10))
+    gateway.cancel_all()
+    mapped: Any = entry.mapped
+    certificate = timed([(mapped[user].transport, per_user) for user in users])
+    gateway.cancel_all()
+    return {"community_batches_of_10_s": round(community, 3),
+            f"certificate_one_batch_of_{per_user}_per_researcher_s": round(certificate, 3),
+            "ratio_certificate_over_community_time": round(certificate / community, 4)}
 
 
 def many_researchers(gateway: Gateway) -> dict[str, Any]:
@@ -333,8 +394,11 @@ def main() -> None:
                 everyone = gateway.researchers
                 gateway.researchers = everyone[:args.researchers]
                 result["latency"] = latency(gateway, poller, args.latency_rounds)
+                result["first_contact"] = logins(gateway, 20)
                 gateway.cancel_all()
                 result["burst"] = burst(gateway, args.burst)
+                result["burst"]["site_floor_raw_sbatch"] = site_floor(gateway, poller,
+                                                                      args.burst)
                 gateway.researchers = everyone[:args.many]
                 result["many_researchers"] = many_researchers(gateway)
                 result["loadavg_1m_end"] = os.getloadavg()[0]

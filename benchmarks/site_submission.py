@@ -184,6 +184,33 @@ def time_raw_sbatch(transport: Transport, count: int, name: str, *options: str,
 
 # --- the gateway -------------------------------------------------------------------------
 
+def post_sleep(client: httpx.Client, headers: dict[str, str], site: str, name: str) -> str:
+    """POST a `sleep 600` job for `site`; its id."""
+    r = client.post("/api/v1/jobs", headers=headers, json={
+        "name": name, "site": site, "executable": "/bin/sleep", "args": ["600"],
+        "resources": {"walltime": WALLTIME_S}})
+    if r.status_code != 202:
+        raise RuntimeError(f"POST /api/v1/jobs -> {r.status_code}: {r.text}")
+    job_id: str = r.json()["id"]
+    return job_id
+
+
+def with_native_id(runtime: Runtime, job_ids: Sequence[str]) -> int:
+    """How many of these jobs have their site's job id."""
+    with runtime.sessions() as session:
+        return session.scalar(select(func.count()).select_from(Attempt).where(
+            Attempt.job_id.in_(job_ids), Attempt.native_id.is_not(None))) or 0
+
+
+def live_attempts(runtime: Runtime, site: str | None = None) -> int:
+    """Attempts not yet ended (at `site`, or anywhere)."""
+    where = [Attempt.state.in_(LIVE_ATTEMPT_STATES)]
+    if site is not None:
+        where.append(Attempt.site_name == site)
+    with runtime.sessions() as session:
+        return session.scalar(select(func.count()).select_from(Attempt).where(*where)) or 0
+
+
 class Gateway:
     """The API server process, and here a Runtime with one worker thread we can stop and
     restart (both over the same database, signing key and site configs)."""
@@ -238,23 +265,13 @@ class Gateway:
             self._thread = None
 
     def post(self, name: str) -> str:
-        r = self.client.post("/api/v1/jobs", headers=self.headers, json={
-            "name": name, "site": SITE, "executable": "/bin/sleep", "args": ["600"],
-            "resources": {"walltime": WALLTIME_S}})
-        if r.status_code != 202:
-            raise RuntimeError(f"POST /api/v1/jobs -> {r.status_code}: {r.text}")
-        job_id: str = r.json()["id"]
-        return job_id
+        return post_sleep(self.client, self.headers, SITE, name)
 
     def with_native_id(self, job_ids: Sequence[str]) -> int:
-        with self.runtime.sessions() as session:
-            return session.scalar(select(func.count()).select_from(Attempt).where(
-                Attempt.job_id.in_(job_ids), Attempt.native_id.is_not(None))) or 0
+        return with_native_id(self.runtime, job_ids)
 
     def live_attempts(self) -> int:
-        with self.runtime.sessions() as session:
-            return session.scalar(select(func.count()).select_from(Attempt).where(
-                Attempt.site_name == SITE, Attempt.state.in_(LIVE_ATTEMPT_STATES))) or 0
+        return live_attempts(self.runtime, SITE)
 
     def close(self) -> None:
         self.stop_worker()

@@ -39,9 +39,16 @@ class Together:
         return attribute
 
 
-def _running(runtime: Runtime, client: TestClient, ids: list[str],
-             users: tuple[TestUser, ...]) -> Worker:
-    """A worker, cycled until every job runs (a deadline, not a count of cycles)."""
+def _running(runtime: Runtime, client: TestClient, users: tuple[TestUser, ...]
+             ) -> tuple[Worker, list[str]]:
+    """A held job of each user's, and a worker cycled until they all run (a deadline,
+    not a count of cycles); the worker and the jobs' ids."""
+    ids = []
+    for user in users:
+        r = client.post("/api/v1/jobs", headers=user.headers,
+                        json={"name": "held", "executable": "/bin/sh", "args": ["-c", WAIT]})
+        assert r.status_code == 202, r.text
+        ids.append(r.json()["id"])
     worker = Worker(runtime)
     end = time.monotonic() + 120
     while True:
@@ -52,7 +59,7 @@ def _running(runtime: Runtime, client: TestClient, ids: list[str],
             break
         time.sleep(0.05)
     assert states == {"RUNNING"}, states
-    return worker
+    return worker, ids
 
 
 def test_two_accounts_are_asked_at_once(runtime: Runtime, client: TestClient,
@@ -63,13 +70,7 @@ def test_two_accounts_are_asked_at_once(runtime: Runtime, client: TestClient,
     accounts = {"alice": Together(local.adapter, barrier), "bob": Together(local.adapter, barrier)}
     entry = dataclasses.replace(local, mapped=accounts)
     runtime.sites._entries["local"] = entry  # the test's own site entry
-    ids = []
-    for user in (alice, bob):
-        r = client.post("/api/v1/jobs", headers=user.headers,
-                        json={"name": "held", "executable": "/bin/sh", "args": ["-c", WAIT]})
-        assert r.status_code == 202, r.text
-        ids.append(r.json()["id"])
-    worker = _running(runtime, client, ids, (alice, bob))
+    worker, ids = _running(runtime, client, (alice, bob))
     for account in accounts.values():
         account.waiting = True
     assert poll(worker.ctx, entry)  # both calls passed the barrier together
@@ -118,13 +119,7 @@ def test_a_status_account_is_asked_about_every_accounts_jobs_at_once(
         local, status=status,
         mapped={"alice": OwnAccount(local.adapter), "bob": OwnAccount(local.adapter)})
     runtime.sites._entries["local"] = entry  # the test's own site entry
-    ids = []
-    for user in (alice, bob):
-        r = client.post("/api/v1/jobs", headers=user.headers,
-                        json={"name": "held", "executable": "/bin/sh", "args": ["-c", WAIT]})
-        assert r.status_code == 202, r.text
-        ids.append(r.json()["id"])
-    worker = _running(runtime, client, ids, (alice, bob))
+    worker, ids = _running(runtime, client, (alice, bob))
     status.asked.clear()
     assert poll(worker.ctx, entry)
     assert len(status.asked) == 1 and len(status.asked[0]) == 2, status.asked
