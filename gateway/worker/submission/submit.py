@@ -27,6 +27,7 @@ from gateway.worker.submission.claim import claim_accepted, record_rejection, re
 from gateway.worker.submission.native_arrays import recover_native_arrays, submit_native_arrays
 from gateway.worker.submission.record import (
     FAULT_AFTER_SUBMIT_ENV,
+    PassRecorder,
     fault_after_submit,
     record_submitted,
 )
@@ -55,10 +56,11 @@ def submit_claims(ctx: StepContext, site: SiteEntry, claims: Sequence[Claim]) ->
     """Submit the claims, several at once: plain jobs in batches (one remote command
     each) where the site's adapter takes them, the rest one by one, a few units in
     parallel (a submission mostly waits on the site; the pooled connection carries
-    one channel per command). The first error is raised once all units have finished
-    (claims not recorded keep their leases and are recovered by tag)."""
+    one channel per command); the quick units' outcomes are committed together
+    (PassRecorder). The first error is raised once all units have finished (claims not
+    recorded keep their leases and are recovered by tag)."""
     settings = ctx.rt.settings
-    units: list[Callable[[], None]] = []
+    units: list[Callable[[], list[Submitted]]] = []
     singles: list[Claim] = []
     batches: dict[int, tuple[BatchSubmitter, list[Claim]]] = {}
     size = settings.worker_submit_batch
@@ -74,17 +76,38 @@ def submit_claims(ctx: StepContext, site: SiteEntry, claims: Sequence[Claim]) ->
             continue
         for at in range(0, len(group), size):
             units.append(partial(_submit_batch, ctx, site, adapter, group[at:at + size]))
-    units.extend(partial(_submit_one, ctx, site, claim) for claim in singles)
-    threads = min(settings.worker_submit_threads, len(units))
+    quick = len(units) + sum(not _stages(site, claim) for claim in singles)
+    recorder = PassRecorder(ctx, site, quick, settings.worker_submit_batch)
+
+    def run(unit: Callable[[], list[Submitted]], stages: bool) -> None:
+        placed: list[Submitted] = []
+        try:
+            placed = unit()
+        finally:
+            if stages:
+                record_submitted(ctx, site, placed)
+            else:
+                recorder.done(placed)
+
+    work = [partial(run, unit, False) for unit in units]
+    work += [partial(run, partial(_submit_one, ctx, site, claim), _stages(site, claim))
+             for claim in singles]
+    threads = min(settings.worker_submit_threads, len(work))
     if threads <= 1:
-        for unit in units:
-            unit()
+        for item in work:
+            item()
     else:
         with ThreadPoolExecutor(threads, thread_name_prefix=f"submit-{site.name}") as pool:
-            futures = [pool.submit(unit) for unit in units]
+            futures = [pool.submit(item) for item in work]
         for future in futures:
             future.result()
     return bool(claims)
+
+
+def _stages(site: SiteEntry, claim: Claim) -> bool:
+    """Whether the claim's unit may take long (files to stage, an image to launch): it
+    commits its own outcome, not held with the pass's quick ones."""
+    return claim.spec.container is not None or needs_stage_in(claim.spec, site)
 
 
 def _batch_adapter(site: SiteEntry, claim: Claim) -> BatchSubmitter | None:
@@ -101,7 +124,7 @@ def _batch_adapter(site: SiteEntry, claim: Claim) -> BatchSubmitter | None:
 
 
 def _submit_batch(ctx: StepContext, site: SiteEntry, adapter: BatchSubmitter,
-                  claims: Sequence[Claim]) -> None:
+                  claims: Sequence[Claim]) -> list[Submitted]:
     requests = [build_submit_request(c.spec, c.tag, c.workdir, array_index=c.array_index,
                                      site=site.shape) for c in claims]
     outcomes = adapter.submit_many(requests)
@@ -116,15 +139,17 @@ def _submit_batch(ctx: StepContext, site: SiteEntry, adapter: BatchSubmitter,
                         "recovered by its tag", claim.job_id, site.name, outcome.message)
         else:
             record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {outcome.message}")
-    record_submitted(ctx, site, placed)
+    return placed
 
 
-def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
+def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> list[Submitted]:
+    """The claim submitted (or adopted): what to record; [] when it was refused or left
+    for a later cycle (recorded here)."""
     try:
         adapter = site.adapter_for(claim.owner)
     except NoAccount as exc:  # the site's mapping changed since the job was accepted
         record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.detail}")
-        return
+        return []
     native_id = None
     if claim.recovering:
         # The earlier submit may have reached the scheduler: adopt, never duplicate.
@@ -140,11 +165,11 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
                                          site.cache_dir(claim.owner))
         except ContainerRefused as exc:
             record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.detail}")
-            return
+            return []
     if native_id is None and needs_stage_in(claim.spec, site):
         summary = stage_in_claim(ctx, site, adapter, claim)
         if summary is None:
-            return
+            return []
         staged, done_events = summary.describe(), summary.events
         if summary.images:
             # The launch line runs what stage-in made of the images (ch-run: unpacked).
@@ -159,7 +184,7 @@ def _submit_one(ctx: StepContext, site: SiteEntry, claim: Claim) -> None:
             # The inputs are in place all the same: their done events go with the refusal.
             record_rejection(ctx, site, claim, f"{Reason.SUBMIT_REJECTED}: {exc.message}",
                              done_events)
-            return
+            return []
         # Transient errors propagate: the lease stays and a later cycle recovers it.
         fault_after_submit()
-    record_submitted(ctx, site, [Submitted(claim, native_id, staged, done_events)])
+    return [Submitted(claim, native_id, staged, done_events)]
