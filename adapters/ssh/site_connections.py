@@ -9,8 +9,9 @@ transports known, the least recently used ones whose connection carries nothing 
 closed (the next command of such an account opens a new connection: one handshake,
 and with certificates a new certificate).
 
-The bound: open connections to a site <= max(`cap`, connections carrying a command at
-that moment); the second is at most the threads that use the site at once.
+The bound: open connections to a site <= `cap` + those busy at that moment (carrying a
+command, or opening channels ahead for the next): at most the threads that use the site
+at once, each with the connection it just used.
 """
 
 from __future__ import annotations
