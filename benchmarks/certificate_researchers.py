@@ -59,7 +59,9 @@ import httpx  # noqa: E402
 from adapters.transport import Transport  # noqa: E402
 from benchmarks.site_submission import (  # noqa: E402
     POLL_SECONDS,
+    WorkerThread,
     checked,
+    gateway_settings,
     live_attempts,
     post_sleep,
     raw_sbatch_argv,
@@ -73,7 +75,6 @@ from gateway.auth.ssh_ca import SshCa  # noqa: E402
 from gateway.auth.tokens import issue_access_token  # noqa: E402
 from gateway.db.engine import transaction  # noqa: E402
 from gateway.runtime import Runtime, build_runtime  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
 from gateway.worker.loop import Worker  # noqa: E402
 from gateway.worker.poll import poll  # noqa: E402
 from testbed import trusted_ca  # noqa: E402
@@ -109,16 +110,7 @@ class Gateway:
             "mode": "certificate", "principals": dict(self.researchers),
             "certificate": limits}}
         (configs / f"{CERTS}.yaml").write_text(yaml.safe_dump(certs))
-        env = {"GRIDGATE_DATA_DIR": str(base / "data"),
-               "GRIDGATE_DATABASE_URL": database_url,
-               "GRIDGATE_SITE_CONFIGS_DIR": str(configs),
-               "GRIDGATE_LOCAL_SITE_ENABLED": "false",
-               "GRIDGATE_RUN_WORKER": "false",
-               "GRIDGATE_PUBLIC_URL": "http://gateway.test"}
-        self.settings = Settings(data_dir=base / "data", database_url=database_url,
-                                 site_configs_dir=configs, local_site_enabled=False,
-                                 run_worker=False, worker_poll_seconds=POLL_SECONDS,
-                                 public_url=env["GRIDGATE_PUBLIC_URL"])
+        env, self.settings = gateway_settings(base, configs, database_url)
         self.runtime: Runtime = build_runtime(self.settings)  # migrates, makes the keys
         lines = [k.line for k in SshCa(self.settings.ssh_ca_dir).trusted(self.runtime.clock())]
         self.site = info.sites[SITE]
@@ -130,21 +122,8 @@ class Gateway:
         self.headers = {name: self._token(name) for name in
                         ["community", *(user for user, _ in self.researchers)]}
         self.worker = Worker(self.runtime)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.start_worker()
-
-    def start_worker(self) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self.worker.run, args=(self._stop,),
-                                        name="bench-worker", daemon=True)
-        self._thread.start()
-
-    def stop_worker(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=120)
-            self._thread = None
+        self.worker_thread = WorkerThread(self.worker)
+        self.worker_thread.start()
 
     def _token(self, name: str) -> dict[str, str]:
         with transaction(self.runtime.sessions) as session:
@@ -175,7 +154,7 @@ class Gateway:
                    600, 0.2)
 
     def close(self) -> None:
-        self.stop_worker()
+        self.worker_thread.stop()
         self.client.close()
         self.server.stop()
         self.runtime.close()
@@ -231,13 +210,13 @@ def _burst(gateway: Gateway, posts: Sequence[tuple[str, str]], held: bool = Fals
     worker's start, every job accepted before it (the fewest commands: one per account
     and batch)."""
     if held:
-        gateway.stop_worker()
+        gateway.worker_thread.stop()
     t0 = time.perf_counter()
     with ThreadPoolExecutor(BURST_CLIENTS) as clients:
         ids = list(clients.map(lambda p: gateway.post(p[0], p[1], "burst"), posts))
     if held:
         t0 = time.perf_counter()
-        gateway.start_worker()
+        gateway.worker_thread.start()
     wait_until("all burst jobs to have native ids",
                lambda: gateway.with_native_id(ids) == len(ids), 900)
     return time.perf_counter() - t0
@@ -342,14 +321,14 @@ def many_researchers(gateway: Gateway) -> dict[str, Any]:
         users = [user for user, _ in gateway.researchers]
         seconds = _burst(gateway, [(user, CERTS) for user in users])
         # One cycle of our own, the worker stopped (its lanes would poll meanwhile).
-        gateway.stop_worker()
+        gateway.worker_thread.stop()
         entry = gateway.runtime.sites.get(CERTS)
         before = _connects(gateway)
         t0 = time.perf_counter()
         poll(gateway.worker.ctx, entry)
         cycle = time.perf_counter() - t0
         opened = _connects(gateway) - before
-        gateway.start_worker()
+        gateway.worker_thread.start()
     finally:
         done.set()
         sampler.join()

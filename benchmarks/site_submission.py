@@ -184,6 +184,44 @@ def time_raw_sbatch(transport: Transport, count: int, name: str, *options: str,
 
 # --- the gateway -------------------------------------------------------------------------
 
+def gateway_settings(base: Path, configs: Path, database_url: str
+                     ) -> tuple[dict[str, str], Settings]:
+    """The API process's environment and this process's Settings for one gateway: data
+    under `base`, the sites of `configs`, the local site off, the worker here."""
+    env = {"GRIDGATE_DATA_DIR": str(base / "data"),
+           "GRIDGATE_DATABASE_URL": database_url,
+           "GRIDGATE_SITE_CONFIGS_DIR": str(configs),
+           "GRIDGATE_LOCAL_SITE_ENABLED": "false",
+           "GRIDGATE_RUN_WORKER": "false",
+           "GRIDGATE_PUBLIC_URL": "http://gateway.test"}
+    settings = Settings(data_dir=base / "data", database_url=database_url,
+                        site_configs_dir=configs, local_site_enabled=False,
+                        run_worker=False, worker_poll_seconds=POLL_SECONDS,
+                        public_url=env["GRIDGATE_PUBLIC_URL"])
+    return env, settings
+
+
+class WorkerThread:
+    """A Worker on a thread of this process, stopped and started again at will."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self.worker.run, args=(self._stop,),
+                                        name="bench-worker", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+            self._thread = None
+
+
 def post_sleep(client: httpx.Client, headers: dict[str, str], site: str, name: str) -> str:
     """POST a `sleep 600` job for `site`; its id."""
     r = client.post("/api/v1/jobs", headers=headers, json={
@@ -219,17 +257,7 @@ class Gateway:
         configs = base / "site-configs"
         configs.mkdir()
         shutil.copy(site_configs / f"{SITE}.yaml", configs)
-        env = {"GRIDGATE_DATA_DIR": str(base / "data"),
-               "GRIDGATE_DATABASE_URL": database_url,
-               "GRIDGATE_SITE_CONFIGS_DIR": str(configs),
-               "GRIDGATE_LOCAL_SITE_ENABLED": "false",
-               "GRIDGATE_RUN_WORKER": "false",
-               "GRIDGATE_PUBLIC_URL": "http://gateway.test"}
-        self.settings = Settings(data_dir=base / "data",
-                                 database_url=env["GRIDGATE_DATABASE_URL"],
-                                 site_configs_dir=configs, local_site_enabled=False,
-                                 run_worker=False, worker_poll_seconds=POLL_SECONDS,
-                                 public_url=env["GRIDGATE_PUBLIC_URL"])
+        env, self.settings = gateway_settings(base, configs, database_url)
         self.runtime: Runtime = build_runtime(self.settings)  # migrates, makes the key
         self.server = GatewayProcess({**env, "GRIDGATE_PORT": str(free_port())},
                                      base / "server.log")
@@ -237,8 +265,7 @@ class Gateway:
         self.client = httpx.Client(base_url=self.server.url, timeout=60)
         self.headers = self._token()
         self.worker = Worker(self.runtime)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.worker_thread = WorkerThread(self.worker)
 
     def _token(self) -> dict[str, str]:
         from gateway.auth.accounts import create_local_user
@@ -252,18 +279,6 @@ class Gateway:
                                    client_id="bench", scope=ALL_SCOPES, username=name).token
         return {"Authorization": f"Bearer {token}"}
 
-    def start_worker(self) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self.worker.run, args=(self._stop,),
-                                        name="bench-worker", daemon=True)
-        self._thread.start()
-
-    def stop_worker(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=120)
-            self._thread = None
-
     def post(self, name: str) -> str:
         return post_sleep(self.client, self.headers, SITE, name)
 
@@ -274,7 +289,7 @@ class Gateway:
         return live_attempts(self.runtime, SITE)
 
     def close(self) -> None:
-        self.stop_worker()
+        self.worker_thread.stop()
         self.client.close()
         self.server.stop()
         self.runtime.close()
@@ -449,7 +464,7 @@ def many_active(gateway: Gateway, poller: Transport, count: int, cycles: int) ->
                lambda: gateway.with_native_id(ids) == count, 900)
     submit_s = time.perf_counter() - t0
     time.sleep(3 * POLL_SECONDS + 0.5)  # let the worker's own polls apply RUNNING/pending
-    gateway.stop_worker()
+    gateway.worker_thread.stop()
     in_squeue = len(checked(poller, ["squeue", "-h", "-u", ACCOUNT, "-o", "%i"]).split())
     site = gateway.runtime.sites.get(SITE)
     samples: list[dict[str, Any]] = []
@@ -476,7 +491,7 @@ def many_active(gateway: Gateway, poller: Transport, count: int, cycles: int) ->
         after_cancel = {"seconds": round(time.perf_counter() - start, 4),
                         "transport_runs": len(counter.runs), "commands": counter.runs,
                         "attempts_still_active": gateway.live_attempts()}
-    gateway.start_worker()
+    gateway.worker_thread.start()
     cancel_all(poller, gateway)
     worst_s, worst_calls = max(seconds), max(calls)
     return {
@@ -521,7 +536,7 @@ def main() -> None:
                                          or info.site_configs), pg.create_database("bench"))
             poller = site_transport(site)
             try:
-                gateway.start_worker()
+                gateway.worker_thread.start()
                 checked(poller, ["true"])
                 cpu0, t0 = cpu_times(), time.perf_counter()
                 # The box is shared (other testbeds, CI): load shows contention steal does not.

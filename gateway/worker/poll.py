@@ -5,13 +5,14 @@ only what changed."""
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from adapters.base import Adapter, JobStatus
 from adapters.errors import CredentialsRefused
 from gateway.services.lifecycle.statuses import apply_statuses, followed
 from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
+from gateway.worker.fanout import fan_out
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ def poll(ctx: StepContext, site: SiteEntry) -> bool:
         ids.append(attempt.native_id)
         if attempt.cancel_sent:
             cancelled.add(attempt.native_id)
+
     def ask(adapter: Adapter, ids: list[str], cancelled: set[str]) -> dict[str, JobStatus]:
         try:
             found = adapter.status(ids, cancelled=cancelled)
@@ -44,18 +46,12 @@ def poll(ctx: StepContext, site: SiteEntry) -> bool:
         ctx.rt.metrics.status_calls.labels(site.name).inc()
         return dict(found)
 
+    # A site where each researcher is their own account: one call per account, a few at
+    # once.
     statuses: dict[str, JobStatus] = {}
-    calls = list(asked.values())
-    threads = min(ctx.rt.settings.worker_submit_threads, len(calls))
-    if threads <= 1:
-        for call in calls:
-            statuses.update(ask(*call))
-    else:
-        # A site where each researcher is their own account: one call per account, a few
-        # at once (each mostly waits on the site and its connection).
-        with ThreadPoolExecutor(threads, thread_name_prefix=f"status-{site.name}") as pool:
-            for found in pool.map(lambda call: ask(*call), calls):
-                statuses.update(found)
+    for found in fan_out([partial(ask, *call) for call in asked.values()],
+                         ctx.rt.settings.worker_submit_threads, f"status-{site.name}"):
+        statuses.update(found)
     changed = sorted(
         (a.id, statuses[a.native_id]) for a in active
         if a.native_id in statuses

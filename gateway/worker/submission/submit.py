@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 from adapters.base import BatchSubmitter, batch_submitter
@@ -21,6 +20,7 @@ from gateway.services.lifecycle.claims import Claim
 from gateway.services.lifecycle.submit_records import Submitted
 from gateway.services.sites.entry import NoAccount, SiteEntry
 from gateway.worker.context import StepContext
+from gateway.worker.fanout import fan_out
 from gateway.worker.staging.container_launch import ContainerRefused, container_launch
 from gateway.worker.staging.stage_in import needs_stage_in, stage_in_claim
 from gateway.worker.submission.claim import claim_accepted, record_rejection, recover_stale
@@ -76,8 +76,12 @@ def submit_claims(ctx: StepContext, site: SiteEntry, claims: Sequence[Claim]) ->
             continue
         for at in range(0, len(group), size):
             units.append(partial(_submit_batch, ctx, site, adapter, group[at:at + size]))
-    quick = len(units) + sum(not _stages(site, claim) for claim in singles)
-    recorder = PassRecorder(ctx, site, quick, settings.worker_submit_batch)
+    # (unit, whether it may stage files and so commits its own outcome)
+    flagged = [(unit, False) for unit in units]
+    flagged += [(partial(_submit_one, ctx, site, claim), _stages(site, claim))
+                for claim in singles]
+    recorder = PassRecorder(ctx, site, sum(not stages for _, stages in flagged),
+                            settings.worker_submit_batch)
 
     def run(unit: Callable[[], list[Submitted]], stages: bool) -> None:
         placed: list[Submitted] = []
@@ -89,18 +93,8 @@ def submit_claims(ctx: StepContext, site: SiteEntry, claims: Sequence[Claim]) ->
             else:
                 recorder.done(placed)
 
-    work = [partial(run, unit, False) for unit in units]
-    work += [partial(run, partial(_submit_one, ctx, site, claim), _stages(site, claim))
-             for claim in singles]
-    threads = min(settings.worker_submit_threads, len(work))
-    if threads <= 1:
-        for item in work:
-            item()
-    else:
-        with ThreadPoolExecutor(threads, thread_name_prefix=f"submit-{site.name}") as pool:
-            futures = [pool.submit(item) for item in work]
-        for future in futures:
-            future.result()
+    fan_out([partial(run, unit, stages) for unit, stages in flagged],
+            settings.worker_submit_threads, f"submit-{site.name}")
     return bool(claims)
 
 
