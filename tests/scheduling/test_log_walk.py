@@ -120,3 +120,31 @@ def _bound_after(waits: int) -> bool:
     for _ in range(waits):
         predictor.observe(JobClass("log", "1", 1, 60.0, 0.0), 300.0)
     return predictor.predict(JobClass("log", "1", 1, 60.0, 0.0)) is not None
+
+
+def test_the_walk_projects_the_queue_per_event_not_per_submit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # 40 jobs submitted one second apart while one long job runs and nothing starts or
+    # ends: one projection (two profiles) serves them all, each job committed on it for
+    # the next, as a routing pass commits its jobs. Then each start projects afresh.
+    from gateway.scheduling.queues import queue_profile
+
+    made: list[float] = []
+    project = queue_profile.QueueProfile.project.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type, state: queue_profile.QueueState,
+                 limits_as_runtimes: bool = False) -> queue_profile.QueueProfile:
+        made.append(len(state.queued))
+        return project(cls, state, limits_as_runtimes)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(queue_profile.QueueProfile, "project", classmethod(counting))
+    jobs = [swf(0, 0, 0, 10_000, 4, 10_000)]
+    jobs += [swf(i, i, 10_000 - i + 100 * (i - 1), 100, 4, 100) for i in range(1, 41)]
+    result = evaluate_forecasts(jobs, 4)
+    assert result["combined"]["jobs"] == 41
+    # Job 0 on an empty machine, job 1 after its start, then nothing until 10,000.
+    assert made == [0, 0, 0, 0]
+    # Each job of the burst was told it waits for the long job and the jobs ahead of it
+    # (each committed for the next): job i, 10,000 - i s, then (i - 1) x 100 s, its wait.
+    # Without the commits only the first six would be right within 10 minutes.
+    assert result["projection"]["within_10min"] == 1.0

@@ -21,7 +21,6 @@ is kept across passes, as production rebuilds it from its recorded placements.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -106,12 +105,6 @@ class _Kept:
     profiles: Profiles
 
 
-def _expiry(queue: QueueState) -> float:
-    """Seconds until the snapshot of `queue` would change with nothing happening."""
-    return min((min(predicted if predicted > 0 else limit, limit)
-                for _, predicted, limit in queue.running), default=math.inf)
-
-
 class Ranked(Policy):
     """The registered routing policy called `policy`, one pass per arrival instant;
     `mode` is the forecaster's (production: `combined`)."""
@@ -158,7 +151,7 @@ class Ranked(Policy):
         for site, state in zip(sites, states, strict=True):
             if site.name not in kept:
                 self._kept[site.index] = _Kept(self._versions.get(site.index, 0), now,
-                                               now + _expiry(state.queue),
+                                               now + state.queue.unchanged_for(),
                                                inner.profiles(site.name))
         forecaster = _Recording(inner, self._predicted, self._given)
         needs = {_key(job): job for job in jobs}

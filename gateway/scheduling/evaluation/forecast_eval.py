@@ -4,7 +4,11 @@ The log is walked with `LogWalk`: at each submit the `SiteForecaster` of product
 forecasts the job from the queue as the log says it was (run times predicted by the
 runtime predictor from runs already ended; processors as requested, what was known at
 submit) and the waits already known, and records the job's wait as production records
-it. Every method sees the same jobs (`prediction_scores` says what is counted):
+it. Jobs submitted while nothing starts or ends are forecast as one routing pass
+forecasts the jobs it routes to a site: each committed on the site's profiles for the
+next (the simulator's rule for kept profiles, `QueueState.unchanged_for`); a start or an
+end projects the queue afresh: a projection per event, not per submit. Every method sees
+the same jobs (`prediction_scores` says what is counted):
 - `combined`: production's median and 95% bound (the history conditioned on the job's
   walltime projection, floored by the live queue: what routing ranks by);
 - `likely`: production's likely wait (what a person is told) with the same bound;
@@ -33,7 +37,7 @@ from gateway.scheduling.evaluation.prediction_scores import (
     job_class,
 )
 from gateway.scheduling.forecaster import COMBINED, MODES, SiteForecaster
-from gateway.scheduling.routing_inputs import JobNeed, SiteState
+from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
 from gateway.scheduling.swf import SwfJob
 
 BASELINES = ("zero_wait", "easy_walltime", "rolling", "rolling_conformal")
@@ -58,6 +62,8 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
     walk = LogWalk(site, processors, on_start=started)
     tallies = {name: Tally() for name in (*METHODS, HINDSIGHT)}
     scored = 0
+    kept: Profiles | None = None  # the profiles of the last submit, with its job committed
+    kept_at, kept_until, kept_events = 0.0, 0.0, -1
     for job in jobs:
         if not usable(job):
             continue
@@ -70,8 +76,16 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
         need = JobNeed(str(job.user), fingerprint(job), procs, walk.limit(job),
                        str(job.queue))
         where = job_class(procs, need.time_limit)
-        forecaster = SiteForecaster([SiteState(site, walk.state(now))], walk.waits,
-                                    walk.runtimes)
+        state = walk.state(now)
+        profiles = None
+        if kept is not None and walk.events == kept_events and now < kept_until:
+            for profile in kept:
+                profile.advance(now - kept_at)
+            profiles = {site: kept}
+        else:
+            kept_until = now + state.unchanged_for()
+        forecaster = SiteForecaster([SiteState(site, state)], walk.waits, walk.runtimes,
+                                    profiles=profiles)
         wait = float(job.wait)
         points: list[float | None] = []
         for mode in MODES:
@@ -98,4 +112,6 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
         tallies[HINDSIGHT].score(wait, nearest, None, where)
         walk.submit(job, need.time_limit, forecaster.runtime(need, site).seconds,
                     forecaster.job_class(need, site), forecaster.wait_prediction(need, site))
+        forecaster.commit(need, site)
+        kept, kept_at, kept_events = forecaster.profiles(site), now, walk.events
     return {name: tally.report() for name, tally in tallies.items()}

@@ -66,6 +66,7 @@ class LogWalk:
         self._ends: list[tuple[int, int]] = []
         self._seq = 0
         self._longest = 0.0
+        self.events = 0  # starts and ends so far: while it stays, the queue only grew
 
     def limit(self, job: SwfJob) -> float:
         """The job's time limit: its request, else the longest request seen (the
@@ -87,6 +88,7 @@ class LogWalk:
             # Events in time order: an end frees history before a later start reads it.
             if end is not None and end <= now and (start is None or end <= start):
                 _, seq = heapq.heappop(self._ends)
+                self.events += 1
                 held = self.running.pop(seq)
                 user, app, procs = self.need(held.job)
                 self.runtimes.observe(user, app, self.site, procs, float(held.job.run))
@@ -94,6 +96,7 @@ class LogWalk:
                     self.on_end(held.job)
             elif start is not None and start < now:
                 _, seq = heapq.heappop(self._starts)
+                self.events += 1
                 held = self.queued.pop(seq)
                 self.running[seq] = held
                 job = held.job

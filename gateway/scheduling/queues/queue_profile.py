@@ -29,6 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gateway.scheduling.queues.deep_queue import EXACT, Busy, absorb, free_steps
 from gateway.scheduling.queues.easy import project_runs
 
 Running = tuple[int, float, float]  # (processors, remaining predicted s, remaining limit s)
@@ -70,6 +71,14 @@ class QueueState:
             raise ValueError(f"{len(self.owners)} owners for {len(self.running)} running "
                              f"and {len(self.queued)} queued jobs")
 
+    def unchanged_for(self) -> float:
+        """Seconds until this snapshot would change with nothing happening: the first
+        running job to reach its predicted end (it then runs to its limit) or its limit.
+        Until then its profiles, advanced in time (`QueueProfile.advance`), are the ones
+        it would project then."""
+        return min((min(predicted if predicted > 0 else limit, limit)
+                    for _, predicted, limit in self.running), default=math.inf)
+
 
 def _run(predicted: float, limit: float, limits_as_runtimes: bool, running: bool) -> float:
     """How long a job of the queue runs in a projection (a running job past its predicted
@@ -83,14 +92,40 @@ def projected_starts(state: QueueState, limits_as_runtimes: bool = False,
                      until_index: int | None = None) -> list[float | None]:
     """When each queued job of `state` starts in its EASY projection, seconds from now
     (None: never, on this machine; or, with `until_index`, not projected: the projection
-    stops once that job has its start), in queue order. The scheduler's `planned` starts
-    are not applied (they are the scheduler's word, not the projection's)."""
+    stops once that job has its start), in queue order; behind the first
+    `deep_queue.EXACT` jobs, when the work ahead of it has drained (`deep_queue`). The
+    scheduler's `planned` starts are not applied (they are the scheduler's word, not the
+    projection's)."""
+    starts, _ = _projection(state, limits_as_runtimes, until_index)
+    return starts
+
+
+def _projection(state: QueueState, limits_as_runtimes: bool, until_index: int | None = None,
+                tail_starts: bool = True) -> tuple[list[float | None], list[Busy]]:
+    """The queued jobs' starts (see `projected_starts`; without `tail_starts`, None behind
+    the first `EXACT`) and what the deep queue's work takes (`deep_queue.absorb`)."""
     running = [(procs, max(limit, 0.0),
                 _run(predicted, max(limit, 0.0), limits_as_runtimes, running=True))
                for procs, predicted, limit in state.running]
     queued = [(procs, limit, _run(predicted, limit, limits_as_runtimes, running=False))
               for procs, predicted, limit in state.queued]
-    return project_runs(state.processors, running, queued, until_index)
+    exact = queued[:EXACT]
+    if until_index is not None and until_index < EXACT:
+        starts = project_runs(state.processors, running, exact, until_index)
+        return starts + [None] * (len(queued) - len(exact)), []
+    starts = project_runs(state.processors, running, exact)
+    if len(queued) == len(exact):
+        return starts, []
+    processors = state.processors
+    busy = [(0.0, run, min(procs, processors)) for procs, _, run in running]
+    busy += [(start, start + run, min(max(procs, 1), processors))
+             for (procs, _, run), start in zip(exact, starts, strict=True) if start is not None]
+    work = [min(max(procs, 1), processors) * run for procs, _, run in queued[EXACT:]]
+    if not tail_starts:
+        work = [math.fsum(work)]
+    after = max((start for start in starts if start is not None), default=0.0)
+    tail, taken = absorb(processors, busy, work, after)
+    return [*starts, *(tail if tail_starts else [None] * len(queued[EXACT:]))], taken
 
 
 class QueueProfile:
@@ -101,22 +136,7 @@ class QueueProfile:
         if processors <= 0:
             raise ValueError("a site has at least one processor")
         self.processors = processors
-        deltas: dict[float, int] = {0.0: 0}
-        for start, end, procs in busy:
-            start = max(start, 0.0)
-            if end <= start or procs <= 0:
-                continue
-            deltas[start] = deltas.get(start, 0) - procs
-            deltas[end] = deltas.get(end, 0) + procs
-        times: list[float] = []
-        free: list[int] = []
-        level = processors
-        for instant in sorted(deltas):
-            level += deltas[instant]
-            if free and free[-1] == level:
-                continue  # no change: no breakpoint
-            times.append(instant)
-            free.append(level)
+        times, free = free_steps(processors, busy)
         self._times: list[list[float]] = []
         self._free: list[list[int]] = []
         for i in range(0, len(times), _BLOCK):
@@ -147,19 +167,22 @@ class QueueProfile:
         By default jobs run their predicted times; with `limits_as_runtimes` every job
         runs to its limit (the pessimistic profile behind a walltime-based bound).
         """
-        busy: list[tuple[float, float, int]] = []
+        busy: list[Busy] = []
         for procs, predicted, limit in state.running:
             run = _run(predicted, max(limit, 0.0), limits_as_runtimes, running=True)
             busy.append((0.0, run, min(procs, state.processors)))
         queued = [(procs, limit, _run(predicted, limit, limits_as_runtimes, running=False))
                   for procs, predicted, limit in state.queued]
-        starts = projected_starts(state, limits_as_runtimes)
+        starts, deep = _projection(state, limits_as_runtimes, tail_starts=False)
+        busy += deep
         # Where the scheduler has planned a start, its plan places the job (it knows the
         # priorities and reservations the projection does not). The other jobs keep
         # their projected starts, made with this one at its projected time: where plan
         # and projection disagree, the profile is over-full at the plan (new jobs wait
-        # longer) and has a hole where the projection had put the job.
-        for index, ((procs, _, run), start) in enumerate(zip(queued, starts, strict=True)):
+        # longer) and has a hole where the projection had put the job. A plan for a job
+        # of the deep queue is not applied: its work is already in `deep`.
+        for index, ((procs, _, run), start) in enumerate(zip(queued[:EXACT], starts,
+                                                             strict=False)):
             plan = state.planned[index] if state.planned else None
             if plan is not None:
                 start = max(plan, 0.0)

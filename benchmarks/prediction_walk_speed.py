@@ -1,0 +1,136 @@
+"""The prediction walk's speed on a long log with deep queues (prints JSON).
+
+Issue 27's target: `gridgate simulate --evaluate-predictions` walks a 450,000-job log
+with deep queues in under 10 minutes, the cost per prediction independent of the queue's
+length. No shared log is that long, so the walk is given two of them as one site: HPC2N
+and SDSC-BLUE, each from its first job, merged in submit order (435,432 jobs that ran)
+on a machine of both sizes (1,392 processors), with KTH's first jobs appended until
+450,000 are walked. Their queues add up: up to some 2,700 jobs wait at once.
+
+Reported: the whole walk's wall time, and the cost per job by the queue's length when
+it was submitted (median and mean per bucket: flat when the cost does not grow with the
+queue), beside the baseline of the same walk's overhead with no predictor (reading the
+log and keeping the queue: what any walk costs).
+
+    nice -n 19 .venv/bin/python benchmarks/prediction_walk_speed.py [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import heapq
+import json
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.shared_traces import existing_traces, shared_dir  # noqa: E402
+from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts  # noqa: E402
+from gateway.scheduling.evaluation.log_walk import usable  # noqa: E402
+from gateway.scheduling.swf import SwfJob, iter_jobs, machine_size, read_header  # noqa: E402
+
+TARGET_JOBS = 450_000
+TARGET_SECONDS = 600.0
+LOGS = ("HPC2N-2002-2.2-cln.swf.gz", "SDSC-BLUE-2000-4.2-cln.swf.gz",
+        "KTH-SP2-1996-2.1-cln.swf.gz")
+BUCKETS = (0, 10, 100, 300, 1000, 3000)
+
+
+def _shifted(log: Path, index: int, after: int) -> Iterator[SwfJob]:
+    """The log's jobs that ran, from its first submit on, `after` seconds later, with
+    users and numbers of their own (one site, several logs' users)."""
+    first: int | None = None
+    for job in iter_jobs(log):
+        if not usable(job):
+            continue
+        if first is None:
+            first = job.submit
+        yield dataclasses.replace(job, number=index * 10_000_000 + job.number,
+                                  submit=job.submit - first + after,
+                                  user=index * 100_000 + job.user)
+
+
+def merged(logs: list[Path], limit: int) -> tuple[list[SwfJob], int]:
+    """The first two logs merged in submit order, the third after them; the processors of
+    the first two together."""
+    jobs = list(heapq.merge(_shifted(logs[0], 1, 0), _shifted(logs[1], 2, 0),
+                            key=lambda job: job.submit))
+    end = max(job.start + job.run for job in jobs)
+    jobs.extend(_shifted(logs[2], 3, end))
+    processors = sum(machine_size(log, read_header(log)) for log in logs[:2])
+    return jobs[:limit], processors
+
+
+def queue_lengths(jobs: list[SwfJob]) -> list[int]:
+    """How many jobs waited when each job was submitted (the walk's queue)."""
+    starts: list[int] = []
+    lengths = []
+    for job in jobs:
+        while starts and starts[0] < job.submit:
+            heapq.heappop(starts)
+        lengths.append(len(starts))
+        heapq.heappush(starts, job.start)
+    return lengths
+
+
+def timed(jobs: list[SwfJob], costs: list[float]) -> Iterator[SwfJob]:
+    """The jobs, recording the time the walk spent on each (between two pulls)."""
+    last = time.perf_counter()
+    for job in jobs:
+        yield job
+        now = time.perf_counter()
+        costs.append(now - last)
+        last = now
+
+
+def by_queue(lengths: list[int], costs: list[float]) -> list[dict[str, Any]]:
+    """Cost per job (microseconds) per bucket of queue length."""
+    rows = []
+    for low, high in zip(BUCKETS, (*BUCKETS[1:], None), strict=True):
+        picked = [cost for length, cost in zip(lengths, costs, strict=False)
+                  if length >= low and (high is None or length < high)]
+        if picked:
+            rows.append({"queue": f"{low}-{high - 1}" if high else f"{low}+",
+                         "jobs": len(picked),
+                         "median_us": round(statistics.median(picked) * 1e6),
+                         "mean_us": round(statistics.fmean(picked) * 1e6)})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=TARGET_JOBS,
+                        help=f"walk the first N jobs (default {TARGET_JOBS:,})")
+    args = parser.parse_args()
+    logs = existing_traces([shared_dir() / name for name in LOGS])
+    jobs, processors = merged(logs, args.jobs)
+    lengths = queue_lengths(jobs)
+    baseline: list[float] = []
+    began = time.perf_counter()
+    for _ in timed(jobs, baseline):
+        pass
+    baseline_seconds = time.perf_counter() - began
+    costs: list[float] = []
+    began = time.perf_counter()
+    evaluate_forecasts(timed(jobs, costs), processors, site="merged")
+    seconds = time.perf_counter() - began
+    print(json.dumps({
+        "jobs": len(jobs), "processors": processors,
+        "queue": {"mean": round(statistics.fmean(lengths), 1), "max": max(lengths)},
+        "walk_seconds": round(seconds, 1), "target_seconds": TARGET_SECONDS,
+        "met": len(jobs) >= TARGET_JOBS and seconds < TARGET_SECONDS,
+        "per_job_us": round(seconds / len(jobs) * 1e6),
+        "by_queue_length": by_queue(lengths, costs),
+        "baseline_no_predictor_seconds": round(baseline_seconds, 2),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
