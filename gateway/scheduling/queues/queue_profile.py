@@ -2,8 +2,9 @@
 
 The queue (running jobs with their remaining times, queued jobs in queue order) is
 projected with the EASY engine (`easy.project_runs`: time limits drive the backfilling
-decisions, predicted run times the completions), a queued job the scheduler has planned
-a start for placed at that plan instead; every job then occupies its processors
+decisions, predicted run times the completions; a queue deeper than `deep_queue.EXACT`
+jobs, its first ones, the rest as the work they carry), a queued job the scheduler has
+planned a start for placed at that plan instead; every job then occupies its processors
 over [start, start + run time), and what is left is a step function of free processors,
 seconds from now. A new job at the queue's tail starts at the first instant from which
 enough processors stay free for its whole run: it may fill a hole the projection left,
@@ -107,25 +108,26 @@ def _projection(state: QueueState, limits_as_runtimes: bool, until_index: int | 
     running = [(procs, max(limit, 0.0),
                 _run(predicted, max(limit, 0.0), limits_as_runtimes, running=True))
                for procs, predicted, limit in state.running]
-    queued = [(procs, limit, _run(predicted, limit, limits_as_runtimes, running=False))
-              for procs, predicted, limit in state.queued]
-    exact = queued[:EXACT]
+    exact = [(procs, limit, _run(predicted, limit, limits_as_runtimes, running=False))
+             for procs, predicted, limit in state.queued[:EXACT]]
+    deep = len(state.queued) - len(exact)
     if until_index is not None and until_index < EXACT:
-        starts = project_runs(state.processors, running, exact, until_index)
-        return starts + [None] * (len(queued) - len(exact)), []
+        return project_runs(state.processors, running, exact, until_index) + [None] * deep, []
     starts = project_runs(state.processors, running, exact)
-    if len(queued) == len(exact):
+    if not deep:
         return starts, []
     processors = state.processors
     busy = [(0.0, run, min(procs, processors)) for procs, _, run in running]
     busy += [(start, start + run, min(max(procs, 1), processors))
              for (procs, _, run), start in zip(exact, starts, strict=True) if start is not None]
-    work = [min(max(procs, 1), processors) * run for procs, _, run in queued[EXACT:]]
+    work = [min(max(procs, 1), processors)
+            * _run(predicted, limit, limits_as_runtimes, running=False)
+            for procs, predicted, limit in state.queued[EXACT:]]
     if not tail_starts:
         work = [math.fsum(work)]
     after = max((start for start in starts if start is not None), default=0.0)
     tail, taken = absorb(processors, busy, work, after)
-    return [*starts, *(tail if tail_starts else [None] * len(queued[EXACT:]))], taken
+    return [*starts, *(tail if tail_starts else [None] * deep)], taken
 
 
 class QueueProfile:
@@ -171,8 +173,6 @@ class QueueProfile:
         for procs, predicted, limit in state.running:
             run = _run(predicted, max(limit, 0.0), limits_as_runtimes, running=True)
             busy.append((0.0, run, min(procs, state.processors)))
-        queued = [(procs, limit, _run(predicted, limit, limits_as_runtimes, running=False))
-                  for procs, predicted, limit in state.queued]
         starts, deep = _projection(state, limits_as_runtimes, tail_starts=False)
         busy += deep
         # Where the scheduler has planned a start, its plan places the job (it knows the
@@ -181,12 +181,13 @@ class QueueProfile:
         # and projection disagree, the profile is over-full at the plan (new jobs wait
         # longer) and has a hole where the projection had put the job. A plan for a job
         # of the deep queue is not applied: its work is already in `deep`.
-        for index, ((procs, _, run), start) in enumerate(zip(queued[:EXACT], starts,
-                                                             strict=False)):
+        for index, ((procs, predicted, limit), start) in enumerate(
+                zip(state.queued[:EXACT], starts, strict=False)):
             plan = state.planned[index] if state.planned else None
             if plan is not None:
                 start = max(plan, 0.0)
             if start is not None:
+                run = _run(predicted, limit, limits_as_runtimes, running=False)
                 busy.append((start, start + run, min(max(procs, 1), state.processors)))
         return cls(state.processors, busy)
 
