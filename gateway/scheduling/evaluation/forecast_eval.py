@@ -88,14 +88,15 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
                                     profiles=profiles)
         wait = float(job.wait)
         points: list[float | None] = []
+        made = {}
         for mode in MODES:
             forecaster.mode = mode
-            forecast = forecaster.forecast(need, site)
+            made[mode] = forecast = forecaster.forecast(need, site)
             tallies[mode].score(wait, forecast.wait_median, forecast.wait_bound, where)
             points.append(forecast.wait_median)
         # Left in production's mode: what it tells, and how it records the job.
         forecaster.mode = COMBINED
-        forecast = forecaster.forecast(need, site)
+        forecast = made[COMBINED]
         tallies["likely"].score(wait, forecast.wait_likely, forecast.wait_bound, where)
         tallies["zero_wait"].score(wait, 0.0, None, where)
         projected = forecast.projected_wait
