@@ -101,10 +101,10 @@ def projected_starts(state: QueueState, limits_as_runtimes: bool = False,
     return starts
 
 
-def _projection(state: QueueState, limits_as_runtimes: bool, until_index: int | None = None,
-                tail_starts: bool = True) -> tuple[list[float | None], list[Busy]]:
-    """The queued jobs' starts (see `projected_starts`; without `tail_starts`, None behind
-    the first `EXACT`) and what the deep queue's work takes (`deep_queue.absorb`)."""
+def _projection(state: QueueState, limits_as_runtimes: bool, until_index: int | None = None
+                ) -> tuple[list[float | None], list[Busy]]:
+    """The queued jobs' starts (see `projected_starts`) and what the deep queue's work
+    takes (`deep_queue.absorb`)."""
     running = [(procs, max(limit, 0.0),
                 _run(predicted, max(limit, 0.0), limits_as_runtimes, running=True))
                for procs, predicted, limit in state.running]
@@ -123,11 +123,9 @@ def _projection(state: QueueState, limits_as_runtimes: bool, until_index: int | 
     work = [min(max(procs, 1), processors)
             * _run(predicted, limit, limits_as_runtimes, running=False)
             for procs, predicted, limit in state.queued[EXACT:]]
-    if not tail_starts:
-        work = [math.fsum(work)]
     after = max((start for start in starts if start is not None), default=0.0)
     tail, taken = absorb(processors, busy, work, after)
-    return [*starts, *(tail if tail_starts else [None] * deep)], taken
+    return [*starts, *tail], taken
 
 
 class QueueProfile:
@@ -173,7 +171,7 @@ class QueueProfile:
         for procs, predicted, limit in state.running:
             run = _run(predicted, max(limit, 0.0), limits_as_runtimes, running=True)
             busy.append((0.0, run, min(procs, state.processors)))
-        starts, deep = _projection(state, limits_as_runtimes, tail_starts=False)
+        starts, deep = _projection(state, limits_as_runtimes)
         busy += deep
         # Where the scheduler has planned a start, its plan places the job (it knows the
         # priorities and reservations the projection does not). The other jobs keep
