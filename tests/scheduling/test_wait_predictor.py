@@ -301,6 +301,26 @@ def test_likely_wait_is_the_centre_of_the_densest_window() -> None:
     assert sum(abs(7000.0 + 10 * i - point) <= 600.0 for i in range(60)) == 60
 
 
+def test_likely_wait_is_the_best_candidate_and_the_earliest_of_ties() -> None:
+    # The search by its definition, brute force: of the tolerance, each decile (at least
+    # the tolerance) and each decile plus the tolerance, the point whose +-tolerance
+    # window holds the most waits, the earliest of equals. Many waits of 0 and repeated
+    # values (repeated candidates) as on real logs.
+    rng = random.Random(27)
+    for _ in range(300):
+        waits = [rng.choice([0.0, 0.0, 60.0, 600.0, 1200.0, rng.uniform(0, 4e4)])
+                 for _ in range(rng.randint(1, 150))]
+        history = WaitHistory(200, 0.95, 0.95)
+        for wait in sorted(waits, reverse=True):  # never above the bound: no change point
+            history.add(wait)
+        ordered = sorted(waits)
+        deciles = [ordered[(len(ordered) - 1) * tenth // 10] for tenth in range(11)]
+        candidates = {600.0} | {max(d, 600.0) for d in deciles} | {d + 600.0 for d in deciles}
+        expected = max(sorted(candidates), key=lambda point: (
+            sum(point - 600.0 <= wait <= point + 600.0 for wait in ordered), -point))
+        assert history.likely(600.0) == expected
+
+
 def test_the_likely_wait_comes_from_its_own_best_source() -> None:
     # The likely wait is predicted beside the median, from the source whose likely waits
     # have been right: user "u"'s jobs start at once, so its point is 600 s (0-20 min).

@@ -18,6 +18,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
@@ -42,6 +44,12 @@ class _Held:
     predicted: float
     known: JobClass
     given: WaitPrediction | None
+    queued: tuple[int, float, float]  # (processors, predicted, limit) while it waits
+    owner: str
+
+
+_QUEUED = attrgetter("queued")
+_OWNER = attrgetter("owner")
 
 
 class LogWalk:
@@ -115,11 +123,9 @@ class LogWalk:
             (held.job.procs, held.job.start + held.predicted - now,
              held.job.start + held.limit - now)
             for held in self.running.values())
-        # A queued job's processors as the gateway knows them: its request.
-        queued = tuple((min(held.job.submit_procs, self.processors), held.predicted,
-                        held.limit) for held in self.queued.values())
-        owners = tuple(str(held.job.user)
-                       for held in (*self.running.values(), *self.queued.values()))
+        # Read at every submit: what does not change while a job waits is kept.
+        queued = tuple(map(_QUEUED, self.queued.values()))
+        owners = tuple(map(_OWNER, chain(self.running.values(), self.queued.values())))
         return QueueState(self.processors, running, queued, owners=owners)
 
     def submit(self, job: SwfJob, limit: float, predicted: float, known: JobClass,
@@ -127,5 +133,8 @@ class LogWalk:
         """Queue `job` (it starts and ends at its logged times) with its predicted run
         time, the class its wait will be recorded in and the wait prediction it had."""
         self._seq += 1
-        self.queued[self._seq] = _Held(job, limit, predicted, known, given)
+        # A queued job's processors as the gateway knows them: its request.
+        self.queued[self._seq] = _Held(
+            job, limit, predicted, known, given,
+            (min(job.submit_procs, self.processors), predicted, limit), str(job.user))
         heapq.heappush(self._starts, (job.start, self._seq))

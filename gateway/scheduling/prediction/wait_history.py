@@ -104,11 +104,19 @@ class WaitHistory:
         count = len(ordered)
         if count == 0:
             return None
-        deciles = {ordered[(count - 1) * tenth // 10] for tenth in range(11)}
-        candidates = sorted({tolerance} | {max(value, tolerance) for value in deciles}
-                            | {value + tolerance for value in deciles})
-        best, best_hits = tolerance, -1
+        # The candidates in increasing order (ties then go to the earlier point without
+        # a comparison); a repeated one is skipped (many waits are 0: deciles repeat).
+        candidates = [tolerance]
+        for tenth in range(11):
+            value = ordered[(count - 1) * tenth // 10]
+            candidates.append(value if value > tolerance else tolerance)
+            candidates.append(value + tolerance)
+        candidates.sort()
+        best, best_hits, previous = tolerance, -1, -1.0
         for point in candidates:
+            if point == previous:
+                continue
+            previous = point
             hits = (bisect_right(ordered, point + tolerance)
                     - bisect_left(ordered, point - tolerance))
             if hits > best_hits:

@@ -81,12 +81,9 @@ class QueueState:
                     for _, predicted, limit in self.running), default=math.inf)
 
 
-def _run(predicted: float, limit: float, limits_as_runtimes: bool, running: bool) -> float:
-    """How long a job of the queue runs in a projection (a running job past its predicted
-    end runs to its limit)."""
-    if limits_as_runtimes or (running and predicted <= 0):
-        return limit
-    return min(max(predicted, 0.0), limit)
+def _run(predicted: float, limit: float, limits_as_runtimes: bool) -> float:
+    """How long a queued job runs in a projection."""
+    return limit if limits_as_runtimes else min(max(predicted, 0.0), limit)
 
 
 def projected_starts(state: QueueState, limits_as_runtimes: bool = False,
@@ -97,35 +94,48 @@ def projected_starts(state: QueueState, limits_as_runtimes: bool = False,
     `deep_queue.EXACT` jobs, when the work ahead of it has drained (`deep_queue`). The
     scheduler's `planned` starts are not applied (they are the scheduler's word, not the
     projection's)."""
-    starts, _ = _projection(state, limits_as_runtimes, until_index)
-    return starts
+    return _Projection(state, limits_as_runtimes, until_index).starts
 
 
-def _projection(state: QueueState, limits_as_runtimes: bool, until_index: int | None = None
-                ) -> tuple[list[float | None], list[Busy]]:
-    """The queued jobs' starts (see `projected_starts`) and what the deep queue's work
-    takes (`deep_queue.absorb`)."""
-    running = [(procs, max(limit, 0.0),
-                _run(predicted, max(limit, 0.0), limits_as_runtimes, running=True))
-               for procs, predicted, limit in state.running]
-    exact = [(procs, limit, _run(predicted, limit, limits_as_runtimes, running=False))
-             for procs, predicted, limit in state.queued[:EXACT]]
-    deep = len(state.queued) - len(exact)
-    if until_index is not None and until_index < EXACT:
-        return project_runs(state.processors, running, exact, until_index) + [None] * deep, []
-    starts = project_runs(state.processors, running, exact)
-    if not deep:
-        return starts, []
-    processors = state.processors
-    busy = [(0.0, run, min(procs, processors)) for procs, _, run in running]
-    busy += [(start, start + run, min(max(procs, 1), processors))
-             for (procs, _, run), start in zip(exact, starts, strict=True) if start is not None]
-    work = [min(max(procs, 1), processors)
-            * _run(predicted, limit, limits_as_runtimes, running=False)
-            for procs, predicted, limit in state.queued[EXACT:]]
-    after = max((start for start in starts if start is not None), default=0.0)
-    tail, taken = absorb(processors, busy, work, after)
-    return [*starts, *tail], taken
+class _Projection:
+    """A queue's EASY projection: each queued job's start (see `projected_starts`), the
+    run times of the running jobs and of the first `EXACT` queued ones, what the running
+    jobs and the deep queue's work take (`busy`: the profile's intervals but for the first
+    `EXACT` queued jobs', which a plan may move)."""
+
+    __slots__ = ("busy", "runs", "starts")
+
+    def __init__(self, state: QueueState, limits_as_runtimes: bool,
+                 until_index: int | None = None) -> None:
+        processors = state.processors
+        running = []
+        self.busy: list[Busy] = []
+        for procs, predicted, limit in state.running:
+            limit = max(limit, 0.0)
+            # A running job past its predicted end runs to its limit.
+            run = limit if limits_as_runtimes or predicted <= 0 else min(predicted, limit)
+            running.append((procs, limit, run))
+            self.busy.append((0.0, run, min(procs, processors)))
+        self.runs = [_run(predicted, limit, limits_as_runtimes)
+                     for _, predicted, limit in state.queued[:EXACT]]
+        exact = [(procs, limit, run)
+                 for (procs, _, limit), run in zip(state.queued, self.runs, strict=False)]
+        deep = len(state.queued) - len(exact)
+        if until_index is not None and until_index < EXACT:
+            self.starts = project_runs(processors, running, exact, until_index) + [None] * deep
+            return
+        self.starts = starts = project_runs(processors, running, exact)
+        if not deep:
+            return
+        busy = self.busy + [(start, start + run, min(max(procs, 1), processors))
+                            for (procs, _, run), start in zip(exact, starts, strict=True)
+                            if start is not None]
+        work = [min(max(procs, 1), processors) * _run(predicted, limit, limits_as_runtimes)
+                for procs, predicted, limit in state.queued[EXACT:]]
+        after = max((start for start in starts if start is not None), default=0.0)
+        tail, taken = absorb(processors, busy, work, after)
+        starts.extend(tail)
+        self.busy.extend(taken)
 
 
 class QueueProfile:
@@ -167,26 +177,22 @@ class QueueProfile:
         By default jobs run their predicted times; with `limits_as_runtimes` every job
         runs to its limit (the pessimistic profile behind a walltime-based bound).
         """
-        busy: list[Busy] = []
-        for procs, predicted, limit in state.running:
-            run = _run(predicted, max(limit, 0.0), limits_as_runtimes, running=True)
-            busy.append((0.0, run, min(procs, state.processors)))
-        starts, deep = _projection(state, limits_as_runtimes)
-        busy += deep
+        projection = _Projection(state, limits_as_runtimes)
+        busy = projection.busy
+        processors = state.processors
         # Where the scheduler has planned a start, its plan places the job (it knows the
         # priorities and reservations the projection does not). The other jobs keep
         # their projected starts, made with this one at its projected time: where plan
         # and projection disagree, the profile is over-full at the plan (new jobs wait
         # longer) and has a hole where the projection had put the job. A plan for a job
-        # of the deep queue is not applied: its work is already in `deep`.
-        for index, ((procs, predicted, limit), start) in enumerate(
-                zip(state.queued[:EXACT], starts, strict=False)):
-            plan = state.planned[index] if state.planned else None
+        # of the deep queue is not applied: its work is already in `busy`.
+        planned = state.planned or (None,) * len(projection.runs)
+        for (procs, _, _), run, start, plan in zip(state.queued, projection.runs,
+                                                   projection.starts, planned, strict=False):
             if plan is not None:
                 start = max(plan, 0.0)
             if start is not None:
-                run = _run(predicted, limit, limits_as_runtimes, running=False)
-                busy.append((start, start + run, min(max(procs, 1), state.processors)))
+                busy.append((start, start + run, min(max(procs, 1), processors)))
         return cls(state.processors, busy)
 
     def advance(self, seconds: float) -> None:
