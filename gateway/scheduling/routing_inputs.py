@@ -43,6 +43,8 @@ class JobNeed:
 
     def account_at(self, site: str) -> str:
         """The account the job would run under at `site`."""
+        if not self.accounts:  # most jobs: asked per site and job in a routing pass
+            return self.user
         return next((account for name, account in self.accounts if name == site), self.user)
 
 

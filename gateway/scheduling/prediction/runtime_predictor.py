@@ -115,12 +115,15 @@ class RuntimePredictor:
 
     def __init__(self, speeds: Mapping[str, float] | None = None) -> None:
         """`speeds`: each site's configured relative speed (higher is faster; default 1)."""
-        self.speeds = dict(speeds or {})
+        self._speeds = dict(speeds or {})
         self._runs: dict[tuple[str, str | None, str], _Runs] = {}  # (*app, site)
         self._last: dict[_App, _Last] = {}
         self._last_site: dict[_App, str] = {}
         self._sites: dict[_App, set[str]] = {}
         self._ratios: dict[tuple[str, str], deque[float]] = {}
+        # Each pair's ratio as last worked out, until a run teaches one (a routing pass
+        # asks it per job and site, and learns nothing meanwhile).
+        self._speed_ratios: dict[tuple[str, str], float] = {}
 
     def observe(self, user: str, fingerprint: str, site: str, procs: int,
                 runtime: float, limit: float | None = None) -> None:
@@ -150,12 +153,19 @@ class RuntimePredictor:
             from_site, to_site, log_ratio = to_site, from_site, -log_ratio
         self._ratios.setdefault((from_site, to_site), deque(maxlen=RATIO_SAMPLES)).append(
             log_ratio)
+        self._speed_ratios.clear()
 
     def speed_ratio(self, from_site: str, to_site: str) -> float:
         """Run time at `to_site` over run time at `from_site` for the same job."""
         if from_site == to_site:
             return 1.0
-        configured = math.log(self.speeds.get(from_site, 1.0) / self.speeds.get(to_site, 1.0))
+        found = self._speed_ratios.get((from_site, to_site))
+        if found is None:
+            found = self._speed_ratios[from_site, to_site] = self._ratio(from_site, to_site)
+        return found
+
+    def _ratio(self, from_site: str, to_site: str) -> float:
+        configured = math.log(self._speeds.get(from_site, 1.0) / self._speeds.get(to_site, 1.0))
         first, second = sorted((from_site, to_site))
         samples = self._ratios.get((first, second))
         if not samples:
