@@ -54,19 +54,8 @@ class EasyMachine:
 
     def add_running(self, procs: int, estimated_end: float, actual_end: float) -> None:
         """Place an already running job (a snapshot); call before any `submit`."""
-        self.add_all_running(((procs, estimated_end, actual_end),))
-
-    def add_all_running(self, jobs: Iterable[tuple[int, float, float]]) -> None:
-        """`add_running` for each (processors, estimated end, actual end): sorted once."""
-        by_estimate, ends = self._by_estimate, self._ends
-        for procs, estimated_end, actual_end in jobs:
-            procs = min(procs, self.processors)
-            self._seq += 1
-            self.free -= procs
-            by_estimate.append((estimated_end, self._seq, procs))
-            ends.append((actual_end, self._seq, estimated_end, procs))
-        by_estimate.sort()
-        heapq.heapify(ends)
+        procs = min(procs, self.processors)
+        self._occupy(procs, estimated_end, actual_end)
 
     def submit(self, job: SimJob) -> list[Started]:
         """Queue `job` at its submit time (not earlier than `now`) and return what starts."""
@@ -201,8 +190,8 @@ def project_runs(
     decisions, the run times (predicted) the completions, as in `replay`.
     """
     machine = EasyMachine(processors)
-    machine.add_all_running((procs, max(estimate, 0.0), max(remaining, 0.0))
-                            for procs, estimate, remaining in running)
+    for procs, estimate, remaining in running:
+        machine.add_running(procs, max(estimate, 0.0), max(remaining, 0.0))
     starts: list[float | None] = [None] * len(queued)
     jobs = [SimJob(i, 0.0, procs, run, est) for i, (procs, est, run) in enumerate(queued)]
     machine.queue.extend(jobs)
