@@ -102,13 +102,9 @@ pg_bindir() {
     return 1
 }
 
-# The distribution's own interpreter first: Debian builds CPython with PGO and LTO and
-# links libpython in, while a source build's defaults (pyenv's, e.g.) do neither; on this
-# project's machine Debian's 3.11 projects a queue in 22% less time (1.11 against 1.42 ms
-# for a likely and a walltime profile of the walk's queues, docs/design/predictors.md).
 find_python() {
     local py
-    for py in /usr/bin/python3 python3.13 python3.12 python3.11 python3; do
+    for py in python3.13 python3.12 python3.11 python3; do
         if command -v "$py" >/dev/null 2>&1 \
             && "$py" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' \
                 >/dev/null 2>&1; then
