@@ -50,6 +50,15 @@ BODY = hashlib.shake_256(b"remote").digest(300_000)
     ("::ffff:10.0.0.1", False),
     ("2002:7f00:1::", False),  # 6to4 of 127.0.0.1
     ("2002:5db8:d822::", True),  # 6to4 of a public address
+    ("2002:0a00:0001::", False),  # 6to4 of 10.0.0.1
+    ("::ffff:8.8.8.8", True),
+    ("2001:0:4136:e378:8000:63bf:3fff:fdd2", False),  # Teredo, client 192.0.2.45
+    ("2001:0:4136:e378:8000:63bf:a2f7:f7f7", True),  # Teredo, client 93.8.8.8
+    ("2001:0:7f00:1:8000:63bf:a2f7:f7f7", False),  # Teredo, server 127.0.0.1
+    ("64:ff9b::808:808", True),  # NAT64 of 8.8.8.8
+    ("64:ff9b::7f00:1", False),  # NAT64 of 127.0.0.1
+    ("64:ff9b::a9fe:a9fe", False),  # NAT64 of 169.254.169.254
+    ("64:ff9b:1::808:808", False),  # local-use NAT64 prefix
 ])
 def test_address_checker(address: str, public: bool) -> None:
     assert is_public_address(ipaddress.ip_address(address)) is public

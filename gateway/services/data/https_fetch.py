@@ -32,12 +32,41 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 READ_BLOCK = 1 << 20
 
 
+# RFC 6052's well-known NAT64 prefix carries an IPv4 address in its last 32 bits; where a
+# NAT64 gateway serves it, 64:ff9b::7f00:1 reaches 127.0.0.1. The local-use prefix
+# (RFC 8215) maps to whatever the operator chose: never public.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses an IPv6 address leads to (IPv4-mapped, 6to4, Teredo server and
+    client, NAT64), or () for a plain IPv6 address."""
+    if ip.ipv4_mapped is not None:
+        return (ip.ipv4_mapped,)
+    if ip.sixtofour is not None:
+        return (ip.sixtofour,)
+    if ip.teredo is not None:
+        return ip.teredo
+    if ip in _NAT64:
+        return (ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF),)
+    return ()
+
+
 def is_public_address(ip: IPAddress) -> bool:
     """False for loopback, private, link-local, multicast, reserved, unspecified and
-    other special-purpose addresses (IPv4-mapped and 6to4/Teredo forms included)."""
+    other special-purpose addresses.
+
+    An IPv6 form that carries an IPv4 address (IPv4-mapped, 6to4, Teredo, NAT64) is
+    judged by that address alone: the standard library's verdict on the IPv6 prefixes
+    themselves changed between patch releases (3.11.2 and 3.13 count all of 2002::/16
+    private, 3.11.7 does not), and the host reached is the embedded one anyway.
+    """
     if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
-        if embedded is not None and not is_public_address(embedded):
+        embedded = _embedded_ipv4(ip)
+        if embedded:
+            return all(map(is_public_address, embedded))
+        if ip in _NAT64_LOCAL:
             return False
     return not (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast
                 or ip.is_reserved or ip.is_unspecified or not ip.is_global)
