@@ -20,7 +20,9 @@ small for a job is excluded, as the hard constraints would.
 
 Each pass also gives its `ceiling` (`ceiling()`): what ranking every site for every job
 costs at least with forecasts kept per kind of job until their site changes, measured
-on the pass itself.
+on the pass itself; and its `floor` (`floor()`): what the pass's shape costs before any
+forecast (a candidate per site and job, then the ranking), and how many sites per job a
+best-first pass would still have to forecast (`lower_bounds()`).
 
 Each figure is given as wall time and as this process's CPU time: the machine is shared,
 and under load the wall time counts other processes' turns too (the load average is
@@ -54,7 +56,13 @@ from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor  # 
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor  # noqa: E402
 from gateway.scheduling.queues.easy import project_runs  # noqa: E402
 from gateway.scheduling.queues.queue_profile import QueueProfile, QueueState  # noqa: E402
-from gateway.scheduling.ranking import Candidate, Routing, rank, route_pass  # noqa: E402
+from gateway.scheduling.ranking import (  # noqa: E402
+    Candidate,
+    Forecast,
+    Routing,
+    rank,
+    route_pass,
+)
 from gateway.scheduling.routing_inputs import JobNeed, SiteState  # noqa: E402
 from gateway.scheduling.swf import SwfJob, iter_jobs, machine_size  # noqa: E402
 
@@ -216,9 +224,12 @@ def pass_of(walked: dict[str, Walked], jobs: list[JobNeed], per_log: int = 1
         extra[best[1]].append((job.procs, best[2], job.time_limit))
     reprojection = (time.perf_counter() - began) * len(jobs) / len(sample)
 
+    bounds = ceiling(routed, cpu)
     return {
         **pass_figures(sites, routed, seconds, cpu),
-        **ceiling(routed, cpu),
+        **bounds,
+        "floor": {**floor(jobs, exclusions, bounds["ceiling"]["rank_only_cpu_s"]),
+                  **lower_bounds(walked, per_log, jobs, exclusions, runtimes)},
         "baseline_first_fit_s": round(first_fit_seconds, 4),
         "first_fit_routed": {s.name: first_fit.count(s.name) for s in sites},
         "baseline_reprojection_s": round(reprojection, 1),
@@ -279,6 +290,55 @@ def ceiling(routed: list[Routing[JobNeed]], cpu: float) -> dict[str, Any]:
             "ceiling_cpu_s": round(rank_only + fresh * per_forecast, 3),
         },
     }
+
+
+def floor(jobs: list[JobNeed], exclusions: Any, rank_only: float) -> dict[str, Any]:
+    """What a pass that gives every site of every job a candidate and ranks the open ones
+    costs before any forecast: the candidates alone, plus the ranking alone (`ceiling`'s
+    `rank_only_cpu_s`), CPU s."""
+    began = time.process_time()
+    for job in jobs:
+        exclusions(job)
+    candidates = time.process_time() - began
+    return {"candidates_only_cpu_s": round(candidates, 3),
+            "before_any_forecast_cpu_s": round(candidates + rank_only, 3)}
+
+
+class _Bounded(SiteForecaster):
+    """The pass's forecaster, noting for each forecast a lower bound on its median
+    completion: staging + run time + the start on the site's likely profile (in `combined`
+    mode the median wait is never below that start)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.bounds: list[tuple[float, float]] = []  # (lower bound, median completion)
+
+    def forecast(self, job: JobNeed, site: str) -> Forecast:
+        runtime = self.runtime(job, site).seconds
+        start = self.profiles(site)[0].earliest_start(job.procs, runtime)
+        forecast = super().forecast(job, site)
+        self.bounds.append((forecast.staging + runtime + start, forecast.completion))
+        return forecast
+
+
+def lower_bounds(walked: dict[str, Walked], per_log: int, jobs: list[JobNeed],
+                 exclusions: Any, runtimes: RuntimePredictor) -> dict[str, Any]:
+    """The same pass again (untimed), counting per job the open sites whose lower bound is
+    not above the best median completion: those a best-first pass must forecast (under
+    `fastest` no other can lead)."""
+    sites, waits = snapshot_sites(walked, per_log)
+    forecaster = _Bounded(sites, waits, runtimes)
+    routed = route_pass(jobs, exclusions, forecaster, lambda job: ("fastest", 1, None))
+    bounds = iter(forecaster.bounds)
+    needed = []
+    for r in routed:
+        asked = [next(bounds) for c in r.decision.candidates if c.forecast is not None]
+        assert all(bound <= completion * (1 + 1e-9) + 1e-6 for bound, completion in asked)
+        best = min(completion for _, completion in asked)
+        needed.append(sum(1 for bound, _ in asked if bound <= best))
+    return {"best_first_sites_per_job_mean": round(statistics.fmean(needed), 2),
+            "best_first_sites_per_job_p90": percentile([float(n) for n in needed], 0.9),
+            "best_first_sites_per_job_max": max(needed)}
 
 
 def main() -> None:

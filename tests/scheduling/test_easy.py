@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from gateway.scheduling.queues.easy import EasyMachine, SimJob, project, replay
+from gateway.scheduling.queues.easy import EasyMachine, SimJob, project, project_runs, replay
 
 
 def starts(jobs: list[SimJob], processors: int) -> dict[int, float]:
@@ -110,3 +110,79 @@ def test_projection_agrees_with_replay_when_estimates_are_exact() -> None:
     assert len(waiting) > 5  # the snapshot really has a queue
     projected = project(processors, running, [(j.procs, j.estimate) for j in waiting])
     assert projected == [replayed[j.key] - now for j in waiting]
+
+
+def _easy_by_the_rules(processors: int, running: list[tuple[int, float, float]],
+                       queued: list[tuple[int, float, float]]) -> list[float | None]:
+    """EASY written out plainly, slow and without the engine's shortcuts: the definition
+    the engine is checked against. Running: (procs, estimated end, end); queued: (procs,
+    estimate, run time). A running job's order among equal estimated ends is the order it
+    was added or started in (it decides which job's processors cross the head's need)."""
+    order = 0
+    live: list[tuple[float, int, int, float]] = []  # (estimated end, order, procs, end)
+    for procs, estimate, remaining in running:
+        order += 1
+        live.append((max(estimate, 0.0), order, min(procs, processors), max(remaining, 0.0)))
+    waiting = [(key, min(max(procs, 1), processors), estimate, run)
+               for key, (procs, estimate, run) in enumerate(queued)]
+    starts: list[float | None] = [None] * len(queued)
+    now = 0.0
+
+    def start(job: tuple[int, int, float, float]) -> None:
+        nonlocal order
+        order += 1
+        key, procs, estimate, run = job
+        live.append((now + estimate, order, procs, now + run))
+        starts[key] = now
+        waiting.remove(job)
+
+    while waiting:
+        free = processors - sum(procs for _, _, procs, _ in live)
+        while waiting and waiting[0][1] <= free:
+            free -= waiting[0][1]
+            start(waiting[0])
+        if len(waiting) > 1 and free > 0:
+            available = free
+            for estimated_end, _, procs, _ in sorted(live):
+                available += procs
+                if available >= waiting[0][1]:
+                    shadow, extra = max(estimated_end, now), available - waiting[0][1]
+                    break
+            for job in list(waiting[1:]):
+                if free == 0:
+                    break
+                if job[1] > free:
+                    continue
+                if now + job[2] <= shadow:
+                    free -= job[1]
+                    start(job)
+                elif job[1] <= extra:
+                    extra -= job[1]
+                    free -= job[1]
+                    start(job)
+        if not waiting or not live:
+            break
+        now = min(end for _, _, _, end in live)
+        live = [entry for entry in live if entry[3] != now]
+    return starts
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_projection_follows_the_rules_on_random_snapshots(seed: int) -> None:
+    # The engine keeps its queue, running set and free count in shortcuts of its own (it is
+    # the hot loop of every forecast); on any snapshot it must start every job exactly when
+    # the rules written out plainly do, a snapshot running more than the machine included.
+    rng = random.Random(seed)
+    processors = rng.choice([4, 16, 128])
+    sizes = [1, 1, 1, 2, 3, 4, 8, 16, 64, 200]
+    running = [(rng.choice(sizes), rng.choice([0.0, -5.0, 60.0, 600.0, 3600.0]),
+                rng.choice([0.0, 30.0, 600.0, 1800.0, 7200.0]))
+               for _ in range(rng.randrange(0, 12))]
+    queued = []
+    for _ in range(rng.randrange(0, 40)):
+        # Long estimates beside short ones: backfilling before the shadow and into the
+        # head's extra processors both happen.
+        estimate = float(rng.choice([60, 600, 600, 3600, 7200, 36000, 360000]))
+        queued.append((rng.choice(sizes), estimate, estimate * rng.choice([0.1, 0.5, 1.0])))
+    assert project_runs(processors, running, queued) == \
+        _easy_by_the_rules(processors, running, queued)

@@ -22,6 +22,7 @@ The shared logs' queues are shorter most of the time (means 17 to 116 jobs).
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 EXACT = 128
@@ -32,18 +33,20 @@ Busy = tuple[float, float, int]  # (start, end, processors), seconds from now
 def free_steps(processors: int, busy: Iterable[Busy]) -> tuple[list[float], list[int]]:
     """The free processors of `processors` with `busy` taken: (times, free from each time
     on), from 0, one entry per change (a start before now counts from now)."""
-    deltas: dict[float, int] = {0.0: 0}
+    deltas: defaultdict[float, int] = defaultdict(int)
+    deltas[0.0] = 0
     for start, end, procs in busy:
-        start = max(start, 0.0)
+        if start < 0.0:
+            start = 0.0
         if end <= start or procs <= 0:
             continue
-        deltas[start] = deltas.get(start, 0) - procs
-        deltas[end] = deltas.get(end, 0) + procs
+        deltas[start] -= procs
+        deltas[end] += procs
     times: list[float] = []
     free: list[int] = []
     level = processors
-    for instant in sorted(deltas):
-        level += deltas[instant]
+    for instant, delta in sorted(deltas.items()):
+        level += delta
         if free and free[-1] == level:
             continue  # no change: no breakpoint
         times.append(instant)

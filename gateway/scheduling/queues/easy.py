@@ -70,17 +70,18 @@ class EasyMachine:
         """Process every completion up to `until` (inclusive) and return the jobs started."""
         started: list[Started] = []
         ends = self._ends
+        by_estimate = self._by_estimate
         while ends and ends[0][0] <= until:
             instant = ends[0][0]
             while ends and ends[0][0] == instant:
                 _, seq, estimated_end, procs = heapq.heappop(ends)
                 self.free += procs
-                index = bisect_left(self._by_estimate, (estimated_end, seq))
-                del self._by_estimate[index]
+                del by_estimate[bisect_left(by_estimate, (estimated_end, seq))]
             self.now = instant
             if self.queue:
                 started.extend(self._schedule())
-        self.now = max(self.now, until)
+        if until > self.now:
+            self.now = until
         return started
 
     def drain(self) -> list[Started]:
@@ -101,8 +102,12 @@ class EasyMachine:
         heapq.heappush(self._ends, (actual_end, self._seq, estimated_end, procs))
 
     def _start(self, job: SimJob) -> Started:
+        # `_occupy` inlined: a projection starts every queued job here.
         now = self.now
-        self._occupy(job.procs, now + job.estimate, now + job.runtime)
+        self._seq += 1
+        self.free -= job.procs
+        insort(self._by_estimate, (now + job.estimate, self._seq, job.procs))
+        heapq.heappush(self._ends, (now + job.runtime, self._seq, now + job.estimate, job.procs))
         return job, now
 
     def _reservation(self, need: int) -> tuple[float, int]:
@@ -120,31 +125,46 @@ class EasyMachine:
         return self._schedule()
 
     def _schedule(self) -> list[Started]:
+        # The hot loop of every projection: the free count is kept in a local (each
+        # start takes its processors from both) and the queue read by index.
         queue = self.queue
         started: list[Started] = []
+        free = self.free
         head_count = 0
-        while head_count < len(queue) and queue[head_count].procs <= self.free:
-            started.append(self._start(queue[head_count]))
+        count = len(queue)
+        while head_count < count:
+            job = queue[head_count]
+            if job.procs > free:
+                break
+            started.append(self._start(job))
+            free -= job.procs
             head_count += 1
         if head_count:
             del queue[:head_count]
-        if len(queue) < 2 or self.free == 0:
+            count -= head_count
+        if count < 2 or free <= 0:  # below 0: a snapshot running more than the machine
             return started
         shadow, extra = self._reservation(queue[0].procs)
         now = self.now
         index = 1
-        while index < len(queue) and self.free > 0:
+        while index < count:
             job = queue[index]
-            if job.procs <= self.free:
+            procs = job.procs
+            if procs <= free:
                 if now + job.estimate <= shadow:
-                    started.append(self._start(job))
-                    del queue[index]
+                    pass
+                elif procs <= extra:
+                    extra -= procs
+                else:
+                    index += 1
                     continue
-                if job.procs <= extra:
-                    extra -= job.procs
-                    started.append(self._start(job))
-                    del queue[index]
-                    continue
+                started.append(self._start(job))
+                del queue[index]
+                count -= 1
+                free -= procs
+                if free == 0:
+                    break
+                continue
             index += 1
         return started
 
@@ -193,10 +213,8 @@ def project_runs(
     for procs, estimate, remaining in running:
         machine.add_running(procs, max(estimate, 0.0), max(remaining, 0.0))
     starts: list[float | None] = [None] * len(queued)
-    jobs = [SimJob(i, 0.0, procs, run, est) for i, (procs, est, run) in enumerate(queued)]
-    machine.queue.extend(jobs)
-    for job in jobs:
-        job.procs = min(max(job.procs, 1), processors)
+    machine.queue.extend(SimJob(i, 0.0, min(max(procs, 1), processors), run, est)
+                         for i, (procs, est, run) in enumerate(queued))
     pending = machine.schedule()
     while True:
         for job, start in pending:
