@@ -102,12 +102,8 @@ class EasyMachine:
         heapq.heappush(self._ends, (actual_end, self._seq, estimated_end, procs))
 
     def _start(self, job: SimJob) -> Started:
-        # `_occupy` inlined: a projection starts every queued job here.
         now = self.now
-        self._seq += 1
-        self.free -= job.procs
-        insort(self._by_estimate, (now + job.estimate, self._seq, job.procs))
-        heapq.heappush(self._ends, (now + job.runtime, self._seq, now + job.estimate, job.procs))
+        self._occupy(job.procs, now + job.estimate, now + job.runtime)
         return job, now
 
     def _reservation(self, need: int) -> tuple[float, int]:
@@ -150,22 +146,20 @@ class EasyMachine:
         while index < count:
             job = queue[index]
             procs = job.procs
-            if procs <= free:
-                if now + job.estimate <= shadow:
-                    pass
-                elif procs <= extra:
-                    extra -= procs
-                else:
+            if procs > free:
+                index += 1
+                continue
+            if now + job.estimate > shadow:  # it would delay the head unless it fits
+                if procs > extra:            # in the processors the head leaves over
                     index += 1
                     continue
-                started.append(self._start(job))
-                del queue[index]
-                count -= 1
-                free -= procs
-                if free == 0:
-                    break
-                continue
-            index += 1
+                extra -= procs
+            started.append(self._start(job))
+            del queue[index]
+            count -= 1
+            free -= procs
+            if free == 0:
+                break
         return started
 
 
