@@ -118,6 +118,12 @@ def test_a_status_call_that_hangs_delays_no_submission(
         assert wait_for(client, user.headers, later, {"QUEUED", "RUNNING"})
         assert not held.release.is_set()
         client.post(f"/api/v1/jobs/{first}/cancel", headers=user.headers)
+    # The worker may stop before it acts on the cancel: passes of its own until it has,
+    # so that 'first' (sleep 600) does not outlive the test (it once did, by 10 minutes).
+    deadline = time.monotonic() + WAIT
+    while state_of(client, user.headers, first) != "CANCELLED":
+        assert time.monotonic() < deadline, "the cancel was never carried out"
+        worker.run_once()
 
 
 def test_a_pass_that_leaves_work_runs_again_and_tells(runtime: Runtime) -> None:
