@@ -139,7 +139,10 @@ def start_engine(url: str, token: str, image: str, user_dir: Path, snakefile: st
          "--default-storage-provider", "fs", "--default-storage-prefix",
          str(user_dir / "storage"),
          # The testbed's nodes have 512 MB; Snakemake asks 1 GB by default.
-         "--default-resources", "mem_mb=0", "disk_mb=0", "--latency-wait", "30", *options],
+         "--default-resources", "mem_mb=0", "disk_mb=0", "--latency-wait", "30",
+         # It asks after its tasks every 10 s by default: each task of a chain then ends
+         # up to 10 s before the engine sees it (the tests' wall time, not what they test).
+         "--seconds-between-status-checks", "1", *options],
         cwd=workflow, user=SITE_ACCOUNT, group=SITE_ACCOUNT, extra_groups=[],
         env={"PATH": "/usr/bin:/bin", "HOME": str(home), "USER": "ada", "LOGNAME": "ada",
              "GITHUB_WORKSPACE": str(home)},

@@ -106,8 +106,8 @@ def test_engine_tasks_survive_kill9_each_run_once(
     ledger, go = area / "ada/executions", area / "ada/go"
     gateway.start()
     engine = start_engine(gateway.url, token, image, area / "ada", SNAKEFILE,
-                          ["--jobs", str(TASKS), "--seconds-between-status-checks", "2",
-                           "--config", f"tasks={TASKS}", f"ledger={ledger}", f"go={go}"])
+                          ["--jobs", str(TASKS), "--config", f"tasks={TASKS}",
+                           f"ledger={ledger}", f"go={go}"])
     http = httpx.Client(base_url=gateway.url, timeout=30,
                         headers={"Authorization": f"Bearer {token}"})
     request.addfinalizer(http.close)
