@@ -29,12 +29,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# Last: an installed gridgate (`pip install .`, GRIDGATE_COMPILE=1 for the compiled
+# engine) comes first, so the walk measures the engine installed (the JSON says which).
+sys.path.append(str(ROOT))
 
 from benchmarks.shared_traces import existing_traces, shared_dir  # noqa: E402
 from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts  # noqa: E402
 from gateway.scheduling.evaluation.log_walk import LogWalk, usable  # noqa: E402
 from gateway.scheduling.prediction.wait_predictor import JobClass  # noqa: E402
+from gateway.scheduling.queues import easy  # noqa: E402
 from gateway.scheduling.swf import SwfJob, iter_jobs, machine_size, read_header  # noqa: E402
 
 TARGET_JOBS = 450_000
@@ -125,6 +128,11 @@ def by_queue(lengths: list[int], costs: list[float]) -> list[dict[str, Any]]:
     return rows
 
 
+def engine() -> str:
+    """Which build of the EASY engine the walk runs (setup.py compiles it on request)."""
+    return "pure Python" if Path(easy.__file__).suffix == ".py" else "compiled (mypyc)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=TARGET_JOBS,
@@ -139,7 +147,7 @@ def main() -> None:
     evaluate_forecasts(timed(jobs, costs, progress=True), processors, site="merged")
     seconds = time.perf_counter() - began
     print(json.dumps({
-        "jobs": len(jobs), "processors": processors,
+        "jobs": len(jobs), "processors": processors, "engine": engine(),
         "queue": {"mean": round(statistics.fmean(lengths), 1), "max": max(lengths)},
         "walk_seconds": round(seconds, 1), "target_seconds": TARGET_SECONDS,
         "met": len(jobs) >= TARGET_JOBS and seconds < TARGET_SECONDS,

@@ -2,7 +2,8 @@
 # The one test command: `bash tests/run.sh [pytest args...]`.
 #
 # On a fresh Debian 12 machine (as root, or with passwordless sudo) it installs what the
-# suite needs: PostgreSQL server binaries, Node.js + npm, Python >= 3.11 with venv (apt);
+# suite needs: PostgreSQL server binaries, Node.js + npm, Python >= 3.11 with venv, gcc and
+# Python's headers (apt);
 # the project and its dev extras into .venv (pip); the third-party OpenID provider in
 # tests/oidc and axe-core in tests/browser/axe (npm ci); the testbed's packages (apt) and
 # Toxiproxy for its WAN links (go install, Go module proxy). Then: ruff, mypy --strict,
@@ -155,6 +156,20 @@ if ! venv_ok && ! find_python >/dev/null; then
 # The workflow engine's venv is made from the system's Python (below).
 elif ! /usr/bin/python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     apt_packages+=(python3 python3-venv)
+fi
+
+# The suite compiles the engine with mypyc as `GRIDGATE_COMPILE=1 pip install .` does
+# (tests/scheduling/test_compiled_engine.py): a C compiler and the interpreter's headers.
+command -v gcc >/dev/null 2>&1 || apt_packages+=(gcc)
+[[ -e /usr/include/stdio.h ]] || apt_packages+=(libc6-dev)
+headers_of() { "$1" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; }
+if venv_ok; then
+    headers_of "$VENV/bin/python" || apt_packages+=(python3-dev)
+elif PYTHON=$(find_python); then
+    headers_of "$PYTHON" || apt_packages+=(python3-dev)
+else
+    apt_packages+=(python3-dev)
 fi
 
 if ((${#apt_packages[@]})); then
