@@ -2,8 +2,9 @@
 
 With GRIDGATE_COMPILE=1, `pip install .` compiles the modules in `COMPILED` with mypyc
 (C extensions from the same typed sources; a C compiler and Python's headers needed):
-the EASY projection engine, where routing passes and the prediction walk spend most of
-their time (docs/design/predictors.md, "Speed of the walk"). Without it, or in an
+the EASY projection engine, where the simulator and the prediction walk spend most of
+their time (docs/design/predictors.md, "Speed of the walk"; a routing pass projects each
+site once and spends its time in forecasts). Without it, or in an
 editable install, they stay pure Python and behave the same (tests/scheduling/
 test_compiled_engine.py runs the engine's tests on the compiled build).
 """
