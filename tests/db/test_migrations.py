@@ -7,8 +7,8 @@ from gateway.db.engine import make_engine
 from gateway.db.migrate import upgrade_database
 
 
-def test_upgrade_head_matches_models(database_url: str) -> None:
-    engine = make_engine(database_url)
+def test_upgrade_head_matches_models(empty_database_url: str) -> None:
+    engine = make_engine(empty_database_url)
     try:
         upgrade_database(engine)
         upgrade_database(engine)  # idempotent: a second start changes nothing
