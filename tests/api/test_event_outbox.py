@@ -60,7 +60,7 @@ def _poll(runtime: Runtime, cursor: FeedCursor) -> list[str | None]:
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["postgresql"], indirect=True)
 def test_an_event_committed_after_a_higher_id_was_read_is_still_delivered(
         runtime: Runtime, client: TestClient, make_user: MakeUser) -> None:
     user = make_user()
@@ -122,7 +122,7 @@ def test_a_resume_from_an_id_past_every_event_starts_at_the_end(
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["postgresql"], indirect=True)
 def test_a_resumed_stream_sends_an_event_that_committed_after_the_readers_last(
         runtime: Runtime, client: TestClient, make_user: MakeUser) -> None:
     user = make_user()

@@ -16,7 +16,7 @@ from gateway.settings import Settings
 from tests.conftest import MakeUser, TestUser
 from tests.worker.gateway_process import GatewayProcess, free_port
 
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+pytestmark = pytest.mark.parametrize("database_kind", ["sqlite"], indirect=True)
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ def close_all(socks: list[socket.socket]) -> None:
     socks.clear()
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["sqlite"], indirect=True)
 def test_fifty_follows_leave_the_api_answering_and_free_their_slots(
     settings: Settings, make_user: MakeUser, tmp_path: Path
 ) -> None:

@@ -186,7 +186,7 @@ def _counts(runtime: Runtime, column: InstrumentedAttribute[str | None],
         return {value: count for value, count in rows}
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["postgresql"], indirect=True)
 def test_two_hosts_killed_at_random_lose_nothing_and_run_nothing_twice(
         federation: Federation, testbed: TestbedInfo, tmp_path: Path) -> None:
     seed = int(os.environ.get("GRIDGATE_SCALE_OUT_SEED", time.time_ns() % 10**6))

@@ -56,6 +56,15 @@ def test_the_account_at_work_is_never_closed_for_the_others() -> None:
     assert mine.open and site.tracked() == 4
 
 
+def run_settled(transport: SshTransport, argv: list[str]) -> bytes:
+    """Run a command, then wait for the sessions it opens ahead for the next: while they
+    are being opened its connection is busy, and the cap rightly leaves it open."""
+    stdout = transport.run(argv).stdout
+    wait_for("the sessions opened ahead",
+             lambda: transport.sessions.ready == transport.sessions.ahead)
+    return stdout
+
+
 def test_a_cap_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="cap must be >= 1"):
         SiteConnections("s", cap=0)
@@ -66,11 +75,11 @@ def test_real_connections_past_the_cap_close_and_reconnect(sshd: Sshd) -> None:
     transports = [SshTransport(target_for(sshd), site=site) for _ in range(5)]
     try:
         for n, transport in enumerate(transports):
-            assert transport.run(["echo", str(n)]).stdout == f"{n}\n".encode()
+            assert run_settled(transport, ["echo", str(n)]) == f"{n}\n".encode()
         assert [t.connected for t in transports] == [False, False, False, True, True]
         # The first account's next command opens a new connection (the cap closes the
         # least recently used idle one: the fourth).
-        assert transports[0].run(["echo", "again"]).stdout == b"again\n"
+        assert run_settled(transports[0], ["echo", "again"]) == b"again\n"
         assert transports[0].connects == 2
         assert [t.connected for t in transports] == [True, False, False, False, True]
     finally:
@@ -90,7 +99,7 @@ def test_a_connection_carrying_a_command_stays_open(sshd: Sshd) -> None:
     try:
         wait_for("the held command's connection", lambda: held.connected)
         for transport in others:
-            transport.run(["true"])
+            run_settled(transport, ["true"])
         assert held.connected and others[0].connected is False
         with open(hold, "w"):
             pass

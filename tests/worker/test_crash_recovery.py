@@ -127,7 +127,7 @@ def test_kill9_gateway_with_running_and_accepted_jobs(
     assert_exactly_once(runtime, 40)
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["postgresql"], indirect=True)
 def test_two_workers_submit_each_job_once(
     settings: Settings, runtime: Runtime, make_user: MakeUser, tmp_path: Path
 ) -> None:

@@ -42,7 +42,7 @@ def wait_final(client: httpx.Client, job_id: str, deadline: float = 120) -> dict
     raise AssertionError(f"job {job_id} did not end: {job}")
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["postgresql"], indirect=True)
 def test_a_local_job_reaches_neither_the_gateway_nor_its_database(
     settings: Settings, make_user: MakeUser, tmp_path: Path
 ) -> None:

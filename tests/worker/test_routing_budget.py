@@ -269,7 +269,7 @@ def test_with_the_bank_off_only_cheapest_is_priced(
     assert liens(rt, plain) == [] and liens(rt, cheap) == []
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["postgresql"], indirect=True)
 def test_two_workers_draw_each_jobs_lien_once(
         api: TestClient, bank: Runtime, make_user: MakeUser) -> None:
     """Two workers route the same project's jobs at once (the race of

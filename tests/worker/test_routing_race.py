@@ -22,7 +22,7 @@ from tests.worker.test_worker_local import post
 JOBS = 120
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["postgresql"], indirect=True)
 def test_two_workers_route_each_job_once(client: TestClient, runtime: Runtime,
                                          make_user: MakeUser) -> None:
     user = make_user()

@@ -163,7 +163,7 @@ def test_a_crash_between_the_record_and_the_charge_charges_once(
     assert _allocation(runtime, alloc).used_milli == charges[0].amount_milli
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["postgresql"], indirect=True)
 def test_200_concurrent_submissions_against_50_jobs_worth(runtime: Runtime,
                                                          make_user: MakeUser) -> None:
     user = make_user()

@@ -201,7 +201,7 @@ def test_a_name_resolving_to_a_private_address_is_refused_at_connect_time(
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["postgresql"], indirect=True)
 def test_two_workers_claiming_at_once_never_both_send_one_delivery(
         runtime: Runtime, client: TestClient, make_user: MakeUser, target: Receiver) -> None:
     alice = make_user()

@@ -81,7 +81,7 @@ def area() -> Iterator[Path]:
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["sqlite"], indirect=True)
 def test_engine_tasks_survive_kill9_each_run_once(
         testbed: TestbedInfo, registry: Registry, settings: Settings, runtime: Runtime,
         area: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:

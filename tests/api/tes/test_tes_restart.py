@@ -33,7 +33,7 @@ RUN = ('echo "$GRIDGATE_JOB_TAG" >> /mnt/0/executions; '
        'while [ ! -e /mnt/0/go ]; do sleep 0.2; done')
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("database_kind", ["sqlite"], indirect=True)
 def test_tes_tasks_survive_kill9_each_run_once(
         settings: Settings, runtime: Runtime, make_user: MakeUser, registry: Registry,
         image: str, tmp_path: Path) -> None:
