@@ -7,7 +7,8 @@ For each log (default: the four shared Parallel Workloads Archive logs):
 - `predictions`: the walk of `gridgate simulate --evaluate-predictions`
   (gateway/scheduling/evaluation/forecast_eval.py): at each submit, production's
   `SiteForecaster` forecasts the job from what was known then, beside the zero-wait,
-  walltime EASY, rolling and rolling-conformal baselines and the hindsight reference;
+  walltime EASY, rolling and rolling-conformal baselines and the hindsight reference,
+  and the wait it tells of a job that has not started within 10 min (`if_late`);
 - `targets`: issue 27's prediction targets, each with the measured value, the baseline
   it is held against, and whether it is met.
 
@@ -40,12 +41,14 @@ REPLAY_SECONDS = 120.0
 def targets(methods: dict[str, Any]) -> dict[str, Any]:
     """Issue 27's prediction targets: measured value, baseline, and whether met.
 
-    What is told (`likely`) is held to the +-10 min target; what routing ranks by
-    (`combined`, the median) to the long-wait one; the bound is the same for both.
+    What is told (`likely`) is held to the +-10 min target, and what it tells of a job
+    that has not started within 10 min (`if_late`) to the long-wait one, beside the
+    median routing ranks by (`combined`) and the trivial two-part baseline
+    (`rolling_if_late`); the bound is the same for all.
     """
     likely, median, zero = methods["likely"], methods["combined"], methods["zero_wait"]
     easy, conformal = methods["easy_walltime"], methods["rolling_conformal"]
-    long_ours = median["waited_over_10min"]["within_2x"]
+    long_ours = methods["if_late"]["waited_over_10min"]["within_2x"]
     long_easy = easy["waited_over_10min"]["within_2x"]
     worst = median["worst_class"]
     width, conformal_width = median["median_bound_width_s"], conformal["median_bound_width_s"]
@@ -56,6 +59,8 @@ def targets(methods: dict[str, Any]) -> dict[str, Any]:
         "long_waits_within_2x_vs_easy": {
             "value": long_ours, "target": round(LONG_WAITS_OVER_EASY * long_easy, 4),
             "easy_walltime": long_easy,
+            "median": median["waited_over_10min"]["within_2x"],
+            "rolling_if_late": methods["rolling_if_late"]["waited_over_10min"]["within_2x"],
             "hindsight_best_point": methods["hindsight_best_point"]["waited_over_10min"][
                 "within_2x"],
             "met": long_ours >= LONG_WAITS_OVER_EASY * long_easy},

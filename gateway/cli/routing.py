@@ -30,13 +30,14 @@ def _status(candidate: CandidateOut, chosen: list[str]) -> str:
 def candidates_table(decision: EstimateOut) -> Grid:
     """One row per site, in ranked order: its status, its forecast (durations from the
     decision), its quote when routing priced the job, and where the wait came from, or
-    why the site was excluded. Narrow terminals leave out STAGING, RUN, WAIT 95%, LIKELY
-    and the quote, in that order; the reason wraps."""
+    why the site was excluded. Narrow terminals leave out IF LATER, STAGING, RUN, WAIT 95%,
+    LIKELY and the quote, in that order; the reason wraps."""
     deadline = decision["policy"] == "deadline" or decision["deadline"] is not None
     priced = any("quote_su" in c for c in decision["candidates"])
-    # LIKELY: the wait most likely within 10 min (what to tell); WAIT: the median routing
-    # ranks by.
-    columns = [Col("SITE"), Col("STATUS"), Col("LIKELY", drop=2), Col("WAIT"),
+    # LIKELY: the wait most likely within 10 min (what to tell); IF LATER: the wait if
+    # the job has not started within those 10 min; WAIT: the median routing ranks by.
+    columns = [Col("SITE"), Col("STATUS"), Col("LIKELY", drop=2), Col("IF LATER", drop=6),
+               Col("WAIT"),
                Col("WAIT 95%", drop=3), Col("RUN", drop=4), Col("STAGING", drop=5),
                Col("COMPLETION")]
     columns += [Col("QUOTE (SU)", drop=1, justify="right")] if priced else []
@@ -45,10 +46,11 @@ def candidates_table(decision: EstimateOut) -> Grid:
     for c in decision["candidates"]:
         status = _status(c, decision["chosen"])
         f = c["forecast"]
-        times = ([render.duration(f.get("wait_likely")), render.duration(f["wait_median"]),
+        times = ([render.duration(f.get("wait_likely")),
+                  render.duration(f.get("wait_if_late")), render.duration(f["wait_median"]),
                   render.duration(f["wait_bound"]), _run_time(f["runtime"]),
                   render.duration(f["staging"]), render.duration(f["completion"])]
-                 if f is not None else ["-"] * 6)
+                 if f is not None else ["-"] * 7)
         row = [Text(c["site"]), Text(status, style=STATUS_STYLES[status]),
                *(Text(t) for t in times)]
         if priced:

@@ -208,7 +208,9 @@ def predictions_table(result: dict[str, Any]) -> Table:
                   caption="±10 min, ±1 h: real start that close to the predicted one; "
                           "within 2x: of the jobs that waited over 10 min; worst class: "
                           "the size x time-limit class of 1,000 jobs or more least often "
-                          "under the bound; bound width: the 95% bound's median")
+                          "under the bound; bound width: the 95% bound's median; "
+                          "if_late, rolling_if_late: the wait of a job not started within "
+                          "10 min, scored on the jobs that waited over 10 min only")
     table.add_column("method", no_wrap=True)
     for column in ("jobs", "predicted", "±10 min", "±1 h", "within 2x", "under bound",
                    "worst class", "bound width"):

@@ -13,7 +13,8 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
   history, the likely profile's start for the median and the walltime profile's start
   for the bound;
 - the likely wait, what a person is told: the history's (`WaitPredictor`, the centre
-  of the +-10 min window the start most probably falls in), else the live median;
+  of the +-10 min window the start most probably falls in), else the live median; and
+  the wait if the job has not started within those 10 min (the history's; none without);
 - the bound, raised to when the account's own queue lets the job start
   (`account_queue.py`) where the account's waiting jobs are held although they fit;
 - staging: `staging_estimate.staging_seconds` over the measured transfer rates;
@@ -337,10 +338,13 @@ class SiteForecaster:
             median = placed.likely_start
             bound = max(placed.walltime_start, median)
             basis = "live queue (no wait history)"
+        if_late = history.if_late if history is not None else None
         outcomes = self.outcomes
         factor = outcomes.factor(site) if outcomes is not None else 1.0
         if outcomes is not None and factor > 1.0:
             median = (1.0 + median) * factor - 1.0
+            if if_late is not None:
+                if_late = (1.0 + if_late) * factor - 1.0
             bound = max(bound, median)
             basis += (f", x{factor:.1f} as the last {outcomes.outcomes(site)} jobs routed "
                       "here waited longer than forecast")
@@ -355,7 +359,7 @@ class SiteForecaster:
                         f"{basis}; run time: {runtime.basis}", state.backlog, factor,
                         placed.walltime_start if self.mode == COMBINED else None,
                         history.likely if history is not None and history.likely is not None
-                        else median, runtime.known)
+                        else median, runtime.known, wait_if_late=if_late)
 
     def commit(self, job: JobNeed, site: str) -> None:
         """The job will queue at `site`: reserve it on both of the site's profiles."""

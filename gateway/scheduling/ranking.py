@@ -59,6 +59,9 @@ class Forecast:
     # False: the job would be a guest here that queues, and the site's users have been
     # given less elsewhere than its guests here (guest_ledger.py); it ranks behind home.
     welcome: bool = True
+    # The wait if the job has not started within 10 min (`WaitPrediction.if_late`: the
+    # second part of a two-part forecast); None: no history has seen a wait that long.
+    wait_if_late: float | None = None
 
     def with_backlog(self, backlog: float) -> Forecast:
         """This forecast with another `backlog`: `dataclasses.replace`, cheaper (a pass
@@ -66,7 +69,7 @@ class Forecast:
         return Forecast(self.wait_median, self.wait_bound, self.runtime, self.staging,
                         self.wait_quantiles, self.basis, backlog, self.calibration,
                         self.projected_wait, self.wait_likely, self.runtime_known,
-                        self.welcome)
+                        self.welcome, self.wait_if_late)
 
     def unwelcome(self) -> Forecast:
         """This forecast for a guest the site does not take (`welcome` False; rare, so

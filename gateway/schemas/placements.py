@@ -43,6 +43,10 @@ class ForecastOut(TypedDict):
     # The likely wait: the centre of the +-10 min window the job most probably starts in
     # (the median is what routing ranks by; this is the best single time to tell).
     wait_likely: NotRequired[float]
+    # The wait if the job has not started within 10 min: the median wait of the jobs
+    # alike that did not (a job that waits is told how long, not "10 min"); absent when
+    # no history has seen such a wait.
+    wait_if_late: NotRequired[float]
     # False when the job would be a guest here that queues and the site's users have been
     # given less at other sites than its guests here: it ranks behind home (the guest
     # ledger); absent else.

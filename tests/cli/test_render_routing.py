@@ -33,7 +33,8 @@ def decision(policy: str = "fastest", **over: Any) -> Any:
             "hedge": 1, "deadline": None, "chosen": ["galaxy"], "why": "galaxy is first.",
             "candidates": [
                 {"site": "galaxy", "excluded": None, "p_deadline": 0.97,
-                 "forecast": forecast(95, 1800, 7200, 30) | {"wait_likely": 600}},
+                 "forecast": forecast(95, 1800, 7200, 30) | {"wait_likely": 600,
+                                                             "wait_if_late": 7200}},
                 {"site": "roadrunner", "excluded": None, "p_deadline": 0.4,
                  "forecast": forecast(5400, 90000, 7000, 0)},
                 {"site": "local", "excluded": "needs 128 cores on one node; local has 2",
@@ -49,16 +50,17 @@ def test_durations(seconds: float | None, shown: str) -> None:
 
 def test_rows_in_ranked_order_with_status_and_reason() -> None:
     rows = [line.split() for line in text(candidates_table(decision())).splitlines()]
-    assert rows[0] == ["SITE", "STATUS", "LIKELY", "WAIT", "WAIT", "95%", "RUN", "STAGING",
-                       "COMPLETION", "BASIS", "/", "REASON"]
-    # The likely wait (the densest 20-min window's centre) beside the median; a decision
-    # stored before it existed shows "-" there.
-    assert rows[1] == ["galaxy", "chosen", "10m", "1m35s", "30m", "2h00m", "30s", "2h02m",
-                       "observed", "waits", "(41)"]
-    assert rows[2] == ["roadrunner", "candidate", "-", "1h30m", "1d01h", "1h56m", "0s",
+    assert rows[0] == ["SITE", "STATUS", "LIKELY", "IF", "LATER", "WAIT", "WAIT", "95%",
+                       "RUN", "STAGING", "COMPLETION", "BASIS", "/", "REASON"]
+    # The likely wait (the densest 20-min window's centre) and the wait if the job has not
+    # started within 10 min beside the median; a decision stored before they existed, or
+    # with no history of late starts, shows "-" there.
+    assert rows[1] == ["galaxy", "chosen", "10m", "2h00m", "1m35s", "30m", "2h00m", "30s",
+                       "2h02m", "observed", "waits", "(41)"]
+    assert rows[2] == ["roadrunner", "candidate", "-", "-", "1h30m", "1d01h", "1h56m", "0s",
                        "3h26m", "observed", "waits", "(41)"]
-    assert rows[3] == ["local", "excluded", "-", "-", "-", "-", "-", "-", "needs", "128",
-                       "cores", "on", "one", "node;", "local", "has", "2"]
+    assert rows[3] == ["local", "excluded", "-", "-", "-", "-", "-", "-", "-", "needs",
+                       "128", "cores", "on", "one", "node;", "local", "has", "2"]
 
 
 def test_a_run_time_without_history_is_unknown_not_zero() -> None:
@@ -67,9 +69,9 @@ def test_a_run_time_without_history_is_unknown_not_zero() -> None:
     guessed = decision()
     guessed["candidates"][0]["forecast"] |= {"runtime": None, "completion": 125.0}
     rows = [line.split() for line in text(candidates_table(guessed)).splitlines()]
-    assert rows[1][:8] == ["galaxy", "chosen", "10m", "1m35s", "30m", "unknown", "30s",
-                           "2m05s"]
-    assert rows[2][5] == "1h56m"  # a predicted run time is shown as before
+    assert rows[1][:9] == ["galaxy", "chosen", "10m", "2h00m", "1m35s", "30m", "unknown",
+                           "30s", "2m05s"]
+    assert rows[2][6] == "1h56m"  # a predicted run time is shown as before
 
 
 def test_a_last_resort_site_shows_its_caution() -> None:
@@ -96,10 +98,10 @@ def test_quotes_show_as_a_column_when_priced() -> None:
         if quote is not None:
             c["quote_su"] = quote
     rows = [line.split() for line in text(candidates_table(priced)).splitlines()]
-    assert rows[0][9:12] == ["QUOTE", "(SU)", "BASIS"]
-    assert rows[1][:9] == ["galaxy", "chosen", "10m", "1m35s", "30m", "2h00m", "30s",
-                           "2h02m", "2.000"]
-    assert rows[2][8] == "8.000" and rows[3][8] == "-"
+    assert rows[0][11:14] == ["QUOTE", "(SU)", "BASIS"]
+    assert rows[1][:10] == ["galaxy", "chosen", "10m", "2h00m", "1m35s", "30m", "2h00m",
+                            "30s", "2h02m", "2.000"]
+    assert rows[2][9] == "8.000" and rows[3][9] == "-"
     # A cheapest job with a deadline also shows how likely each site makes it.
     with_deadline = text(candidates_table({**priced, "deadline": priced["decided_at"]}))
     assert "P(DEADLINE)" in with_deadline.splitlines()[0]

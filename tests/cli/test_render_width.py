@@ -130,7 +130,8 @@ def test_estimate_at_80_columns_keeps_sites_and_wraps_the_reason() -> None:
     # The reason wraps, whole, rather than being cut.
     assert " ".join(" ".join(lines[3:5]).split()).endswith(
         "needs 128 cores on one node; local has 2")
-    assert lines[-1].startswith("(left out at 80 columns: LIKELY, WAIT 95%, RUN, STAGING;")
+    assert " ".join(lines[-2:]).startswith(
+        "(left out at 80 columns: LIKELY, IF LATER, WAIT 95%, RUN, STAGING;")
     # A shorter site name leaves room for the likely wait and the 95% bound.
     assert shown(candidates_table(decision()))[0].split()[:5] == [
         "SITE", "STATUS", "LIKELY", "WAIT", "WAIT"]

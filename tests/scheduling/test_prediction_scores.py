@@ -147,3 +147,16 @@ def test_the_hindsight_reference_bounds_every_method_on_long_waits() -> None:
     assert best > 0 and "under_bound" not in result["hindsight_best_point"]
     assert all(scores["waited_over_10min"]["within_2x"] <= best
                for scores in result.values())
+
+
+def test_the_wait_if_late_is_scored_on_the_jobs_that_waited() -> None:
+    # Two of three jobs start at once, the third waits 2 h (held: the queue cannot see
+    # why). The median and the likely wait say "now" and miss every job that waited; the
+    # wait if late, learnt from the earlier late starts, is within 2x of most of them, as
+    # the rolling window's late median is; both are scored on the 2 h jobs only.
+    jobs = [swf(i, 100 * i, 7200 if i % 3 == 2 else 0, 60, 1, 600) for i in range(600)]
+    result = evaluate_forecasts(jobs, 64)
+    assert result["if_late"]["jobs"] == result["combined"]["waited_over_10min"]["jobs"] == 200
+    assert result["combined"]["waited_over_10min"]["within_2x"] == 0.0
+    assert result["if_late"]["waited_over_10min"]["within_2x"] >= 0.8
+    assert result["rolling_if_late"]["waited_over_10min"]["within_2x"] >= 0.8

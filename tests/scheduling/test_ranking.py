@@ -10,6 +10,7 @@ from gateway.scheduling.policies.cheapest import CHEAPEST
 from gateway.scheduling.policies.deadline import DEADLINE
 from gateway.scheduling.policies.fastest import FASTEST
 from gateway.scheduling.ranking import Candidate, Forecast, rank, route_pass
+from gateway.services.routing.decisions import forecast_out
 
 
 def fc(wait: float, bound: float, runtime: float = 100.0, staging: float = 0.0) -> Forecast:
@@ -216,9 +217,15 @@ def test_forecast_at_keeps_every_other_field() -> None:
 
 def test_with_backlog_keeps_every_other_field() -> None:
     given = Forecast(1.0, 2.0, 3.0, 4.0, ((0.5, 1.0), (0.9, 2.0)), "basis", 5.0, 1.5, 6.0,
-                     0.5, False, False)
+                     0.5, False, False, 7.0)
     assert given.with_backlog(9.0) == dataclasses.replace(given, backlog=9.0)
     welcome = dataclasses.replace(given, welcome=True)
     assert welcome.unwelcome() == given
     # A new field: carry it in with_backlog and unwelcome.
-    assert len(dataclasses.fields(Forecast)) == 12
+    assert len(dataclasses.fields(Forecast)) == 13
+
+
+def test_the_wait_if_late_is_sent_only_when_known() -> None:
+    told = Forecast(60.0, 9000.0, 10.0, 0.0, wait_likely=600.0, wait_if_late=7200.0)
+    assert forecast_out(told)["wait_if_late"] == 7200.0
+    assert "wait_if_late" not in forecast_out(dataclasses.replace(told, wait_if_late=None))

@@ -331,6 +331,49 @@ def test_the_likely_wait_comes_from_its_own_best_source() -> None:
     assert slow is not None and slow.likely is not None and abs(slow.likely - 7200.0) <= 600
 
 
+def test_the_wait_if_late_is_the_median_of_the_waits_over_the_threshold() -> None:
+    # 60 jobs start at once, 40 wait 1-40 h: told "10 min", the 40 are far off; if a job
+    # has not started within 10 min, the median of the 40 says how long it waits.
+    history = WaitHistory(200, 0.95, 0.95)
+    assert history.median_above(600.0) is None
+    for wait in [0.0] * 60:
+        history.add(wait)
+    assert history.median_above(600.0) is None  # none waited that long
+    for hours in range(40, 0, -1):  # never above the bound: no change point
+        history.add(hours * 3600.0)
+    late = [hours * 3600.0 for hours in range(1, 41)]
+    point = history.median_above(600.0)
+    # The same estimator as `median`: above the median of the 40 with probability 1/2.
+    assert point == late[upper_bound_rank(40, 0.5, 0.5) - 1]  # type: ignore[operator]
+    assert point is not None and 20 * 3600.0 <= point <= 21 * 3600.0
+    assert history.median() == 0.0
+    # A wait of exactly the threshold started within it.
+    edge = WaitHistory(100, 0.95, 0.95)
+    edge.add(600.0)
+    assert edge.median_above(600.0) is None
+
+
+def test_a_prediction_says_how_long_a_late_job_waits() -> None:
+    # The bound's class (site/projection/limit here) has seen late starts: its median of
+    # them. A class that has not seen any takes the next coarser class's.
+    waits = WaitPredictor()
+    rng = random.Random(11)
+    for _ in range(200):
+        waits.observe(JobClass("a", "q", 4, 3600.0, 30.0), rng.choice([0.0, 0.0, 7200.0]))
+        waits.observe(JobClass("a", "q", 4, 86400.0, 30.0), 0.0)
+    busy = waits.predict(JobClass("a", "q", 4, 3600.0, 30.0))
+    assert busy is not None and busy.level == "site/projection/limit"
+    assert busy.if_late == 7200.0 and busy.likely == 600.0
+    quiet = waits.predict(JobClass("a", "q", 4, 86400.0, 30.0))
+    assert quiet is not None and quiet.level == "site/projection/limit"
+    assert quiet.if_late == 7200.0  # from site/projection, which holds both limits' waits
+    fresh = WaitPredictor()
+    for _ in range(100):
+        fresh.observe(JobClass("b", "q", 4, 3600.0), 0.0)
+    never = fresh.predict(JobClass("b", "q", 4, 3600.0))
+    assert never is not None and never.if_late is None
+
+
 def test_prediction_key_drops_a_user_the_site_has_no_waits_of() -> None:
     # Jobs with equal keys must get equal predictions: a user without waits at the site
     # is predicted as a job without a user; one with waits is not.

@@ -18,6 +18,10 @@ the same jobs (`prediction_scores` says what is counted):
   projection of the live queue, what `sbatch --test-only` answers), `rolling` (last 500
   waits of the job's size class: median and empirical p95) and `rolling_conformal` (the
   same window, its quantile level adapted by adaptive conformal inference);
+- the second part of the two-part forecast, `if_late` (production's wait if the job
+  has not started within 10 min), and its baseline `rolling_if_late` (the median of the
+  rolling window's waits over 10 min): scored on the jobs that waited over 10 min only,
+  the condition they speak for;
 - a reference, not a method: `hindsight_best_point`, for each job the point of the
   methods above nearest its real wait (in log(1 + wait)), chosen knowing the wait: what
   choosing among these points job by job could at best reach.
@@ -31,6 +35,7 @@ from typing import Any
 
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint, usable
 from gateway.scheduling.evaluation.prediction_scores import (
+    TEN_MINUTES,
     RollingBaseline,
     RollingConformal,
     Tally,
@@ -41,7 +46,8 @@ from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
 from gateway.scheduling.swf import SwfJob
 
 BASELINES = ("zero_wait", "easy_walltime", "rolling", "rolling_conformal")
-METHODS = (*MODES, "likely", *BASELINES)
+IF_LATE = ("if_late", "rolling_if_late")
+METHODS = (*MODES, "likely", *BASELINES, *IF_LATE)
 HINDSIGHT = "hindsight_best_point"
 
 
@@ -107,7 +113,12 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
                                  where)
         bound = given[job.number] = conformal.bound(procs)
         tallies["rolling_conformal"].score(wait, rolling_median, bound, where)
-        points += [forecast.wait_likely, 0.0, projected, rolling_median]
+        rolling_late = rolling.median_above(procs, TEN_MINUTES)
+        if wait > TEN_MINUTES:
+            tallies["if_late"].score(wait, forecast.wait_if_late, None, where)
+            tallies["rolling_if_late"].score(wait, rolling_late, None, where)
+        points += [forecast.wait_likely, 0.0, projected, rolling_median,
+                   forecast.wait_if_late, rolling_late]
         nearest = min((point for point in points if point is not None),
                       key=lambda point: abs(math.log1p(point) - math.log1p(wait)))
         tallies[HINDSIGHT].score(wait, nearest, None, where)

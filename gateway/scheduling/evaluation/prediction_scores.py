@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,6 +143,12 @@ class RollingBaseline:
             return None
         count = len(ordered)
         return ordered[max(0, min(count - 1, int(level * count)))]
+
+    def median_above(self, procs: int, threshold: float) -> float | None:
+        """The median of the bucket's waits longer than `threshold` (None: none is)."""
+        ordered = self._sorted.get(size_class(procs), [])
+        late = ordered[bisect_right(ordered, threshold):]
+        return late[(len(late) - 1) // 2] if late else None
 
     def predict(self, procs: int) -> tuple[float, float] | None:
         """(median, p95) of the bucket, None while it is empty."""

@@ -88,6 +88,14 @@ class WaitHistory:
         """Median estimate: the order statistic that is above the median with probability 1/2."""
         return self.order_bound(0.5, 0.5)
 
+    def median_above(self, threshold: float) -> float | None:
+        """`median` of the waits longer than `threshold` (None: none is): the wait of a
+        job that has not started by then, the second part of a two-part forecast."""
+        first = bisect_right(self._sorted, threshold)
+        count = len(self._sorted) - first
+        rank = upper_bound_rank(count, 0.5, 0.5) if count else None
+        return None if rank is None else self._sorted[first + rank - 1]
+
     def likely(self, tolerance: float) -> float | None:
         """The wait the next one most probably lies within `tolerance` of (None: empty).
 

@@ -46,6 +46,13 @@ itself, which catches the waits up to twice it. Every median source also offers 
 likely wait, scored and chosen the same way (hits within `tolerance`, scores of their
 own); the median stays what routing ranks by, the likely wait is what a person is told.
 
+The wait if late. Most jobs of most machines start within minutes, so a single point
+that is right for them (the median, the likely wait) is far off for the jobs that do
+wait: the forecast also says how long a job waits if it has not started within
+`tolerance`, the median of the waits longer than that in the bound's class (the
+finest with enough history; the next coarser one that has seen such a wait when it has
+not): the second part of a two-part (hurdle) forecast, judged on the jobs that waited
+longer than `tolerance`. No score chooses its class, so nothing is fitted to a log.
 The target miss rate (1 - q) * c is derived from the method (the bound's confidence),
 and the median's source is chosen by +-10 min hits because routing measured best that
 way (scored by relative error instead, the four-log federation's slowdown went from
@@ -154,6 +161,9 @@ class WaitPrediction:
     history: int
     median_level: str = ""
     likely: float | None = None  # the likely wait (module docstring); None: not known
+    # The wait if the job has not started within `tolerance` (module docstring); None:
+    # no class has seen a wait that long.
+    if_late: float | None = None
 
 
 Key = tuple[object, ...]
@@ -313,7 +323,17 @@ class WaitPredictor:
         assert median is not None and likely is not None  # answering histories hold waits
         bound = max((1.0 + raw) * self.scale(job.site) * self.lift(job) - 1.0, median, 0.0)
         return WaitPrediction(median, bound, self.quantile, self.confidence, level,
-                              len(history), median_level, likely)
+                              len(history), median_level, likely, self._if_late(keys, level))
+
+    def _if_late(self, keys: dict[str, Key | None], level: str) -> float | None:
+        """The median of the waits over `tolerance` in the bound's class, or in the next
+        coarser class that has any (module docstring)."""
+        for coarser in LEVELS[LEVELS.index(level):]:
+            history = self._answering(keys[coarser])
+            late = history.median_above(self.tolerance) if history is not None else None
+            if late is not None:
+                return late
+        return None
 
     def probability_by(self, job: JobClass, seconds: float) -> float | None:
         """P(the job starts within `seconds` of now), from the bound's history, scale and

@@ -30,6 +30,8 @@ def forecast_out(forecast: Forecast) -> ForecastOut:
         out["projected_wait"] = forecast.projected_wait
     if forecast.wait_likely is not None:
         out["wait_likely"] = forecast.wait_likely
+    if forecast.wait_if_late is not None:
+        out["wait_if_late"] = forecast.wait_if_late
     if not forecast.welcome:
         out["welcome"] = False
     return out
