@@ -184,6 +184,7 @@ def pg_template(pg_databases: _PgDatabases) -> Iterator[str]:
     yield str(make_url(url).database)
     pg_databases.drop(url)  # on a server the caller runs (GRIDGATE_TEST_PG_URL) too
 
+
 @pytest.fixture(scope="session")
 def signing_key_pem(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """One signing key per session, made as the gateway makes its own."""

@@ -53,6 +53,7 @@ wait: the forecast also says how long a job waits if it has not started within
 finest with enough history; the next coarser one that has seen such a wait when it has
 not): the second part of a two-part (hurdle) forecast, judged on the jobs that waited
 longer than `tolerance`. No score chooses its class, so nothing is fitted to a log.
+
 The target miss rate (1 - q) * c is derived from the method (the bound's confidence),
 and the median's source is chosen by +-10 min hits because routing measured best that
 way (scored by relative error instead, the four-log federation's slowdown went from
