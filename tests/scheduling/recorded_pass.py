@@ -95,13 +95,18 @@ def run(seed: int = 27) -> list[Routing[JobNeed]]:
 def as_data(routed: list[Routing[JobNeed]]) -> list[dict[str, Any]]:
     """Every decision and every candidate's forecast, JSON-ready (floats exact). The pass
     keeps no guest ledger, so every site welcomes every job: `welcome` (newer than the
-    recording) is checked here and left out."""
+    recording) is checked here and left out; so is `wait_if_late` (newer too: a class's
+    history answer, cached with the others, so the caches that keep it are the ones the
+    recording checks)."""
     data: list[dict[str, Any]] = json.loads(json.dumps(
         [{"job": r.job.key, **dataclasses.asdict(r.decision)} for r in routed]))
     for decision in data:
         for candidate in decision["candidates"]:
             if candidate["forecast"] is not None:
-                assert candidate["forecast"].pop("welcome") is True, decision["job"]
+                forecast = candidate["forecast"]
+                assert forecast.pop("welcome") is True, decision["job"]
+                late = forecast.pop("wait_if_late")
+                assert late is None or late > 600.0, decision["job"]
     return data
 
 
