@@ -147,8 +147,9 @@ class RollingBaseline:
     def median_above(self, procs: int, threshold: float) -> float | None:
         """The median of the bucket's waits longer than `threshold` (None: none is)."""
         ordered = self._sorted.get(size_class(procs), [])
-        late = ordered[bisect_right(ordered, threshold):]
-        return late[(len(late) - 1) // 2] if late else None
+        first = bisect_right(ordered, threshold)  # no copy: this runs for every job walked
+        late = len(ordered) - first
+        return ordered[first + (late - 1) // 2] if late else None
 
     def predict(self, procs: int) -> tuple[float, float] | None:
         """(median, p95) of the bucket, None while it is empty."""
