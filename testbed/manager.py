@@ -1,7 +1,8 @@
 """`up`, `down` and `status` of a testbed (root only).
 
 `up` is idempotent: a healthy site is left as it is, a site missing daemons gets
-them started, a site whose holder or namespace is gone is rebuilt (keeping its keys).
+them started, a site whose holder or network is gone is rebuilt (keeping its keys), saying
+why in its progress and in the holder's log.
 Sites come up in parallel. `down` kills each holder (after checking its command
 line), deletes veths, namespaces and the bridge, then the state dir.
 """
@@ -101,6 +102,13 @@ def up(config: TestbedConfig, sites: Sequence[SiteSpec] | None = None,
         return write(config, infos)
 
 
+def _holder_problem(config: TestbedConfig, site: SiteSpec, holders: list[int]) -> str | None:
+    """Why the site needs a new holder (and namespace), or None when it does not."""
+    if len(holders) != 1:
+        return f"{len(holders)} holders running {holders}" if holders else "no holder running"
+    return network.site_net_problem(config, site)
+
+
 def _up_site(config: TestbedConfig, site: SiteSpec, progress: Progress) -> int:
     started = time.monotonic()
     paths = prepare_site(config, site)
@@ -109,11 +117,15 @@ def _up_site(config: TestbedConfig, site: SiteSpec, progress: Progress) -> int:
     if not script.exists() or script.read_text() != text:
         script.write_text(text)
     holders = find_holders(script)
-    holder = holders[0] if len(holders) == 1 else None
-    if holder is not None and not (network.site_address_ok(config, site)
-                                   and network.wan_address_ok(config, site)):
-        holder = None
+    problem = _holder_problem(config, site, holders)
+    holder = holders[0] if problem is None else None
     if holder is None:
+        # Said in the holder's log too: a rebuild nobody asked for is evidence of a fault.
+        with open(paths.log("holder"), "a") as log:
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} up: (re)starting the holder: "
+                      f"{problem}\n")
+        if holders:
+            progress(f"{site.name}: rebuilding: {problem}")
         for pid in holders:
             kill_holder(pid, script)
         network.create_site_net(config, site)

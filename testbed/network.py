@@ -116,17 +116,25 @@ def remove_bridge(config: TestbedConfig) -> None:
         ip("link", "del", config.bridge)
 
 
-def site_address_ok(config: TestbedConfig, site: SiteId) -> bool:
-    """Whether the site's namespace has eth0 up with its address, linked to the bridge."""
-    ns = config.netns(site.name)
-    if not netns_exists(ns) or not link_exists(config.veth(site.index)):
-        return False
-    want = str(config.site_ip(site.index))
+def site_net_problem(config: TestbedConfig, site: SiteId) -> str | None:
+    """What is wrong with the site's network (namespace, eth0 with its address on the
+    bridge's veth, WAN link), or None when nothing is."""
+    ns, veth = config.netns(site.name), config.veth(site.index)
+    if not netns_exists(ns):
+        return f"namespace {ns} is missing"
+    if not link_exists(veth):
+        return f"link {veth} is missing"
     proc = ip("-n", ns, "-j", "-4", "addr", "show", "dev", "eth0", check=False)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        return False
-    return any(info.get("local") == want
-               for link in json.loads(proc.stdout) for info in link.get("addr_info", []))
+    if proc.returncode != 0:
+        return f"`ip -n {ns} addr show dev eth0` failed: {proc.stderr.strip() or proc.returncode}"
+    want = str(config.site_ip(site.index))
+    have = [info.get("local") for link in json.loads(proc.stdout or "[]")
+            for info in link.get("addr_info", [])]
+    if want not in have:
+        return f"eth0 in {ns} has {have or 'no address'}, not {want}"
+    if config.has_wan and not link_exists(config.wan_veth(site.index)):
+        return f"WAN link {config.wan_veth(site.index)} is missing"
+    return None
 
 
 def create_site_net(config: TestbedConfig, site: SiteId) -> None:
@@ -189,11 +197,6 @@ def tc(ns: str | None, *args: str) -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise TestbedError(f"{' '.join(argv)}: {proc.stderr.strip() or proc.returncode}")
-
-
-def wan_address_ok(config: TestbedConfig, site: SiteId) -> bool:
-    """Whether the site's WAN link exists (always, where the subnet has no room for one)."""
-    return not config.has_wan or link_exists(config.wan_veth(site.index))
 
 
 def remove_site_net(config: TestbedConfig, site: SiteId) -> None:

@@ -26,9 +26,10 @@ from gateway.cli.host import testbed as testbed_cli
 from gateway.siteconfig import load_site_configs
 from testbed import faults, manager, network
 from testbed.config import TestbedConfig
+from testbed.files import SitePaths
 from testbed.holder import find_holders
 from testbed.install import install
-from testbed.sites import SITE_NAMES
+from testbed.sites import SITE_NAMES, load_sites
 from testbed.state import SiteInfo, TestbedInfo, load
 from tests.testbed.fixture import (
     holder_alive,
@@ -104,11 +105,23 @@ def _site(lc: Lifecycle, name: str) -> SiteInfo:
     return lc.first.sites[name]
 
 
+def _assert_holders_kept(lc: Lifecycle, holders: dict[str, int | None]) -> None:
+    """Every site still has the holder the first `up` started; else the holders' logs
+    (where `up` says why it started one) are the failure's message."""
+    logs = [SitePaths(lc.config, site).log("holder") for site in load_sites()]
+    assert holders == {name: site.holder_pid for name, site in lc.first.sites.items()}, \
+        "\n".join(f"{log}:\n{log.read_text() if log.exists() else ''}" for log in logs)
+
+
+def _holders(info: TestbedInfo) -> dict[str, int | None]:
+    return {name: site.holder_pid for name, site in info.sites.items()}
+
+
 def test_up_again_keeps_every_site(lifecycle: Lifecycle) -> None:
     second = manager.up(lifecycle.config)
+    _assert_holders_kept(lifecycle, _holders(second))
     for name in SITE_NAMES:
         before, after = lifecycle.first.sites[name], second.sites[name]
-        assert after.holder_pid == before.holder_pid
         assert after.host_key == before.host_key
         assert after.ip == str(lifecycle.config.site_ip(SITE_NAMES.index(name)))
     assert load(lifecycle.config) == second
@@ -269,6 +282,7 @@ def test_stopped_sshd_is_started_again_by_up(lifecycle: Lifecycle) -> None:
     st = {s.name: s for s in manager.status(lifecycle.config).sites}["roadrunner"]
     assert not st.healthy and st.daemons["sshd"] is False and st.daemons["slurmctld"]
     info = manager.up(lifecycle.config)
+    _assert_holders_kept(lifecycle, _holders(info))
     assert info.sites["roadrunner"].host_key == site.host_key
     assert ssh(site, "gwcomm", ["hostname"]).stdout.strip() == "roadrunner"
 
@@ -279,6 +293,7 @@ def test_rotated_host_key_is_refused_under_the_old_pin(lifecycle: Lifecycle,
     old_pin = tmp_path / "known_hosts"
     old_pin.write_text(Path(site.known_hosts).read_text())
     info = faults.rotate_host_key(lifecycle.config, "galaxy")
+    _assert_holders_kept(lifecycle, _holders(info))
     new = info.sites["galaxy"]
     assert new.host_key != site.host_key
     assert new.host_key_fingerprint != site.host_key_fingerprint
@@ -288,9 +303,27 @@ def test_rotated_host_key_is_refused_under_the_old_pin(lifecycle: Lifecycle,
     assert Path(new.site_config).read_text().count(new.host_key) == 1
 
 
+def test_a_site_whose_address_is_gone_is_rebuilt_and_up_says_why(
+        lifecycle: Lifecycle) -> None:
+    config, old = lifecycle.config, _site(lifecycle, "parnass2")
+    network.ip("-n", config.netns("parnass2"), "addr", "flush", "dev", "eth0")
+    said: list[str] = []
+    info = manager.up(config, progress=said.append)
+    why = (f"eth0 in {config.netns('parnass2')} has no address, "
+           f"not {config.site_ip(SITE_NAMES.index('parnass2'))}")
+    assert f"parnass2: rebuilding: {why}" in said
+    log = SitePaths(config, next(s for s in load_sites() if s.name == "parnass2")).log("holder")
+    assert f"up: (re)starting the holder: {why}" in log.read_text()
+    new = info.sites["parnass2"]
+    assert new.holder_pid != old.holder_pid and new.host_key == old.host_key
+    assert ssh(new, "gwcomm", ["hostname"]).stdout.strip() == "parnass2"
+    lifecycle.first = info  # the holders `down` must find now
+
+
 def test_down_leaves_nothing(lifecycle: Lifecycle) -> None:
     config = lifecycle.config
     holders = [s.holder_pid for s in lifecycle.first.sites.values()]
+    _assert_holders_kept(lifecycle, {s.name: s.holder_pid for s in manager.status(config).sites})
     report = manager.down(config)
     assert sorted(report.holders_killed) == sorted(holders)
     assert not any(holder_alive(pid) for pid in holders)
