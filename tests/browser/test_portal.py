@@ -208,6 +208,37 @@ def test_the_jobs_list_follows_jobs_live(gateway: Gateway, page: Page, tmp_path:
     assert problems == []
 
 
+def test_the_wait_if_late_shows_once_the_site_has_seen_long_waits(
+        gateway: Gateway, page: Page, tmp_path: Path) -> None:
+    """The second part of the forecast: "—" while no job at the site waited over 10 min;
+    once its records show half its jobs waiting 2 h, the estimate and an `auto` job's
+    placement say so."""
+    problems = watch_console(page)
+    _sign_in(page, gateway, "/portal/submit")
+    page.get_by_label("Name (required)").fill("if-late")
+    page.get_by_label("Executable", exact=True).fill("/bin/true")
+    late = page.locator("#estimate-table tr[data-site='local'] td").nth(2)
+    page.get_by_role("button", name="Estimate").click()
+    expect(late).to_have_text("—")
+
+    log = tmp_path / "local.swf"  # Standard Workload Format: 30 started at once, 30 in 2 h
+    log.write_text("; UnixStartTime: 1700000000\n" + "".join(
+        f"{n} {60 * n} {7200 if n % 2 else 0} 60 1 -1 -1 1 600 -1 1 1 1 -1 1 -1 -1 -1\n"
+        for n in range(1, 61)))
+    imported = gateway.gridgate("admin", "history", "import", "local", str(log))
+    assert "Imported 60 waits" in imported.stderr, imported.stderr
+    page.get_by_role("button", name="Estimate").click()
+    expect(late).to_have_text("in 2.0 h")
+
+    r = _api(gateway, page, "POST", "/jobs", json={"name": "if-late", "executable": "/bin/true"})
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+    page.goto(f"{gateway.url}/portal/jobs/{job_id}")  # placed now or live, by its event
+    expect(page.locator("#placement tr[data-site='local'] td").nth(3)).to_have_text(
+        "2.0 h", timeout=LONG)
+    assert problems == []
+
+
 def test_a_job_is_cancelled_from_its_page(gateway: Gateway, page: Page) -> None:
     problems = watch_console(page)
     _sign_in(page, gateway)

@@ -93,6 +93,7 @@ async function loadPlacement() {
     return el("tr", { "data-site": c.site, class: chosen ? "chosen" : null },
       el("td", {}, c.site), el("td", {}, chosen ? "yes" : ""),
       el("td", {}, f ? duration(f.wait_likely ?? f.wait_median) : "—"),
+      el("td", {}, f?.wait_if_late != null ? duration(f.wait_if_late) : "—"),
       el("td", {}, f ? duration(f.wait_bound) : "—"),
       el("td", {}, f ? duration(f.runtime) : "—"),
       el("td", {}, f ? duration(f.staging) : "—"),

@@ -82,13 +82,16 @@ async function estimate() {
     balanceOf(spec.project).catch(() => null),
   ]);
   const table = el("table", { id: "estimate-table" },
-    el("thead", {}, el("tr", {}, ...["Site", "Predicted start", "95% bound", "Cost", "Excluded because"]
+    el("thead", {}, el("tr", {}, ...["Site", "Predicted start", "If not started in 10 min",
+                                     "95% bound", "Cost", "Excluded because"]
       .map((h) => el("th", { scope: "col" }, h)))),
     el("tbody", {}, ...found.candidates.map((c) => {
       const f = c.forecast;
       return el("tr", { "data-site": c.site },
         el("td", {}, c.site, found.chosen.includes(c.site) ? " (chosen)" : ""),
         el("td", {}, f ? `in ${duration(f.staging + (f.wait_likely ?? f.wait_median))}` : "—"),
+        // The second part of the forecast: absent until the site has seen a wait that long.
+        el("td", {}, f?.wait_if_late != null ? `in ${duration(f.staging + f.wait_if_late)}` : "—"),
         el("td", {}, f ? `within ${duration(f.staging + f.wait_bound)}` : "—"),
         el("td", {}, c.quote_su ? `${c.quote_su} SU` : "—"),
         el("td", {}, c.excluded || c.caution || ""));
