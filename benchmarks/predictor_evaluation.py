@@ -10,7 +10,8 @@ For each log (default: the four shared Parallel Workloads Archive logs):
   walltime EASY, rolling and rolling-conformal baselines and the hindsight reference,
   and the wait it tells of a job that has not started within 10 min (`if_late`);
 - `targets`: issue 27's prediction targets, each with the measured value, the baseline
-  it is held against, and whether it is met.
+  it is held against, and whether it is met; beside them, not an issue target, the
+  Brier score of P(start within 10 min) against its baselines (lower is better).
 
     nice -n 19 .venv/bin/python benchmarks/predictor_evaluation.py [--trace LOG ...] [--jobs N]
 """
@@ -72,6 +73,12 @@ def targets(methods: dict[str, Any]) -> dict[str, Any]:
             "value": worst, "target": CLASS_COVERAGE,
             "rolling_conformal": conformal["worst_class"],
             "met": worst is None or worst["under_bound"] >= CLASS_COVERAGE},
+        "start_within_10min_brier": {
+            "value": median["start_within_10min_brier"],
+            **{name: methods[name]["start_within_10min_brier"]
+               for name in ("rolling", "zero_wait", "easy_walltime")},
+            "met": median["start_within_10min_brier"]
+            <= methods["rolling"]["start_within_10min_brier"]},
         "bound_width_s": {
             "value": width, "rolling_conformal": conformal_width,
             "met": width is not None and conformal_width is not None

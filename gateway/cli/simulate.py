@@ -201,6 +201,10 @@ def sites_table(summary: dict[str, Any]) -> Table:
     return table
 
 
+def _brier(score: float | None) -> str:
+    return "-" if score is None else f"{score:.3f}"
+
+
 def predictions_table(result: dict[str, Any]) -> Table:
     """Each method's hit rates on one log."""
     table = Table(title=f"Wait predictions on {result['log']} ({result['processors']:,} "
@@ -210,10 +214,12 @@ def predictions_table(result: dict[str, Any]) -> Table:
                           "the size x time-limit class of 1,000 jobs or more least often "
                           "under the bound; bound width: the 95% bound's median; "
                           "if_late, rolling_if_late: the wait of a job not started within "
-                          "10 min, scored on the jobs that waited over 10 min only")
+                          "10 min, scored on the jobs that waited over 10 min only; "
+                          "Brier: the mean squared error of P(start within 10 min), lower "
+                          "is better")
     table.add_column("method", no_wrap=True)
     for column in ("jobs", "predicted", "±10 min", "±1 h", "within 2x", "under bound",
-                   "worst class", "bound width"):
+                   "worst class", "bound width", "Brier"):
         table.add_column(column, justify="right")
     for name, scores in result["methods"].items():
         worst = scores.get("worst_class")
@@ -222,5 +228,6 @@ def predictions_table(result: dict[str, Any]) -> Table:
                       _share(scores["waited_over_10min"]["within_2x"]),
                       _share(scores.get("under_bound")),
                       _share(worst["under_bound"]) if worst else "-",
-                      duration(scores.get("median_bound_width_s")))
+                      duration(scores.get("median_bound_width_s")),
+                      _brier(scores.get("start_within_10min_brier")))
     return table

@@ -61,6 +61,7 @@ from gateway.scheduling.guest_ledger import GuestLedger, guest_work
 from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.prediction.runtime_predictor import RuntimeEstimate, RuntimePredictor
 from gateway.scheduling.prediction.staging_estimate import TransferRates, staging_seconds
+from gateway.scheduling.prediction.wait_points import wait_points
 from gateway.scheduling.prediction.wait_predictor import (
     JobClass,
     Key,
@@ -354,7 +355,9 @@ class SiteForecaster:
             basis += ", bound raised: the account's jobs ahead of it are held"
         staging = staging_seconds(site, dict(job.inputs), self.rates, state.cached,
                                   job.output_bytes)
-        quantiles = ((0.5, median), (history.quantile if history else 0.95, bound))
+        quantiles = wait_points(history.spread if history is not None else (),
+                                max(factor, 1.0), median,
+                                (history.quantile if history else 0.95, bound))
         return Forecast(median, bound, runtime.seconds, staging, quantiles,
                         f"{basis}; run time: {runtime.basis}", state.backlog, factor,
                         placed.walltime_start if self.mode == COMBINED else None,

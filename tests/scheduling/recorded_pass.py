@@ -3,6 +3,9 @@
 `test_recorded_pass.py` compares the pass with `data/recorded_pass.json.gz`, written by
 the router before its per-pass caches (forecasts shared by jobs alike, starts kept while a
 profile's reservations miss them): the caches must not move a decision or a forecast.
+Regenerated once since, when forecasts gained the wait history's spread (it moves the
+deadline policy's decisions), by the cached router after its pass had matched the first
+recording in every decision and forecast; every field of every forecast is recorded now.
 Jobs repeat (few users, applications, sizes and limits) so that the caches are hit, and
 sites get commits between repeats so that they are invalidated too. Regenerate only for
 a change that is meant to move decisions:
@@ -93,20 +96,9 @@ def run(seed: int = 27) -> list[Routing[JobNeed]]:
 
 
 def as_data(routed: list[Routing[JobNeed]]) -> list[dict[str, Any]]:
-    """Every decision and every candidate's forecast, JSON-ready (floats exact). The pass
-    keeps no guest ledger, so every site welcomes every job: `welcome` (newer than the
-    recording) is checked here and left out; so is `wait_if_late` (newer too: a class's
-    history answer, cached with the others, so the caches that keep it are the ones the
-    recording checks)."""
+    """Every decision and every candidate's forecast, JSON-ready (floats exact)."""
     data: list[dict[str, Any]] = json.loads(json.dumps(
         [{"job": r.job.key, **dataclasses.asdict(r.decision)} for r in routed]))
-    for decision in data:
-        for candidate in decision["candidates"]:
-            if candidate["forecast"] is not None:
-                forecast = candidate["forecast"]
-                assert forecast.pop("welcome") is True, decision["job"]
-                late = forecast.pop("wait_if_late")
-                assert late is None or late > 600.0, decision["job"]
     return data
 
 

@@ -82,6 +82,22 @@ def test_history_conditioned_on_the_projection_is_floored_too() -> None:
         "history site/projection/limit (100 waits) + live queue, floored by the live queue;")
 
 
+def test_the_chances_are_the_historys_while_the_queue_floors_the_median() -> None:
+    # The history above (waits of 0-9 s, ten each) and a queue that cannot start the job
+    # before 30 s: the median and the bound are 30 s, but P(start within t) below them is
+    # read from the history's deciles (rank ceil(p 101): 1, 2, 3, 4 s): a floor under
+    # every point made chances worse than a rolling window's share on three of the four
+    # shared logs. The deciles at or above the median fold into the bound.
+    waits = WaitPredictor()
+    for wait in range(100):
+        waits.observe(JobClass("a", "", 4, 100.0, 40.0), float(wait % 10))
+    forecast = SiteForecaster([SITE_A], waits, runtimes_of_60s()).forecast(JOB, "a")
+    assert (forecast.wait_median, forecast.wait_bound) == (30.0, 30.0)
+    assert forecast.wait_quantiles == ((0.1, 1.0), (0.2, 2.0), (0.3, 3.0), (0.4, 4.0),
+                                       (0.95, 30.0))
+    assert forecast.p_start_within(4.0) == 0.4 and forecast.p_start_within(30.0) == 0.95
+
+
 def test_modes_history_alone_and_projection_alone() -> None:
     waits = history_for_a()
     alone = SiteForecaster([SITE_A], waits, runtimes_of_60s(), mode=HISTORY).forecast(JOB, "a")

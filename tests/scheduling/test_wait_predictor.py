@@ -17,6 +17,7 @@ from gateway.scheduling.prediction.binomial import (
 )
 from gateway.scheduling.prediction.wait_history import WaitHistory
 from gateway.scheduling.prediction.wait_predictor import (
+    SPREAD,
     JobClass,
     WaitPredictor,
     limit_class,
@@ -372,6 +373,18 @@ def test_a_prediction_says_how_long_a_late_job_waits() -> None:
         fresh.observe(JobClass("b", "q", 4, 3600.0), 0.0)
     never = fresh.predict(JobClass("b", "q", 4, 3600.0))
     assert never is not None and never.if_late is None
+
+
+def test_the_spread_is_the_bound_classs_prediction_bounds_at_each_decile() -> None:
+    # 99 waits of 1..99 min: the prediction bound of level p is the rank ceil(p (n + 1))
+    # wait, p x 100 min; calibrated like the bound (no outcomes yet: as they are).
+    waits = WaitPredictor()
+    for minutes in range(99, 0, -1):  # never above the bound: no change point
+        waits.observe(JobClass("a", "q", 4, 3600.0), minutes * 60.0)
+    told = waits.predict(JobClass("a", "q", 4, 3600.0))
+    assert told is not None
+    assert told.spread == tuple((p, round(p * 100) * 60.0) for p in SPREAD)
+    assert told.upper_bound >= told.spread[-1][1]
 
 
 def test_prediction_key_drops_a_user_the_site_has_no_waits_of() -> None:

@@ -18,6 +18,10 @@ the same jobs (`prediction_scores` says what is counted):
   projection of the live queue, what `sbatch --test-only` answers), `rolling` (last 500
   waits of the job's size class: median and empirical p95) and `rolling_conformal` (the
   same window, its quantile level adapted by adaptive conformal inference);
+- the first part of the two-part forecast, P(start within 10 min), scored by its Brier
+  score for the forecaster's modes (`Forecast.p_start_within`) and three baselines:
+  `zero_wait` (certainty), `easy_walltime` (certainty when the projection says so) and
+  `rolling` (the window's share of waits up to 10 min);
 - the second part of the two-part forecast, `if_late` (production's wait if the job
   has not started within 10 min), and its baseline `rolling_if_late` (the median of the
   rolling window's waits over 10 min): scored on the jobs that waited over 10 min only,
@@ -99,18 +103,23 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
             forecaster.mode = mode
             made[mode] = forecast = forecaster.forecast(need, site)
             tallies[mode].score(wait, forecast.wait_median, forecast.wait_bound, where)
+            tallies[mode].score_chance(wait, forecast.p_start_within(TEN_MINUTES))
             points.append(forecast.wait_median)
         # Left in production's mode: what it tells, and how it records the job.
         forecaster.mode = COMBINED
         forecast = made[COMBINED]
         tallies["likely"].score(wait, forecast.wait_likely, forecast.wait_bound, where)
         tallies["zero_wait"].score(wait, 0.0, None, where)
+        tallies["zero_wait"].score_chance(wait, 1.0)
         projected = forecast.projected_wait
         tallies["easy_walltime"].score(wait, projected, projected, where)
+        tallies["easy_walltime"].score_chance(
+            wait, None if projected is None else float(projected <= TEN_MINUTES))
         baseline = rolling.predict(procs)
         rolling_median = baseline[0] if baseline else None
         tallies["rolling"].score(wait, rolling_median, baseline[1] if baseline else None,
                                  where)
+        tallies["rolling"].score_chance(wait, rolling.share_within(procs, TEN_MINUTES))
         bound = given[job.number] = conformal.bound(procs)
         tallies["rolling_conformal"].score(wait, rolling_median, bound, where)
         rolling_late = rolling.median_above(procs, TEN_MINUTES)

@@ -60,6 +60,8 @@ class Tally:
     long_within_2x: int = 0
     long_log_errors: list[float] = field(default_factory=list)
     classes: dict[Class, list[int]] = field(default_factory=dict)  # [jobs, under bound]
+    chances: int = 0
+    chance_errors: float = 0.0  # sum of squared errors (Brier)
 
     def score(self, wait: float, point: float | None, bound: float | None,
               where: Class = (0, -1)) -> None:
@@ -87,8 +89,16 @@ class Tally:
             self.long_within_2x += wait / 2.0 <= point <= wait * 2.0
             self.long_log_errors.append(abs(math.log1p(point) - math.log1p(wait)))
 
+    def score_chance(self, wait: float, chance: float | None) -> None:
+        """Count one job's P(start within 10 min): its squared error against what
+        happened (Brier); a missing chance counts as the worst, the opposite of it."""
+        happened = 1.0 if wait <= TEN_MINUTES else 0.0
+        self.chances += 1
+        self.chance_errors += 1.0 if chance is None else (chance - happened) ** 2
+
     def report(self) -> dict[str, Any]:
-        """Shares over all scored jobs (misses included); bound figures when it gave bounds."""
+        """Shares over all scored jobs (misses included); bound figures when it gave bounds;
+        the Brier score of P(start within 10 min) when it gave chances."""
         jobs = max(self.jobs, 1)
         report: dict[str, Any] = {
             "jobs": self.jobs,
@@ -102,6 +112,8 @@ class Tally:
                                          if self.long_log_errors else None),
             },
         }
+        if self.chances:
+            report["start_within_10min_brier"] = round(self.chance_errors / self.chances, 4)
         if not self.bounded:
             return report
         shares = {where: counts[1] / counts[0] for where, counts in self.classes.items()
@@ -143,6 +155,11 @@ class RollingBaseline:
             return None
         count = len(ordered)
         return ordered[max(0, min(count - 1, int(level * count)))]
+
+    def share_within(self, procs: int, seconds: float) -> float | None:
+        """The share of the bucket's waits no longer than `seconds` (None: it is empty)."""
+        ordered = self._sorted.get(size_class(procs))
+        return bisect_right(ordered, seconds) / len(ordered) if ordered else None
 
     def median_above(self, procs: int, threshold: float) -> float | None:
         """The median of the bucket's waits longer than `threshold` (None: none is)."""
