@@ -41,13 +41,14 @@ class WaitHistory:
         self._misses = 0
         self.change_points = 0
         self._likely: tuple[float, float] | None = None  # (tolerance, point) until an add
+        self._spread: tuple[tuple[float, ...], tuple[tuple[float, float], ...]] | None = None
 
     def __len__(self) -> int:
         return len(self._sorted)
 
     def add(self, wait: float) -> bool:
         """Record one observed wait; True when it completed a change point (history cut)."""
-        self._likely = None
+        self._likely = self._spread = None
         bound = self.upper_bound()
         if bound is not None and wait > bound:
             self._misses += 1
@@ -83,6 +84,15 @@ class WaitHistory:
         count = len(self._sorted)
         rank = prediction_rank(count, quantile) if count else None
         return None if rank is None else self._sorted[rank - 1]
+
+    def spread(self, levels: tuple[float, ...]) -> tuple[tuple[float, float], ...]:
+        """(level, `prediction_bound(level)`) for each level that has one; kept until the
+        next wait (a routing pass asks for the same class's again and again)."""
+        if self._spread is None or self._spread[0] != levels:
+            self._spread = (levels, tuple(
+                (level, bound) for level in levels
+                if (bound := self.prediction_bound(level)) is not None))
+        return self._spread[1]
 
     def median(self) -> float | None:
         """Median estimate: the order statistic that is above the median with probability 1/2."""

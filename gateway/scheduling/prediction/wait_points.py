@@ -14,19 +14,42 @@ def wait_points(spread: tuple[Quantile, ...], factor: float, median: float,
     waits the highest probability stands (`Forecast.p_start_within` reads the points).
 
     The live queue floors the median only: it stops a pass herding jobs onto one site,
-    and as jobs commit there the median (and so the chance of the later times) moves; a
-    floor under every point made the chances worse than a rolling window's share (the
-    projection's starts come late: jobs end before their predicted run times).
+    and as jobs commit there the median (and so the chance of the later times) moves.
+    Floored too, the points gave chances worse than a rolling window's share (KTH: Brier
+    0.271 against 0.216; 0.196 as they are).
     """
+    # One loop, no calls: a routing pass makes one per job and site. Each point replaces
+    # the one before when its wait is no longer (the higher probability stands).
     quantile, top = bound
-    shown = [(p, min((1.0 + wait) * factor - 1.0, median)) for p, wait in spread if p < 0.5]
-    shown.append((0.5, median))
-    shown += [(p, min(max((1.0 + wait) * factor - 1.0, median), top)) for p, wait in spread
-              if 0.5 < p < quantile]
-    shown.append(bound)
     points: list[Quantile] = []
-    for point in shown:  # waits never decrease along `shown`
-        if points and point[1] <= points[-1][1]:
+    below = True  # still under p = 0.5, where the median goes
+    for p, wait in spread:
+        if p >= quantile:
+            break
+        if below and p >= 0.5:
+            below = False
+            if points and points[-1][1] >= median:
+                points.pop()
+            points.append((0.5, median))
+            if p == 0.5:
+                continue
+        if factor != 1.0:
+            wait = (1.0 + wait) * factor - 1.0
+        if below:  # min(wait, median), min(max(wait, median), top): no calls
+            if wait > median:
+                wait = median
+        elif wait < median:
+            wait = median
+        elif wait > top:
+            wait = top
+        if points and wait <= points[-1][1]:
             points.pop()
-        points.append(point)
+        points.append((p, wait))
+    if below:
+        if points and points[-1][1] >= median:
+            points.pop()
+        points.append((0.5, median))
+    if points and points[-1][1] >= top:
+        points.pop()
+    points.append(bound)
     return tuple(points)

@@ -90,10 +90,10 @@ LEVELS = (
     "site/queue",
     "site",
 )
-# Median sources: every bound class, the user's, the size bucket of the naive baseline,
-# and short windows (QBETS's minimum history) that follow a changing queue faster.
 # The probabilities of the spread's points: the deciles below the bound's quantile.
 SPREAD = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+# Median sources: every bound class, the user's, the size bucket of the naive baseline,
+# and short windows (QBETS's minimum history) that follow a changing queue faster.
 RECENT_LEVELS = ("recent site/user", "recent site/projection", "recent site")
 MEDIAN_LEVELS = (*LEVELS, "site/user", "site/size", *RECENT_LEVELS)
 
@@ -335,8 +335,9 @@ class WaitPredictor:
         assert median is not None and likely is not None  # answering histories hold waits
         scale = self.scale(job.site) * self.lift(job)
         bound = max((1.0 + raw) * scale - 1.0, median, 0.0)
-        spread = tuple((p, max((1.0 + wait) * scale - 1.0, 0.0)) for p in SPREAD
-                       if (wait := history.prediction_bound(p)) is not None)
+        spread = history.spread(SPREAD)
+        if scale != 1.0:
+            spread = tuple((p, max((1.0 + wait) * scale - 1.0, 0.0)) for p, wait in spread)
         return WaitPrediction(median, bound, self.quantile, self.confidence, level,
                               len(history), median_level, likely, self._if_late(keys, level),
                               spread)
