@@ -11,7 +11,9 @@ could not predict counts as a miss everywhere):
   error of log(1 + wait);
 - the bound: the share of waits under it and its median width, overall and per
   size x time-limit class (log2 processors x log2 minutes; the classes of at least
-  `CLASS_MINIMUM` jobs are reported, so an average cannot hide a class it fails).
+  `CLASS_MINIMUM` jobs are reported, so an average cannot hide a class it fails);
+- a chance of starting within 10 min, when the method gives one: its Brier score (the
+  mean squared error against what happened; a missing chance counts as the worst).
 
 The baselines: `RollingBaseline` (median and empirical p95 of the last 500 waits in the
 job's log2(processors) bucket: the naive figures of the shared traces' README) and
