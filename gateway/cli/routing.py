@@ -58,7 +58,8 @@ def candidates_table(decision: EstimateOut) -> Grid:
         if deadline:
             p = c["p_deadline"]
             row.append(Text("-" if p is None else f"{p:.0%}"))
-        reason = c["excluded"] if c["excluded"] is not None else (f["basis"] if f else "-")
+        reason = (c["excluded"] if c["excluded"] is not None else f["basis"] if f
+                  else unforecast(c))
         if c["excluded"] is None and "image" in c:
             reason += f"; {c['image']}"
         if "caution" in c:
@@ -66,6 +67,14 @@ def candidates_table(decision: EstimateOut) -> Grid:
         row.append(Text(reason))
         table.add_row(*row)
     return table
+
+
+def unforecast(candidate: CandidateOut) -> str:
+    """Why an open site has no forecast: routing ranked only the sites that could come
+    first (and the runner-up), and this one cannot finish the job before them."""
+    bound = candidate.get("not_before")
+    return "-" if bound is None else (f"not forecast: it cannot finish here within "
+                                      f"{render.duration(bound)}, after the leaders")
 
 
 def _run_time(seconds: float | None) -> str:

@@ -125,8 +125,8 @@ class _Site:
     per kind of job its last forecast there (`_Made`), and each account's own queue there
     (`account_queue.py`), read from the snapshot when first asked."""
 
-    __slots__ = ("_accounts", "_queue", "backlog", "cached", "forecasts", "likely", "name",
-                 "processors", "walltime")
+    __slots__ = ("_accounts", "_queue", "backlog", "cached", "floors", "forecasts", "likely",
+                 "name", "processors", "walltime")
 
     def __init__(self, state: SiteState, profiles: Profiles | None = None) -> None:
         queue = state.queue
@@ -140,6 +140,9 @@ class _Site:
         work += sum(procs * predicted for procs, predicted, _ in queue.queued)
         self.backlog = work / queue.processors
         self.forecasts: dict[_Kind, _Made] = {}
+        # Per kind of job, the last lower bound found on its completion here (it stays
+        # one: commits only delay starts), `SiteForecaster.earliest_completion`.
+        self.floors: dict[_Kind, float] = {}
         self._queue = queue
         self._accounts: dict[str, AccountQueue] | None = None
 
@@ -254,6 +257,37 @@ class SiteForecaster:
         if key not in self._predictions:
             self._predictions[key] = self.waits.predict(known)
         return self._predictions[key]
+
+    def earliest_completion(self, job: JobNeed, site: str, walk: bool = False) -> float:
+        """A lower bound on the median completion of the job's forecast at `site`, now and
+        after any later commit this pass: staging, then a lower bound on the job's start on
+        the site's likely profile (starts only move later as jobs commit), then the run.
+        Without `walk`, the last bound found for the job's kind there, else one from the
+        profile's floor (`QueueProfile.start_floor`); with it, the start itself (a walk
+        of the profile, which the forecast then reuses). 0 in `HISTORY` mode, whose
+        median the queue does not floor."""
+        if self.mode == HISTORY:
+            return 0.0
+        state = self._sites[site]
+        kind = self._kind_of(job)
+        if not walk:
+            known = state.floors.get(kind)
+            if known is not None:
+                return known
+        made = state.forecasts.get(kind)
+        if made is not None:
+            staging = made.forecast.staging
+        elif job.inputs or job.output_bytes:
+            staging = staging_seconds(site, dict(job.inputs), self.rates, state.cached,
+                                      job.output_bytes)
+        else:
+            staging = 0.0
+        runtime = self.runtime(job, site).seconds
+        start = (state.likely.earliest_start if walk else state.likely.start_floor)(
+            job.procs, runtime)
+        # Summed in `Forecast.completion`'s order, so that a tie is never a bound above.
+        bound = state.floors[kind] = staging + start + runtime
+        return bound
 
     def forecast(self, job: JobNeed, site: str) -> Forecast:
         """The job's forecast at `site`, counting every job committed this pass, marked

@@ -16,6 +16,7 @@ each other and do not all pile onto the site that looked idle at the start. Prod
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -129,12 +130,22 @@ class Candidate:
     # where its owner's jobs ran last in production). A job leaves home only for a gain
     # its forecasts can vouch for (policies/home_guard.py).
     home: bool = False
+    # Open but not forecast: the job cannot finish here before this (seconds from now,
+    # `Forecaster.earliest_completion`), later than the sites a pruning policy ranks
+    # first and second (`route_pass`); None for every other candidate.
+    not_before: float | None = None
 
     def forecast_at(self, forecast: Forecast) -> Candidate:
         """This candidate with `forecast`: `dataclasses.replace`, at a tenth of its cost
         (a routing pass makes one per job and site)."""
         return Candidate(self.site, self.excluded, forecast, self.quote_milli, self.image,
                          self.caution, self.home)
+
+    def not_forecast(self, bound: float) -> Candidate:
+        """This open candidate left unforecast: the job finishes here no sooner than
+        `bound` s from now."""
+        return Candidate(self.site, self.excluded, None, self.quote_milli, self.image,
+                         self.caution, self.home, bound)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,15 +167,19 @@ def rank(candidates: Iterable[Candidate], policy: str = registry.DEFAULT, hedge:
 
     `deadline` (seconds from now) is required by a policy whose deadline rule says so
     (`deadline`), optional under `cheapest` and ignored by the others. A candidate
-    neither excluded nor forecast is a caller's error.
+    neither excluded nor forecast is a caller's error, unless the policy prunes and it
+    says when the job could finish there at the soonest (`not_before`, see `route_pass`):
+    such candidates follow the ranked ones, soonest first.
     """
     ranker = registry.policy(policy)  # ValueError: unknown routing policy
     if hedge < 1:
         raise ValueError("hedge must be at least 1")
     given = list(candidates)
     excluded = [c for c in given if c.excluded is not None]
-    open_ = [c for c in given if c.excluded is None]
-    if any(c.forecast is None for c in open_):
+    open_ = [c for c in given if c.excluded is None and c.forecast is not None]
+    unforecast = [c for c in given if c.excluded is None and c.forecast is None]
+    if unforecast and (not ranker.prunes or hedge > 1 or not open_
+                       or any(c.not_before is None for c in unforecast)):
         raise ValueError("every candidate not excluded needs a forecast")
     if ranker.deadline_rule is DeadlineRule.REQUIRED and deadline is None:
         raise ValueError(f"the {policy} policy needs a deadline")
@@ -173,7 +188,14 @@ def rank(candidates: Iterable[Candidate], policy: str = registry.DEFAULT, hedge:
     why = _why(ranker, ordered, excluded, chosen, deadline)
     if ordered and ordered[0].caution is not None:
         why = f"{why[:-1]}; {ordered[0].caution}."
-    return Decision(policy, chosen, tuple(ordered + excluded), why)
+    unforecast.sort(key=_not_before)
+    return Decision(policy, chosen, tuple(ordered + unforecast + excluded), why)
+
+
+def _not_before(candidate: Candidate) -> float:
+    bound = candidate.not_before
+    assert bound is not None
+    return bound
 
 
 def _why(ranker: RoutingPolicy, ordered: Sequence[Candidate], excluded: Sequence[Candidate],
@@ -206,6 +228,12 @@ class Forecaster(Protocol[JobT_contra]):
         """The job will queue at `site`: later forecasts there must count it."""
         ...
 
+    def earliest_completion(self, job: JobT_contra, site: str, walk: bool = False) -> float:
+        """A lower bound on `forecast(job, site).completion`, now and after any later
+        commit (0: none known): much cheaper than the forecast; with `walk`, tighter
+        and dearer, what the forecast would do first."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Routing(Generic[JobT]):
@@ -225,15 +253,88 @@ def route_pass(jobs: Iterable[JobT], exclusions: Callable[[JobT], Sequence[Candi
     constraint rules it out (no forecast yet) and its quote where it was priced;
     `policy_of(job)` gives (policy, hedge, deadline in seconds from now). The chosen
     sites are committed to the forecaster before the next job is ranked.
+
+    Under a policy that prunes (`fastest`) with no hedge, only the sites that could
+    come first or second are forecast (`_best_first`); the others are left unforecast
+    with their bound (`Candidate.not_before`). The decision, its sentence and every
+    forecast given are those of forecasting every site.
     """
     routed = []
     for job in jobs:
         policy, hedge, deadline = policy_of(job)
-        candidates = [c if c.excluded is not None
-                      else c.forecast_at(forecaster.forecast(job, c.site))
-                      for c in exclusions(job)]
+        if hedge == 1 and registry.policy(policy).prunes:
+            candidates = _best_first(job, exclusions(job), forecaster)
+        else:
+            candidates = [c if c.excluded is not None
+                          else c.forecast_at(forecaster.forecast(job, c.site))
+                          for c in exclusions(job)]
         decision = rank(candidates, policy, hedge, deadline)
         for site in decision.chosen:
             forecaster.commit(job, site)
         routed.append(Routing(job, decision))
     return routed
+
+
+def forecast_every_site(candidates: Iterable[Candidate], job: JobT,
+                        forecaster: Forecaster[JobT]) -> list[Candidate]:
+    """`candidates` with a forecast at every open site a pass left unforecast: to rank
+    them again without a site (one of those left may then come first)."""
+    return [c.forecast_at(forecaster.forecast(job, c.site)) if c.not_before is not None
+            else c for c in candidates]
+
+
+def _best_first(job: JobT, given: Sequence[Candidate], forecaster: Forecaster[JobT]
+                ) -> list[Candidate]:
+    """`given` with a forecast at every open site that could be ranked first or second
+    under a pruning policy (the order of `fastest_key`, then the home guard), the others
+    left unforecast with their bound.
+
+    Home is forecast first; then the other open sites in the order of their bounds
+    (`Forecaster.earliest_completion`), until a bound exceeds what the head of the
+    ranking can reach: the second soonest completion among those forecast without a
+    home; with one, the second soonest welcome completion (at most home's) while a
+    welcome site beats home, else home's completion or the soonest away, whichever is
+    later. A site past that finishes later than every site that could lead, follow
+    the leader, or make its sentence (a site sooner than the leader that does not
+    welcome the job), so ranking it changes nothing that a decision says.
+    """
+    slots = list(given)
+    home = next((i for i, c in enumerate(slots) if c.home and c.excluded is None), None)
+    home_completion = math.inf
+    if home is not None:
+        forecast = forecaster.forecast(job, slots[home].site)
+        slots[home] = slots[home].forecast_at(forecast)
+        home_completion = forecast.completion
+    bounds = sorted((forecaster.earliest_completion(job, c.site), i)
+                    for i, c in enumerate(slots) if c.excluded is None and i != home)
+    away = [math.inf, math.inf]  # the two soonest completions away, then welcome ones
+    welcome = [math.inf, math.inf]
+    threshold = math.inf
+    for n, (bound, i) in enumerate(bounds):
+        if bound > threshold:
+            for bound, i in bounds[n:]:
+                slots[i] = slots[i].not_forecast(bound)
+            break
+        walked = forecaster.earliest_completion(job, slots[i].site, walk=True)
+        if walked > threshold:
+            slots[i] = slots[i].not_forecast(walked)
+            continue
+        forecast = forecaster.forecast(job, slots[i].site)
+        slots[i] = slots[i].forecast_at(forecast)
+        _two_soonest(away, forecast.completion)
+        if forecast.welcome:
+            _two_soonest(welcome, forecast.completion)
+        if home is None:
+            threshold = away[1]
+        elif welcome[0] < home_completion:
+            threshold = min(home_completion, welcome[1])
+        else:
+            threshold = max(home_completion, away[0])
+    return slots
+
+
+def _two_soonest(soonest: list[float], completion: float) -> None:
+    if completion < soonest[1]:
+        soonest[1] = completion
+        if completion < soonest[0]:
+            soonest[0], soonest[1] = completion, soonest[0]

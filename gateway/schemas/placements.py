@@ -73,6 +73,10 @@ class CandidateOut(TypedDict):
     # True for the job's home (where its owner's jobs ran last): a job leaves it only
     # when the gain clears the forecasts' uncertainty; absent else.
     home: NotRequired[bool]
+    # Open but not forecast: routing ranked the sites that could come first or second
+    # and this one cannot finish the job before this many seconds from the decision,
+    # later than they do (`fastest` without a hedge, in a routing pass); absent else.
+    not_before: NotRequired[float]
 
 
 class EstimateOut(TypedDict):

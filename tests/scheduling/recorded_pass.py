@@ -22,6 +22,7 @@ import random
 from typing import Any
 
 from gateway.scheduling.forecaster import SiteForecaster
+from gateway.scheduling.guest_ledger import GuestLedger
 from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.staging_estimate import TransferRates
@@ -48,7 +49,8 @@ def _queue(rng: random.Random, processors: int) -> QueueState:
     return QueueState(processors, running, queued)
 
 
-def federation(seed: int = 27) -> tuple[SiteForecaster, list[JobNeed], dict[str, int]]:
+def federation(seed: int = 27, make: type[SiteForecaster] = SiteForecaster,
+               guests: bool = False) -> tuple[SiteForecaster, list[JobNeed], dict[str, int]]:
     """The forecaster, the pending jobs (oldest first) and each site's processors."""
     rng = random.Random(seed)
     names = [f"s{i}" for i in range(SITES)]
@@ -73,18 +75,31 @@ def federation(seed: int = 27) -> tuple[SiteForecaster, list[JobNeed], dict[str,
         inputs = (("site://data/big", 5_000_000_000),) if rng.random() < 0.2 else ()
         jobs.append(JobNeed(rng.choice(USERS), rng.choice(APPS), rng.choice(SIZES),
                             rng.choice(LIMITS), "batch", inputs,
-                            0 if rng.random() < 0.8 else 1_000_000_000, key=f"j{index}"))
-    forecaster = SiteForecaster(sites, waits, runtimes, rates, outcomes=outcomes)
+                            0 if rng.random() < 0.8 else 1_000_000_000, key=f"j{index}",
+                            home=names[index % len(names)] if guests else None))
+    forecaster = make(sites, waits, runtimes, rates, outcomes=outcomes,
+                      ledger=GuestLedger() if guests else None)
     return forecaster, jobs, {site.name: site.queue.processors for site in sites}
 
 
-def run(seed: int = 27) -> list[Routing[JobNeed]]:
-    """The pass over `federation(seed)`: hard constraints, quotes, homes, policies."""
-    forecaster, jobs, size = federation(seed)
+class Unbounded(SiteForecaster):
+    """The forecaster without bounds (0 everywhere): a pass then forecasts every site."""
+
+    def earliest_completion(self, job: JobNeed, site: str, walk: bool = False) -> float:
+        return 0.0
+
+
+def run(seed: int = 27, policy: str | None = None, bounds: bool = True,
+        guests: bool = False) -> list[Routing[JobNeed]]:
+    """The pass over `federation(seed)`: hard constraints, quotes, homes, policies (or
+    every job under `policy`, without a hedge); `bounds` False: no site left unforecast;
+    `guests`: a guest ledger, each job's home its own (sites may not welcome it)."""
+    forecaster, jobs, size = federation(seed, SiteForecaster if bounds else Unbounded,
+                                        guests)
     names = list(size)
 
     def exclusions(job: JobNeed) -> list[Candidate]:
-        home = names[int(job.key[1:]) % len(names)]
+        home = names[int(job.key[1:]) % len(names)]  # = job.home with `guests`
         return [Candidate(name, "too small" if job.procs > size[name]
                           else "banned" if (name, job.user) == ("s4", "bob") else None,
                           quote_milli=None if name == "s5" else 1000 + 37 * i * job.procs,
@@ -92,7 +107,8 @@ def run(seed: int = 27) -> list[Routing[JobNeed]]:
                 for i, name in enumerate(names)]
 
     return route_pass(jobs, exclusions, forecaster,
-                      lambda job: POLICIES[int(job.key[1:]) % len(POLICIES)])
+                      lambda job: POLICIES[int(job.key[1:]) % len(POLICIES)]
+                      if policy is None else (policy, 1, None))
 
 
 def as_data(routed: list[Routing[JobNeed]]) -> list[dict[str, Any]]:

@@ -9,8 +9,15 @@ import pytest
 from gateway.scheduling.policies.cheapest import CHEAPEST
 from gateway.scheduling.policies.deadline import DEADLINE
 from gateway.scheduling.policies.fastest import FASTEST
-from gateway.scheduling.ranking import Candidate, Forecast, rank, route_pass
+from gateway.scheduling.ranking import (
+    Candidate,
+    Forecast,
+    forecast_every_site,
+    rank,
+    route_pass,
+)
 from gateway.services.routing.decisions import forecast_out
+from tests.scheduling import recorded_pass
 
 
 def fc(wait: float, bound: float, runtime: float = 100.0, staging: float = 0.0) -> Forecast:
@@ -197,6 +204,9 @@ class QueueLength:
     def commit(self, job: float, site: str) -> None:
         self.load[site] += job
 
+    def earliest_completion(self, job: float, site: str, walk: bool = False) -> float:
+        return self.load[site] + job
+
 
 def test_route_pass_jobs_see_each_others_load() -> None:
     routed = route_pass([100.0, 100.0, 100.0],
@@ -211,8 +221,10 @@ def test_forecast_at_keeps_every_other_field() -> None:
     given = Candidate("a", None, None, 1200, "img", "last resort", True)
     forecast = Forecast(1.0, 2.0, 3.0, 4.0)
     assert given.forecast_at(forecast) == dataclasses.replace(given, forecast=forecast)
+    assert given.not_forecast(9.0) == dataclasses.replace(given, not_before=9.0)
     assert [f.name for f in dataclasses.fields(Candidate)] == [
-        "site", "excluded", "forecast", "quote_milli", "image", "caution", "home"]
+        "site", "excluded", "forecast", "quote_milli", "image", "caution", "home",
+        "not_before"]
 
 
 def test_with_backlog_keeps_every_other_field() -> None:
@@ -229,3 +241,93 @@ def test_the_wait_if_late_is_sent_only_when_known() -> None:
     told = Forecast(60.0, 9000.0, 10.0, 0.0, wait_likely=600.0, wait_if_late=7200.0)
     assert forecast_out(told)["wait_if_late"] == 7200.0
     assert "wait_if_late" not in forecast_out(dataclasses.replace(told, wait_if_late=None))
+
+
+class Fixed:
+    """A forecaster of fixed forecasts per site, counting what it was asked; its bound is
+    the forecast's own completion (the tightest a forecaster may give)."""
+
+    def __init__(self, forecasts: dict[str, Forecast]) -> None:
+        self.forecasts = forecasts
+        self.asked: list[str] = []
+
+    def forecast(self, job: float, site: str) -> Forecast:
+        self.asked.append(site)
+        return self.forecasts[site]
+
+    def commit(self, job: float, site: str) -> None:
+        pass
+
+    def earliest_completion(self, job: float, site: str, walk: bool = False) -> float:
+        return self.forecasts[site].completion
+
+
+def test_fastest_forecasts_only_the_sites_that_can_lead_or_follow() -> None:
+    sites = {"a": fc(500, 900), "b": fc(60, 300), "c": fc(200, 400), "d": fc(9000, 9999),
+             "e": fc(0, 0, runtime=99_000)}
+    forecaster = Fixed(sites)
+    [routed] = route_pass([1.0], lambda job: [Candidate(s) for s in sites], forecaster,
+                          lambda job: (FASTEST, 1, None))
+    decision = routed.decision
+    assert decision.chosen == ("b",)
+    assert sorted(forecaster.asked) == ["b", "c"]  # the leader and the runner-up
+    assert [(c.site, c.forecast is not None, c.not_before) for c in decision.candidates] == [
+        ("b", True, None), ("c", True, None), ("a", False, 600.0), ("d", False, 9100.0),
+        ("e", False, 99_000.0)]
+    assert decision == dataclasses.replace(
+        rank([Candidate(s, forecast=f) for s, f in sites.items()]),
+        candidates=decision.candidates)
+    # Ranked again without the leader (its project can no longer pay there), the sites
+    # left unforecast are forecast first: 'a' follows 'c'.
+    again = rank([dataclasses.replace(c, excluded="spent", forecast=None) if c.site == "b"
+                  else c for c in forecast_every_site(decision.candidates, 1.0, forecaster)])
+    assert again.chosen == ("c",) and "next best 'a'" in again.why
+
+
+def test_home_and_every_site_sooner_than_it_are_forecast() -> None:
+    # Home finishes at 2,100 s; 'x' clears it. Every site that might come before home
+    # must be known: 'y' (sooner than home, not than 'x') is the runner-up.
+    sites = {"home": fc(2000, 2500), "x": fc(100, 150), "y": fc(1500, 1900),
+             "z": fc(5000, 6000)}
+    forecaster = Fixed(sites)
+    [routed] = route_pass([1.0], lambda job: [Candidate(s, home=s == "home") for s in sites],
+                          forecaster, lambda job: (FASTEST, 1, None))
+    assert routed.decision.chosen == ("x",)
+    assert "next best 'y'" in routed.decision.why
+    assert sorted(forecaster.asked) == ["home", "x", "y"]
+
+
+def test_no_pruning_with_a_hedge_or_another_policy() -> None:
+    sites = {"a": fc(500, 900), "b": fc(60, 300), "c": fc(200, 400)}
+    for policy, hedge in ((FASTEST, 2), (CHEAPEST, 1)):
+        forecaster = Fixed(sites)
+        route_pass([1.0], lambda job: [Candidate(s, quote_milli=1) for s in sites],
+                   forecaster, lambda job, p=policy, h=hedge: (p, h, None))
+        assert sorted(forecaster.asked) == ["a", "b", "c"]
+    left = [Candidate("a", forecast=fc(1, 2)), Candidate("b").not_forecast(500.0)]
+    assert rank(left).chosen == ("a",)
+    for policy, hedge in ((FASTEST, 2), (CHEAPEST, 1)):
+        with pytest.raises(ValueError, match="needs a forecast"):
+            rank(left, policy, hedge)
+
+
+def test_pruned_passes_decide_as_forecasting_every_site() -> None:
+    # Six random federations (homes, hard constraints, sites with history and without;
+    # half with guests some sites do not welcome): the pass that prunes and one whose
+    # bounds prune nothing (0) decide alike, word for word.
+    unwelcome = 0
+    for seed in range(6):
+        guests = seed % 2 == 1
+        pruned = recorded_pass.run(seed, FASTEST, guests=guests)
+        everything = recorded_pass.run(seed, FASTEST, bounds=False, guests=guests)
+        unwelcome += sum(not c.forecast.welcome for r in everything
+                         for c in r.decision.candidates if c.forecast)
+        left = 0
+        for a, b in zip(pruned, everything, strict=True):
+            assert (a.decision.chosen, a.decision.why) == (b.decision.chosen, b.decision.why)
+            forecast = {c.site: c.forecast for c in a.decision.candidates if c.forecast}
+            assert forecast == {c.site: c.forecast for c in b.decision.candidates
+                                if c.site in forecast}
+            left += sum(c.not_before is not None for c in a.decision.candidates)
+        assert left > 1000, (seed, left)
+    assert unwelcome > 100, unwelcome

@@ -83,6 +83,9 @@ class _Recording:
         self._medians[job.key, site] = forecast.uncalibrated_median
         return forecast
 
+    def earliest_completion(self, job: JobNeed, site: str, walk: bool = False) -> float:
+        return self.inner.earliest_completion(job, site, walk)
+
     def commit(self, job: JobNeed, site: str) -> None:
         # Before `commit`: it places the job, and the placement would then count it. The
         # class and the answer are the production forecaster's own (`job_class`).

@@ -35,6 +35,10 @@ class RoutingPolicy(Protocol):
     # The policy of a job that names its site (one candidate, nothing to weigh); a spec
     # names a site exactly when its policy pins.
     pins: bool = False
+    # Orders by `common.fastest_key` under the home guard and its sentence reads only the
+    # first two sites (and any site sooner than the first): a routing pass need not
+    # forecast a site that cannot finish before them (`ranking.route_pass`).
+    prunes: bool = False
 
     def order(self, open_: Sequence[Candidate], deadline: float | None) -> list[Candidate]:
         """Every candidate of `open_` (none excluded, each forecast), best first.

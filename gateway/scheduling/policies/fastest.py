@@ -22,6 +22,7 @@ class Fastest(RoutingPolicy):
 
     name = FASTEST
     summary = "the site with the earliest predicted completion"
+    prunes = True
 
     def order(self, open_: Sequence[Candidate], deadline: float | None) -> list[Candidate]:
         """Earliest predicted completion first, home first unless the leader clears it."""

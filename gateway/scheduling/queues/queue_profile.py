@@ -169,6 +169,8 @@ class QueueProfile:
         # while it stays the same, every answer does (read per candidate: no property).
         self.changes = 0
         self._kept: dict[tuple[int, float], tuple[float, int]] = {}
+        # Per job size: the first instant it fits, and `changes` when found (start_floor).
+        self._fits: dict[int, tuple[float, int]] = {}
 
     @classmethod
     def project(cls, state: QueueState, limits_as_runtimes: bool = False) -> QueueProfile:
@@ -251,6 +253,38 @@ class QueueProfile:
             known[1].insert(index, start)
         self._kept[procs, runtime] = (start, len(self._taken))
         return start - self._origin
+
+    def start_floor(self, procs: int, runtime: float) -> float:
+        """A lower bound on `earliest_start(procs, runtime)`, now and after any later
+        reservation or advance (they only take processors): the later of the first
+        instant with `procs` free (kept per size, walked on from where it was when the
+        profile changed) and the last answer for this size and a run time no longer."""
+        fit = self._fits.get(procs)
+        if fit is None or fit[1] != self.changes:
+            fit = self._fits[procs] = (self._first_fit(procs, fit[0] if fit else 0.0),
+                                       self.changes)
+        floor = fit[0]
+        kept = self._kept.get((procs, runtime))
+        if kept is not None:
+            floor = max(floor, kept[0])
+        else:
+            known = self._answers.get(procs)
+            if known is not None:
+                index = bisect_right(known[0], runtime) - 1
+                if index >= 0:
+                    floor = max(floor, known[1][index])
+        return max(floor - self._origin, 0.0)
+
+    def _first_fit(self, procs: int, since: float) -> float:
+        """The first breakpoint from `since` on with `procs` free (breakpoints' clock)."""
+        for b in range(max(bisect_right(self._firsts, since) - 1, 0), len(self._times)):
+            if self._hi[b] >= procs:
+                times, free = self._times[b], self._free[b]
+                for i in range(bisect_right(times, since) - 1 if times[0] <= since else 0,
+                               len(times)):
+                    if free[i] >= procs:
+                        return max(times[i], since)
+        raise ValueError("the profile never frees enough processors")
 
     def _still(self, start: float, end: float, checked: int) -> bool:
         """Whether no interval taken after the first `checked` comes within a microsecond

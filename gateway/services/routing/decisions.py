@@ -55,6 +55,8 @@ def candidate_out(candidate: Candidate, deadline_in: float | None) -> CandidateO
         out["caution"] = candidate.caution
     if candidate.home:
         out["home"] = True
+    if candidate.not_before is not None:
+        out["not_before"] = candidate.not_before
     return out
 
 

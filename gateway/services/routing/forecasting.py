@@ -98,6 +98,10 @@ class PassForecaster:
         """The job will queue at `site`."""
         self.inner.commit(self.needs[job.job_id], site)
 
+    def earliest_completion(self, job: Pending, site: str, walk: bool = False) -> float:
+        """A lower bound on the job's median completion at `site` (see SiteForecaster)."""
+        return self.inner.earliest_completion(self.needs[job.job_id], site, walk)
+
 
 def recorded_class(start: StartedAttempt, given: GivenForecast | None) -> JobClass:
     """The class a started job's wait is recorded in: the one the forecaster gave it when

@@ -59,6 +59,7 @@ from gateway.scheduling.ranking import (
     Decision,
     Forecaster,
     Routing,
+    forecast_every_site,
     rank,
     route_pass,
 )
@@ -314,14 +315,14 @@ def route_pending(session: Session, registry: SiteRegistry,
         screened[job.job_id] = screen_all(job.view, views)
         return _at_home([s.candidate for s in screened[job.job_id]], homes.get(job.owner_id))
 
-    routed = route_pass(pending, exclusions, make_forecaster(session, registry, pending, now),
-                        lambda job: _policy(job.spec, now))
+    forecaster = make_forecaster(session, registry, pending, now)
+    routed = route_pass(pending, exclusions, forecaster, lambda job: _policy(job.spec, now))
     decided = []
     for routing in routed:
         job = by_id[routing.job.job_id]
         if books is not None and routing.decision.chosen:
             routing = Routing(routing.job, _drawn(session, books.payers[job.project_id],
-                                                  routing, actor, now))
+                                                  routing, forecaster, actor, now))
         if routing.decision.chosen:
             decided.append(_place(session, job, routing, actor, now))
         elif all(s.lasting for s in screened[job.id]):
@@ -337,14 +338,14 @@ def route_pending(session: Session, registry: SiteRegistry,
     return PassResult(len(decided), failed)
 
 
-def _drawn(session: Session, payer: Payer, routing: Routing[Pending], actor: str,
-           now: datetime) -> Decision:
+def _drawn(session: Session, payer: Payer, routing: Routing[Pending],
+           forecaster: Forecaster[Pending], actor: str, now: datetime) -> Decision:
     """The decision once the job's lien is drawn again for it: a chosen site its project
     can no longer pay at (another job of this pass may have spent the funds) is excluded
-    for this pass and the job ranked again without it (against the forecasts of the pass:
-    the load it was committed with stays counted, and so does its guest-ledger entry, a
-    rare error the next pass corrects from the placements); no choice left, and the job
-    waits, saying why."""
+    for this pass and the job ranked again without it (against the forecasts of the pass,
+    the sites it left unforecast forecast now: the load it was committed with stays
+    counted, and so does its guest-ledger entry, a rare error the next pass corrects from
+    the placements); no choice left, and the job waits, saying why."""
     job, decision = routing.job, routing.decision
     policy, hedge, deadline = _policy(job.spec, now)
     quoted = job.view.quotes  # the bank on: every open site was priced (else excluded)
@@ -359,7 +360,9 @@ def _drawn(session: Session, payer: Payer, routing: Routing[Pending], actor: str
         if refused is None:
             return decision
         decision = rank([replace(c, excluded=refused, forecast=None) if c.site == dearest
-                         else c for c in decision.candidates], policy, hedge, deadline)
+                         else c for c in forecast_every_site(decision.candidates, job,
+                                                             forecaster)],
+                        policy, hedge, deadline)
     return decision
 
 

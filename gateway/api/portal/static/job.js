@@ -97,7 +97,8 @@ async function loadPlacement() {
       el("td", {}, f ? duration(f.wait_bound) : "—"),
       el("td", {}, f ? duration(f.runtime) : "—"),
       el("td", {}, f ? duration(f.staging) : "—"),
-      el("td", {}, c.excluded || c.caution || ""));
+      el("td", {}, c.excluded || c.caution || (c.not_before != null
+        ? `not forecast: it cannot finish here within ${duration(c.not_before)}` : "")));
   });
   document.querySelector("#placement tbody").replaceChildren(...rows);
 }
