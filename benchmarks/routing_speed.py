@@ -18,11 +18,12 @@ small for a job is excluded, as the hard constraints would.
 - `route_pass_40_sites`: the same pass over 40 snapshot sites (10 per log; issue 27
   target: under 1 s), with the same baselines.
 
-Each pass also gives its `ceiling` (`ceiling()`): what ranking every site for every job
-costs at least with forecasts kept per kind of job until their site changes, measured
-on the pass itself; and its `floor` (`floor()`): what the pass's shape costs before any
-forecast (a candidate per site and job, then the ranking), and how many sites per job a
-best-first pass would still have to forecast (`lower_bounds()`).
+Each pass also gives its `oracle` (`oracle()`): the same jobs routed by a pass told which
+sites each decision reads (the leader and the runner-up; the leader alone), forecasting
+only those: what a pass costs at least with this forecaster; and its `floor`
+(`floor()`): the candidates alone, and each kind of job's run time at every open site.
+The pass's figures count the forecasts it made per job (under `fastest` it forecasts
+only the sites that could come first or second: `ranking.route_pass`).
 
 Each figure is given as wall time and as this process's CPU time: the machine is shared,
 and under load the wall time counts other processes' turns too (the load average is
@@ -37,6 +38,7 @@ import argparse
 import dataclasses
 import itertools
 import json
+import math
 import os
 import statistics
 import sys
@@ -51,14 +53,13 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import shared_dir  # noqa: E402
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint, usable  # noqa: E402
-from gateway.scheduling.forecaster import SiteForecaster, job_kind  # noqa: E402
+from gateway.scheduling.forecaster import SiteForecaster  # noqa: E402
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor  # noqa: E402
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor  # noqa: E402
 from gateway.scheduling.queues.easy import project_runs  # noqa: E402
 from gateway.scheduling.queues.queue_profile import QueueProfile, QueueState  # noqa: E402
 from gateway.scheduling.ranking import (  # noqa: E402
     Candidate,
-    Forecast,
     Routing,
     rank,
     route_pass,
@@ -224,12 +225,10 @@ def pass_of(walked: dict[str, Walked], jobs: list[JobNeed], per_log: int = 1
         extra[best[1]].append((job.procs, best[2], job.time_limit))
     reprojection = (time.perf_counter() - began) * len(jobs) / len(sample)
 
-    bounds = ceiling(routed, cpu)
     return {
         **pass_figures(sites, routed, seconds, cpu),
-        **bounds,
-        "floor": {**floor(jobs, exclusions, bounds["ceiling"]["rank_only_cpu_s"]),
-                  **lower_bounds(walked, per_log, jobs, exclusions, runtimes)},
+        "oracle": oracle(walked, per_log, jobs, exclusions, runtimes, routed),
+        "floor": floor(jobs, exclusions, RuntimePredictor()),
         "baseline_first_fit_s": round(first_fit_seconds, 4),
         "first_fit_routed": {s.name: first_fit.count(s.name) for s in sites},
         "baseline_reprojection_s": round(reprojection, 1),
@@ -240,7 +239,13 @@ def pass_of(walked: dict[str, Walked], jobs: list[JobNeed], per_log: int = 1
 def pass_figures(sites: list[SiteState], routed: list[Routing[JobNeed]], seconds: float,
                  cpu: float) -> dict[str, Any]:
     chosen = [r.decision.chosen[0] for r in routed if r.decision.chosen]
+    forecast = [float(sum(c.forecast is not None for c in r.decision.candidates))
+                for r in routed]
     return {
+        "forecasts_per_job_mean": round(statistics.fmean(forecast), 2),
+        "forecasts_per_job_p90": percentile(forecast, 0.9),
+        "open_sites_per_job_mean": round(statistics.fmean(
+            sum(c.excluded is None for c in r.decision.candidates) for r in routed), 2),
         "jobs": len(routed),
         "sites": {s.name: {"processors": s.queue.processors, "queued": len(s.queue.queued),
                            "running": len(s.queue.running), "routed": chosen.count(s.name)}
@@ -253,92 +258,54 @@ def pass_figures(sites: list[SiteState], routed: list[Routing[JobNeed]], seconds
     }
 
 
-def ceiling(routed: list[Routing[JobNeed]], cpu: float) -> dict[str, Any]:
-    """What any pass that ranks every site for every job costs at least, measured.
-
-    - `rank_only_cpu_s`: ranking the pass's own candidates again, forecasts given (no
-      forecasting at all);
-    - `fresh_forecasts_ideal_memo`: the forecasts a pass must make even if it kept, per
-      kind of job (`forecaster.job_kind`), every site's forecast until a job is committed
-      there: a kind's first job needs every site, a later one the sites committed to
-      since its kind's last job;
-    - `ceiling_cpu_s`: the ranking plus those forecasts at this pass's mean cost per
-      forecast asked (an underestimate: a fresh forecast costs more than a kept one).
-    """
-    began = time.process_time()
-    for r in routed:
-        rank(r.decision.candidates, r.decision.policy)
-    rank_only = time.process_time() - began
-    asked = sum(1 for r in routed for c in r.decision.candidates if c.forecast is not None)
-    last: dict[object, int] = {}
-    commits: list[str] = []
-    fresh = 0
-    for r in routed:
-        kind = job_kind(r.job)
-        open_sites = sum(1 for c in r.decision.candidates if c.forecast is not None)
-        fresh += open_sites if kind not in last else len(set(commits[last[kind]:]))
-        commits.extend(r.decision.chosen)
-        last[kind] = len(commits)
-    per_forecast = (cpu - rank_only) / asked
-    return {
-        "ceiling": {
-            "forecasts_asked": asked,
-            "kinds": len(last),
-            "fresh_forecasts_ideal_memo": fresh,
-            "rank_only_cpu_s": round(rank_only, 3),
-            "mean_forecast_cpu_us": round(per_forecast * 1e6, 2),
-            "ceiling_cpu_s": round(rank_only + fresh * per_forecast, 3),
-        },
-    }
+def oracle(walked: dict[str, Walked], per_log: int, jobs: list[JobNeed], exclusions: Any,
+           runtimes: RuntimePredictor, routed: list[Routing[JobNeed]]) -> dict[str, Any]:
+    """What a pass costs at least with this forecaster, measured: the same jobs on fresh
+    snapshots, each told by an oracle (the pass's own decisions) which open sites its
+    decision reads, forecasting only those, the rest left unforecast, and committing its
+    choice: `first_two`, the leader and the runner-up (what the pass's decision and its
+    sentence read without a home); `chosen_only`, the leader alone (a pass with no
+    sentence and perfect foresight). Both give the pass's own choices (checked)."""
+    figures: dict[str, Any] = {}
+    for name, needed in (("first_two", 2), ("chosen_only", 1)):
+        sites, waits = snapshot_sites(walked, per_log)
+        told = [{c.site for c in r.decision.candidates[:needed] if c.forecast is not None}
+                for r in routed]
+        began = time.process_time()
+        forecaster = SiteForecaster(sites, waits, runtimes)
+        chosen = []
+        for job, wanted in zip(jobs, told, strict=True):
+            candidates = [c.forecast_at(forecaster.forecast(job, c.site)) if c.site in wanted
+                          else c if c.excluded is not None else c.not_forecast(math.inf)
+                          for c in exclusions(job)]
+            decision = rank(candidates)
+            forecaster.commit(job, decision.chosen[0])
+            chosen.append(decision.chosen)
+        figures[f"oracle_{name}_cpu_s"] = round(time.process_time() - began, 3)
+        assert chosen == [r.decision.chosen for r in routed]
+    return figures
 
 
-def floor(jobs: list[JobNeed], exclusions: Any, rank_only: float) -> dict[str, Any]:
-    """What a pass that gives every site of every job a candidate and ranks the open ones
-    costs before any forecast: the candidates alone, plus the ranking alone (`ceiling`'s
-    `rank_only_cpu_s`), CPU s."""
+def floor(jobs: list[JobNeed], exclusions: Any, runtimes: RuntimePredictor
+          ) -> dict[str, Any]:
+    """What any pass here costs before its forecasts, CPU s: the candidates alone (the
+    hard constraints' stage, one `Candidate` per site and job), and every kind of job's
+    run time predicted once at each open site (what a bound per site needs)."""
     began = time.process_time()
     for job in jobs:
         exclusions(job)
     candidates = time.process_time() - began
+    predicted: set[tuple[str, str, str, int, float]] = set()
+    began = time.process_time()
+    for job in jobs:
+        for c in exclusions(job):
+            key = (job.user, job.fingerprint, c.site, job.procs, job.time_limit)
+            if c.excluded is None and key not in predicted:
+                predicted.add(key)
+                runtimes.predict(*key)
     return {"candidates_only_cpu_s": round(candidates, 3),
-            "before_any_forecast_cpu_s": round(candidates + rank_only, 3)}
-
-
-class _Bounded(SiteForecaster):
-    """The pass's forecaster, noting for each forecast a lower bound on its median
-    completion: staging + run time + the start on the site's likely profile (in `combined`
-    mode the median wait is never below that start)."""
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.bounds: list[tuple[float, float]] = []  # (lower bound, median completion)
-
-    def forecast(self, job: JobNeed, site: str) -> Forecast:
-        runtime = self.runtime(job, site).seconds
-        start = self.profiles(site)[0].earliest_start(job.procs, runtime)
-        forecast = super().forecast(job, site)
-        self.bounds.append((forecast.staging + runtime + start, forecast.completion))
-        return forecast
-
-
-def lower_bounds(walked: dict[str, Walked], per_log: int, jobs: list[JobNeed],
-                 exclusions: Any, runtimes: RuntimePredictor) -> dict[str, Any]:
-    """The same pass again (untimed), counting per job the open sites whose lower bound is
-    not above the best median completion: those a best-first pass must forecast (under
-    `fastest` no other can lead)."""
-    sites, waits = snapshot_sites(walked, per_log)
-    forecaster = _Bounded(sites, waits, runtimes)
-    routed = route_pass(jobs, exclusions, forecaster, lambda job: ("fastest", 1, None))
-    bounds = iter(forecaster.bounds)
-    needed = []
-    for r in routed:
-        asked = [next(bounds) for c in r.decision.candidates if c.forecast is not None]
-        assert all(bound <= completion * (1 + 1e-9) + 1e-6 for bound, completion in asked)
-        best = min(completion for _, completion in asked)
-        needed.append(sum(1 for bound, _ in asked if bound <= best))
-    return {"best_first_sites_per_job_mean": round(statistics.fmean(needed), 2),
-            "best_first_sites_per_job_p90": percentile([float(n) for n in needed], 0.9),
-            "best_first_sites_per_job_max": max(needed)}
+            "run_times_at_every_open_site_cpu_s": round(time.process_time() - began, 3),
+            "run_times_predicted": len(predicted)}
 
 
 def main() -> None:

@@ -300,6 +300,9 @@ def _best_first(job: JobT, given: Sequence[Candidate], forecaster: Forecaster[Jo
     """
     slots = list(given)
     home = next((i for i, c in enumerate(slots) if c.home and c.excluded is None), None)
+    if sum(c.excluded is None for c in slots) <= 2:  # no bound can spare a forecast
+        return [c if c.excluded is not None else c.forecast_at(forecaster.forecast(job, c.site))
+                for c in slots]
     home_completion = math.inf
     if home is not None:
         forecast = forecaster.forecast(job, slots[home].site)

@@ -239,6 +239,32 @@ def test_the_wait_if_late_shows_once_the_site_has_seen_long_waits(
     assert problems == []
 
 
+def test_a_site_routing_did_not_forecast_says_how_soon_it_could_finish(
+        gateway: Gateway, page: Page) -> None:
+    """A routing pass under `fastest` forecasts only the sites that could come first or
+    second (this gateway has one site, so the page is served its real placement with a
+    third site added as the API sends one: `not_before`, no forecast)."""
+    problems = watch_console(page)
+    _sign_in(page, gateway)
+    r = _api(gateway, page, "POST", "/jobs", json={"name": "pruned", "executable": "/bin/true"})
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+
+    def with_far_site(route: Route) -> None:
+        placement = route.fetch().json()
+        placement["candidates"].append({"site": "far", "excluded": None, "forecast": None,
+                                        "p_deadline": None, "not_before": 9000.0})
+        route.fulfill(json=placement)
+
+    page.route(f"**/api/v1/jobs/{job_id}/placement", with_far_site)
+    page.goto(f"{gateway.url}/portal/jobs/{job_id}")
+    far = page.locator("#placement tr[data-site='far'] td")
+    expect(far.last).to_have_text("not forecast: it cannot finish here within 2.5 h",
+                                  timeout=LONG)
+    expect(far.nth(2)).to_have_text("—")
+    assert problems == []
+
+
 def test_a_job_is_cancelled_from_its_page(gateway: Gateway, page: Page) -> None:
     problems = watch_console(page)
     _sign_in(page, gateway)

@@ -149,3 +149,15 @@ def test_sites_table_says_a_site_is_out_of_routing() -> None:
             "site (NODE_FAIL); out of routing until 2026-11-24 22:10:00 UTC (540 s more)"
             ) in shown.splitlines()
     assert shown.count("out of routing:") == 1
+
+
+def test_a_site_routing_did_not_forecast_says_how_soon_it_could_finish() -> None:
+    # A routing pass under `fastest` forecasts only the sites that could come first or
+    # second; the others carry the soonest they could finish the job (`not_before`).
+    far = {"site": "far", "excluded": None, "p_deadline": None, "forecast": None,
+           "not_before": 86400.0}
+    given = decision()
+    given["candidates"].insert(2, far)
+    rows = [line.split() for line in text(candidates_table(given)).splitlines()]
+    assert rows[3] == ["far", "candidate", *["-"] * 7, "not", "forecast:", "it", "cannot",
+                       "finish", "here", "within", "1d00h,", "after", "the", "leaders"]

@@ -16,7 +16,9 @@ from gateway.scheduling.ranking import (
     rank,
     route_pass,
 )
-from gateway.services.routing.decisions import forecast_out
+from gateway.schemas import parse
+from gateway.schemas.placements import CandidateOut
+from gateway.services.routing.decisions import candidate_out, forecast_out
 from tests.scheduling import recorded_pass
 
 
@@ -331,3 +333,11 @@ def test_pruned_passes_decide_as_forecasting_every_site() -> None:
             left += sum(c.not_before is not None for c in a.decision.candidates)
         assert left > 1000, (seed, left)
     assert unwelcome > 100, unwelcome
+
+
+def test_a_site_left_unforecast_is_sent_and_stored_with_its_bound() -> None:
+    sent = candidate_out(Candidate("far").not_forecast(86400.0), None)
+    assert sent == {"site": "far", "excluded": None, "forecast": None, "p_deadline": None,
+                    "not_before": 86400.0}
+    assert parse(CandidateOut, dict(sent)) == sent  # read back from a stored placement
+    assert "not_before" not in candidate_out(Candidate("near", forecast=fc(1, 2)), None)
