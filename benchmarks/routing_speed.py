@@ -57,7 +57,8 @@ from gateway.scheduling.forecaster import SiteForecaster  # noqa: E402
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor  # noqa: E402
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor  # noqa: E402
 from gateway.scheduling.queues.easy import project_runs  # noqa: E402
-from gateway.scheduling.queues.queue_profile import QueueProfile, QueueState  # noqa: E402
+from gateway.scheduling.queues.queue_profile import QueueProfile  # noqa: E402
+from gateway.scheduling.queues.queue_state import QueueState  # noqa: E402
 from gateway.scheduling.ranking import (  # noqa: E402
     Candidate,
     Routing,

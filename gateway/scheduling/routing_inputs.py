@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.scheduling.queues.queue_profile import QueueProfile, QueueState
+from gateway.scheduling.queues.queue_profile import QueueProfile
+from gateway.scheduling.queues.queue_state import QueueState
 
 
 @dataclass(frozen=True, slots=True)

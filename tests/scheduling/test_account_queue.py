@@ -8,7 +8,7 @@ from gateway.scheduling.forecaster import SiteForecaster
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.wait_predictor import WaitPredictor
 from gateway.scheduling.queues.account_queue import account_queues
-from gateway.scheduling.queues.queue_profile import QueueState
+from gateway.scheduling.queues.queue_state import QueueState
 from gateway.scheduling.routing_inputs import JobNeed, SiteState
 
 # 100 processors, 3 held by running jobs: "a" runs two 1-processor jobs (100 s and 300 s

@@ -6,10 +6,11 @@ import random
 
 import pytest
 
-from gateway.scheduling.queues import queue_profile
+from gateway.scheduling.queues import queue_state
 from gateway.scheduling.queues.deep_queue import EXACT, absorb
 from gateway.scheduling.queues.easy import project_runs
-from gateway.scheduling.queues.queue_profile import QueueProfile, QueueState, projected_starts
+from gateway.scheduling.queues.queue_profile import QueueProfile
+from gateway.scheduling.queues.queue_state import QueueState, projected_starts
 
 
 def test_the_tail_takes_what_is_free_in_time_order() -> None:
@@ -61,7 +62,7 @@ def test_a_deep_queue_costs_the_engine_exact_jobs(monkeypatch: pytest.MonkeyPatc
         seen.append(len(queued))
         return project_runs(processors, running, queued, until_index)
 
-    monkeypatch.setattr(queue_profile, "project_runs", counting)
+    monkeypatch.setattr(queue_state, "project_runs", counting)
     rng = random.Random(3)
     queued = tuple((rng.randint(1, 64), rng.uniform(10, 3000), 4000.0) for _ in range(5000))
     state = QueueState(64, queued=queued)

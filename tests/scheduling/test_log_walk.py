@@ -128,11 +128,12 @@ def test_the_walk_projects_the_queue_per_event_not_per_submit(
     # ends: one projection (two profiles) serves them all, each job committed on it for
     # the next, as a routing pass commits its jobs. Then each start projects afresh.
     from gateway.scheduling.queues import queue_profile
+    from gateway.scheduling.queues.queue_state import QueueState
 
     made: list[float] = []
     project = queue_profile.QueueProfile.project.__func__  # type: ignore[attr-defined]
 
-    def counting(cls: type, state: queue_profile.QueueState,
+    def counting(cls: type, state: QueueState,
                  limits_as_runtimes: bool = False) -> queue_profile.QueueProfile:
         made.append(len(state.queued))
         return project(cls, state, limits_as_runtimes)  # type: ignore[no-any-return]

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from gateway.scheduling.queues.queue_profile import QueueProfile, QueueState
+from gateway.scheduling.queues.queue_profile import QueueProfile
+from gateway.scheduling.queues.queue_state import QueueState
 
 # 10 processors. A (6) runs, predicted 100 s more, limit 200 s. Queued: B (8 procs,
 # predicted 50, limit 100), then C (2 procs, predicted 30, limit 40).

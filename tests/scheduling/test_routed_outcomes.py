@@ -10,7 +10,7 @@ from gateway.scheduling.forecaster import SiteForecaster
 from gateway.scheduling.prediction.routed_outcomes import WINDOW, RoutedOutcomes
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.wait_predictor import WaitPredictor
-from gateway.scheduling.queues.queue_profile import QueueState
+from gateway.scheduling.queues.queue_state import QueueState
 from gateway.scheduling.routing_inputs import JobNeed, SiteState
 
 

@@ -31,7 +31,7 @@ from gateway.scheduling.policies.fastest import FASTEST
 from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
-from gateway.scheduling.queues.queue_profile import QueueState
+from gateway.scheduling.queues.queue_state import QueueState
 from gateway.scheduling.ranking import Candidate, Forecast, route_pass
 from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
 

@@ -23,7 +23,7 @@ from operator import attrgetter
 
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
-from gateway.scheduling.queues.queue_profile import QueueState
+from gateway.scheduling.queues.queue_state import QueueState
 from gateway.scheduling.swf import SwfJob
 
 

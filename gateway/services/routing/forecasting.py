@@ -47,7 +47,7 @@ from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.staging_estimate import TransferRates
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
-from gateway.scheduling.queues.queue_profile import QueueState
+from gateway.scheduling.queues.queue_state import QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routing_inputs import JobNeed, SiteState
 from gateway.services.routing.placement import Pending

@@ -5,7 +5,7 @@ site chosen: its `org.gridgate.job.placement` event). While the job then waits i
 site's queue, each routing pass that has a fresh snapshot of the site predicts it again:
 the scheduler's own estimate for the job where the snapshot carries one (Slurm's
 backfill plan, PBS, LSF), else the job's start in the forecaster's EASY projection of the
-live queue (`forecasting.live_queue`, `queue_profile.projected_starts`: the same queue
+live queue (`forecasting.live_queue`, `queue_state.projected_starts`: the same queue
 new jobs are routed against). A prediction that moved more than the threshold from the
 last one announced (the placement's, at first) is announced: the attempt's column and
 an `org.gridgate.job.prediction` event, in one transaction. A job that named its site
@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from adapters.snapshot import QueueSnapshot
 from gateway.repositories.jobs import predictions
 from gateway.repositories.jobs.predictions import Announcement, Waiting
-from gateway.scheduling.queues.queue_profile import projected_starts
+from gateway.scheduling.queues.queue_state import projected_starts
 from gateway.schemas.placements import predicted_start
 from gateway.services.routing.forecasting import live_queue
 from gateway.services.routing.site_snapshots import SiteSnapshot
