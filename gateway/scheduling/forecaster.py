@@ -26,15 +26,17 @@ walltime one (jobs run to their limits, what `sbatch --test-only` assumes). For 
 `commit` reserves the job on both profiles, so the next job of the pass sees it, and
 adds the decision to the guest ledger.
 
-A pass asks every site about every job (10,000 jobs x 40 sites), yet a site changes only
+A pass asks many sites about many jobs (10,000 jobs x 40 sites), yet a site changes only
 when a job is committed there and jobs repeat (a user's array, the same size and limit):
-so the pass keeps what repeats can share. The profiles keep their starts
-(`QueueProfile.earliest_start`), the wait predictor's answers are kept per class
+so the pass keeps what repeats can share (`pass_sites.py`). The profiles keep their
+starts (`QueueProfile.earliest_start`), the wait predictor's answers are kept per class
 (`WaitPredictor.prediction_key`), and a site keeps each kind of job's last forecast:
 given again while the site's profiles have not changed, or while the job's two starts
 have not (with the backlog a commit moved replaced), in the same mode. Everything else a
 forecast reads is fixed for the pass: the same forecasts, to the last bit, as computing
-each afresh (tests/scheduling/test_recorded_pass.py).
+each afresh (tests/scheduling/test_recorded_pass.py). Under `fastest` a pass forecasts
+only the sites that could lead, found by a lower bound on each site's completion that
+costs no forecast (`earliest_completion`; `ranking.route_pass`).
 
 Modes (for the evaluation of what helps; production uses `COMBINED`): `HISTORY` drops
 the projection from the job class, `PROJECTION` ignores the history.
@@ -55,9 +57,9 @@ alike, and gives back the prediction it had (`wait_prediction`) to calibrate the
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from gateway.scheduling.guest_ledger import GuestLedger, guest_work
+from gateway.scheduling.pass_sites import Kind, KindForecast, PassSite, Starts, job_kind
 from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.prediction.runtime_predictor import RuntimeEstimate, RuntimePredictor
 from gateway.scheduling.prediction.staging_estimate import TransferRates, staging_seconds
@@ -69,8 +71,6 @@ from gateway.scheduling.prediction.wait_predictor import (
     WaitPredictor,
     wait_class,
 )
-from gateway.scheduling.queues.account_queue import AccountQueue, account_queues
-from gateway.scheduling.queues.queue_profile import QueueProfile
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
 
@@ -83,97 +83,6 @@ MODES = (COMBINED, HISTORY, PROJECTION)
 def _conditioned(level: str) -> bool:
     """Whether a history class of the wait predictor is keyed by the live projection."""
     return "projection" in level.split("/")
-
-
-# What a forecast reads of a job besides its starts (`JobNeed` but its key).
-_Kind = tuple[str, str, int, float, str, tuple[tuple[str, int], ...], int]
-
-
-def job_kind(job: JobNeed) -> _Kind:
-    """What a forecast reads of a job: jobs of one kind get one forecast at a site."""
-    return (job.user, job.fingerprint, job.procs, job.time_limit, job.queue, job.inputs,
-            job.output_bytes)
-
-
-class _Made:
-    """A kind of job's last forecast at a site and what it was made for: the mode, the
-    job's two starts, the site's backlog, and the profiles' `changes` when the starts
-    were last known to hold (while neither profile has changed since, they still do)."""
-
-    __slots__ = ("backlog", "forecast", "held", "history", "likely_changes", "likely_start",
-                 "mode", "projection", "walltime_changes", "walltime_start")
-
-    def __init__(self, mode: str, site: _Site, placed: _Placement, forecast: Forecast,
-                 projection: int, history: WaitPrediction | None, held: float) -> None:
-        self.mode = mode
-        self.held = held  # the start the account's own queue gave (`account_queue.py`)
-        # The walltime start's projection class and the wait predictor's answer for it:
-        # the kind's other classes are fixed, so the same class is the same answer.
-        self.projection = projection
-        self.history = history
-        self.likely_start = placed.likely_start
-        self.walltime_start = placed.walltime_start
-        self.likely_changes = site.likely.changes
-        self.walltime_changes = site.walltime.changes
-        self.backlog = site.backlog
-        self.forecast = forecast
-
-
-class _Site:
-    """A site's two profiles for the pass (built once, then only reserved on), its
-    backlog: the predicted work of its running and queued jobs over its processors, and
-    per kind of job its last forecast there (`_Made`), and each account's own queue there
-    (`account_queue.py`), read from the snapshot when first asked."""
-
-    __slots__ = ("_accounts", "_queue", "backlog", "cached", "floors", "forecasts", "likely",
-                 "name", "processors", "walltime")
-
-    def __init__(self, state: SiteState, profiles: Profiles | None = None) -> None:
-        queue = state.queue
-        self.name = state.name
-        self.cached = state.cached
-        self.processors = queue.processors
-        self.likely, self.walltime = profiles if profiles is not None else (
-            QueueProfile.project(queue), QueueProfile.project(queue, limits_as_runtimes=True))
-        work = sum(procs * max(predicted if predicted > 0 else limit, 0.0)
-                   for procs, predicted, limit in queue.running)
-        work += sum(procs * predicted for procs, predicted, _ in queue.queued)
-        self.backlog = work / queue.processors
-        self.forecasts: dict[_Kind, _Made] = {}
-        # Per kind of job, the last lower bound found on its completion here (it stays
-        # one: commits only delay starts), `SiteForecaster.earliest_completion`.
-        self.floors: dict[_Kind, float] = {}
-        self._queue = queue
-        self._accounts: dict[str, AccountQueue] | None = None
-
-    def account(self, name: str) -> AccountQueue | None:
-        """The account's own queue here (None: it runs nothing here)."""
-        if self._accounts is None:
-            queue = self._queue
-            owners = queue.owners or (None,) * (len(queue.running) + len(queue.queued))
-            split = len(queue.running)
-            self._accounts = account_queues(
-                queue.processors,
-                ((procs, limit, owner) for (procs, _, limit), owner
-                 in zip(queue.running, owners[:split], strict=True)),
-                ((procs, limit, owner) for (procs, _, limit), owner
-                 in zip(queue.queued, owners[split:], strict=True)))
-        return self._accounts.get(name)
-
-    def held(self, account: str) -> float:
-        """When a job of `account` joining the queue now starts under its own queue."""
-        queue = self.account(account)
-        return queue.start() if queue is not None else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class _Placement:
-    """A job's starts on a site's two profiles, kept from `forecast` for `commit`."""
-
-    job: JobNeed
-    runtime: RuntimeEstimate
-    likely_start: float
-    walltime_start: float
 
 
 class SiteForecaster:
@@ -203,7 +112,7 @@ class SiteForecaster:
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")
         kept = profiles or {}
-        self._sites = {state.name: _Site(state, kept.get(state.name)) for state in sites}
+        self._sites = {state.name: PassSite(state, kept.get(state.name)) for state in sites}
         self.waits = waits
         self.runtimes = runtimes
         self.rates = rates if rates is not None else TransferRates()
@@ -211,12 +120,12 @@ class SiteForecaster:
         self.outcomes = outcomes
         self.ledger = ledger
         self._ledgered: JobNeed | None = None  # the job last counted in the ledger
-        self._placed: dict[str, _Placement] = {}
+        self._placed: dict[str, Starts] = {}
         # The histories do not change during a pass: jobs alike share one answer.
         self._predictions: dict[Key, WaitPrediction | None] = {}
         self._runtimes: dict[tuple[str, str, str, int, float], RuntimeEstimate] = {}
         self._last_job: JobNeed | None = None
-        self._last_kind: _Kind = ("", "", 0, 0.0, "", (), 0)
+        self._last_kind: Kind = ("", "", 0, 0.0, "", (), 0)
 
     def profiles(self, site: str) -> Profiles:
         """The site's profiles as this pass has them (before any commit: to keep)."""
@@ -231,13 +140,13 @@ class SiteForecaster:
             found = self._runtimes[key] = self.runtimes.predict(*key)
         return found
 
-    def _place(self, job: JobNeed, site: str) -> _Placement:
+    def _place(self, job: JobNeed, site: str) -> Starts:
         placed = self._placed.get(site)
         if placed is not None and placed.job is job:
             return placed
         state = self._sites[site]
         runtime = self.runtime(job, site)
-        placed = _Placement(job, runtime,
+        placed = Starts(job, runtime,
                             state.likely.earliest_start(job.procs, runtime.seconds),
                             state.walltime.earliest_start(job.procs, job.time_limit))
         self._placed[site] = placed
@@ -329,14 +238,14 @@ class SiteForecaster:
             return made.forecast
         return self._remake(job, state, self._place(job, site), kind, None)
 
-    def _kind_of(self, job: JobNeed) -> _Kind:
+    def _kind_of(self, job: JobNeed) -> Kind:
         # A pass asks about one job at every site in turn: its kind is built once.
         if self._last_job is not job:  # held here: its id cannot be reused meanwhile
             self._last_job, self._last_kind = job, job_kind(job)
         return self._last_kind
 
-    def _remake(self, job: JobNeed, state: _Site, placed: _Placement, kind: _Kind,
-                made: _Made | None) -> Forecast:
+    def _remake(self, job: JobNeed, state: PassSite, placed: Starts, kind: Kind,
+                made: KindForecast | None) -> Forecast:
         projection = wait_class(placed.walltime_start) if self.mode == COMBINED else -1
         if made is not None and made.mode == self.mode and made.projection == projection:
             history = made.history
@@ -344,11 +253,11 @@ class SiteForecaster:
             history = None if self.mode == PROJECTION else self.wait_prediction(job, state.name)
         held = state.held(job.account_at(state.name))
         forecast = self._forecast(job, state, placed, history, held)
-        state.forecasts[kind] = _Made(self.mode, state, placed, forecast, projection, history,
-                                      held)
+        state.forecasts[kind] = KindForecast(self.mode, state, placed, forecast, projection,
+                                             history, held)
         return forecast
 
-    def _forecast(self, job: JobNeed, state: _Site, placed: _Placement,
+    def _forecast(self, job: JobNeed, state: PassSite, placed: Starts,
                   history: WaitPrediction | None, held: float) -> Forecast:
         """The forecast itself: a function of the job's kind, its two starts, the site's
         backlog, its account's own queue (`held`, the start that queue gives) and what the
