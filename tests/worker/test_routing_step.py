@@ -10,6 +10,7 @@ import dataclasses
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
@@ -218,3 +219,27 @@ def test_a_step_with_a_large_kept_input_is_routed_where_the_input_is(
     staging = {c["site"]: c["forecast"]["staging"] for c in decision["candidates"]}
     # 50 GB at most at the 10 MB/s fallback: well over an hour anywhere but at twin.
     assert staging["twin"] == 0.0 and staging["local"] > 3600, staging
+
+
+def test_a_pass_leaves_a_site_that_cannot_lead_unforecast_and_says_how_soon_it_could(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    # Three sites: the local one, its twin, and a copy a thousand times slower. The
+    # program's 60 earlier runs at local took 1 s each: 1 s here and at the twin, 1,000 s
+    # at 'far', later than the two that lead, so the pass does not forecast it.
+    user = make_user()
+    local = runtime.sites.get("local")
+    registry = SiteRegistry([local, dataclasses.replace(local, name="twin"),
+                             dataclasses.replace(local, name="far", speed=0.001)])
+    registry.sync(runtime.sessions)
+    three = dataclasses.replace(runtime, sites=registry)
+    earlier = post(client, user.headers, {**SPEC, "site": "local"})
+    observed_waits(runtime, earlier, "local", [0.0] * 60, 1)
+    job_id = post(client, user.headers, SPEC)
+    assert route_jobs(StepContext.of(three, "w")) is True
+    decision = client.get(f"/api/v1/jobs/{job_id}/placement", headers=user.headers).json()
+    assert decision["chosen"] == ["local"]
+    assert [(c["site"], c["forecast"] is not None) for c in decision["candidates"]] == [
+        ("local", True), ("twin", True), ("far", False)]
+    far = decision["candidates"][2]
+    assert far["not_before"] == pytest.approx(1000.0) and far["excluded"] is None
+    assert decision["why"].endswith("next best 'twin' at 1 s.")
