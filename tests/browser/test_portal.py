@@ -21,11 +21,11 @@ import httpx
 import pytest
 import yaml
 from playwright.sync_api import Browser, Page, Route, expect
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from gateway.auth.accounts import create_local_user
 from gateway.db.engine import make_engine, make_session_factory, transaction
-from gateway.db.models import Attempt
+from gateway.db.models import Attempt, Site
 from gateway.settings import Settings
 from tests.browser.conftest import PASSWORD, USERNAME, Gateway, running_gateway
 from tests.browser.test_device_login_page import watch_console
@@ -263,6 +263,48 @@ def test_a_site_routing_did_not_forecast_says_how_soon_it_could_finish(
                                   timeout=LONG)
     expect(far.nth(2)).to_have_text("—")
     assert problems == []
+
+
+def test_a_job_page_read_before_its_stream_opened_shows_what_happened_meanwhile(
+        gateway: Gateway, page: Page) -> None:
+    """The stream sends what happens from its opening on: a page that had to read the job
+    before its stream opened (held here until the job has run) reads it again then.
+    Found by CI: a job placed between the page's first read and its stream's opening
+    kept "Not placed yet" to its end."""
+    problems = watch_console(page)
+    _sign_in(page, gateway, "/portal/submit")  # a page without a stream of its own
+    held: list[Route] = []
+    page.route("**/api/v1/events?*", lambda route: held.append(route))
+    _drained(gateway, True)  # the job waits for a site while the page reads it
+    try:
+        r = _api(gateway, page, "POST", "/jobs", json={"name": "meanwhile",
+                                                       "executable": "/bin/true"})
+        assert r.status_code == 202, r.text
+        job_id = r.json()["id"]
+        page.goto(f"{gateway.url}/portal/jobs/{job_id}")
+        expect(page.locator("#placement-why")).to_have_text("Not placed yet.")
+        expect(page.locator("#job-state")).to_have_text("ACCEPTED")
+    finally:
+        _drained(gateway, False)
+    for _ in range(LONG // 500):  # the worker places and runs it; the page hears nothing
+        if _api(gateway, page, "GET", f"/jobs/{job_id}").json()["state"] == "COMPLETED":
+            break
+        page.wait_for_timeout(500)
+    expect(page.locator("#placement-why")).to_have_text("Not placed yet.")
+    assert len(held) == 1, [(r.request.url, r.request.frame.url) for r in held]
+    held[0].continue_()
+    expect(page.locator("#job-state")).to_have_text("COMPLETED")
+    expect(page.locator("#placement tr[data-site='local'] td").nth(1)).to_have_text("yes")
+    assert problems == []
+
+
+def _drained(gateway: Gateway, value: bool) -> None:
+    engine = make_engine(_settings(gateway).resolved_database_url)
+    try:
+        with transaction(make_session_factory(engine)) as session:
+            session.execute(update(Site).where(Site.name == "local").values(drained=value))
+    finally:
+        engine.dispose()
 
 
 def test_a_job_is_cancelled_from_its_page(gateway: Gateway, page: Page) -> None:

@@ -225,14 +225,31 @@ function onEvent(event) {
   }).catch((e) => showError(e.message));
 }
 
+// The page is read once the stream is open (or has not opened in 2 s), so no change falls
+// between the two; a stream that opens only after that reads the page again once (the
+// stream sends what happens from its opening on, not what happened before).
 const status = document.getElementById("live");
+let opened;
+const open = new Promise((resolve) => { opened = resolve; setTimeout(resolve, 2000, "late"); });
+let readBeforeOpen = false;
 followEvents([["job", jobId], ["type", "org.gridgate.job.state"],
               ["type", "org.gridgate.job.placement"], ["type", "org.gridgate.job.prediction"],
               ["type", "org.gridgate.attempt.state"]], {
-  onEvent, onStatus: (words) => { status.textContent = words; },
+  onEvent,
+  onStatus: (words, live) => {
+    status.textContent = words;
+    if (!live) return;
+    opened("open");
+    if (readBeforeOpen) {
+      readBeforeOpen = false;
+      onEvent({ type: "org.gridgate.job.placement" });
+      onEvent({ type: "org.gridgate.job.state" });
+    }
+  },
   onGone: () => onEvent({ type: "org.gridgate.job.state" }),
 });
-loadJob()
+open.then((how) => { readBeforeOpen = how === "late"; })
+  .then(loadJob)
   .then(() => Promise.all([loadPlacement(), loadEvents(), loadOutputs()]))
   .then(() => {
     renderSummary();
