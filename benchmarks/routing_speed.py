@@ -228,7 +228,7 @@ def pass_of(walked: dict[str, Walked], jobs: list[JobNeed], per_log: int = 1
     return {
         **pass_figures(sites, routed, seconds, cpu),
         "oracle": oracle(walked, per_log, jobs, exclusions, runtimes, routed),
-        "floor": floor(jobs, exclusions, RuntimePredictor()),
+        "floor": floor(jobs, exclusions, runtimes),
         "baseline_first_fit_s": round(first_fit_seconds, 4),
         "first_fit_routed": {s.name: first_fit.count(s.name) for s in sites},
         "baseline_reprojection_s": round(reprojection, 1),
@@ -302,17 +302,14 @@ def floor(jobs: list[JobNeed], exclusions: Any, runtimes: RuntimePredictor
     for job in jobs:
         exclusions(job)
     candidates = time.process_time() - began
-    predicted: set[tuple[str, str, str, int, float]] = set()
+    keys = list(dict.fromkeys((job.user, job.fingerprint, c.site, job.procs, job.time_limit)
+                              for job in jobs for c in exclusions(job) if c.excluded is None))
     began = time.process_time()
-    for job in jobs:
-        for c in exclusions(job):
-            key = (job.user, job.fingerprint, c.site, job.procs, job.time_limit)
-            if c.excluded is None and key not in predicted:
-                predicted.add(key)
-                runtimes.predict(*key)
+    for key in keys:
+        runtimes.predict(*key)
     return {"candidates_only_cpu_s": round(candidates, 3),
             "run_times_at_every_open_site_cpu_s": round(time.process_time() - began, 3),
-            "run_times_predicted": len(predicted)}
+            "run_times_predicted": len(keys)}
 
 
 def main() -> None:
