@@ -54,9 +54,10 @@ class KindForecast:
 
 class PassSite:
     """A site's two profiles for the pass (built once, then only reserved on), its
-    backlog: the predicted work of its running and queued jobs over its processors, and
-    per kind of job its last forecast there (`KindForecast`), and each account's own queue there
-    (`account_queue.py`), read from the snapshot when first asked."""
+    backlog: the predicted work of its running and queued jobs over its processors, per
+    kind of job its last forecast there (`KindForecast`) and the last bound on its
+    completion, and each account's own queue there (`account_queue.py`), read from the
+    snapshot when first asked."""
 
     __slots__ = ("_accounts", "_queue", "backlog", "cached", "floors", "forecasts", "likely",
                  "name", "processors", "walltime")
@@ -101,7 +102,8 @@ class PassSite:
 
 @dataclass(frozen=True, slots=True)
 class Starts:
-    """A job's starts on a site's two profiles, kept from `forecast` for `commit`."""
+    """A job's starts on a site's two profiles and its run time there, kept from a
+    forecast for the commit that follows."""
 
     job: JobNeed
     runtime: RuntimeEstimate
