@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from gateway.settings import Settings
+from tests.waiting_jobs import let_all_go
 from tests.worker.gateway_process import GatewayProcess, free_port
 
 CHROMIUM = os.environ.get("GRIDGATE_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -78,6 +80,9 @@ def running_gateway(root: Path, *, worker: bool) -> Iterator[Gateway]:
         yield gw
     finally:
         process.stop()
+        # A job a test left waiting (a cancel its worker had not carried out yet when the
+        # module ended: seen once, an axe test's job) would outlive the gateway.
+        let_all_go(Settings(data_dir=root / "data").jobs_dir)
 
 
 @pytest.fixture(scope="module")
