@@ -49,6 +49,13 @@ HANDSHAKE_SECONDS = 30.0
 # TERM ignored (through exec, without preexec_fn, safe in the threaded gateway) and ends
 # through its exit pipe, or SIGKILL.
 _IGNORING_TERM = ["/bin/sh", "-c", 'trap "" TERM; exec "$@"', "slirp4netns"]
+# slirp4netns's sandbox (1.2.0) makes only "/", /etc and /run (each only if it is a
+# mount point) private or slave in its new mount namespace, then lazily unmounts the old
+# root: the unmount of every mount below a shared mount elsewhere propagates to the
+# host's copy. Run as root in the host's mount namespace, each job's start unmounted
+# every named network namespace in /run/netns (/run is no mount point here) and any
+# other mount below a shared one. In a private namespace of its own, nothing propagates.
+_PRIVATE_MOUNTS = ["/usr/bin/unshare", "--mount", "--propagation", "private", "--"]
 # ioctl(2) on a namespace file: the user namespace that owns it (linux/nsfs.h).
 _NS_GET_USERNS = 0xB701
 
@@ -171,14 +178,15 @@ class Outbound:
         owner = fcntl.ioctl(netns, _NS_GET_USERNS)
         ready_r, ready_w = os.pipe()
         exit_r, self._fds["exit_w"] = os.pipe()
-        argv = [*_IGNORING_TERM, self._slirp4netns, "--configure", f"--mtu={MTU}",
-                "--disable-host-loopback", "--disable-dns", "--enable-seccomp",
-                f"--ready-fd={ready_w}", f"--exit-fd={exit_r}"]
+        argv = [self._slirp4netns, "--configure", f"--mtu={MTU}", "--disable-host-loopback",
+                "--disable-dns", "--enable-seccomp", f"--ready-fd={ready_w}",
+                f"--exit-fd={exit_r}"]
         if os.geteuid() == 0:
             # Its own mount namespace, no capability but binding low ports. (Unprivileged
             # it cannot: that needs root mapped in the job's user namespace, which bwrap
-            # does not map.)
-            argv.append("--enable-sandbox")
+            # does not map.) Started in a private mount namespace: see _PRIVATE_MOUNTS.
+            argv = [*_PRIVATE_MOUNTS, *argv, "--enable-sandbox"]
+        argv = [*_IGNORING_TERM, *argv]
         mine = os.stat("/proc/self/ns/user")
         theirs = os.fstat(owner)
         if (mine.st_dev, mine.st_ino) != (theirs.st_dev, theirs.st_ino):

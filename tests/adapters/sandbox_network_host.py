@@ -5,9 +5,9 @@ NETWORK` inside a network namespace the test created (so nothing of the real mac
 changes): that "host" has a loopback and one other address, OUTSIDE (on a veth), where a
 server stands for the world; another server listens on the host's loopback, as the
 gateway and PostgreSQL would. The job tries both, the host's gateway address as
-slirp4netns would map it, and a server on its own loopback; this prints what it reached
-as JSON. Standard library and `adapters` only: it also runs, unprivileged, under the
-system's python3.
+slirp4netns would map it, and a server on its own loopback; this prints what it reached,
+and where the host has mounts once the job ended, as JSON. Standard library and
+`adapters` only: it also runs, unprivileged, under the system's python3.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from adapters.base import SubmitRequest
 from adapters.local import LocalAdapter
@@ -70,7 +71,13 @@ def serve(host: str, name: str) -> int:
     return port
 
 
-def run_job(network: str) -> dict[str, str]:
+def mount_points() -> list[str]:
+    """Where this host has a mount now (its mount table's fifth field)."""
+    with open("/proc/self/mountinfo") as table:
+        return [line.split()[4] for line in table]
+
+
+def run_job(network: str) -> dict[str, Any]:
     """Run the job in the sandbox the gateway would use, with `network`."""
     outside, host = serve(OUTSIDE, "outside"), serve("127.0.0.1", "host-loopback")
     bwrap = shutil.which("bwrap")
@@ -101,7 +108,7 @@ def run_job(network: str) -> dict[str, str]:
             return chunk.data.decode()
 
         return {"state": status.state.value, "reason": str(status.reason),
-                "stdout": read("stdout"), "stderr": read("stderr")}
+                "stdout": read("stdout"), "stderr": read("stderr"), "mounts": mount_points()}
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,9 +30,14 @@ from tests.adapters.sandbox_network_host import OUTSIDE
 
 CODE_ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_PYTHON = "/usr/bin/python3"
-# The host of its own: loopback up, OUTSIDE on a veth, and a tun device anyone may open
-# (slirp4netns needs one; some machines make the real one root's only). All of it in the
-# new namespaces: the machine's own network and /dev stay as they are.
+# A shared mount with another below it, as `ip netns add` leaves /run/netns and its
+# namespaces (and systemd every mount): the job must leave both mounted.
+SHARED_MOUNT = "/dev/net"
+BELOW_SHARED = f"{SHARED_MOUNT}/below"
+# The host of its own: loopback up, OUTSIDE on a veth, a tun device anyone may open
+# (slirp4netns needs one; some machines make the real one root's only) on a shared mount,
+# and a mount below that. All of it in the new namespaces: the machine's own network,
+# mounts and /dev stay as they are.
 SETUP = f"""
 set -e
 ip link set lo up
@@ -39,8 +45,11 @@ ip link add gg-outside type veth peer name gg-peer
 ip addr add {OUTSIDE}/24 dev gg-outside
 ip link set gg-outside up
 ip link set gg-peer up
-mount -t tmpfs -o mode=0755 tmpfs /dev/net
-mknod -m 0666 /dev/net/tun c 10 200
+mount -t tmpfs -o mode=0755 tmpfs {SHARED_MOUNT}
+mount --make-shared {SHARED_MOUNT}
+mknod -m 0666 {SHARED_MOUNT}/tun c 10 200
+mkdir {BELOW_SHARED}
+mount -t tmpfs -o mode=0755 tmpfs {BELOW_SHARED}
 exec "$@"
 """
 UNPRIVILEGED = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -78,7 +87,7 @@ def system_python_runs_adapters() -> bool:
     return done.returncode == 0
 
 
-def run_on_own_host(network: str, gateway: str) -> dict[str, str]:
+def run_on_own_host(network: str, gateway: str) -> dict[str, Any]:
     """What a job with `network` reached, the gateway running as root or unprivileged."""
     if gateway == "root":
         command, code = [sys.executable], CODE_ROOT
@@ -94,11 +103,11 @@ def run_on_own_host(network: str, gateway: str) -> dict[str, str]:
         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(code)},
         capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    result: dict[str, str] = json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
-def reached(result: dict[str, str]) -> dict[str, str]:
+def reached(result: dict[str, Any]) -> dict[str, str]:
     """Target name -> "reached <greeting>" or "failed <why>", from the job's output."""
     lines = [line.split(" ", 1) for line in result["stdout"].splitlines()]
     return {name: outcome for name, outcome in lines}
@@ -127,6 +136,18 @@ def test_outbound_reaches_out_but_never_the_hosts_loopback(gateway: str) -> None
     assert seen["host-loopback"] == "failed Connection refused", result
     # slirp4netns's name for the host's loopback is refused (--disable-host-loopback).
     assert seen["slirp-gateway"].startswith("failed"), result
+
+
+@pytest.mark.skipif(shutil.which("slirp4netns") is None,
+                    reason="slirp4netns is not installed: tests/run.sh installs it")
+def test_outbound_as_root_leaves_the_hosts_mounts_alone() -> None:
+    # As root slirp4netns sandboxes itself in a mount namespace that shared the host's
+    # mounts, then dropped them: every mount below a shared one went on the host too. CI
+    # saw a live testbed's /run/netns entries turn into plain files ("setting the network
+    # namespace ... failed: Invalid argument") while other tests ran outbound jobs.
+    result = run_on_own_host("outbound", "root")
+    assert result["state"] == "COMPLETED", result
+    assert BELOW_SHARED in result["mounts"], result
 
 
 # bwrap reports its child before the child gives its loopback 127.0.0.1, and slirp4netns
