@@ -265,9 +265,7 @@ def route_pass(jobs: Iterable[JobT], exclusions: Callable[[JobT], Sequence[Candi
         if hedge == 1 and registry.policy(policy).prunes:
             candidates = _best_first(job, exclusions(job), forecaster)
         else:
-            candidates = [c if c.excluded is not None
-                          else c.forecast_at(forecaster.forecast(job, c.site))
-                          for c in exclusions(job)]
+            candidates = _forecast_open(exclusions(job), job, forecaster)
         decision = rank(candidates, policy, hedge, deadline)
         for site in decision.chosen:
             forecaster.commit(job, site)
@@ -281,6 +279,13 @@ def forecast_every_site(candidates: Iterable[Candidate], job: JobT,
     them again without a site (one of those left may then come first)."""
     return [c.forecast_at(forecaster.forecast(job, c.site)) if c.not_before is not None
             else c for c in candidates]
+
+
+def _forecast_open(candidates: Iterable[Candidate], job: JobT,
+                   forecaster: Forecaster[JobT]) -> list[Candidate]:
+    """`candidates` with a forecast at every site no constraint excludes."""
+    return [c if c.excluded is not None else c.forecast_at(forecaster.forecast(job, c.site))
+            for c in candidates]
 
 
 def _best_first(job: JobT, given: Sequence[Candidate], forecaster: Forecaster[JobT]
@@ -298,11 +303,10 @@ def _best_first(job: JobT, given: Sequence[Candidate], forecaster: Forecaster[Jo
     the leader, or make its sentence (a site sooner than the leader that does not
     welcome the job), so ranking it changes nothing that a decision says.
     """
+    if sum(c.excluded is None for c in given) <= 2:  # no bound can spare a forecast
+        return _forecast_open(given, job, forecaster)
     slots = list(given)
     home = next((i for i, c in enumerate(slots) if c.home and c.excluded is None), None)
-    if sum(c.excluded is None for c in slots) <= 2:  # no bound can spare a forecast
-        return [c if c.excluded is not None else c.forecast_at(forecaster.forecast(job, c.site))
-                for c in slots]
     home_completion = math.inf
     if home is not None:
         forecast = forecaster.forecast(job, slots[home].site)
