@@ -9,7 +9,11 @@ import pytest
 from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint
 from gateway.scheduling.evaluation.runtime_eval import evaluate_runtimes
+from gateway.scheduling.forecaster import MODES
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.queues.queue_state import QueueState
+from gateway.scheduling.ranking import Forecast
+from gateway.scheduling.routing_inputs import JobNeed
 from gateway.scheduling.swf import SwfJob, parse_job
 
 
@@ -80,6 +84,24 @@ def test_forecast_evaluation_scores_modes_and_the_rolling_baseline() -> None:
     assert evaluate_forecasts(jobs, 4, limit=1)["combined"]["jobs"] == 1
 
 
+def test_the_forecast_walk_shows_each_job_what_was_known_at_its_submit() -> None:
+    seen = []
+
+    def show(job: SwfJob, need: JobNeed, state: QueueState, made: dict[str, Forecast]
+             ) -> None:
+        seen.append((job.number, need.procs, need.time_limit, state.running, state.queued,
+                     {mode: forecast.wait_median for mode, forecast in made.items()}))
+
+    # As above: J1 sees J0 running with 190 s left (predicted: its limit) and is
+    # projected to start then in every mode.
+    evaluate_forecasts([swf(0, 0, 0, 100, 4, 200), swf(1, 10, 90, 50, 4, 400)], 4,
+                       on_forecast=show)
+    assert seen == [
+        (0, 4, 200.0, (), (), dict.fromkeys(MODES, 0.0)),
+        (1, 4, 400.0, ((4, 190.0, 190.0),), (), dict.fromkeys(MODES, 190.0)),
+    ]
+
+
 def test_runtime_evaluation_against_baselines() -> None:
     # One user, one processor, runs of 100, 200, 300 and 500 s, one at a time, limit 1000.
     # Predictor: 1000 (no runs), 100, 150, 250: min/max 0.1, 0.5, 0.5, 0.5.
@@ -128,7 +150,6 @@ def test_the_walk_projects_the_queue_per_event_not_per_submit(
     # ends: one projection (two profiles) serves them all, each job committed on it for
     # the next, as a routing pass commits its jobs. Then each start projects afresh.
     from gateway.scheduling.queues import queue_profile
-    from gateway.scheduling.queues.queue_state import QueueState
 
     made: list[float] = []
     project = queue_profile.QueueProfile.project.__func__  # type: ignore[attr-defined]

@@ -34,7 +34,7 @@ the same jobs (`prediction_scores` says what is counted):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint, usable
@@ -46,6 +46,8 @@ from gateway.scheduling.evaluation.prediction_scores import (
     job_class,
 )
 from gateway.scheduling.forecaster import COMBINED, MODES, SiteForecaster
+from gateway.scheduling.queues.queue_state import QueueState
+from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
 from gateway.scheduling.swf import SwfJob
 
@@ -53,13 +55,18 @@ BASELINES = ("zero_wait", "easy_walltime", "rolling", "rolling_conformal")
 IF_LATE = ("if_late", "rolling_if_late")
 METHODS = (*MODES, "likely", *BASELINES, *IF_LATE)
 HINDSIGHT = "hindsight_best_point"
+# What a caller of `evaluate_forecasts` is shown of each job at its submit.
+Seen = Callable[[SwfJob, JobNeed, QueueState, dict[str, Forecast]], None]
 
 
 def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log",
-                       limit: int | None = None) -> dict[str, Any]:
+                       limit: int | None = None, on_forecast: Seen | None = None
+                       ) -> dict[str, Any]:
     """Walk a log (sorted by submit time) and score every method on every job that ran.
 
-    `limit` stops after that many jobs (a prefix of the log).
+    `limit` stops after that many jobs (a prefix of the log). `on_forecast`, if given,
+    is shown each job at its submit with what was known then: the job as the gateway
+    knew it, the queue, and the forecast of every mode.
     """
     rolling = RollingBaseline()
     conformal = RollingConformal(rolling)
@@ -105,6 +112,8 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
             tallies[mode].score(wait, forecast.wait_median, forecast.wait_bound, where)
             tallies[mode].score_chance(wait, forecast.p_start_within(TEN_MINUTES))
             points.append(forecast.wait_median)
+        if on_forecast is not None:
+            on_forecast(job, need, state, made)
         # Left in production's mode: what it tells, and how it records the job.
         forecaster.mode = COMBINED
         forecast = made[COMBINED]
