@@ -36,6 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.reference_venv import python_with  # noqa: E402
 from gateway.scheduling.evaluation.scaling_compare import (  # noqa: E402
     linear_scaling_predictor,
     paired_mape,
@@ -64,25 +65,11 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else round(value, 1)
 
 
-def _has_extrap(python: str) -> bool:
-    probe = subprocess.run([python, "-c", "import extrap"], capture_output=True, check=False)
-    return probe.returncode == 0
-
-
 def extrap_python(venv: Path | None) -> str:
     """An interpreter with Extra-P: this one, else `venv` (made and filled if need be)."""
-    if _has_extrap(sys.executable):
-        return sys.executable
-    if venv is None:
-        sys.exit("Extra-P is not installed here: pass --extrap-venv DIR "
-                 "or install the extra: .venv/bin/pip install -e '.[evaluation]'")
-    python = venv / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    if not _has_extrap(str(python)):
-        subprocess.run([str(python), "-m", "pip", "install", "-q", EXTRAP_REQUIREMENT],
-                       check=True, stdout=sys.stderr)
-    return str(python)
+    return python_with("extrap", [EXTRAP_REQUIREMENT], venv,
+                       "pass --extrap-venv DIR or install the extra: "
+                       ".venv/bin/pip install -e '.[evaluation]'")
 
 
 def run_extrap(python: str, splits: list[Split]) -> dict[str, Any]:
