@@ -53,8 +53,9 @@ _IGNORING_TERM = ["/bin/sh", "-c", 'trap "" TERM; exec "$@"', "slirp4netns"]
 # mount point) private or slave in its new mount namespace, then lazily unmounts the old
 # root: the unmount of every mount below a shared mount elsewhere propagates to the
 # host's copy. Run as root in the host's mount namespace, each job's start unmounted
-# every named network namespace in /run/netns (/run is no mount point here) and any
-# other mount below a shared one. In a private namespace of its own, nothing propagates.
+# every named network namespace in /run/netns (where /run is no mount point, as on CI's
+# machines) and any other mount below a shared one. In a private mount namespace of its
+# own, nothing it unmounts propagates.
 _PRIVATE_MOUNTS = ["/usr/bin/unshare", "--mount", "--propagation", "private", "--"]
 # ioctl(2) on a namespace file: the user namespace that owns it (linux/nsfs.h).
 _NS_GET_USERNS = 0xB701
