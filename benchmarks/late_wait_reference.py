@@ -79,7 +79,7 @@ def features(job: SwfJob, need: JobNeed, state: QueueState, made: dict[str, Fore
              processors: int, clock: tuple[float, tzinfo]) -> list[float]:
     """What was known of `job` at its submit, in the order of FEATURES (-1: not known)."""
     forecast = made[COMBINED]
-    running_owners = len(state.running)
+    queued_owners = state.owners[len(state.running):]  # owners: running, then queued
     when = datetime.fromtimestamp(clock[0] + job.submit, clock[1])
     return [
         need.procs, need.procs / processors, need.time_limit,
@@ -88,7 +88,7 @@ def features(job: SwfJob, need: JobNeed, state: QueueState, made: dict[str, Fore
         sum(p * limit for p, _, limit in state.queued),
         sum(p for p, _, _ in state.running),
         sum(p * max(left, 0.0) for p, left, _ in state.running),
-        sum(owner == need.user for owner in state.owners[running_owners:]),
+        sum(owner == need.user for owner in queued_owners),
         -1.0 if forecast.projected_wait is None else forecast.projected_wait,
         made[PROJECTION].wait_median, forecast.wait_median, forecast.wait_bound,
         -1.0 if forecast.wait_if_late is None else forecast.wait_if_late,
