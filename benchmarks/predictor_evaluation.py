@@ -94,7 +94,8 @@ def run(log: Path, jobs: int | None) -> dict[str, Any]:
     replayed["seconds"] = round(time.perf_counter() - began, 1)
     replayed["target_seconds"] = REPLAY_SECONDS
     began = time.perf_counter()
-    methods = evaluate_forecasts(iter_jobs(log), processors, site=log.name, limit=jobs)
+    methods = evaluate_forecasts(iter_jobs(log), processors, site=log.name, limit=jobs,
+                                 clock=read_header(log).local_time)
     seconds = round(time.perf_counter() - began, 1)
     print(f"{log.name}: replay {replayed['seconds']} s, walk {seconds} s", file=sys.stderr)
     return {"log": log.name, "processors": processors, "replay": replayed,

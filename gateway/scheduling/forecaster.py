@@ -60,6 +60,7 @@ from collections.abc import Iterable, Mapping
 
 from gateway.scheduling.guest_ledger import GuestLedger, guest_work
 from gateway.scheduling.pass_sites import Kind, KindForecast, PassSite, Starts, job_kind
+from gateway.scheduling.prediction.late_waits import LateWaits, late_features
 from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.prediction.runtime_predictor import RuntimeEstimate, RuntimePredictor
 from gateway.scheduling.prediction.staging_estimate import TransferRates, staging_seconds
@@ -98,6 +99,7 @@ class SiteForecaster:
         outcomes: RoutedOutcomes | None = None,
         profiles: Mapping[str, Profiles] | None = None,
         ledger: GuestLedger | None = None,
+        late: LateWaits | None = None,
     ) -> None:
         """Build each site's profiles from its snapshot (once per routing pass).
 
@@ -107,7 +109,9 @@ class SiteForecaster:
         site's medians on how the jobs routed there lately waited; `profiles`, a site's
         profiles kept from an earlier pass whose queue has not changed since (the
         simulator keeps them: a projection per site and pass is most of its time);
-        `ledger`, the guest ledger (fed by `commit`; None: every site welcomes guests).
+        `ledger`, the guest ledger (fed by `commit`; None: every site welcomes guests);
+        `late`, the late-wait model (read; it fits itself when a refit is due), whose
+        point replaces the class median as the wait if late where it has one.
         """
         if mode not in MODES:
             raise ValueError(f"unknown forecast mode {mode!r}")
@@ -119,6 +123,7 @@ class SiteForecaster:
         self.mode = mode
         self.outcomes = outcomes
         self.ledger = ledger
+        self.late = late
         self._ledgered: JobNeed | None = None  # the job last counted in the ledger
         self._placed: dict[str, Starts] = {}
         # The histories do not change during a pass: jobs alike share one answer.
@@ -283,6 +288,16 @@ class SiteForecaster:
             bound = max(placed.walltime_start, median)
             basis = "live queue (no wait history)"
         if_late = history.if_late if history is not None else None
+        features = None
+        if self.late is not None and history is not None and self.mode == COMBINED:
+            when = state.local_time
+            features = late_features(
+                job.procs, job.time_limit, state.load, placed.walltime_start, median, bound,
+                if_late, None if when is None else (when.hour, when.weekday()))
+            learned = self.late.predict(site, features,
+                                        None if when is None else when.timestamp())
+            if learned is not None:
+                if_late = learned
         outcomes = self.outcomes
         factor = outcomes.factor(site) if outcomes is not None else 1.0
         if outcomes is not None and factor > 1.0:
@@ -305,7 +320,8 @@ class SiteForecaster:
                         f"{basis}; run time: {runtime.basis}", state.backlog, factor,
                         placed.walltime_start if self.mode == COMBINED else None,
                         history.likely if history is not None and history.likely is not None
-                        else median, runtime.known, wait_if_late=if_late)
+                        else median, runtime.known, wait_if_late=if_late,
+                        late_features=features)
 
     def commit(self, job: JobNeed, site: str) -> None:
         """The job will queue at `site`: reserve it on both of the site's profiles."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gateway.scheduling.prediction.late_waits import QueueLoad
 from gateway.scheduling.prediction.runtime_predictor import RuntimeEstimate
 from gateway.scheduling.prediction.wait_predictor import WaitPrediction
 from gateway.scheduling.queues.account_queue import AccountQueue, account_queues
@@ -59,13 +60,14 @@ class PassSite:
     completion, and each account's own queue there (`account_queue.py`), read from the
     snapshot when first asked."""
 
-    __slots__ = ("_accounts", "_queue", "backlog", "cached", "floors", "forecasts", "likely",
-                 "name", "processors", "walltime")
+    __slots__ = ("_accounts", "_load", "_queue", "backlog", "cached", "floors", "forecasts",
+                 "likely", "local_time", "name", "processors", "walltime")
 
     def __init__(self, state: SiteState, profiles: Profiles | None = None) -> None:
         queue = state.queue
         self.name = state.name
         self.cached = state.cached
+        self.local_time = state.local_time
         self.processors = queue.processors
         self.likely, self.walltime = profiles if profiles is not None else (
             QueueProfile.project(queue), QueueProfile.project(queue, limits_as_runtimes=True))
@@ -79,6 +81,14 @@ class PassSite:
         self.floors: dict[Kind, float] = {}
         self._queue = queue
         self._accounts: dict[str, AccountQueue] | None = None
+        self._load: QueueLoad | None = None
+
+    @property
+    def load(self) -> QueueLoad:
+        """The snapshot's load, as the late-wait model reads it (read when first asked)."""
+        if self._load is None:
+            self._load = QueueLoad.of(self._queue)
+        return self._load
 
     def account(self, name: str) -> AccountQueue | None:
         """The account's own queue here (None: it runs nothing here)."""

@@ -63,6 +63,9 @@ class Forecast:
     # The wait if the job has not started within 10 min (`WaitPrediction.if_late`: the
     # second part of a two-part forecast); None: no history has seen a wait that long.
     wait_if_late: float | None = None
+    # What the late-wait model knew of the job here (`late_waits.late_features`; None:
+    # no model): give it back with the job's wait once it starts here.
+    late_features: tuple[float, ...] | None = None
 
     def with_backlog(self, backlog: float) -> Forecast:
         """This forecast with another `backlog`: `dataclasses.replace`, cheaper (a pass
@@ -70,7 +73,7 @@ class Forecast:
         return Forecast(self.wait_median, self.wait_bound, self.runtime, self.staging,
                         self.wait_quantiles, self.basis, backlog, self.calibration,
                         self.projected_wait, self.wait_likely, self.runtime_known,
-                        self.welcome, self.wait_if_late)
+                        self.welcome, self.wait_if_late, self.late_features)
 
     def unwelcome(self) -> Forecast:
         """This forecast for a guest the site does not take (`welcome` False; rare, so

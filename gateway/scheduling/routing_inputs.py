@@ -8,6 +8,7 @@ evaluation build them from their own records.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from gateway.scheduling.queues.queue_profile import QueueProfile
 from gateway.scheduling.queues.queue_state import QueueState
@@ -51,11 +52,13 @@ class JobNeed:
 
 @dataclass(frozen=True, slots=True)
 class SiteState:
-    """One site at the start of a pass: its queue and the input sources it has cached."""
+    """One site at the start of a pass: its queue, the input sources it has cached and
+    the time there (None: not known; the late-wait model reads its hour and weekday)."""
 
     name: str
     queue: QueueState
     cached: frozenset[str] = frozenset()
+    local_time: datetime | None = None
 
 
 # A site's (likely, walltime) profiles, built by a forecaster or kept from an earlier

@@ -15,8 +15,10 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import IO
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 FIELDS = 18
 # A header line is `; Name: value`; names are single words (SWF v2.2 header list).
@@ -76,6 +78,16 @@ class SwfHeader:
     max_procs: int | None
     unix_start_time: int | None
     fields: dict[str, list[str]]
+
+    def local_time(self, seconds: float) -> datetime:
+        """The site's time `seconds` into the log: from its UnixStartTime (0 when it has
+        none) in its TimeZoneString's zone (UTC when it names none, or none known here)."""
+        names = self.fields.get("TimeZoneString", [])
+        try:
+            zone: tzinfo = ZoneInfo(names[0]) if names else UTC
+        except (ZoneInfoNotFoundError, ValueError):
+            zone = UTC
+        return datetime.fromtimestamp((self.unix_start_time or 0) + seconds, zone)
 
 
 def _header_int(fields: dict[str, list[str]], name: str) -> int | None:

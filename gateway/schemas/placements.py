@@ -47,6 +47,11 @@ class ForecastOut(TypedDict):
     # alike that did not (a job that waits is told how long, not "10 min"); absent when
     # no history has seen such a wait.
     wait_if_late: NotRequired[float]
+    # What the late-wait model knew of the job here when it forecast `wait_if_late`
+    # (gateway.scheduling.prediction.late_waits: the job, the queue's load, the
+    # forecast, the site's hour and weekday; -1: not known): once the job starts here,
+    # its wait is learned with them.
+    late_features: NotRequired[dict[str, float]]
     # False when the job would be a guest here that queues and the site's users have been
     # given less at other sites than its guests here: it ranks behind home (the guest
     # ledger); absent else.

@@ -115,6 +115,10 @@ def as_data(routed: list[Routing[JobNeed]]) -> list[dict[str, Any]]:
     """Every decision and every candidate's forecast, JSON-ready (floats exact)."""
     data: list[dict[str, Any]] = json.loads(json.dumps(
         [{"job": r.job.key, **dataclasses.asdict(r.decision)} for r in routed]))
+    for decision in data:  # recorded before the late-wait model, which this pass lacks
+        for candidate in decision["candidates"]:
+            if candidate["forecast"] is not None:
+                assert candidate["forecast"].pop("late_features") is None
     return data
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from datetime import UTC, datetime
 
 import pytest
 
 from gateway.scheduling.forecaster import HISTORY, PROJECTION, SiteForecaster
+from gateway.scheduling.prediction.late_waits import LATE_FEATURES, LateWaits
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.staging_estimate import TransferRates
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor
@@ -177,3 +180,29 @@ def test_the_class_to_record_a_wait_in_and_the_prediction_to_give_back() -> None
     assert history_alone.job_class(JOB, "a").projected_wait is None
     assert SiteForecaster([SITE_A], WaitPredictor(), runtimes_of_60s()).wait_prediction(
         JOB, "a") is None
+
+
+def test_the_wait_if_late_is_the_late_wait_model_s_once_it_has_fitted() -> None:
+    waits = history_for_a()
+    late = LateWaits(minimum=40)
+    evening = datetime(2026, 12, 4, 19, 30, tzinfo=UTC)  # a Friday
+    site = dataclasses.replace(SITE_A, local_time=evening)
+    forecaster = SiteForecaster([site], waits, runtimes_of_60s(), late=late)
+    before = forecaster.forecast(JOB, "a")
+    assert before.late_features is not None
+    known = dict(zip(LATE_FEATURES, before.late_features, strict=True))
+    # The queue's load, the forecast's own points and the site's clock, as they were.
+    assert (known["queued_jobs"], known["running_jobs"], known["busy_processors"]) == (
+        2.0, 1.0, 6.0)
+    assert known["wait_median"] == before.wait_median
+    assert (known["hour"], known["weekday"]) == (19.0, 4.0)
+    class_median = waits.predict(JobClass("a", "", 4, 100.0, 40.0))
+    assert class_median is not None and before.wait_if_late == class_median.if_late
+    for n in range(40):  # jobs like it, known to have waited 5 h once they started
+        late.observe("a", n, before.late_features, 5 * 3600.0)
+    after = SiteForecaster([site], waits, runtimes_of_60s(), late=late).forecast(JOB, "a")
+    assert after.wait_if_late == pytest.approx(5 * 3600.0, rel=0.01)
+    assert after.wait_median == before.wait_median  # routing reads nothing of it
+    # The other modes are the evaluation's: no model is asked or fed there.
+    forecaster = SiteForecaster([site], waits, runtimes_of_60s(), mode=HISTORY, late=late)
+    assert forecaster.forecast(JOB, "a").late_features is None

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from gateway.db.base import utcnow
 from gateway.db.engine import transaction
@@ -20,8 +23,15 @@ from gateway.repositories.jobs.attempts import StartedAttempt
 from gateway.repositories.jobs.placements import NewPlacement
 from gateway.runtime import Runtime
 from gateway.scheduling.constraints import JobView
+from gateway.scheduling.prediction.late_waits import (
+    LateWaits,
+    QueueLoad,
+    late_features,
+    named_features,
+)
 from gateway.scheduling.prediction.wait_predictor import JobClass
-from gateway.scheduling.ranking import Candidate
+from gateway.scheduling.ranking import Candidate, Forecast
+from gateway.services.routing import forecasting
 from gateway.services.routing.decisions import candidate_out
 from gateway.services.routing.forecasting import build_forecaster, recorded_class
 from gateway.services.routing.placement import Pending
@@ -111,3 +121,52 @@ def test_production_records_a_wait_in_the_class_its_forecaster_gave(
     assert expected.projected_wait is not None and expected.user == job.owner_id
     assert recorded_class(start, given) == expected
     assert given.uncalibrated_median == forecast.uncalibrated_median
+
+
+def late_starts(runtime: Runtime, client: TestClient, headers: dict[str, str], count: int,
+                features: tuple[float, ...]) -> None:
+    """`count` jobs that waited 2 h at 'local', each routed with the late-wait model's
+    `features` recorded as production records them (`candidate_out`)."""
+    now = utcnow()
+    forecast = Forecast(60.0, 900.0, 5.0, 0.0, wait_if_late=1800.0, late_features=features)
+    stored = dict(candidate_out(Candidate("local", forecast=forecast), None))
+    for n in range(count):
+        job_id = post(client, headers, {"name": f"l{n}", "executable": "/bin/true",
+                                        "site": "local"})
+        with transaction(runtime.sessions) as session:
+            started = now - timedelta(minutes=count - n)
+            submitted = started - timedelta(hours=2)
+            session.add(Attempt(job_id=job_id, number=1, site_name="local", tag=f"l{n}",
+                                state=AttemptState.COMPLETED, workdir="/nowhere",
+                                submitted_at=submitted, started_at=started,
+                                ended_at=started + timedelta(seconds=5)))
+            placements.add_all(session, [NewPlacement(
+                job_id, submitted, "fastest", 1, None, ["local"], "test", [stored])], "router")
+
+
+def test_production_learns_late_waits_from_the_features_its_decisions_recorded(
+        client: TestClient, runtime: Runtime, make_user: MakeUser,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    late = LateWaits(minimum=60)
+    monkeypatch.setattr(forecasting, "LATE_WAITS", late)
+    features = late_features(4, 3600.0, QueueLoad(3, 2, 1e4, 8, 5e3), 1200.0, 60.0, 900.0,
+                             1800.0, (19, 4))
+    headers = make_user().headers
+    late_starts(runtime, client, headers, 40, features)
+    with runtime.sessions() as session:
+        given = placements.given_forecasts(session, set(jobs_of(session)))
+    # Stored by name, read back in the model's order.
+    assert {named_features(f.late_features) for f in given.values()} == {features}
+    for _ in range(2):  # each pass reads the same starts again: each is kept once
+        with runtime.sessions() as session:
+            forecaster = build_forecaster(session, runtime.sites, [], utcnow()).inner
+        assert forecaster.late is late
+        assert late.predict("local", features, None) is None  # 40 < 60, not 80
+    late_starts(runtime, client, headers, 20, features)
+    with runtime.sessions() as session:
+        build_forecaster(session, runtime.sites, [], utcnow())
+    assert late.predict("local", features, None) == pytest.approx(7200.0, rel=0.01)
+
+
+def jobs_of(session: Session) -> list[str]:
+    return list(session.scalars(select(Job.id)))

@@ -103,11 +103,13 @@ class GivenForecast:
     the job has started there: the 95% wait bound (the wait predictor's calibration), the
     median before the site's routed-outcomes factor (that factor's own scoring) and the
     walltime projection of the wait (the history class the wait is recorded in; None in
-    decisions recorded before it was kept)."""
+    decisions recorded before it was kept), and what the late-wait model knew of the job
+    (its features by name; None: not recorded)."""
 
     wait_bound: float
     uncalibrated_median: float
     projected_wait: float | None
+    late_features: dict[str, float] | None = None
 
 
 def given_forecasts(session: Session, job_ids: Collection[str]
@@ -126,8 +128,10 @@ def given_forecasts(session: Session, job_ids: Collection[str]
                 continue
             factor = float(forecast.get("calibration", 1.0))
             projected = forecast.get("projected_wait")
+            late = forecast.get("late_features")
             found[(job_id, candidate["site"])] = GivenForecast(
                 float(forecast["wait_bound"]),
                 (1.0 + float(forecast["wait_median"])) / factor - 1.0,
-                None if projected is None else float(projected))
+                None if projected is None else float(projected),
+                None if late is None else {str(k): float(v) for k, v in late.items()})
     return found

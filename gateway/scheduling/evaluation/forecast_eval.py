@@ -23,9 +23,10 @@ the same jobs (`prediction_scores` says what is counted):
   `zero_wait` (certainty), `easy_walltime` (certainty when the projection says so) and
   `rolling` (the window's share of waits up to 10 min);
 - the second part of the two-part forecast, `if_late` (production's wait if the job
-  has not started within 10 min), and its baseline `rolling_if_late` (the median of the
-  rolling window's waits over 10 min): scored on the jobs that waited over 10 min only,
-  the condition they speak for;
+  has not started within 10 min: the late-wait model's, fed as production feeds it,
+  once it has fitted; the class median before), and its baseline `rolling_if_late`
+  (the median of the rolling window's waits over 10 min): scored on the jobs that
+  waited over 10 min only, the condition they speak for;
 - a reference, not a method: `hindsight_best_point`, for each job the point of the
   methods above nearest its real wait (in log(1 + wait)), chosen knowing the wait: what
   choosing among these points job by job could at best reach.
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint, usable
@@ -46,6 +48,7 @@ from gateway.scheduling.evaluation.prediction_scores import (
     job_class,
 )
 from gateway.scheduling.forecaster import COMBINED, MODES, SiteForecaster
+from gateway.scheduling.prediction.late_waits import LateWaits
 from gateway.scheduling.queues.queue_state import QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
@@ -60,13 +63,15 @@ Seen = Callable[[SwfJob, JobNeed, QueueState, dict[str, Forecast]], None]
 
 
 def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log",
-                       limit: int | None = None, on_forecast: Seen | None = None
-                       ) -> dict[str, Any]:
+                       limit: int | None = None, on_forecast: Seen | None = None,
+                       clock: Callable[[float], datetime] | None = None) -> dict[str, Any]:
     """Walk a log (sorted by submit time) and score every method on every job that ran.
 
     `limit` stops after that many jobs (a prefix of the log). `on_forecast`, if given,
     is shown each job at its submit with what was known then: the job as the gateway
-    knew it, the queue, and the forecast of every mode.
+    knew it, the queue, and the forecast of every mode. `clock` gives the site's time
+    at a time of the log (`SwfHeader.local_time`; None: the late-wait model is given
+    no hour).
     """
     rolling = RollingBaseline()
     conformal = RollingConformal(rolling)
@@ -76,7 +81,7 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
         conformal.observe(float(job.wait), given.pop(job.number, None))
         rolling.observe(job.submit_procs, float(job.wait))
 
-    walk = LogWalk(site, processors, on_start=started)
+    walk = LogWalk(site, processors, on_start=started, late=LateWaits())
     tallies = {name: Tally() for name in (*METHODS, HINDSIGHT)}
     scored = 0
     kept: Profiles | None = None  # the profiles of the last submit, with its job committed
@@ -101,8 +106,9 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
             profiles = {site: kept}
         else:
             kept_until = now + state.unchanged_for()
-        forecaster = SiteForecaster([SiteState(site, state)], walk.waits, walk.runtimes,
-                                    profiles=profiles)
+        local = clock(now) if clock is not None else None
+        forecaster = SiteForecaster([SiteState(site, state, local_time=local)], walk.waits,
+                                    walk.runtimes, profiles=profiles, late=walk.late)
         wait = float(job.wait)
         points: list[float | None] = []
         made = {}
@@ -141,7 +147,8 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
                       key=lambda point: abs(math.log1p(point) - math.log1p(wait)))
         tallies[HINDSIGHT].score(wait, nearest, None, where)
         walk.submit(job, need.time_limit, forecaster.runtime(need, site).seconds,
-                    forecaster.job_class(need, site), forecaster.wait_prediction(need, site))
+                    forecaster.job_class(need, site), forecaster.wait_prediction(need, site),
+                    forecast.late_features)
         forecaster.commit(need, site)
         kept, kept_at, kept_events = forecaster.profiles(site), now, walk.events
     return {name: tally.report() for name, tally in tallies.items()}

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
 
+from gateway.scheduling.prediction.late_waits import LateWaits
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 from gateway.scheduling.queues.queue_state import QueueState
@@ -44,6 +45,7 @@ class _Held:
     predicted: float
     known: JobClass
     given: WaitPrediction | None
+    late_features: tuple[float, ...] | None
     queued: tuple[int, float, float]  # (processors, predicted, limit) while it waits
     owner: str
 
@@ -58,9 +60,11 @@ class LogWalk:
     def __init__(self, site: str, processors: int, waits: WaitPredictor | None = None,
                  runtimes: RuntimePredictor | None = None,
                  on_start: Callable[[SwfJob, JobClass], None] | None = None,
-                 on_end: Callable[[SwfJob], None] | None = None) -> None:
+                 on_end: Callable[[SwfJob], None] | None = None,
+                 late: LateWaits | None = None) -> None:
         """`on_start` is told of each job and its class as it starts (its wait known),
-        after `waits`;
+        after `waits` and `late` (the late-wait model, fed the features a job was
+        submitted with);
         `on_end` as it ends (its run time known), after `runtimes`."""
         self.site = site
         self.on_start = on_start
@@ -68,6 +72,7 @@ class LogWalk:
         self.processors = processors
         self.waits = waits if waits is not None else WaitPredictor()
         self.runtimes = runtimes if runtimes is not None else RuntimePredictor()
+        self.late = late
         self.queued: dict[int, _Held] = {}  # submit order is queue order
         self.running: dict[int, _Held] = {}
         self._starts: list[tuple[int, int]] = []
@@ -109,6 +114,8 @@ class LogWalk:
                 self.running[seq] = held
                 job = held.job
                 self.waits.observe(held.known, float(job.wait), predicted=held.given)
+                if self.late is not None and held.late_features is not None:
+                    self.late.observe(self.site, seq, held.late_features, float(job.wait))
                 if self.on_start is not None:
                     self.on_start(job, held.known)
                 heapq.heappush(self._ends, (job.start + job.run, seq))
@@ -129,12 +136,14 @@ class LogWalk:
         return QueueState(self.processors, running, queued, owners=owners)
 
     def submit(self, job: SwfJob, limit: float, predicted: float, known: JobClass,
-               given: WaitPrediction | None = None) -> None:
+               given: WaitPrediction | None = None,
+               late_features: tuple[float, ...] | None = None) -> None:
         """Queue `job` (it starts and ends at its logged times) with its predicted run
-        time, the class its wait will be recorded in and the wait prediction it had."""
+        time, the class its wait will be recorded in, the wait prediction it had and
+        what the late-wait model knew of it (`Forecast.late_features`)."""
         self._seq += 1
         # A queued job's processors as the gateway knows them: its request.
         self.queued[self._seq] = _Held(
-            job, limit, predicted, known, given,
+            job, limit, predicted, known, given, late_features,
             (min(job.submit_procs, self.processors), predicted, limit), str(job.user))
         heapq.heappush(self._starts, (job.start, self._seq))

@@ -27,7 +27,7 @@ from gateway.scheduling.evaluation.federation_trace import (
 from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts
 from gateway.scheduling.forecaster import COMBINED
 from gateway.scheduling.policies import registry
-from gateway.scheduling.swf import SwfJob
+from gateway.scheduling.swf import SwfJob, read_header
 
 BASELINES: dict[str, Callable[[], Policy]] = {OWN: Own, FEWEST_QUEUED: FewestQueued}
 PROGRESS_EVERY = 20_000
@@ -90,6 +90,6 @@ def evaluate_predictions(path: Path, window_days: float | None = None,
     log = TraceLog(path)
     processors = log.spec.processors
     methods = evaluate_forecasts(_counted(windowed(path, window_days), progress), processors,
-                                 site=log.spec.name)
+                                 site=log.spec.name, clock=read_header(path).local_time)
     return {"log": log.spec.name, "processors": processors, "window_days": window_days,
             "methods": methods}

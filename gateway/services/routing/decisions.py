@@ -10,6 +10,7 @@ from gateway.accounting.units import su
 from gateway.repositories.jobs.placements import NewPlacement, PlacementRecord
 from gateway.scheduling.policies import registry as policies
 from gateway.scheduling.policies.base import DeadlineRule
+from gateway.scheduling.prediction.late_waits import LATE_FEATURES
 from gateway.scheduling.ranking import Candidate, Decision, Forecast, sentence
 from gateway.schemas import parse
 from gateway.schemas.placements import CandidateOut, EstimateOut, ForecastOut, PlacementOut
@@ -32,6 +33,8 @@ def forecast_out(forecast: Forecast) -> ForecastOut:
         out["wait_likely"] = forecast.wait_likely
     if forecast.wait_if_late is not None:
         out["wait_if_late"] = forecast.wait_if_late
+    if forecast.late_features is not None:
+        out["late_features"] = dict(zip(LATE_FEATURES, forecast.late_features, strict=True))
     if not forecast.welcome:
         out["welcome"] = False
     return out

@@ -43,6 +43,7 @@ from gateway.repositories.jobs.placements import GivenForecast
 from gateway.repositories.jobs.rows import stored_resources
 from gateway.scheduling.forecaster import SiteForecaster
 from gateway.scheduling.guest_ledger import GuestLedger
+from gateway.scheduling.prediction.late_waits import LateWaits, named_features
 from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.staging_estimate import TransferRates
@@ -57,6 +58,11 @@ from gateway.services.sites.registry import SiteRegistry
 
 # Starts read per pass (newest first): the histories' material.
 HISTORY = 5000
+# The late-wait model of this process: unlike the histories it is kept between passes
+# (a fit costs about a second; `LateWaits` refits when enough new late waits are
+# known), and each pass gives it the late starts it reads, each kept once (by job and
+# site). Every worker process fits its own from the same records.
+LATE_WAITS = LateWaits()
 # Imported waits read per site and pass (gateway.services.routing.history_import): enough for
 # the predictor's windows (about 800 waits per class), few enough for a pass.
 IMPORTED = 2000
@@ -113,6 +119,7 @@ def recorded_class(start: StartedAttempt, given: GivenForecast | None) -> JobCla
 
 def _histories(session: Session, registry: SiteRegistry
                ) -> tuple[WaitPredictor, RuntimePredictor, RoutedOutcomes]:
+    late = LATE_WAITS
     waits = WaitPredictor()
     runtimes = RuntimePredictor({e.name: e.speed for e in registry})
     outcomes = RoutedOutcomes()
@@ -136,6 +143,9 @@ def _histories(session: Session, registry: SiteRegistry
         waits.observe(recorded_class(start, forecast), wait, predicted=bound)
         if forecast is not None:
             outcomes.observe(start.site_name, forecast.uncalibrated_median, wait)
+            features = named_features(forecast.late_features)
+            if features is not None:
+                late.observe(start.site_name, (start.job_id, start.site_name), features, wait)
         if start.state is AttemptState.COMPLETED and start.ended_at is not None:
             procs, limit, _ = shape(start.spec)
             runtimes.observe(start.owner_id, fingerprint(start.spec), start.site_name, procs,
@@ -228,11 +238,11 @@ def build_forecaster(session: Session, registry: SiteRegistry, jobs: Sequence[Pe
     `placement.ForecasterFactory`)."""
     snapshots = snapshots or {}
     waits, runtimes, outcomes = _histories(session, registry)
-    sites = [SiteState(e.name, _queue(session, e, snapshots.get(e.name), now))
-             for e in registry]
+    sites = [SiteState(e.name, _queue(session, e, snapshots.get(e.name), now),
+                       local_time=now.astimezone(e.timezone)) for e in registry]
     rates = TransferRates(defaults={e.name: e.transfer_rate_mb_s * MB for e in registry})
     homes = attempts.home_sites(session, {job.owner_id for job in jobs})
     return PassForecaster(SiteForecaster(sites, waits, runtimes, rates, outcomes=outcomes,
-                                         ledger=guest_ledger(session)),
+                                         ledger=guest_ledger(session), late=LATE_WAITS),
                           {job.job_id: _need(session, registry, job, homes.get(job.owner_id))
                            for job in jobs})

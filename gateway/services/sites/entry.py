@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 
 from adapters.base import Adapter
 from containers.site_caps import SiteContainerCaps
@@ -59,6 +60,9 @@ class SiteEntry:
     # A certificate site's status account (`certificate.status_account`): asked about
     # every account's jobs at once; None: each account about its own.
     status: Adapter | None = None
+    # The site's clock: its scheduler's time zone (`scheduler.timezone`), where the
+    # late-wait model reads the hour and weekday a job is submitted at.
+    timezone: tzinfo = UTC
 
     def takes(self, project: str | None) -> bool:
         """Whether jobs charged to `project` may run here (None: not yet known)."""

@@ -154,4 +154,5 @@ def remote_site(config: SiteConfig, settings: Settings, pool: TransportPool[T],
                      transfer_rate_mb_s=config.routing.transfer_rate_mb_s,
                      rate=config.charging.rate(config.charge_factor),
                      containers=config.container_caps(), accounts=names,
-                     projects=frozenset(accounts.projects), status=status)
+                     projects=frozenset(accounts.projects), status=status,
+                     timezone=ZoneInfo(config.scheduler.timezone))
