@@ -20,7 +20,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate, pairwise, repeat
+from itertools import accumulate, compress, pairwise, repeat
 from operator import add, itemgetter, sub
 from statistics import median_low
 
@@ -173,10 +173,10 @@ def _grow(rows: list[int], binned: list[list[int]], sizes: list[int],
         leaf = max(splittable, key=_gain)
         assert leaf.split is not None
         _, f, position = leaf.split
-        column = binned[f]
         cut = position * _CODES
-        low = [r for r in leaf.rows if column[r] <= cut]
-        high = [r for r in leaf.rows if column[r] > cut]
+        keys = itemgetter(*leaf.rows)(binned[f])  # a leaf holds 2 x min_leaf rows at least
+        low = list(compress(leaf.rows, map(cut.__ge__, keys)))
+        high = list(compress(leaf.rows, map(cut.__lt__, keys)))
         small, large = (low, high) if len(low) <= len(high) else (high, low)
         # Count the smaller child; the larger one's counts are its parent's minus those.
         small_histograms = _histograms(small, binned, sizes, codes)

@@ -10,11 +10,12 @@ job at submit (`late_features`), and fits boosted trees to their median
 
 Online and bounded: the model is fitted on the site's last `WINDOW` late waits, first
 once `MINIMUM` are known, then again once `REFIT` more are known and at least
-`REFIT_AFTER` seconds of the site's time have passed since the last fit (a week: the
-clock features' own cycle). Until its first fit a site has no learned point and the
-forecaster tells the class median. The cost of a walk then grows with the span of its
-log rather than with its late jobs (the 450,000-job walk: benchmarks/
-prediction_walk_speed.py); a prediction is a walk down 50 small trees.
+`REFIT_AFTER` of the site's time has passed since the last fit (two weeks: two of the
+clock features' cycles). Until its first fit a site has no learned point and the
+forecaster tells the class median. A fit costs about a second of CPU (5,000 rows), so
+the cost of a walk grows with the span of its log, not with its late jobs (the
+450,000-job walk: benchmarks/prediction_walk_speed.py); a prediction is a walk down 50
+small trees.
 
 Measured on the four shared logs through production's forecaster (docs/design/
 predictors.md, "The wait if late"); the sizes (window, refit, trees) are cost bounds,
@@ -39,7 +40,7 @@ TOLERANCE = 600.0  # a job is late once it has waited this long (the +-10 min of
 WINDOW = 5000
 MINIMUM = 500
 REFIT = 500
-REFIT_AFTER = 7 * 86400.0
+REFIT_AFTER = 14 * 86400.0
 LATE_FEATURES = (
     "processors", "time_limit",
     "queued_jobs", "running_jobs", "queued_work", "busy_processors", "running_work_left",
