@@ -18,6 +18,9 @@ small for a job is excluded, as the hard constraints would.
 - `route_pass_40_sites`: the same pass over 40 snapshot sites (10 per log; issue 27
   target: under 1 s), with the same baselines.
 
+Every site has a fitted late-wait model, as production's sites have once they have seen
+enough late waits (`fitted_late_waits`, outside the timings): each forecast asks it.
+
 Each pass also gives its `oracle` (`oracle()`): the same jobs routed by a pass told which
 sites each decision reads (the leader and the runner-up; the leader alone), forecasting
 only those: what a pass costs at least with this forecaster; and its `floor`
@@ -53,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.shared_traces import shared_dir  # noqa: E402
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint, usable  # noqa: E402
 from gateway.scheduling.forecaster import SiteForecaster  # noqa: E402
+from gateway.scheduling.prediction.late_waits import LateWaits  # noqa: E402
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor  # noqa: E402
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor  # noqa: E402
 from gateway.scheduling.queues.easy import project_runs  # noqa: E402
@@ -78,6 +82,7 @@ SNAPSHOTS_PER_LOG = 25
 PASS_40_PER_LOG = 10  # 4 logs x 10 snapshots: issue 27's 40 sites
 PARTS = ("rank_100_sites", "route_pass", "route_pass_40_sites")
 HISTORY_KEPT = 1000  # waits replayed into each snapshot site's history (> the window)
+LATE_ROWS = 100  # late waits each site's late-wait model is fitted on
 
 
 @dataclasses.dataclass
@@ -150,11 +155,36 @@ def snapshot_sites(walked: dict[str, Walked], per_log: int
     return sites, waits
 
 
+def fitted_late_waits(sites: list[SiteState], waits: WaitPredictor,
+                      runtimes: RuntimePredictor, jobs: list[JobNeed]) -> LateWaits:
+    """A late-wait model fitted at every site, as production's is once it has seen enough
+    late waits (a routing pass asks it for each forecast's wait if late): fitted, outside
+    the timings, on the features of `jobs` forecast at every site they fit, each given a
+    wait that grows with its bound (what it learns does not matter here; that it answers
+    with grown trees does)."""
+    late = LateWaits(minimum=LATE_ROWS)
+    forecaster = SiteForecaster(sites, waits, runtimes, late=late)
+    known: dict[str, tuple[float, ...]] = {}
+    for n, job in enumerate(jobs[:LATE_ROWS * 4]):
+        for site in sites:
+            if job.procs <= site.queue.processors:
+                forecast = forecaster.forecast(job, site.name)
+                if forecast.late_features is not None:
+                    late.observe(site.name, n, forecast.late_features,
+                                 601.0 + forecast.wait_bound * (1 + n % 5))
+                    known[site.name] = forecast.late_features
+    fitted = sum(late.predict(site, features, None) is not None
+                 for site, features in known.items())
+    print(f"late-wait model fitted at {fitted} of {len(sites)} sites", file=sys.stderr)
+    return late
+
+
 def rank_many(walked: dict[str, Walked], jobs: list[JobNeed]) -> dict[str, Any]:
     sites, waits = snapshot_sites(walked, SNAPSHOTS_PER_LOG)
     runtimes = walked["kth"].walk.runtimes  # shared by the walks; other sites scale by speed
+    late = fitted_late_waits(sites, waits, runtimes, jobs)
     began = time.perf_counter()
-    forecaster = SiteForecaster(sites, waits, runtimes)
+    forecaster = SiteForecaster(sites, waits, runtimes, late=late)
     build = time.perf_counter() - began
     timings, cpu, baseline = [], [], []
     for job in jobs:
@@ -195,12 +225,13 @@ def pass_of(walked: dict[str, Walked], jobs: list[JobNeed], per_log: int = 1
     sites, waits = snapshot_sites(walked, per_log)
     runtimes = next(iter(walked.values())).walk.runtimes
     size = {s.name: s.queue.processors for s in sites}
+    late = fitted_late_waits(sites, waits, runtimes, jobs)
 
     def exclusions(job: JobNeed) -> list[Candidate]:
         return [Candidate(s, None if job.procs <= p else "too small") for s, p in size.items()]
 
     began, began_cpu = time.perf_counter(), time.process_time()
-    forecaster = SiteForecaster(sites, waits, runtimes)
+    forecaster = SiteForecaster(sites, waits, runtimes, late=late)
     routed = route_pass(jobs, exclusions, forecaster, lambda job: ("fastest", 1, None))
     seconds, cpu = time.perf_counter() - began, time.process_time() - began_cpu
 
@@ -227,7 +258,7 @@ def pass_of(walked: dict[str, Walked], jobs: list[JobNeed], per_log: int = 1
 
     return {
         **pass_figures(sites, routed, seconds, cpu),
-        "oracle": oracle(walked, per_log, jobs, exclusions, runtimes, routed),
+        "oracle": oracle(walked, per_log, jobs, exclusions, runtimes, routed, late),
         "floor": floor(jobs, exclusions, runtimes),
         "baseline_first_fit_s": round(first_fit_seconds, 4),
         "first_fit_routed": {s.name: first_fit.count(s.name) for s in sites},
@@ -259,7 +290,8 @@ def pass_figures(sites: list[SiteState], routed: list[Routing[JobNeed]], seconds
 
 
 def oracle(walked: dict[str, Walked], per_log: int, jobs: list[JobNeed], exclusions: Any,
-           runtimes: RuntimePredictor, routed: list[Routing[JobNeed]]) -> dict[str, Any]:
+           runtimes: RuntimePredictor, routed: list[Routing[JobNeed]], late: LateWaits
+           ) -> dict[str, Any]:
     """What a pass costs at least with this forecaster, measured: the same jobs on fresh
     snapshots, each told by an oracle (the pass's own decisions) which open sites its
     decision reads: its candidates (the hard constraints), a forecast at those sites
@@ -274,7 +306,7 @@ def oracle(walked: dict[str, Walked], per_log: int, jobs: list[JobNeed], exclusi
                 for r in routed]
         forecasting = committing = 0.0
         began = time.process_time()
-        forecaster = SiteForecaster(sites, waits, runtimes)
+        forecaster = SiteForecaster(sites, waits, runtimes, late=late)
         chosen = []
         for job, wanted in zip(jobs, told, strict=True):
             read = [c for c in exclusions(job) if c.site in wanted]

@@ -65,12 +65,13 @@ def test_evaluate_predictions_scores_every_method(tmp_path: Path) -> None:
     # Production's forecast (its modes and what it tells a person) beside every baseline.
     assert list(methods) == ["combined", "history", "projection", "likely", "zero_wait",
                              "easy_walltime", "rolling", "rolling_conformal", "if_late",
-                             "rolling_if_late", "hindsight_best_point"]
+                             "class_if_late", "rolling_if_late", "hindsight_best_point"]
     # The wait if late speaks for the jobs that did not start within 10 min: scored on them.
     late = methods["combined"]["waited_over_10min"]["jobs"]
     assert methods["if_late"]["jobs"] == methods["rolling_if_late"]["jobs"] == late > 0
+    assert methods["class_if_late"]["jobs"] == late
     assert all(scores["jobs"] == 12 for name, scores in methods.items()
-               if name not in ("if_late", "rolling_if_late"))
+               if name not in ("if_late", "class_if_late", "rolling_if_late"))
     # The forecaster and the projection predict every job; the rolling median needs
     # earlier waits; "it starts now" gives no bound.
     assert methods["combined"]["predicted"] == methods["easy_walltime"]["predicted"] == 12

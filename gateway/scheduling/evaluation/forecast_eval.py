@@ -24,9 +24,10 @@ the same jobs (`prediction_scores` says what is counted):
   `rolling` (the window's share of waits up to 10 min);
 - the second part of the two-part forecast, `if_late` (production's wait if the job
   has not started within 10 min: the late-wait model's, fed as production feeds it,
-  once it has fitted; the class median before), and its baseline `rolling_if_late`
-  (the median of the rolling window's waits over 10 min): scored on the jobs that
-  waited over 10 min only, the condition they speak for;
+  once it has fitted; the class median before), what it was before the model
+  (`class_if_late`: the median of the late waits in the bound's class, always) and its
+  baseline `rolling_if_late` (the median of the rolling window's waits over 10 min):
+  scored on the jobs that waited over 10 min only, the condition they speak for;
 - a reference, not a method: `hindsight_best_point`, for each job the point of the
   methods above nearest its real wait (in log(1 + wait)), chosen knowing the wait: what
   choosing among these points job by job could at best reach.
@@ -55,7 +56,7 @@ from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
 from gateway.scheduling.swf import SwfJob
 
 BASELINES = ("zero_wait", "easy_walltime", "rolling", "rolling_conformal")
-IF_LATE = ("if_late", "rolling_if_late")
+IF_LATE = ("if_late", "class_if_late", "rolling_if_late")
 METHODS = (*MODES, "likely", *BASELINES, *IF_LATE)
 HINDSIGHT = "hindsight_best_point"
 # What a caller of `evaluate_forecasts` is shown of each job at its submit.
@@ -138,8 +139,11 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
         bound = given[job.number] = conformal.bound(procs)
         tallies["rolling_conformal"].score(wait, rolling_median, bound, where)
         rolling_late = rolling.median_above(procs, TEN_MINUTES)
+        given_wait = forecaster.wait_prediction(need, site)
         if wait > TEN_MINUTES:
             tallies["if_late"].score(wait, forecast.wait_if_late, None, where)
+            tallies["class_if_late"].score(
+                wait, given_wait.if_late if given_wait is not None else None, None, where)
             tallies["rolling_if_late"].score(wait, rolling_late, None, where)
         points += [forecast.wait_likely, 0.0, projected, rolling_median,
                    forecast.wait_if_late, rolling_late]
@@ -147,7 +151,7 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
                       key=lambda point: abs(math.log1p(point) - math.log1p(wait)))
         tallies[HINDSIGHT].score(wait, nearest, None, where)
         walk.submit(job, need.time_limit, forecaster.runtime(need, site).seconds,
-                    forecaster.job_class(need, site), forecaster.wait_prediction(need, site),
+                    forecaster.job_class(need, site), given_wait,
                     forecast.late_features)
         forecaster.commit(need, site)
         kept, kept_at, kept_events = forecaster.profiles(site), now, walk.events

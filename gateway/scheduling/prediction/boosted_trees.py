@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from itertools import accumulate, compress, pairwise, repeat
 from operator import add, itemgetter, sub
 from statistics import median_low
+from typing import NamedTuple
 
 # Three gradient codes per bin in a histogram key: bin * 3 + (1 + sign of the residual).
 _CODES = 3
 
 
-@dataclass(frozen=True, slots=True)
-class _Tree:
+class _Tree(NamedTuple):
     # Node i: feature[i] < 0 marks a leaf whose output is value[i]; else rows with
     # x[feature[i]] <= threshold[i] go to left[i], the others to right[i].
     feature: tuple[int, ...]
@@ -37,13 +37,6 @@ class _Tree:
     left: tuple[int, ...]
     right: tuple[int, ...]
     value: tuple[float, ...]
-
-    def predict(self, x: Sequence[float]) -> float:
-        node = 0
-        feature, threshold = self.feature, self.threshold
-        while feature[node] >= 0:
-            node = (self.left if x[feature[node]] <= threshold[node] else self.right)[node]
-        return self.value[node]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +48,14 @@ class BoostedTrees:
 
     def predict(self, x: Sequence[float]) -> float:
         """The model's median of the target for features `x`."""
-        return self.base + sum(tree.predict(x) for tree in self.trees)
+        total = self.base
+        # One loop over every tree's nodes (no call per tree): a routing pass asks often.
+        for feature, threshold, left, right, value in self.trees:
+            node = 0
+            while (f := feature[node]) >= 0:
+                node = left[node] if x[f] <= threshold[node] else right[node]
+            total += value[node]
+        return total
 
 
 def _edges(values: Sequence[float], bins: int) -> list[float]:

@@ -32,6 +32,9 @@ import math
 from collections import deque
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import mul
+from threading import Lock
 
 from gateway.scheduling.prediction.boosted_trees import BoostedTrees, fit_boosted_trees
 from gateway.scheduling.queues.queue_state import QueueState
@@ -65,11 +68,18 @@ class QueueLoad:
 
     @classmethod
     def of(cls, queue: QueueState) -> QueueLoad:
-        """The load of a queue snapshot."""
-        return cls(len(queue.queued), len(queue.running),
-                   sum(procs * run for procs, run, _ in queue.queued),
-                   sum(procs for procs, _, _ in queue.running),
-                   sum(procs * max(left, 0.0) for procs, left, _ in queue.running))
+        """The load of a queue snapshot (summed in C: a walk asks at every submit, and
+        its queue may hold thousands of jobs)."""
+        queued_work = busy = running_left = 0.0
+        if queue.queued:
+            procs, runs, _ = zip(*queue.queued, strict=True)
+            queued_work = sum(map(mul, procs, runs))
+        if queue.running:
+            procs, lefts, _ = zip(*queue.running, strict=True)
+            busy = sum(procs)
+            running_left = sum(map(mul, procs, map(max, lefts, repeat(0.0))))
+        return cls(len(queue.queued), len(queue.running), queued_work, int(busy),
+                   running_left)
 
 
 def late_features(procs: int, time_limit: float, load: QueueLoad,
@@ -105,7 +115,8 @@ class _Site:
 
 
 class LateWaits:
-    """Per site, the late waits known and the model fitted on them."""
+    """Per site, the late waits known and the model fitted on them; safe to share between
+    threads (production's serves the API's estimates and the worker's passes)."""
 
     def __init__(self, window: int = WINDOW, minimum: int = MINIMUM, refit: int = REFIT,
                  refit_after: float = REFIT_AFTER, tolerance: float = TOLERANCE) -> None:
@@ -115,6 +126,7 @@ class LateWaits:
         self.refit_after = refit_after
         self.tolerance = tolerance
         self._sites: dict[str, _Site] = {}
+        self._lock = Lock()
         self.fits = 0
 
     def observe(self, site: str, key: Hashable, features: Features, wait: float) -> None:
@@ -122,33 +134,36 @@ class LateWaits:
         (kept if it was late; a key seen before is ignored)."""
         if wait <= self.tolerance:
             return
-        known = self._sites.setdefault(site, _Site())
-        if key in known.keys:
-            return
-        known.keys.add(key)
-        known.rows.append((key, features, math.log1p(wait)))
-        known.added += 1
-        if len(known.rows) > self.window:
-            known.keys.discard(known.rows.popleft()[0])
+        with self._lock:
+            known = self._sites.setdefault(site, _Site())
+            if key in known.keys:
+                return
+            known.keys.add(key)
+            known.rows.append((key, features, math.log1p(wait)))
+            known.added += 1
+            if len(known.rows) > self.window:
+                known.keys.discard(known.rows.popleft()[0])
 
     def predict(self, site: str, features: Features, now: float | None) -> float | None:
         """The median wait (seconds) of a job with `features` at `site` if it has not
         started within the tolerance; None before the site's first fit. `now` (seconds
         of the site's clock; None: unknown, refits then wait on counts alone) decides
         whether a refit is due."""
-        known = self._sites.get(site)
-        if known is None:
-            return None
-        due = len(known.rows) >= self.minimum and (
-            known.model is None or (known.added - known.fitted_added >= self.refit
-                                    and (now is None
-                                         or now - known.fitted_at >= self.refit_after)))
-        if due:
-            known.model = fit_boosted_trees([row[1] for row in known.rows],
-                                            [row[2] for row in known.rows])
-            known.fitted_added, known.fitted_at = known.added, now or 0.0
-            self.fits += 1
-        if known.model is None:
+        with self._lock:
+            known = self._sites.get(site)
+            if known is None:
+                return None
+            due = len(known.rows) >= self.minimum and (
+                known.model is None or (known.added - known.fitted_added >= self.refit
+                                        and (now is None
+                                             or now - known.fitted_at >= self.refit_after)))
+            if due:
+                known.model = fit_boosted_trees([row[1] for row in known.rows],
+                                                [row[2] for row in known.rows])
+                known.fitted_added, known.fitted_at = known.added, now or 0.0
+                self.fits += 1
+            model = known.model
+        if model is None:
             return None
         # Never under the tolerance: the job is late by definition.
-        return max(math.expm1(known.model.predict(features)), self.tolerance)
+        return max(math.expm1(model.predict(features)), self.tolerance)
