@@ -60,8 +60,8 @@ class PassSite:
     completion, and each account's own queue there (`account_queue.py`), read from the
     snapshot when first asked."""
 
-    __slots__ = ("_accounts", "_load", "_queue", "backlog", "cached", "floors", "forecasts",
-                 "likely", "local_time", "name", "processors", "walltime")
+    __slots__ = ("_accounts", "_load", "_queue", "_queued_work", "backlog", "cached", "floors",
+                 "forecasts", "likely", "local_time", "name", "processors", "walltime")
 
     def __init__(self, state: SiteState, profiles: Profiles | None = None) -> None:
         queue = state.queue
@@ -73,7 +73,8 @@ class PassSite:
             QueueProfile.project(queue), QueueProfile.project(queue, limits_as_runtimes=True))
         work = sum(procs * max(predicted if predicted > 0 else limit, 0.0)
                    for procs, predicted, limit in queue.running)
-        work += sum(procs * predicted for procs, predicted, _ in queue.queued)
+        self._queued_work = sum(procs * predicted for procs, predicted, _ in queue.queued)
+        work += self._queued_work
         self.backlog = work / queue.processors
         self.forecasts: dict[Kind, KindForecast] = {}
         # Per kind of job, the last lower bound found on its completion here (it stays
@@ -87,7 +88,7 @@ class PassSite:
     def load(self) -> QueueLoad:
         """The snapshot's load, as the late-wait model reads it (read when first asked)."""
         if self._load is None:
-            self._load = QueueLoad.of(self._queue)
+            self._load = QueueLoad.of(self._queue, self._queued_work)
         return self._load
 
     def account(self, name: str) -> AccountQueue | None:

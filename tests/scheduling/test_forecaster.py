@@ -194,6 +194,7 @@ def test_the_wait_if_late_is_the_late_wait_model_s_once_it_has_fitted() -> None:
     # The queue's load, the forecast's own points and the site's clock, as they were.
     assert (known["queued_jobs"], known["running_jobs"], known["busy_processors"]) == (
         2.0, 1.0, 6.0)
+    assert (known["queued_work"], known["running_work_left"]) == (8 * 50 + 2 * 30, 6 * 100)
     assert known["wait_median"] == before.wait_median
     assert (known["hour"], known["weekday"]) == (19.0, 4.0)
     class_median = waits.predict(JobClass("a", "", 4, 100.0, 40.0))

@@ -24,7 +24,7 @@ def features(hour: int, procs: int = 4) -> tuple[float, ...]:
 def test_features_name_the_job_the_queue_the_forecast_and_the_clock() -> None:
     queue = QueueState(16, running=((8, 100.0, 200.0), (2, -5.0, 10.0)),
                        queued=((4, 50.0, 60.0),))
-    load = QueueLoad.of(queue)
+    load = QueueLoad.of(queue, 200.0)
     assert load == QueueLoad(1, 2, 200.0, 10, 800.0)
     got = late_features(4, 3600.0, load, None, 60.0, 900.0, None, None)
     assert dict(zip(LATE_FEATURES, got, strict=True)) == {

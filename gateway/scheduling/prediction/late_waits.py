@@ -10,12 +10,12 @@ job at submit (`late_features`), and fits boosted trees to their median
 
 Online and bounded: the model is fitted on the site's last `WINDOW` late waits, first
 once `MINIMUM` are known, then again once `REFIT` more are known and at least
-`REFIT_AFTER` of the site's time has passed since the last fit (two weeks: two of the
-clock features' cycles). Until its first fit a site has no learned point and the
-forecaster tells the class median. A fit costs about a second of CPU (5,000 rows), so
-the cost of a walk grows with the span of its log, not with its late jobs (the
-450,000-job walk: benchmarks/prediction_walk_speed.py); a prediction is a walk down 50
-small trees.
+`REFIT_AFTER` of the site's time has passed since the last fit (four weeks, four of the
+clock features' cycles: a budget, not a score). Until its first fit a site has no
+learned point and the forecaster tells the class median. A fit costs about a second of
+CPU (5,000 rows), so the cost of a walk grows with the span of its log, not with its
+late jobs (the 450,000-job walk, benchmarks/prediction_walk_speed.py, fits 52 times);
+a prediction is a walk down 50 small trees.
 
 Measured on the four shared logs through production's forecaster (docs/design/
 predictors.md, "The wait if late"); the sizes (window, refit, trees) are cost bounds,
@@ -32,8 +32,6 @@ import math
 from collections import deque
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import mul
 from threading import Lock
 
 from gateway.scheduling.prediction.boosted_trees import BoostedTrees, fit_boosted_trees
@@ -43,7 +41,7 @@ TOLERANCE = 600.0  # a job is late once it has waited this long (the +-10 min of
 WINDOW = 5000
 MINIMUM = 500
 REFIT = 500
-REFIT_AFTER = 14 * 86400.0
+REFIT_AFTER = 28 * 86400.0
 LATE_FEATURES = (
     "processors", "time_limit",
     "queued_jobs", "running_jobs", "queued_work", "busy_processors", "running_work_left",
@@ -67,19 +65,13 @@ class QueueLoad:
     running_left: float
 
     @classmethod
-    def of(cls, queue: QueueState) -> QueueLoad:
-        """The load of a queue snapshot (summed in C: a walk asks at every submit, and
-        its queue may hold thousands of jobs)."""
-        queued_work = busy = running_left = 0.0
-        if queue.queued:
-            procs, runs, _ = zip(*queue.queued, strict=True)
-            queued_work = sum(map(mul, procs, runs))
-        if queue.running:
-            procs, lefts, _ = zip(*queue.running, strict=True)
-            busy = sum(procs)
-            running_left = sum(map(mul, procs, map(max, lefts, repeat(0.0))))
-        return cls(len(queue.queued), len(queue.running), queued_work, int(busy),
-                   running_left)
+    def of(cls, queue: QueueState, queued_work: float) -> QueueLoad:
+        """The load of a queue snapshot whose queued work is known (`PassSite` sums it
+        once for the backlog too: a walk asks at every submit, and its queue may hold
+        thousands of jobs; the running jobs are bounded by the machine)."""
+        return cls(len(queue.queued), len(queue.running), queued_work,
+                   sum(procs for procs, _, _ in queue.running),
+                   sum(procs * max(left, 0.0) for procs, left, _ in queue.running))
 
 
 def late_features(procs: int, time_limit: float, load: QueueLoad,

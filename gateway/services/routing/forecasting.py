@@ -7,6 +7,9 @@
   (`WaitPredictor`, the classes the simulator and the evaluation use);
 - routed outcomes: how those waits compared with the median routing forecast for them
   (`RoutedOutcomes`: a site whose forecasts proved optimistic loses its pull);
+- the wait if late: the late starts' waits, each with what its decision recorded of the
+  job, the queue and the site's clock (`LateWaits`, the one model this process keeps
+  between passes: `LATE_WAITS`);
 - run times: the finished attempts of the same user and application fingerprint
   (executable and argument count, or the script's digest), scaled between sites by the
   learned or configured relative speed (`RuntimePredictor`);
