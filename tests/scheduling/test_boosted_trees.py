@@ -67,3 +67,12 @@ def test_bad_input_is_refused() -> None:
         fit_boosted_trees([], [])
     with pytest.raises(ValueError, match="one target per row"):
         fit_boosted_trees([(1.0,)], [1.0, 2.0])
+
+
+def test_any_float_is_a_threshold_or_an_output() -> None:
+    # A feature may be unbounded (no start found: inf): the model holds it as it is.
+    rows = [(float("inf") if x % 2 else float(x),) for x in range(200)]
+    targets = [1e300 if x % 2 else -2.5 for x in range(200)]
+    model = fit_boosted_trees(rows, targets)
+    assert model.predict((float("inf"),)) > 1e299
+    assert model.predict((4.0,)) == pytest.approx(-2.5)
