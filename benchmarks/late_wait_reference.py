@@ -3,12 +3,13 @@ learned reference beside production's `if_late` (prints JSON).
 
 Issue 27's long-wait target asks, of the jobs that waited over 10 minutes, for a point
 within a factor of 2 of the wait for 1.5x as many jobs as the walltime EASY projection.
-Production's point (`if_late`: the median of the late waits in the job's class) misses
-it on KTH. Is the target out of reach for any method? This fits a general-purpose
-learner, LightGBM with its default parameters (benchmarks/late_wait_fit.py), online on
-the same walk as `gridgate simulate --evaluate-predictions` (forecast_eval.py): each
-job is predicted from what was known at its submit, by a model fitted on the late
-waits known by then. What it is given of each job:
+Production's point was then the median of the late waits in the job's class, which
+missed it on KTH (it is now a learned model of this kind:
+gateway/scheduling/prediction/late_waits.py). Was the target out of reach for any
+method? This fits a general-purpose learner, LightGBM with its default parameters
+(benchmarks/late_wait_fit.py), online on the same walk as `gridgate simulate
+--evaluate-predictions` (forecast_eval.py): each job is predicted from what was known
+at its submit, by a model fitted on the late waits known by then. What it is given of each job:
 - the job: processors (and their share of the machine) and time limit;
 - the queue: jobs queued and running, queued work (predicted run times and limits),
   processors busy and the running jobs' remaining predicted work, the owner's queued jobs;

@@ -32,6 +32,8 @@ import math
 from collections import deque
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import itemgetter, mul
 from threading import Lock
 
 from gateway.scheduling.prediction.boosted_trees import BoostedTrees, fit_boosted_trees
@@ -49,6 +51,7 @@ LATE_FEATURES = (
     "hour", "weekday",
 )
 UNKNOWN = -1.0
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 Features = tuple[float, ...]
 
 
@@ -69,9 +72,12 @@ class QueueLoad:
         """The load of a queue snapshot whose queued work is known (`PassSite` sums it
         once for the backlog too: a walk asks at every submit, and its queue may hold
         thousands of jobs; the running jobs are bounded by the machine)."""
-        return cls(len(queue.queued), len(queue.running), queued_work,
-                   sum(procs for procs, _, _ in queue.running),
-                   sum(procs * max(left, 0.0) for procs, left, _ in queue.running))
+        running = queue.running
+        procs = list(map(_FIRST, running))
+        left = map(max, map(_SECOND, running), repeat(0.0))
+        # Summed in C (a walk asks at every submit; a big machine runs hundreds of jobs).
+        return cls(len(queue.queued), len(running), queued_work, sum(procs),
+                   sum(map(mul, procs, left)))
 
 
 def late_features(procs: int, time_limit: float, load: QueueLoad,
