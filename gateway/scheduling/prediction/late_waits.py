@@ -15,10 +15,10 @@ clock features' cycles: a budget, not a score). Until its first fit a site has n
 learned point and the forecaster tells the class median. A fit costs about a second of
 CPU (5,000 rows), so the cost of a walk grows with the span of its log, not with its
 late jobs (the 450,000-job walk, benchmarks/prediction_walk_speed.py, fits 52 times);
-a prediction is a walk down 50 small trees.
+a prediction is one compiled expression of 50 small trees (a few microseconds).
 
 Measured on the four shared logs through production's forecaster (docs/design/
-predictors.md, "The wait if late"); the sizes (window, refit, trees) are cost bounds,
+predictors.md, the wait if late); the sizes (window, refit, trees) are cost bounds,
 not choices scored on a log. The features are generic (no log's names or sizes).
 
 Feed it the features a forecast carried (`Forecast.late_features`) with the job's wait
@@ -71,11 +71,10 @@ class QueueLoad:
     def of(cls, queue: QueueState, queued_work: float) -> QueueLoad:
         """The load of a queue snapshot whose queued work is known (`PassSite` sums it
         once for the backlog too: a walk asks at every submit, and its queue may hold
-        thousands of jobs; the running jobs are bounded by the machine)."""
+        thousands of jobs); the running jobs, bounded by the machine, summed in C."""
         running = queue.running
         procs = list(map(_FIRST, running))
         left = map(max, map(_SECOND, running), repeat(0.0))
-        # Summed in C (a walk asks at every submit; a big machine runs hundreds of jobs).
         return cls(len(queue.queued), len(running), queued_work, sum(procs),
                    sum(map(mul, procs, left)))
 
@@ -129,7 +128,8 @@ class LateWaits:
 
     def observe(self, site: str, key: Hashable, features: Features, wait: float) -> None:
         """A job started at `site` after `wait` seconds, with `features` at its submit
-        (kept if it was late; a key seen before is ignored)."""
+        (kept if it was late; a key seen before is ignored while its row is in the
+        window, as long as the starts production reads per pass)."""
         if wait <= self.tolerance:
             return
         with self._lock:
