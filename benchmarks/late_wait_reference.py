@@ -35,10 +35,10 @@ import json
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, tzinfo
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -51,7 +51,7 @@ from gateway.scheduling.forecaster import COMBINED, PROJECTION  # noqa: E402
 from gateway.scheduling.queues.queue_state import QueueState  # noqa: E402
 from gateway.scheduling.ranking import Forecast  # noqa: E402
 from gateway.scheduling.routing_inputs import JobNeed  # noqa: E402
-from gateway.scheduling.swf import SwfHeader, SwfJob, iter_jobs, machine_size, read_header  # noqa: E402
+from gateway.scheduling.swf import SwfJob, iter_jobs, machine_size, read_header  # noqa: E402
 
 FIT = ROOT / "benchmarks" / "late_wait_fit.py"
 REQUIREMENTS = ("lightgbm==4.7.0", "numpy")
@@ -66,22 +66,12 @@ FEATURES = (
 )
 
 
-def site_clock(header: SwfHeader) -> tuple[float, tzinfo]:
-    """The log's time 0 (Unix seconds; 0 when unknown) and the site's time zone."""
-    names = header.fields.get("TimeZoneString", [])
-    try:
-        zone: tzinfo = ZoneInfo(names[0]) if names else UTC
-    except (ZoneInfoNotFoundError, ValueError):
-        zone = UTC
-    return float(header.unix_start_time or 0), zone
-
-
 def features(job: SwfJob, need: JobNeed, state: QueueState, made: dict[str, Forecast],
-             processors: int, clock: tuple[float, tzinfo]) -> list[float]:
+             processors: int, clock: Callable[[float], datetime]) -> list[float]:
     """What was known of `job` at its submit, in the order of FEATURES (-1: not known)."""
     forecast = made[COMBINED]
     queued_owners = state.owners[len(state.running):]  # owners: running, then queued
-    when = datetime.fromtimestamp(clock[0] + job.submit, clock[1])
+    when = clock(job.submit)
     return [
         need.procs, need.procs / processors, need.time_limit,
         len(state.queued), len(state.running),
@@ -109,7 +99,7 @@ def within_2x(points: list[float | None], waits: list[float]) -> float:
 def run(log: Path, python: str, refit: int, dropped: frozenset[str]) -> dict[str, Any]:
     header = read_header(log)
     processors = machine_size(log, header)
-    clock = site_clock(header)
+    clock = header.local_time
     jobs: list[dict[str, Any]] = []
     ours: list[float | None] = []
     easy: list[float | None] = []

@@ -10,8 +10,9 @@ of its rows' residuals (LightGBM's L1 leaf renewal) shrunk by `rate`.
 
 Cost: the histograms are built by C-level counting (`Counter` over `map`), only for
 the smaller child of each split (the larger is its parent's minus it), so a fit is
-about rows x features x log(leaves) counted items per tree: a few hundred ms for
-5,000 rows of 18 features (benchmarks/predictor_evaluation.py reports the walk).
+about rows x features x log(leaves) counted items per tree: under a second for 5,000
+rows of 13 features. A fitted model is compiled into one expression (`predict`: a few
+microseconds).
 """
 
 from __future__ import annotations
