@@ -99,7 +99,7 @@ def within_2x(points: list[float | None], waits: list[float]) -> float:
 def run(log: Path, python: str, refit: int, dropped: frozenset[str]) -> dict[str, Any]:
     header = read_header(log)
     processors = machine_size(log, header)
-    clock = header.local_time
+    clock = header.clock()
     jobs: list[dict[str, Any]] = []
     ours: list[float | None] = []
     easy: list[float | None] = []

@@ -146,7 +146,7 @@ def main() -> None:
     began = time.perf_counter()
     # The merged site keeps the first log's clock (its jobs start at its time 0).
     evaluate_forecasts(timed(jobs, costs, progress=True), processors, site="merged",
-                       clock=read_header(logs[0]).local_time)
+                       clock=read_header(logs[0]).clock())
     seconds = time.perf_counter() - began
     print(json.dumps({
         "jobs": len(jobs), "processors": processors, "engine": engine(),

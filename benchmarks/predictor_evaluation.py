@@ -97,7 +97,7 @@ def run(log: Path, jobs: int | None) -> dict[str, Any]:
     replayed["target_seconds"] = REPLAY_SECONDS
     began = time.perf_counter()
     methods = evaluate_forecasts(iter_jobs(log), processors, site=log.name, limit=jobs,
-                                 clock=read_header(log).local_time)
+                                 clock=read_header(log).clock())
     seconds = round(time.perf_counter() - began, 1)
     print(f"{log.name}: replay {replayed['seconds']} s, walk {seconds} s", file=sys.stderr)
     return {"log": log.name, "processors": processors, "replay": replayed,

@@ -214,8 +214,8 @@ def predictions_table(result: dict[str, Any]) -> Table:
                           "the size x time-limit class of 1,000 jobs or more least often "
                           "under the bound; bound width: the 95% bound's median; "
                           "if_late, class_if_late, rolling_if_late: the wait of a job not "
-                          "started within "
-                          "10 min, scored on the jobs that waited over 10 min only; "
+                          "started within 10 min, scored on the jobs that waited over 10 "
+                          "min only; "
                           "Brier: the mean squared error of P(start within 10 min), lower "
                           "is better")
     table.add_column("method", no_wrap=True)

@@ -13,7 +13,7 @@ import gzip
 import io
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -79,15 +79,17 @@ class SwfHeader:
     unix_start_time: int | None
     fields: dict[str, list[str]]
 
-    def local_time(self, seconds: float) -> datetime:
+    def clock(self) -> Callable[[float], datetime]:
         """The site's time `seconds` into the log: from its UnixStartTime (0 when it has
-        none) in its TimeZoneString's zone (UTC when it names none, or none known here)."""
+        none) in its TimeZoneString's zone (UTC when it names none, or none known here),
+        the zone found once (a walk asks at every submit)."""
         names = self.fields.get("TimeZoneString", [])
         try:
             zone: tzinfo = ZoneInfo(names[0]) if names else UTC
         except (ZoneInfoNotFoundError, ValueError):
             zone = UTC
-        return datetime.fromtimestamp((self.unix_start_time or 0) + seconds, zone)
+        start = self.unix_start_time or 0
+        return lambda seconds: datetime.fromtimestamp(start + seconds, zone)
 
 
 def _header_int(fields: dict[str, list[str]], name: str) -> int | None:

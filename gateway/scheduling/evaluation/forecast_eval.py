@@ -71,7 +71,7 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
     `limit` stops after that many jobs (a prefix of the log). `on_forecast`, if given,
     is shown each job at its submit with what was known then: the job as the gateway
     knew it, the queue, and the forecast of every mode. `clock` gives the site's time
-    at a time of the log (`SwfHeader.local_time`; None: the late-wait model is given
+    at a time of the log (`SwfHeader.clock`; None: the late-wait model is given
     no hour).
     """
     rolling = RollingBaseline()

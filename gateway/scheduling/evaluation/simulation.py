@@ -90,6 +90,6 @@ def evaluate_predictions(path: Path, window_days: float | None = None,
     log = TraceLog(path)
     processors = log.spec.processors
     methods = evaluate_forecasts(_counted(windowed(path, window_days), progress), processors,
-                                 site=log.spec.name, clock=read_header(path).local_time)
+                                 site=log.spec.name, clock=read_header(path).clock())
     return {"log": log.spec.name, "processors": processors, "window_days": window_days,
             "methods": methods}

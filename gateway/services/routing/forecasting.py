@@ -122,7 +122,6 @@ def recorded_class(start: StartedAttempt, given: GivenForecast | None) -> JobCla
 
 def _histories(session: Session, registry: SiteRegistry
                ) -> tuple[WaitPredictor, RuntimePredictor, RoutedOutcomes]:
-    late = LATE_WAITS
     waits = WaitPredictor()
     runtimes = RuntimePredictor({e.name: e.speed for e in registry})
     outcomes = RoutedOutcomes()
@@ -148,7 +147,7 @@ def _histories(session: Session, registry: SiteRegistry
             outcomes.observe(start.site_name, forecast.uncalibrated_median, wait)
             features = named_features(forecast.late_features)
             if features is not None:
-                late.observe(start.site_name, (start.job_id, start.site_name), features, wait)
+                LATE_WAITS.observe(start.site_name, (start.job_id, start.site_name), features, wait)
         if start.state is AttemptState.COMPLETED and start.ended_at is not None:
             procs, limit, _ = shape(start.spec)
             runtimes.observe(start.owner_id, fingerprint(start.spec), start.site_name, procs,
