@@ -3,7 +3,8 @@
 The four shared Parallel Workloads Archive logs become four sites (KTH 100, CTC 338,
 HPC2N 240, SDSC-BLUE 1,152 processors), each FCFS + EASY, fed with the first
 `--window-days` (default 180) of its log; jobs keep their submit times relative to
-their log's start and may run at any site big enough (gateway/scheduling/evaluation/federation.py).
+their log's start and may run at any site big enough
+(gateway/scheduling/evaluation/federation/engine.py).
 Policies: `own` (every job stays home), `fewest-queued`, and `fastest` (gridgate's router:
 ranking.route_pass over forecaster.SiteForecaster) with each forecast mode: `combined`
 (production), `history`, `projection`.
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import add_trace_option, existing_traces  # noqa: E402
-from gateway.scheduling.evaluation.federation_policies import FEWEST_QUEUED, OWN  # noqa: E402
+from gateway.scheduling.evaluation.federation.baselines import FEWEST_QUEUED, OWN  # noqa: E402
 from gateway.scheduling.evaluation.simulation import simulate  # noqa: E402
 from gateway.scheduling.forecaster import MODES  # noqa: E402
 from gateway.scheduling.policies.fastest import FASTEST  # noqa: E402

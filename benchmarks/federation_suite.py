@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import add_trace_option, existing_traces  # noqa: E402
-from gateway.scheduling.evaluation.federation_policies import FEWEST_QUEUED, OWN  # noqa: E402
+from gateway.scheduling.evaluation.federation.baselines import FEWEST_QUEUED, OWN  # noqa: E402
 from gateway.scheduling.evaluation.simulation import simulate  # noqa: E402
 from gateway.scheduling.policies.fastest import FASTEST  # noqa: E402
 

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import add_trace_option, each_log  # noqa: E402
+from gateway.scheduling.evaluation.federation.replay_check import replay_against_log  # noqa: E402
 from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts  # noqa: E402
-from gateway.scheduling.evaluation.replay_check import replay_against_log  # noqa: E402
 from gateway.scheduling.swf import iter_jobs, machine_size, read_header  # noqa: E402
 
 COVERAGE = 0.95

@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.shared_traces import add_trace_option, each_log  # noqa: E402
-from gateway.scheduling.evaluation.federation_metrics import against_log, summarize  # noqa: E402
-from gateway.scheduling.evaluation.federation_policies import OWN  # noqa: E402
-from gateway.scheduling.evaluation.federation_trace import TraceLog  # noqa: E402
+from gateway.scheduling.evaluation.federation.baselines import OWN  # noqa: E402
+from gateway.scheduling.evaluation.federation.metrics import against_log, summarize  # noqa: E402
+from gateway.scheduling.evaluation.federation.trace import TraceLog  # noqa: E402
 from gateway.scheduling.evaluation.simulation import replay  # noqa: E402
 
 TARGET_REPLAY_SECONDS = 120.0

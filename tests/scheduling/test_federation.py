@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.scheduling.evaluation.federation import (
+from gateway.scheduling.evaluation.federation.baselines import FewestQueued, Own
+from gateway.scheduling.evaluation.federation.engine import (
     Federation,
     Policy,
     Record,
@@ -27,10 +28,9 @@ from gateway.scheduling.evaluation.federation import (
     TraceJob,
     Truth,
 )
-from gateway.scheduling.evaluation.federation_fastest import Fastest
-from gateway.scheduling.evaluation.federation_metrics import against_log, summarize
-from gateway.scheduling.evaluation.federation_policies import FewestQueued, Own
-from gateway.scheduling.evaluation.federation_trace import merged_records, open_logs
+from gateway.scheduling.evaluation.federation.metrics import against_log, summarize
+from gateway.scheduling.evaluation.federation.production_router import Fastest
+from gateway.scheduling.evaluation.federation.trace import merged_records, open_logs
 from gateway.scheduling.prediction.wait_predictor import JobClass
 from gateway.scheduling.queues.easy import SimJob, replay
 

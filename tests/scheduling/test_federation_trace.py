@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.scheduling.evaluation.federation_trace import (
+from gateway.scheduling.evaluation.federation.trace import (
     TraceLog,
     merged_records,
     open_logs,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from gateway.scheduling.evaluation.federation import (
+from gateway.scheduling.evaluation.federation.engine import (
     Federation,
     Record,
     SiteSpec,
@@ -15,7 +15,7 @@ from gateway.scheduling.evaluation.federation import (
     TraceJob,
     Truth,
 )
-from gateway.scheduling.evaluation.federation_fastest import Ranked
+from gateway.scheduling.evaluation.federation.production_router import Ranked
 from gateway.scheduling.routing_inputs import Profiles
 
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from gateway.scheduling.evaluation.federation.replay_check import replay_against_log
 from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts
 from gateway.scheduling.evaluation.prediction_scores import (
     CLASS_MINIMUM,
@@ -16,7 +17,6 @@ from gateway.scheduling.evaluation.prediction_scores import (
     Tally,
     job_class,
 )
-from gateway.scheduling.evaluation.replay_check import replay_against_log
 from gateway.scheduling.swf import SwfJob, parse_job
 
 

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.scheduling.evaluation.federation import Federation, Policy, Progress, SimResult
-from gateway.scheduling.evaluation.federation_fastest import Ranked
-from gateway.scheduling.evaluation.federation_metrics import summarize
-from gateway.scheduling.evaluation.federation_policies import FEWEST_QUEUED, OWN, FewestQueued, Own
-from gateway.scheduling.evaluation.federation_trace import (
+from gateway.scheduling.evaluation.federation.baselines import FEWEST_QUEUED, OWN, FewestQueued, Own
+from gateway.scheduling.evaluation.federation.engine import Federation, Policy, Progress, SimResult
+from gateway.scheduling.evaluation.federation.metrics import summarize
+from gateway.scheduling.evaluation.federation.production_router import Ranked
+from gateway.scheduling.evaluation.federation.trace import (
     TraceLog,
     merged_records,
     open_logs,
@@ -63,7 +63,7 @@ def simulate(paths: Sequence[Path], policy: str, window_days: float | None = Non
              progress: Progress | None = None, forecast_mode: str = COMBINED,
              start_days: float = 0.0, scales: Sequence[int] | None = None
              ) -> dict[str, Any]:
-    """Figures (federation_metrics.summarize) of `paths` replayed under `policy`, plus the
+    """Figures (`federation.metrics.summarize`) of `paths` replayed under `policy`, plus the
     window and how many jobs of each log could not be replayed. The window starts
     `start_days` after each log's first job; `scales[i]` makes log i's machine (and its
     jobs) that many times larger."""

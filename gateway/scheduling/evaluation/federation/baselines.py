@@ -5,14 +5,14 @@
   the jobs routed there earlier in the same instant; a tie keeps the job at its own
   site, else goes to the first site in the order given (the load-balancing rule of
   early metaschedulers, blind to sizes, run times and free processors).
-`fastest`, gridgate's own router, is in `federation_fastest.py`.
+`fastest`, gridgate's own router, is in `production_router.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gateway.scheduling.evaluation.federation import Policy, SiteView, TraceJob, eligible
+from gateway.scheduling.evaluation.federation.engine import Policy, SiteView, TraceJob, eligible
 
 OWN = "own"
 FEWEST_QUEUED = "fewest-queued"

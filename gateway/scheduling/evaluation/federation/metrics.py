@@ -16,8 +16,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.scheduling.evaluation.federation import SimResult
-from gateway.scheduling.evaluation.replay_check import wait_agreement
+from gateway.scheduling.evaluation.federation.engine import SimResult
+from gateway.scheduling.evaluation.federation.replay_check import wait_agreement
 
 BOUNDED_SLOWDOWN_THRESHOLD = 10.0
 

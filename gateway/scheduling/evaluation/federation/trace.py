@@ -20,7 +20,7 @@ import heapq
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from gateway.scheduling.evaluation.federation import Record, SiteSpec, TraceJob, Truth
+from gateway.scheduling.evaluation.federation.engine import Record, SiteSpec, TraceJob, Truth
 from gateway.scheduling.swf import SwfError, SwfJob, iter_jobs, machine_size, read_header
 
 DAY = 86400.0

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gateway.scheduling.evaluation.federation import Policy, SiteView, TraceJob, eligible
+from gateway.scheduling.evaluation.federation.engine import Policy, SiteView, TraceJob, eligible
 from gateway.scheduling.forecaster import COMBINED, SiteForecaster
 from gateway.scheduling.guest_ledger import GuestLedger
 from gateway.scheduling.policies.fastest import FASTEST
