@@ -233,7 +233,7 @@ def first_use(tb: TestbedInfo, gw: LiveGateway, site_name: str, sif: Path, runs:
     calls: list[tuple[str, float]] = []
     try:
         # A running gateway holds a standing connection to each site its bulk copies ride
-        # (adapters.ssh.bulk); one copy brings it up, as the gateway's first does.
+        # (adapters.ssh.openssh.bulk); one copy brings it up, as the gateway's first does.
         stage(files, LocalFile(local), StagedFile(sha, size), f"{base}/warm/image",
               cache_dir=f"{base}/warm-cache")
         for n in range(runs):

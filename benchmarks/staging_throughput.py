@@ -4,7 +4,7 @@ Brings up its own testbed (needs root) and moves one file (1 GiB by default, ran
 bytes on the gateway's tmpfs) several ways, interleaved, `--runs` times each:
 
 1. client -> site: `SshTransport.upload` (raw transfer: SFTP striped over two OpenSSH
-   `ssh` processes, adapters.ssh.bulk) and `stage_file` (transfer plus the sha256 on the
+   `ssh` processes, adapters.ssh.openssh.bulk) and `stage_file` (transfer plus the sha256 on the
    site and the atomic rename), vs `scp FILE site:` (OpenSSH, pinned known_hosts,
    StrictHostKeyChecking=yes, its default cipher; the target), and, for reference,
    `scp -c aes128-gcm@openssh.com` (the cipher gridgate picks).
@@ -91,7 +91,7 @@ def scp_options(known_hosts: str, *sites: SiteInfo) -> list[str]:
     return options
 
 
-# The transports' standing OpenSSH masters (adapters.ssh.master): daemons, not children,
+# The transports' standing OpenSSH masters (adapters.ssh.openssh.master): daemons, not children,
 # whose CPU (the gateway side's encryption) is read from /proc.
 MASTER_PIDS: list[int] = []
 

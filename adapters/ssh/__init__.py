@@ -1,7 +1,7 @@
 """Sites over SSH: pinned host keys, key auth, one pooled connection per account.
 
 `SshTarget` (plain data) says where and as whom; `SshTransport` is the `Transport`
-(its parts: `connection`, `channels`, `sftp`, `bulk`; see adapters.ssh.transport);
+(its parts: `connection`, `channels`, `sftp`, `openssh.bulk`; see adapters.ssh.transport);
 `SshTransportPool` shares transports per (host, port, user) and breakers per site.
 Only this package imports paramiko.
 """

@@ -43,7 +43,7 @@ class SshTarget:
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     # Concurrent channels on the one connection; sshd's MaxSessions defaults to 10.
     max_sessions: int = 8
-    # Parallel OpenSSH streams for large uploads (adapters.ssh.bulk); 0: paramiko only.
+    # Parallel OpenSSH streams for large uploads (adapters.ssh.openssh.bulk); 0: paramiko only.
     bulk_streams: int = 2
 
     def __post_init__(self) -> None:

@@ -20,9 +20,9 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from adapters.ssh.breaker import CircuitBreaker
-from adapters.ssh.bulk import BulkUnavailable, OpenSshBulk
 from adapters.ssh.channels import run_command
 from adapters.ssh.connection import SshConnection
+from adapters.ssh.openssh.bulk import BulkUnavailable, OpenSshBulk
 from adapters.ssh.pool import TransportPool
 from adapters.ssh.sessions import Sessions
 from adapters.ssh.sftp import SftpFiles
@@ -35,7 +35,7 @@ log = logging.getLogger("adapters.ssh")
 
 # put_bytes/read_bytes have no timeout argument (the protocol's); this bounds them.
 FILE_TIMEOUT_SECONDS = 120.0
-# Copies of at least this many bytes go through OpenSSH (adapters.ssh.bulk) when the
+# Copies of at least this many bytes go through OpenSSH (adapters.ssh.openssh.bulk) when the
 # target allows: starting `ssh` processes costs ~0.1 s, which smaller files don't repay.
 BULK_MIN_BYTES = 32 << 20
 # Idle connections a site's accounts keep open between them (mapped and certificate
@@ -119,7 +119,7 @@ class SshTransport:
         mode: int = 0o600, progress: Progress | None = None,
     ) -> int:
         """Stream `source` into `path` from `offset` (see FileTransport): over SFTP, or
-        through OpenSSH for large copies when the target allows (adapters.ssh.bulk)."""
+        through OpenSSH for large copies when the target allows (adapters.ssh.openssh.bulk)."""
         check_read_range(offset, length or 0)
         if self._bulk is not None and _large(_bytes_to_send(source, offset, length)):
             with contextlib.suppress(BulkUnavailable):

@@ -1,5 +1,5 @@
 """Staging on the live testbed over the real SSH transport (pinned keys): files of 32 MiB
-and more go through OpenSSH `ssh` processes (adapters.ssh.bulk), smaller ones through
+and more go through OpenSSH `ssh` processes (adapters.ssh.openssh.bulk), smaller ones through
 paramiko."""
 
 from __future__ import annotations

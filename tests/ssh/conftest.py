@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.ssh import SshTarget, SshTransport
-from adapters.ssh.stream_plan import StreamPlan
+from adapters.ssh.openssh.stream_plan import StreamPlan
 from tests.ssh.sshd import TEST_USER, Sshd, ensure_user, start_sshd
 
 DEADLINE = 20.0

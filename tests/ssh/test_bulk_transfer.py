@@ -1,4 +1,4 @@
-"""Large copies through OpenSSH `ssh` processes (adapters.ssh.bulk) against a real sshd
+"""Large copies through OpenSSH `ssh` processes (adapters.ssh.openssh.bulk) against a real sshd
 on 127.0.0.1: striped uploads, downloads, pinned host keys, a link cut mid-copy, and the
 standing master connection the sessions ride (and its end when idle)."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from adapters.errors import SiteUnavailable
 from adapters.ssh import SshTransport
-from adapters.ssh import master as master_module
+from adapters.ssh.openssh import master as master_module
 from adapters.ssh.transport import BULK_MIN_BYTES
 from adapters.transport import HostKeyMismatch
 from tests.ssh.conftest import target_for, wait_for

@@ -1,4 +1,4 @@
-"""The bulk SFTP client (adapters.ssh.sftp_wire) against OpenSSH's real sftp-server,
+"""The bulk SFTP client (adapters.ssh.openssh.sftp_wire) against OpenSSH's real sftp-server,
 started on a socket pair (no SSH around it: the protocol alone)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.ssh.sftp_wire import (
+from adapters.ssh.openssh.sftp_wire import (
     OPEN_CREATE,
     OPEN_READ,
     OPEN_TRUNCATE,

@@ -1,11 +1,11 @@
-"""Stream counts for large copies (adapters.ssh.stream_plan): from the measured round
+"""Stream counts for large copies (adapters.ssh.openssh.stream_plan): from the measured round
 trip and the rate copies have shown, within the bounds."""
 
 from __future__ import annotations
 
 import pytest
 
-from adapters.ssh.stream_plan import CHANNEL_WINDOW, StreamPlan
+from adapters.ssh.openssh.stream_plan import CHANNEL_WINDOW, StreamPlan
 
 MB = 1e6
 

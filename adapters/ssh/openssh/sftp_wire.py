@@ -2,7 +2,7 @@
 
 Speaks draft-ietf-secsh-filexfer-02, the version OpenSSH's sftp-server implements, over
 a socket whose far end is an SFTP server: in gridgate the stdin/stdout of an OpenSSH
-`ssh -s ... sftp` process (adapters.ssh.bulk), in tests a local `sftp-server`.
+`ssh -s ... sftp` process (adapters.ssh.openssh.bulk), in tests a local `sftp-server`.
 
 Only what bulk copies need: open, fstat, fsetstat (mode, size), close, and pipelined
 READ/WRITE with a sliding window. A window keeps up to `window` requests in flight and

@@ -2,14 +2,14 @@
 
 paramiko encrypts and frames every 32 KiB packet in Python (~5 CPU s per GiB here), so
 large files go through OpenSSH's `ssh` instead, which does that in C: the gateway speaks
-SFTP (adapters.ssh.sftp_wire) over a socket pair to each `ssh` process. An upload is
+SFTP (adapters.ssh.openssh.sftp_wire) over a socket pair to each `ssh` process. An upload is
 striped over several such processes (alternate 255 KiB requests), so the site's
 sessions (an sshd that decrypts, an sftp-server that writes) work in parallel on
 several cores, and so are downloads. How many: enough channel windows for the link's
 bandwidth-delay product, from the round trip measured just before the copy and the rate
-copies have shown (adapters.ssh.stream_plan), at least `streams`.
+copies have shown (adapters.ssh.openssh.stream_plan), at least `streams`.
 
-The sessions ride one standing connection (adapters.ssh.master: ControlMaster, its socket
+The sessions ride one standing connection (adapters.ssh.openssh.master: ControlMaster, its socket
 in this path's private directory), started by the first copy, so a copy's sessions open
 in a few milliseconds instead of a handshake each (0.19 s measured on the testbed: sshd's
 re-exec, key exchange and key authentication, for each process). A copy that finds the
@@ -40,8 +40,8 @@ import time
 from collections.abc import Iterator
 from typing import IO
 
-from adapters.ssh.master import SshMaster
-from adapters.ssh.sftp_wire import (
+from adapters.ssh.openssh.master import SshMaster
+from adapters.ssh.openssh.sftp_wire import (
     OPEN_CREATE,
     OPEN_READ,
     OPEN_TRUNCATE,
@@ -53,7 +53,7 @@ from adapters.ssh.sftp_wire import (
     reorder_bytes,
     write_striped,
 )
-from adapters.ssh.stream_plan import StreamPlan
+from adapters.ssh.openssh.stream_plan import StreamPlan
 from adapters.ssh.target import SshTarget
 from adapters.transport import (
     CommandTimeout,
@@ -289,7 +289,7 @@ class OpenSshBulk:
 
     @property
     def master(self) -> SshMaster:
-        """This target's master connection (made on first use; see adapters.ssh.master)."""
+        """This target's master connection (made on first use; see adapters.ssh.openssh.master)."""
         with self._lock:
             if self._master is not None:
                 return self._master
