@@ -23,7 +23,9 @@ tuned to these logs. Each share is on the late jobs the reference predicted (fro
 first fit on); `gridgate_all_late` is production's on every late job, the figure
 benchmarks/predictor_evaluation.py reports and the target is held to, and
 `learned_reference_all_late` the reference's on every late job (production's point
-before its first fit).
+before its first fit). Beside them, a ceiling no online method reaches:
+`hindsight_*_all_late`, each late job predicted by LightGBM fitted on all the other late
+waits of the log, those after it included (late_wait_fit.py).
 
     nice -n 19 .venv/bin/python benchmarks/late_wait_reference.py --venv /tmp/lgbm-venv
 """
@@ -140,6 +142,11 @@ def run(log: Path, python: str, refit: int, dropped: frozenset[str]) -> dict[str
                 [ours[i] if fitted["predicted"][i] is None else fitted["predicted"][i]
                  for i in late], [jobs[i]["wait"] for i in late]),
             "easy_walltime_all_late": easy_all,
+            # A ceiling, not a method: each late job told by models that knew the late
+            # waits after it too (late_wait_fit.py, hindsight).
+            **{f"hindsight_{size}_all_late": within_2x([points[i] for i in late],
+                                                       [jobs[i]["wait"] for i in late])
+               for size, points in fitted["hindsight"].items()},
             "target_all_late": round(LONG_WAITS_OVER_EASY * easy_all, 4),
         },
         "importance": fitted["importance"], "lightgbm": fitted["lightgbm_version"],
