@@ -8,6 +8,7 @@ the table's first line, each line is rewritten and cleared to its end)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TextIO
@@ -118,15 +119,19 @@ def _one_line(text: str) -> str:
 class LiveTable:
     """The watched jobs in first-seen order, redrawn on `stdout` after each event."""
 
-    def __init__(self, width: int, out: TextIO | None = None) -> None:
+    def __init__(self, width: int, out: TextIO | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        """`clock`: what time it is (default: the system's; START shows dates by it)."""
         self.rows: dict[str, Row] = {}
         self.width = width
         self.out = out or sys.stdout
+        self.clock = clock
         self.drawn = 0
 
     def show(self, event: JobEvent) -> None:
         self.rows[event["subject"]] = row_of(event, self.rows.get(event["subject"]))
-        lines = table_lines(list(self.rows.values()), self.width)
+        lines = table_lines(list(self.rows.values()), self.width,
+                            self.clock() if self.clock is not None else None)
         self.out.write(redraw(self.drawn, lines))
         self.out.flush()
         self.drawn = len(lines)
