@@ -117,7 +117,8 @@ def run(log: Path, python: str, refit: int, dropped: frozenset[str]) -> dict[str
         easy.append(made[COMBINED].projected_wait)
 
     began = time.perf_counter()
-    evaluate_forecasts(iter_jobs(log), processors, site=log.name, on_forecast=seen)
+    evaluate_forecasts(iter_jobs(log), processors, site=log.name, on_forecast=seen,
+                       clock=clock)
     walked = time.perf_counter() - began
     done = subprocess.run([python, str(FIT)], input=json.dumps(
         {"features": [f for f in FEATURES if f not in dropped], "refit": refit,
