@@ -54,7 +54,7 @@ def fit_online(features: list[str], jobs: list[dict[str, Any]], refit: int
     model: Any = None
     for n, (first, learned) in enumerate(fits):
         rows = [i for _, i in late_starts[:learned]]
-        model = _fit(x[rows], np.log1p([jobs[i]["wait"] for i in rows]), {}, 100)
+        model = _fit(x[rows], np.log1p([jobs[i]["wait"] for i in rows]), *SIZES["default"])
         until = fits[n + 1][0] if n + 1 < len(fits) else len(jobs)
         predicted += [float(v) for v in np.expm1(model.predict(x[first:until]))]
     if model is None:
