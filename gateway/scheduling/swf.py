@@ -66,6 +66,13 @@ class SwfJob:
         return self.requested_procs if self.requested_procs > 0 else self.allocated_procs
 
     @property
+    def account(self) -> str | None:
+        """The job's owner as the account schedulers cap: its user number as text, None
+        when the log does not know it (-1). Unknown owners share no account: a log
+        without users would otherwise be one account holding the whole queue."""
+        return str(self.user) if self.user >= 0 else None
+
+    @property
     def start(self) -> int:
         """Start time (seconds from the log start), -1 when the wait is unknown."""
         return self.submit + self.wait if self.wait >= 0 else -1

@@ -225,6 +225,13 @@ def two_sites(first_runtime: float) -> list[Record]:
 SITES = [SiteSpec("a", 4), SiteSpec("b", 4)]
 
 
+def test_an_account_is_a_known_user_of_one_log() -> None:
+    # Users of different logs are distinct; a log without users (-1) records no owner,
+    # so the forecaster's account queues (account_queue.py) do not make one of them.
+    assert TraceJob(1, 5, 0.0, 2, 60.0, 17, 1).account == "1/17"
+    assert TraceJob(1, 5, 0.0, 2, 60.0, -1, 1).account is None
+
+
 def test_fastest_routes_on_what_is_known_not_on_real_run_times() -> None:
     # At 10, A1 is still running whether it really runs 1000 s or 15 s: A2 goes to idle B
     # either way (A1's request says 990 s more). Fewest-queued sees two empty queues and

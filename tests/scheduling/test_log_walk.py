@@ -102,6 +102,22 @@ def test_the_forecast_walk_shows_each_job_what_was_known_at_its_submit() -> None
     ]
 
 
+@pytest.mark.parametrize(("user", "held"), [(7, True), (-1, False)])
+def test_only_a_known_user_is_an_account_the_bound_waits_for(user: int, held: bool) -> None:
+    # 4 processors. J0 (2 processors) runs 0-1000; J1 (1 processor) waits from 10 to
+    # 1000 although 2 are free: its owner runs no more at once. J2 comes at 20 behind
+    # it: the same owner's jobs go one at a time, so its bound is raised to when J0 and
+    # J1 have run to their limits (2,180 s). A log with no users (-1) records no owner:
+    # its jobs are not one account holding the whole queue.
+    jobs = [swf(0, 0, 0, 1000, 2, 2000, user), swf(1, 10, 990, 100, 1, 200, user),
+            swf(2, 20, 1080, 50, 1, 300, user)]
+    told: dict[int, Forecast] = {}
+    evaluate_forecasts(jobs, 4, on_forecast=lambda job, _n, _s, made: told.update(
+        {job.number: made["combined"]}))
+    assert ("bound raised" in told[2].basis) is held
+    assert told[2].wait_bound == (2180.0 if held else told[2].wait_median)
+
+
 def test_runtime_evaluation_against_baselines() -> None:
     # One user, one processor, runs of 100, 200, 300 and 500 s, one at a time, limit 1000.
     # Predictor: 1000 (no runs), 100, 150, 250: min/max 0.1, 0.5, 0.5, 0.5.

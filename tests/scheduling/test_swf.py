@@ -62,6 +62,12 @@ def test_unknown_wait_has_no_start() -> None:
     assert job.start == -1
 
 
+def test_an_unknown_user_is_no_account() -> None:
+    known = parse_job("1 10 0 5 4 -1 -1 4 60 -1 1 17 1 1 1 -1 -1 -1")
+    unknown = parse_job("1 10 0 5 4 -1 -1 4 60 -1 1 -1 1 1 1 -1 -1 -1")
+    assert (known.account, unknown.account) == ("17", None)
+
+
 @pytest.mark.parametrize("line", ["1 2 3", "1 0 0 10 4 -1 -1 4 60 -1 1 1 1 1 1 -1 -1 x"])
 def test_malformed_lines_are_refused(line: str) -> None:
     with pytest.raises(SwfError):

@@ -47,7 +47,7 @@ class _Held:
     given: WaitPrediction | None
     late_features: tuple[float, ...] | None
     queued: tuple[int, float, float]  # (processors, predicted, limit) while it waits
-    owner: str
+    owner: str | None
 
 
 _QUEUED = attrgetter("queued")
@@ -145,5 +145,5 @@ class LogWalk:
         # A queued job's processors as the gateway knows them: its request.
         self.queued[self._seq] = _Held(
             job, limit, predicted, known, given, late_features,
-            (min(job.submit_procs, self.processors), predicted, limit), str(job.user))
+            (min(job.submit_procs, self.processors), predicted, limit), job.account)
         heapq.heappush(self._starts, (job.start, self._seq))

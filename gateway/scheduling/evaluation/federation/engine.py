@@ -51,6 +51,12 @@ class TraceJob:
     queue: int
     executable: int = -1
 
+    @property
+    def account(self) -> str | None:
+        """The account its site caps: its log and user (`origin/user`), None when the log
+        does not know the user (`SwfJob.account`)."""
+        return f"{self.origin}/{self.user}" if self.user >= 0 else None
+
 
 @dataclass(frozen=True, slots=True)
 class Truth:

@@ -189,7 +189,7 @@ class Ranked(Policy):
             (job.procs, start + predicted[_key(job)] - now, start + job.requested - now)
             for job, start in on)
         queued = tuple((job.procs, predicted[_key(job)], job.requested) for job in waiting)
-        owners = tuple(_user(job) for job, _ in on) + tuple(_user(job) for job in waiting)
+        owners = tuple(job.account for job, _ in on) + tuple(job.account for job in waiting)
         return QueueState(site.processors, running, queued, owners=owners)
 
     def started(self, job: TraceJob, site: int, start: float) -> None:
