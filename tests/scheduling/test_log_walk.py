@@ -54,9 +54,24 @@ def test_queue_and_histories_follow_the_log() -> None:
 
 def test_limit_of_a_job_without_a_request_is_the_longest_seen() -> None:
     walk = LogWalk("s", 8)
-    assert walk.limit(swf(0, 0, 0, 30, 1, -1)) == 30.0  # nothing seen: its own run
+    assert walk.limit(swf(0, 0, 0, 30, 1, -1)) == 1.0  # nothing known: not its own run
     assert walk.limit(swf(1, 0, 0, 30, 1, 7200)) == 7200.0
     assert walk.limit(swf(2, 0, 0, 30, 1, -1)) == 7200.0
+
+
+def test_limit_in_a_log_without_requests_is_the_longest_run_known_at_submit() -> None:
+    # J0 runs 0-30 and J1 10-110. J1 asks at 10: J0 has run 10 s so far (its 30 s are
+    # known at 30 only); J2 at 50: J0's 30 s ended, J1 has run 40 s; J3 at 200: 100 s.
+    walk = LogWalk("s", 8)
+    jobs = [swf(0, 0, 0, 30, 1, -1), swf(1, 10, 0, 100, 1, -1), swf(2, 50, 0, 5, 1, -1),
+            swf(3, 200, 0, 5, 1, -1)]
+    limits = []
+    for job in jobs:
+        walk.advance(float(job.submit))
+        limit = walk.limit(job)
+        limits.append(limit)
+        walk.submit(job, limit, limit, JobClass("s", "1", 1, limit, 0.0))
+    assert limits == [1.0, 10.0, 40.0, 100.0]
 
 
 def test_forecast_evaluation_scores_modes_and_the_rolling_baseline() -> None:

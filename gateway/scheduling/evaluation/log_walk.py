@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
 
+from gateway.scheduling.evaluation.submit_limits import SubmitLimits
 from gateway.scheduling.prediction.late_waits import LateWaits
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
@@ -78,16 +79,13 @@ class LogWalk:
         self._starts: list[tuple[int, int]] = []
         self._ends: list[tuple[int, int]] = []
         self._seq = 0
-        self._longest = 0.0
+        self._limits = SubmitLimits()
         self.events = 0  # starts and ends so far: while it stays, the queue only grew
 
     def limit(self, job: SwfJob) -> float:
-        """The job's time limit: its request, else the longest request seen (the
-        scheduler's own limit stands behind a job that asked for none)."""
-        if job.requested_time > 0:
-            self._longest = max(self._longest, float(job.requested_time))
-            return float(job.requested_time)
-        return self._longest if self._longest > 0 else float(max(job.run, 1))
+        """The job's time limit as known at its submit (`submit_limits.py`); ask once per
+        job, in submit order."""
+        return self._limits.limit(job)
 
     def need(self, job: SwfJob) -> tuple[str, str, int]:
         """(user, fingerprint, processors) of a log job, as the predictors key them."""

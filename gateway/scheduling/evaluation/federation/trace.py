@@ -7,10 +7,11 @@ count their offsets from a common origin: HPC2N's first job is at 342,072 s), th
 submit times taken from the window's start, so the logs of a federation run side by
 side from a common instant 0. A log can stand for a machine `scale` times larger (its
 processors and every job's scaled alike: the same schedule on its own, a machine of
-another size to its neighbours). A job's estimate is its requested time; when a job did
-not state one, the longest request seen so far in the log stands for the scheduler's
-limit; before any request is seen (a log without requests), the run time is used,
-i.e. perfect estimates, the usual choice in workload studies for such logs.
+another size to its neighbours). A job's estimate, for the engine's backfilling and for
+the router, is its time limit as known at its submit (`submit_limits.py`): its request,
+else the longest request seen so far in the log, else, in a log without requests, the
+longest run known then (not its own run: perfect estimates, the usual choice in workload
+studies for such logs, would tell the router when every running job ends).
 Jobs with no processor count or no run time (never ran) are skipped and counted.
 """
 
@@ -21,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from gateway.scheduling.evaluation.federation.engine import Record, SiteSpec, TraceJob, Truth
+from gateway.scheduling.evaluation.submit_limits import SubmitLimits
 from gateway.scheduling.swf import SwfError, SwfJob, iter_jobs, machine_size, read_header
 
 DAY = 86400.0
@@ -79,18 +81,15 @@ class TraceLog:
                 start_days: float = 0.0) -> Iterator[Record]:
         """The log's jobs from `origin`, in submit order, in the window (`windowed`),
         submit times counted from the window's start."""
-        longest = 0
+        limits = SubmitLimits()
         begin = window_start(self.path, start_days)
         self.skipped = 0
         for job in windowed(self.path, window_days, start_days):
             if job.procs <= 0 or job.run < 0:
                 self.skipped += 1
                 continue
-            if job.requested_time > 0:
-                longest = max(longest, job.requested_time)
-            requested = job.requested_time if job.requested_time > 0 else longest or job.run
             yield (TraceJob(origin, job.number, job.submit - begin, job.procs * self.scale,
-                            float(requested), job.user, job.queue, job.executable),
+                            limits.limit(job), job.user, job.queue, job.executable),
                    Truth(float(job.run), float(job.wait) if job.wait >= 0 else -1.0))
 
 

@@ -1,0 +1,51 @@
+"""A log job's time limit as known at its submit (pure).
+
+The limit is what the walltime projection and the forecasts read of every job, and what
+the router is told. A job that asked for none runs under the scheduler's default limit,
+which the log does not record: the longest request seen so far stands for it (the
+default is at least that). In a log without requests, the longest run known at the
+submit: the runs of the jobs that ended before it and how long the jobs running then
+have run so far (at least 1 s). Never the job's own run: that is known only when it ends,
+and a walk given it would project every running job's end exactly.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from gateway.scheduling.swf import SwfJob
+
+
+class SubmitLimits:
+    """Limits of one log's jobs, asked in submit order, once per job."""
+
+    def __init__(self) -> None:
+        self._requested = 0.0  # the longest request seen
+        self._ran = 0.0  # the longest run ended
+        self._ends: list[tuple[int, int]] = []  # (end, run) of jobs submitted so far
+        self._starts: list[tuple[int, int]] = []  # (start, end) of jobs not known ended
+
+    def limit(self, job: SwfJob) -> float:
+        """The job's limit at its submit; then its start and end (as logged) are noted
+        for the jobs submitted after it."""
+        if job.requested_time > 0:
+            self._requested = max(self._requested, float(job.requested_time))
+            limit = float(job.requested_time)
+        elif self._requested > 0:
+            limit = self._requested
+        else:
+            limit = max(self._longest_run(job.submit), 1.0)
+        if job.wait >= 0 and job.run >= 0:
+            heapq.heappush(self._ends, (job.start + job.run, job.run))
+            heapq.heappush(self._starts, (job.start, job.start + job.run))
+        return limit
+
+    def _longest_run(self, now: int) -> float:
+        ends, starts = self._ends, self._starts
+        while ends and ends[0][0] <= now:
+            self._ran = max(self._ran, float(heapq.heappop(ends)[1]))
+        while starts and starts[0][1] <= now:  # ended: counted above
+            heapq.heappop(starts)
+        # The earliest start of a job still running has run longest so far.
+        running = float(now - starts[0][0]) if starts and starts[0][0] <= now else 0.0
+        return max(self._ran, running)
