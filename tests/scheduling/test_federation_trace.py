@@ -51,20 +51,23 @@ def test_jobs_that_never_ran_are_skipped(tmp_path: Path) -> None:
     assert [(job.origin, job.number) for job, _ in records] == [(3, 1), (3, 4)]
     assert log.skipped == 2
     # Job 4's request is unknown: the longest one seen so far (60 s) stands in.
-    assert records[1][0].requested == 60.0
+    assert records[1][0].requested == 60.0 and records[1][1].estimate is None
     assert records[1][1].logged_wait == -1.0
 
 
 def test_a_log_without_requests_uses_the_longest_run_known_at_submit(tmp_path: Path) -> None:
-    # Job 1 runs 0-70, job 2 10-40; job 3 comes at 50 (job 2's 30 s ended, job 1 has
-    # run 50 s), job 4 at 100 (job 1's 70 s ended). Never a job's own run: the router
-    # would know when every running job ends.
+    # The router is told the longest run known at the submit. Job 1 runs 0-70, job 2
+    # 10-40; job 3 comes at 50 (job 2's 30 s ended, job 1 has run 50 s), job 4 at 100
+    # (job 1's 70 s ended). Never a job's own run: the router would know when every
+    # running job ends. The engine's scheduler has perfect estimates, the usual choice.
     path = tmp_path / "norequests.swf"
     path.write_text("1 0 0 70 4 -1 -1 4 -1 -1 1 1 1 1 1 -1 -1 -1\n"
                     "2 10 0 30 4 -1 -1 4 -1 -1 1 1 1 1 1 -1 -1 -1\n"
                     "3 50 0 5 4 -1 -1 4 -1 -1 1 1 1 1 1 -1 -1 -1\n"
                     "4 100 0 5 4 -1 -1 4 -1 -1 1 1 1 1 1 -1 -1 -1\n")
-    assert [job.requested for job, _ in TraceLog(path).records(0)] == [1.0, 10.0, 50.0, 70.0]
+    records = list(TraceLog(path).records(0))
+    assert [job.requested for job, _ in records] == [1.0, 10.0, 50.0, 70.0]
+    assert [truth.estimate for _, truth in records] == [70.0, 30.0, 5.0, 5.0]
 
 
 def test_gzipped_logs_merge_by_submit_time(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ class SubmitLimits:
     """Limits of one log's jobs, asked in submit order, once per job."""
 
     def __init__(self) -> None:
-        self._requested = 0.0  # the longest request seen
+        self.requested = 0.0  # the longest request seen (0: none yet)
         self._ran = 0.0  # the longest run ended
         self._ends: list[tuple[int, int]] = []  # (end, run) of jobs submitted so far
         self._starts: list[tuple[int, int]] = []  # (start, end) of jobs not known ended
@@ -29,10 +29,10 @@ class SubmitLimits:
         """The job's limit at its submit; then its start and end (as logged) are noted
         for the jobs submitted after it."""
         if job.requested_time > 0:
-            self._requested = max(self._requested, float(job.requested_time))
+            self.requested = max(self.requested, float(job.requested_time))
             limit = float(job.requested_time)
-        elif self._requested > 0:
-            limit = self._requested
+        elif self.requested > 0:
+            limit = self.requested
         else:
             limit = max(self._longest_run(job.submit), 1.0)
         if job.wait >= 0 and job.run >= 0:

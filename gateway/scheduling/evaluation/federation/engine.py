@@ -60,11 +60,13 @@ class TraceJob:
 
 @dataclass(frozen=True, slots=True)
 class Truth:
-    """What only the engine knows: the real run time, and the wait the log recorded
-    (-1 when unknown), kept for validation."""
+    """What only the engine knows: the real run time, the wait the log recorded (-1 when
+    unknown), kept for validation, and the scheduler's estimate where the job stated no
+    request and no request was known for it (None: its `requested` time)."""
 
     runtime: float
     logged_wait: float
+    estimate: float | None = None
 
 
 Record = tuple[TraceJob, Truth]
@@ -192,7 +194,8 @@ class Federation:
             view = self.views[index]
             view._jobs[key] = job
             # The estimate is the requested time: the real scheduler's only knowledge.
-            sim = SimJob(key, now, job.procs, truth.runtime, job.requested)
+            estimate = job.requested if truth.estimate is None else truth.estimate
+            sim = SimJob(key, now, job.procs, truth.runtime, estimate)
             self._record(view, view._machine.submit(sim))
 
     def _record(self, view: SiteView, started: list[Started]) -> None:

@@ -7,11 +7,12 @@ count their offsets from a common origin: HPC2N's first job is at 342,072 s), th
 submit times taken from the window's start, so the logs of a federation run side by
 side from a common instant 0. A log can stand for a machine `scale` times larger (its
 processors and every job's scaled alike: the same schedule on its own, a machine of
-another size to its neighbours). A job's estimate, for the engine's backfilling and for
-the router, is its time limit as known at its submit (`submit_limits.py`): its request,
-else the longest request seen so far in the log, else, in a log without requests, the
-longest run known then (not its own run: perfect estimates, the usual choice in workload
-studies for such logs, would tell the router when every running job ends).
+another size to its neighbours). A job's estimate is its time limit as known at its
+submit (`submit_limits.py`): its request, else the longest request seen so far in the
+log. In a log without requests the engine's scheduler is given perfect estimates, the
+usual choice in workload studies for such logs (`Truth.estimate`), and the router the
+longest run known at the submit: never the job's own run, which would tell it when
+every running job ends.
 Jobs with no processor count or no run time (never ran) are skipped and counted.
 """
 
@@ -88,9 +89,11 @@ class TraceLog:
             if job.procs <= 0 or job.run < 0:
                 self.skipped += 1
                 continue
+            perfect = job.requested_time <= 0 and not limits.requested
             yield (TraceJob(origin, job.number, job.submit - begin, job.procs * self.scale,
                             limits.limit(job), job.user, job.queue, job.executable),
-                   Truth(float(job.run), float(job.wait) if job.wait >= 0 else -1.0))
+                   Truth(float(job.run), float(job.wait) if job.wait >= 0 else -1.0,
+                         float(job.run) if perfect else None))
 
 
 def open_logs(paths: Sequence[Path], scales: Sequence[int] | None = None) -> list[TraceLog]:
