@@ -39,18 +39,6 @@ def test_jobs_waiting_for_processors_are_not_held() -> None:
     assert queues["a"].start() == 160.0
 
 
-@pytest.mark.parametrize(("limit", "procs", "start"), [(500.0, 3, 0.0), (50.0, 3, 150.0),
-                                                      (500.0, 2, 600.0)])
-def test_a_job_is_held_only_where_easy_would_start_it(limit: float, procs: int,
-                                                      start: float) -> None:
-    # 10 processors: "a" runs 6 for 100 s more; "b"'s 8-processor job heads the queue
-    # and is reserved the machine at 100 s, with 2 processors spare then. "a"'s waiting
-    # job fits in the 4 free now, but EASY starts it only if it ends by 100 s or fits
-    # in those 2: else it waits for the head, no sign of a cap on "a".
-    queues = account_queues(10, ((6, 100.0, "a"),), ((8, 60.0, "b"), (procs, limit, "a")))
-    assert queues["a"].start() == start
-
-
 def test_an_account_running_nothing_has_no_queue() -> None:
     assert "c" not in account_queues(10, RUNNING, ((1, 60.0, "c"),))
 
