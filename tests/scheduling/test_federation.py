@@ -225,6 +225,19 @@ def two_sites(first_runtime: float) -> list[Record]:
 SITES = [SiteSpec("a", 4), SiteSpec("b", 4)]
 
 
+def test_the_engine_schedules_by_its_own_estimate_where_the_log_gives_one() -> None:
+    # One site of 2 processors. A (1 processor) runs 0-100; B (2) comes at 1 and is
+    # reserved the machine at 100; C (1, 50 s) comes at 2. The router was told 1,000 s
+    # for C (a log without requests: the longest run known), the engine's scheduler
+    # knows 50 s (`Truth.estimate`): C backfills at once and ends before B's
+    # reservation. Scheduled by the router's 1,000 s it would wait for B, until 110.
+    records = [(TraceJob(0, 1, 0.0, 1, 100.0, 1, 1), Truth(100.0, -1.0)),
+               (TraceJob(0, 2, 1.0, 2, 10.0, 1, 1), Truth(10.0, -1.0)),
+               (TraceJob(0, 3, 2.0, 1, 1000.0, 1, 1), Truth(50.0, -1.0, estimate=50.0))]
+    result = Federation([SiteSpec("solo", 2)], Own()).run(records)
+    assert result.start == [0.0, 100.0, 2.0]
+
+
 def test_an_account_is_a_known_user_of_one_log() -> None:
     # Users of different logs are distinct; a log without users (-1) records no owner,
     # so the forecaster's account queues (account_queue.py) do not make one of them.
