@@ -22,19 +22,22 @@ class SubmitLimits:
     def __init__(self) -> None:
         self.requested = 0.0  # the longest request seen (0: none yet)
         self._ran = 0.0  # the longest run ended
+        # Kept only while no request is seen (a log with requests never reads them):
         self._ends: list[tuple[int, int]] = []  # (end, run) of jobs submitted so far
         self._starts: list[tuple[int, int]] = []  # (start, end) of jobs not known ended
 
     def limit(self, job: SwfJob) -> float:
-        """The job's limit at its submit; then its start and end (as logged) are noted
-        for the jobs submitted after it."""
+        """The job's limit at its submit; while no request is seen, its start and end
+        (as logged) are noted for the jobs submitted after it."""
         if job.requested_time > 0:
+            if not self.requested:  # runs never stand in again: drop what was kept
+                self._ends.clear()
+                self._starts.clear()
             self.requested = max(self.requested, float(job.requested_time))
-            limit = float(job.requested_time)
-        elif self.requested > 0:
-            limit = self.requested
-        else:
-            limit = max(self._longest_run(job.submit), 1.0)
+            return float(job.requested_time)
+        if self.requested:
+            return self.requested
+        limit = max(self._longest_run(job.submit), 1.0)
         if job.wait >= 0 and job.run >= 0:
             heapq.heappush(self._ends, (job.start + job.run, job.run))
             heapq.heappush(self._starts, (job.start, job.start + job.run))

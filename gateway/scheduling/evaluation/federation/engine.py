@@ -193,7 +193,7 @@ class Federation:
             result.procs.append(job.procs)
             view = self.views[index]
             view._jobs[key] = job
-            # The estimate is the requested time: the real scheduler's only knowledge.
+            # The requested time, or where the log gave none the engine's own estimate.
             estimate = job.requested if truth.estimate is None else truth.estimate
             sim = SimJob(key, now, job.procs, truth.runtime, estimate)
             self._record(view, view._machine.submit(sim))
