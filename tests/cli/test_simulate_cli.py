@@ -139,3 +139,15 @@ def test_evaluate_predictions_refuses_an_unsorted_log(tmp_path: Path) -> None:
     result = gridgate("simulate", "--evaluate-predictions", "--trace", str(path))
     assert result.exit_code == 1
     assert "unsorted.swf: job 2 is out of submit order" in result.stderr
+
+
+def test_evaluate_predictions_refuses_a_log_without_waits(tmp_path: Path) -> None:
+    # NASA's iPSC/860 log records no waits: an empty report would read as a scored one.
+    path = tmp_path / "nowaits.swf"
+    path.write_text("; MaxProcs: 8\n1 0 -1 10 4 -1 -1 -1 -1 -1 -1 1 1 -1 -1 -1 -1 -1\n"
+                    "2 40 -1 10 4 -1 -1 -1 -1 -1 -1 1 1 -1 -1 -1 -1 -1\n")
+    result = gridgate("simulate", "--evaluate-predictions", "--trace", str(path))
+    assert result.exit_code == 1
+    assert "nowaits.swf: no job in it records its wait" in result.stderr
+    replayed = gridgate("simulate", "--trace", str(path), "--policy", "own", "--json")
+    assert replayed.exit_code == 0 and json.loads(replayed.stdout)["overall"]["jobs"] == 2

@@ -6,7 +6,10 @@ which the log does not record: the longest request seen so far stands for it (th
 default is at least that). In a log without requests, the longest run known at the
 submit: the runs of the jobs that ended before it and how long the jobs running then
 have run so far (at least 1 s). Never the job's own run: that is known only when it ends,
-and a walk given it would project every running job's end exactly.
+and a walk given it would project every running job's end exactly. A job whose wait the
+log does not record (`-1`: some logs hold start times as submit times) is taken to have
+started at its submit: its run is known from the first instant it could have ended, and
+while it runs it has run at least as long as if it had waited.
 """
 
 from __future__ import annotations
@@ -38,9 +41,10 @@ class SubmitLimits:
         if self.requested:
             return self.requested
         limit = max(self._longest_run(job.submit), 1.0)
-        if job.wait >= 0 and job.run >= 0:
-            heapq.heappush(self._ends, (job.start + job.run, job.run))
-            heapq.heappush(self._starts, (job.start, job.start + job.run))
+        if job.run >= 0:
+            start = job.start if job.wait >= 0 else job.submit
+            heapq.heappush(self._ends, (start + job.run, job.run))
+            heapq.heappush(self._starts, (start, start + job.run))
         return limit
 
     def _longest_run(self, now: int) -> float:
