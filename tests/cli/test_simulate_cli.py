@@ -148,6 +148,6 @@ def test_evaluate_predictions_refuses_a_log_without_waits(tmp_path: Path) -> Non
                     "2 40 -1 10 4 -1 -1 -1 -1 -1 -1 1 1 -1 -1 -1 -1 -1\n")
     result = gridgate("simulate", "--evaluate-predictions", "--trace", str(path))
     assert result.exit_code == 1
-    assert "nowaits.swf: no job in it records its wait" in result.stderr
+    assert "nowaits.swf: no job in it logs its wait" in result.stderr
     replayed = gridgate("simulate", "--trace", str(path), "--policy", "own", "--json")
     assert replayed.exit_code == 0 and json.loads(replayed.stdout)["overall"]["jobs"] == 2

@@ -77,29 +77,24 @@ def simulate(paths: Sequence[Path], policy: str, window_days: float | None = Non
     }
 
 
-def _counted(jobs: Iterator[SwfJob], progress: Progress | None, waits: list[int]
-             ) -> Iterator[SwfJob]:
-    """`jobs`, reported every `PROGRESS_EVERY`; `waits[0]` counts those with a wait."""
+def _counted(jobs: Iterator[SwfJob], progress: Progress | None) -> Iterator[SwfJob]:
     for count, job in enumerate(jobs, start=1):
         if progress is not None and count % PROGRESS_EVERY == 0:
             progress(count, float(job.submit))
-        waits[0] += job.wait >= 0
         yield job
 
 
 def evaluate_predictions(path: Path, window_days: float | None = None,
                          progress: Progress | None = None) -> dict[str, Any]:
     """Production's forecast and each baseline's scores on one log, walked in time order.
-    A log that records no wait is an SwfError: there is nothing to score forecasts on."""
+    A log in which no job logs its wait (and ran) is an SwfError: nothing to score."""
     log = TraceLog(path)
     processors = log.spec.processors
-    waits = [0]
-    methods = evaluate_forecasts(_counted(windowed(path, window_days), progress, waits),
-                                 processors, site=log.spec.name,
-                                 clock=read_header(path).clock())
-    if not waits[0]:
-        raise SwfError(f"{path.name}: no job in it records its wait (-1), so no forecast can "
-                       "be scored; `gridgate simulate` without --evaluate-predictions "
-                       "replays it")
+    methods = evaluate_forecasts(_counted(windowed(path, window_days), progress), processors,
+                                 site=log.spec.name, clock=read_header(path).clock())
+    if not any(method["jobs"] for method in methods.values()):
+        raise SwfError(f"{path.name}: no job in it logs its wait, processors and run time "
+                       "(-1 is unknown), so no forecast can be scored; `gridgate simulate` "
+                       "without --evaluate-predictions replays a log without waits")
     return {"log": log.spec.name, "processors": processors, "window_days": window_days,
             "methods": methods}
