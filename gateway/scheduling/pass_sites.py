@@ -10,15 +10,17 @@ profiles, kept from a forecast for the commit that follows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter, mul
 
 from gateway.scheduling.prediction.late_waits import QueueLoad
 from gateway.scheduling.prediction.runtime_predictor import RuntimeEstimate
 from gateway.scheduling.prediction.wait_predictor import WaitPrediction
-from gateway.scheduling.queues.account_queue import AccountQueue, account_queues
+from gateway.scheduling.queues.account_queue import AccountQueue, AccountQueues
 from gateway.scheduling.queues.queue_profile import QueueProfile
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
 
+_PROCS, _PREDICTED = itemgetter(0), itemgetter(1)
 # What a forecast reads of a job besides its starts (`JobNeed` but its key).
 Kind = tuple[str, str, int, float, str, tuple[tuple[str, int], ...], int]
 
@@ -73,7 +75,8 @@ class PassSite:
             QueueProfile.project(queue), QueueProfile.project(queue, limits_as_runtimes=True))
         work = sum(procs * max(predicted if predicted > 0 else limit, 0.0)
                    for procs, predicted, limit in queue.running)
-        self._queued_work = sum(procs * predicted for procs, predicted, _ in queue.queued)
+        queued = queue.queued  # summed in C: a walk's queue may hold thousands of jobs
+        self._queued_work = sum(map(mul, map(_PROCS, queued), map(_PREDICTED, queued)))
         work += self._queued_work
         self.backlog = work / queue.processors
         self.forecasts: dict[Kind, KindForecast] = {}
@@ -81,7 +84,7 @@ class PassSite:
         # one: commits only delay starts), `SiteForecaster.earliest_completion`.
         self.floors: dict[Kind, float] = {}
         self._queue = queue
-        self._accounts: dict[str, AccountQueue] | None = None
+        self._accounts: AccountQueues | None = None
         self._load: QueueLoad | None = None
 
     @property
@@ -94,15 +97,7 @@ class PassSite:
     def account(self, name: str) -> AccountQueue | None:
         """The account's own queue here (None: it runs nothing here)."""
         if self._accounts is None:
-            queue = self._queue
-            owners = queue.owners or (None,) * (len(queue.running) + len(queue.queued))
-            split = len(queue.running)
-            self._accounts = account_queues(
-                queue.processors,
-                ((procs, limit, owner) for (procs, _, limit), owner
-                 in zip(queue.running, owners[:split], strict=True)),
-                ((procs, limit, owner) for (procs, _, limit), owner
-                 in zip(queue.queued, owners[split:], strict=True)))
+            self._accounts = AccountQueues(self._queue)
         return self._accounts.get(name)
 
     def held(self, account: str) -> float:

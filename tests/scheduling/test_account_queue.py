@@ -7,7 +7,7 @@ import pytest
 from gateway.scheduling.forecaster import SiteForecaster
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.wait_predictor import WaitPredictor
-from gateway.scheduling.queues.account_queue import account_queues
+from gateway.scheduling.queues.account_queue import AccountQueues
 from gateway.scheduling.queues.queue_state import QueueState
 from gateway.scheduling.routing_inputs import JobNeed, SiteState
 
@@ -15,10 +15,19 @@ from gateway.scheduling.routing_inputs import JobNeed, SiteState
 # of their limits left) and still has two waiting that would fit now: it is held.
 RUNNING = ((1, 100.0, "a"), (1, 300.0, "a"), (1, 50.0, "b"))
 WAITING = ((1, 1000.0, "a"), (1, 50.0, "a"), (1, 20.0, None))
+Job = tuple[int, float, str | None]  # (processors, limit (left), account)
+
+
+def _queues(processors: int, running: tuple[Job, ...], waiting: tuple[Job, ...]
+            ) -> AccountQueues:
+    return AccountQueues(QueueState(
+        processors, tuple((procs, limit, limit) for procs, limit, _ in running),
+        tuple((procs, limit, limit) for procs, limit, _ in waiting),
+        owners=tuple(owner for *_, owner in (*running, *waiting))))
 
 
 def test_held_jobs_go_through_the_slots_the_account_holds_now() -> None:
-    queues = account_queues(100, RUNNING, WAITING)
+    queues = _queues(100, RUNNING, WAITING)
     # Slots [100, 300]: the first waiting job takes the 100 s one (-> 1100), the second
     # the 300 s one (-> 350): a new job of "a" starts at 350 s.
     assert queues["a"].start() == 350.0
@@ -32,15 +41,15 @@ def test_held_jobs_go_through_the_slots_the_account_holds_now() -> None:
 def test_jobs_waiting_for_processors_are_not_held() -> None:
     # 4 processors, all running: "a"'s waiting job waits for processors, which the
     # profiles count; its own queue says nothing.
-    queues = account_queues(4, ((2, 100.0, "a"), (2, 900.0, "b")), ((2, 60.0, "a"),))
+    queues = _queues(4, ((2, 100.0, "a"), (2, 900.0, "b")), ((2, 60.0, "a"),))
     assert queues["a"].start() == 0.0
     # With a processor free for a 1-processor job of its own, it is held.
-    queues = account_queues(5, ((2, 100.0, "a"), (2, 900.0, "b")), ((1, 60.0, "a"),))
+    queues = _queues(5, ((2, 100.0, "a"), (2, 900.0, "b")), ((1, 60.0, "a"),))
     assert queues["a"].start() == 160.0
 
 
 def test_an_account_running_nothing_has_no_queue() -> None:
-    assert "c" not in account_queues(10, RUNNING, ((1, 60.0, "c"),))
+    assert "c" not in _queues(10, RUNNING, ((1, 60.0, "c"),))
 
 
 def _site(owners: tuple[str | None, ...]) -> SiteState:

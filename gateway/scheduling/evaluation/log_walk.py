@@ -49,10 +49,12 @@ class _Held:
     late_features: tuple[float, ...] | None
     queued: tuple[int, float, float]  # (processors, predicted, limit) while it waits
     owner: str | None
+    ends: tuple[int, float, float] = (0, 0.0, 0.0)  # (processors, predicted end, limit's)
 
 
 _QUEUED = attrgetter("queued")
 _OWNER = attrgetter("owner")
+_ENDS = attrgetter("ends")
 
 
 class LogWalk:
@@ -116,6 +118,7 @@ class LogWalk:
                     self.late.observe(self.site, seq, held.late_features, float(job.wait))
                 if self.on_start is not None:
                     self.on_start(job, held.known)
+                held.ends = (job.procs, job.start + held.predicted, job.start + held.limit)
                 heapq.heappush(self._ends, (job.start + job.run, seq))
             else:
                 return
@@ -124,10 +127,9 @@ class LogWalk:
         """The queue at `now`: running (procs, remaining predicted, remaining limit) and
         queued (procs, predicted, limit), both predictions as made at submit, and each
         job's account (its user)."""
-        running = tuple(
-            (held.job.procs, held.job.start + held.predicted - now,
-             held.job.start + held.limit - now)
-            for held in self.running.values())
+        running = tuple((procs, predicted_end - now, limit_end - now)
+                        for procs, predicted_end, limit_end
+                        in map(_ENDS, self.running.values()))
         # Read at every submit: what does not change while a job waits is kept.
         queued = tuple(map(_QUEUED, self.queued.values()))
         owners = tuple(map(_OWNER, chain(self.running.values(), self.queued.values())))

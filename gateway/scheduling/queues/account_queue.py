@@ -21,7 +21,13 @@ which the profiles already count. `SiteForecaster` floors a job's 95% bound by t
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
+from operator import itemgetter
+
+from gateway.scheduling.queues.queue_state import QueueState
+
+_PROCS = itemgetter(0)
 
 
 class AccountQueue:
@@ -34,17 +40,19 @@ class AccountQueue:
         """`running_left`: what is left of each running job's limit (seconds); `waiting`:
         each waiting job's (processors, limit) in queue order; `free`: the site's
         processors not held by running jobs."""
-        self._slots = [max(left, 0.0) for left in running_left]
         waiting = list(waiting)
-        # Held: some job of the account waits although it would fit now.
-        self._held = bool(self._slots) and any(procs <= free for procs, _ in waiting)
+        # Held: some job of the account waits although it would fit now. An account that
+        # is not held never is (`add` does not change it), so its slots are not kept.
+        self._held = any(procs <= free for procs, _ in waiting)
+        self._slots = [max(left, 0.0) for left in running_left] if self._held else []
+        self._held = bool(self._slots)
         heapq.heapify(self._slots)
         for _, limit in waiting:
             self.add(limit)
 
     def add(self, limit: float) -> None:
         """A job of the account with this limit joins its queue (a routing pass's commit)."""
-        if self._slots:
+        if self._slots:  # none when not held
             heapq.heapreplace(self._slots, self._slots[0] + limit)
 
     def start(self) -> float:
@@ -52,21 +60,40 @@ class AccountQueue:
         return self._slots[0] if self._held else 0.0
 
 
-def account_queues(processors: int, running: Iterable[tuple[int, float, str | None]],
-                   waiting: Iterable[tuple[int, float, str | None]]
-                   ) -> dict[str, AccountQueue]:
-    """Every account's queue at a site: `running` holds (processors, limit left,
-    account), `waiting` (processors, limit, account) in queue order; jobs of an unknown
-    account (None) count only as processors."""
-    running = list(running)
-    free = processors - sum(procs for procs, _, _ in running)
-    left: dict[str, list[float]] = {}
-    queued: dict[str, list[tuple[int, float]]] = {}
-    for _, remaining, account in running:
-        if account is not None:
-            left.setdefault(account, []).append(remaining)
-    for procs, limit, account in waiting:
-        if account is not None and account in left:  # no slot held: nothing to drain
-            queued.setdefault(account, []).append((procs, limit))
-    return {account: AccountQueue(slots, queued.get(account, ()), free)
-            for account, slots in left.items()}
+class AccountQueues(Mapping[str, AccountQueue]):
+    """Every account's queue at a site (the accounts that run jobs there), each built
+    when first read: a forecast reads its job's account only, and a walk's snapshot at
+    every submit holds dozens of accounts."""
+
+    def __init__(self, queue: QueueState) -> None:
+        """The accounts of `queue.owners` (none when it names none); a job of an unknown
+        account (None) counts only as processors."""
+        running = queue.running
+        self._free = queue.processors - sum(map(_PROCS, running))
+        self._left: dict[str, list[float]] = {}
+        self._queued: dict[str, list[tuple[int, float]]] = {}
+        self._built: dict[str, AccountQueue] = {}
+        owners = queue.owners  # empty when the scheduler names none: then no account
+        left = self._left
+        for (_, _, remaining), account in zip(running, owners, strict=False):
+            if account is not None:
+                left.setdefault(account, []).append(remaining)
+        queued = self._queued
+        waiting = islice(owners, len(running), None)
+        for (procs, _, limit), account in zip(queue.queued, waiting, strict=False):
+            if account in left:  # no slot held: nothing to drain (None never is)
+                queued.setdefault(account, []).append((procs, limit))
+
+    def __getitem__(self, account: str) -> AccountQueue:
+        built = self._built.get(account)
+        if built is None:
+            built = self._built[account] = AccountQueue(
+                self._left[account], self._queued.get(account, ()), self._free)
+        return built
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._left)
+
+    def __len__(self) -> int:
+        return len(self._left)
+

@@ -52,10 +52,25 @@ class EasyMachine:
         self._ends: list[tuple[float, int, float, int]] = []
         self._seq = 0
 
-    def add_running(self, procs: int, estimated_end: float, actual_end: float) -> None:
-        """Place an already running job (a snapshot); call before any `submit`."""
-        procs = min(procs, self.processors)
-        self._occupy(procs, estimated_end, actual_end)
+    def add_running(self, running: Iterable[tuple[int, float, float]]) -> None:
+        """Place already running jobs (a snapshot), each (processors, estimated end, actual
+        end); call before any `submit`. Sorted and heaped once: a snapshot of hundreds of
+        running jobs is read at every projection."""
+        processors = self.processors
+        seq = self._seq
+        by_estimate = self._by_estimate
+        ends = self._ends
+        taken = 0
+        for procs, estimated_end, actual_end in running:
+            procs = min(procs, processors)
+            seq += 1
+            taken += procs
+            by_estimate.append((estimated_end, seq, procs))
+            ends.append((actual_end, seq, estimated_end, procs))
+        self._seq = seq
+        self.free -= taken
+        by_estimate.sort()
+        heapq.heapify(ends)
 
     def submit(self, job: SimJob) -> list[Started]:
         """Queue `job` at its submit time (not earlier than `now`) and return what starts."""
@@ -203,9 +218,11 @@ def project_runs(
     (processors, estimate, run time): the estimates (time limits) drive the backfilling
     decisions, the run times (predicted) the completions, as in `replay`.
     """
+    if not queued:
+        return []
     machine = EasyMachine(processors)
-    for procs, estimate, remaining in running:
-        machine.add_running(procs, max(estimate, 0.0), max(remaining, 0.0))
+    machine.add_running((procs, max(estimate, 0.0), max(remaining, 0.0))
+                        for procs, estimate, remaining in running)
     starts: list[float | None] = [None] * len(queued)
     machine.queue.extend(SimJob(i, 0.0, min(max(procs, 1), processors), run, est)
                          for i, (procs, est, run) in enumerate(queued))

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 
 from gateway.scheduling.queues.deep_queue import EXACT, Busy, absorb
 from gateway.scheduling.queues.easy import project_runs
 
 Running = tuple[int, float, float]  # (processors, remaining predicted s, remaining limit s)
 Queued = tuple[int, float, float]  # (processors, predicted run time s, time limit s)
+_PREDICTED, _LIMIT = itemgetter(1), itemgetter(2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +46,12 @@ class QueueState:
         if self.processors <= 0:
             raise ValueError("a site has at least one processor")
         # A job without a limit of its own runs under its queue's maximum: give that.
-        for _, predicted, limit in (*self.running, *self.queued):
-            if not math.isfinite(limit) or math.isnan(predicted):
-                raise ValueError("every job's time limit must be finite (the queue's "
-                                 "maximum for a job that set none), its prediction a number")
+        # (Checked in C: a walk builds a snapshot of hundreds of jobs at every submit.)
+        jobs = (self.running, self.queued)
+        if not (all(map(math.isfinite, map(_LIMIT, chain.from_iterable(jobs))))
+                and not any(map(math.isnan, map(_PREDICTED, chain.from_iterable(jobs))))):
+            raise ValueError("every job's time limit must be finite (the queue's "
+                             "maximum for a job that set none), its prediction a number")
         if self.planned and len(self.planned) != len(self.queued):
             raise ValueError(f"{len(self.planned)} planned starts for "
                              f"{len(self.queued)} queued jobs")
@@ -112,8 +117,11 @@ class Projection:
         busy = self.busy + [(start, start + run, min(max(procs, 1), processors))
                             for (procs, _, run), start in zip(exact, starts, strict=True)
                             if start is not None]
-        work = [min(max(procs, 1), processors) * _run(predicted, limit, limits_as_runtimes)
-                for procs, predicted, limit in state.queued[EXACT:]]
+        # `_run` written out: thousands of deep jobs at every projection of a long walk.
+        work = ([min(max(procs, 1), processors) * limit
+                 for procs, _, limit in state.queued[EXACT:]] if limits_as_runtimes else
+                [min(max(procs, 1), processors) * min(max(predicted, 0.0), limit)
+                 for procs, predicted, limit in state.queued[EXACT:]])
         after = max((start for start in starts if start is not None), default=0.0)
         tail, taken = absorb(processors, busy, work, after)
         starts.extend(tail)
