@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from gateway.scheduling.evaluation.federation.engine import Policy, SiteView, TraceJob, eligible
 from gateway.scheduling.forecaster import COMBINED, SiteForecaster
@@ -36,6 +37,7 @@ from gateway.scheduling.ranking import Candidate, Forecast, route_pass
 from gateway.scheduling.routing_inputs import JobNeed, Profiles, SiteState
 
 QUEUE = ""  # a simulated site has one queue
+_ACCOUNT = itemgetter(3)
 
 
 def _key(job: TraceJob) -> str:
@@ -126,6 +128,10 @@ class Ranked(Policy):
         # Per site: events so far (starts, ends, jobs routed there) and the profiles kept.
         self._versions: dict[int, int] = {}
         self._kept: dict[int, _Kept] = {}
+        # Per site, its running jobs in start order (the site's own), each as a snapshot
+        # reads it: (processors, predicted end, limit's end, account), kept from its start
+        # (a site of serial jobs runs hundreds: a snapshot at every arrival reads them).
+        self._running: dict[int, dict[str, tuple[int, float, float, str | None]]] = {}
 
     def _keep(self, now: float, sites: Sequence[SiteView]) -> dict[str, Profiles]:
         """The sites' profiles still valid at `now`, advanced to it (the projection of a
@@ -184,19 +190,22 @@ class Ranked(Policy):
 
     def _snapshot(self, site: SiteView, now: float) -> QueueState:
         predicted = self._predicted
-        on, waiting = site.running(), site.queued()
-        running = tuple(
-            (job.procs, start + predicted[_key(job)] - now, start + job.requested - now)
-            for job, start in on)
+        on = self._running.get(site.index, {}).values()
+        waiting = site.queued()
+        running = tuple((procs, predicted_end - now, limit_end - now)
+                        for procs, predicted_end, limit_end, _ in on)
         queued = tuple((job.procs, predicted[_key(job)], job.requested) for job in waiting)
-        owners = tuple(job.account for job, _ in on) + tuple(job.account for job in waiting)
+        owners = tuple(map(_ACCOUNT, on)) + tuple(job.account for job in waiting)
         return QueueState(site.processors, running, queued, owners=owners)
 
     def started(self, job: TraceJob, site: int, start: float) -> None:
         """Feed the wait to the history, in the class the job had when routed (its user's
         and its projection's, as production records it), with the answer it had."""
         self._changed(site)
-        given = self._given.pop(_key(job))
+        key = _key(job)
+        self._running.setdefault(site, {})[key] = (
+            job.procs, start + self._predicted[key], start + job.requested, job.account)
+        given = self._given.pop(key)
         wait = start - job.submit
         self.waits.observe(given.known, wait, predicted=given.prediction)
         self.outcomes.observe(self._names[site], given.median, wait)
@@ -206,6 +215,7 @@ class Ranked(Policy):
         self._changed(site)
         need = job_need(job)
         del self._predicted[need.key]
+        del self._running[site][need.key]
         self.runtimes.observe(need.user, need.fingerprint, self._names[site], job.procs,
                               end - start, job.requested)
 
