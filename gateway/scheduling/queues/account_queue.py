@@ -43,8 +43,8 @@ class AccountQueue:
         waiting = list(waiting)
         # Held: some job of the account waits although it would fit now. An account that
         # is not held never is (`add` does not change it), so its slots are not kept.
-        self._held = any(procs <= free for procs, _ in waiting)
-        self._slots = [max(left, 0.0) for left in running_left] if self._held else []
+        held = any(procs <= free for procs, _ in waiting)
+        self._slots = [max(left, 0.0) for left in running_left] if held else []
         self._held = bool(self._slots)
         heapq.heapify(self._slots)
         for _, limit in waiting:
@@ -96,4 +96,3 @@ class AccountQueues(Mapping[str, AccountQueue]):
 
     def __len__(self) -> int:
         return len(self._left)
-
