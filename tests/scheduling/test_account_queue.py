@@ -18,12 +18,20 @@ WAITING = ((1, 1000.0, "a"), (1, 50.0, "a"), (1, 20.0, None))
 Job = tuple[int, float, str | None]  # (processors, limit (left), account)
 
 
-def _queues(processors: int, running: tuple[Job, ...], waiting: tuple[Job, ...]
-            ) -> AccountQueues:
-    return AccountQueues(QueueState(
+def _state(processors: int, running: tuple[Job, ...], waiting: tuple[Job, ...],
+           owners: tuple[str | None, ...] | None = None) -> QueueState:
+    """The queue of these jobs, each predicted to run to its limit; `owners` (default:
+    the jobs' own accounts) as the scheduler names them."""
+    return QueueState(
         processors, tuple((procs, limit, limit) for procs, limit, _ in running),
         tuple((procs, limit, limit) for procs, limit, _ in waiting),
-        owners=tuple(owner for *_, owner in (*running, *waiting))))
+        owners=tuple(owner for *_, owner in (*running, *waiting)) if owners is None
+        else owners)
+
+
+def _queues(processors: int, running: tuple[Job, ...], waiting: tuple[Job, ...]
+            ) -> AccountQueues:
+    return AccountQueues(_state(processors, running, waiting))
 
 
 def test_held_jobs_go_through_the_slots_the_account_holds_now() -> None:
@@ -53,9 +61,7 @@ def test_an_account_running_nothing_has_no_queue() -> None:
 
 
 def _site(owners: tuple[str | None, ...]) -> SiteState:
-    return SiteState("s", QueueState(
-        100, running=tuple((procs, left, left) for procs, left, _ in RUNNING),
-        queued=tuple((procs, limit, limit) for procs, limit, _ in WAITING), owners=owners))
+    return SiteState("s", _state(100, RUNNING, WAITING, owners))
 
 
 OWNERS = tuple(owner for *_, owner in (*RUNNING, *WAITING))

@@ -117,11 +117,8 @@ class Projection:
         busy = self.busy + [(start, start + run, min(max(procs, 1), processors))
                             for (procs, _, run), start in zip(exact, starts, strict=True)
                             if start is not None]
-        # `_run` written out: thousands of deep jobs at every projection of a long walk.
-        work = ([min(max(procs, 1), processors) * limit
-                 for procs, _, limit in state.queued[EXACT:]] if limits_as_runtimes else
-                [min(max(procs, 1), processors) * min(max(predicted, 0.0), limit)
-                 for procs, predicted, limit in state.queued[EXACT:]])
+        work = [min(max(procs, 1), processors) * _run(predicted, limit, limits_as_runtimes)
+                for procs, predicted, limit in state.queued[EXACT:]]
         after = max((start for start in starts if start is not None), default=0.0)
         tail, taken = absorb(processors, busy, work, after)
         starts.extend(tail)
