@@ -51,7 +51,8 @@ One forecaster per routing pass (its profiles are that pass's snapshots):
 
 Whoever records a started job's wait in `waits` records it in the class the job had
 when it was routed (`job_class`), so that histories and forecasts are conditioned
-alike, and gives back the prediction it had (`wait_prediction`) to calibrate the bound.
+alike, and gives back the bound of that class it was given (`Forecast.class_bound`,
+through `WaitPredictor.given`) to calibrate the bounds.
 """
 
 from __future__ import annotations
@@ -164,8 +165,8 @@ class SiteForecaster:
         return JobClass(site, job.queue, job.procs, job.time_limit, projected, job.user)
 
     def wait_prediction(self, job: JobNeed, site: str) -> WaitPrediction | None:
-        """The wait predictor's own answer for the job at `site` (None: no history yet):
-        give it back with the job's wait (`observe(..., predicted=)`) to calibrate it."""
+        """The wait predictor's own answer for the job at `site` (None: no history yet),
+        kept for the pass (jobs alike share it)."""
         known = self.job_class(job, site)
         key = self.waits.prediction_key(known)
         if key not in self._predictions:
@@ -321,7 +322,8 @@ class SiteForecaster:
                         placed.walltime_start if self.mode == COMBINED else None,
                         history.likely if history is not None and history.likely is not None
                         else median, runtime.known, wait_if_late=if_late,
-                        late_features=features)
+                        late_features=features,
+                        class_bound=history.upper_bound if history is not None else None)
 
     def commit(self, job: JobNeed, site: str) -> None:
         """The job will queue at `site`: reserve it on both of the site's profiles."""

@@ -66,6 +66,11 @@ class Forecast:
     # What the late-wait model knew of the job here (`late_waits.late_features`; None:
     # no model): give it back with the job's wait once it starts here.
     late_features: tuple[float, ...] | None = None
+    # The wait history's calibrated 95% bound for the job's class, before the live queue
+    # floors it, an account's hold raises it or routed outcomes scale it (None: no history
+    # answered): give it back with the job's wait (`WaitPredictor.given`), which is how
+    # the bounds are calibrated, in production, the simulator and the evaluation alike.
+    class_bound: float | None = None
 
     def with_backlog(self, backlog: float) -> Forecast:
         """This forecast with another `backlog`: `dataclasses.replace`, cheaper (a pass
@@ -73,7 +78,8 @@ class Forecast:
         return Forecast(self.wait_median, self.wait_bound, self.runtime, self.staging,
                         self.wait_quantiles, self.basis, backlog, self.calibration,
                         self.projected_wait, self.wait_likely, self.runtime_known,
-                        self.welcome, self.wait_if_late, self.late_features)
+                        self.welcome, self.wait_if_late, self.late_features,
+                        self.class_bound)
 
     def unwelcome(self) -> Forecast:
         """This forecast for a guest the site does not take (`welcome` False; rare, so

@@ -52,6 +52,11 @@ class ForecastOut(TypedDict):
     # forecast, the site's hour and weekday; -1: not known): once the job starts here,
     # its wait is learned with them.
     late_features: NotRequired[dict[str, float]]
+    # The wait history's calibrated 95% bound for the job's class, before the live queue
+    # floored it, the account's hold raised it or routed outcomes scaled it; absent when
+    # no history answered. Once the job starts here, its wait calibrates the bounds
+    # against this one (gateway.scheduling.prediction.wait_predictor).
+    class_bound: NotRequired[float]
     # False when the job would be a guest here that queues and the site's users have been
     # given less at other sites than its guests here: it ranks behind home (the guest
     # ledger); absent else.

@@ -115,10 +115,16 @@ def as_data(routed: list[Routing[JobNeed]]) -> list[dict[str, Any]]:
     """Every decision and every candidate's forecast, JSON-ready (floats exact)."""
     data: list[dict[str, Any]] = json.loads(json.dumps(
         [{"job": r.job.key, **dataclasses.asdict(r.decision)} for r in routed]))
-    for decision in data:  # recorded before the late-wait model, which this pass lacks
+    # Recorded before the late-wait model, which this pass lacks, and before forecasts
+    # carried their class's bound: never above the bound told, and none without history.
+    for decision in data:
         for candidate in decision["candidates"]:
-            if candidate["forecast"] is not None:
-                assert candidate["forecast"].pop("late_features") is None
+            forecast = candidate["forecast"]
+            if forecast is not None:
+                assert forecast.pop("late_features") is None
+                class_bound = forecast.pop("class_bound")
+                assert (class_bound is None) == forecast["basis"].startswith("live queue")
+                assert class_bound is None or class_bound <= forecast["wait_bound"]
     return data
 
 

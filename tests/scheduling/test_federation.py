@@ -12,6 +12,7 @@ Sites: A 4 processors, B 8, C 2 (headerless). Jobs (submit, processors, run, req
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -243,6 +244,26 @@ def test_an_account_is_a_known_user_of_one_log() -> None:
     # so the forecaster's account queues (account_queue.py) do not make one of them.
     assert TraceJob(1, 5, 0.0, 2, 60.0, 17, 1).account == "1/17"
     assert TraceJob(1, 5, 0.0, 2, 60.0, -1, 1).account is None
+
+
+def test_fastest_calibrates_the_class_bounds_its_forecasts_gave() -> None:
+    # One site of 4 processors. User 1's A (2 processors) runs 0-1000; user 2's B (4)
+    # waits from 1, reserved the machine at 1000; user 1's C (1, limit 2000) waits from 2
+    # although 2 processors are free (it would delay B): user 1 is held, so each of its
+    # next jobs (1 processor, 5 s, one each 10 s from 40) backfills at once with its
+    # bound raised toward C's end. The waits calibrate the bounds of the jobs' classes
+    # (`Forecast.class_bound`), as production and the evaluation give them back, not the
+    # raised ones: only the two jobs submitted once 19 waits were known had a class bound
+    # (A's and 18 of the short jobs'), and both held, so the factor moved down twice.
+    policy = Fastest()
+    records = [(TraceJob(0, 1, 0.0, 2, 1000.0, 1, 1), Truth(1000.0, -1.0)),
+               (TraceJob(0, 2, 1.0, 4, 100.0, 2, 1), Truth(100.0, -1.0)),
+               (TraceJob(0, 3, 2.0, 1, 2000.0, 1, 1), Truth(2000.0, -1.0))]
+    records += [(TraceJob(0, n, 10.0 * n, 1, 100.0, 1, 1), Truth(5.0, -1.0))
+                for n in range(4, 24)]
+    result = Federation([SiteSpec("solo", 4)], policy).run(records)
+    assert result.start == [0.0, 1000.0, 1100.0, *(10.0 * n for n in range(4, 24))]
+    assert policy.waits.scale("solo") == pytest.approx(math.exp(-2 * 0.005 * 0.0475))
 
 
 def test_fastest_routes_on_what_is_known_not_on_real_run_times() -> None:

@@ -83,6 +83,10 @@ def test_history_conditioned_on_the_projection_is_floored_too() -> None:
     assert forecast.wait_median == 30.0 and forecast.wait_bound >= 30.0
     assert forecast.basis.startswith(
         "history site/projection/limit (100 waits) + live queue, floored by the live queue;")
+    # What is given back to calibrate the bounds is the class's own bound, not the floor.
+    expected = waits.predict(JobClass("a", "", 4, 100.0, 40.0))
+    assert expected is not None and expected.upper_bound < 30.0
+    assert forecast.class_bound == expected.upper_bound
 
 
 def test_the_chances_are_the_historys_while_the_queue_floors_the_median() -> None:
@@ -180,6 +184,13 @@ def test_the_class_to_record_a_wait_in_and_the_prediction_to_give_back() -> None
     assert history_alone.job_class(JOB, "a").projected_wait is None
     assert SiteForecaster([SITE_A], WaitPredictor(), runtimes_of_60s()).wait_prediction(
         JOB, "a") is None
+    # The forecast carries that class's bound, to give back (None where no history
+    # answered: the live queue's bound is not calibrated).
+    given = forecaster.wait_prediction(JOB, "a")
+    assert given is not None
+    assert forecaster.forecast(JOB, "a").class_bound == given.upper_bound
+    assert SiteForecaster([SITE_A], WaitPredictor(), runtimes_of_60s()).forecast(
+        JOB, "a").class_bound is None
 
 
 def test_the_wait_if_late_is_the_late_wait_model_s_once_it_has_fitted() -> None:

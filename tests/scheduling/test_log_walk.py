@@ -10,7 +10,7 @@ from gateway.scheduling.evaluation.forecast_eval import evaluate_forecasts
 from gateway.scheduling.evaluation.log_walk import LogWalk, fingerprint
 from gateway.scheduling.evaluation.runtime_eval import evaluate_runtimes
 from gateway.scheduling.forecaster import MODES
-from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor
+from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
 from gateway.scheduling.queues.queue_state import QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routing_inputs import JobNeed
@@ -131,6 +131,33 @@ def test_only_a_known_user_is_an_account_the_bound_waits_for(user: int, held: bo
         {job.number: made["combined"]}))
     assert ("bound raised" in told[2].basis) is held
     assert told[2].wait_bound == (2180.0 if held else told[2].wait_median)
+
+
+def test_the_walk_calibrates_the_class_bounds_it_gave(monkeypatch: pytest.MonkeyPatch
+                                                      ) -> None:
+    # As production and the simulator do: each job's wait is given back with the bound of
+    # its class its forecast gave (`Forecast.class_bound`), not the bound it was told
+    # (J23's was raised by its account's hold to 2,180 s). Jobs 0-20 start at once, a
+    # minute apart: the first 19 had no history to give a class bound (None).
+    fed: list[float | None] = []
+    observe = WaitPredictor.observe
+
+    def feeding(self: WaitPredictor, job: JobClass, wait: float,
+                predicted: WaitPrediction | None = None) -> None:
+        fed.append(None if predicted is None else predicted.upper_bound)
+        observe(self, job, wait, predicted)
+
+    monkeypatch.setattr(WaitPredictor, "observe", feeding)
+    jobs = [swf(n, 60 * n, 0, 1, 1, 10, 8) for n in range(21)]
+    jobs += [swf(21, 2000, 0, 1000, 2, 2000, 7), swf(22, 2010, 990, 100, 1, 200, 7),
+             swf(23, 2020, 1080, 50, 1, 300, 7), swf(24, 9000, 0, 1, 1, 10, 8)]
+    told: dict[int, Forecast] = {}
+    evaluate_forecasts(jobs, 4, on_forecast=lambda job, _n, _s, made: told.update(
+        {job.number: made["combined"]}))
+    assert told[23].wait_bound == 2180.0 and "bound raised" in told[23].basis
+    assert [told[n].class_bound for n in range(19)] == [None] * 19
+    assert fed == [told[n].class_bound for n in range(24)]  # J24 starts after the end
+    assert told[23].class_bound is not None and told[23].class_bound < 2180.0
 
 
 def test_runtime_evaluation_against_baselines() -> None:

@@ -231,12 +231,18 @@ def test_forecast_at_keeps_every_other_field() -> None:
 
 def test_with_backlog_keeps_every_other_field() -> None:
     given = Forecast(1.0, 2.0, 3.0, 4.0, ((0.5, 1.0), (0.9, 2.0)), "basis", 5.0, 1.5, 6.0,
-                     0.5, False, False, 7.0, (8.0, 9.0))
+                     0.5, False, False, 7.0, (8.0, 9.0), 10.0)
     assert given.with_backlog(9.0) == dataclasses.replace(given, backlog=9.0)
     welcome = dataclasses.replace(given, welcome=True)
     assert welcome.unwelcome() == given
     # A new field: carry it in with_backlog and unwelcome.
-    assert len(dataclasses.fields(Forecast)) == 14
+    assert len(dataclasses.fields(Forecast)) == 15
+
+
+def test_the_class_bound_is_sent_only_when_a_history_gave_one() -> None:
+    told = Forecast(60.0, 9000.0, 10.0, 0.0, class_bound=7200.0)
+    assert forecast_out(told)["class_bound"] == 7200.0
+    assert "class_bound" not in forecast_out(dataclasses.replace(told, class_bound=None))
 
 
 def test_the_wait_if_late_is_sent_only_when_known() -> None:

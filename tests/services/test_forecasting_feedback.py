@@ -40,9 +40,11 @@ from tests.worker.test_worker_local import post
 
 
 def started_jobs(runtime: Runtime, client: TestClient, headers: dict[str, str],
-                 bound: float | None, projected: float | None = None) -> None:
+                 bound: float | None, projected: float | None = None,
+                 told: float | None = None) -> None:
     """40 jobs that waited 600 s at 'local', each routed (when `bound` is given) with that
-    95% bound and median for 'local' (and that walltime projection, when given)."""
+    95% bound of its class and median for 'local' (and that walltime projection, when
+    given; and the bound it was told, when not the class's)."""
     now = utcnow()
     for n in range(40):
         job_id = post(client, headers, {"name": f"w{n}", "executable": "/bin/true",
@@ -54,9 +56,11 @@ def started_jobs(runtime: Runtime, client: TestClient, headers: dict[str, str],
                                 submitted_at=started - timedelta(seconds=600),
                                 started_at=started, ended_at=started + timedelta(seconds=5)))
             if bound is not None:
-                forecast = {"wait_median": bound, "wait_bound": bound, "runtime": 5.0,
+                shown = bound if told is None else told
+                forecast = {"wait_median": bound, "wait_bound": shown, "runtime": 5.0,
                             "staging": 0.0, "completion": bound + 5, "completion_bound":
-                            bound + 5, "wait_quantiles": [], "basis": "test"}
+                            shown + 5, "wait_quantiles": [], "basis": "test",
+                            "class_bound": bound}
                 if projected is not None:
                     forecast["projected_wait"] = projected
                 placements.add_all(session, [NewPlacement(
@@ -77,6 +81,15 @@ def test_missed_bounds_widen_the_next(client: TestClient, runtime: Runtime,
     started_jobs(runtime, client, headers, bound=None)
     assert scale(runtime) == 1.0  # nothing given, nothing to calibrate on
     started_jobs(runtime, client, headers, bound=60.0)  # each waited 600 s: all missed
+    assert scale(runtime) > 1.0
+
+
+def test_the_class_bound_is_calibrated_not_the_bound_told(
+        client: TestClient, runtime: Runtime, make_user: MakeUser) -> None:
+    # Each job was told 3,600 s (a hold raised it; it held), but its class's bound was
+    # 60 s, which it missed: what calibrates is the class's, as the evaluation and the
+    # simulator give it back (`Forecast.class_bound`), so the factor rises.
+    started_jobs(runtime, client, make_user().headers, bound=60.0, told=3600.0)
     assert scale(runtime) > 1.0
 
 
@@ -121,6 +134,7 @@ def test_production_records_a_wait_in_the_class_its_forecaster_gave(
     assert expected.projected_wait is not None and expected.user == job.owner_id
     assert recorded_class(start, given) == expected
     assert given.uncalibrated_median == forecast.uncalibrated_median
+    assert given.class_bound == forecast.class_bound
 
 
 def late_starts(runtime: Runtime, client: TestClient, headers: dict[str, str], count: int,

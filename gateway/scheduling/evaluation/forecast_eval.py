@@ -151,7 +151,7 @@ def evaluate_forecasts(jobs: Iterable[SwfJob], processors: int, site: str = "log
                       key=lambda point: abs(math.log1p(point) - math.log1p(wait)))
         tallies[HINDSIGHT].score(wait, nearest, None, where)
         walk.submit(job, need.time_limit, forecaster.runtime(need, site).seconds,
-                    forecaster.job_class(need, site), given_wait,
+                    forecaster.job_class(need, site), walk.waits.given(forecast.class_bound),
                     forecast.late_features)
         forecaster.commit(need, site)
         kept, kept_at, kept_events = forecaster.profiles(site), now, walk.events

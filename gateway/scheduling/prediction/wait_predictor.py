@@ -18,7 +18,7 @@ given earlier (adaptive conformal inference, Gibbs and Candes, NeurIPS 2021): ea
 outcome moves log(factor) by step * (missed - target), so the long-run share of misses
 converges to `target` whatever the drift. The target is (1 - q) * c, which leaves the
 finite run a margin of (1 - q)(1 - c); the step is Gibbs and Candes's 0.005. Feed the
-outcomes back with `observe(job, wait, predicted=<the prediction given for it>)`;
+outcomes back with `observe(job, wait, predicted=given(<the class bound given for it>))`;
 without them the factor stays 1 and the bound covers less under drift (measured: KTH
 95.4%, CTC 93.6%). Scoring, at observe time, the bound the class gives then instead
 (newer than the one given at submit) was measured too: KTH 94.9%, CTC 94.2%, no better.
@@ -234,6 +234,14 @@ class WaitPredictor:
         self._lifts: dict[tuple[str, int, int], float] = {}  # log, per size x limit class
         self._scores: dict[tuple[str, int, str], float] = {}
         self._likely_scores: dict[tuple[str, int, str], float] = {}
+
+    def given(self, bound: float | None) -> WaitPrediction | None:
+        """The class bound a forecast gave (`Forecast.class_bound`; None: none) as
+        `observe(..., predicted=)` takes it: what production, the simulator and the
+        evaluation all give back, so the bounds are calibrated alike."""
+        if bound is None:
+            return None
+        return WaitPrediction(bound, bound, self.quantile, self.confidence, "given", 0)
 
     def observe(self, job: JobClass, wait: float, predicted: WaitPrediction | None = None) -> None:
         """Record the wait of a job that has started; `predicted`: what was predicted for it."""

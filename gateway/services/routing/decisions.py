@@ -35,6 +35,8 @@ def forecast_out(forecast: Forecast) -> ForecastOut:
         out["wait_if_late"] = forecast.wait_if_late
     if forecast.late_features is not None:
         out["late_features"] = dict(zip(LATE_FEATURES, forecast.late_features, strict=True))
+    if forecast.class_bound is not None:
+        out["class_bound"] = forecast.class_bound
     if not forecast.welcome:
         out["welcome"] = False
     return out

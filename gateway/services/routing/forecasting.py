@@ -50,7 +50,7 @@ from gateway.scheduling.prediction.late_waits import LateWaits, named_features
 from gateway.scheduling.prediction.routed_outcomes import RoutedOutcomes
 from gateway.scheduling.prediction.runtime_predictor import RuntimePredictor
 from gateway.scheduling.prediction.staging_estimate import TransferRates
-from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPrediction, WaitPredictor
+from gateway.scheduling.prediction.wait_predictor import JobClass, WaitPredictor
 from gateway.scheduling.queues.queue_state import QueueState
 from gateway.scheduling.ranking import Forecast
 from gateway.scheduling.routing_inputs import JobNeed, SiteState
@@ -135,13 +135,11 @@ def _histories(session: Session, registry: SiteRegistry
     for start in starts:
         wait = (start.started_at - start.submitted_at).total_seconds()
         # Recorded as the simulator and the evaluation record it (forecaster.job_class):
-        # the user's class and the projection the job had when routed; the bound its
-        # routing gave this site calibrates the predictor's bounds, its median the site's
-        # routed outcomes.
+        # the user's class and the projection the job had when routed; its class's bound
+        # that routing gave this site calibrates the predictor's bounds, its median the
+        # site's routed outcomes.
         forecast = given.get((start.job_id, start.site_name))
-        bound = None if forecast is None else WaitPrediction(
-            forecast.wait_bound, forecast.wait_bound, waits.quantile, waits.confidence,
-            "placement", 0)
+        bound = None if forecast is None else waits.given(forecast.class_bound)
         waits.observe(recorded_class(start, forecast), wait, predicted=bound)
         if forecast is not None:
             outcomes.observe(start.site_name, forecast.uncalibrated_median, wait)

@@ -61,7 +61,7 @@ def _user(job: TraceJob) -> str:
 @dataclass(frozen=True, slots=True)
 class _Given:
     """What routing predicted for a job at the site chosen for it: the class its wait is
-    recorded in when it starts, the wait predictor's answer (for the bound's calibration)
+    recorded in when it starts, its class's bound (for the bounds' calibration)
     and the forecast's median wait (for the site's routed outcomes)."""
 
     known: JobClass
@@ -78,11 +78,11 @@ class _Recording:
         self.inner = inner
         self.runtimes = runtimes
         self.given = given
-        self._medians: dict[tuple[str, str], float] = {}
+        self._forecasts: dict[tuple[str, str], Forecast] = {}
 
     def forecast(self, job: JobNeed, site: str) -> Forecast:
         forecast = self.inner.forecast(job, site)
-        self._medians[job.key, site] = forecast.uncalibrated_median
+        self._forecasts[job.key, site] = forecast
         return forecast
 
     def earliest_completion(self, job: JobNeed, site: str, walk: bool = False) -> float:
@@ -91,9 +91,10 @@ class _Recording:
     def commit(self, job: JobNeed, site: str) -> None:
         # Before `commit`: it places the job, and the placement would then count it. The
         # class and the answer are the production forecaster's own (`job_class`).
+        forecast = self._forecasts.pop((job.key, site))
         self.given[job.key] = _Given(self.inner.job_class(job, site),
-                                     self.inner.wait_prediction(job, site),
-                                     self._medians.pop((job.key, site)))
+                                     self.inner.waits.given(forecast.class_bound),
+                                     forecast.uncalibrated_median)
         self.runtimes[job.key] = self.inner.runtime(job, site).seconds
         self.inner.commit(job, site)
 
