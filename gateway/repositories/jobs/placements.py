@@ -100,15 +100,13 @@ def recent_guests(session: Session, limit: int) -> list[tuple[str | None, str, i
 @dataclass(frozen=True)
 class GivenForecast:
     """What a job's routing decision forecast at one site, as routing learns from it once
-    the job has started there: the 95% wait bound (the wait predictor's calibration), the
-    median before the site's routed-outcomes factor (that factor's own scoring) and the
-    walltime projection of the wait (the history class the wait is recorded in; None in
-    decisions recorded before it was kept), what the late-wait model knew of the job
-    (its features by name; None: not recorded) and the bound of the job's wait class
-    (`Forecast.class_bound`, what the bounds are calibrated against; None: no history
-    answered, or recorded before it was kept)."""
+    the job has started there: the median before the site's routed-outcomes factor (that
+    factor's own scoring), the walltime projection of the wait (the history class the
+    wait is recorded in; None in decisions recorded before it was kept), what the
+    late-wait model knew of the job (its features by name; None: not recorded) and the
+    95% bound of the job's wait class (`Forecast.class_bound`, what the bounds are
+    calibrated against; None: no history answered, or recorded before it was kept)."""
 
-    wait_bound: float
     uncalibrated_median: float
     projected_wait: float | None
     late_features: dict[str, float] | None = None
@@ -134,7 +132,6 @@ def given_forecasts(session: Session, job_ids: Collection[str]
             late = forecast.get("late_features")
             class_bound = forecast.get("class_bound")
             found[(job_id, candidate["site"])] = GivenForecast(
-                float(forecast["wait_bound"]),
                 (1.0 + float(forecast["wait_median"])) / factor - 1.0,
                 None if projected is None else float(projected),
                 None if late is None else {str(k): float(v) for k, v in late.items()},

@@ -90,7 +90,8 @@ class _Recording:
 
     def commit(self, job: JobNeed, site: str) -> None:
         # Before `commit`: it places the job, and the placement would then count it. The
-        # class and the answer are the production forecaster's own (`job_class`).
+        # class is the production forecaster's own (`job_class`), the class bound and
+        # the median the forecast's, as production records them.
         forecast = self._forecasts.pop((job.key, site))
         self.given[job.key] = _Given(self.inner.job_class(job, site),
                                      self.inner.waits.given(forecast.class_bound),
