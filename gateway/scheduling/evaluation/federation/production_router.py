@@ -202,7 +202,7 @@ class Ranked(Policy):
 
     def started(self, job: TraceJob, site: int, start: float) -> None:
         """Feed the wait to the history, in the class the job had when routed (its user's
-        and its projection's, as production records it), with the answer it had."""
+        and its projection's, as production records it), with its class's bound."""
         self._changed(site)
         key = _key(job)
         self._running.setdefault(site, {})[key] = (
